@@ -1,0 +1,108 @@
+"""Coordinate frames: the one place for coordinate maths.
+
+Three frames appear in GUI grounding (``gta1_and_peers.md`` section 4):
+
+* **original**: pixels of the screenshot file, ``(W, H)``. Data is stored here (canonical samples).
+* **resized**: pixels of the image the model actually sees, ``(W', H')`` = transformers' ``smart_resize`` of the
+  original with ``factor = patch_size * merge_size`` (28 for Qwen2/2.5-VL) and the processor's pixel budget. Qwen2.5-VL,
+  UI-TARS-1.5 and GTA1 answer in this frame; GTA1's prompt states ``H'``/``W'``; the click reward scores here.
+* **norm1000**: ``[0, 1000]`` relative coordinates (Qwen2-VL, Qwen3-VL, GTA1's training records).
+
+Following GTA1, the image is resized **once** (in the dataset) to ``(W', H')``; the processor's own smart_resize is
+then the identity, so the frame the model sees is exactly the frame the reward uses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import smart_resize as _hf_smart_resize
+
+Box = tuple[float, float, float, float]  # (x_min, y_min, x_max, y_max)
+Point = tuple[float, float]  # (x, y)
+
+
+def smart_resize(height: int, width: int, *, factor: int, min_pixels: int, max_pixels: int) -> tuple[int, int]:
+    """Resized ``(height, width)`` the Qwen-VL processor will use (transformers' ``smart_resize``, unchanged).
+
+    Both outputs are multiples of ``factor`` and ``min_pixels <= h*w <= max_pixels``; aspect ratio is kept as well as
+    the rounding allows. Example: ``smart_resize(720, 1280, factor=28, min_pixels=3136, max_pixels=200704)`` is
+    ``(336, 588)``.
+
+    Raises:
+        ValueError: from transformers, for an aspect ratio above 200 or an image smaller than ``factor``.
+    """
+    h, w = _hf_smart_resize(int(height), int(width), factor=factor, min_pixels=min_pixels, max_pixels=max_pixels)
+    return int(h), int(w)
+
+
+@dataclass(frozen=True)
+class Frame:
+    """An original image size and the resized size the model sees. All sizes in pixels.
+
+    Build with :meth:`Frame.for_image`. Conversions are plain per-axis scalings (no offsets: smart_resize stretches,
+    it does not pad or crop).
+    """
+
+    width: int
+    height: int
+    resized_width: int
+    resized_height: int
+
+    @classmethod
+    def for_image(cls, width: int, height: int, *, factor: int, min_pixels: int, max_pixels: int) -> Frame:
+        """Frame of an original ``width x height`` image under a processor's smart_resize parameters."""
+        rh, rw = smart_resize(height, width, factor=factor, min_pixels=min_pixels, max_pixels=max_pixels)
+        return cls(int(width), int(height), rw, rh)
+
+    @property
+    def scale_x(self) -> float:
+        """resized / original along x."""
+        return self.resized_width / self.width
+
+    @property
+    def scale_y(self) -> float:
+        """resized / original along y."""
+        return self.resized_height / self.height
+
+    # original <-> resized
+    def point_to_resized(self, point: Point) -> Point:
+        """Original-pixel point -> resized-pixel point."""
+        return point[0] * self.scale_x, point[1] * self.scale_y
+
+    def point_to_original(self, point: Point) -> Point:
+        """Resized-pixel point (e.g. a Qwen2.5-VL answer) -> original-pixel point."""
+        return point[0] / self.scale_x, point[1] / self.scale_y
+
+    def box_to_resized(self, box: Box) -> Box:
+        """Original-pixel box ``(x_min, y_min, x_max, y_max)`` -> resized-pixel box (floats, not rounded)."""
+        return box[0] * self.scale_x, box[1] * self.scale_y, box[2] * self.scale_x, box[3] * self.scale_y
+
+    def box_to_original(self, box: Box) -> Box:
+        """Resized-pixel box -> original-pixel box."""
+        return box[0] / self.scale_x, box[1] / self.scale_y, box[2] / self.scale_x, box[3] / self.scale_y
+
+    # original <-> norm1000
+    def point_from_norm1000(self, point: Point) -> Point:
+        """``[0, 1000]`` relative point -> original pixels (``x/1000*W``, Qwen2-VL / Qwen3-VL convention)."""
+        return point[0] / 1000 * self.width, point[1] / 1000 * self.height
+
+    def point_to_norm1000(self, point: Point) -> Point:
+        """Original-pixel point -> ``[0, 1000]`` relative point."""
+        return point[0] / self.width * 1000, point[1] / self.height * 1000
+
+    def box_from_norm1000(self, box: Box) -> Box:
+        """``[0, 1000]`` relative box (GTA1 training records) -> original-pixel box."""
+        return (box[0] / 1000 * self.width, box[1] / 1000 * self.height,
+                box[2] / 1000 * self.width, box[3] / 1000 * self.height)  # fmt: skip
+
+
+def box_from_norm1000(box: Box, width: int, height: int) -> Box:
+    """``[0, 1000]`` relative box -> original pixels for a ``width x height`` image (no resize involved)."""
+    return box[0] / 1000 * width, box[1] / 1000 * height, box[2] / 1000 * width, box[3] / 1000 * height
+
+
+def point_in_box(point: Point, box: Box) -> bool:
+    """True when ``point`` lies in ``box``, edges included (GTA1 reward and ScreenSpot-Pro harness use ``<=``)."""
+    x, y = point
+    return box[0] <= x <= box[2] and box[1] <= y <= box[3]

@@ -1,0 +1,113 @@
+"""Prompts (GTA1 non-thinking, and a thinking variant) and the one point parser.
+
+Source: GTA1 ``src/grpo_grounding.py`` (``gta1_and_peers.md`` section 1.2). The non-thinking system prompt states the
+*resized* image size (the smart_resize frame, ``gui_grounding.frames``) and asks for ``(x,y)`` in that frame. The
+instruction is the whole user text, after the image.
+"""
+
+from __future__ import annotations
+
+import re
+
+PROMPT_MODES = ("non_thinking", "thinking")
+
+GTA1_SYSTEM_PROMPT = (
+    "You are an expert UI element locator. Given a GUI image and a user's element description, provide the "
+    "coordinates of the specified element as a single (x,y) point. The image resolution is height {height} and "
+    "width {width}. For elements with area, return the center point. Output the coordinate pair exactly: (x,y)"
+)
+
+THINKING_SYSTEM_PROMPT = (
+    "You are an expert UI element locator. Given a GUI image and a user's element description, provide the "
+    "coordinates of the specified element as a single (x,y) point. The image resolution is height {height} and "
+    "width {width}. For elements with area, return the center point. First reason about where the element is inside "
+    "<think> </think> tags, then give the coordinate pair inside <answer> </answer> tags, exactly: "
+    "<think>...</think><answer>(x,y)</answer>"
+)
+
+# GTA1's pair pattern: "(x, y)" with optional sign and decimals; decimals are then rejected by int() in strict mode.
+_PAIR_RE = re.compile(r"\((-?\d*\.?\d+),\s*(-?\d*\.?\d+)\)")
+_ANSWER_RE = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
+_THINK_ANSWER_RE = re.compile(r"^\s*<think>.*?</think>\s*<answer>(.*?)</answer>\s*$", re.DOTALL)
+
+
+def check_mode(mode: str) -> str:
+    """Return ``mode`` or raise ``ValueError`` naming the allowed prompt modes."""
+    if mode not in PROMPT_MODES:
+        raise ValueError(f"unknown prompt mode {mode!r}; expected one of {', '.join(PROMPT_MODES)}")
+    return mode
+
+
+def system_prompt(resized_height: int, resized_width: int, mode: str = "non_thinking") -> str:
+    """System prompt for an image the model sees at ``resized_width x resized_height`` pixels."""
+    template = GTA1_SYSTEM_PROMPT if check_mode(mode) == "non_thinking" else THINKING_SYSTEM_PROMPT
+    return template.format(height=int(resized_height), width=int(resized_width))
+
+
+def build_messages(
+    instruction: str, resized_height: int, resized_width: int, mode: str = "non_thinking", *, image_block: bool = False
+) -> list:
+    """Chat messages for one sample: the system prompt, then a user turn with the image followed by the instruction.
+
+    With ``image_block=False`` (training rows) contents are plain strings and TRL inserts the image placeholder before
+    the user text; with ``image_block=True`` (our own inference) the user content is ``[{"type": "image"}, text]``.
+    Both render to the same chat-template text.
+    """
+    system = system_prompt(resized_height, resized_width, mode)
+    if not image_block:
+        return [{"role": "system", "content": system}, {"role": "user", "content": instruction}]
+    return [
+        {"role": "system", "content": [{"type": "text", "text": system}]},
+        {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": instruction}]},
+    ]
+
+
+def extract_answer(text: str, mode: str = "non_thinking") -> str | None:
+    """The part of a completion that holds the coordinates.
+
+    ``non_thinking``: the whole text. ``thinking``: the content of the single ``<answer>...</answer>`` block, or
+    ``None`` when there is no such block or more than one.
+    """
+    if check_mode(mode) == "non_thinking":
+        return text
+    answers = _ANSWER_RE.findall(text)
+    return answers[0] if len(answers) == 1 else None
+
+
+def parse_point(text: str, mode: str = "non_thinking", *, strict: bool = True) -> tuple[float, float] | None:
+    """Parse the ``(x,y)`` point of a completion; ``None`` when there is no valid answer.
+
+    Args:
+        text: the model's completion.
+        mode: ``non_thinking`` (whole text) or ``thinking`` (inside ``<answer>``).
+        strict: GTA1 reward semantics (``click_reward``): **exactly one** pair, both **integers** (``(12.5,40)`` is
+            invalid because GTA1 applies ``int()`` to the captured string). ``strict=False`` is GTA1's inference rule:
+            take the **first** pair, decimals allowed.
+
+    Returns:
+        ``(x, y)`` in whatever frame the model answers in (resized pixels for Qwen2.5-VL/GTA1), or ``None``.
+    """
+    answer = extract_answer(text, mode)
+    if answer is None:
+        return None
+    pairs = _PAIR_RE.findall(answer)
+    if not pairs or (strict and len(pairs) != 1):
+        return None
+    xs, ys = pairs[0]
+    if strict:
+        try:
+            return int(xs), int(ys)
+        except ValueError:  # a decimal such as "12.5"
+            return None
+    return float(xs), float(ys)
+
+
+def is_thinking_format(text: str) -> bool:
+    """True when ``text`` is exactly ``<think>...</think><answer>(x,y)</answer>`` with one integer pair.
+
+    Whitespace between and around the blocks is allowed; anything else outside them is not.
+    """
+    m = _THINK_ANSWER_RE.match(text)
+    if not m:
+        return False
+    return parse_point(f"<answer>{m.group(1)}</answer>", "thinking", strict=True) is not None

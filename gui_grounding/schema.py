@@ -1,0 +1,334 @@
+"""Canonical GUI grounding sample, record readers and validation with reason codes.
+
+Canonical record (the seed's format, ``seed_summary.md`` "Data"), boxes in **original-image pixels**::
+
+    {"instruction": "Click menu", "image_path": "images/screenshot_001.png",
+     "target_bbox": {"x_min": 12, "y_min": 10, "x_max": 42, "y_max": 40}}
+
+``target_bbox`` may also be a list of such dicts (any hit counts). Optional keys: ``sample_id`` (or ``id``),
+``image_width``/``image_height``, ``source``, ``platform`` (mobile/desktop/web), ``ui_type`` (text/icon); other keys
+are kept in ``Sample.extra``.
+
+Also read: GTA1 records (``image``, ``bbox`` in 0-1000 of the original image, ``conversations``) and VLM-R1
+``grpo_jsonl`` records (``image``, ``conversations`` whose gpt turn is a bbox ``[x1, y1, x2, y2]`` in original
+pixels, REC style). Image paths are relative to the image folder given for the file, else to the file's directory.
+
+Nothing is lost: every record becomes a :class:`Sample` or raises :class:`SampleError` with a reason code and the
+record's reference (``file:line``); :func:`load_samples` skips and counts bad records, or stops at the first one in
+strict mode.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from gui_grounding.frames import Box, box_from_norm1000
+
+logger = logging.getLogger(__name__)
+
+REASONS = {
+    "unparseable_record": "line is not valid JSON, or not a JSON object",
+    "unknown_format": "record matches none of the canonical, GTA1 or VLM-R1 formats",
+    "bad_field": "a required field is missing or has the wrong type",
+    "missing_image": "image file does not exist",
+    "unreadable_image": "image file cannot be decoded",
+    "empty_instruction": "instruction is empty",
+    "inverted_box": "box has x_min >= x_max or y_min >= y_max (zero area or inverted)",
+    "box_outside_image": "box extends outside the image",
+}
+
+
+class SampleError(ValueError):
+    """A record that cannot become a sample. ``ref`` is ``file:line``, ``reason`` a key of ``REASONS``."""
+
+    def __init__(self, ref: str, reason: str, message: str):
+        assert reason in REASONS, reason
+        self.ref, self.reason, self.message = ref, reason, message
+        super().__init__(f"{ref}: {reason}: {message}")
+
+
+@dataclass
+class Sample:
+    """One grounding sample. ``boxes`` are ``(x_min, y_min, x_max, y_max)`` in original pixels; sizes in pixels."""
+
+    sample_id: str
+    instruction: str
+    image_path: str  # resolved path of the screenshot
+    boxes: list[Box]
+    width: int
+    height: int
+    source: str | None = None
+    platform: str | None = None
+    ui_type: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_record(self, image_root: str | None = None) -> dict:
+        """Canonical JSON record; ``image_path`` made relative to ``image_root`` when given."""
+        path = os.path.relpath(self.image_path, image_root) if image_root else self.image_path
+        boxes = [dict(zip(("x_min", "y_min", "x_max", "y_max"), b, strict=True)) for b in self.boxes]
+        rec = {"sample_id": self.sample_id, "instruction": self.instruction, "image_path": path,
+               "target_bbox": boxes[0] if len(boxes) == 1 else boxes,
+               "image_width": self.width, "image_height": self.height}  # fmt: skip
+        for key in ("source", "platform", "ui_type"):
+            if getattr(self, key) is not None:
+                rec[key] = getattr(self, key)
+        return {**rec, **self.extra}
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# reading files
+
+
+def iter_records(path: str) -> Iterator[tuple[str, int, dict | SampleError]]:
+    """Yield ``(ref, index, record_or_error)`` for a ``.json`` (list or single object) or ``.jsonl`` file.
+
+    ``ref`` is ``path:line`` (1-based) for JSONL and ``path:[index]`` for JSON; ``index`` is 0-based. Blank lines are
+    skipped; an unparseable line yields a :class:`SampleError` instead of a record, so the caller counts it.
+    """
+    if path.endswith(".json"):
+        with open(path, encoding="utf-8") as f:
+            try:
+                data = json.load(f)
+            except json.JSONDecodeError as err:
+                yield f"{path}", 0, SampleError(path, "unparseable_record", f"invalid JSON: {err}")
+                return
+        items = data if isinstance(data, list) else [data]
+        for i, item in enumerate(items):
+            ref = f"{path}:[{i}]"
+            ok = isinstance(item, dict)
+            yield ref, i, item if ok else SampleError(ref, "unparseable_record", "not a JSON object")
+        return
+    with open(path, encoding="utf-8") as f:
+        index = 0
+        for lineno, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            ref = f"{path}:{lineno}"
+            try:
+                item = json.loads(line)
+            except json.JSONDecodeError as err:
+                yield ref, index, SampleError(ref, "unparseable_record", f"invalid JSON: {err}")
+            else:
+                ok = isinstance(item, dict)
+                yield ref, index, item if ok else SampleError(ref, "unparseable_record", "not a JSON object")
+            index += 1
+
+
+def detect_format(record: dict) -> str | None:
+    """``"canonical"``, ``"gta1"``, ``"vlm_r1"`` or ``None`` from a record's keys."""
+    if "target_bbox" in record:
+        return "canonical"
+    if "bbox" in record and "conversations" in record and "image" in record:
+        return "gta1"
+    if "conversations" in record and "image" in record:
+        return "vlm_r1"
+    return None
+
+
+def read_image_size(path: str, ref: str, *, verify: bool = True) -> tuple[int, int]:
+    """``(width, height)`` of an image from its header; with ``verify`` also checks the file's integrity.
+
+    Raises:
+        SampleError: ``missing_image`` or ``unreadable_image``.
+    """
+    from PIL import Image
+
+    if not os.path.isfile(path):
+        raise SampleError(ref, "missing_image", f"image not found: {path}")
+    try:
+        with Image.open(path) as im:
+            size = im.size
+            if verify:
+                im.verify()
+    except Exception as err:  # PIL raises many types for corrupt files
+        raise SampleError(ref, "unreadable_image", f"cannot decode {path}: {type(err).__name__}: {err}") from err
+    return int(size[0]), int(size[1])
+
+
+def _resolve_image(path_in_record: Any, ref: str, base_dir: str) -> str:
+    if not isinstance(path_in_record, str) or not path_in_record:
+        raise SampleError(ref, "bad_field", f"image path must be a non-empty string, got {path_in_record!r}")
+    return os.path.normpath(os.path.join(base_dir, path_in_record))
+
+
+def _strip_image_tags(text: Any, ref: str) -> str:
+    if not isinstance(text, str):
+        raise SampleError(ref, "bad_field", f"instruction must be a string, got {type(text).__name__}")
+    return " ".join(text.replace("<image>", " ").split())
+
+
+def _box_from_seq(value: Any, ref: str, what: str) -> Box:
+    if not (isinstance(value, (list, tuple)) and len(value) == 4 and all(isinstance(v, (int, float)) for v in value)):
+        raise SampleError(ref, "bad_field", f"{what} must be 4 numbers [x_min, y_min, x_max, y_max], got {value!r}")
+    return tuple(float(v) for v in value)
+
+
+def _boxes_field(value: Any, ref: str, what: str) -> list[Box]:
+    """One box or a list of boxes, each a 4-number list."""
+    if isinstance(value, (list, tuple)) and value and isinstance(value[0], (list, tuple)):
+        return [_box_from_seq(v, ref, what) for v in value]
+    return [_box_from_seq(value, ref, what)]
+
+
+def _canonical_boxes(value: Any, ref: str) -> list[Box]:
+    items = value if isinstance(value, list) else [value]
+    boxes = []
+    for item in items:
+        if not isinstance(item, dict) or not all(k in item for k in ("x_min", "y_min", "x_max", "y_max")):
+            raise SampleError(ref, "bad_field", f"target_bbox must be {{x_min, y_min, x_max, y_max}}, got {item!r}")
+        boxes.append(_box_from_seq([item["x_min"], item["y_min"], item["x_max"], item["y_max"]], ref, "target_bbox"))
+    if not boxes:
+        raise SampleError(ref, "bad_field", "target_bbox is an empty list")
+    return boxes
+
+
+def _conversation_turns(record: dict, ref: str) -> tuple[Any, Any]:
+    conv = record.get("conversations")
+    if not isinstance(conv, list) or not conv or not isinstance(conv[0], dict) or "value" not in conv[0]:
+        raise SampleError(ref, "bad_field", "conversations must be a list of {from, value} turns")
+    answer = conv[1].get("value") if len(conv) > 1 and isinstance(conv[1], dict) else None
+    return conv[0]["value"], answer
+
+
+def record_to_sample(record: dict, ref: str, *, base_dir: str, default_id: str, verify_image: bool = True) -> Sample:
+    """Turn one record (any supported format) into a validated :class:`Sample` in original pixels.
+
+    Args:
+        record: the parsed JSON object.
+        ref: ``file:line`` reference used in errors.
+        base_dir: folder that relative image paths are resolved against.
+        default_id: sample id when the record has neither ``sample_id`` nor ``id``.
+        verify_image: check image integrity (not only its header).
+
+    Raises:
+        SampleError: with a reason code from ``REASONS``.
+    """
+    fmt = detect_format(record)
+    known = {"instruction", "image_path", "target_bbox", "image_width", "image_height", "sample_id", "id",
+             "source", "platform", "ui_type", "image", "bbox", "conversations"}  # fmt: skip
+    if fmt == "canonical":
+        instruction = _strip_image_tags(record.get("instruction"), ref)
+        image_path = _resolve_image(record.get("image_path"), ref, base_dir)
+        boxes = _canonical_boxes(record["target_bbox"], ref)
+        norm1000 = False
+    elif fmt == "gta1":
+        human, _ = _conversation_turns(record, ref)
+        instruction = _strip_image_tags(human, ref)
+        image_path = _resolve_image(record["image"], ref, base_dir)
+        boxes = _boxes_field(record["bbox"], ref, "bbox")
+        norm1000 = True
+    elif fmt == "vlm_r1":
+        human, answer = _conversation_turns(record, ref)
+        instruction = _strip_image_tags(human, ref)
+        image = record["image"]
+        if isinstance(image, list):
+            if len(image) != 1:
+                raise SampleError(ref, "bad_field", f"grounding needs exactly one image, got {len(image)}")
+            image = image[0]
+        image_path = _resolve_image(image, ref, base_dir)
+        if isinstance(answer, str):
+            text = answer.replace("<answer>", "").replace("</answer>", "").strip()
+            try:
+                answer = json.loads(text)
+            except json.JSONDecodeError as err:
+                raise SampleError(ref, "bad_field", f"gpt turn is not a bbox list: {text[:80]!r}") from err
+        boxes = _boxes_field(answer, ref, "gpt turn bbox")
+        norm1000 = False
+    else:
+        raise SampleError(ref, "unknown_format", f"keys {sorted(record)} match no supported format")
+
+    if not instruction:
+        raise SampleError(ref, "empty_instruction", "instruction is empty")
+    width, height = read_image_size(image_path, ref, verify=verify_image)
+    if norm1000:
+        for b in boxes:
+            if not all(0 <= v <= 1000 for v in b):
+                raise SampleError(ref, "box_outside_image", f"0-1000 box {list(b)} has values outside [0, 1000]")
+        boxes = [box_from_norm1000(b, width, height) for b in boxes]
+    for b in boxes:
+        if b[0] >= b[2] or b[1] >= b[3]:
+            raise SampleError(ref, "inverted_box", f"box {list(b)} is inverted or has zero area")
+        if b[0] < 0 or b[1] < 0 or b[2] > width or b[3] > height:
+            raise SampleError(ref, "box_outside_image", f"box {list(b)} is outside the {width}x{height} image")
+    sample_id = str(record.get("sample_id", record.get("id", default_id)))
+    extra = {k: v for k, v in record.items() if k not in known}
+    return Sample(sample_id, instruction, image_path, boxes, width, height, record.get("source"),
+                  record.get("platform"), record.get("ui_type"), extra)  # fmt: skip
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# loading many files
+
+
+@dataclass
+class LoadReport:
+    """What :func:`load_samples` kept and rejected. ``rejects`` holds ``(ref, reason, message)`` for every reject."""
+
+    num_records: int = 0
+    num_samples: int = 0
+    rejects: list[tuple[str, str, str]] = field(default_factory=list)
+
+    @property
+    def counts(self) -> Counter:
+        return Counter(reason for _, reason, _ in self.rejects)
+
+    def table(self) -> str:
+        """Readable summary: records read, samples kept, and one row per reject reason."""
+        lines = [f"records read: {self.num_records}   samples kept: {self.num_samples}   "
+                 f"rejected: {len(self.rejects)}"]  # fmt: skip
+        for reason, n in sorted(self.counts.items()):
+            first = next(ref for ref, r, _ in self.rejects if r == reason)
+            lines.append(f"  {reason:<20} {n:>7}   e.g. {first}")
+        return "\n".join(lines)
+
+
+def load_samples(
+    paths: list[str], image_folders: list[str] | None = None, *, strict: bool = False, verify_images: bool = True
+) -> tuple[list[Sample], LoadReport]:
+    """Read and validate samples from JSON/JSONL files.
+
+    Args:
+        paths: data files (canonical, GTA1 or VLM-R1 records; formats may differ per record).
+        image_folders: one folder per file that image paths are relative to (VLM-R1's ``--image_folders``); default:
+            each file's own directory.
+        strict: raise on the first bad record instead of skipping and counting it.
+        verify_images: check each image's integrity, not only its header.
+
+    Returns:
+        ``(samples, report)``; ``report.rejects`` names every skipped record with its reason.
+
+    Raises:
+        SampleError: in strict mode, for the first bad record.
+        ValueError: ``image_folders`` given with a different count than ``paths``.
+        FileNotFoundError: a data file does not exist.
+    """
+    if image_folders is not None and len(image_folders) != len(paths):
+        raise ValueError(f"{len(paths)} data files but {len(image_folders)} image folders; give one folder per file")
+    samples, report = [], LoadReport()
+    for i, path in enumerate(paths):
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"data file not found: {path}")
+        base_dir = image_folders[i] if image_folders else os.path.dirname(os.path.abspath(path))
+        stem = os.path.splitext(os.path.basename(path))[0]
+        for ref, index, item in iter_records(path):
+            report.num_records += 1
+            try:
+                if isinstance(item, SampleError):
+                    raise item
+                samples.append(record_to_sample(item, ref, base_dir=base_dir, default_id=f"{stem}:{index}",
+                                                verify_image=verify_images))  # fmt: skip
+            except SampleError as err:
+                if strict:
+                    raise
+                report.rejects.append((err.ref, err.reason, err.message))
+    report.num_samples = len(samples)
+    if report.rejects:
+        logger.warning("skipped %d bad records (use --strict to stop at the first):\n%s", len(report.rejects),
+                       report.table())  # fmt: skip
+    return samples, report

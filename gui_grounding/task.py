@@ -1,0 +1,62 @@
+"""The ``gui_grounding`` task plugin for ``python -m vlm_r1.grpo_jsonl --task_type gui_grounding``.
+
+Reads canonical / GTA1 / VLM-R1 records (``gui_grounding.schema``), resizes each screenshot once with the processor's
+smart_resize parameters (``gui_grounding.frames``), states the resized size in the prompt (``gui_grounding.prompts``)
+and writes the target boxes in the resized frame for the ``click`` reward. Bad records are skipped and counted, or
+stop the run with ``--strict_data``.
+
+Row columns: ``prompt``, ``image_path``, ``resized_size`` ``[W', H']``, ``image_size`` ``[W, H]``,
+``target_boxes_resized`` (resized pixels), ``target_boxes`` (original pixels), ``instruction``, ``sample_id``,
+``prompt_mode``; ``image`` (the resized PIL image) is attached lazily when a row is read.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from gui_grounding.frames import Frame
+from gui_grounding.prompts import build_messages, check_mode
+from gui_grounding.schema import Sample, load_samples
+from vlm_r1.tasks import Task, load_images_transform
+
+logger = logging.getLogger(__name__)
+
+
+def sample_to_row(sample: Sample, frame: Frame, mode: str) -> dict:
+    """One training/eval row for ``sample`` seen through ``frame`` (see module docstring for the columns)."""
+    return {
+        "prompt": build_messages(sample.instruction, frame.resized_height, frame.resized_width, mode),
+        "image_path": sample.image_path,
+        "resized_size": [frame.resized_width, frame.resized_height],
+        "image_size": [frame.width, frame.height],
+        "target_boxes_resized": [list(frame.box_to_resized(b)) for b in sample.boxes],
+        "target_boxes": [list(b) for b in sample.boxes],
+        "instruction": sample.instruction,
+        "sample_id": sample.sample_id,
+        "prompt_mode": mode,
+    }
+
+
+class GUIGroundingTask(Task):
+    """GTA1-style GUI grounding: screenshot + instruction -> ``(x,y)`` in the resized frame; ``click`` reward."""
+
+    name = "gui_grounding"
+    default_reward_funcs = ("click",)
+
+    def build_dataset(self, script_args: Any, processing_class: Any, vlm_module: Any):
+        from datasets import Dataset
+
+        mode = check_mode(getattr(script_args, "prompt_mode", "non_thinking"))
+        samples, report = load_samples(script_args.data_file_list, script_args.image_folder_list,
+                                       strict=script_args.strict_data)  # fmt: skip
+        logger.info("gui_grounding data:\n%s", report.table())
+        if not samples:
+            raise ValueError(f"no usable samples in {script_args.data_file_list}:\n{report.table()}")
+        factor, min_pixels, max_pixels = vlm_module.get_image_resize_params(processing_class)
+        rows = [
+            sample_to_row(s, Frame.for_image(s.width, s.height, factor=factor, min_pixels=min_pixels,
+                                             max_pixels=max_pixels), mode)  # fmt: skip
+            for s in samples
+        ]
+        return Dataset.from_list(rows).with_transform(load_images_transform(resize_column="resized_size"))

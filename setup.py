@@ -1,0 +1,57 @@
+"""Packaging for the GTA1-style GRPO GUI-grounding project.
+
+Two packages:
+  * ``vlm_r1``        - VLM-R1-compatible GRPO core on ``trl.GRPOTrainer`` (knows nothing about GUIs);
+  * ``gui_grounding`` - the GTA1 plugin (schema, coordinate frames, prompts, click reward, collector, evaluation).
+
+On CPU machines install torch first (``pip install torch==2.13.0`` picks the local CPU wheel) and never torchvision;
+``run_scripts/setup_env.sh`` does this. On GPU clusters ``pip install -e .[gpu]`` adds the CUDA-only pieces.
+"""
+
+from setuptools import find_packages, setup
+
+INSTALL_REQUIRES = [
+    "torch>=2.13,<2.14",
+    "transformers==5.23.0",
+    "trl==1.16.0",
+    "accelerate==1.15.0",
+    "datasets==5.2.0",
+    "peft==0.21.2",
+    "pillow>=12",
+    "pyyaml>=6",
+    "tqdm>=4.66",
+    "matplotlib>=3.8",
+    "tensorboard>=2.16",
+]
+
+EXTRAS = {
+    # CUDA-only pieces: imported lazily by the code, with a clear message when absent.
+    "gpu": ["flash-attn>=2.7", "vllm>=0.11", "deepspeed==0.19.8"],
+    "deepspeed": ["deepspeed==0.19.8"],
+    "collect": ["playwright>=1.50"],
+    "dev": ["pytest>=8", "hypothesis>=6", "ruff>=0.6"],
+}
+
+setup(
+    name="gui-grounding-grpo",
+    version="0.1.0",
+    description="GRPO training and evaluation of GUI grounding models (GTA1 recipe) on a VLM-R1-compatible TRL core",
+    long_description=open("README.md", encoding="utf-8").read() if __import__("os").path.exists("README.md") else "",
+    long_description_content_type="text/markdown",
+    python_requires=">=3.10",
+    packages=find_packages(include=["vlm_r1", "vlm_r1.*", "gui_grounding", "gui_grounding.*"]),
+    include_package_data=True,
+    package_data={"gui_grounding": ["eval/*.html"]},
+    install_requires=INSTALL_REQUIRES,
+    extras_require=EXTRAS,
+    entry_points={
+        "console_scripts": ["gui-grounding = gui_grounding.cli:main"],
+        # Reward plugins: `--reward_funcs click` resolves through this group (vlm_r1/rewards.py).
+        "vlm_r1.rewards": [
+            "click = gui_grounding.rewards:click_reward",
+            "click_format = gui_grounding.rewards:click_format_reward",
+        ],
+        # Task plugins: `--task_type gui_grounding` turns records into prompts + reward columns (vlm_r1/tasks.py).
+        "vlm_r1.tasks": ["gui_grounding = gui_grounding.task:GUIGroundingTask"],
+    },
+)

@@ -1,0 +1,143 @@
+"""``python -m vlm_r1.grpo_jsonl``: GRPO on JSONL data, with upstream VLM-R1's flag surface, on TRL.
+
+Example (GTA1-style GUI grounding on the committed sample, tiny model)::
+
+    python -m vlm_r1.grpo_jsonl --model_name_or_path runs/tiny --task_type gui_grounding \\
+        --data_file_paths data/web_sample/train.jsonl --output_dir runs/demo --max_steps 20 \\
+        --per_device_train_batch_size 8 --num_generations 8 --max_completion_length 16
+
+Accepts every TRL ``GRPOConfig`` / HF ``TrainingArguments`` / ``ModelConfig`` flag, the VLM-R1 script flags
+(``--data_file_paths a:b --image_folders x:y --reward_funcs ... --max_pixels ... --task_type ...``) and
+``--config file.yaml``. Run with ``--help`` for every flag.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+
+from vlm_r1.configs import GRPOModelConfig, GRPOScriptArguments, UpstreamCompatArguments, VLMGRPOConfig
+
+logger = logging.getLogger("vlm_r1")
+
+
+def parse_args(argv: list[str] | None = None):
+    """Parse the command line (and ``--config``) into the four argument dataclasses."""
+    from trl import TrlParser
+
+    parser = TrlParser((GRPOScriptArguments, VLMGRPOConfig, GRPOModelConfig, UpstreamCompatArguments))
+    script_args, training_args, model_args, compat = parser.parse_args_and_config(args=argv)
+    for line in compat.apply(training_args, model_args):
+        logger.warning("UPSTREAM FLAG: %s", line)
+    if not script_args.data_file_list:
+        parser.error("--data_file_paths is required (':'-separated JSONL/JSON files)")
+    if not model_args.model_name_or_path:
+        parser.error("--model_name_or_path is required")
+    return script_args, training_args, model_args
+
+
+def _resolve_resume(training_args) -> str | None:
+    """``--resume_from_checkpoint``: a path, or true/latest for the newest ``checkpoint-*`` in output_dir."""
+    value = training_args.resume_from_checkpoint
+    if value is None or str(value).lower() in ("false", "none", ""):
+        return None
+    if str(value).lower() in ("true", "latest"):
+        from transformers.trainer_utils import get_last_checkpoint
+
+        last = get_last_checkpoint(training_args.output_dir) if os.path.isdir(training_args.output_dir) else None
+        if last is None:
+            logger.warning("--resume_from_checkpoint %s: no checkpoint in %s, starting fresh", value,
+                           training_args.output_dir)  # fmt: skip
+        return last
+    return value
+
+
+def build_rewards(script_args, task, vlm_module) -> list:
+    """Reward functions from ``--reward_funcs`` (or the task's defaults), via the registry or the VLM module."""
+    from vlm_r1.rewards import resolve_rewards
+
+    names = script_args.reward_funcs or list(task.default_reward_funcs)
+    if script_args.is_reward_customized_from_vlm_module:
+        return [vlm_module.select_reward_func(n, script_args.task_type) for n in names]
+    return resolve_rewards(names)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Build everything from the command line and train; saves the final model + processor to ``--output_dir``."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+                        datefmt="%H:%M:%S")  # fmt: skip
+    script_args, training_args, model_args = parse_args(argv)
+
+    from trl import get_peft_config, get_quantization_config
+
+    from vlm_r1.modules import get_vlm_module
+    from vlm_r1.tasks import get_task
+    from vlm_r1.trainer import VLMGRPOTrainer
+
+    if training_args.use_vllm:
+        try:
+            import vllm  # noqa: F401
+        except ImportError as err:
+            raise SystemExit("--use_vllm true needs vLLM (GPU only): pip install -e .[gpu]") from err
+
+    model_path = model_args.model_name_or_path
+    vlm_module = get_vlm_module(model_path)
+    processor = vlm_module.load_processor(model_path, min_pixels=script_args.min_pixels,
+                                          max_pixels=script_args.max_pixels)  # fmt: skip
+    factor, min_px, max_px = vlm_module.get_image_resize_params(processor)
+    logger.info("model_type=%s module=%s smart_resize factor=%d min_pixels=%d max_pixels=%d",
+                vlm_module.model_type, type(vlm_module).__name__, factor, min_px, max_px)  # fmt: skip
+
+    task = get_task(script_args.task_type)
+    dataset = task.build_dataset(script_args, processor, vlm_module)
+    eval_dataset = None
+    if script_args.val_split_ratio > 0:
+        split = dataset.train_test_split(test_size=script_args.val_split_ratio, seed=training_args.seed)
+        dataset, eval_dataset = split["train"], split["test"]
+        if training_args.eval_strategy == "no":
+            logger.warning("--val_split_ratio set but --eval_strategy is 'no': the held-out split is not evaluated")
+            eval_dataset = None
+    logger.info("task=%s train rows=%d", task.name, len(dataset))
+    reward_funcs = build_rewards(script_args, task, vlm_module)
+
+    quantization_config = get_quantization_config(model_args)
+    init_kwargs = dict(revision=model_args.model_revision, attn_implementation=model_args.attn_implementation,
+                       trust_remote_code=training_args.trust_remote_code)  # fmt: skip
+    if model_args.dtype not in (None, "auto"):
+        import torch
+
+        init_kwargs["dtype"] = getattr(torch, model_args.dtype)
+    if quantization_config is not None:
+        init_kwargs["quantization_config"] = quantization_config
+    if model_args.attn_implementation == "flash_attention_2":
+        try:
+            import flash_attn  # noqa: F401
+        except ImportError:
+            logger.warning("flash-attn is not installed: using sdpa instead (pip install -e .[gpu] on GPU nodes)")
+            init_kwargs["attn_implementation"] = "sdpa"
+    model_cls = vlm_module.get_model_class(model_path, init_kwargs)
+    model = model_cls.from_pretrained(model_path, **{k: v for k, v in init_kwargs.items() if v is not None})
+
+    trainer = VLMGRPOTrainer(
+        model=model,
+        reward_funcs=reward_funcs,
+        args=training_args,
+        vlm_module=vlm_module,
+        processing_class=processor,
+        freeze_vision=model_args.freeze_vision_modules,
+        train_dataset=dataset,
+        eval_dataset=eval_dataset,
+        peft_config=get_peft_config(model_args),
+    )
+    trainer.train(resume_from_checkpoint=_resolve_resume(training_args))
+    trainer.save_model(training_args.output_dir)
+    if trainer.accelerator.is_main_process:
+        processor.save_pretrained(training_args.output_dir)
+        if hasattr(vlm_module, "tidy_saved_processor"):
+            vlm_module.tidy_saved_processor(training_args.output_dir)
+        logger.info("saved model and processor to %s", training_args.output_dir)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

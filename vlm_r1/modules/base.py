@@ -1,0 +1,102 @@
+"""The VLM module interface: everything model-family specific, behind one small strategy object.
+
+Method names and meanings follow upstream VLM-R1's ``VLMBaseModule`` (the eight abstract methods plus
+``get_question_template`` / ``select_reward_func`` / ``get_eos_token_id``), so third-party modules port easily.
+Modules are chosen by ``config.model_type`` (``vlm_r1.modules.get_vlm_module``), never by path substrings.
+
+Methods we add on top of upstream's interface (all used by the trainer, the tiny-model builder and evaluation):
+``model_types``, ``load_processor``, ``build_processor``, ``set_pixel_budget``, ``get_image_resize_params``,
+``get_banned_token_ids``, ``tidy_saved_processor``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+
+class VLMBaseModule(ABC):
+    """Model-family adapter. Subclasses set ``model_types`` to the ``config.model_type`` values they serve."""
+
+    model_types: tuple[str, ...] = ()
+
+    # ---- upstream VLM-R1 interface -------------------------------------------------------------------------------
+    @abstractmethod
+    def get_vlm_key(self) -> str:
+        """Short family id (upstream: "qwen", "internvl", "glm")."""
+
+    @abstractmethod
+    def get_model_class(self, model_id: str, model_init_kwargs: dict) -> type:
+        """The transformers class to call ``from_pretrained`` on; may edit ``model_init_kwargs`` in place."""
+
+    def post_model_init(self, model: Any, processing_class: Any) -> None:
+        """Hook after the model is loaded (no-op by default). ``model`` may be None (no reference model)."""
+
+    def is_embeds_input(self) -> bool:
+        """True when ``generate`` returns only completion ids (upstream InternVL); False for Qwen."""
+        return False
+
+    @abstractmethod
+    def get_processing_class(self) -> type:
+        """The processor class upstream would call ``from_pretrained`` on (use ``load_processor`` instead)."""
+
+    @abstractmethod
+    def get_vision_modules_keywords(self) -> list[str]:
+        """Parameter-name substrings of the vision tower (frozen by ``--freeze_vision_modules``, excluded from LoRA)."""
+
+    @abstractmethod
+    def get_custom_multimodal_keywords(self) -> list[str]:
+        """Processor outputs that the forward pass needs besides input_ids/attention_mask."""
+
+    @abstractmethod
+    def get_non_generate_params(self) -> list[str]:
+        """Processor outputs that must be removed before ``generate``."""
+
+    @abstractmethod
+    def get_custom_processing_keywords(self) -> list[tuple[str, str]]:
+        """(component, attribute) pairs settable from the CLI, e.g. ``("image_processor", "max_pixels")``."""
+
+    @abstractmethod
+    def prepare_prompt(self, processing_class: Any, inputs: list[dict]) -> list[str]:
+        """Render each ``inputs[i]["prompt"]`` (chat messages) with the chat template; returns prompt strings."""
+
+    @abstractmethod
+    def prepare_model_inputs(
+        self,
+        processing_class: Any,
+        prompts_text: list[str],
+        images: list,
+        return_tensors: str = "pt",
+        padding: bool = True,
+        padding_side: str = "left",
+        add_special_tokens: bool = False,
+    ) -> tuple[Any, list[dict]]:
+        """Tokenise prompts and images; returns ``(BatchFeature, additional_output)`` (upstream shape)."""
+
+    @staticmethod
+    def get_question_template(task_type: str | None) -> str:
+        """Suffix template applied to the question (``{Question}`` placeholder)."""
+        return "{Question}"
+
+    @staticmethod
+    def select_reward_func(func: str, task_type: str | None):
+        """Model-specific reward for ``--is_reward_customized_from_vlm_module`` (upstream: only task ``rec``)."""
+        raise ValueError(f"no model-specific reward {func!r} for task_type {task_type!r}")
+
+    def get_eos_token_id(self, processing_class: Any) -> int:
+        """End-of-turn token id that ends a completion."""
+        tokenizer = getattr(processing_class, "tokenizer", processing_class)
+        return tokenizer.eos_token_id
+
+    # ---- our additions ---------------------------------------------------------------------------------------------
+    @abstractmethod
+    def load_processor(self, path: str, *, min_pixels: int | None = None, max_pixels: int | None = None) -> Any:
+        """Load the processor of checkpoint ``path`` (works with and without torchvision); left padding."""
+
+    @abstractmethod
+    def get_image_resize_params(self, processing_class: Any) -> tuple[int, int, int]:
+        """``(factor, min_pixels, max_pixels)`` the processor's ``smart_resize`` uses (factor in pixels)."""
+
+    @abstractmethod
+    def get_banned_token_ids(self, processing_class: Any) -> list[int]:
+        """Token ids generation must never emit (vision placeholders); GTA1 bans the image token."""

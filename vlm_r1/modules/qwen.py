@@ -1,0 +1,209 @@
+"""Qwen2-VL and Qwen2.5-VL (also UI-TARS-1.5, GTA1, OpenCUA: same architecture) adapter.
+
+Processor loading works in two worlds:
+  * clusters with torchvision: the stock ``AutoProcessor`` (image + video processor);
+  * CPU machines without torchvision (transformers 5.x needs it for the *video* processor): an image-only subclass of
+    the stock processor, which saves itself under the stock class name so the checkpoint stays loadable by
+    ``AutoProcessor`` elsewhere (``cpu_stack.md`` section 2).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from vlm_r1.modules.base import VLMBaseModule
+
+VISION_SPECIAL_TOKENS = ("<|image_pad|>", "<|video_pad|>", "<|vision_start|>", "<|vision_end|>")
+
+# Upstream VLM-R1's question templates for Qwen (prompt format kept so old checkpoints and evals stay comparable).
+_THINK_ANSWER_TEMPLATE = (
+    "{Question} First output the thinking process in <think> </think> tags and then output the final answer in "
+    "<answer> </answer> tags."
+)
+_REC_TEMPLATE = _THINK_ANSWER_TEMPLATE + " Output the final answer in JSON format."
+
+
+def _image_only_processor_class(stock_cls: type) -> type:
+    """Subclass of a Qwen processor without the video processor (so no torchvision is needed)."""
+
+    class ImageOnlyProcessor(stock_cls):
+        # ProcessorMixin derives its sub-processor list from the __init__ signature: no video_processor here.
+        def __init__(self, image_processor=None, tokenizer=None, chat_template=None, **kwargs):
+            super().__init__(image_processor, tokenizer, None, chat_template=chat_template, **kwargs)
+
+        def to_dict(self):
+            # Save under the stock name so AutoProcessor loads the checkpoint where torchvision exists.
+            d = super().to_dict()
+            d["processor_class"] = stock_cls.__name__
+            return d
+
+    ImageOnlyProcessor.__name__ = ImageOnlyProcessor.__qualname__ = f"ImageOnly{stock_cls.__name__}"
+    return ImageOnlyProcessor
+
+
+class Qwen2VLModule(VLMBaseModule):
+    """Adapter for ``model_type`` ``qwen2_vl`` and ``qwen2_5_vl``."""
+
+    model_types = ("qwen2_vl", "qwen2_5_vl")
+
+    @staticmethod
+    def _classes(model_type: str) -> tuple[type, type]:
+        """(model class, stock processor class) for a model_type."""
+        if model_type == "qwen2_5_vl":
+            from transformers import Qwen2_5_VLForConditionalGeneration, Qwen2_5_VLProcessor
+
+            return Qwen2_5_VLForConditionalGeneration, Qwen2_5_VLProcessor
+        if model_type == "qwen2_vl":
+            from transformers import Qwen2VLForConditionalGeneration, Qwen2VLProcessor
+
+            return Qwen2VLForConditionalGeneration, Qwen2VLProcessor
+        raise ValueError(f"Qwen2VLModule does not serve model_type {model_type!r} (serves {Qwen2VLModule.model_types})")
+
+    def __init__(self, model_type: str = "qwen2_5_vl"):
+        self._classes(model_type)  # validates
+        self.model_type = model_type
+
+    # ---- upstream interface ----------------------------------------------------------------------------------------
+    def get_vlm_key(self) -> str:
+        return "qwen"
+
+    def get_model_class(self, model_id: str, model_init_kwargs: dict) -> type:
+        return self._classes(self.model_type)[0]
+
+    def get_processing_class(self) -> type:
+        return self._classes(self.model_type)[1]
+
+    def get_vision_modules_keywords(self) -> list[str]:
+        return ["visual"]
+
+    def get_custom_multimodal_keywords(self) -> list[str]:
+        return ["pixel_values", "image_grid_thw", "mm_token_type_ids"]
+
+    def get_non_generate_params(self) -> list[str]:
+        return []
+
+    def get_custom_processing_keywords(self) -> list[tuple[str, str]]:
+        return [("image_processor", "max_pixels"), ("image_processor", "min_pixels")]
+
+    def prepare_prompt(self, processing_class: Any, inputs: list[dict]) -> list[str]:
+        return [
+            processing_class.apply_chat_template(x["prompt"], tokenize=False, add_generation_prompt=True)
+            for x in inputs
+        ]
+
+    def prepare_model_inputs(
+        self,
+        processing_class: Any,
+        prompts_text: list[str],
+        images: list,
+        return_tensors: str = "pt",
+        padding: bool = True,
+        padding_side: str = "left",
+        add_special_tokens: bool = False,
+    ) -> tuple[Any, list[dict]]:
+        """Tokenise ``prompts_text`` with ``images`` (a flat list, in prompt order, or empty for text-only).
+
+        Returns ``(batch, additional_output)`` where ``additional_output[i] = {"image_grid_thw": row}`` per image
+        (upstream shape; rows are (t, h, w) patch counts).
+        """
+        kwargs = dict(text=prompts_text, return_tensors=return_tensors, padding=padding, padding_side=padding_side,
+                      add_special_tokens=add_special_tokens)  # fmt: skip
+        if images:
+            kwargs["images"] = images
+        batch = processing_class(**kwargs)
+        grid = batch.get("image_grid_thw")
+        additional_output = [{"image_grid_thw": row} for row in grid] if grid is not None else []
+        return batch, additional_output
+
+    @staticmethod
+    def get_question_template(task_type: str | None) -> str:
+        if task_type == "rec":
+            return _REC_TEMPLATE
+        return _THINK_ANSWER_TEMPLATE
+
+    @staticmethod
+    def select_reward_func(func: str, task_type: str | None):
+        raise NotImplementedError(
+            f"--is_reward_customized_from_vlm_module with task_type={task_type!r}, reward {func!r}: the model-specific "
+            "REC rewards (iou_reward, format_reward_rec) are not implemented yet. Use --reward_funcs with registry "
+            "names instead (python -m vlm_r1.grpo_jsonl --list_rewards)."
+        )
+
+    # ---- our additions ---------------------------------------------------------------------------------------------
+    def build_processor(self, image_processor: Any, tokenizer: Any, chat_template: str | None) -> Any:
+        """Assemble a processor from parts; image-only when torchvision is unavailable."""
+        from transformers.utils import is_torchvision_available
+
+        stock = self._classes(self.model_type)[1]
+        if is_torchvision_available():
+            from transformers import AutoVideoProcessor  # noqa: F401  (needs torchvision)
+            from transformers.models.qwen2_vl.video_processing_qwen2_vl import Qwen2VLVideoProcessor
+
+            return stock(image_processor, tokenizer, Qwen2VLVideoProcessor(), chat_template=chat_template)
+        return _image_only_processor_class(stock)(image_processor, tokenizer, chat_template=chat_template)
+
+    def load_processor(self, path: str, *, min_pixels: int | None = None, max_pixels: int | None = None) -> Any:
+        """Load the processor of checkpoint ``path`` with left padding; optionally override the pixel budget.
+
+        Raises:
+            FileNotFoundError: no chat template in ``path`` (needed on the image-only path).
+        """
+        from transformers import AutoImageProcessor, AutoProcessor, AutoTokenizer
+        from transformers.utils import is_torchvision_available
+
+        if is_torchvision_available():
+            processor = AutoProcessor.from_pretrained(path, padding_side="left")
+        else:
+            template_file = os.path.join(path, "chat_template.jinja")
+            if not os.path.exists(template_file):
+                raise FileNotFoundError(f"{template_file} not found: the checkpoint has no chat template")
+            with open(template_file, encoding="utf-8") as f:
+                chat_template = f.read()
+            processor = self.build_processor(
+                AutoImageProcessor.from_pretrained(path), AutoTokenizer.from_pretrained(path), chat_template
+            )
+        processor.tokenizer.padding_side = "left"
+        if min_pixels is not None or max_pixels is not None:
+            self.set_pixel_budget(processor, min_pixels=min_pixels, max_pixels=max_pixels)
+        return processor
+
+    @staticmethod
+    def set_pixel_budget(processor: Any, *, min_pixels: int | None = None, max_pixels: int | None = None) -> None:
+        """Set the smart_resize pixel bounds of ``processor`` in place (pixels of the resized image)."""
+        ip = processor.image_processor
+        size = {"shortest_edge": ip.size["shortest_edge"], "longest_edge": ip.size["longest_edge"]}
+        if min_pixels is not None:
+            size["shortest_edge"] = int(min_pixels)
+        if max_pixels is not None:
+            size["longest_edge"] = int(max_pixels)
+        if size["shortest_edge"] > size["longest_edge"]:
+            raise ValueError(f"min_pixels {size['shortest_edge']} > max_pixels {size['longest_edge']}")
+        ip.size = type(ip.size)(**size) if not isinstance(ip.size, dict) else size
+
+    def get_image_resize_params(self, processing_class: Any) -> tuple[int, int, int]:
+        ip = processing_class.image_processor
+        return ip.patch_size * ip.merge_size, int(ip.size["shortest_edge"]), int(ip.size["longest_edge"])
+
+    def get_banned_token_ids(self, processing_class: Any) -> list[int]:
+        tokenizer = getattr(processing_class, "tokenizer", processing_class)
+        ids = []
+        for tok in VISION_SPECIAL_TOKENS:
+            tid = tokenizer.convert_tokens_to_ids(tok)
+            if tid is None or tid == tokenizer.unk_token_id:
+                raise ValueError(f"tokenizer has no {tok} token; is this a Qwen-VL checkpoint?")
+            ids.append(tid)
+        return ids
+
+    def tidy_saved_processor(self, out_dir: str) -> None:
+        """Rewrite ``processor_class`` in tokenizer_config.json to the stock name (cosmetic; cpu_stack.md §2)."""
+        path = os.path.join(out_dir, "tokenizer_config.json")
+        if not os.path.exists(path):
+            return
+        with open(path, encoding="utf-8") as f:
+            cfg = json.load(f)
+        if str(cfg.get("processor_class", "")).startswith("ImageOnly"):
+            cfg["processor_class"] = self._classes(self.model_type)[1].__name__
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump(cfg, f, indent=2, ensure_ascii=False)
