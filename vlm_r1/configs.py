@@ -118,9 +118,14 @@ class VLMGRPOConfig(GRPOConfig):
     )
 
     def __post_init__(self):
-        if self.bf16 is None and not self.fp16:
-            import torch
+        import torch
 
+        if not torch.cuda.is_available() and not self.use_cpu:
+            # Without use_cpu, accelerate on a GPU-less machine ignores torchrun's WORLD_SIZE and every process trains
+            # alone (world size 1); with it, the processes form one MULTI_CPU/gloo group.
+            self.use_cpu = True
+            logger.info("no CUDA device: use_cpu=True (distributed runs use gloo)")
+        if self.bf16 is None and not self.fp16:
             self.bf16 = bool(torch.cuda.is_available() and torch.cuda.is_bf16_supported())
             if not self.bf16:
                 logger.info("no bf16-capable GPU: training in fp32 (pass --bf16 true to force)")

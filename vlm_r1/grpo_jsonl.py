@@ -63,9 +63,47 @@ def build_rewards(script_args, task, vlm_module) -> list:
     return resolve_rewards(names)
 
 
+def write_run_info(output_dir, trainer, script_args, task, vlm_module, processor, num_rows) -> str:
+    """Write ``output_dir/vlm_r1_run.json``: what this run resolved to (world size, frames, rewards, versions)."""
+    import json
+
+    import torch
+    import transformers
+    import trl
+
+    factor, min_px, max_px = vlm_module.get_image_resize_params(processor)
+    args = trainer.args
+    info = {
+        "world_size": trainer.accelerator.num_processes,
+        "distributed_type": str(trainer.accelerator.distributed_type),
+        "model_type": vlm_module.model_type,
+        "task_type": task.name,
+        "prompt_mode": script_args.prompt_mode,
+        "reward_funcs": trainer.reward_func_names,
+        "num_train_rows": num_rows,
+        "smart_resize": {"factor": factor, "min_pixels": min_px, "max_pixels": max_px},
+        "banned_token_ids": vlm_module.get_banned_token_ids(processor) if args.ban_vision_tokens else [],
+        "generation_kwargs": args.generation_kwargs,
+        "beta": args.beta, "num_generations": args.num_generations, "learning_rate": args.learning_rate,
+        "temperature": args.temperature, "loss_type": args.loss_type, "scale_rewards": args.scale_rewards,
+        "global_completions_per_step": args.per_device_train_batch_size * trainer.accelerator.num_processes
+        * args.gradient_accumulation_steps,
+        "versions": {"torch": torch.__version__, "transformers": transformers.__version__, "trl": trl.__version__},
+    }  # fmt: skip
+    os.makedirs(output_dir, exist_ok=True)
+    path = os.path.join(output_dir, "vlm_r1_run.json")
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(info, f, indent=2, default=str)
+    logger.info("run: world_size=%d %s, %d rows, %d completions/step -> %s", info["world_size"],
+                info["distributed_type"], num_rows, info["global_completions_per_step"], path)  # fmt: skip
+    return path
+
+
 def main(argv: list[str] | None = None) -> None:
     """Build everything from the command line and train; saves the final model + processor to ``--output_dir``."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    rank = int(os.environ.get("RANK", "0"))
+    logging.basicConfig(level=logging.INFO if rank == 0 else logging.WARNING,
+                        format=f"%(asctime)s [rank{rank}] %(levelname)s %(name)s: %(message)s",
                         datefmt="%H:%M:%S")  # fmt: skip
     script_args, training_args, model_args = parse_args(argv)
 
@@ -130,6 +168,8 @@ def main(argv: list[str] | None = None) -> None:
         eval_dataset=eval_dataset,
         peft_config=get_peft_config(model_args),
     )
+    if trainer.accelerator.is_main_process:
+        write_run_info(training_args.output_dir, trainer, script_args, task, vlm_module, processor, len(dataset))
     trainer.train(resume_from_checkpoint=_resolve_resume(training_args))
     trainer.save_model(training_args.output_dir)
     if trainer.accelerator.is_main_process:
