@@ -31,6 +31,7 @@ class VLMBaseModule(ABC):
 
     def post_model_init(self, model: Any, processing_class: Any) -> None:
         """Hook after the model is loaded (no-op by default). ``model`` may be None (no reference model)."""
+        return None
 
     def is_embeds_input(self) -> bool:
         """True when ``generate`` returns only completion ids (upstream InternVL); False for Qwen."""

@@ -1,0 +1,178 @@
+"""End-to-end pipeline: GRPO through the CLI, 2-process torchrun, checkpoint save/reload, evaluation and rescoring."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SAMPLE = os.path.join(REPO, "data", "web_sample")
+TOY_REWARD = "toy_rewards:completion_length_reward"
+
+
+def _env():
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([os.path.join(REPO, "tests", "plugins"), env.get("PYTHONPATH", "")])
+    env.setdefault("OMP_NUM_THREADS", "1")
+    env["TOKENIZERS_PARALLELISM"] = "false"
+    return env
+
+
+@pytest.fixture(scope="module")
+def train_subset(tmp_path_factory):
+    """First 6 records of the committed real sample (image paths stay relative to data/web_sample)."""
+    path = tmp_path_factory.mktemp("data") / "train.jsonl"
+    with open(os.path.join(SAMPLE, "train.jsonl"), encoding="utf-8") as f:
+        lines = [line for line in f if line.strip()][:6]
+    assert len(lines) == 6, "data/web_sample/train.jsonl must hold at least 6 records"
+    path.write_text("".join(lines))
+    return str(path)
+
+
+def _grpo_args(model_dir, data, out, steps, extra=()):
+    return [
+        "--model_name_or_path", model_dir, "--task_type", "gui_grounding",
+        "--data_file_paths", data, "--image_folders", SAMPLE,
+        "--reward_funcs", "click", TOY_REWARD,
+        "--output_dir", out, "--max_steps", str(steps), "--per_device_train_batch_size", "8",
+        "--num_generations", "8", "--max_completion_length", "8", "--max_pixels", "100352",
+        "--freeze_vision_modules", "true", "--logging_steps", "1", "--report_to", "none",
+        "--save_strategy", "steps", "--save_steps", "1", "--seed", "0", *extra,
+    ]  # fmt: skip
+
+
+def _run(cmd, **kw):
+    proc = subprocess.run(cmd, cwd=REPO, env=_env(), capture_output=True, text=True, timeout=600, **kw)
+    assert proc.returncode == 0, f"command failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stderr[-4000:]}"
+    return proc
+
+
+def _log_history(checkpoint_dir):
+    with open(os.path.join(checkpoint_dir, "trainer_state.json")) as f:
+        return [h for h in json.load(f)["log_history"] if "loss" in h]
+
+
+def _check_weights(initial_dir, trained_dir):
+    before = load_file(os.path.join(initial_dir, "model.safetensors"))
+    after = load_file(os.path.join(trained_dir, "model.safetensors"))
+    assert before.keys() == after.keys()
+    vision = [k for k in before if ".visual." in k or k.startswith("visual.") or "model.visual" in k]
+    text = [k for k in before if k not in vision]
+    assert vision and text
+    assert all(torch.equal(before[k], after[k]) for k in vision), "frozen vision tower changed"
+    assert any(not torch.equal(before[k], after[k]) for k in text), "no language-model weight changed"
+
+
+def test_grpo_cli_two_steps(tiny_qwen25_dir, train_subset, tmp_path):
+    out = str(tmp_path / "run")
+    proc = _run([sys.executable, "-m", "vlm_r1.grpo_jsonl", *_grpo_args(tiny_qwen25_dir, train_subset, out, 2,
+                                                                        ["--dataset_name", "unused"])])
+    assert "UPSTREAM FLAG: --dataset_name='unused' has NO effect" in proc.stderr
+    for name in ("model.safetensors", "config.json", "processor_config.json", "chat_template.jinja",
+                 "checkpoint-1", "checkpoint-2", "vlm_r1_run.json"):
+        assert os.path.exists(os.path.join(out, name)), name
+    with open(os.path.join(out, "processor_config.json")) as f:
+        assert json.load(f)["processor_class"] == "Qwen2_5_VLProcessor"
+    with open(os.path.join(out, "vlm_r1_run.json")) as f:
+        info = json.load(f)
+    assert info["world_size"] == 1
+    assert info["reward_funcs"] == ["click_reward", "completion_length_reward"]
+    assert info["smart_resize"] == {"factor": 28, "min_pixels": 3136, "max_pixels": 100352}
+    assert sorted(info["banned_token_ids"]) == sorted(info["generation_kwargs"]["bad_words_ids"][i][0] for i in range(4))
+    assert info["beta"] == 0.0 and info["num_generations"] == 8 and info["learning_rate"] == 1e-6
+    history = _log_history(os.path.join(out, "checkpoint-2"))
+    assert [h["step"] for h in history] == [1, 2]
+    for h in history:
+        assert 0.0 <= h["rewards/click_reward/mean"] <= 1.0
+        assert h["rewards/completion_length_reward/mean"] > 0
+    _check_weights(tiny_qwen25_dir, out)
+
+
+def test_torchrun_two_processes_and_reload(tiny_qwen25_dir, train_subset, tmp_path):
+    out = str(tmp_path / "ddp")
+    env_extra = {"NPROC_PER_NODE": "2"}
+    proc = subprocess.run(["bash", "run_scripts/train_grpo.sh", *_grpo_args(tiny_qwen25_dir, train_subset, out, 2)],
+                          cwd=REPO, env={**_env(), **env_extra}, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    with open(os.path.join(out, "vlm_r1_run.json")) as f:
+        info = json.load(f)
+    assert info["world_size"] == 2 and info["distributed_type"].endswith("MULTI_CPU")
+    assert info["global_completions_per_step"] == 16
+    history = _log_history(os.path.join(out, "checkpoint-2"))
+    assert [h["step"] for h in history] == [1, 2]
+    # checkpoint-2 holds the same weights as the final save (both after step 2)
+    final = load_file(os.path.join(out, "model.safetensors"))
+    ckpt = load_file(os.path.join(out, "checkpoint-2", "model.safetensors"))
+    assert all(torch.equal(final[k], ckpt[k]) for k in final)
+    _check_weights(tiny_qwen25_dir, out)
+
+    # reload with the one loader and run a forward pass on a real screenshot
+    from PIL import Image
+
+    from vlm_r1.modules import load_model, load_processor
+
+    processor = load_processor(out)
+    model = load_model(out)
+    assert type(model).__name__ == "Qwen2_5_VLForConditionalGeneration"
+    reloaded = {k: v for k, v in model.state_dict().items()}
+    assert all(torch.equal(reloaded[k], final[k]) for k in final if k in reloaded)
+    with open(train_subset) as f:
+        rec = json.loads(f.readline())
+    image = Image.open(os.path.join(SAMPLE, rec["image_path"])).convert("RGB")
+    text = processor.apply_chat_template([{"role": "user", "content": [{"type": "image"}, {"type": "text",
+                                           "text": rec["instruction"]}]}], add_generation_prompt=True, tokenize=False)
+    batch = processor(text=[text], images=[image], return_tensors="pt")
+    with torch.inference_mode():
+        logits = model(**batch).logits
+    assert logits.shape[:2] == batch["input_ids"].shape and torch.isfinite(logits).all()
+
+
+def test_eval_predict_and_rescore(tiny_qwen25_dir, tmp_path):
+    from gui_grounding.eval import run_eval
+    from gui_grounding.schema import load_samples
+
+    test_file = os.path.join(SAMPLE, "test.jsonl")
+    metrics = run_eval([test_file], str(tmp_path / "eval"), model=tiny_qwen25_dir, limit=5, batch_size=4,
+                       max_new_tokens=8, max_pixels=100352)
+    preds = [json.loads(x) for x in open(tmp_path / "eval" / "predictions.jsonl")]
+    assert len(preds) == 5 and metrics["overall"]["num_total"] == 5
+    assert all(set(p) >= {"sample_id", "point", "raw_response"} for p in preds)
+    assert json.load(open(tmp_path / "eval" / "metrics.json"))["overall"] == metrics["overall"]
+
+    # rescoring mode: exact accuracy from hand-made predictions on the first four samples
+    samples, _ = load_samples([test_file])
+    s = samples[:4]
+    b0, b1 = s[0].boxes[0], s[1].boxes[0]
+    lines = [
+        {"sample_id": s[0].sample_id, "point": [b0[0], b0[1]], "raw_response": "corner"},  # corner: counts
+        {"sample_id": s[1].sample_id, "point": [(b1[0] + b1[2]) / 2, (b1[1] + b1[3]) / 2], "raw_response": "c"},
+        {"sample_id": s[2].sample_id, "point": None, "raw_response": "no idea"},
+        {"sample_id": s[3].sample_id, "point": [s[3].boxes[0][2] + 1, s[3].boxes[0][3]], "raw_response": "miss"},
+    ]
+    pred_file = tmp_path / "preds.jsonl"
+    pred_file.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    sub = tmp_path / "sub.jsonl"
+    with open(test_file) as f:
+        sub.write_text("".join([line for line in f if line.strip()][:4]))
+    # image paths of the subset are relative to the sample folder: rescoring reads only boxes and sizes
+    os.symlink(os.path.join(SAMPLE, "images"), tmp_path / "images")
+    m = run_eval([str(sub)], str(tmp_path / "rescored"), predictions=str(pred_file))
+    assert m["overall"] == {"num_correct": 2, "num_total": 4, "wrong_format": 1, "accuracy": 50.0}
+    assert m["missing_predictions"] == 0
+    assert "click accuracy on 4 samples" in open(tmp_path / "rescored" / "results.md").read()
+
+
+def test_cli_help_lists_subcommands():
+    proc = _run([sys.executable, "-m", "gui_grounding.cli", "--help"])
+    for sub in ("make-tiny-model", "collect-web", "train", "eval"):
+        assert sub in proc.stdout
+    proc = _run([sys.executable, "-m", "vlm_r1.grpo_jsonl", "--help"])
+    for flag in ("--data_file_paths", "--image_folders", "--reward_funcs", "--max_pixels", "--freeze_vision_modules",
+                 "--task_type", "--is_reward_customized_from_vlm_module", "--use_vllm", "--beta", "--loss_type"):
+        assert flag in proc.stdout, flag
