@@ -25,8 +25,9 @@ Point = tuple[float, float]  # (x, y)
 def smart_resize(height: int, width: int, *, factor: int, min_pixels: int, max_pixels: int) -> tuple[int, int]:
     """Resized ``(height, width)`` the Qwen-VL processor will use (transformers' ``smart_resize``, unchanged).
 
-    Both outputs are multiples of ``factor`` and ``min_pixels <= h*w <= max_pixels``; aspect ratio is kept as well as
-    the rounding allows. Example: ``smart_resize(720, 1280, factor=28, min_pixels=3136, max_pixels=200704)`` is
+    Both outputs are multiples of ``factor`` and at least ``factor``; ``min_pixels <= h*w <= max_pixels`` except when a
+    very thin image forces its short side up to ``factor`` (e.g. ``smart_resize(28, 4000, max_pixels=100352)`` is
+    ``(28, 3780)``, 105,840 pixels); the processor does the same, so the frame still matches what the model sees. Example: ``smart_resize(720, 1280, factor=28, min_pixels=3136, max_pixels=200704)`` is
     ``(336, 588)``.
 
     Raises:

@@ -27,7 +27,11 @@ def parse_args(argv: list[str] | None = None):
     from trl import TrlParser
 
     parser = TrlParser((GRPOScriptArguments, VLMGRPOConfig, GRPOModelConfig, UpstreamCompatArguments))
-    script_args, training_args, model_args, compat = parser.parse_args_and_config(args=argv)
+    script_args, training_args, model_args, compat, unknown = parser.parse_args_and_config(
+        args=argv, return_remaining_strings=True
+    )
+    if unknown:
+        parser.error(f"unrecognized arguments: {' '.join(unknown)} (see --help)")
     for line in compat.apply(training_args, model_args):
         logger.warning("UPSTREAM FLAG: %s", line)
     if not script_args.data_file_list:

@@ -38,7 +38,8 @@ def banned_generation_kwargs(args: Any, vlm_module: Any, processing_class: Any) 
     if getattr(args, "use_vllm", False):
         tokenizer = getattr(processing_class, "tokenizer", processing_class)
         words = list(gen.get("bad_words") or [])
-        gen["bad_words"] = words + [tokenizer.convert_ids_to_tokens(i) for i in ids if i not in words]
+        tokens = tokenizer.convert_ids_to_tokens(ids)
+        gen["bad_words"] = words + [t for t in tokens if t not in words]
         return gen
     existing = [list(w) for w in gen.get("bad_words_ids") or []]
     gen["bad_words_ids"] = existing + [[i] for i in ids if [i] not in existing]

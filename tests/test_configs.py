@@ -1,0 +1,236 @@
+"""Command line of ``python -m vlm_r1.grpo_jsonl``: upstream VLM-R1 flags, GTA1 defaults, compat warnings, tasks."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from vlm_r1.grpo_jsonl import parse_args
+
+BASE = ["--model_name_or_path", "some/model", "--data_file_paths", "a.jsonl"]
+
+
+def args(tmp_path, *extra):
+    return [*BASE, "--output_dir", str(tmp_path / "out"), *extra]
+
+
+def test_colon_separated_files_and_folders(tmp_path):
+    argv = ["--model_name_or_path", "m", "--output_dir", str(tmp_path), "--data_file_paths", "a.jsonl:b.jsonl",
+            "--image_folders", "x:y", "--reward_method", "default:yes_no"]  # fmt: skip
+    script, training, model = parse_args(argv)
+    assert script.data_file_list == ["a.jsonl", "b.jsonl"]
+    assert script.image_folder_list == ["x", "y"]
+    assert script.reward_method_list == ["default", "yes_no"]
+    assert model.model_name_or_path == "m"
+
+
+def test_single_file_and_no_folders(tmp_path):
+    script, _, _ = parse_args(args(tmp_path))
+    assert script.data_file_list == ["a.jsonl"]
+    assert script.image_folder_list is None
+    assert script.reward_method_list is None
+
+
+@pytest.mark.parametrize(
+    "flag, value, message",
+    [
+        ("--image_folders", "x", "--image_folders has 1 entries but --data_file_paths has 2"),
+        ("--image_folders", "x:y:z", "--image_folders has 3 entries but --data_file_paths has 2"),
+        ("--reward_method", "default", "--reward_method has 1 entries but --data_file_paths has 2"),
+    ],
+)
+def test_mismatched_counts_raise(tmp_path, flag, value, message):
+    argv = ["--model_name_or_path", "m", "--output_dir", str(tmp_path), "--data_file_paths", "a.jsonl:b.jsonl",
+            flag, value]  # fmt: skip
+    with pytest.raises(ValueError, match=f"^{message}$"):
+        parse_args(argv)
+
+
+def test_gta1_defaults(tmp_path):
+    import torch
+
+    script, training, model = parse_args(args(tmp_path))
+    assert training.beta == 0.0
+    assert training.num_generations == 8
+    assert training.learning_rate == 1e-6
+    assert training.temperature == 1.0
+    assert training.ban_vision_tokens is True
+    assert training.use_vllm is False
+    assert training.bf16 is bool(torch.cuda.is_available() and torch.cuda.is_bf16_supported())
+    assert script.task_type is None and script.reward_funcs is None
+    assert script.prompt_mode == "non_thinking"
+    assert script.strict_data is False
+    assert (script.max_pixels, script.min_pixels) == (None, None)
+    assert model.freeze_vision_modules is False
+
+
+def test_bf16_defaults_false_without_a_gpu(tmp_path, monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    _, training, _ = parse_args(args(tmp_path))
+    assert training.bf16 is False
+    _, training, _ = parse_args(args(tmp_path, "--bf16", "false"))
+    assert training.bf16 is False
+
+
+def test_script_flags_parse(tmp_path):
+    script, training, model = parse_args(args(
+        tmp_path, "--task_type", "gui_grounding", "--reward_funcs", "click", "click_format", "--max_pixels", "100352",
+        "--min_pixels", "6272", "--prompt_mode", "thinking", "--strict_data", "true", "--val_split_ratio", "0.25",
+        "--freeze_vision_modules", "true", "--ban_vision_tokens", "false", "--beta", "0.04",
+    ))  # fmt: skip
+    assert script.task_type == "gui_grounding"
+    assert script.reward_funcs == ["click", "click_format"]
+    assert (script.max_pixels, script.min_pixels) == (100352, 6272)
+    assert script.prompt_mode == "thinking"
+    assert script.strict_data is True
+    assert script.val_split_ratio == 0.25
+    assert model.freeze_vision_modules is True
+    assert training.ban_vision_tokens is False
+    assert training.beta == 0.04
+
+
+def test_torch_dtype_maps_to_dtype_with_warning(tmp_path, caplog):
+    with caplog.at_level(logging.WARNING, logger="vlm_r1"):
+        _, _, model = parse_args(args(tmp_path, "--torch_dtype", "bfloat16"))
+    assert model.dtype == "bfloat16"
+    assert "UPSTREAM FLAG: --torch_dtype is upstream's name; mapped to --dtype=bfloat16" in caplog.messages
+
+
+def test_vllm_renames_and_reentrant_mapping(tmp_path, caplog):
+    with caplog.at_level(logging.WARNING, logger="vlm_r1"):
+        _, training, _ = parse_args(args(tmp_path, "--vllm_max_model_len", "4096",
+                                         "--gradient_checkpointing_use_reentrant", "false"))  # fmt: skip
+    assert training.vllm_max_model_length == 4096
+    assert training.gradient_checkpointing_kwargs == {"use_reentrant": False}
+    assert "UPSTREAM FLAG: --vllm_max_model_len is upstream's name; mapped to --vllm_max_model_length=4096" in (
+        caplog.messages
+    )
+
+
+@pytest.mark.parametrize(
+    "flag, value, expected",
+    [
+        (
+            "--dataset_name",
+            "x",
+            "UPSTREAM FLAG: --dataset_name='x' has NO effect here: data comes from --data_file_paths",
+        ),
+        (
+            "--max_prompt_length",
+            "512",
+            "UPSTREAM FLAG: --max_prompt_length=512 has NO effect here: TRL 1.16 never "
+            "truncates prompts (image tokens stay intact)",
+        ),  # fmt: skip
+        (
+            "--vllm_device",
+            "cuda:7",
+            "UPSTREAM FLAG: --vllm_device='cuda:7' has NO effect here: TRL places vLLM itself "
+            "(--vllm_mode colocate|server)",
+        ),  # fmt: skip
+    ],
+)
+def test_dropped_upstream_flags_are_accepted_and_warned(tmp_path, caplog, flag, value, expected):
+    with caplog.at_level(logging.WARNING, logger="vlm_r1"):
+        parse_args(args(tmp_path, flag, value))
+    assert expected in caplog.messages
+    assert flag in caplog.text
+
+
+def test_no_warning_without_upstream_flags(tmp_path, caplog):
+    with caplog.at_level(logging.WARNING, logger="vlm_r1"):
+        parse_args(args(tmp_path))
+    assert not [m for m in caplog.messages if "UPSTREAM FLAG" in m]
+
+
+def test_unknown_flag_is_rejected(tmp_path, capsys):
+    # an unknown flag is an argparse error (exit 2) naming it, never silently dropped
+    with pytest.raises(SystemExit) as info:
+        parse_args(args(tmp_path, "--no_such_flag", "1"))
+    assert info.value.code == 2
+    assert "unrecognized arguments: --no_such_flag 1" in capsys.readouterr().err
+
+
+def test_invalid_choice_exits(tmp_path):
+    with pytest.raises(SystemExit) as info:
+        parse_args(args(tmp_path, "--prompt_mode", "cot"))
+    assert info.value.code == 2
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--model_name_or_path", "m"], "--data_file_paths is required (':'-separated JSONL/JSON files)"),
+        (["--data_file_paths", "a.jsonl"], "--model_name_or_path is required"),
+    ],
+)
+def test_required_flags_exit(tmp_path, capsys, argv, message):
+    with pytest.raises(SystemExit) as info:
+        parse_args([*argv, "--output_dir", str(tmp_path)])
+    assert info.value.code == 2
+    assert f"error: {message}" in capsys.readouterr().err
+
+
+def test_yaml_config_with_cli_override(tmp_path):
+    cfg = tmp_path / "run.yaml"
+    cfg.write_text(
+        "model_name_or_path: runs/tiny\n"
+        "data_file_paths: a.jsonl:b.jsonl\n"
+        "image_folders: x:y\n"
+        f"output_dir: {tmp_path / 'out'}\n"
+        "task_type: gui_grounding\n"
+        "max_pixels: 100352\n"
+        "num_generations: 4\n"
+        "learning_rate: 2.0e-6\n"
+        "beta: 0.0\n"
+        "torch_dtype: float32\n"
+    )
+    script, training, model = parse_args(["--config", str(cfg), "--beta", "0.04"])
+    assert script.data_file_list == ["a.jsonl", "b.jsonl"]
+    assert script.image_folder_list == ["x", "y"]
+    assert script.task_type == "gui_grounding"
+    assert script.max_pixels == 100352
+    assert training.num_generations == 4
+    assert training.learning_rate == 2e-6
+    assert training.beta == 0.04  # the command line wins over the file
+    assert model.model_name_or_path == "runs/tiny"
+    assert model.dtype == "float32"  # upstream key in the YAML is mapped too
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# task registry
+
+
+def test_get_task_gui_grounding_via_entry_point():
+    from importlib.metadata import entry_points
+
+    from gui_grounding.task import GUIGroundingTask
+    from vlm_r1.tasks import get_task
+
+    eps = {ep.name: ep.value for ep in entry_points(group="vlm_r1.tasks")}
+    assert eps.get("gui_grounding") == "gui_grounding.task:GUIGroundingTask", "package not installed with entry points"
+    task = get_task("gui_grounding")
+    assert type(task) is GUIGroundingTask
+    assert task.default_reward_funcs == ("click",)
+
+
+def test_get_task_builtin_and_upstream_types():
+    from vlm_r1.tasks import DefaultTask, get_task
+
+    assert type(get_task(None)) is DefaultTask
+    assert type(get_task("default")) is DefaultTask
+    for name in ("rec", "ic", "odLength", "gui", "gui_defect"):
+        assert type(get_task(name)) is DefaultTask
+    assert get_task(None).default_reward_funcs == ("accuracy", "format")
+
+
+def test_get_task_unknown_lists_names():
+    from vlm_r1.tasks import get_task
+
+    with pytest.raises(ValueError) as info:
+        get_task("no_such_task")
+    assert str(info.value) == (
+        "unknown task_type 'no_such_task'; available: default, gui, gui_defect, gui_grounding, ic, odLength, rec"
+    )

@@ -1,0 +1,367 @@
+"""GTA1 click reward rules (gta1_and_peers.md 1.2), the thinking-format reward, TRL wrappers, and the reward registry."""
+
+from __future__ import annotations
+
+from importlib.metadata import entry_points
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gui_grounding import rewards as gg_rewards
+from gui_grounding.prompts import parse_point
+from gui_grounding.rewards import click_format_reward, click_reward, score_click, score_click_format
+from vlm_r1 import rewards as vr
+
+BOX = [10, 10, 20, 20]
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# score_click, non-thinking (GTA1): exactly one integer pair anywhere in the text, inclusive box test
+
+
+def test_point_strictly_inside_scores_one():
+    assert score_click("(15,15)", [BOX]) == 1.0
+
+
+@pytest.mark.parametrize("point", ["(10,15)", "(20,15)", "(15,10)", "(15,20)"], ids=["left", "right", "top", "bottom"])
+def test_each_edge_is_inside(point):
+    assert score_click(point, [BOX]) == 1.0
+
+
+@pytest.mark.parametrize("point", ["(10,10)", "(20,10)", "(10,20)", "(20,20)"], ids=["tl", "tr", "bl", "br"])
+def test_each_corner_is_inside(point):
+    assert score_click(point, [BOX]) == 1.0
+
+
+@pytest.mark.parametrize("point", ["(9,15)", "(21,15)", "(15,9)", "(15,21)"], ids=["left", "right", "top", "bottom"])
+def test_one_pixel_outside_each_edge_misses(point):
+    assert score_click(point, [BOX]) == 0.0
+
+
+def test_float_box_edges_are_inclusive():
+    # target boxes in the resized frame are floats (box_to_resized does not round)
+    box = [10.5, 10.5, 20.5, 20.5]
+    assert score_click("(10,15)", [box]) == 0.0
+    assert score_click("(11,15)", [box]) == 1.0
+    assert score_click("(20,20)", [box]) == 1.0
+    assert score_click("(21,15)", [box]) == 0.0
+
+
+def test_two_pairs_score_zero_even_when_both_inside():
+    assert score_click("(1,2) (3,4)", [[0, 0, 5, 5]]) == 0.0
+    assert score_click("(15,15) then (50,50)", [BOX]) == 0.0
+    assert score_click("(15,15)(15,15)", [BOX]) == 0.0
+
+
+def test_decimals_score_zero_even_when_inside():
+    box = [10, 30, 20, 50]
+    assert score_click("(12,40)", [box]) == 1.0  # control: the integer version hits
+    assert score_click("(12.5,40)", [box]) == 0.0
+    assert score_click("(12,40.0)", [box]) == 0.0
+    assert score_click("(15.0,40)", [box]) == 0.0
+
+
+def test_negative_coordinates_parse_but_miss_real_boxes():
+    assert parse_point("(-5,10)") == (-5, 10)
+    assert score_click("(-5,10)", [[0, 0, 100, 100]]) == 0.0
+    assert score_click("(-5,10)", [[-10, 0, 0, 20]]) == 1.0  # it was parsed: a box around it is hit
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("(15,20)", 1.0),
+        ("(15, 20)", 1.0),  # whitespace after the comma: allowed by GTA1's \s*
+        ("(15,   20)", 1.0),
+        ("(15,\n20)", 1.0),  # \s matches a newline
+        ("(15 ,20)", 0.0),  # whitespace before the comma: not allowed
+        ("( 15,20)", 0.0),  # after the opening parenthesis: not allowed
+        ("(15,20 )", 0.0),  # before the closing parenthesis: not allowed
+        ("(015,020)", 1.0),  # leading zeros: int("015") == 15
+        ("The element is at (15,20).", 1.0),  # non-thinking: the pair may sit anywhere in the text
+        ("[15,20]", 0.0),
+        ("15,20", 0.0),
+        ("(15;20)", 0.0),
+        ("(a,b)", 0.0),
+        ("click the button", 0.0),
+        ("", 0.0),
+        ("(15,20,30)", 0.0),
+    ],
+)
+def test_gta1_regex_acceptance(text, expected):
+    assert score_click(text, [BOX]) == expected
+
+
+def test_several_boxes_any_hit_counts():
+    boxes = [[0, 0, 5, 5], [10, 10, 20, 20]]
+    assert score_click("(15,20)", boxes) == 1.0  # hits the second box
+    assert score_click("(3,3)", boxes) == 1.0  # hits the first
+    assert score_click("(7,7)", boxes) == 0.0  # between them
+    assert score_click("(15,20)", []) == 0.0  # no boxes: nothing to hit
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# score_click, thinking mode: only the single <answer> block is scored
+
+
+def test_thinking_proper_completion_hits():
+    assert score_click("<think>top right button</think><answer>(15,20)</answer>", [BOX], "thinking") == 1.0
+
+
+def test_thinking_without_answer_tags_scores_zero():
+    assert score_click("(15,20)", [BOX], "thinking") == 0.0
+    assert score_click("<think>it is at (15,20)</think>", [BOX], "thinking") == 0.0
+
+
+def test_thinking_answer_without_think_is_still_scored_by_click():
+    # the click reward only needs the answer block; the think block is click_format's business
+    assert score_click("<answer>(15,20)</answer>", [BOX], "thinking") == 1.0
+    assert score_click("<answer> (15,20) </answer>", [BOX], "thinking") == 1.0
+
+
+def test_thinking_two_answer_blocks_score_zero():
+    text = "<think>x</think><answer>(15,20)</answer><answer>(15,20)</answer>"
+    assert score_click(text, [BOX], "thinking") == 0.0
+
+
+def test_thinking_points_outside_answer_are_ignored():
+    # a point in <think> is neither counted as a hit nor as a second pair
+    assert score_click("<think>(50,50) is wrong</think><answer>(15,20)</answer>", [BOX], "thinking") == 1.0
+    assert score_click("<think>(15,20)</think><answer>(50,50)</answer>", [BOX], "thinking") == 0.0
+    assert score_click("(15,20) <answer>(50,50)</answer>", [BOX], "thinking") == 0.0
+    assert score_click("<answer>(15,20)</answer> or maybe (90,90)", [BOX], "thinking") == 1.0
+
+
+def test_thinking_answer_rules_match_gta1_rules():
+    assert score_click("<think>a</think><answer>(15.5,20)</answer>", [BOX], "thinking") == 0.0
+    assert score_click("<think>a</think><answer>(15,20) (16,16)</answer>", [BOX], "thinking") == 0.0
+    assert score_click("<think>a</think><answer>(21,20)</answer>", [BOX], "thinking") == 0.0
+
+
+def test_unknown_mode_raises():
+    with pytest.raises(ValueError, match=r"unknown prompt mode 'cot'; expected one of non_thinking, thinking"):
+        score_click("(15,20)", [BOX], "cot")
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# score_click_format
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("<think>the menu is top left</think><answer>(3,4)</answer>", 1.0),
+        ("<think>multi\nline\nreasoning</think><answer>(3,4)</answer>", 1.0),
+        ("  <think>a</think>\n\n<answer>(3,4)</answer>\n", 1.0),  # whitespace around/between blocks
+        ("<think>a</think> <answer>(3, 4)</answer>", 1.0),
+        ("<answer>(3,4)</answer>", 0.0),  # missing think
+        ("<think>a</think>", 0.0),  # missing answer
+        ("<think>a</think>(3,4)", 0.0),  # answer without tags
+        ("(3,4)", 0.0),
+        ("<think>a</think><answer>(3.5,4)</answer>", 0.0),  # decimal
+        ("<think>a</think><answer>(3,4) (5,6)</answer>", 0.0),  # two pairs
+        ("<think>a</think><answer></answer>", 0.0),  # no pair
+        ("<think>a</think><answer>(3,4)</answer> done", 0.0),  # text after
+        ("sure! <think>a</think><answer>(3,4)</answer>", 0.0),  # text before
+        ("<think>a</think> so <answer>(3,4)</answer>", 0.0),  # text between
+        ("<think>a</think><answer>(3,4)</answer><answer>(3,4)</answer>", 0.0),  # two answers
+        ("<answer>(3,4)</answer><think>a</think>", 0.0),  # wrong order
+        ("", 0.0),
+    ],
+)
+def test_score_click_format(text, expected):
+    assert score_click_format(text) == expected
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# TRL wrappers
+
+
+def _conv(text: str) -> list:
+    return [{"role": "assistant", "content": text}]
+
+
+def test_click_reward_conversational_completions_exact_list():
+    texts = ["(15,20)", "(21,20)", "<think>a</think><answer>(12,12)</answer>", "(12,12)", "(1,1) (15,15)"]
+    boxes = [[BOX], [BOX], [BOX], [BOX], [BOX]]
+    modes = ["non_thinking", "non_thinking", "thinking", "thinking", "non_thinking"]
+    out = click_reward(completions=[_conv(t) for t in texts], target_boxes_resized=boxes, prompt_mode=modes)
+    assert out == [1.0, 0.0, 1.0, 0.0, 0.0]
+
+
+def test_click_reward_plain_string_completions_and_default_mode():
+    out = click_reward(["(15,20)", "(0,0)", "(5,5)"], target_boxes_resized=[[BOX], [BOX], [[0, 0, 5, 5], BOX]])
+    assert out == [1.0, 0.0, 1.0]
+
+
+def test_click_reward_structured_content_blocks_and_extra_kwargs():
+    completion = [{"role": "assistant", "content": [{"type": "text", "text": "(15,"}, {"type": "text", "text": "20)"}]}]
+    out = click_reward(
+        [completion], target_boxes_resized=[[BOX]], prompt_mode=["non_thinking"], completion_ids=[[1, 2, 3]],
+        trainer_state=None, image_path=["x.png"],
+    )  # fmt: skip
+    assert out == [1.0]
+
+
+def test_click_reward_length_mismatch_raises():
+    with pytest.raises(ValueError):
+        click_reward(["(15,20)", "(15,20)"], target_boxes_resized=[[BOX]])
+
+
+def test_click_format_reward_exact_list():
+    comps = [_conv("<think>a</think><answer>(3,4)</answer>"), _conv("(3,4)"), "<think>b</think><answer>(1,2)</answer>"]
+    assert click_format_reward(comps, target_boxes_resized=[[BOX]] * 3) == [1.0, 0.0, 1.0]
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# vlm_r1 built-in rewards (upstream VLM-R1 names)
+
+
+def test_format_reward_exact():
+    comps = [
+        _conv("<think>a</think> <answer>b</answer>"),
+        _conv("<think>a</think><answer>b</answer>"),
+        _conv("  <think>a\nb</think>\n<answer>c</answer>  "),
+        _conv("<answer>b</answer>"),
+        _conv("<think>a</think> <answer>b</answer> trailing"),
+        "<think>a</think><answer>b</answer>",
+    ]
+    assert vr.format_reward(comps) == [1.0, 1.0, 1.0, 0.0, 0.0, 1.0]
+
+
+def test_accuracy_default_numeric_equality():
+    comps = [
+        _conv("<think>x</think><answer>3.0</answer>"),
+        _conv("<answer>4</answer>"),
+        _conv("<answer>1,000</answer>"),
+    ]
+    sols = ["<answer> 3 </answer>", "<answer> 3 </answer>", "<answer>1000</answer>"]
+    assert vr.accuracy_reward(comps, solution=sols) == [1.0, 0.0, 1.0]
+    assert vr.accuracy_reward(comps, solution=sols, accu_reward_method=["default"] * 3) == [1.0, 0.0, 1.0]
+
+
+def test_accuracy_default_text_falls_back_to_cleaned_exact_match():
+    comps = [
+        _conv("<answer>Paris.</answer>"),
+        _conv("<answer>  The   Red  Button </answer>"),
+        _conv("<answer>Lyon</answer>"),
+    ]
+    sols = ["<answer> paris </answer>", "the red button", "<answer> paris </answer>"]
+    assert vr.accuracy_reward(comps, solution=sols, accu_reward_method=[None, "default", "default"]) == [1.0, 1.0, 0.0]
+
+
+def test_accuracy_all_match_is_not_numeric():
+    comps = [_conv("<answer>3.0</answer>"), _conv("<answer>3</answer>"), _conv("<answer>Cat</answer>")]
+    sols = ["<answer> 3 </answer>"] * 2 + ["<answer>cat</answer>"]
+    assert vr.accuracy_reward(comps, solution=sols, accu_reward_method=["all_match"] * 3) == [0.0, 1.0, 1.0]
+
+
+def test_accuracy_yes_no():
+    comps = [_conv("<answer>Yes</answer>"), _conv("<answer>no</answer>"), _conv("<answer>yes.</answer>")]
+    sols = ["<answer> yes </answer>", "<answer> yes </answer>", "<answer>yes</answer>"]
+    assert vr.accuracy_reward(comps, solution=sols, accu_reward_method=["yes_no"] * 3) == [1.0, 0.0, 1.0]
+
+
+def test_accuracy_mixed_methods_per_sample():
+    comps = [_conv("<answer>2.0</answer>"), _conv("<answer>2.0</answer>")]
+    out = vr.accuracy_reward(comps, solution=["<answer>2</answer>"] * 2, accu_reward_method=["default", "all_match"])
+    assert out == [1.0, 0.0]
+
+
+@pytest.mark.parametrize("method", ["mcq", "llm", "math", "od_ap"])
+def test_accuracy_upstream_only_method_raises_not_implemented(method):
+    with pytest.raises(NotImplementedError, match=f"accu_reward_method '{method}' is not implemented"):
+        vr.accuracy_reward([_conv("<answer>a</answer>")], solution=["a"], accu_reward_method=[method])
+
+
+def test_accuracy_unknown_method_raises_value_error():
+    with pytest.raises(ValueError, match=r"unknown accu_reward_method 'bogus'; supported: \('default', 'all_match'"):
+        vr.accuracy_reward([_conv("<answer>a</answer>")], solution=["a"], accu_reward_method=["bogus"])
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# registry
+
+
+def test_entry_points_are_installed():
+    names = {ep.name: ep.value for ep in entry_points(group="vlm_r1.rewards")}
+    assert names.get("click") == "gui_grounding.rewards:click_reward", (
+        "entry point 'click' missing: is the package installed (pip install -e .)?"
+    )
+    assert names.get("click_format") == "gui_grounding.rewards:click_format_reward"
+
+
+def test_resolve_reward_names():
+    assert vr.resolve_reward("click") is gg_rewards.click_reward
+    assert vr.resolve_reward("click_format") is gg_rewards.click_format_reward
+    assert vr.resolve_reward("format") is vr.format_reward
+    assert vr.resolve_reward("accuracy") is vr.accuracy_reward
+    assert vr.resolve_reward("gui_grounding.rewards:click_reward") is gg_rewards.click_reward
+    assert vr.resolve_rewards(["click", "format"]) == [gg_rewards.click_reward, vr.format_reward]
+
+
+def test_resolve_reward_unknown_lists_available():
+    with pytest.raises(ValueError) as info:
+        vr.resolve_reward("no_such_reward")
+    msg = str(info.value)
+    assert msg.startswith("unknown reward 'no_such_reward'. Available: ")
+    for part in ("accuracy (builtin)", "format (builtin)", "click (gui_grounding.rewards:click_reward)",
+                 "click_format (gui_grounding.rewards:click_format_reward)", "'package.module:function'"):  # fmt: skip
+        assert part in msg
+
+
+def test_resolve_reward_bad_specs():
+    with pytest.raises(AttributeError):
+        vr.resolve_reward("gui_grounding.rewards:no_such_function")
+    with pytest.raises(ModuleNotFoundError):
+        vr.resolve_reward("no_such_package.rewards:fn")
+    with pytest.raises(ValueError, match="does not name a callable"):
+        vr.resolve_reward("gui_grounding.prompts:PROMPT_MODES")
+
+
+def test_name_registered_twice_is_an_error(monkeypatch):
+    class FakeEP:
+        name, value = "format", "evil_pkg:format"
+
+    monkeypatch.setattr(vr, "_entry_point_rewards", lambda: {"format": FakeEP()})
+    with pytest.raises(ValueError, match=r"reward 'format' is both built in and registered by evil_pkg:format"):
+        vr.resolve_reward("format")
+    assert vr.available_rewards()["format"] == "CONFLICT: builtin and evil_pkg:format"
+
+
+def test_available_rewards():
+    avail = vr.available_rewards()
+    assert avail["accuracy"] == "builtin"
+    assert avail["format"] == "builtin"
+    assert avail["click"] == "gui_grounding.rewards:click_reward"
+    assert avail["click_format"] == "gui_grounding.rewards:click_format_reward"
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# property: the click reward is exactly the inclusive in-box test on one integer pair
+
+coord = st.integers(min_value=-50, max_value=400)
+
+
+@st.composite
+def box_and_point(draw):
+    x0, x1 = sorted((draw(coord), draw(coord)))
+    y0, y1 = sorted((draw(coord), draw(coord)))
+    # points near the box edges most of the time, anywhere otherwise
+    near_x = st.integers(min_value=x0 - 2, max_value=x1 + 2)
+    near_y = st.integers(min_value=y0 - 2, max_value=y1 + 2)
+    x = draw(st.one_of(near_x, st.sampled_from([x0, x1, x0 - 1, x1 + 1]), coord))
+    y = draw(st.one_of(near_y, st.sampled_from([y0, y1, y0 - 1, y1 + 1]), coord))
+    return (x0, y0, x1, y1), (x, y)
+
+
+@settings(max_examples=400, deadline=None)
+@given(box_and_point())
+def test_property_score_click_is_inclusive_box_membership(bp):
+    box, (x, y) = bp
+    expected = 1.0 if (box[0] <= x <= box[2] and box[1] <= y <= box[3]) else 0.0
+    assert score_click(f"({x},{y})", [list(box)]) == expected
+    assert score_click(f"<think>t</think><answer>({x}, {y})</answer>", [list(box)], "thinking") == expected
+    # a second pair always voids the answer
+    assert score_click(f"({x},{y}) ({x},{y})", [list(box)]) == 0.0

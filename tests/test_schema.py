@@ -1,0 +1,293 @@
+"""Record readers (canonical, GTA1, VLM-R1), validation reason codes with file:line refs, strict vs skip-and-count."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections import Counter
+
+import pytest
+
+from gui_grounding.schema import REASONS, SampleError, load_samples, record_to_sample
+
+
+@pytest.fixture
+def data_dir(tmp_path, make_image):
+    """tmp_path with images/screen.png (1000x500), images/small.png (200x100), a garbage and a truncated PNG."""
+    make_image(1000, 500, "images/screen.png")
+    make_image(200, 100, "images/small.png")
+    (tmp_path / "images" / "garbage.png").write_bytes(b"this is not an image at all\n" * 20)
+    good = (tmp_path / "images" / "screen.png").read_bytes()
+    (tmp_path / "images" / "truncated.png").write_bytes(good[: len(good) // 2])
+    return tmp_path
+
+
+def write_jsonl(path, lines) -> str:
+    """Write ``lines`` (dicts are JSON-dumped, strings written verbatim) one per line; returns the path."""
+    with open(path, "w", encoding="utf-8") as f:
+        for line in lines:
+            f.write((json.dumps(line) if not isinstance(line, str) else line) + "\n")
+    return str(path)
+
+
+def canonical(instruction="Click menu", image="images/screen.png", box=(12, 10, 42, 40), **extra):
+    rec = {"instruction": instruction, "image_path": image,
+           "target_bbox": dict(zip(("x_min", "y_min", "x_max", "y_max"), box, strict=True))}  # fmt: skip
+    return {**rec, **extra}
+
+
+def gta1(bbox, instruction="<image>Click the button", image="images/screen.png", **extra):
+    conv = [{"from": "human", "value": instruction}, {"from": "gpt", "value": "anything"}]
+    return {"image": image, "bbox": bbox, "conversations": conv, **extra}
+
+
+def vlm_r1(answer, instruction="<image>Find the logo", image="images/screen.png"):
+    return {
+        "image": image,
+        "conversations": [{"from": "human", "value": instruction}, {"from": "gpt", "value": answer}],
+    }
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# good records
+
+
+def test_canonical_dict_box(data_dir):
+    path = write_jsonl(data_dir / "train.jsonl", [canonical()])
+    samples, report = load_samples([path])
+    assert (report.num_records, report.num_samples, report.rejects) == (1, 1, [])
+    s = samples[0]
+    assert s.instruction == "Click menu"
+    assert s.image_path == str(data_dir / "images" / "screen.png")
+    assert s.boxes == [(12.0, 10.0, 42.0, 40.0)]
+    assert (s.width, s.height) == (1000, 500)
+    assert s.sample_id == "train:0"  # default id: file stem and 0-based index
+    assert (s.source, s.platform, s.ui_type, s.extra) == (None, None, None, {})
+
+
+def test_canonical_list_of_boxes_and_optional_keys(data_dir):
+    rec = canonical(sample_id="s-7", source="web", platform="desktop", ui_type="icon", note="kept")
+    rec["target_bbox"] = [{"x_min": 0, "y_min": 0, "x_max": 10, "y_max": 10},
+                          {"x_min": 990, "y_min": 490, "x_max": 1000, "y_max": 500}]  # fmt: skip
+    rec["instruction"] = "  <image>Open   the\nsettings  "
+    path = write_jsonl(data_dir / "train.jsonl", [rec])
+    (s,), _ = load_samples([path])
+    assert s.boxes == [(0.0, 0.0, 10.0, 10.0), (990.0, 490.0, 1000.0, 500.0)]  # edge-touching box is inside
+    assert s.instruction == "Open the settings"  # <image> removed, whitespace collapsed
+    assert (s.sample_id, s.source, s.platform, s.ui_type, s.extra) == (
+        "s-7",
+        "web",
+        "desktop",
+        "icon",
+        {"note": "kept"},
+    )
+
+
+def test_gta1_record_norm1000_to_pixels(data_dir):
+    path = write_jsonl(data_dir / "gta1.jsonl", [
+        gta1([100, 200, 300, 400], id="g1"),
+        gta1([[0, 0, 1000, 1000], [500, 500, 600, 700]]),
+    ])  # fmt: skip
+    (a, b), report = load_samples([path])
+    assert report.num_samples == 2
+    assert a.boxes == [(100.0, 100.0, 300.0, 200.0)]  # 1000x500 image: x*1, y*0.5
+    assert a.instruction == "Click the button"
+    assert a.sample_id == "g1"
+    assert b.boxes == [(0.0, 0.0, 1000.0, 500.0), (500.0, 250.0, 600.0, 350.0)]
+    assert b.sample_id == "gta1:1"
+
+
+def test_vlm_r1_records_list_and_string_answers(data_dir):
+    path = write_jsonl(data_dir / "rec.jsonl", [
+        vlm_r1([1, 2, 30, 40]),
+        vlm_r1("<answer>[1,2,30,40]</answer>"),
+        vlm_r1(" [1, 2, 30, 40] "),
+        {**vlm_r1([5, 6, 7, 8]), "image": ["images/small.png"]},
+    ])  # fmt: skip
+    samples, report = load_samples([path])
+    assert report.rejects == []
+    assert [s.boxes for s in samples] == [[(1.0, 2.0, 30.0, 40.0)]] * 3 + [[(5.0, 6.0, 7.0, 8.0)]]
+    assert samples[0].instruction == "Find the logo"
+    assert (samples[3].width, samples[3].height) == (200, 100)
+
+
+def test_json_list_file_and_refs(data_dir):
+    path = str(data_dir / "data.json")
+    with open(path, "w") as f:
+        json.dump([canonical(), gta1([100, 200, 300, 400]), canonical(image="images/missing.png")], f)
+    samples, report = load_samples([path])
+    assert [s.sample_id for s in samples] == ["data:0", "data:1"]
+    assert report.rejects == [(f"{path}:[2]", "missing_image",
+                               f"image not found: {data_dir / 'images' / 'missing.png'}")]  # fmt: skip
+
+
+def test_single_object_json_file(data_dir):
+    path = str(data_dir / "one.json")
+    with open(path, "w") as f:
+        json.dump(canonical(), f)
+    samples, _ = load_samples([path])
+    assert len(samples) == 1 and samples[0].boxes == [(12.0, 10.0, 42.0, 40.0)]
+
+
+def test_image_folders_resolve_relative_paths(tmp_path, make_image):
+    make_image(300, 200, "shots/a.png", folder=tmp_path / "imgs")
+    path = write_jsonl(tmp_path / "elsewhere.jsonl", [canonical(image="shots/a.png", box=(0, 0, 300, 200))])
+    (s,), _ = load_samples([path], [str(tmp_path / "imgs")])
+    assert s.image_path == str(tmp_path / "imgs" / "shots" / "a.png")
+    assert (s.width, s.height) == (300, 200)
+
+
+def test_to_record_round_trip(data_dir):
+    rec = canonical(sample_id="x1", platform="web", note=3)
+    rec["target_bbox"] = [rec["target_bbox"], {"x_min": 1, "y_min": 2, "x_max": 3, "y_max": 4}]
+    (s,), _ = load_samples([write_jsonl(data_dir / "t.jsonl", [rec])])
+    out = s.to_record(str(data_dir))
+    assert out == {"sample_id": "x1", "instruction": "Click menu", "image_path": os.path.join("images", "screen.png"),
+                   "target_bbox": rec["target_bbox"], "image_width": 1000, "image_height": 500, "platform": "web",
+                   "note": 3}  # fmt: skip
+    again = record_to_sample(out, "mem:1", base_dir=str(data_dir), default_id="unused")
+    assert (again.boxes, again.sample_id, again.extra) == (s.boxes, "x1", {"note": 3})
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# bad records: one reason code each, ref = file:1-based line
+
+BAD_RECORDS = {
+    "missing_image": (canonical(image="images/nope.png"), "missing_image"),
+    "garbage_png": (canonical(image="images/garbage.png"), "unreadable_image"),
+    "truncated_png": (canonical(image="images/truncated.png"), "unreadable_image"),
+    "box_past_right_edge": (canonical(box=(900, 10, 1001, 40)), "box_outside_image"),
+    "box_past_bottom_edge": (canonical(box=(10, 10, 40, 501)), "box_outside_image"),
+    "box_negative": (canonical(box=(-1, 10, 40, 40)), "box_outside_image"),
+    "gta1_box_over_1000": (gta1([100, 200, 300, 1001]), "box_outside_image"),
+    "inverted_x": (canonical(box=(50, 10, 40, 40)), "inverted_box"),
+    "inverted_y": (canonical(box=(10, 40, 40, 10)), "inverted_box"),
+    "zero_width": (canonical(box=(40, 10, 40, 40)), "inverted_box"),
+    "zero_height": (canonical(box=(10, 20, 40, 20)), "inverted_box"),
+    "empty_instruction": (canonical(instruction=""), "empty_instruction"),
+    "whitespace_instruction": (canonical(instruction="  \n\t "), "empty_instruction"),
+    "image_tag_only_instruction": (canonical(instruction="<image>"), "empty_instruction"),
+    "image_tags_only_gta1": (gta1([1, 2, 3, 4], instruction="<image> <image>\n"), "empty_instruction"),
+    "unparseable_line": ('{"instruction": "Click", "image_path": ', "unparseable_record"),
+    "json_array_line": ("[1, 2, 3]", "unparseable_record"),
+    "unknown_format": ({"text": "Click", "picture": "images/screen.png"}, "unknown_format"),
+    "bbox_missing_key": (
+        {"instruction": "a", "image_path": "images/screen.png", "target_bbox": {"x_min": 1}},
+        "bad_field",
+    ),  # fmt: skip
+    "vlm_r1_answer_not_a_box": (vlm_r1("<answer>the logo</answer>"), "bad_field"),
+}
+
+
+@pytest.mark.parametrize("kind", list(BAD_RECORDS))
+def test_bad_record_strict_raises_with_reason_and_ref(data_dir, kind):
+    record, reason = BAD_RECORDS[kind]
+    # good line 1, blank line 2 (skipped, but counted for line numbers), bad line 3
+    path = write_jsonl(data_dir / "bad.jsonl", [canonical(), "", record])
+    with pytest.raises(SampleError) as info:
+        load_samples([path], strict=True)
+    err = info.value
+    assert err.reason == reason
+    assert err.ref == f"{path}:3"
+    assert str(err).startswith(f"{path}:3: {reason}: ")
+    assert reason in REASONS
+
+
+@pytest.mark.parametrize("kind", list(BAD_RECORDS))
+def test_bad_record_non_strict_is_skipped_and_counted(data_dir, kind):
+    record, reason = BAD_RECORDS[kind]
+    path = write_jsonl(data_dir / "bad.jsonl", [record, canonical()])
+    samples, report = load_samples([path])
+    assert [s.boxes for s in samples] == [[(12.0, 10.0, 42.0, 40.0)]]
+    assert (report.num_records, report.num_samples) == (2, 1)
+    assert [(ref, r) for ref, r, _ in report.rejects] == [(f"{path}:1", reason)]
+    assert report.counts == Counter({reason: 1})
+
+
+def test_error_messages_name_the_problem(data_dir):
+    def message(record):
+        path = write_jsonl(data_dir / "m.jsonl", [record])
+        return load_samples([path])[1].rejects[0][2]
+
+    assert message(canonical(image="images/nope.png")) == f"image not found: {data_dir / 'images' / 'nope.png'}"
+    assert message(canonical(box=(900, 10, 1001, 40))) == (
+        "box [900.0, 10.0, 1001.0, 40.0] is outside the 1000x500 image"
+    )
+    assert message(canonical(box=(50, 10, 40, 40))) == "box [50.0, 10.0, 40.0, 40.0] is inverted or has zero area"
+    assert (
+        message(gta1([100, 200, 300, 1001])) == "0-1000 box [100.0, 200.0, 300.0, 1001.0] has values outside [0, 1000]"
+    )
+    assert message(canonical(image="images/garbage.png")).startswith(
+        f"cannot decode {data_dir / 'images' / 'garbage.png'}: UnidentifiedImageError"
+    )
+
+
+def test_mixed_file_non_strict_counts_table_and_warning(data_dir, caplog):
+    lines = [
+        canonical(),  # 1 good
+        canonical(image="images/nope.png"),  # 2 missing_image
+        "",  # 3 blank
+        canonical(image="images/garbage.png"),  # 4 unreadable_image
+        canonical(image="images/truncated.png"),  # 5 unreadable_image
+        gta1([100, 200, 300, 400]),  # 6 good
+        canonical(box=(0, 0, 1001, 10)),  # 7 box_outside_image
+        canonical(box=(5, 5, 5, 9)),  # 8 inverted_box
+        canonical(instruction="<image>"),  # 9 empty_instruction
+        "not json",  # 10 unparseable_record
+        {"foo": 1},  # 11 unknown_format
+        vlm_r1([1, 2, 30, 40]),  # 12 good
+    ]
+    path = write_jsonl(data_dir / "mixed.jsonl", lines)
+    with caplog.at_level(logging.WARNING, logger="gui_grounding.schema"):
+        samples, report = load_samples([path])
+    assert [s.sample_id for s in samples] == ["mixed:0", "mixed:4", "mixed:10"]
+    assert (report.num_records, report.num_samples) == (11, 3)
+    assert report.counts == Counter({"missing_image": 1, "unreadable_image": 2, "box_outside_image": 1,
+                                     "inverted_box": 1, "empty_instruction": 1, "unparseable_record": 1,
+                                     "unknown_format": 1})  # fmt: skip
+    assert [(ref, r) for ref, r, _ in report.rejects] == [
+        (f"{path}:2", "missing_image"), (f"{path}:4", "unreadable_image"), (f"{path}:5", "unreadable_image"),
+        (f"{path}:7", "box_outside_image"), (f"{path}:8", "inverted_box"), (f"{path}:9", "empty_instruction"),
+        (f"{path}:10", "unparseable_record"), (f"{path}:11", "unknown_format"),
+    ]  # fmt: skip
+    table = report.table()
+    assert table.splitlines()[0] == "records read: 11   samples kept: 3   rejected: 8"
+    for reason, n, first in [("box_outside_image", 1, 7), ("empty_instruction", 1, 9), ("inverted_box", 1, 8),
+                             ("missing_image", 1, 2), ("unknown_format", 1, 11), ("unparseable_record", 1, 10),
+                             ("unreadable_image", 2, 4)]:  # fmt: skip
+        assert f"  {reason:<20} {n:>7}   e.g. {path}:{first}" in table.splitlines()
+    assert "skipped 8 bad records" in caplog.text
+
+    with pytest.raises(SampleError) as info:
+        load_samples([path], strict=True)
+    assert (info.value.ref, info.value.reason) == (f"{path}:2", "missing_image")
+    assert f"{path}:2" in str(info.value)
+
+
+def test_refs_name_the_right_file_among_several(data_dir):
+    a = write_jsonl(data_dir / "a.jsonl", [canonical(), canonical()])
+    b = write_jsonl(data_dir / "b.jsonl", [canonical(), canonical(instruction="")])
+    samples, report = load_samples([a, b])
+    assert [s.sample_id for s in samples] == ["a:0", "a:1", "b:0"]
+    assert report.rejects[0][:2] == (f"{b}:2", "empty_instruction")
+
+
+def test_verify_images_false_reads_only_the_header(data_dir):
+    path = write_jsonl(data_dir / "t.jsonl", [canonical(image="images/truncated.png"),
+                                              canonical(image="images/garbage.png")])  # fmt: skip
+    samples, report = load_samples([path], verify_images=False)
+    assert [(s.width, s.height) for s in samples] == [(1000, 500)]  # truncated file: header is intact
+    assert report.counts == Counter({"unreadable_image": 1})  # garbage has no header at all
+
+
+def test_image_folders_count_mismatch_raises(data_dir):
+    a = write_jsonl(data_dir / "a.jsonl", [canonical()])
+    b = write_jsonl(data_dir / "b.jsonl", [canonical()])
+    with pytest.raises(ValueError, match=r"^2 data files but 1 image folders; give one folder per file$"):
+        load_samples([a, b], [str(data_dir)])
+
+
+def test_missing_data_file_raises(data_dir):
+    with pytest.raises(FileNotFoundError, match="data file not found: "):
+        load_samples([str(data_dir / "absent.jsonl")])
