@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from gui_grounding.frames import point_in_box
 from gui_grounding.prompts import is_thinking_format, parse_point
+from vlm_r1.rewards import completion_text
 
 
 def score_click(text: str, boxes: Sequence[Sequence[float]], mode: str = "non_thinking") -> float:
@@ -51,16 +52,6 @@ def score_click_format(text: str) -> float:
     return 1.0 if is_thinking_format(text) else 0.0
 
 
-def _completion_text(completion) -> str:
-    """TRL passes conversational completions as ``[{"role": "assistant", "content": str}]``, plain ones as str."""
-    if isinstance(completion, str):
-        return completion
-    content = completion[-1]["content"]
-    if isinstance(content, list):  # structured content blocks
-        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
-    return content
-
-
 def click_reward(completions: list, target_boxes_resized: list, prompt_mode: list | None = None, **kwargs) -> list:
     """TRL reward function ``click`` (GTA1): :func:`score_click` per completion.
 
@@ -75,11 +66,11 @@ def click_reward(completions: list, target_boxes_resized: list, prompt_mode: lis
     """
     modes = prompt_mode or ["non_thinking"] * len(completions)
     return [
-        score_click(_completion_text(c), boxes, mode)
+        score_click(completion_text(c), boxes, mode)
         for c, boxes, mode in zip(completions, target_boxes_resized, modes, strict=True)
     ]
 
 
 def click_format_reward(completions: list, **kwargs) -> list:
     """TRL reward function ``click_format``: :func:`score_click_format` per completion (thinking mode)."""
-    return [score_click_format(_completion_text(c)) for c in completions]
+    return [score_click_format(completion_text(c)) for c in completions]

@@ -24,11 +24,11 @@ import json
 import logging
 import os
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from gui_grounding.frames import Box, box_from_norm1000
+from vlm_r1.data import RecordError, iter_records
 
 logger = logging.getLogger(__name__)
 
@@ -83,41 +83,6 @@ class Sample:
 
 # --------------------------------------------------------------------------------------------------------------------
 # reading files
-
-
-def iter_records(path: str) -> Iterator[tuple[str, int, dict | SampleError]]:
-    """Yield ``(ref, index, record_or_error)`` for a ``.json`` (list or single object) or ``.jsonl`` file.
-
-    ``ref`` is ``path:line`` (1-based) for JSONL and ``path:[index]`` for JSON; ``index`` is 0-based. Blank lines are
-    skipped; an unparseable line yields a :class:`SampleError` instead of a record, so the caller counts it.
-    """
-    if path.endswith(".json"):
-        with open(path, encoding="utf-8") as f:
-            try:
-                data = json.load(f)
-            except json.JSONDecodeError as err:
-                yield f"{path}", 0, SampleError(path, "unparseable_record", f"invalid JSON: {err}")
-                return
-        items = data if isinstance(data, list) else [data]
-        for i, item in enumerate(items):
-            ref = f"{path}:[{i}]"
-            ok = isinstance(item, dict)
-            yield ref, i, item if ok else SampleError(ref, "unparseable_record", "not a JSON object")
-        return
-    with open(path, encoding="utf-8") as f:
-        index = 0
-        for lineno, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            ref = f"{path}:{lineno}"
-            try:
-                item = json.loads(line)
-            except json.JSONDecodeError as err:
-                yield ref, index, SampleError(ref, "unparseable_record", f"invalid JSON: {err}")
-            else:
-                ok = isinstance(item, dict)
-                yield ref, index, item if ok else SampleError(ref, "unparseable_record", "not a JSON object")
-            index += 1
 
 
 def detect_format(record: dict) -> str | None:
@@ -319,8 +284,8 @@ def load_samples(
         for ref, index, item in iter_records(path):
             report.num_records += 1
             try:
-                if isinstance(item, SampleError):
-                    raise item
+                if isinstance(item, RecordError):
+                    raise SampleError(item.ref, "unparseable_record", item.message)
                 samples.append(record_to_sample(item, ref, base_dir=base_dir, default_id=f"{stem}:{index}",
                                                 verify_image=verify_images))  # fmt: skip
             except SampleError as err:

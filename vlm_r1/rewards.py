@@ -26,7 +26,8 @@ _THINK_ANSWER_FULL = re.compile(r"<think>.*?</think>\s*<answer>.*?</answer>", re
 _ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
 
 
-def _text(completion) -> str:
+def completion_text(completion) -> str:
+    """Text of one TRL completion: ``[{"role": "assistant", "content": str | blocks}]`` (conversational) or ``str``."""
     if isinstance(completion, str):
         return completion
     content = completion[-1]["content"]
@@ -41,7 +42,7 @@ def format_reward(completions: list, **kwargs) -> list[float]:
     >>> format_reward([[{"role": "assistant", "content": "<think>a</think> <answer>b</answer>"}]])
     [1.0]
     """
-    return [1.0 if _THINK_ANSWER_FULL.fullmatch(_text(c).strip()) else 0.0 for c in completions]
+    return [1.0 if _THINK_ANSWER_FULL.fullmatch(completion_text(c).strip()) else 0.0 for c in completions]
 
 
 def _clean_answer(text: str) -> str:
@@ -81,7 +82,7 @@ def accuracy_reward(completions: list, solution: list, accu_reward_method: list 
             raise NotImplementedError(f"accu_reward_method {method!r} is not implemented; supported: {ACCURACY_METHODS}")
         if method not in ACCURACY_METHODS:
             raise ValueError(f"unknown accu_reward_method {method!r}; supported: {ACCURACY_METHODS}")
-        pred, gold = _clean_answer(_text(completion)), _clean_answer(str(sol))
+        pred, gold = _clean_answer(completion_text(completion)), _clean_answer(str(sol))
         if method == "default":
             p, g = _as_number(pred), _as_number(gold)
             if p is not None and g is not None:

@@ -19,6 +19,8 @@ from collections import Counter
 from importlib.metadata import entry_points
 from typing import Any
 
+from vlm_r1.data import RecordError, iter_records
+
 logger = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "vlm_r1.tasks"
@@ -85,39 +87,36 @@ class DefaultTask(Task):
         template = vlm_module.get_question_template(script_args.task_type)
         rows, skipped = [], Counter()
         for path, folder, method in zip(files, folders, methods, strict=True):
-            with open(path, encoding="utf-8") as f:
-                for lineno, line in enumerate(f, start=1):
-                    if not line.strip():
-                        continue
-                    ref = f"{path}:{lineno}"
-                    try:
-                        rec = json.loads(line)
-                        human, gpt = rec["conversations"][0]["value"], rec["conversations"][1]["value"]
-                    except (json.JSONDecodeError, KeyError, IndexError, TypeError) as err:
-                        if script_args.strict_data:
-                            raise ValueError(f"{ref}: unparseable record: {err}") from err
-                        skipped["unparseable_record"] += 1
-                        continue
-                    images = rec.get("image")
-                    images = [images] if isinstance(images, str) else (images or [])
-                    paths = [os.path.join(folder, p) for p in images]
-                    missing = [p for p in paths if not os.path.isfile(p)]
-                    if missing:
-                        if script_args.strict_data:
-                            raise FileNotFoundError(f"{ref}: missing image {missing[0]}")
-                        skipped["missing_image"] += 1
-                        continue
-                    question = " ".join(str(human).replace("<image>", " ").split())
-                    answer = gpt if isinstance(gpt, str) else json.dumps(gpt)
-                    answer = answer.replace("<answer>", "").replace("</answer>", "").strip()
-                    rows.append({
-                        "prompt": [{"role": "user", "content": template.format(Question=question)}],
-                        "image_path": paths,
-                        "problem": question,
-                        "solution": f"<answer> {answer} </answer>",
-                        "accu_reward_method": rec.get("accu_reward_method", method),
-                        "id": str(rec.get("id", f"{os.path.basename(path)}:{lineno}")),
-                    })  # fmt: skip
+            for ref, _, rec in iter_records(path):
+                try:
+                    if isinstance(rec, RecordError):
+                        raise rec
+                    human, gpt = rec["conversations"][0]["value"], rec["conversations"][1]["value"]
+                except (RecordError, KeyError, IndexError, TypeError) as err:
+                    if script_args.strict_data:
+                        raise ValueError(f"{ref}: unparseable record: {err}") from err
+                    skipped["unparseable_record"] += 1
+                    continue
+                images = rec.get("image")
+                images = [images] if isinstance(images, str) else (images or [])
+                paths = [os.path.join(folder, p) for p in images]
+                missing = [p for p in paths if not os.path.isfile(p)]
+                if missing:
+                    if script_args.strict_data:
+                        raise FileNotFoundError(f"{ref}: missing image {missing[0]}")
+                    skipped["missing_image"] += 1
+                    continue
+                question = " ".join(str(human).replace("<image>", " ").split())
+                answer = gpt if isinstance(gpt, str) else json.dumps(gpt)
+                answer = answer.replace("<answer>", "").replace("</answer>", "").strip()
+                rows.append({
+                    "prompt": [{"role": "user", "content": template.format(Question=question)}],
+                    "image_path": paths,
+                    "problem": question,
+                    "solution": f"<answer> {answer} </answer>",
+                    "accu_reward_method": rec.get("accu_reward_method", method),
+                    "id": str(rec.get("id", ref)),
+                })  # fmt: skip
         if skipped:
             logger.warning("skipped records: %s", dict(skipped))
         if not rows:
