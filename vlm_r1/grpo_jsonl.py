@@ -177,6 +177,13 @@ def main(argv: list[str] | None = None) -> None:
     trainer.train(resume_from_checkpoint=_resolve_resume(training_args))
     trainer.save_model(training_args.output_dir)
     if trainer.accelerator.is_main_process:
+        from vlm_r1.plots import plot_training_curves
+
+        trainer.save_state()  # trainer_state.json with the per-step log history
+        png = plot_training_curves(os.path.join(training_args.output_dir, "trainer_state.json"),
+                                   os.path.join(training_args.output_dir, "training_curves.png"),
+                                   title=f"{model_path} on {script_args.data_file_paths}")  # fmt: skip
+        logger.info("training curves: %s", png)
         processor.save_pretrained(training_args.output_dir)
         if hasattr(vlm_module, "tidy_saved_processor"):
             vlm_module.tidy_saved_processor(training_args.output_dir)

@@ -138,7 +138,6 @@ class Qwen2VLModule(VLMBaseModule):
 
         stock = self._classes(self.model_type)[1]
         if is_torchvision_available():
-            from transformers import AutoVideoProcessor  # noqa: F401  (needs torchvision)
             from transformers.models.qwen2_vl.video_processing_qwen2_vl import Qwen2VLVideoProcessor
 
             return stock(image_processor, tokenizer, Qwen2VLVideoProcessor(), chat_template=chat_template)

@@ -1,0 +1,53 @@
+"""Training curves as a picture: reward, reward spread, zero-signal groups, completion length and loss per step.
+
+Reads the ``log_history`` of a ``trainer_state.json`` (HF Trainer) and writes one PNG, the view researchers otherwise
+open TensorBoard for (GTA1 watches the reward rise over optimisation steps).
+"""
+
+from __future__ import annotations
+
+import json
+
+PANELS = (
+    ("reward", "reward (mean over rollouts)"),
+    ("reward_std", "reward std"),
+    ("frac_reward_zero_std", "fraction of groups with zero reward variance"),
+    ("completions/mean_length", "completion length (tokens)"),
+    ("loss", "loss"),
+)
+
+
+def plot_training_curves(trainer_state_path: str, out_png: str, title: str | None = None) -> str:
+    """Plot the per-step metrics of ``trainer_state_path`` into ``out_png``; also one line per ``rewards/*/mean``.
+
+    Raises:
+        ValueError: the log history has no training steps.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    with open(trainer_state_path, encoding="utf-8") as f:
+        history = [h for h in json.load(f).get("log_history", []) if "step" in h and "loss" in h]
+    if not history:
+        raise ValueError(f"{trainer_state_path}: no training steps in log_history")
+    steps = [h["step"] for h in history]
+    fig, grid = plt.subplots(2, 3, figsize=(13, 6.5))
+    axes = grid.ravel()
+    axes[-1].axis("off")
+    for ax, (key, label) in zip(axes[: len(PANELS)], PANELS, strict=True):
+        if key == "reward":
+            for name in sorted({k for h in history for k in h if k.startswith("rewards/") and k.endswith("/mean")}):
+                ax.plot(steps, [h.get(name) for h in history], lw=1, alpha=0.7, label=name.split("/")[1])
+        ax.plot(steps, [h.get(key) for h in history], lw=2, color="black", label=key)
+        ax.set_title(label, fontsize=9)
+        ax.set_xlabel("step")
+        ax.grid(alpha=0.3)
+        if key == "reward":
+            ax.legend(fontsize=7)
+    fig.suptitle(title or trainer_state_path, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(out_png, dpi=100)
+    plt.close(fig)
+    return out_png
