@@ -75,7 +75,7 @@ def test_grpo_cli_two_steps(tiny_qwen25_dir, train_subset, tmp_path):
                                                                         ["--dataset_name", "unused"])])
     assert "UPSTREAM FLAG: --dataset_name='unused' has NO effect" in proc.stderr
     for name in ("model.safetensors", "config.json", "processor_config.json", "chat_template.jinja",
-                 "checkpoint-1", "checkpoint-2", "vlm_r1_run.json"):
+                 "checkpoint-1", "checkpoint-2", "vlm_r1_run.json", "trainer_state.json", "training_curves.png"):
         assert os.path.exists(os.path.join(out, name)), name
     with open(os.path.join(out, "processor_config.json")) as f:
         assert json.load(f)["processor_class"] == "Qwen2_5_VLProcessor"

@@ -1,0 +1,1 @@
+"""Collectors of real GUI screenshots with element boxes (web pages via headless Chromium)."""
