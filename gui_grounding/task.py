@@ -43,6 +43,7 @@ class GUIGroundingTask(Task):
 
     name = "gui_grounding"
     default_reward_funcs = ("click",)
+    uses_prompt_mode = True
 
     def build_dataset(self, script_args: Any, processing_class: Any, vlm_module: Any):
         from datasets import Dataset

@@ -58,9 +58,12 @@ cat <<MSG
 
 ==== demo finished in $(( T1 - T0 )) s ====
 checkpoint:   $OUT/checkpoints   (checkpoint-10, checkpoint-20 and the final model; TensorBoard logs under runs/)
+curves:       $OUT/checkpoints/training_curves.png   run facts: $OUT/checkpoints/vlm_r1_run.json
 metrics:      $OUT/eval/metrics.json   table: $OUT/eval/results.md   predictions: $OUT/eval/predictions.jsonl
 peak RSS of the largest process: $(( PEAK / 1024 )) MiB
 NOTE: the model is a tiny RANDOMLY INITIALISED Qwen2.5-VL, so its accuracy is ~0% and most answers have no valid
 point: this run proves the pipeline (data -> GRPO -> checkpoint -> reload -> predict -> score), not learning.
+With every rollout scoring 0, each group of 8 has zero reward variance, so GRPO's advantages (and loss) are 0:
+the situation GTA1's "batch above 128" advice is about, here in its extreme form.
 Use a real checkpoint (e.g. --model_name_or_path ByteDance-Seed/UI-TARS-1.5-7B) on a GPU cluster for accuracy.
 MSG

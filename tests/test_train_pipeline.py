@@ -72,8 +72,9 @@ def _check_weights(initial_dir, trained_dir):
 def test_grpo_cli_two_steps(tiny_qwen25_dir, train_subset, tmp_path):
     out = str(tmp_path / "run")
     proc = _run([sys.executable, "-m", "vlm_r1.grpo_jsonl", *_grpo_args(tiny_qwen25_dir, train_subset, out, 2,
-                                                                        ["--dataset_name", "unused"])])
+                                                                        ["--dataset_name", "unused", "--reward_method", "default"])])
     assert "UPSTREAM FLAG: --dataset_name='unused' has NO effect" in proc.stderr
+    assert "--reward_method=default has NO effect with task_type gui_grounding" in proc.stderr
     for name in ("model.safetensors", "config.json", "processor_config.json", "chat_template.jinja",
                  "checkpoint-1", "checkpoint-2", "vlm_r1_run.json", "trainer_state.json", "training_curves.png"):
         assert os.path.exists(os.path.join(out, name)), name
@@ -164,7 +165,12 @@ def test_eval_predict_and_rescore(tiny_qwen25_dir, tmp_path):
     os.symlink(os.path.join(SAMPLE, "images"), tmp_path / "images")
     m = run_eval([str(sub)], str(tmp_path / "rescored"), predictions=str(pred_file))
     assert m["overall"] == {"num_correct": 2, "num_total": 4, "wrong_format": 1, "accuracy": 50.0}
-    assert m["missing_predictions"] == 0
+    assert m["missing_predictions"] == 0 and m["unmatched_predictions"] == 0
+    with open(pred_file, "a") as f:
+        f.write(json.dumps({"sample_id": "not-in-data:0", "point": [1, 1], "raw_response": ""}) + "\n")
+    m = run_eval([str(sub)], str(tmp_path / "rescored2"), predictions=str(pred_file))
+    assert m["overall"]["num_correct"] == 2 and m["unmatched_predictions"] == 1
+    assert m["unmatched_examples"] == ["not-in-data:0"]
     assert "click accuracy on 4 samples" in open(tmp_path / "rescored" / "results.md").read()
 
 

@@ -132,6 +132,11 @@ def main(argv: list[str] | None = None) -> None:
                 vlm_module.model_type, type(vlm_module).__name__, factor, min_px, max_px)  # fmt: skip
 
     task = get_task(script_args.task_type)
+    for flag, value, used in (("--reward_method", script_args.reward_method, getattr(task, "uses_reward_method", False)),
+                              ("--prompt_mode", script_args.prompt_mode if script_args.prompt_mode != "non_thinking"
+                               else None, getattr(task, "uses_prompt_mode", False))):  # fmt: skip
+        if value is not None and not used:
+            logger.warning("%s=%s has NO effect with task_type %s", flag, value, task.name)
     dataset = task.build_dataset(script_args, processor, vlm_module)
     eval_dataset = None
     if script_args.val_split_ratio > 0:

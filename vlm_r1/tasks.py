@@ -32,6 +32,8 @@ class Task:
 
     name = "base"
     default_reward_funcs: tuple[str, ...] = ()
+    uses_reward_method = False  # reads --reward_method
+    uses_prompt_mode = False  # reads --prompt_mode
 
     def build_dataset(self, script_args: Any, processing_class: Any, vlm_module: Any):
         """Return a ``datasets.Dataset`` with a ``prompt`` column and lazily loaded ``image``/``images``."""
@@ -77,6 +79,7 @@ class DefaultTask(Task):
 
     name = "default"
     default_reward_funcs = ("accuracy", "format")
+    uses_reward_method = True
 
     def build_dataset(self, script_args: Any, processing_class: Any, vlm_module: Any):
         from datasets import Dataset

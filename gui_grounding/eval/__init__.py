@@ -62,4 +62,8 @@ def run_eval(
     with open(os.path.join(out_dir, "results.md"), "w", encoding="utf-8") as f:
         f.write(f"```\n{table}\n```\n")
     print(table)
+    for key, what in (("missing_predictions", "samples have no prediction (counted wrong)"),
+                      ("unmatched_predictions", "predictions match no sample_id of the data")):  # fmt: skip
+        if metrics[key]:
+            logger.warning("%d %s", metrics[key], what)
     return metrics

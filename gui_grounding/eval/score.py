@@ -46,7 +46,8 @@ def score(samples: list[Sample], predictions: dict[str, dict]) -> dict:
         ``{"overall": cell, "by_<key>": {value: cell}, "missing_predictions": n, "per_sample": [...]}`` where a cell
         is ``{"num_correct", "num_total", "wrong_format", "accuracy"}`` and breakdowns use ``platform``, ``ui_type``
         and ``source`` where the samples carry them. A sample without a prediction counts as wrong and is reported
-        in ``missing_predictions``.
+        in ``missing_predictions``; predictions whose sample_id matches no sample are counted in
+        ``unmatched_predictions`` (a sign of scoring the wrong file).
     """
     counts = defaultdict(lambda: [0, 0, 0])
     per_sample, missing = [], 0
@@ -63,7 +64,10 @@ def score(samples: list[Sample], predictions: dict[str, dict]) -> dict:
             c[1] += 1
             c[2] += point is None
         per_sample.append({"sample_id": s.sample_id, "correct": ok, "point": point})
-    result = {"overall": _cell(*counts[("overall", "")]), "missing_predictions": missing}
+    known = {s.sample_id for s in samples}
+    unmatched = sorted(k for k in predictions if k not in known)
+    result = {"overall": _cell(*counts[("overall", "")]), "missing_predictions": missing,
+              "unmatched_predictions": len(unmatched), "unmatched_examples": unmatched[:5]}  # fmt: skip
     for k in BREAKDOWN_KEYS:
         cells = {v: _cell(*c) for (kk, v), c in sorted(counts.items()) if kk == k}
         if cells:
