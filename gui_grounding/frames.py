@@ -107,3 +107,24 @@ def point_in_box(point: Point, box: Box) -> bool:
     """True when ``point`` lies in ``box``, edges included (GTA1 reward and ScreenSpot-Pro harness use ``<=``)."""
     x, y = point
     return box[0] <= x <= box[2] and box[1] <= y <= box[3]
+
+
+def point_in_polygon(point: Point, polygon: list[Point]) -> bool:
+    """True when ``point`` lies inside ``polygon`` or on its boundary (OSWorld-G rule: boundary included).
+
+    ``polygon`` is a list of ``(x, y)`` vertices in order (closed implicitly). Even-odd ray casting, with an explicit
+    on-segment test first so that edges and vertices count.
+    """
+    x, y = point
+    n = len(polygon)
+    for i in range(n):
+        (x1, y1), (x2, y2) = polygon[i], polygon[(i + 1) % n]
+        cross = (x2 - x1) * (y - y1) - (y2 - y1) * (x - x1)
+        if cross == 0 and min(x1, x2) <= x <= max(x1, x2) and min(y1, y2) <= y <= max(y1, y2):
+            return True
+    inside = False
+    for i in range(n):
+        (x1, y1), (x2, y2) = polygon[i], polygon[(i + 1) % n]
+        if (y1 > y) != (y2 > y) and x < x1 + (y - y1) * (x2 - x1) / (y2 - y1):
+            inside = not inside
+    return inside

@@ -67,6 +67,10 @@ class Sample:
     platform: str | None = None
     ui_type: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    # benchmarks only (OSWorld-G): target polygons in original pixels, and refusal items (no target exists; correct
+    # only when the prediction is null)
+    polygons: list[list[tuple[float, float]]] = field(default_factory=list)
+    refusal: bool = False
 
     def to_record(self, image_root: str | None = None) -> dict:
         """Canonical JSON record; ``image_path`` made relative to ``image_root`` when given."""

@@ -1,0 +1,37 @@
+"""The benchmark interface: read a published benchmark folder, and turn per-sample judgements into its metrics.
+
+A benchmark module knows only its file format and its breakdown keys (lm-evaluation-harness style); prediction
+backends and model adapters are separate axes (``gui_grounding.eval.backends``, ``gui_grounding.eval.adapters``).
+"""
+
+from __future__ import annotations
+
+from gui_grounding.schema import LoadReport, Sample
+
+
+class Benchmark:
+    """Base class. Subclasses set ``name`` and ``layout_help`` and implement ``load``, ``metrics`` and ``table``."""
+
+    name = "base"
+    # Where the benchmark is published and how to lay it out locally; shown by `gui-grounding eval --help`.
+    layout_help = ""
+
+    def load(self, data_dir: str, *, strict: bool = False) -> tuple[list[Sample], LoadReport]:
+        """Read ``data_dir`` (laid out as published) into samples in original pixels with stable ``sample_id``s.
+
+        Bad records are skipped and counted in the report (or raise in strict mode), naming file and index.
+        Benchmark metadata needed by ``metrics`` (group, application, platform, data_source, bucket, classes, ...)
+        goes in ``Sample.extra`` / ``platform`` / ``ui_type``.
+        """
+        raise NotImplementedError
+
+    def metrics(self, samples: list[Sample], results: dict[str, dict]) -> dict:
+        """Benchmark metrics from ``results[sample_id] = {"correctness": correct|wrong|wrong_format, "point": ...}``.
+
+        Every sample must have a result (the caller fills missing predictions as ``wrong_format``).
+        """
+        raise NotImplementedError
+
+    def table(self, metrics: dict) -> str:
+        """A readable Markdown table of ``metrics`` (for results.md and the terminal)."""
+        raise NotImplementedError
