@@ -29,7 +29,9 @@ EXTRAS = {
     "gpu": ["flash-attn>=2.7", "vllm>=0.11", "deepspeed==0.19.8"],
     "deepspeed": ["deepspeed==0.19.8"],
     "collect": ["playwright>=1.50"],
-    "dev": ["pytest>=8", "hypothesis>=6", "ruff>=0.6"],
+    # OpenAI-compatible chat-completions endpoints (`vllm serve`, hosted APIs): the `openai` evaluation backend.
+    "api": ["openai>=1.40"],
+    "dev": ["pytest>=8", "hypothesis>=6", "ruff>=0.6", "openai>=1.40"],
 }
 
 setup(

@@ -26,11 +26,21 @@ def _make_tiny_model(args: argparse.Namespace) -> None:
 def _eval(args: argparse.Namespace) -> None:
     from gui_grounding.eval import run_eval
 
+    options = {}
+    if args.subset:
+        options["subset"] = args.subset
+    if args.image_cache:
+        options["cache_dir"] = args.image_cache
     kwargs = {}
     if args.model:
-        kwargs = dict(batch_size=args.batch_size, min_pixels=args.min_pixels, max_pixels=args.max_pixels,
-                      prompt_mode=args.prompt_mode, max_new_tokens=args.max_new_tokens)  # fmt: skip
-    run_eval(args.data, args.out, model=args.model, predictions=args.predictions, limit=args.limit, **kwargs)
+        kwargs = dict(max_new_tokens=args.max_new_tokens, min_pixels=args.min_pixels, max_pixels=args.max_pixels)
+        if args.backend == "hf":
+            kwargs["batch_size"] = args.batch_size
+        elif args.backend == "openai":
+            kwargs.update(base_url=args.base_url, concurrency=args.concurrency, max_retries=args.max_retries)
+    run_eval(args.benchmark, args.data, args.out, model=args.model, predictions=args.predictions,
+             backend=args.backend, adapter=args.adapter, limit=args.limit, strict=args.strict,
+             benchmark_options=options, max_failures=args.max_failures, **kwargs)  # fmt: skip
 
 
 def _train(argv: list[str]) -> None:
@@ -65,22 +75,45 @@ def build_parser() -> argparse.ArgumentParser:
                        add_help=False)  # fmt: skip
     p.set_defaults(func=None)
 
-    p = sub.add_parser("eval", help="predict click points and score them (accuracy table + metrics.json)",
-                       description="Evaluate a model (or rescore a predictions file) on canonical JSONL data. "
-                       "Writes predictions.jsonl (model mode), metrics.json and results.md into --out.")  # fmt: skip
-    p.add_argument("--benchmark", choices=["canonical"], default="canonical",
-                   help="data format: 'canonical' (our JSONL, also GTA1/VLM-R1 records)")
-    p.add_argument("--data", nargs="+", required=True, help="JSONL/JSON data file(s)")
+    from gui_grounding.eval.adapters import ADAPTERS
+    from gui_grounding.eval.backends import BACKENDS
+    from gui_grounding.eval.benchmarks import BENCHMARKS
+
+    layouts = "\n\n".join(f"{name}:\n{cls.layout_help}" for name, cls in BENCHMARKS.items())
+    p = sub.add_parser("eval", help="evaluate a model or rescore predictions on a GUI grounding benchmark",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       description="Predict click points with a model (or rescore a predictions file) on a benchmark "
+                       "laid out locally as published, score them exactly as the official scorers do, and write "
+                       "metrics.json, results.md and failures.html into --out. Nothing is downloaded.",
+                       epilog="Where each benchmark is published and how to lay it out:\n\n" + layouts)  # fmt: skip
+    p.add_argument("--benchmark", choices=sorted(BENCHMARKS), default="canonical",
+                   help="benchmark format (canonical = our JSONL, e.g. data/web_sample/test.jsonl)")
+    p.add_argument("--data", required=True, help="benchmark folder as published (canonical: a JSONL file or folder)")
     src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--model", help="checkpoint to predict with (transformers backend)")
-    src.add_argument("--predictions", help="predictions JSONL to rescore: {sample_id, point: [x,y]|null, raw_response}")
+    src.add_argument("--model", help="checkpoint (hf, vllm backends) or served model name (openai backend)")
+    src.add_argument("--predictions", help="predictions JSONL {sample_id, point: [x, y] | null (original pixels), "
+                     "raw_response} or an official ScreenSpot-Pro harness log, to rescore")
     p.add_argument("--out", required=True, help="output directory")
-    p.add_argument("--batch-size", type=int, default=8, help="prompts per generate call")
-    p.add_argument("--min-pixels", type=int, default=None, help="override the processor's smart_resize min_pixels")
-    p.add_argument("--max-pixels", type=int, default=None, help="override the processor's smart_resize max_pixels")
-    p.add_argument("--prompt-mode", choices=["non_thinking", "thinking"], default="non_thinking", help="prompt")
+    p.add_argument("--backend", choices=BACKENDS, default="hf", help="how the model runs: hf (transformers, here), "
+                   "openai (an OpenAI-compatible endpoint such as `vllm serve`), vllm (offline engine, GPU extra)")
+    p.add_argument("--adapter", choices=sorted(ADAPTERS), default=None, help="prompt + coordinate convention; "
+                   "default from config.model_type (qwen2_5_vl -> gta1, qwen2_vl -> qwen2-vl, qwen3_vl -> qwen3-vl)")
+    p.add_argument("--batch-size", type=int, default=8, help="hf backend: prompts per generate call")
+    p.add_argument("--min-pixels", type=int, default=None, help="override the smart_resize min_pixels")
+    p.add_argument("--max-pixels", type=int, default=None, help="override the smart_resize max_pixels "
+                   "(ScreenSpot-Pro wants near-native resolution, e.g. 12845056)")
     p.add_argument("--max-new-tokens", type=int, default=32, help="generation budget per sample (GTA1: 32)")
+    p.add_argument("--base-url", default="http://127.0.0.1:8000/v1", help="openai backend: endpoint base URL "
+                   "(API key from $OPENAI_API_KEY, default 'EMPTY')")
+    p.add_argument("--concurrency", type=int, default=8, help="openai backend: requests in flight")
+    p.add_argument("--max-retries", type=int, default=5, help="openai backend: retries with exponential backoff")
+    p.add_argument("--subset", default=None, help="OSWorld-G: 'plain' (OSWorld-G.json) or 'refined' "
+                   "(OSWorld-G_refined.json); default: the plain file when present")
+    p.add_argument("--image-cache", default=None, help="WebClick: folder for the images decoded from the parquet "
+                   "rows (default: DATA/.gui_grounding_images)")
     p.add_argument("--limit", type=int, default=None, help="evaluate only the first N samples")
+    p.add_argument("--strict", action="store_true", help="stop at the first bad record or prediction line")
+    p.add_argument("--max-failures", type=int, default=200, help="wrong samples drawn in failures.html")
     p.set_defaults(func=_eval)
     return parser
 

@@ -111,3 +111,59 @@ def is_thinking_format(text: str) -> bool:
     if not m:
         return False
     return parse_point(f"<answer>{m.group(1)}</answer>", "thinking", strict=True) is not None
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Other answer syntaxes (model families other than GTA1; used by gui_grounding.eval.adapters). Pairs are still found
+# with GTA1's ``_PAIR_RE``; the helpers below only add the syntaxes that are not a bare ``(x,y)``.
+
+_NUM = r"-?\d*\.?\d+"
+_BOX_JOIN_RE = re.compile(r"\s*,\s*")  # between the two corners of a box "(x1,y1),(x2,y2)"
+_POINT_TAG_RE = re.compile(rf"<point>\s*({_NUM})[\s,]+({_NUM})\s*</point>")
+_JSON_POINT_RE = re.compile(rf'"point_2d"\s*:\s*\[\s*({_NUM})\s*,\s*({_NUM})\s*\]')
+_JSON_BOX_RE = re.compile(rf'"bbox_2d"\s*:\s*\[\s*({_NUM})\s*,\s*({_NUM})\s*,\s*({_NUM})\s*,\s*({_NUM})\s*\]')
+
+
+def parse_point_or_box(text: str) -> tuple[float, float] | None:
+    """First ``(x,y)`` of ``text``; when it is a box's first corner, the box centre. ``None`` without a pair.
+
+    A box is two pairs joined by a comma, ``(x1,y1),(x2,y2)``, as Qwen2-VL / OS-Atlas write it inside
+    ``<|box_start|>...<|box_end|>`` (those special tokens are usually stripped by decoding; both forms are read).
+    Models that answer a box are scored on its centre (``gta1_and_peers.md`` 2.1, ScreenSpot-Pro harness). Values
+    stay in the model's frame (no scaling here). Examples: ``"(294,168)"`` -> ``(294.0, 168.0)``;
+    ``"<|box_start|>(100,200),(300,400)<|box_end|>"`` -> ``(200.0, 300.0)``; ``"click(start_box='(5,7)')"`` ->
+    ``(5.0, 7.0)``.
+    """
+    matches = _PAIR_RE.finditer(text)
+    first = next(matches, None)
+    if first is None:
+        return None
+    x1, y1 = float(first.group(1)), float(first.group(2))
+    second = next(matches, None)
+    if second is not None and _BOX_JOIN_RE.fullmatch(text[first.end() : second.start()]):
+        x2, y2 = float(second.group(1)), float(second.group(2))
+        return (x1 + x2) / 2, (y1 + y2) / 2
+    return x1, y1
+
+
+def parse_point_tag(text: str) -> tuple[float, float] | None:
+    """First ``<point>x y</point>`` of ``text`` (UI-TARS ``GROUNDING_DOUBAO`` action syntax), or ``None``."""
+    m = _POINT_TAG_RE.search(text)
+    return (float(m.group(1)), float(m.group(2))) if m else None
+
+
+def parse_json_point(text: str) -> tuple[float, float] | None:
+    """First ``"point_2d": [x, y]`` of ``text``, else the centre of the first ``"bbox_2d": [x1, y1, x2, y2]``.
+
+    This is Qwen3-VL's grounding JSON (``{"point_2d": [x, y], "label": ...}``, possibly inside a list and a
+    ```` ```json ```` fence). Read with a pattern rather than ``json.loads`` so that fenced, listed or truncated
+    answers still give their first point. Values stay in the model's frame (0-1000 for Qwen3-VL).
+    """
+    m = _JSON_POINT_RE.search(text)
+    if m:
+        return float(m.group(1)), float(m.group(2))
+    m = _JSON_BOX_RE.search(text)
+    if m:
+        x1, y1, x2, y2 = (float(v) for v in m.groups())
+        return (x1 + x2) / 2, (y1 + y2) / 2
+    return None

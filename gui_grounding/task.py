@@ -61,3 +61,19 @@ class GUIGroundingTask(Task):
             for s in samples
         ]
         return Dataset.from_list(rows).with_transform(load_images_transform(resize_column="resized_size"))
+
+    def eval_callbacks(self, script_args: Any, training_args: Any, processing_class: Any, vlm_module: Any,
+                       eval_dataset: Any) -> list:  # fmt: skip
+        """Greedy click accuracy on the held-out rows every ``--eval_steps`` (``gui_grounding.train_eval``)."""
+        if eval_dataset is None or training_args.eval_strategy != "steps":
+            return []
+        from gui_grounding.eval.adapters import get_adapter
+        from gui_grounding.train_eval import ClickAccuracyCallback, rows_to_samples
+
+        rows = eval_dataset.with_format(None).select(range(min(len(eval_dataset), script_args.eval_max_samples)))
+        samples = rows_to_samples(rows.to_list())
+        adapter = get_adapter("gta1" if script_args.prompt_mode == "non_thinking" else "gta1-thinking")
+        steps = training_args.eval_steps or training_args.logging_steps
+        logger.info("click accuracy on %d held-out samples every %s steps", len(samples), steps)
+        return [ClickAccuracyCallback(samples, processing_class, vlm_module, adapter, eval_steps=int(steps),
+                                      max_new_tokens=training_args.max_completion_length)]  # fmt: skip

@@ -48,8 +48,8 @@ timed train bash run_scripts/train_grpo.sh \
 
 banner "4/4 reload the checkpoint and evaluate on $DATA/test.jsonl"
 rm -rf "$OUT/eval"
-timed eval "$PY" -m gui_grounding.cli eval --data "$DATA/test.jsonl" --model "$OUT/checkpoints" --out "$OUT/eval" \
-  --batch-size 16 --max-new-tokens 16
+timed eval "$PY" -m gui_grounding.cli eval --benchmark canonical --data "$DATA/test.jsonl" \
+  --model "$OUT/checkpoints" --out "$OUT/eval" --batch-size 16 --max-new-tokens 16
 
 T1=$(date +%s)
 PEAK=0
@@ -59,7 +59,7 @@ cat <<MSG
 ==== demo finished in $(( T1 - T0 )) s ====
 checkpoint:   $OUT/checkpoints   (checkpoint-10, checkpoint-20 and the final model; TensorBoard logs under runs/)
 curves:       $OUT/checkpoints/training_curves.png   run facts: $OUT/checkpoints/vlm_r1_run.json
-metrics:      $OUT/eval/metrics.json   table: $OUT/eval/results.md   predictions: $OUT/eval/predictions.jsonl
+metrics:      $OUT/eval/metrics.json   table: $OUT/eval/results.md   failures: $OUT/eval/failures.html
 peak RSS of the largest process: $(( PEAK / 1024 )) MiB
 NOTE: the model is a tiny RANDOMLY INITIALISED Qwen2.5-VL, so its accuracy is ~0% and most answers have no valid
 point: this run proves the pipeline (data -> GRPO -> checkpoint -> reload -> predict -> score), not learning.

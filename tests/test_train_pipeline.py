@@ -71,8 +71,13 @@ def _check_weights(initial_dir, trained_dir):
 
 def test_grpo_cli_two_steps(tiny_qwen25_dir, train_subset, tmp_path):
     out = str(tmp_path / "run")
-    proc = _run([sys.executable, "-m", "vlm_r1.grpo_jsonl", *_grpo_args(tiny_qwen25_dir, train_subset, out, 2,
-                                                                        ["--dataset_name", "unused", "--reward_method", "default"])])
+    held_out = tmp_path / "held_out.jsonl"  # 3 test records; images resolved next to the file, so link them
+    with open(os.path.join(SAMPLE, "test.jsonl")) as f:
+        held_out.write_text("".join([line for line in f if line.strip()][:3]))
+    os.symlink(os.path.join(SAMPLE, "images"), tmp_path / "images")
+    extra = ["--dataset_name", "unused", "--reward_method", "default", "--eval_data_file_paths", str(held_out),
+             "--eval_strategy", "steps", "--eval_steps", "1", "--per_device_eval_batch_size", "8"]
+    proc = _run([sys.executable, "-m", "vlm_r1.grpo_jsonl", *_grpo_args(tiny_qwen25_dir, train_subset, out, 2, extra)])
     assert "UPSTREAM FLAG: --dataset_name='unused' has NO effect" in proc.stderr
     assert "--reward_method=default has NO effect with task_type gui_grounding" in proc.stderr
     for name in ("model.safetensors", "config.json", "processor_config.json", "chat_template.jinja",
@@ -92,6 +97,14 @@ def test_grpo_cli_two_steps(tiny_qwen25_dir, train_subset, tmp_path):
     for h in history:
         assert 0.0 <= h["rewards/click_reward/mean"] <= 1.0
         assert h["rewards/completion_length_reward/mean"] > 0
+    # greedy click accuracy on the held-out file after each step (same judge as `gui-grounding eval`), next to TRL's
+    # sampled eval reward
+    with open(os.path.join(out, "trainer_state.json")) as f:
+        logs = json.load(f)["log_history"]
+    click = [h for h in logs if "eval_click/accuracy" in h]
+    assert [h["step"] for h in click] == [1, 2]
+    assert all(h["eval_click/num_samples"] == 3 and 0 <= h["eval_click/accuracy"] <= 100 for h in click)
+    assert any("eval_reward" in h for h in logs)
     _check_weights(tiny_qwen25_dir, out)
 
 
@@ -139,12 +152,15 @@ def test_eval_predict_and_rescore(tiny_qwen25_dir, tmp_path):
     from gui_grounding.schema import load_samples
 
     test_file = os.path.join(SAMPLE, "test.jsonl")
-    metrics = run_eval([test_file], str(tmp_path / "eval"), model=tiny_qwen25_dir, limit=5, batch_size=4,
-                       max_new_tokens=8, max_pixels=100352)
+    doc = run_eval("canonical", test_file, str(tmp_path / "eval"), model=tiny_qwen25_dir, limit=5, batch_size=4,
+                   max_new_tokens=8, max_pixels=100352)  # fmt: skip
     preds = [json.loads(x) for x in open(tmp_path / "eval" / "predictions.jsonl")]
-    assert len(preds) == 5 and metrics["overall"]["num_total"] == 5
-    assert all(set(p) >= {"sample_id", "point", "raw_response"} for p in preds)
-    assert json.load(open(tmp_path / "eval" / "metrics.json"))["overall"] == metrics["overall"]
+    assert len(preds) == 5 and doc["overall"]["num_total"] == 5
+    assert all(set(p) >= {"sample_id", "point", "raw_response", "prompt", "adapter"} for p in preds)
+    assert {p["adapter"] for p in preds} == {"gta1"}  # default for model_type qwen2_5_vl
+    assert "The image resolution is height" in preds[0]["prompt"]
+    assert json.load(open(tmp_path / "eval" / "metrics.json"))["overall"] == doc["overall"]
+    assert (tmp_path / "eval" / "failures.html").exists()
 
     # rescoring mode: exact accuracy from hand-made predictions on the first four samples
     samples, _ = load_samples([test_file])
@@ -158,20 +174,13 @@ def test_eval_predict_and_rescore(tiny_qwen25_dir, tmp_path):
     ]
     pred_file = tmp_path / "preds.jsonl"
     pred_file.write_text("".join(json.dumps(x) + "\n" for x in lines))
-    sub = tmp_path / "sub.jsonl"
-    with open(test_file) as f:
-        sub.write_text("".join([line for line in f if line.strip()][:4]))
-    # image paths of the subset are relative to the sample folder: rescoring reads only boxes and sizes
-    os.symlink(os.path.join(SAMPLE, "images"), tmp_path / "images")
-    m = run_eval([str(sub)], str(tmp_path / "rescored"), predictions=str(pred_file))
+    m = run_eval("canonical", test_file, str(tmp_path / "rescored"), predictions=str(pred_file), limit=4)
     assert m["overall"] == {"num_correct": 2, "num_total": 4, "wrong_format": 1, "accuracy": 50.0}
-    assert m["missing_predictions"] == 0 and m["unmatched_predictions"] == 0
     with open(pred_file, "a") as f:
         f.write(json.dumps({"sample_id": "not-in-data:0", "point": [1, 1], "raw_response": ""}) + "\n")
-    m = run_eval([str(sub)], str(tmp_path / "rescored2"), predictions=str(pred_file))
-    assert m["overall"]["num_correct"] == 2 and m["unmatched_predictions"] == 1
-    assert m["unmatched_examples"] == ["not-in-data:0"]
-    assert "click accuracy on 4 samples" in open(tmp_path / "rescored" / "results.md").read()
+    m = run_eval("canonical", test_file, str(tmp_path / "rescored2"), predictions=str(pred_file), limit=4)
+    assert m["overall"]["num_correct"] == 2
+    assert "not-in-data:0" in json.dumps(m["predictions"])
 
 
 def test_cli_help_lists_subcommands():

@@ -72,6 +72,17 @@ class GRPOScriptArguments:
         metadata={"help": "gui_grounding prompt: 'non_thinking' (GTA1: answer '(x,y)') or 'thinking' "
                   "('<think>...</think><answer>(x,y)</answer>').", "choices": ["non_thinking", "thinking"]},
     )
+    eval_data_file_paths: str | None = field(
+        default=None,
+        metadata={"help": "Held-out data files (':'-separated) evaluated every --eval_steps when --eval_strategy is "
+                  "'steps' (TRL's sampled eval reward, plus the task's own metric, e.g. greedy click accuracy for "
+                  "gui_grounding). Image paths are relative to each file's folder. Default: the --val_split_ratio "
+                  "split."},
+    )
+    eval_max_samples: int = field(
+        default=200,
+        metadata={"help": "At most this many held-out samples (the first ones) for the task's own metric."},
+    )
     val_split_ratio: float = field(
         default=0.0,
         metadata={"help": "Fraction of the data held out as an eval set (used when --eval_strategy is not 'no')."},
@@ -89,6 +100,10 @@ class GRPOScriptArguments:
     @property
     def image_folder_list(self) -> list[str] | None:
         return _split(self.image_folders)
+
+    @property
+    def eval_data_file_list(self) -> list[str]:
+        return _split(self.eval_data_file_paths) or []
 
     @property
     def reward_method_list(self) -> list[str] | None:

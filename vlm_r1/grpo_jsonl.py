@@ -139,12 +139,21 @@ def main(argv: list[str] | None = None) -> None:
             logger.warning("%s=%s has NO effect with task_type %s", flag, value, task.name)
     dataset = task.build_dataset(script_args, processor, vlm_module)
     eval_dataset = None
-    if script_args.val_split_ratio > 0:
+    if script_args.eval_data_file_list:
+        import dataclasses
+
+        eval_args = dataclasses.replace(script_args, data_file_paths=script_args.eval_data_file_paths,
+                                        image_folders=None, reward_method=None)  # fmt: skip
+        eval_dataset = task.build_dataset(eval_args, processor, vlm_module)
+        if script_args.val_split_ratio > 0:
+            logger.warning("--val_split_ratio ignored: --eval_data_file_paths gives the held-out data")
+    elif script_args.val_split_ratio > 0:
         split = dataset.train_test_split(test_size=script_args.val_split_ratio, seed=training_args.seed)
         dataset, eval_dataset = split["train"], split["test"]
-        if training_args.eval_strategy == "no":
-            logger.warning("--val_split_ratio set but --eval_strategy is 'no': the held-out split is not evaluated")
-            eval_dataset = None
+    if eval_dataset is not None and training_args.eval_strategy == "no":
+        logger.warning("held-out data given but --eval_strategy is 'no': it is not evaluated (use --eval_strategy "
+                       "steps --eval_steps N)")  # fmt: skip
+        eval_dataset = None
     logger.info("task=%s train rows=%d", task.name, len(dataset))
     reward_funcs = build_rewards(script_args, task, vlm_module)
 
@@ -177,6 +186,9 @@ def main(argv: list[str] | None = None) -> None:
         eval_dataset=eval_dataset,
         peft_config=get_peft_config(model_args),
     )
+    for callback in task.eval_callbacks(script_args, training_args, processor, vlm_module, eval_dataset):
+        callback.trainer = trainer
+        trainer.add_callback(callback)
     if trainer.accelerator.is_main_process:
         write_run_info(training_args.output_dir, trainer, script_args, task, vlm_module, processor, len(dataset))
     trainer.train(resume_from_checkpoint=_resolve_resume(training_args))

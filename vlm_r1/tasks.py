@@ -36,8 +36,16 @@ class Task:
     uses_prompt_mode = False  # reads --prompt_mode
 
     def build_dataset(self, script_args: Any, processing_class: Any, vlm_module: Any):
-        """Return a ``datasets.Dataset`` with a ``prompt`` column and lazily loaded ``image``/``images``."""
+        """Return a ``datasets.Dataset`` with a ``prompt`` column and lazily loaded ``image``/``images``.
+
+        Reads ``script_args.data_file_list`` / ``script_args.image_folder_list``.
+        """
         raise NotImplementedError
+
+    def eval_callbacks(self, script_args: Any, training_args: Any, processing_class: Any, vlm_module: Any,
+                       eval_dataset: Any) -> list:  # fmt: skip
+        """Trainer callbacks that compute the task's own held-out metric (default: none)."""
+        return []
 
 
 def load_images_transform(resize_column: str | None = None):

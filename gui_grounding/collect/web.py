@@ -21,6 +21,7 @@ browser download and no network access: every non-``file:`` request is aborted.
 
 from __future__ import annotations
 
+import argparse
 import datetime as _dt
 import hashlib
 import json
@@ -28,8 +29,10 @@ import logging
 import os
 import random
 import re
+import sys
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 
 logger = logging.getLogger(__name__)
 
@@ -205,12 +208,12 @@ class CollectResult:
 def collect_web(
     paths: list[str],
     out_dir: str,
-    *,
     viewports: tuple[tuple[int, int], ...] = ((1280, 720), (1024, 768)),
+    seed: int = 0,
+    *,
     scroll_offsets: tuple[int, ...] = (0,),
     max_pages: int | None = None,
     test_fraction: float = 0.2,
-    seed: int = 0,
     min_size: int = 4,
     min_area: int = 64,
     max_name_chars: int = 60,
@@ -221,12 +224,13 @@ def collect_web(
 
     Args:
         paths: HTML files or directories (searched recursively).
-        out_dir: output folder (created).
+        out_dir: output folder (created). Screenshots listed in an existing ``out_dir/provenance.json`` (an earlier
+            run) are deleted first, so the folder always matches the new provenance; nothing else is removed.
         viewports: ``(width, height)`` in CSS px; screenshots have exactly this size.
+        seed: seeds page choice, split, instruction templates and capping.
         scroll_offsets: vertical scroll positions (px) per page; an offset the page cannot reach is skipped.
         max_pages: keep this many pages (seeded choice) when more are found.
         test_fraction: fraction of pages (not samples) in the test split; all screenshots of a page share a split.
-        seed: seeds page choice, split, instruction templates and capping.
         min_size, min_area: smallest element side (px) and area (px^2) kept.
         max_name_chars: longer accessible names are dropped (``long_name``).
         max_per_screenshot: keep at most this many samples per screenshot (seeded choice).
@@ -238,7 +242,8 @@ def collect_web(
 
     Raises:
         ImportError: Playwright is not installed.
-        FileNotFoundError: an input path or the Chromium binary is missing.
+        FileNotFoundError: an input path or the Chromium binary is missing, or no HTML page was found.
+        ValueError: a viewport is not two positive ints, or ``test_fraction`` is outside [0, 1).
     """
     try:
         from playwright.sync_api import sync_playwright
@@ -248,7 +253,13 @@ def collect_web(
 
     if not os.path.exists(chromium):
         raise FileNotFoundError(f"Chromium not found at {chromium} (Debian: apt-get install chromium)")
+    if not viewports or any(len(v) != 2 or int(v[0]) <= 0 or int(v[1]) <= 0 for v in viewports):
+        raise ValueError(f"viewports must be (width, height) pairs of positive ints, got {viewports!r}")
+    if not 0 <= test_fraction < 1:
+        raise ValueError(f"test_fraction must be in [0, 1), got {test_fraction}")
     pages = find_pages(paths)
+    if not pages:
+        raise FileNotFoundError(f"no .html/.htm page found in {list(paths)}")
     rng = random.Random(seed)
     if max_pages is not None and len(pages) > max_pages:
         pages = sorted(rng.sample(pages, max_pages))
@@ -257,6 +268,7 @@ def collect_web(
     n_test = round(test_fraction * len(pages)) if len(pages) > 1 else 0
     test_pages = {pages[i][1] for i in order[:n_test]}
 
+    _remove_previous_screenshots(out_dir)
     os.makedirs(os.path.join(out_dir, "images"), exist_ok=True)
     result = CollectResult()
     with sync_playwright() as pw:
@@ -268,9 +280,9 @@ def collect_web(
             page.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file:")
                        else route.abort())  # fmt: skip
             for abs_path, rel in tqdm(pages, desc=f"pages @ {vw}x{vh}", unit="page"):
-                page.goto("file://" + abs_path, wait_until="load")
+                page.goto(Path(abs_path).as_uri(), wait_until="load")
                 for offset in scroll_offsets:
-                    page.evaluate("y => window.scrollTo(0, y)", offset)
+                    page.evaluate("y => window.scrollTo({left: 0, top: y, behavior: 'instant'})", offset)
                     found = page.evaluate(EXTRACT_JS, {"minSize": min_size, "minArea": min_area})
                     if offset and round(found["scroll_y"]) != offset:
                         continue  # the page is too short for this offset: it would repeat a screenshot
@@ -293,7 +305,8 @@ def collect_web(
         "tool": TOOL, "tool_version": TOOL_VERSION, "chromium": browser_version,
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), "seed": seed,
         "viewports": [list(v) for v in viewports], "scroll_offsets": list(scroll_offsets),
-        "roots": [os.path.realpath(p) for p in paths], "test_fraction": test_fraction,
+        "root": _collection_root(paths), "roots": [os.path.realpath(p) for p in paths],
+        "test_fraction": test_fraction,
         "settings": {"min_size": min_size, "min_area": min_area, "max_name_chars": max_name_chars,
                      "max_per_screenshot": max_per_screenshot},
         "num_samples": {"train": len(result.train), "test": len(result.test)},
@@ -302,8 +315,29 @@ def collect_web(
     }  # fmt: skip
     with open(os.path.join(out_dir, "provenance.json"), "w", encoding="utf-8") as f:
         json.dump(provenance, f, indent=1, ensure_ascii=False)
-    logger.info("collected into %s\n%s", out_dir, result.table())
+    logger.debug("collected into %s\n%s", out_dir, result.table())
     return result
+
+
+def _collection_root(paths: list[str]) -> str:
+    """The folder that the records' ``page`` names are relative to (as :func:`find_pages` names them)."""
+    folders = [os.path.realpath(p) if os.path.isdir(p) else os.path.dirname(os.path.realpath(p)) for p in paths]
+    return os.path.commonpath(folders)
+
+
+def _remove_previous_screenshots(out_dir: str) -> None:
+    """Delete the screenshots an earlier run listed in ``out_dir/provenance.json`` (and only those)."""
+    path = os.path.join(out_dir, "provenance.json")
+    if not os.path.isfile(path):
+        return
+    with open(path, encoding="utf-8") as f:
+        old = json.load(f)
+    for shot in old.get("screenshots", []):
+        name = shot.get("file", "")
+        if name.startswith("images/") and "/" not in name[len("images/") :] and name.endswith(".png"):
+            target = os.path.join(out_dir, name)
+            if os.path.isfile(target):
+                os.remove(target)
 
 
 def _samples_for_screenshot(found, shot_id, image_rel, page_rel, viewport, seed, max_name_chars, cap, drops):
@@ -355,24 +389,42 @@ def _samples_for_screenshot(found, shot_id, image_rel, page_rel, viewport, seed,
 
 
 def _parse_viewports(text: str) -> tuple[tuple[int, int], ...]:
+    """``"1280x720,1024x768"`` -> ``((1280, 720), (1024, 768))`` (argparse type; bad text is a usage error)."""
     try:
-        return tuple(tuple(int(v) for v in item.lower().split("x")) for item in text.split(","))  # type: ignore
-    except ValueError as err:
-        raise ValueError(f"--viewports must look like 1280x720,1024x768, got {text!r}") from err
+        sizes = tuple(tuple(int(v) for v in item.strip().lower().split("x")) for item in text.split(","))
+    except ValueError:
+        sizes = ()
+    if not sizes or any(len(s) != 2 or min(s) <= 0 for s in sizes):
+        raise argparse.ArgumentTypeError(f"expected WxH[,WxH...] like 1280x720,1024x768, got {text!r}")
+    return sizes  # type: ignore[return-value]
+
+
+def _parse_offsets(text: str) -> tuple[int, ...]:
+    """``"0,600"`` -> ``(0, 600)`` (argparse type; negative or non-integer offsets are a usage error)."""
+    try:
+        offsets = tuple(int(v) for v in text.split(","))
+    except ValueError:
+        offsets = ()
+    if not offsets or min(offsets) < 0:
+        raise argparse.ArgumentTypeError(f"expected non-negative ints like 0,600, got {text!r}")
+    return offsets
 
 
 def _run_cli(args) -> None:
     result = collect_web(
-        args.paths, args.out, viewports=_parse_viewports(args.viewports),
-        scroll_offsets=tuple(int(v) for v in args.scroll_offsets.split(",")), max_pages=args.max_pages,
-        test_fraction=args.test_fraction, seed=args.seed, min_size=args.min_size,
-        max_per_screenshot=args.max_per_screenshot, chromium=args.chromium,
+        args.paths, args.out, viewports=args.viewports,
+        scroll_offsets=args.scroll_offsets, max_pages=args.max_pages,
+        test_fraction=args.test_fraction, seed=args.seed, min_size=args.min_size, min_area=args.min_area,
+        max_name_chars=args.max_name_chars, max_per_screenshot=args.max_per_screenshot, chromium=args.chromium,
     )  # fmt: skip
     print(result.table())
 
 
 def register_cli(subparsers) -> None:
-    """Add the ``collect-web`` subcommand to an argparse ``subparsers`` object."""
+    """Add the ``collect-web`` subcommand to an argparse ``subparsers`` object (from ``add_subparsers()``).
+
+    The parsed namespace carries ``func``: call ``args.func(args)`` to run the collection and print the summary.
+    """
     p = subparsers.add_parser(
         "collect-web", help="render local HTML in headless Chromium and write grounding samples",
         description="Render local HTML pages in headless Chromium (Playwright, no network), extract visible "
@@ -381,12 +433,38 @@ def register_cli(subparsers) -> None:
     )  # fmt: skip
     p.add_argument("paths", nargs="+", metavar="PATH", help="HTML files or directories (searched recursively)")
     p.add_argument("--out", required=True, help="output directory")
-    p.add_argument("--viewports", default="1280x720,1024x768", help="comma-separated WxH viewport sizes (CSS px)")
-    p.add_argument("--scroll-offsets", default="0", help="comma-separated vertical scroll offsets (px) per page")
+    p.add_argument(
+        "--viewports",
+        type=_parse_viewports,
+        default=((1280, 720), (1024, 768)),
+        help="comma-separated WxH viewport sizes in CSS px (default 1280x720,1024x768)",
+    )
+    p.add_argument(
+        "--scroll-offsets",
+        type=_parse_offsets,
+        default=(0,),
+        help="comma-separated vertical scroll offsets in px; each reachable one gives another screenshot (default 0)",
+    )
     p.add_argument("--max-pages", type=int, default=None, help="keep this many pages (seeded choice)")
     p.add_argument("--test-fraction", type=float, default=0.2, help="fraction of PAGES in the test split")
     p.add_argument("--seed", type=int, default=0, help="seed for page choice, split, templates, capping")
-    p.add_argument("--min-size", type=int, default=4, help="smallest element side kept (px)")
-    p.add_argument("--max-per-screenshot", type=int, default=None, help="cap samples per screenshot (seeded)")
-    p.add_argument("--chromium", default=DEFAULT_CHROMIUM, help="Chromium executable")
+    p.add_argument("--min-size", type=int, default=4, help="smallest element side kept (px, default 4)")
+    p.add_argument("--min-area", type=int, default=64, help="smallest element area kept (px^2, default 64)")
+    p.add_argument(
+        "--max-name-chars", type=int, default=60, help="drop elements whose accessible name is longer (default 60)"
+    )
+    p.add_argument(
+        "--max-per-screenshot",
+        type=int,
+        default=None,
+        help="cap samples per screenshot (seeded choice; default: no cap)",
+    )
+    p.add_argument("--chromium", default=DEFAULT_CHROMIUM, help=f"Chromium executable (default {DEFAULT_CHROMIUM})")
     p.set_defaults(func=_run_cli)
+
+
+if __name__ == "__main__":  # python -m gui_grounding.collect.web PATH... --out DIR (same flags as collect-web)
+    _parser = argparse.ArgumentParser(prog="python -m gui_grounding.collect.web")
+    register_cli(_parser.add_subparsers(dest="command", required=True))
+    _args = _parser.parse_args(["collect-web", *sys.argv[1:]])
+    _args.func(_args)

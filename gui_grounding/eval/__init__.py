@@ -1,69 +1,92 @@
-"""Evaluation: predict click points (``predict``), score them (``score``), write metrics.json + results.md.
+"""Evaluation on GUI grounding benchmarks, from a model or from a predictions file.
 
-This first slice evaluates canonical JSONL data (e.g. the collector's test split); benchmark readers (ScreenSpot-V2,
-ScreenSpot-Pro, OSWorld-G, WebClick) plug in as further ``--benchmark`` choices.
+Three separate axes, combined at run time (lm-evaluation-harness style):
+
+* benchmarks (``gui_grounding.eval.benchmarks``): ScreenSpot-V2, ScreenSpot-Pro, OSWorld-G, WebClick and our
+  canonical JSONL; each reads its published layout and computes its own metric tables;
+* backends (``gui_grounding.eval.backends``): ``hf`` (transformers), ``openai`` (any OpenAI-compatible endpoint),
+  ``vllm`` (offline engine);
+* adapters (``gui_grounding.eval.adapters``): the prompt and coordinate frame of a model family.
+
+One scorer (``gui_grounding.eval.judge``) judges every prediction; ``gui_grounding.eval.report`` writes
+``metrics.json``, ``results.md`` and ``failures.html``.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
-
-from gui_grounding.eval.score import format_table, read_predictions, score
-from gui_grounding.schema import load_samples
 
 logger = logging.getLogger(__name__)
 
 
 def run_eval(
-    data: list[str],
+    benchmark: str,
+    data: str,
     out_dir: str,
     *,
     model: str | None = None,
     predictions: str | None = None,
+    backend: str = "hf",
+    adapter: str | None = None,
     limit: int | None = None,
-    **predict_kwargs,
+    strict: bool = False,
+    benchmark_options: dict | None = None,
+    max_failures: int = 200,
+    **backend_kwargs,
 ) -> dict:
-    """Predict (with ``model``) or rescore (``predictions``), then write ``metrics.json`` and ``results.md``.
+    """Evaluate on ``benchmark``: predict with ``model`` (then score) or rescore a ``predictions`` file.
 
     Args:
-        data: canonical/GTA1/VLM-R1 JSONL files (boxes converted to original pixels by ``gui_grounding.schema``).
-        out_dir: where predictions.jsonl (model mode), metrics.json and results.md go.
-        model: checkpoint to predict with (``hf`` backend, :func:`gui_grounding.eval.predict.predict_hf`).
-        predictions: existing predictions JSONL to score instead (points in original pixels).
+        benchmark: a name of ``gui_grounding.eval.benchmarks.BENCHMARKS``.
+        data: the benchmark folder laid out as published (canonical: a JSONL file or a folder with test.jsonl).
+        out_dir: output folder: ``predictions.jsonl`` (model mode), ``metrics.json``, ``results.md``,
+            ``failures.html``.
+        model: checkpoint (hf, vllm) or served model name (openai) to predict with.
+        predictions: predictions JSONL (points in original pixels) or a ScreenSpot-Pro harness log to rescore.
+        backend: ``hf``, ``openai`` or ``vllm``.
+        adapter: adapter name; default: from the checkpoint's ``config.model_type`` (required for openai).
         limit: evaluate only the first ``limit`` samples.
-        **predict_kwargs: passed to ``predict_hf`` (batch_size, max_pixels, prompt_mode, max_new_tokens, ...).
+        strict: stop at the first bad record / prediction line instead of counting it.
+        benchmark_options: passed to the benchmark (e.g. OSWorld-G ``subset``, WebClick ``cache_dir``).
+        max_failures: at most this many wrong samples drawn in ``failures.html``.
+        **backend_kwargs: backend options (batch_size, min_pixels, max_pixels, max_new_tokens, base_url, ...).
 
     Returns:
-        the metrics dict (also written to ``out_dir/metrics.json``).
+        the metrics document written to ``metrics.json``.
 
     Raises:
-        ValueError: neither or both of ``model`` and ``predictions``.
+        ValueError: neither or both of ``model`` and ``predictions``; unknown benchmark, backend or adapter.
     """
+    from gui_grounding.eval.benchmarks import get_benchmark
+    from gui_grounding.eval.predictions import load_predictions, results_from_predictions
+    from gui_grounding.eval.report import write_reports
+
     if (model is None) == (predictions is None):
         raise ValueError("give exactly one of model (predict, then score) or predictions (rescore a file)")
-    samples, report = load_samples(data)
+    bench = get_benchmark(benchmark, **(benchmark_options or {}))
+    samples, load_report = bench.load(data, strict=strict)
     if limit is not None:
         samples = samples[:limit]
+    if not samples:
+        raise ValueError(f"no usable samples in {data} for {benchmark}:\n{load_report.table()}")
     os.makedirs(out_dir, exist_ok=True)
+    meta = {"benchmark": benchmark, "data": os.path.abspath(data), "num_samples": len(samples)}
     if model is not None:
-        from gui_grounding.eval.predict import predict_hf
+        from gui_grounding.eval.backends import predict
 
-        predictions = predict_hf(model, samples, os.path.join(out_dir, "predictions.jsonl"), **predict_kwargs)
-    metrics = score(samples, read_predictions(predictions))
-    metrics["data"] = {"files": data, "num_samples": len(samples), "rejected_records": len(report.rejects),
-                       "reject_reasons": dict(report.counts)}  # fmt: skip
-    metrics["model"] = model
-    metrics["predictions"] = os.path.abspath(predictions)
-    with open(os.path.join(out_dir, "metrics.json"), "w", encoding="utf-8") as f:
-        json.dump(metrics, f, indent=2)
-    table = format_table(metrics, title=f"click accuracy on {len(samples)} samples ({', '.join(data)})")
-    with open(os.path.join(out_dir, "results.md"), "w", encoding="utf-8") as f:
-        f.write(f"```\n{table}\n```\n")
-    print(table)
-    for key, what in (("missing_predictions", "samples have no prediction (counted wrong)"),
-                      ("unmatched_predictions", "predictions match no sample_id of the data")):  # fmt: skip
-        if metrics[key]:
-            logger.warning("%d %s", metrics[key], what)
-    return metrics
+        if backend == "openai" and adapter is None:
+            raise ValueError("--backend openai needs --adapter (the served model's prompt/coordinate convention)")
+        predictions = predict(backend, model, samples, os.path.join(out_dir, "predictions.jsonl"), adapter=adapter,
+                              **backend_kwargs)  # fmt: skip
+        meta.update(model=model, backend=backend, adapter=adapter or "default for config.model_type",
+                    backend_options={k: v for k, v in backend_kwargs.items() if k != "api_key"})  # fmt: skip
+    meta["predictions"] = os.path.abspath(predictions)
+    preds, pred_report = load_predictions(predictions, samples, strict=strict)
+    results = results_from_predictions(samples, preds, pred_report)
+    metrics = bench.metrics(samples, results)
+    doc = write_reports(out_dir, bench, samples, results, metrics, preds, prediction_report=pred_report,
+                        load_report=load_report, meta=meta, max_failures=max_failures)  # fmt: skip
+    print(bench.table(metrics))
+    print(f"\nwrote {os.path.join(out_dir, 'metrics.json')}, results.md and failures.html")
+    return doc

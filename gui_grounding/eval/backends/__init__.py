@@ -1,0 +1,182 @@
+"""Prediction backends: run a model on samples through an adapter and write one JSONL line per sample.
+
+Backends (``BACKENDS``) and adapters (``gui_grounding.eval.adapters``) are separate axes, combined at run time:
+
+* ``hf``     - transformers ``generate`` in this process (:mod:`.hf`; also ``predict_points`` for a loaded model);
+* ``openai`` - any OpenAI-compatible chat-completions endpoint, e.g. ``vllm serve`` (:mod:`.openai_api`,
+  ``pip install -e .[api]``);
+* ``vllm``   - an offline ``vllm.LLM`` engine on this machine's GPUs (:mod:`.vllm_engine`, ``pip install -e .[gpu]``).
+
+Every backend writes the same line per sample (points in **original-image pixels**)::
+
+    {"sample_id": "...", "point": [x, y] | null, "raw_response": "...", "prompt": "...", "adapter": "gta1"}
+
+plus ``"error": "..."`` on a request that failed for good (API backends; ``point`` is then null and
+``raw_response`` holds the error text). Files are resumable: samples already in the file are skipped; a half-written
+last line (interrupted run) and failed-request lines are dropped and redone.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import logging
+import os
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+BACKENDS = ("hf", "openai", "vllm")
+
+
+def predict(backend: str, model: str, samples: list, out_path: str, *, adapter=None, **kwargs) -> str:
+    """Write predictions of ``model`` for ``samples`` to ``out_path`` with ``backend``; returns ``out_path``.
+
+    Args:
+        backend: one of ``BACKENDS``.
+        model: checkpoint directory / hub id (hf, vllm) or the served model name (openai).
+        samples: ``gui_grounding.schema.Sample`` list (boxes and sizes in original pixels).
+        out_path: predictions JSONL (appended to; resumable).
+        adapter: adapter name or instance (prompt + coordinate frame). ``None``: the default for the checkpoint's
+            ``config.model_type`` (hf, vllm); required for openai.
+        **kwargs: backend options, see :func:`.hf.predict_hf`, :func:`.openai_api.predict_openai`,
+            :func:`.vllm_engine.predict_vllm`.
+
+    Raises:
+        ValueError: unknown backend (the message lists ``BACKENDS``).
+    """
+    if backend == "hf":
+        from gui_grounding.eval.backends.hf import predict_hf
+
+        return predict_hf(model, samples, out_path, adapter=adapter, **kwargs)
+    if backend == "openai":
+        from gui_grounding.eval.backends.openai_api import predict_openai
+
+        return predict_openai(model, samples, out_path, adapter=adapter, **kwargs)
+    if backend == "vllm":
+        from gui_grounding.eval.backends.vllm_engine import predict_vllm
+
+        return predict_vllm(model, samples, out_path, adapter=adapter, **kwargs)
+    raise ValueError(f"unknown backend {backend!r}; expected one of {', '.join(BACKENDS)}")
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# helpers shared by the backends
+
+
+def checkpoint_adapter(model_path: str, adapter=None):
+    """``adapter`` resolved to an instance; ``None`` -> the default for ``model_path``'s ``config.model_type``."""
+    from gui_grounding.eval.adapters import default_adapter_for, resolve_adapter
+
+    if adapter is not None:
+        return resolve_adapter(adapter)
+    from transformers import AutoConfig
+
+    return default_adapter_for(AutoConfig.from_pretrained(model_path).model_type)
+
+
+def pixel_budget(adapter, min_pixels: int | None, max_pixels: int | None) -> tuple[int | None, int | None]:
+    """The processor's smart_resize bounds for ``adapter``: the user's overrides, else the family's fixed bounds
+    (``adapter.fixed_pixel_bounds``, e.g. UI-TARS-1.5), else ``None`` (keep the processor's own)."""
+    fixed = adapter.fixed_pixel_bounds or (None, None)
+    return (min_pixels if min_pixels is not None else fixed[0], max_pixels if max_pixels is not None else fixed[1])
+
+
+def load_image(sample) -> Any:
+    """The sample's screenshot as an RGB ``PIL.Image`` (original pixels), fully loaded (file closed)."""
+    from PIL import Image
+
+    with Image.open(sample.image_path) as im:
+        return im.convert("RGB")
+
+
+def record(sample, request, text: str, adapter, *, error: str | None = None) -> dict:
+    """The predictions line for one answer: ``point`` parsed by ``adapter`` (original pixels) or ``None``."""
+    point = None if error is not None else adapter.parse(text, request)
+    rec = {"sample_id": sample.sample_id, "point": [float(point[0]), float(point[1])] if point is not None else None,
+           "raw_response": text, "prompt": request.prompt_text, "adapter": adapter.name}  # fmt: skip
+    if error is not None:
+        rec["error"] = error
+    return rec
+
+
+def prepare_resume(path: str) -> set[str]:
+    """sample_ids already predicted in ``path`` (empty if there is no file), with the file made safe to append to.
+
+    A half-written last line (no trailing newline: the run was interrupted while writing it), lines that are not
+    prediction records, and lines of requests that failed for good (``"error"`` key) are removed from the file, so
+    those samples are predicted again; a warning counts each kind.
+    """
+    if not os.path.exists(path):
+        return set()
+    with open(path, "rb") as f:
+        lines = f.read().split(b"\n")
+    tail = lines.pop()  # b"" when the file ends with a newline, else the half-written last line
+    kept, done, dropped = [], set(), {"half-written last line": int(bool(tail.strip()))}
+    for raw in lines:
+        if not raw.strip():
+            continue
+        try:
+            rec = json.loads(raw)
+            sid = str(rec["sample_id"])
+        except (json.JSONDecodeError, KeyError, TypeError, UnicodeDecodeError):
+            dropped["unreadable line"] = dropped.get("unreadable line", 0) + 1
+            continue
+        if rec.get("error") is not None:
+            dropped["failed request"] = dropped.get("failed request", 0) + 1
+            continue
+        kept.append(raw)
+        done.add(sid)
+    if any(dropped.values()):
+        tmp = path + ".tmp"
+        with open(tmp, "wb") as f:
+            f.write(b"".join(line + b"\n" for line in kept))
+        os.replace(tmp, path)
+        what = ", ".join(f"{n} {k}" for k, n in dropped.items() if n)
+        logger.warning("%s: dropped %s; those samples are predicted again", path, what)
+    return done
+
+
+def open_predictions(path: str, samples: list) -> tuple[Any, list]:
+    """``(file opened for appending, samples still to predict)`` for a resumable run on ``path``."""
+    done = prepare_resume(path)
+    todo = [s for s in samples if s.sample_id not in done]
+    if done:
+        logger.info("resuming: %d of %d samples already predicted in %s", len(samples) - len(todo), len(samples),
+                    path)  # fmt: skip
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    return open(path, "a", encoding="utf-8"), todo
+
+
+def write_records(out, records: list[dict]) -> None:
+    """Append ``records`` as JSON lines and flush (a crash loses at most the batch being written)."""
+    out.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+    out.flush()
+
+
+def image_data_url(image) -> str:
+    """``data:image/png;base64,...`` URL of a PIL image (lossless, so the model sees exactly the frame's pixels)."""
+    buf = io.BytesIO()
+    image.save(buf, format="PNG")
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def openai_messages(request) -> list[dict]:
+    """``request.messages`` in OpenAI chat format: the image placeholder becomes an ``image_url`` part holding the
+    request's image as a base64 PNG data URL; text-only contents become plain strings."""
+    out = []
+    for m in request.messages:
+        content = m["content"]
+        if isinstance(content, str) or all(p.get("type") == "text" for p in content):
+            text = content if isinstance(content, str) else "".join(p["text"] for p in content)
+            out.append({"role": m["role"], "content": text})
+            continue
+        parts = []
+        for p in content:
+            if p.get("type") == "image":
+                parts.append({"type": "image_url", "image_url": {"url": image_data_url(request.image)}})
+            else:
+                parts.append({"type": "text", "text": p["text"]})
+        out.append({"role": m["role"], "content": parts})
+    return out

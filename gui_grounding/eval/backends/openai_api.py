@@ -1,0 +1,152 @@
+"""``openai`` backend: any OpenAI-compatible chat-completions endpoint (``vllm serve``, SGLang, hosted APIs).
+
+* Each sample is one ``chat.completions.create`` call: the adapter's messages, its image as a base64 **PNG** data
+  URL in an ``image_url`` part (lossless, so the server sees exactly the adapter's frame), ``temperature=0``,
+  ``max_tokens=max_new_tokens``. Requests run in a thread pool (``concurrency``); lines are written in sample
+  order as soon as all earlier samples are done, so the file stays ordered and an interrupted run loses only the
+  requests in flight.
+* Retries: connection errors and timeouts, HTTP 429, 408 and 5xx are retried up to ``max_retries`` times with
+  exponential backoff (``retry_backoff * 2**attempt`` seconds, at most 60); other HTTP errors (400, 401, 404, ...)
+  are not. A request that still fails is written with ``point: null``, the error text in ``raw_response`` and an
+  ``"error"`` key; failures are logged and counted, and the next run on the same file retries them.
+* Frames: no processor runs here, so frame-dependent adapters (gta1, ui-tars-1.5) resize with factor 28 and their
+  default pixel bounds (``adapter.default_resize``) or ``min_pixels``/``max_pixels`` given here. The server must not
+  resize again: its processor's bounds must contain the image (Qwen2.5-VL's default, 3,136 .. 12,845,056 pixels,
+  does for the defaults; for larger budgets start the server with e.g.
+  ``vllm serve MODEL --mm-processor-kwargs '{"max_pixels": 99999999}'``).
+
+Needs the ``openai`` package: ``pip install -e .[api]``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from gui_grounding.eval.backends import load_image, open_predictions, openai_messages, record, write_records
+
+logger = logging.getLogger(__name__)
+
+MAX_BACKOFF_S = 60.0
+
+
+def _import_openai():
+    try:
+        import openai
+    except ImportError as err:
+        raise ImportError("the openai backend needs the `openai` package: pip install -e .[api]  "
+                          "(or pip install 'openai>=1.40')") from err  # fmt: skip
+    return openai
+
+
+def _retryable(openai, err: Exception) -> bool:
+    """Connection errors / timeouts, and HTTP 408, 429 and 5xx."""
+    if isinstance(err, openai.APIConnectionError):  # includes APITimeoutError
+        return True
+    if isinstance(err, openai.APIStatusError):
+        return err.status_code >= 500 or err.status_code in (408, 429)
+    return False
+
+
+def predict_openai(
+    model: str,
+    samples: list,
+    out_path: str,
+    *,
+    adapter,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    concurrency: int = 8,
+    max_retries: int = 5,
+    retry_backoff: float = 1.0,
+    max_new_tokens: int = 32,
+    timeout: float = 120.0,
+    min_pixels: int | None = None,
+    max_pixels: int | None = None,
+    extra_body: dict | None = None,
+) -> str:
+    """Write predictions of the served ``model`` for ``samples`` to ``out_path`` (resumable; appends).
+
+    Args:
+        model: model name as the server knows it (``vllm serve PATH`` serves it as ``PATH`` unless
+            ``--served-model-name`` is given).
+        samples: canonical samples (original pixels).
+        out_path: predictions JSONL.
+        adapter: adapter name or instance (required: a served model has no local config to infer it from).
+        base_url: endpoint base, e.g. ``http://localhost:8000/v1``; default ``$OPENAI_BASE_URL``, else that URL.
+        api_key: default ``$OPENAI_API_KEY``, else ``"EMPTY"`` (vLLM accepts any key unless started with one).
+        concurrency: requests in flight at once (threads).
+        max_retries: retries per request after the first attempt (retryable errors only).
+        retry_backoff: first backoff delay in seconds; doubles per retry, capped at 60 s.
+        max_new_tokens: generation budget per answer (sent as ``max_tokens``).
+        timeout: seconds per HTTP request.
+        min_pixels, max_pixels: smart_resize bounds for frame-dependent adapters (default: the adapter's own, i.e.
+            3,136 .. 12,845,056 for gta1 and 78,400 .. 12,845,056 for ui-tars-1.5; factor 28).
+        extra_body: extra JSON fields for the server (e.g. vLLM's ``{"top_k": 1}``).
+
+    Returns:
+        ``out_path``.
+
+    Raises:
+        ImportError: ``openai`` is not installed (names ``pip install -e .[api]``).
+        ValueError: ``adapter`` is None, or ``concurrency``/``max_retries`` out of range.
+    """
+    openai = _import_openai()
+    from tqdm.auto import tqdm
+
+    from gui_grounding.eval.adapters import resolve_adapter
+
+    if adapter is None:
+        raise ValueError("the openai backend needs an explicit adapter (e.g. 'gta1', 'ui-tars-1.5', 'qwen2-vl')")
+    if concurrency < 1 or max_retries < 0:
+        raise ValueError(f"need concurrency >= 1 and max_retries >= 0, got {concurrency}, {max_retries}")
+    adapter = resolve_adapter(adapter)
+    resize = None
+    if adapter.default_resize is not None and (min_pixels is not None or max_pixels is not None):
+        factor, lo, hi = adapter.default_resize
+        resize = (factor, min_pixels if min_pixels is not None else lo, max_pixels if max_pixels is not None else hi)
+    client = openai.OpenAI(base_url=base_url or os.environ.get("OPENAI_BASE_URL") or "http://localhost:8000/v1",
+                           api_key=api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY",
+                           max_retries=0, timeout=timeout)  # fmt: skip
+    stats = {"retries": 0, "failed": 0}
+
+    def call(sample) -> dict:
+        request = adapter.build_request(sample, load_image(sample), resize=resize)
+        messages = openai_messages(request)
+        for attempt in range(max_retries + 1):
+            try:
+                resp = client.chat.completions.create(model=model, messages=messages, temperature=0.0,
+                                                      max_tokens=max_new_tokens, extra_body=extra_body)  # fmt: skip
+                text = (resp.choices[0].message.content or "") if resp.choices else ""
+                return record(sample, request, text, adapter)
+            except Exception as err:  # noqa: BLE001  (classified below; anything else is recorded, not raised)
+                if attempt < max_retries and _retryable(openai, err):
+                    delay = min(MAX_BACKOFF_S, retry_backoff * 2**attempt)
+                    stats["retries"] += 1
+                    logger.info("%s: %s: %s; retry %d/%d in %.2f s", sample.sample_id, type(err).__name__, err,
+                                attempt + 1, max_retries, delay)  # fmt: skip
+                    time.sleep(delay)
+                    continue
+                message = f"{type(err).__name__}: {err}"
+                stats["failed"] += 1
+                logger.warning("%s: request failed after %d attempt(s): %s", sample.sample_id, attempt + 1, message)
+                return record(sample, request, f"ERROR: {message}", adapter, error=message)
+        raise AssertionError("unreachable")
+
+    out, todo = open_predictions(out_path, samples)
+    pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="openai-predict")
+    try:
+        with out, tqdm(total=len(todo), desc="predict", unit="sample") as bar:
+            futures = [pool.submit(call, s) for s in todo]
+            for fut in futures:  # sample order; later requests keep running meanwhile
+                write_records(out, [fut.result()])
+                bar.update(1)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    if stats["failed"]:
+        logger.warning("%d of %d requests failed after retries (point null, error in raw_response); rerun on %s to "
+                       "retry them", stats["failed"], len(todo), out_path)  # fmt: skip
+    logger.info("openai backend: %d requests, %d retries, %d failed", len(todo), stats["retries"], stats["failed"])
+    return out_path

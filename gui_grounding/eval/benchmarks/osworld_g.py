@@ -1,0 +1,225 @@
+"""OSWorld-G (JEDI): 564 instructions on desktop screenshots, 54 of them refusal items, with capability classes.
+
+Published at https://github.com/xlang-ai/OSWorld-G, folder ``benchmark/`` (``gta1_and_peers.md`` section 2.1).
+Layout::
+
+    DIR/OSWorld-G.json                 (and/or OSWorld-G_refined.json, the relabelled "Refined" set)
+    DIR/classification_result.json     {"classified": {class_name: [{"id": ..., ...}, ...], ...}}
+    DIR/images/<image_path>
+
+Records: ``{"id", "image_path", "instruction", "box_type": "bbox"|"polygon"|"refusal", "box_coordinates"}`` with
+``bbox`` = ``[x, y, w, h]`` pixels, ``polygon`` = vertices in pixels (flat ``[x1, y1, x2, y2, ...]`` or nested
+``[[x, y], ...]``, both accepted), ``refusal`` = no target exists (its coordinates are ignored; the item is correct
+only when the prediction is null). The image size is read from the image file, as the official eval script does.
+``sample_id`` is the record's ``id``.
+
+Classes: an item counts in every class whose list in ``classification_result.json`` holds its id, and in
+``unclassified`` when it is in none (the official script's rule). Metrics: ``overall`` (refusal items included),
+``by_class`` and ``by_box_type``, accuracy in percent.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from gui_grounding.eval.benchmarks import (
+    BenchmarkLoadReport,
+    ImageSizes,
+    box_from_xywh,
+    breakdown_table,
+    cell,
+    check_extent,
+    check_results,
+    handle_reject,
+    is_number,
+    read_json_file,
+    read_json_list,
+    require,
+    require_str,
+    tally,
+)
+from gui_grounding.eval.benchmarks.base import Benchmark
+from gui_grounding.schema import Sample, SampleError
+
+logger = logging.getLogger(__name__)
+
+SUBSETS = {"plain": "OSWorld-G.json", "refined": "OSWorld-G_refined.json"}
+CLASSIFICATION_FILE = "classification_result.json"
+UNCLASSIFIED = "unclassified"
+BOX_TYPES = ("bbox", "polygon", "refusal")
+
+
+def parse_polygon(value, ref: str) -> list[tuple[float, float]]:
+    """Polygon vertices in pixels from a flat ``[x1, y1, x2, y2, ...]`` or nested ``[[x, y], ...]`` list.
+
+    Raises:
+        SampleError: ``bad_field`` for non-numbers, an odd flat length or fewer than 3 vertices; ``inverted_box`` for
+            a polygon of zero area.
+    """
+    if isinstance(value, list) and value and all(isinstance(v, (list, tuple)) for v in value):
+        if not all(len(v) == 2 and all(is_number(c) for c in v) for v in value):
+            raise SampleError(ref, "bad_field", f"polygon vertices must be [x, y] number pairs, got {value!r}")
+        points = [(float(v[0]), float(v[1])) for v in value]
+    elif isinstance(value, list) and all(is_number(v) for v in value) and len(value) % 2 == 0:
+        points = [(float(value[i]), float(value[i + 1])) for i in range(0, len(value), 2)]
+    else:
+        raise SampleError(ref, "bad_field", f"polygon must be [x1, y1, x2, y2, ...] or [[x, y], ...], got {value!r}")
+    if len(points) < 3:
+        raise SampleError(ref, "bad_field", f"polygon needs at least 3 vertices, got {len(points)}")
+    area2 = sum(x1 * y2 - x2 * y1 for (x1, y1), (x2, y2) in zip(points, points[1:] + points[:1], strict=True))
+    if area2 == 0:
+        raise SampleError(ref, "inverted_box", f"polygon {value!r} has zero area")
+    return points
+
+
+class OSWorldG(Benchmark):
+    """OSWorld-G reader and metrics (module docstring gives format and rules).
+
+    Args:
+        subset: ``"plain"`` (``OSWorld-G.json``), ``"refined"`` (``OSWorld-G_refined.json``) or ``"auto"`` (the
+            plain file when present, else the refined one).
+    """
+
+    name = "osworld-g"
+    layout_help = (
+        "OSWorld-G, published at github.com/xlang-ai/OSWorld-G (folder benchmark/). DIR holds OSWorld-G.json "
+        "(or OSWorld-G_refined.json; records {id, image_path, instruction, box_type bbox|polygon|refusal, "
+        "box_coordinates: [x,y,w,h] px or polygon vertices}), classification_result.json and images/."
+    )
+
+    def __init__(self, subset: str = "auto"):
+        if subset not in ("auto", *SUBSETS):
+            raise ValueError(f"OSWorld-G subset must be auto, plain or refined, got {subset!r}")
+        self.subset = subset
+        self.class_order: list[str] = []  # set by load(), from classification_result.json
+
+    def annotation_path(self, data_dir: str) -> str:
+        """The annotation file this instance reads in ``data_dir``.
+
+        Raises:
+            FileNotFoundError: it does not exist.
+        """
+        names = [SUBSETS["plain"], SUBSETS["refined"]] if self.subset == "auto" else [SUBSETS[self.subset]]
+        for name in names:
+            path = os.path.join(data_dir, name)
+            if os.path.isfile(path):
+                return path
+        raise FileNotFoundError(f"no {' or '.join(names)} in {data_dir}. {self.layout_help}")
+
+    def read_classes(self, data_dir: str, report: BenchmarkLoadReport) -> tuple[dict[str, list[str]], list[str]]:
+        """``(id -> classes, class order)`` from ``classification_result.json``.
+
+        Raises:
+            FileNotFoundError: the file is missing.
+            ValueError: it is unreadable or lacks ``{"classified": {class: [...]}}``.
+        """
+        path = os.path.join(data_dir, CLASSIFICATION_FILE)
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"{path} not found (needed for the per-class table). {self.layout_help}")
+        try:
+            data = read_json_file(path)
+        except SampleError as err:
+            raise ValueError(str(err)) from err
+        classified = data.get("classified") if isinstance(data, dict) else None
+        if not isinstance(classified, dict):
+            raise ValueError(f"{path}: expected {{'classified': {{class_name: [{{'id': ...}}, ...]}}}}")
+        by_id: dict[str, list[str]] = {}
+        for cls, items in classified.items():
+            if not isinstance(items, list):
+                raise ValueError(f"{path}: class {cls!r} must map to a list of items, got {type(items).__name__}")
+            for j, item in enumerate(items):
+                if not isinstance(item, dict) or "id" not in item:
+                    report.warn(f"{path}:classified[{cls!r}][{j}]", "classification_item_without_id",
+                                f"item {item!r} has no id; ignored")  # fmt: skip
+                    continue
+                classes = by_id.setdefault(str(item["id"]), [])
+                if cls not in classes:
+                    classes.append(cls)
+        return by_id, list(classified)
+
+    def load(self, data_dir: str, *, strict: bool = False) -> tuple[list[Sample], BenchmarkLoadReport]:
+        """Read the annotation file, the classes and the image sizes.
+
+        Raises:
+            FileNotFoundError: no annotation file or no classification file.
+            ValueError: unreadable classification file.
+            SampleError: in strict mode, the first bad record (unreadable annotation file, missing image, bad box or
+                polygon, unknown box_type, duplicate id, empty instruction).
+        """
+        path = self.annotation_path(data_dir)
+        report, samples, sizes, seen = BenchmarkLoadReport(), [], ImageSizes(), {}
+        classes_by_id, self.class_order = self.read_classes(data_dir, report)
+        try:
+            records = read_json_list(path)
+        except SampleError as err:
+            report.num_records += 1
+            handle_reject(report, err, strict)
+            records = []
+        image_dir = os.path.join(data_dir, "images")
+        for i, rec in enumerate(records):
+            report.num_records += 1
+            ref = f"{path}:[{i}]"
+            try:
+                sample = self._sample(rec, ref, image_dir, sizes, report, classes_by_id)
+                if sample.sample_id in seen:
+                    raise SampleError(ref, "bad_field", f"duplicate id {sample.sample_id!r} (first at "
+                                                        f"{seen[sample.sample_id]})")  # fmt: skip
+                seen[sample.sample_id] = ref
+                samples.append(sample)
+            except SampleError as err:
+                handle_reject(report, err, strict)
+        ids = {str(rec.get("id")) for rec in records if isinstance(rec, dict)}
+        for item_id in classes_by_id:
+            if item_id not in ids:
+                report.warn(os.path.join(data_dir, CLASSIFICATION_FILE), "classified_id_not_in_annotations",
+                            f"id {item_id!r} is classified but not in {os.path.basename(path)}")  # fmt: skip
+        report.num_samples = len(samples)
+        if report.rejects:
+            logger.warning("skipped %d bad records:\n%s", len(report.rejects), report.table())
+        return samples, report
+
+    @staticmethod
+    def _sample(rec, ref, image_dir, sizes, report, classes_by_id) -> Sample:
+        require(rec, ("id", "image_path", "instruction", "box_type"), ref)
+        instruction = require_str(rec, "instruction", ref)
+        box_type = rec["box_type"]
+        if box_type not in BOX_TYPES:
+            raise SampleError(ref, "bad_field", f"box_type must be one of {BOX_TYPES}, got {box_type!r}")
+        image_path = os.path.join(image_dir, require_str(rec, "image_path", ref))
+        boxes, polygons = [], []
+        if box_type != "refusal":
+            require(rec, ("box_coordinates",), ref)
+        if box_type == "bbox":
+            boxes = [box_from_xywh(rec["box_coordinates"], ref, "box_coordinates")]
+        elif box_type == "polygon":
+            polygons = [parse_polygon(rec["box_coordinates"], ref)]
+        width, height = sizes(image_path, ref)
+        for box in boxes:
+            check_extent(box, width, height, ref, report, "bbox")
+        for poly in polygons:
+            xs, ys = [p[0] for p in poly], [p[1] for p in poly]
+            check_extent((min(xs), min(ys), max(xs), max(ys)), width, height, ref, report, "polygon extent")
+        sample_id = str(rec["id"])
+        extra = {"box_type": box_type, "classes": classes_by_id.get(sample_id, [UNCLASSIFIED]),
+                 "image_rel": rec["image_path"]}  # fmt: skip
+        return Sample(sample_id, instruction, image_path, boxes, width, height, source="osworld-g",
+                      platform="desktop", extra=extra, polygons=polygons, refusal=box_type == "refusal")  # fmt: skip
+
+    def metrics(self, samples: list[Sample], results: dict[str, dict]) -> dict:
+        """``{"overall": cell, "by_class": {class: cell}, "by_box_type": {box_type: cell}}``, accuracy in percent.
+
+        Classes come in ``classification_result.json`` order (those with samples), ``unclassified`` last.
+        """
+        check_results(samples, results)
+        order = [*self.class_order, UNCLASSIFIED]
+        return {
+            "overall": tally(samples, results, lambda s: ["all"]).get("all", cell(0, 0, 0)),
+            "by_class": tally(samples, results, lambda s: s.extra.get("classes", [UNCLASSIFIED]), order=order),
+            "by_box_type": tally(samples, results, lambda s: [s.extra.get("box_type")], order=BOX_TYPES),
+        }
+
+    def table(self, metrics: dict) -> str:
+        """Overall, per class and per box type (accuracy in percent)."""
+        return breakdown_table("OSWorld-G accuracy (refusal items included; correct only when no point)", metrics,
+                               [("by_class", "class"), ("by_box_type", "box_type")])  # fmt: skip

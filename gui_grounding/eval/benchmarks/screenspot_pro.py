@@ -1,0 +1,188 @@
+"""ScreenSpot-Pro: 1,581 instructions on high-resolution professional software (23 applications, 6 groups, 3 OSes).
+
+Published at https://huggingface.co/datasets/likaixin/ScreenSpot-Pro (``gta1_and_peers.md`` sections 2.1-2.2).
+Layout::
+
+    DIR/annotations/<task>.json      one JSON list per application/OS, e.g. vscode_macos.json
+    DIR/images/<img_filename>        img_filename is relative to images/ (e.g. vscode_macos/screenshot_....png)
+
+Records: ``{"id", "img_filename", "bbox": [x1, y1, x2, y2] (pixels), "img_size": [w, h], "instruction",
+"instruction_cn", "application", "platform", "ui_type": "text"|"icon", "group"}``. ``sample_id`` is the record's
+``id``; the annotation file stem is kept as ``task_filename`` (what the harness logs).
+
+Metrics reproduce the official harness (``eval_screenspot_pro.py``, ``evaluate()``) in our own code, for the setting
+every leaderboard uses: instruction style ``instruction``, ground truth ``positive``, language ``en``. Each result
+carries platform, application, group, ui_type and those three constants; :func:`calc` gives a harness cell
+``{"num_correct_action", "num_total", "wrong_format_num", "action_acc", "text_acc", "icon_acc"}`` with accuracies as
+**fractions** (0-1, unrounded; 0 when the subset is empty). Breakdowns, keyed exactly like the harness:
+``fine_grained`` "plat:{platform} app:{application} inst_style:{inst_style} gt_type:{gt_type}", ``seeclick_style``
+"plat:{platform} inst_style:{inst_style} gt_type:{gt_type}", ``leaderboard_simple_style`` "group:{group}",
+``leaderboard_detailed_style`` "app:{application}", and ``overall``. The harness enumerates every combination of the
+values present and skips empty ones, which is the same as grouping by the combinations that occur; keys are sorted.
+
+Correctness: the harness divides the GT box by ``img_size`` and tests the normalised point inclusively
+(``x1 <= x <= x2``); with the point in pixels of the same image this is our inclusive pixel test (``judge``). A record
+whose ``img_size`` differs from its image file is rejected (the box's frame would be ambiguous). Not copied: the
+serial script's stale ``gt_type`` variable and the ``lang``/``language`` filter mismatch (section 2.2).
+"""
+
+from __future__ import annotations
+
+import glob
+import logging
+import os
+
+from gui_grounding.eval.benchmarks import (
+    BenchmarkLoadReport,
+    ImageSizes,
+    box_from_xyxy,
+    check_extent,
+    check_results,
+    handle_reject,
+    is_number,
+    md_table,
+    read_json_list,
+    require,
+    require_str,
+)
+from gui_grounding.eval.benchmarks.base import Benchmark
+from gui_grounding.eval.judge import CORRECT, WRONG_FORMAT
+from gui_grounding.schema import Sample, SampleError
+
+logger = logging.getLogger(__name__)
+
+# the harness settings our metrics correspond to (its --inst_style / --gt_type / --language values)
+INSTRUCTION_STYLE, GT_TYPE, LANG = "instruction", "positive", "en"
+
+
+def calc(rows: list[dict]) -> dict:
+    """The harness's cell for ``rows`` (dicts with ``correctness`` and ``ui_type``); accuracies are fractions 0-1."""
+    total = len(rows)
+    correct = sum(r["correctness"] == CORRECT for r in rows)
+    text = [r for r in rows if r["ui_type"] == "text"]
+    icon = [r for r in rows if r["ui_type"] == "icon"]
+    text_correct = sum(r["correctness"] == CORRECT for r in text)
+    icon_correct = sum(r["correctness"] == CORRECT for r in icon)
+    return {"num_correct_action": correct, "num_total": total,
+            "wrong_format_num": sum(r["correctness"] == WRONG_FORMAT for r in rows),
+            "action_acc": correct / total if total else 0,
+            "text_acc": text_correct / len(text) if text else 0,
+            "icon_acc": icon_correct / len(icon) if icon else 0}  # fmt: skip
+
+
+def _breakdown(rows: list[dict], fields: tuple[str, ...], key_format: str) -> dict:
+    """``{key_format.format(**values): calc(rows with those values)}`` for each combination of ``fields`` present."""
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        groups.setdefault(tuple(r[f] for f in fields), []).append(r)
+    return {key_format.format(**dict(zip(fields, combo, strict=True))): calc(groups[combo])
+            for combo in sorted(groups, key=lambda c: tuple(str(v) for v in c))}  # fmt: skip
+
+
+class ScreenSpotPro(Benchmark):
+    """ScreenSpot-Pro reader and harness-equivalent metrics (module docstring gives format and rules)."""
+
+    name = "screenspot-pro"
+    layout_help = (
+        "ScreenSpot-Pro, published at huggingface.co/datasets/likaixin/ScreenSpot-Pro. DIR holds annotations/*.json "
+        "(lists of {id, img_filename, bbox [x1,y1,x2,y2] px, img_size [w,h], instruction, application, platform, "
+        "ui_type, group}) and images/ (img_filename is relative to it)."
+    )
+
+    def load(self, data_dir: str, *, strict: bool = False) -> tuple[list[Sample], BenchmarkLoadReport]:
+        """Read every ``annotations/*.json`` (sorted by name) of ``data_dir``.
+
+        Raises:
+            FileNotFoundError: no ``annotations/*.json``.
+            SampleError: in strict mode, the first bad record (unreadable file, missing image, bad box, img_size not
+                the image's size, duplicate id, empty instruction).
+        """
+        files = sorted(glob.glob(os.path.join(data_dir, "annotations", "*.json")))
+        if not files:
+            raise FileNotFoundError(f"no annotations/*.json in {data_dir}. {self.layout_help}")
+        image_dir = os.path.join(data_dir, "images")
+        report, samples, sizes, seen = BenchmarkLoadReport(), [], ImageSizes(), {}
+        for path in files:
+            try:
+                records = read_json_list(path)
+            except SampleError as err:
+                report.num_records += 1
+                handle_reject(report, err, strict)
+                continue
+            task = os.path.splitext(os.path.basename(path))[0]
+            for i, rec in enumerate(records):
+                report.num_records += 1
+                ref = f"{path}:[{i}]"
+                try:
+                    sample = self._sample(rec, ref, task, image_dir, sizes, report)
+                    if sample.sample_id in seen:
+                        raise SampleError(ref, "bad_field", f"duplicate id {sample.sample_id!r} (first at "
+                                                            f"{seen[sample.sample_id]})")  # fmt: skip
+                    seen[sample.sample_id] = ref
+                    samples.append(sample)
+                except SampleError as err:
+                    handle_reject(report, err, strict)
+        report.num_samples = len(samples)
+        if report.rejects:
+            logger.warning("skipped %d bad records:\n%s", len(report.rejects), report.table())
+        return samples, report
+
+    @staticmethod
+    def _sample(rec, ref, task, image_dir, sizes, report) -> Sample:
+        require(rec, ("id", "img_filename", "bbox", "img_size", "instruction", "application", "platform", "ui_type"),
+                ref)  # fmt: skip
+        instruction = require_str(rec, "instruction", ref)
+        box = box_from_xyxy(rec["bbox"], ref)
+        img_size = rec["img_size"]
+        if not (isinstance(img_size, list) and len(img_size) == 2 and all(is_number(v) for v in img_size)):
+            raise SampleError(ref, "bad_field", f"img_size must be [width, height], got {img_size!r}")
+        image_path = os.path.join(image_dir, require_str(rec, "img_filename", ref))
+        width, height = sizes(image_path, ref)
+        if (width, height) != (img_size[0], img_size[1]):
+            raise SampleError(ref, "bad_field", f"img_size {img_size} differs from the image file's "
+                                                f"{width}x{height} ({image_path})")  # fmt: skip
+        check_extent(box, width, height, ref, report, "bbox")
+        extra = {"group": rec.get("group"), "application": rec["application"], "task_filename": task,
+                 "img_filename": rec["img_filename"], "img_size": [width, height],
+                 "instruction_cn": rec.get("instruction_cn")}  # fmt: skip
+        return Sample(str(rec["id"]), instruction, image_path, [box], width, height, source=task,
+                      platform=rec["platform"], ui_type=rec["ui_type"], extra=extra)  # fmt: skip
+
+    @staticmethod
+    def harness_rows(samples: list[Sample], results: dict[str, dict]) -> list[dict]:
+        """One harness-style result per sample: platform, application, group, ui_type, the fixed instruction style /
+        gt_type / lang, and our ``correctness``."""
+        return [{"platform": s.platform, "application": s.extra.get("application"), "group": s.extra.get("group"),
+                 "ui_type": s.ui_type, "instruction_style": INSTRUCTION_STYLE, "gt_type": GT_TYPE, "lang": LANG,
+                 "correctness": results[s.sample_id]["correctness"]} for s in samples]  # fmt: skip
+
+    def metrics(self, samples: list[Sample], results: dict[str, dict]) -> dict:
+        """The harness's ``metrics`` object: ``fine_grained``, ``seeclick_style``, ``leaderboard_simple_style``,
+        ``leaderboard_detailed_style``, ``overall`` (cells from :func:`calc`, fractions 0-1)."""
+        check_results(samples, results)
+        rows = self.harness_rows(samples, results)
+        return {
+            "fine_grained": _breakdown(rows, ("platform", "application", "instruction_style", "gt_type"),
+                                       "plat:{platform} app:{application} inst_style:{instruction_style} "
+                                       "gt_type:{gt_type}"),
+            "seeclick_style": _breakdown(rows, ("platform", "instruction_style", "gt_type"),
+                                         "plat:{platform} inst_style:{instruction_style} gt_type:{gt_type}"),
+            "leaderboard_simple_style": _breakdown(rows, ("group",), "group:{group}"),
+            "leaderboard_detailed_style": _breakdown(rows, ("application",), "app:{application}"),
+            "overall": calc(rows),
+        }  # fmt: skip
+
+    def table(self, metrics: dict) -> str:
+        """Leaderboard-style tables in percent: per group and per application text / icon / avg, then overall."""
+
+        def row(label: str, c: dict) -> list:
+            return [label, f"{100 * c['text_acc']:.2f}", f"{100 * c['icon_acc']:.2f}", f"{100 * c['action_acc']:.2f}",
+                    c["num_correct_action"], c["num_total"], c["wrong_format_num"]]  # fmt: skip
+
+        header = ["text %", "icon %", "avg %", "correct", "total", "no point"]
+        groups = [row(k.removeprefix("group:"), c) for k, c in metrics["leaderboard_simple_style"].items()]
+        groups.append(row("overall", metrics["overall"]))
+        apps = [row(k.removeprefix("app:"), c) for k, c in metrics["leaderboard_detailed_style"].items()]
+        return (md_table(["group", *header], groups) + "\n\n" + md_table(["application", *header], apps)
+                + "\n\nAccuracies are micro averages (correct / total), as the ScreenSpot-Pro harness and leaderboard "
+                "report them.")  # fmt: skip

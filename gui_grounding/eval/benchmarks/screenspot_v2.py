@@ -1,0 +1,149 @@
+"""ScreenSpot-V2 (OS-Atlas's relabelled ScreenSpot): 1,272 instructions, mobile / desktop / web x text / icon.
+
+Published at https://huggingface.co/datasets/OS-Copilot/ScreenSpot-v2 (``gta1_and_peers.md`` section 2.1). Layout::
+
+    DIR/screenspot_mobile_v2.json  DIR/screenspot_desktop_v2.json  DIR/screenspot_web_v2.json
+    DIR/screenspotv2_image/<img_filename>        (unzipped screenspotv2_image.zip)
+
+Each file is a JSON list of ``{"img_filename", "bbox": [x, y, w, h] (pixels, top-left + size), "instruction",
+"data_type": "text"|"icon", "data_source"}``. The platform comes from the file name. ``sample_id`` is
+``<file stem>:<0-based index>`` (e.g. ``screenspot_web_v2:17``); the image size is read from the image file.
+
+Metrics: the 6 platform x ui_type cells, per-platform and per-ui_type totals, and **both** averages, labelled
+(bytedance/UI-TARS#1 is the trap): ``micro_avg`` = correct / total over all samples; ``macro_avg`` = mean of the cell
+accuracies over the platform x ui_type cells that have samples (SeeClick / UGround paper style).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from gui_grounding.eval.benchmarks import (
+    BenchmarkLoadReport,
+    ImageSizes,
+    box_from_xywh,
+    cell,
+    check_extent,
+    check_results,
+    fmt_cell,
+    handle_reject,
+    md_table,
+    read_json_list,
+    require,
+    require_str,
+    tally,
+)
+from gui_grounding.eval.benchmarks.base import Benchmark
+from gui_grounding.schema import Sample, SampleError
+
+logger = logging.getLogger(__name__)
+
+PLATFORMS = ("mobile", "desktop", "web")
+UI_TYPES = ("text", "icon")
+IMAGE_DIR = "screenspotv2_image"
+
+
+class ScreenSpotV2(Benchmark):
+    """ScreenSpot-V2 reader and metrics (module docstring gives the format)."""
+
+    name = "screenspot-v2"
+    layout_help = (
+        "ScreenSpot-V2, published at huggingface.co/datasets/OS-Copilot/ScreenSpot-v2. DIR holds "
+        "screenspot_{mobile,desktop,web}_v2.json (lists of {img_filename, bbox [x,y,w,h] px, instruction, "
+        "data_type text|icon, data_source}) and screenspotv2_image/ (the unzipped images)."
+    )
+
+    def load(self, data_dir: str, *, strict: bool = False) -> tuple[list[Sample], BenchmarkLoadReport]:
+        """Read the three platform files of ``data_dir``; samples in original pixels.
+
+        A missing platform file is a counted warning (that platform is not evaluated); an unreadable file, a missing
+        or corrupt image, a bad box or an empty instruction skips the record with a ``file:[index]`` ref.
+
+        Raises:
+            FileNotFoundError: ``data_dir`` holds none of the three files.
+            SampleError: in strict mode, the first bad record.
+        """
+        paths = {p: os.path.join(data_dir, f"screenspot_{p}_v2.json") for p in PLATFORMS}
+        if not any(os.path.isfile(p) for p in paths.values()):
+            raise FileNotFoundError(f"no screenspot_{{mobile,desktop,web}}_v2.json in {data_dir}. {self.layout_help}")
+        image_dir = os.path.join(data_dir, IMAGE_DIR)
+        report, samples, sizes = BenchmarkLoadReport(), [], ImageSizes()
+        for platform, path in paths.items():
+            if not os.path.isfile(path):
+                report.warn(path, "missing_annotation_file", f"not found; platform {platform!r} is not evaluated")
+                logger.warning("%s not found: platform %r is not evaluated", path, platform)
+                continue
+            try:
+                records = read_json_list(path)
+            except SampleError as err:
+                report.num_records += 1
+                handle_reject(report, err, strict)
+                continue
+            stem = os.path.splitext(os.path.basename(path))[0]
+            for i, rec in enumerate(records):
+                report.num_records += 1
+                ref = f"{path}:[{i}]"
+                try:
+                    samples.append(self._sample(rec, ref, f"{stem}:{i}", platform, image_dir, sizes, report))
+                except SampleError as err:
+                    handle_reject(report, err, strict)
+        report.num_samples = len(samples)
+        if report.rejects:
+            logger.warning("skipped %d bad records:\n%s", len(report.rejects), report.table())
+        return samples, report
+
+    @staticmethod
+    def _sample(rec, ref, sample_id, platform, image_dir, sizes, report) -> Sample:
+        require(rec, ("img_filename", "bbox", "instruction", "data_type"), ref)
+        instruction = require_str(rec, "instruction", ref)
+        ui_type = require_str(rec, "data_type", ref)
+        box = box_from_xywh(rec["bbox"], ref)
+        image_path = os.path.join(image_dir, require_str(rec, "img_filename", ref))
+        width, height = sizes(image_path, ref)
+        check_extent(box, width, height, ref, report, "bbox")
+        extra = {"img_filename": rec["img_filename"], "data_source": rec.get("data_source")}
+        return Sample(sample_id, instruction, image_path, [box], width, height, source=rec.get("data_source"),
+                      platform=platform, ui_type=ui_type, extra=extra)  # fmt: skip
+
+    def metrics(self, samples: list[Sample], results: dict[str, dict]) -> dict:
+        """Cells and averages (accuracy in percent, 2 decimals).
+
+        Returns:
+            ``{"by_platform_ui_type": {platform: {ui_type: cell}}, "by_platform": {platform: cell},
+            "by_ui_type": {ui_type: cell}, "micro_avg": cell + definition, "macro_avg": {"accuracy", "num_cells",
+            "definition"}}``; a cell is ``{"num_correct", "num_total", "wrong_format", "accuracy"}``. The macro
+            average is computed from unrounded cell accuracies, then rounded.
+        """
+        check_results(samples, results)
+        cells = tally(samples, results, lambda s: [(s.platform, s.ui_type)],
+                      order=[(p, u) for p in PLATFORMS for u in UI_TYPES])  # fmt: skip
+        nested: dict[str, dict] = {}
+        for (platform, ui_type), c in cells.items():
+            nested.setdefault(platform, {})[ui_type] = c
+        micro = tally(samples, results, lambda s: ["all"]).get("all", cell(0, 0, 0))
+        fractions = [c["num_correct"] / c["num_total"] for c in cells.values()]
+        macro = round(100.0 * sum(fractions) / len(fractions), 2) if fractions else 0.0
+        return {
+            "by_platform_ui_type": nested,
+            "by_platform": tally(samples, results, lambda s: [s.platform], order=PLATFORMS),
+            "by_ui_type": tally(samples, results, lambda s: [s.ui_type], order=UI_TYPES),
+            "micro_avg": {**micro, "definition": "correct / total over all samples"},
+            "macro_avg": {"accuracy": macro, "num_cells": len(fractions),
+                          "definition": "mean of the platform x ui_type cell accuracies, over the cells that have "
+                                        "samples (SeeClick / UGround paper style)"},
+        }  # fmt: skip
+
+    def table(self, metrics: dict) -> str:
+        """One row per platform (text, icon, both), then the micro and macro averages, accuracy in percent."""
+        rows = []
+        for platform, by_ui in metrics["by_platform_ui_type"].items():
+            cols = [fmt_cell(by_ui[u]) if u in by_ui else "-" for u in UI_TYPES]
+            rows.append([platform, *cols, fmt_cell(metrics["by_platform"][platform])])
+        ui = metrics["by_ui_type"]
+        rows.append(["all platforms", *[fmt_cell(ui[u]) if u in ui else "-" for u in UI_TYPES],
+                     fmt_cell(metrics["micro_avg"])])  # fmt: skip
+        macro = metrics["macro_avg"]
+        return (md_table(["platform", "text", "icon", "all"], rows)
+                + f"\n\n**micro avg** (correct / total): {metrics['micro_avg']['accuracy']:.2f}  \n"
+                f"**macro avg** (mean of {macro['num_cells']} platform x ui_type cells): {macro['accuracy']:.2f}")  # fmt: skip

@@ -1,0 +1,276 @@
+"""Evaluation outputs: ``metrics.json``, ``results.md`` and ``failures.html`` (a failure gallery).
+
+* ``metrics.json``: ``{"benchmark": name, <the benchmark's metrics at top level, e.g. ScreenSpot-Pro's fine_grained /
+  seeclick_style / leaderboard_* / overall>, "predictions": counts of records, predictions, missing, unknown ids,
+  malformed lines, duplicates, unmapped harness details and harness disagreements (with examples and refs),
+  "data": the load report (records, rejects per reason, notes), "meta": caller's extras}``.
+* ``results.md``: a short header (samples, prediction problems, rejected records) and ``benchmark.table(metrics)``.
+* ``failures.html``: one self-contained page over the ``wrong`` and ``wrong_format`` samples in data order (at most
+  ``max_failures``, the number omitted stated): per failure a thumbnail of the screenshot (at most 800 px wide) with
+  the target box(es) / polygon(s) in green and the predicted point in red, a zoom around the target, the
+  instruction, the raw response, the sample_id and the correctness. Images are JPEG files under ``failures/``
+  referenced relatively, so the folder can be moved or archived as a whole. All text is HTML-escaped.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import logging
+import os
+import re
+
+from gui_grounding.eval.benchmarks import load_report_dict
+from gui_grounding.eval.benchmarks.base import Benchmark
+from gui_grounding.eval.judge import CORRECT
+from gui_grounding.eval.predictions import PredictionReport
+from gui_grounding.schema import LoadReport, Sample
+
+logger = logging.getLogger(__name__)
+
+TARGET, POINT = (0, 170, 0), (230, 0, 0)
+RESERVED = ("benchmark", "predictions", "data", "meta")
+_OWN_IMAGE = re.compile(r"^\d{4,}(_zoom)?\.jpg$")
+
+
+def write_reports(
+    out_dir: str,
+    benchmark: Benchmark,
+    samples: list[Sample],
+    results: dict[str, dict],
+    metrics: dict,
+    predictions: dict[str, dict],
+    *,
+    prediction_report: PredictionReport | None = None,
+    load_report: LoadReport | None = None,
+    meta: dict | None = None,
+    max_failures: int = 200,
+) -> dict:
+    """Write ``metrics.json``, ``results.md`` and ``failures.html`` (+ ``failures/*.jpg``) to ``out_dir``.
+
+    Args:
+        out_dir: output folder (created).
+        benchmark: the benchmark the metrics come from (its ``name`` and ``table``).
+        samples: the evaluated samples (original pixels).
+        results: ``{sample_id: {"correctness", "point", "missing"}}`` (from ``results_from_predictions``).
+        metrics: ``benchmark.metrics(samples, results)``.
+        predictions: ``{sample_id: prediction}`` (for ``raw_response``; from ``load_predictions``).
+        prediction_report: counts of prediction problems; without it only ``missing`` is counted (from ``results``).
+        load_report: the benchmark's load report (records read, rejects, notes).
+        meta: extra JSON-able facts for ``metrics.json["meta"]`` (model, backend, adapter, files, ...).
+        max_failures: failures drawn in ``failures.html``; the rest are counted as omitted.
+
+    Returns:
+        the ``metrics.json`` content.
+
+    Raises:
+        ValueError: ``metrics`` uses a reserved top-level key (``benchmark``, ``predictions``, ``data``, ``meta``).
+    """
+    clash = [k for k in RESERVED if k in metrics]
+    if clash:
+        raise ValueError(f"benchmark metrics use reserved key(s) {clash}")
+    os.makedirs(out_dir, exist_ok=True)
+    missing = sum(bool(r.get("missing")) for r in results.values())
+    pred_summary = prediction_report.to_dict() if prediction_report else {"missing": missing}
+    doc = {"benchmark": benchmark.name, **metrics, "predictions": pred_summary,
+           "data": load_report_dict(load_report) if load_report else {"num_samples": len(samples)},
+           "meta": meta or {}}  # fmt: skip
+    with open(os.path.join(out_dir, "metrics.json"), "w", encoding="utf-8") as f:
+        json.dump(doc, f, indent=2)
+    with open(os.path.join(out_dir, "results.md"), "w", encoding="utf-8") as f:
+        f.write(_results_md(benchmark, samples, metrics, pred_summary, load_report))
+    write_failures_html(out_dir, samples, results, predictions, title=f"{benchmark.name}: failures",
+                        max_failures=max_failures)  # fmt: skip
+    return doc
+
+
+def _results_md(benchmark: Benchmark, samples, metrics, pred_summary: dict, load_report) -> str:
+    lines = [f"# {benchmark.name}: {len(samples)} samples", ""]
+    if "path" in pred_summary:
+        lines.append(f"Predictions: `{pred_summary['path']}` ({pred_summary['format']}): "
+                     f"{pred_summary['predictions']} used; {pred_summary['missing']} samples without a prediction "
+                     f"(counted wrong_format); {pred_summary['unknown_ids']} unknown sample_ids, "
+                     f"{pred_summary['malformed']} malformed, {pred_summary['duplicates']} duplicates, "
+                     f"{pred_summary['not_mapped']} harness details not mapped.  ")  # fmt: skip
+    else:
+        lines.append(f"{pred_summary['missing']} samples without a prediction (counted wrong_format).  ")
+    if load_report is not None:
+        reasons = ", ".join(f"{k} {v}" for k, v in sorted(load_report.counts.items())) or "none"
+        lines.append(f"Data: {load_report.num_records} records read, {load_report.num_samples} samples, "
+                     f"{len(load_report.rejects)} rejected ({reasons}).")  # fmt: skip
+    lines += ["", benchmark.table(metrics), "", "Failures: see `failures.html`.", ""]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# failure gallery
+
+
+def write_failures_html(
+    out_dir: str,
+    samples: list[Sample],
+    results: dict[str, dict],
+    predictions: dict[str, dict],
+    *,
+    title: str = "failures",
+    max_failures: int = 200,
+    max_width: int = 800,
+) -> str:
+    """Write ``out_dir/failures.html`` and its images under ``out_dir/failures/``; return the HTML path.
+
+    Thumbnails are at most ``max_width`` pixels wide (and 900 high); zooms show the target's neighbourhood at up to 4x.
+    Images this function wrote earlier (``NNNN.jpg``, ``NNNN_zoom.jpg``) are removed first, so a rerun leaves no stale
+    pictures.
+    """
+    img_dir = os.path.join(out_dir, "failures")
+    os.makedirs(img_dir, exist_ok=True)
+    for name in os.listdir(img_dir):
+        if _OWN_IMAGE.match(name):
+            os.remove(os.path.join(img_dir, name))
+    failures = [s for s in samples if results[s.sample_id]["correctness"] != CORRECT]
+    shown = failures[:max_failures]
+    counts: dict[str, int] = {}
+    for s in failures:
+        counts[results[s.sample_id]["correctness"]] = counts.get(results[s.sample_id]["correctness"], 0) + 1
+    cards = [_card(i, s, results[s.sample_id], predictions.get(s.sample_id), img_dir, max_width)
+             for i, s in enumerate(shown, start=1)]  # fmt: skip
+    summary = ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "none"
+    omitted = len(failures) - len(shown)
+    page = _PAGE.format(
+        title=html.escape(title),
+        summary=html.escape(f"{len(failures)} of {len(samples)} samples failed ({summary}); showing {len(shown)}"
+                            + (f", {omitted} omitted (max_failures={max_failures})" if omitted else "")),
+        cards="\n".join(cards),
+    )  # fmt: skip
+    path = os.path.join(out_dir, "failures.html")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(page)
+    return path
+
+
+def _fmt_num(v: float) -> str:
+    return f"{v:g}"
+
+
+def _describe_targets(s: Sample) -> str:
+    if s.refusal:
+        return "none (refusal item: correct only when the model gives no point)"
+    parts = [f"box ({', '.join(_fmt_num(v) for v in b)})" for b in s.boxes]
+    parts += [f"polygon of {len(p)} vertices" for p in s.polygons]
+    return "; ".join(parts) + " (x_min, y_min, x_max, y_max px)" if s.boxes else "; ".join(parts)
+
+
+def _card(i: int, s: Sample, result: dict, pred: dict | None, img_dir: str, max_width: int) -> str:
+    point = result.get("point")
+    if result.get("missing"):
+        point_text = "no prediction for this sample"
+    elif point is None:
+        point_text = "no point (null)"
+    else:
+        point_text = f"({_fmt_num(point[0])}, {_fmt_num(point[1])}) px"
+        if not (0 <= point[0] <= s.width and 0 <= point[1] <= s.height):
+            point_text += f" -- outside the {s.width}x{s.height} image (marker at the edge)"
+    raw = (pred or {}).get("raw_response")
+    raw = "" if raw is None else str(raw)
+    if len(raw) > 2000:
+        raw = raw[:2000] + f" ... [{len(raw) - 2000} more characters]"
+    try:
+        images = _draw(s, point, img_dir, i, max_width)
+        imgs = "".join(f'<img src="failures/{html.escape(n)}" alt="{html.escape(a)}">' for n, a in images)
+    except Exception as err:  # a missing/corrupt screenshot must not stop the report
+        imgs = f'<p class="err">{html.escape(f"cannot draw {s.image_path}: {type(err).__name__}: {err}")}</p>'
+    e = html.escape
+    return (f'<div class="card"><h3>#{i} <code>{e(s.sample_id)}</code> '
+            f'<span class="{e(result["correctness"])}">{e(result["correctness"])}</span></h3>\n'
+            f"<p><b>instruction</b>: {e(s.instruction)}</p>\n"
+            f"<p><b>predicted</b>: {e(point_text)}<br><b>target</b>: {e(_describe_targets(s))}<br>"
+            f"<b>image</b>: {e(s.image_path)} ({s.width}x{s.height})</p>\n"
+            f"<p><b>raw response</b>:</p><pre>{e(raw) if raw else '(none)'}</pre>\n{imgs}</div>")  # fmt: skip
+
+
+def _target_extent(s: Sample) -> tuple[float, float, float, float] | None:
+    xs, ys = [], []
+    for b in s.boxes:
+        xs += [b[0], b[2]]
+        ys += [b[1], b[3]]
+    for poly in s.polygons:
+        xs += [p[0] for p in poly]
+        ys += [p[1] for p in poly]
+    return (min(xs), min(ys), max(xs), max(ys)) if xs else None
+
+
+def _draw_marks(draw, s: Sample, point, ox: float, oy: float, sx: float, sy: float, size: tuple[int, int]) -> None:
+    """Targets (green) and point (red) mapped by ``(v - o) * scale`` into an image of ``size``."""
+    for b in s.boxes:
+        draw.rectangle(
+            [(b[0] - ox) * sx, (b[1] - oy) * sy, (b[2] - ox) * sx, (b[3] - oy) * sy], outline=TARGET, width=2
+        )
+    for poly in s.polygons:
+        pts = [((x - ox) * sx, (y - oy) * sy) for x, y in poly]
+        draw.line(pts + pts[:1], fill=TARGET, width=2)
+    if point is not None:
+        px, py = (point[0] - ox) * sx, (point[1] - oy) * sy
+        px, py = min(max(px, 0), size[0] - 1), min(max(py, 0), size[1] - 1)
+        r = 7
+        draw.ellipse([px - r, py - r, px + r, py + r], outline=POINT, width=2)
+        draw.line([px - r - 4, py, px + r + 4, py], fill=POINT, width=2)
+        draw.line([px, py - r - 4, px, py + r + 4], fill=POINT, width=2)
+
+
+def _draw(s: Sample, point, img_dir: str, i: int, max_width: int) -> list[tuple[str, str]]:
+    """Save the thumbnail (and a zoom when there is a target); return ``[(file name, alt text)]``."""
+    from PIL import Image, ImageDraw
+
+    out = []
+    with Image.open(s.image_path) as src:
+        im = src.convert("RGB")
+    w, h = im.size
+    scale = min(1.0, max_width / w, 900 / h)
+    tw, th = max(1, round(w * scale)), max(1, round(h * scale))
+    thumb = im.resize((tw, th), Image.Resampling.LANCZOS) if scale < 1 else im.copy()
+    _draw_marks(ImageDraw.Draw(thumb), s, point, 0, 0, tw / w, th / h, (tw, th))
+    name = f"{i:04d}.jpg"
+    thumb.save(os.path.join(img_dir, name), quality=85)
+    out.append((name, "screenshot with target (green) and prediction (red)"))
+    extent = _target_extent(s)
+    if extent is not None:
+        x0, y0, x1, y1 = extent
+        if point is not None and abs(point[0] - (x0 + x1) / 2) < 300 and abs(point[1] - (y0 + y1) / 2) < 200:
+            x0, y0, x1, y1 = min(x0, point[0]), min(y0, point[1]), max(x1, point[0]), max(y1, point[1])
+        cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
+        half_w, half_h = max(120, (x1 - x0) / 2 + 24), max(80, (y1 - y0) / 2 + 24)
+        box = (
+            max(0, int(cx - half_w)),
+            max(0, int(cy - half_h)),
+            min(w, int(cx + half_w) + 1),
+            min(h, int(cy + half_h) + 1),
+        )
+        if box[2] > box[0] and box[3] > box[1]:
+            crop = im.crop(box)
+            zscale = min(4.0, 480 / crop.width, 320 / crop.height)
+            zw, zh = max(1, round(crop.width * zscale)), max(1, round(crop.height * zscale))
+            zoom = crop.resize((zw, zh), Image.Resampling.LANCZOS)
+            _draw_marks(ImageDraw.Draw(zoom), s, point, box[0], box[1], zw / crop.width, zh / crop.height, (zw, zh))
+            name = f"{i:04d}_zoom.jpg"
+            zoom.save(os.path.join(img_dir, name), quality=85)
+            out.append((name, "zoom around the target"))
+    return out
+
+
+_PAGE = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
+<style>
+body {{ font-family: sans-serif; margin: 1.5em; max-width: 1400px; }}
+.card {{ border: 1px solid #ccc; border-radius: 6px; padding: 0.6em 1em; margin: 1em 0; }}
+.card img {{ max-width: 800px; margin: 0.3em 0.6em 0.3em 0; vertical-align: top; border: 1px solid #ddd; }}
+pre {{ background: #f5f5f5; padding: 0.5em; white-space: pre-wrap; word-break: break-word; }}
+.wrong {{ color: #b00; }} .wrong_format {{ color: #a60; }} .err {{ color: #b00; }}
+.legend span {{ font-weight: bold; }}
+</style></head><body>
+<h1>{title}</h1>
+<p>{summary}</p>
+<p class="legend"><span style="color:#0a0">green</span>: target box / polygon;
+<span style="color:#e00">red</span>: predicted point (original-image pixels, drawn scaled).</p>
+{cards}
+</body></html>
+"""
