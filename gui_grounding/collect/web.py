@@ -12,6 +12,10 @@ centre and at inner points does not hit the element), ``no_name`` (no accessible
 ``long_name`` (name over ``max_name_chars``), ``ambiguous`` (two or more elements of one screenshot share a name: the
 instruction would not identify one element, so all of them go), ``over_cap`` (beyond ``max_per_screenshot``).
 
+``ui_type`` is ``text`` when the name is text shown inside the element (link text, button label, ``value`` of a
+submit button, placeholder, selected option) and ``icon`` when it comes from ``aria-labelledby``/``aria-label``/a
+``<label>``/an image's ``alt``/``title`` (checked in that order, before the element's own text).
+
 Boxes are screenshot pixels (CSS px at device scale factor 1), inclusive edges:
 ``x_min = round(left)``, ``x_max = round(right) - 1``, clipped to the image.
 
