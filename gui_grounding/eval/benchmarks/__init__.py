@@ -104,6 +104,45 @@ def read_json_list(path: str) -> list:
     return data
 
 
+def read_annotation_samples(
+    path: str, make_sample, report: LoadReport, strict: bool, *, unique_ids: dict[str, str] | None = None
+) -> tuple[list[Sample], list]:
+    """Samples of one JSON-list annotation file, with every bad record counted (or raised in strict mode).
+
+    Args:
+        path: the annotation file.
+        make_sample: ``(index, record, ref) -> Sample``, raising :class:`SampleError` for a bad record.
+        report: counts records and rejects (an unreadable file is one ``unparseable_record`` reject).
+        strict: raise the first :class:`SampleError` instead of counting it.
+        unique_ids: when given, sample_id -> ref of the records seen so far (shared across files); a repeated id
+            is rejected as ``bad_field``.
+
+    Returns:
+        ``(samples, records)``: the good samples in file order and the raw records (empty if unreadable).
+    """
+    try:
+        records = read_json_list(path)
+    except SampleError as err:
+        report.num_records += 1
+        handle_reject(report, err, strict)
+        return [], []
+    samples = []
+    for i, rec in enumerate(records):
+        report.num_records += 1
+        ref = f"{path}:[{i}]"
+        try:
+            sample = make_sample(i, rec, ref)
+            if unique_ids is not None:
+                if sample.sample_id in unique_ids:
+                    raise SampleError(ref, "bad_field", f"duplicate id {sample.sample_id!r} (first at "
+                                                        f"{unique_ids[sample.sample_id]})")  # fmt: skip
+                unique_ids[sample.sample_id] = ref
+            samples.append(sample)
+        except SampleError as err:
+            handle_reject(report, err, strict)
+    return samples, records
+
+
 def is_number(value: Any) -> bool:
     """True for a finite int/float (bools excluded)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)

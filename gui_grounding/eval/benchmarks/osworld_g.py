@@ -31,10 +31,9 @@ from gui_grounding.eval.benchmarks import (
     cell,
     check_extent,
     check_results,
-    handle_reject,
     is_number,
+    read_annotation_samples,
     read_json_file,
-    read_json_list,
     require,
     require_str,
     tally,
@@ -150,25 +149,11 @@ class OSWorldG(Benchmark):
         path = self.annotation_path(data_dir)
         report, samples, sizes, seen = BenchmarkLoadReport(), [], ImageSizes(), {}
         classes_by_id, self.class_order = self.read_classes(data_dir, report)
-        try:
-            records = read_json_list(path)
-        except SampleError as err:
-            report.num_records += 1
-            handle_reject(report, err, strict)
-            records = []
         image_dir = os.path.join(data_dir, "images")
-        for i, rec in enumerate(records):
-            report.num_records += 1
-            ref = f"{path}:[{i}]"
-            try:
-                sample = self._sample(rec, ref, image_dir, sizes, report, classes_by_id)
-                if sample.sample_id in seen:
-                    raise SampleError(ref, "bad_field", f"duplicate id {sample.sample_id!r} (first at "
-                                                        f"{seen[sample.sample_id]})")  # fmt: skip
-                seen[sample.sample_id] = ref
-                samples.append(sample)
-            except SampleError as err:
-                handle_reject(report, err, strict)
+        samples, records = read_annotation_samples(
+            path, lambda i, rec, ref: self._sample(rec, ref, image_dir, sizes, report, classes_by_id), report, strict,
+            unique_ids=seen,
+        )  # fmt: skip
         ids = {str(rec.get("id")) for rec in records if isinstance(rec, dict)}
         for item_id in classes_by_id:
             if item_id not in ids:

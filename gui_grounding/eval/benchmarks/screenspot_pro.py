@@ -38,10 +38,9 @@ from gui_grounding.eval.benchmarks import (
     box_from_xyxy,
     check_extent,
     check_results,
-    handle_reject,
     is_number,
     md_table,
-    read_json_list,
+    read_annotation_samples,
     require,
     require_str,
 )
@@ -103,25 +102,12 @@ class ScreenSpotPro(Benchmark):
         image_dir = os.path.join(data_dir, "images")
         report, samples, sizes, seen = BenchmarkLoadReport(), [], ImageSizes(), {}
         for path in files:
-            try:
-                records = read_json_list(path)
-            except SampleError as err:
-                report.num_records += 1
-                handle_reject(report, err, strict)
-                continue
             task = os.path.splitext(os.path.basename(path))[0]
-            for i, rec in enumerate(records):
-                report.num_records += 1
-                ref = f"{path}:[{i}]"
-                try:
-                    sample = self._sample(rec, ref, task, image_dir, sizes, report)
-                    if sample.sample_id in seen:
-                        raise SampleError(ref, "bad_field", f"duplicate id {sample.sample_id!r} (first at "
-                                                            f"{seen[sample.sample_id]})")  # fmt: skip
-                    seen[sample.sample_id] = ref
-                    samples.append(sample)
-                except SampleError as err:
-                    handle_reject(report, err, strict)
+            got, _ = read_annotation_samples(
+                path, lambda i, rec, ref, t=task: self._sample(rec, ref, t, image_dir, sizes, report), report, strict,
+                unique_ids=seen,
+            )  # fmt: skip
+            samples += got
         report.num_samples = len(samples)
         if report.rejects:
             logger.warning("skipped %d bad records:\n%s", len(report.rejects), report.table())

@@ -27,15 +27,14 @@ from gui_grounding.eval.benchmarks import (
     check_extent,
     check_results,
     fmt_cell,
-    handle_reject,
     md_table,
-    read_json_list,
+    read_annotation_samples,
     require,
     require_str,
     tally,
 )
 from gui_grounding.eval.benchmarks.base import Benchmark
-from gui_grounding.schema import Sample, SampleError
+from gui_grounding.schema import Sample
 
 logger = logging.getLogger(__name__)
 
@@ -74,20 +73,13 @@ class ScreenSpotV2(Benchmark):
                 report.warn(path, "missing_annotation_file", f"not found; platform {platform!r} is not evaluated")
                 logger.warning("%s not found: platform %r is not evaluated", path, platform)
                 continue
-            try:
-                records = read_json_list(path)
-            except SampleError as err:
-                report.num_records += 1
-                handle_reject(report, err, strict)
-                continue
             stem = os.path.splitext(os.path.basename(path))[0]
-            for i, rec in enumerate(records):
-                report.num_records += 1
-                ref = f"{path}:[{i}]"
-                try:
-                    samples.append(self._sample(rec, ref, f"{stem}:{i}", platform, image_dir, sizes, report))
-                except SampleError as err:
-                    handle_reject(report, err, strict)
+            got, _ = read_annotation_samples(
+                path, lambda i, rec, ref, st=stem, pl=platform: self._sample(rec, ref, f"{st}:{i}", pl, image_dir,
+                                                                               sizes, report),
+                report, strict,
+            )  # fmt: skip
+            samples += got
         report.num_samples = len(samples)
         if report.rejects:
             logger.warning("skipped %d bad records:\n%s", len(report.rejects), report.table())
