@@ -128,3 +128,17 @@ def point_in_polygon(point: Point, polygon: list[Point]) -> bool:
         if (y1 > y) != (y2 > y) and x < x1 + (y - y1) * (x2 - x1) / (y2 - y1):
             inside = not inside
     return inside
+
+
+def box_iou(a: Box, b: Box) -> float:
+    """Intersection over union of two boxes ``(x_min, y_min, x_max, y_max)`` in the same frame (continuous areas).
+
+    Returns 0.0 for disjoint boxes or when the union has zero area. The one IoU of the project (cleaning, rewards).
+    """
+    iw = min(a[2], b[2]) - max(a[0], b[0])
+    ih = min(a[3], b[3]) - max(a[1], b[1])
+    if iw <= 0 or ih <= 0:
+        return 0.0
+    inter = iw * ih
+    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+    return inter / union if union > 0 else 0.0

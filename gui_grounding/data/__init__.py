@@ -1,0 +1,1 @@
+"""Training data: converters of public grounding datasets, validation, detector-IoU cleaning."""
