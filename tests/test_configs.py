@@ -162,7 +162,7 @@ def test_invalid_choice_exits(tmp_path):
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["--model_name_or_path", "m"], "--data_file_paths is required (':'-separated JSONL/JSON files)"),
+        (["--model_name_or_path", "m"], "--data_file_paths (':'-separated JSONL/JSON files) or --data_config (mixture YAML) is required"),
         (["--data_file_paths", "a.jsonl"], "--model_name_or_path is required"),
     ],
 )

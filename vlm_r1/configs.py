@@ -29,7 +29,14 @@ class GRPOScriptArguments:
 
     data_file_paths: str | None = field(
         default=None,
-        metadata={"help": "Data files (JSONL or JSON), ':'-separated, e.g. 'a.jsonl:b.jsonl'. Required."},
+        metadata={"help": "Data files (JSONL or JSON), ':'-separated, e.g. 'a.jsonl:b.jsonl'. Required unless "
+                  "--data_config is given."},
+    )
+    data_config: str | None = field(
+        default=None,
+        metadata={"help": "A data mixture YAML (VLM-R1 data_config): 'datasets:' entries with json_path, optional "
+                  "image_folder and sampling_strategy (all, first:N, end:N, random:N, random:P%), optional top-level "
+                  "seed (default --seed); paths relative to the YAML file. Replaces --data_file_paths."},
     )
     image_folders: str | None = field(
         default=None,
@@ -110,6 +117,8 @@ class GRPOScriptArguments:
         return _split(self.reward_method)
 
     def __post_init__(self):
+        if self.data_config and (self.data_file_paths or self.image_folders):
+            raise ValueError("--data_config replaces --data_file_paths/--image_folders; give one or the other")
         files, folders = self.data_file_list, self.image_folder_list
         if folders is not None and len(folders) != len(files):
             raise ValueError(f"--image_folders has {len(folders)} entries but --data_file_paths has {len(files)}")

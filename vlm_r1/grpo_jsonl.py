@@ -34,8 +34,8 @@ def parse_args(argv: list[str] | None = None):
         parser.error(f"unrecognized arguments: {' '.join(unknown)} (see --help)")
     for line in compat.apply(training_args, model_args):
         logger.warning("UPSTREAM FLAG: %s", line)
-    if not script_args.data_file_list:
-        parser.error("--data_file_paths is required (':'-separated JSONL/JSON files)")
+    if not script_args.data_file_list and not script_args.data_config:
+        parser.error("--data_file_paths (':'-separated JSONL/JSON files) or --data_config (mixture YAML) is required")
     if not model_args.model_name_or_path:
         parser.error("--model_name_or_path is required")
     return script_args, training_args, model_args
@@ -57,6 +57,52 @@ def _resolve_resume(training_args) -> str | None:
     return value
 
 
+def build_train_dataset(script_args, training_args, task, processor, vlm_module):
+    """The training dataset: ``--data_file_paths`` as one set, or the ``--data_config`` mixture.
+
+    For a mixture, each source is built by the task on its own (its image folder, its bad records counted), its
+    sampling strategy is applied with seed ``config seed (or --seed) + source index``, and the parts are concatenated.
+
+    Returns:
+        ``(dataset, mixture)`` where ``mixture`` lists per source ``{json_path, strategy, available, selected}``
+        (empty without ``--data_config``).
+    """
+    if not script_args.data_config:
+        return task.build_dataset(script_args, processor, vlm_module), []
+    import dataclasses
+
+    from datasets import concatenate_datasets
+
+    from vlm_r1.data import load_data_config, requested_count, sampling_indices
+
+    sources, seed = load_data_config(script_args.data_config)
+    seed = training_args.seed if seed is None else seed
+    parts, mixture = [], []
+    for i, src in enumerate(sources):
+        args_i = dataclasses.replace(script_args, data_config=None, data_file_paths=src.json_path,
+                                     image_folders=src.image_folder, reward_method=None)  # fmt: skip
+        ds = task.build_dataset(args_i, processor, vlm_module)
+        where = f"{script_args.data_config}: datasets[{i}] ({src.json_path})"
+        idx = sampling_indices(len(ds), src.sampling_strategy, seed + i, where=where)
+        asked = requested_count(src.sampling_strategy)
+        if asked is not None and asked > len(ds):
+            logger.warning("%s: %s asks for more records than the %d available; taking all", where,
+                           src.sampling_strategy, len(ds))  # fmt: skip
+        parts.append(ds.select(idx))
+        mixture.append({"name": src.name or os.path.basename(src.json_path), "json_path": src.json_path,
+                        "strategy": src.sampling_strategy, "available": len(ds), "selected": len(idx)})  # fmt: skip
+    table = "\n".join(f"  {m['name']:<28} {m['strategy']:<14} {m['selected']:>8} / {m['available']:<8}"
+                      for m in mixture)  # fmt: skip
+    logger.info("data mixture %s (seed %d):\n%s", script_args.data_config, seed, table)
+    # Each part carries its own (equivalent) lazy-loading transform; concatenate_datasets drops formats that differ,
+    # so join the plain tables and put the task's transform back once.
+    fmt = parts[0].format
+    merged = concatenate_datasets([p.with_format(None) for p in parts])
+    if fmt["type"] == "custom":
+        merged = merged.with_transform(fmt["format_kwargs"]["transform"])
+    return merged, mixture
+
+
 def build_rewards(script_args, task, vlm_module) -> list:
     """Reward functions from ``--reward_funcs`` (or the task's defaults), via the registry or the VLM module."""
     from vlm_r1.rewards import resolve_rewards
@@ -67,7 +113,7 @@ def build_rewards(script_args, task, vlm_module) -> list:
     return resolve_rewards(names)
 
 
-def write_run_info(output_dir, trainer, script_args, task, vlm_module, processor, num_rows) -> str:
+def write_run_info(output_dir, trainer, script_args, task, vlm_module, processor, num_rows, mixture=()) -> str:
     """Write ``output_dir/vlm_r1_run.json``: what this run resolved to (world size, frames, rewards, versions)."""
     import json
 
@@ -85,6 +131,7 @@ def write_run_info(output_dir, trainer, script_args, task, vlm_module, processor
         "prompt_mode": script_args.prompt_mode,
         "reward_funcs": trainer.reward_func_names,
         "num_train_rows": num_rows,
+        "data_mixture": list(mixture),
         "smart_resize": {"factor": factor, "min_pixels": min_px, "max_pixels": max_px},
         "banned_token_ids": vlm_module.get_banned_token_ids(processor) if args.ban_vision_tokens else [],
         "generation_kwargs": args.generation_kwargs,
@@ -137,7 +184,7 @@ def main(argv: list[str] | None = None) -> None:
                                else None, getattr(task, "uses_prompt_mode", False))):  # fmt: skip
         if value is not None and not used:
             logger.warning("%s=%s has NO effect with task_type %s", flag, value, task.name)
-    dataset = task.build_dataset(script_args, processor, vlm_module)
+    dataset, mixture = build_train_dataset(script_args, training_args, task, processor, vlm_module)
     eval_dataset = None
     if script_args.eval_data_file_list:
         import dataclasses
@@ -190,17 +237,22 @@ def main(argv: list[str] | None = None) -> None:
         callback.trainer = trainer
         trainer.add_callback(callback)
     if trainer.accelerator.is_main_process:
-        write_run_info(training_args.output_dir, trainer, script_args, task, vlm_module, processor, len(dataset))
+        write_run_info(
+            training_args.output_dir, trainer, script_args, task, vlm_module, processor, len(dataset), mixture
+        )
     trainer.train(resume_from_checkpoint=_resolve_resume(training_args))
     trainer.save_model(training_args.output_dir)
     if trainer.accelerator.is_main_process:
         from vlm_r1.plots import plot_training_curves
 
         trainer.save_state()  # trainer_state.json with the per-step log history
-        png = plot_training_curves(os.path.join(training_args.output_dir, "trainer_state.json"),
-                                   os.path.join(training_args.output_dir, "training_curves.png"),
-                                   title=f"{model_path} on {script_args.data_file_paths}")  # fmt: skip
-        logger.info("training curves: %s", png)
+        try:
+            png = plot_training_curves(os.path.join(training_args.output_dir, "trainer_state.json"),
+                                       os.path.join(training_args.output_dir, "training_curves.png"),
+                                       title=f"{model_path} on {script_args.data_config or script_args.data_file_paths}")  # fmt: skip
+            logger.info("training curves: %s", png)
+        except ValueError as err:  # e.g. fewer steps than --logging_steps: nothing to draw, the run itself is fine
+            logger.warning("no training curves: %s (log more often with --logging_steps)", err)
         processor.save_pretrained(training_args.output_dir)
         if hasattr(vlm_module, "tidy_saved_processor"):
             vlm_module.tidy_saved_processor(training_args.output_dir)
