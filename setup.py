@@ -22,6 +22,8 @@ INSTALL_REQUIRES = [
     "tqdm>=4.66",
     "matplotlib>=3.8",
     "tensorboard>=2.16",
+    "ijson>=3.2",  # streaming multi-GB JSON lists (gui-grounding convert)
+    "imagesize>=1.4",  # image sizes from headers, without decoding
 ]
 
 EXTRAS = {
@@ -31,7 +33,12 @@ EXTRAS = {
     "collect": ["playwright>=1.50"],
     # OpenAI-compatible chat-completions endpoints (`vllm serve`, hosted APIs): the `openai` evaluation backend.
     "api": ["openai>=1.40"],
-    "dev": ["pytest>=8", "hypothesis>=6", "ruff>=0.6", "openai>=1.40"],
+    # Detector-IoU cleaning (`gui-grounding clean`): PP-OCR on onnxruntime (models inside the wheel) and OpenCV.
+    "clean": ["rapidocr-onnxruntime>=1.4", "opencv-python-headless>=4.9"],
+    # `gui-grounding clean --detector omniparser`: OmniParser's YOLO icon detector (weights supplied by the user).
+    "omniparser": ["ultralytics>=8"],
+    "dev": ["pytest>=8", "hypothesis>=6", "ruff>=0.6", "openai>=1.40", "rapidocr-onnxruntime>=1.4",
+            "opencv-python-headless>=4.9"],
 }
 
 setup(

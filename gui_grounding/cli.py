@@ -2,6 +2,8 @@
 
     gui-grounding make-tiny-model --arch qwen2_5_vl --out runs/tiny
     gui-grounding collect-web /usr/share/doc/python3-doc/html --out data/web_sample
+    gui-grounding convert --format gta1 grounding.json --image-root /data/imgs --out data/canonical/gta1.jsonl
+    gui-grounding clean data/canonical/gta1.jsonl --detector ocr+classic --out data/clean/gta1.jsonl
     gui-grounding train --model_name_or_path runs/tiny --data_file_paths data/web_sample/train.jsonl ...
     gui-grounding eval --data data/web_sample/test.jsonl --model runs/demo --out runs/demo/eval
 
@@ -70,6 +72,14 @@ def build_parser() -> argparse.ArgumentParser:
     from gui_grounding.collect.web import register_cli
 
     register_cli(sub)
+
+    from gui_grounding.data.convert import register_cli as register_convert
+
+    register_convert(sub)
+
+    from gui_grounding.data.clean import register_cli as register_clean
+
+    register_clean(sub)
 
     p = sub.add_parser("train", help="GRPO training (python -m vlm_r1.grpo_jsonl with --task_type gui_grounding)",
                        add_help=False)  # fmt: skip

@@ -40,8 +40,19 @@ REASONS = {
     "unreadable_image": "image file cannot be decoded",
     "empty_instruction": "instruction is empty",
     "inverted_box": "box has x_min >= x_max or y_min >= y_max (zero area or inverted)",
-    "box_outside_image": "box extends outside the image",
+    "box_outside_image": "box extends outside the image by more than the clipping tolerance (see clip_box)",
+    "point_only": "the target is a point, not a box (a point cannot become a box without inventing its extent)",
+    "duplicate": "same image, instruction and box(es) as an earlier sample of the same conversion",
 }
+
+# Clipping rule (the one home; used by record_to_sample/load_samples and by `gui-grounding convert`). Annotated boxes
+# often overshoot the screenshot by a pixel or two (rounding of DOM / accessibility-tree boxes, 2-decimal ratios), so a
+# box edge up to this far outside the image is clipped to the image and counted, not rejected.
+CLIP_TOLERANCE_PX = 4.0
+# Extra allowance for boxes given as ratios (0-1) or 0-1000 values: 0.005 of the image side is half of the last digit
+# of a 2-decimal ratio (SeeClick / ShowUI / OS-Atlas round to 2 decimals), i.e. values in [-0.005, 1.005] (or
+# [-5, 1005] in 0-1000 units) are clipped. The allowance is max(CLIP_TOLERANCE_PX, CLIP_TOLERANCE_RATIO * side).
+CLIP_TOLERANCE_RATIO = 0.005
 
 
 class SampleError(ValueError):
@@ -51,6 +62,55 @@ class SampleError(ValueError):
         assert reason in REASONS, reason
         self.ref, self.reason, self.message = ref, reason, message
         super().__init__(f"{ref}: {reason}: {message}")
+
+
+def clip_box(
+    box: Box,
+    width: int,
+    height: int,
+    ref: str,
+    *,
+    tolerance_px: float = CLIP_TOLERANCE_PX,
+    tolerance_ratio: float = 0.0,
+    what: str = "box",
+) -> tuple[Box, bool]:
+    """Validate a box in original pixels against a ``width x height`` image and clip small overshoots.
+
+    The rule (one home for it): an inverted or zero-area box is rejected; an edge may lie outside ``[0, width]`` x
+    ``[0, height]`` by at most ``max(tolerance_px, tolerance_ratio * side)`` pixels (``side`` = width for x, height for
+    y) and is then clipped to the image; farther out is rejected; a box left with zero area after clipping (it lay
+    along or just beyond an image edge) is rejected too. Pass ``tolerance_ratio=CLIP_TOLERANCE_RATIO`` when the box
+    came from ratios or 0-1000 values (see the constants above); ``tolerance_px=0`` rejects any overshoot.
+
+    Args:
+        box: ``(x_min, y_min, x_max, y_max)`` in original-image pixels.
+        width, height: image size in pixels.
+        ref: ``file:line`` reference for errors.
+        what: how the box is named in error messages (e.g. ``"0-1000 box [..] -> box"``).
+
+    Returns:
+        ``(box, clipped)``: the box (clipped to the image if needed) and whether it was clipped.
+
+    Raises:
+        SampleError: ``inverted_box`` or ``box_outside_image``.
+    """
+    x0, y0, x1, y1 = (float(v) for v in box)
+    if x0 >= x1 or y0 >= y1:
+        raise SampleError(ref, "inverted_box", f"{what} {list(box)} is inverted or has zero area")
+    tol_x = max(tolerance_px, tolerance_ratio * width)
+    tol_y = max(tolerance_px, tolerance_ratio * height)
+    out_x, out_y = max(-x0, x1 - width, 0.0), max(-y0, y1 - height, 0.0)
+    if out_x > tol_x or out_y > tol_y:
+        axis, out, tol = ("x", out_x, tol_x) if out_x - tol_x >= out_y - tol_y else ("y", out_y, tol_y)
+        raise SampleError(ref, "box_outside_image", f"{what} {list(box)} extends {out:g} px outside the {width}x{height} "
+                                                    f"image along {axis} (clipping tolerance {tol:g} px)")  # fmt: skip
+    clipped = (max(x0, 0.0), max(y0, 0.0), min(x1, float(width)), min(y1, float(height)))
+    if clipped == (x0, y0, x1, y1):
+        return clipped, False
+    if clipped[0] >= clipped[2] or clipped[1] >= clipped[3]:
+        raise SampleError(ref, "box_outside_image", f"{what} {list(box)} has no area inside the {width}x{height} "
+                                                    "image")  # fmt: skip
+    return clipped, True
 
 
 @dataclass
@@ -165,8 +225,20 @@ def _conversation_turns(record: dict, ref: str) -> tuple[Any, Any]:
     return conv[0]["value"], answer
 
 
-def record_to_sample(record: dict, ref: str, *, base_dir: str, default_id: str, verify_image: bool = True) -> Sample:
+def record_to_sample(
+    record: dict,
+    ref: str,
+    *,
+    base_dir: str,
+    default_id: str,
+    verify_image: bool = True,
+    clip_tolerance_px: float = CLIP_TOLERANCE_PX,
+    stats: Counter | None = None,
+) -> Sample:
     """Turn one record (any supported format) into a validated :class:`Sample` in original pixels.
+
+    Boxes follow :func:`clip_box`: a few pixels of overshoot are clipped to the image (GTA1's 0-1000 boxes also get
+    the ratio allowance, ``CLIP_TOLERANCE_RATIO``), farther out is ``box_outside_image``.
 
     Args:
         record: the parsed JSON object.
@@ -174,6 +246,8 @@ def record_to_sample(record: dict, ref: str, *, base_dir: str, default_id: str, 
         base_dir: folder that relative image paths are resolved against.
         default_id: sample id when the record has neither ``sample_id`` nor ``id``.
         verify_image: check image integrity (not only its header).
+        clip_tolerance_px: the pixel tolerance of :func:`clip_box` (0 rejects any overshoot).
+        stats: when given, ``stats["clipped"]`` is incremented for a sample whose box(es) were clipped.
 
     Raises:
         SampleError: with a reason code from ``REASONS``.
@@ -215,16 +289,19 @@ def record_to_sample(record: dict, ref: str, *, base_dir: str, default_id: str, 
     if not instruction:
         raise SampleError(ref, "empty_instruction", "instruction is empty")
     width, height = read_image_size(image_path, ref, verify=verify_image)
-    if norm1000:
-        for b in boxes:
-            if not all(0 <= v <= 1000 for v in b):
-                raise SampleError(ref, "box_outside_image", f"0-1000 box {list(b)} has values outside [0, 1000]")
-        boxes = [box_from_norm1000(b, width, height) for b in boxes]
+    checked, any_clipped = [], False
     for b in boxes:
-        if b[0] >= b[2] or b[1] >= b[3]:
-            raise SampleError(ref, "inverted_box", f"box {list(b)} is inverted or has zero area")
-        if b[0] < 0 or b[1] < 0 or b[2] > width or b[3] > height:
-            raise SampleError(ref, "box_outside_image", f"box {list(b)} is outside the {width}x{height} image")
+        what = "box"
+        if norm1000:
+            what = f"0-1000 box {list(b)} -> box"
+            b = box_from_norm1000(b, width, height)
+        b, clipped = clip_box(b, width, height, ref, tolerance_px=clip_tolerance_px, what=what,
+                              tolerance_ratio=CLIP_TOLERANCE_RATIO if norm1000 else 0.0)  # fmt: skip
+        checked.append(b)
+        any_clipped |= clipped
+    boxes = checked
+    if any_clipped and stats is not None:
+        stats["clipped"] += 1
     sample_id = str(record.get("sample_id", record.get("id", default_id)))
     extra = {k: v for k, v in record.items() if k not in known}
     return Sample(sample_id, instruction, image_path, boxes, width, height, record.get("source"),
@@ -242,6 +319,7 @@ class LoadReport:
     num_records: int = 0
     num_samples: int = 0
     rejects: list[tuple[str, str, str]] = field(default_factory=list)
+    num_clipped: int = 0  # kept samples whose box(es) stuck out a little and were clipped (schema.clip_box)
 
     @property
     def counts(self) -> Counter:
@@ -254,13 +332,15 @@ class LoadReport:
         for reason, n in sorted(self.counts.items()):
             first = next(ref for ref, r, _ in self.rejects if r == reason)
             lines.append(f"  {reason:<20} {n:>7}   e.g. {first}")
+        if self.num_clipped:
+            lines.append(f"  (kept, box clipped to the image: {self.num_clipped})")
         return "\n".join(lines)
 
 
 def load_samples(
     paths: list[str], image_folders: list[str] | None = None, *, strict: bool = False, verify_images: bool = True
 ) -> tuple[list[Sample], LoadReport]:
-    """Read and validate samples from JSON/JSONL files.
+    """Read and validate samples from JSON/JSONL files (boxes clipped or rejected by :func:`clip_box`).
 
     Args:
         paths: data files (canonical, GTA1 or VLM-R1 records; formats may differ per record).
@@ -270,7 +350,8 @@ def load_samples(
         verify_images: check each image's integrity, not only its header.
 
     Returns:
-        ``(samples, report)``; ``report.rejects`` names every skipped record with its reason.
+        ``(samples, report)``; ``report.rejects`` names every skipped record with its reason, ``report.num_clipped``
+        counts kept samples whose boxes were clipped.
 
     Raises:
         SampleError: in strict mode, for the first bad record.
@@ -279,7 +360,7 @@ def load_samples(
     """
     if image_folders is not None and len(image_folders) != len(paths):
         raise ValueError(f"{len(paths)} data files but {len(image_folders)} image folders; give one folder per file")
-    samples, report = [], LoadReport()
+    samples, report, clip_stats = [], LoadReport(), Counter()
     for i, path in enumerate(paths):
         if not os.path.isfile(path):
             raise FileNotFoundError(f"data file not found: {path}")
@@ -291,12 +372,13 @@ def load_samples(
                 if isinstance(item, RecordError):
                     raise SampleError(item.ref, "unparseable_record", item.message)
                 samples.append(record_to_sample(item, ref, base_dir=base_dir, default_id=f"{stem}:{index}",
-                                                verify_image=verify_images))  # fmt: skip
+                                                verify_image=verify_images, stats=clip_stats))  # fmt: skip
             except SampleError as err:
                 if strict:
                     raise
                 report.rejects.append((err.ref, err.reason, err.message))
     report.num_samples = len(samples)
+    report.num_clipped = clip_stats["clipped"]
     if report.rejects:
         logger.warning("skipped %d bad records (use --strict to stop at the first):\n%s", len(report.rejects),
                        report.table())  # fmt: skip

@@ -10,6 +10,9 @@ need=()
 [ -x /usr/bin/chromium ] || need+=(chromium)
 [ -d /usr/share/doc/python3-doc/html ] || need+=(python3-doc)
 fc-list 2>/dev/null | grep -qi dejavu || need+=(fonts-dejavu-core)
+# OpenCV (cleaning detectors; rapidocr pulls the non-headless wheel) loads libGL and glib at import
+ldconfig -p 2>/dev/null | grep -q "libGL.so.1" || need+=(libgl1)
+ldconfig -p 2>/dev/null | grep -q "libgthread-2.0.so.0" || need+=(libglib2.0-0)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     echo "[test.sh] apt-get install ${need[*]}" >&2

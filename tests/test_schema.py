@@ -157,10 +157,11 @@ BAD_RECORDS = {
     "missing_image": (canonical(image="images/nope.png"), "missing_image"),
     "garbage_png": (canonical(image="images/garbage.png"), "unreadable_image"),
     "truncated_png": (canonical(image="images/truncated.png"), "unreadable_image"),
-    "box_past_right_edge": (canonical(box=(900, 10, 1001, 40)), "box_outside_image"),
-    "box_past_bottom_edge": (canonical(box=(10, 10, 40, 501)), "box_outside_image"),
-    "box_negative": (canonical(box=(-1, 10, 40, 40)), "box_outside_image"),
-    "gta1_box_over_1000": (gta1([100, 200, 300, 1001]), "box_outside_image"),
+    # just beyond the clipping tolerance (schema.clip_box: 4 px; 0-1000 boxes: max(4 px, 0.005 * side))
+    "box_past_right_edge": (canonical(box=(900, 10, 1005, 40)), "box_outside_image"),
+    "box_past_bottom_edge": (canonical(box=(10, 10, 40, 505)), "box_outside_image"),
+    "box_negative": (canonical(box=(-5, 10, 40, 40)), "box_outside_image"),
+    "gta1_box_over_1000": (gta1([100, 200, 300, 1010]), "box_outside_image"),  # y_max 505 px on a 500 px image
     "inverted_x": (canonical(box=(50, 10, 40, 40)), "inverted_box"),
     "inverted_y": (canonical(box=(10, 40, 40, 10)), "inverted_box"),
     "zero_width": (canonical(box=(40, 10, 40, 40)), "inverted_box"),
@@ -211,12 +212,13 @@ def test_error_messages_name_the_problem(data_dir):
         return load_samples([path])[1].rejects[0][2]
 
     assert message(canonical(image="images/nope.png")) == f"image not found: {data_dir / 'images' / 'nope.png'}"
-    assert message(canonical(box=(900, 10, 1001, 40))) == (
-        "box [900.0, 10.0, 1001.0, 40.0] is outside the 1000x500 image"
+    assert message(canonical(box=(900, 10, 1005, 40))) == (
+        "box [900.0, 10.0, 1005.0, 40.0] extends 5 px outside the 1000x500 image along x (clipping tolerance 4 px)"
     )
     assert message(canonical(box=(50, 10, 40, 40))) == "box [50.0, 10.0, 40.0, 40.0] is inverted or has zero area"
-    assert (
-        message(gta1([100, 200, 300, 1001])) == "0-1000 box [100.0, 200.0, 300.0, 1001.0] has values outside [0, 1000]"
+    assert message(gta1([100, 200, 300, 1010])) == (
+        "0-1000 box [100.0, 200.0, 300.0, 1010.0] -> box [100.0, 100.0, 300.0, 505.0] extends 5 px outside the "
+        "1000x500 image along y (clipping tolerance 4 px)"
     )
     assert message(canonical(image="images/garbage.png")).startswith(
         f"cannot decode {data_dir / 'images' / 'garbage.png'}: UnidentifiedImageError"
@@ -231,7 +233,7 @@ def test_mixed_file_non_strict_counts_table_and_warning(data_dir, caplog):
         canonical(image="images/garbage.png"),  # 4 unreadable_image
         canonical(image="images/truncated.png"),  # 5 unreadable_image
         gta1([100, 200, 300, 400]),  # 6 good
-        canonical(box=(0, 0, 1001, 10)),  # 7 box_outside_image
+        canonical(box=(0, 0, 1005, 10)),  # 7 box_outside_image
         canonical(box=(5, 5, 5, 9)),  # 8 inverted_box
         canonical(instruction="<image>"),  # 9 empty_instruction
         "not json",  # 10 unparseable_record
@@ -263,6 +265,29 @@ def test_mixed_file_non_strict_counts_table_and_warning(data_dir, caplog):
         load_samples([path], strict=True)
     assert (info.value.ref, info.value.reason) == (f"{path}:2", "missing_image")
     assert f"{path}:2" in str(info.value)
+
+
+def test_boxes_within_tolerance_are_clipped_and_counted(data_dir, caplog):
+    path = write_jsonl(data_dir / "clip.jsonl", [
+        canonical(box=(900, 10, 1004, 40)),  # 4 px past the right edge: clipped
+        canonical(box=(-4, -4, 40, 504)),  # 4 px out on three sides: clipped
+        gta1([100, 200, 1005, 1005]),  # 0-1000: x_max 1005 px (tolerance max(4, 0.005 * 1000) = 5), y_max 502.5 px
+        canonical(box=(1001, 10, 1003, 40)),  # within tolerance but no area inside the image
+        canonical(box=(12, 10, 42, 40)),  # untouched
+    ])  # fmt: skip
+    with caplog.at_level(logging.WARNING, logger="gui_grounding.schema"):
+        samples, report = load_samples([path])
+    assert [s.boxes for s in samples] == [[(900.0, 10.0, 1000.0, 40.0)], [(0.0, 0.0, 40.0, 500.0)],
+                                          [(100.0, 100.0, 1000.0, 500.0)], [(12.0, 10.0, 42.0, 40.0)]]  # fmt: skip
+    assert report.num_clipped == 3
+    assert [(ref, r, m) for ref, r, m in report.rejects] == [
+        (f"{path}:4", "box_outside_image", "box [1001.0, 10.0, 1003.0, 40.0] has no area inside the 1000x500 image")
+    ]
+    assert "  (kept, box clipped to the image: 3)" in report.table().splitlines()
+    expected = r"^mem:1: box_outside_image: box \[900.0, 10.0, 1001.0, 40.0\] extends 1 px outside the 1000x500 image"
+    with pytest.raises(SampleError, match=expected + r" along x \(clipping tolerance 0 px\)$"):
+        record_to_sample(canonical(box=(900, 10, 1001, 40)), "mem:1", base_dir=str(data_dir), default_id="z",
+                         clip_tolerance_px=0)  # fmt: skip
 
 
 def test_refs_name_the_right_file_among_several(data_dir):

@@ -35,7 +35,7 @@ class GRPOScriptArguments:
     data_config: str | None = field(
         default=None,
         metadata={"help": "A data mixture YAML (VLM-R1 data_config): 'datasets:' entries with json_path, optional "
-                  "image_folder and sampling_strategy (all, first:N, end:N, random:N, random:P%), optional top-level "
+                  "image_folder and sampling_strategy (all, first:N, end:N, random:N, random:P%%), optional top-level "
                   "seed (default --seed); paths relative to the YAML file. Replaces --data_file_paths."},
     )
     image_folders: str | None = field(

@@ -1,0 +1,619 @@
+"""``gui-grounding convert``: public grounding datasets -> canonical JSONL, streamed, validated, nothing lost.
+
+    gui-grounding convert --format gta1 data/grounding_dataset/*.json --image-root data/grounding_dataset \\
+        --out data/gta1.jsonl --workers 8
+
+Pipeline, record by record (``gta1_and_peers.md`` section 5 gives the formats; ``gui_grounding.data.formats`` has
+one reader per format):
+
+1. **read** the inputs incrementally: a JSON list is streamed with ``ijson`` (a 4 GB file never sits in memory),
+   JSONL line by line (``vlm_r1.data.iter_records``), parquet in row batches (``pyarrow``);
+2. the format's reader turns each record into targets (instruction, image, box(es) in the format's own convention);
+3. the **image size** comes from the image header (``imagesize``, PIL as fallback), read once per image path and
+   cached; with ``--workers N`` the header reads (and the writing of images embedded in parquet rows) of a chunk of
+   records run on N threads, while samples are still written in input order, so the output does not depend on N;
+4. boxes are converted to **original-image pixels** (``gui_grounding.frames``) and validated by the one clipping rule
+   (``gui_grounding.schema.clip_box``): a few pixels of overshoot are clipped and counted, more is rejected;
+5. exact **duplicates** (same image, instruction and box(es) as an earlier sample of this run) are rejected.
+
+Outputs, for ``--out OUT.jsonl``: ``OUT.jsonl`` (canonical records, ``gui_grounding.schema.Sample.to_record``, image
+paths relative to ``--image-root``, with ``source``, ``platform``, ``ui_type`` where known and
+``image_width``/``image_height``), ``OUT.rejects.jsonl`` (one line per rejected target: ``{"ref", "reason",
+"message", "record"}``, ``reason`` a key of ``gui_grounding.schema.REASONS``) and ``OUT.summary.json`` (counts per
+reason, clipped count, records/s, elapsed). Every target becomes a sample or a reject line: ``targets == samples +
+rejected``. Files are written under temporary names and renamed at the end, so a failed run leaves no partial output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import time
+from collections import Counter
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from gui_grounding.data.formats import DIRECT_FORMATS, FORMATS, PLATFORMS, UNITS, EmbeddedImage, ReadContext, Target
+from gui_grounding.frames import Box, box_from_norm1000
+from gui_grounding.schema import (
+    CLIP_TOLERANCE_PX,
+    CLIP_TOLERANCE_RATIO,
+    Sample,
+    SampleError,
+    _strip_image_tags,
+    clip_box,
+    read_image_size,
+    record_to_sample,
+)
+from vlm_r1.data import RecordError, iter_records
+
+CHUNK_TARGETS = 2048  # targets resolved together (one batch of header reads on the worker threads)
+CHUNK_BYTES = 64 << 20  # ... or fewer, when their embedded images add up to this many bytes
+MAX_REJECT_RECORD_CHARS = 20_000  # a rejected record longer than this (as JSON) is stored as a truncated string
+PARQUET_BATCH_ROWS = 256
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# reading inputs
+
+
+def iter_input(path: str, *, stream_json: bool = True) -> Iterator[tuple[str, int, Any]]:
+    """Yield ``(ref, index, record_or_error)`` for each record of one input file, reading it incrementally.
+
+    Container detection: ``.parquet`` -> row batches (pyarrow), ref ``file:[row]``; ``.jsonl``/``.ndjson`` -> JSONL
+    (``vlm_r1.data.iter_records``, ref ``file:line``, 1-based); otherwise a file whose first non-blank byte is ``[``
+    -> JSON list streamed with ``ijson`` (``stream_json=False`` loads it whole with ``vlm_r1.data.iter_records``
+    instead; same refs and records), ref ``file:[index]``; anything else -> one JSON object for a ``.json`` file, else
+    JSONL (``vlm_r1.data.iter_records``).
+
+    A record that is not a JSON object, an unparseable line, or a file that cannot be parsed from some point on is
+    yielded as a :class:`vlm_r1.data.RecordError` (for a JSON list or parquet file that breaks part-way, one error
+    names the position and the rest of that file is not read).
+    """
+    if path.endswith(".parquet"):
+        yield from _iter_parquet(path)
+        return
+    if path.endswith((".jsonl", ".ndjson")):
+        yield from iter_records(path)
+        return
+    head = b""
+    with open(path, "rb") as f:
+        while not head:
+            chunk = f.read(1 << 16)
+            if not chunk:
+                break
+            head = chunk.lstrip()
+    if head.startswith(b"[") and stream_json:
+        yield from _iter_json_list(path)
+        return
+    yield from iter_records(path)
+
+
+def _iter_json_list(path: str) -> Iterator[tuple[str, int, Any]]:
+    import ijson
+
+    index = 0
+    with open(path, "rb") as f:
+        try:
+            for item in ijson.items(f, "item", use_float=True):
+                ref = f"{path}:[{index}]"
+                yield ref, index, item if isinstance(item, dict) else RecordError(ref, "not a JSON object")
+                index += 1
+        except ijson.JSONError as err:
+            ref = f"{path}:[{index}]"
+            yield ref, index, RecordError(ref, f"invalid JSON at or after record {index} (the rest of the file is "
+                                               f"not read): {err}")  # fmt: skip
+
+
+def _iter_parquet(path: str) -> Iterator[tuple[str, int, Any]]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    index = 0
+    try:
+        for batch in pq.ParquetFile(path).iter_batches(batch_size=PARQUET_BATCH_ROWS):
+            for row in batch.to_pylist():
+                yield f"{path}:[{index}]", index, row
+                index += 1
+    except (OSError, pa.ArrowException) as err:
+        ref = f"{path}:[{index}]"
+        yield ref, index, RecordError(ref, f"cannot read parquet at or after row {index} (the rest of the file is "
+                                           f"not read): {type(err).__name__}: {err}")  # fmt: skip
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# images
+
+
+def probe_image(path: str, embedded: bytes | None = None) -> tuple[int, int] | tuple[str, str]:
+    """``(width, height)`` in pixels from the image header, or ``(reason, message)`` for a missing/unreadable image.
+
+    The header is read with ``imagesize`` (a few bytes, no decoding); formats it cannot read fall back to PIL's lazy
+    open (``gui_grounding.schema.read_image_size`` without verification). A truncated file whose header is intact is
+    not detected here. ``embedded`` bytes are first written to ``path`` unless a file is already there (never
+    overwritten; written under a temporary name, then renamed).
+
+    Raises:
+        OSError: the embedded image cannot be written (e.g. a read-only image root).
+    """
+    import imagesize
+
+    if embedded is not None and not os.path.isfile(path):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.tmp{os.getpid()}.{id(embedded)}"
+        with open(tmp, "wb") as f:
+            f.write(embedded)
+        os.replace(tmp, path)
+    if not os.path.isfile(path):
+        return "missing_image", f"image not found: {path}"
+    try:
+        width, height = imagesize.get(path)
+    except Exception:  # imagesize raises assorted errors on odd headers; PIL decides below
+        width = height = -1
+    if width > 0 and height > 0:
+        return int(width), int(height)
+    try:
+        return read_image_size(path, path, verify=False)
+    except SampleError as err:
+        return err.reason, err.message
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# report
+
+
+@dataclass
+class ConvertReport:
+    """Counts of one conversion. ``targets`` (instruction/box pairs found; a record that cannot be read counts as
+    one) == ``samples + rejected``; ``reasons`` counts rejects per reason code, ``first_refs`` names the first reject
+    of each reason; ``clipped`` counts written samples whose box(es) were clipped to the image."""
+
+    format: str
+    inputs: list[str]
+    out: str
+    rejects_path: str
+    summary_path: str
+    workers: int = 1
+    clip_tolerance_px: float = CLIP_TOLERANCE_PX
+    records: int = 0
+    targets: int = 0
+    samples: int = 0
+    clipped: int = 0
+    reasons: Counter = field(default_factory=Counter)
+    first_refs: dict[str, str] = field(default_factory=dict)
+    elapsed_s: float = 0.0
+
+    @property
+    def rejected(self) -> int:
+        """Number of reject lines written."""
+        return sum(self.reasons.values())
+
+    def to_dict(self) -> dict:
+        """The ``OUT.summary.json`` content (elapsed in seconds, rates per second)."""
+        rate = self.records / self.elapsed_s if self.elapsed_s > 0 else 0.0
+        return {
+            "format": self.format, "inputs": self.inputs, "out": self.out, "rejects": self.rejects_path,
+            "records": self.records, "targets": self.targets, "samples": self.samples, "rejected": self.rejected,
+            "clipped": self.clipped, "reasons": dict(sorted(self.reasons.items())),
+            "first_reject_refs": dict(sorted(self.first_refs.items())), "workers": self.workers,
+            "clip_tolerance_px": self.clip_tolerance_px, "elapsed_s": round(self.elapsed_s, 3),
+            "records_per_s": round(rate, 1),
+            "samples_per_s": round(self.samples / self.elapsed_s, 1) if self.elapsed_s > 0 else 0.0,
+        }  # fmt: skip
+
+    def table(self) -> str:
+        """Readable summary: totals, then one row per reject reason with its count and first ref."""
+        d = self.to_dict()
+        lines = [f"convert --format {self.format}: {len(self.inputs)} input file(s) -> {self.out}",
+                 f"records read: {self.records}   targets: {self.targets}   samples written: {self.samples}   "
+                 f"rejected: {self.rejected}   clipped (kept): {self.clipped}"]  # fmt: skip
+        if self.reasons:
+            lines.append(f"  {'reason':<20} {'count':>8}   first")
+            for reason, n in sorted(self.reasons.items()):
+                lines.append(f"  {reason:<20} {n:>8}   {self.first_refs[reason]}")
+        lines.append(f"{self.records} records in {d['elapsed_s']:.2f} s ({d['records_per_s']:.0f} records/s, "
+                     f"{self.workers} worker(s)); rejects: {self.rejects_path}; summary: {self.summary_path}")  # fmt: skip
+        return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# the engine
+
+
+def output_paths(out: str) -> tuple[str, str]:
+    """``(rejects_path, summary_path)`` for ``--out``: ``X.jsonl`` -> ``X.rejects.jsonl``, ``X.summary.json``."""
+    stem = out[: -len(".jsonl")] if out.endswith(".jsonl") else out
+    return f"{stem}.rejects.jsonl", f"{stem}.summary.json"
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, (bytes, bytearray)):
+        return f"<{len(value)} bytes>"
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def _reject_record(raw: Any) -> Any:
+    """The rejected record as stored in a reject line: itself, bytes replaced by ``"<N bytes>"``; a truncated JSON
+    string when longer than ``MAX_REJECT_RECORD_CHARS``."""
+    value = _jsonable(raw)
+    text = json.dumps(value, ensure_ascii=False, default=repr)
+    if len(text) <= MAX_REJECT_RECORD_CHARS:
+        return value
+    return f"{text[:2000]}... (truncated, {len(text)} chars)"
+
+
+class _Converter:
+    """One conversion run (see :func:`convert`)."""
+
+    def __init__(self, fmt: str, image_root: str, report: ConvertReport, *, strict: bool, source: str | None,
+                 platform: str | None, clip_tolerance_px: float, box_unit: str | None, keep_duplicates: bool,
+                 pool: ThreadPoolExecutor | None, out_f, rej_f):  # fmt: skip
+        self.spec, self.fmt, self.image_root, self.report = FORMATS[fmt], fmt, image_root, report
+        self.strict, self.source, self.platform = strict, source, platform
+        self.tol, self.box_unit, self.keep_duplicates = clip_tolerance_px, box_unit, keep_duplicates
+        self.pool, self.out_f, self.rej_f = pool, out_f, rej_f
+        self.workers = report.workers
+        self.sizes: dict[str, tuple] = {}  # image path -> (w, h) or (reason, message)
+        self.paths: dict[str, str] = {}  # image name in a record -> resolved path
+        self.rels: dict[str, str] = {}  # resolved path -> path relative to the image root (written in the output)
+        # dedup: 64-bit digest of (image, instruction, boxes) -> 1-based output line of the first such sample; about
+        # 100 bytes per sample (a collision among 10 million samples has a probability of ~3e-6)
+        self.seen: dict[int, int] = {}
+        self.pending: list[tuple[ReadContext, Target]] = []
+        self.pending_bytes = 0
+
+    # -- intake
+
+    def add_record(self, ctx: ReadContext, item: Any) -> None:
+        self.report.records += 1
+        try:
+            if isinstance(item, RecordError):
+                raise SampleError(item.ref, "unparseable_record", item.message)
+            try:
+                targets = self.spec.read(item, ctx)
+            except SampleError:
+                raise
+            except (TypeError, ValueError, KeyError, IndexError, AttributeError) as err:  # a field of an odd type
+                raise SampleError(
+                    ctx.ref, "bad_field", f"{self.fmt} reader failed: {type(err).__name__}: {err}"
+                ) from err
+            if not targets:
+                raise SampleError(ctx.ref, "bad_field", "record holds no target")
+        except SampleError as err:
+            targets = [Target(error=err, raw=item if not isinstance(item, RecordError) else None)]
+        for t in targets:
+            self.pending.append((ctx, t))
+            if isinstance(t.image, EmbeddedImage):
+                self.pending_bytes += len(t.image.data)
+        if len(self.pending) >= CHUNK_TARGETS or self.pending_bytes >= CHUNK_BYTES:
+            self.flush()
+
+    # -- resolution
+
+    def _map(self, fn, items: list) -> list:
+        """``[fn(i) for i in items]``, on the pool in contiguous batches (few futures per chunk), results in order."""
+        if self.pool is None or len(items) < 2:
+            return [fn(i) for i in items]
+        size = -(-len(items) // (4 * self.workers))
+        batches = [items[i : i + size] for i in range(0, len(items), size)]
+        return [r for batch in self.pool.map(lambda b: [fn(i) for i in b], batches) for r in batch]
+
+    def _path(self, image: str | EmbeddedImage) -> str:
+        """Resolved path of a record's image (cached per name, as its path relative to the image root)."""
+        name = image.name if isinstance(image, EmbeddedImage) else image
+        path = self.paths.get(name)
+        if path is None:
+            path = self.paths[name] = os.path.normpath(os.path.join(self.image_root, name))
+            self.rels[path] = os.path.relpath(path, self.image_root)
+        return path
+
+    def _direct(self, job: tuple[ReadContext, Target]) -> tuple[Sample, bool] | SampleError:
+        ctx, t = job
+        stats = Counter()
+        try:
+            sample = record_to_sample(t.record, ctx.ref, base_dir=self.image_root, default_id=f"{ctx.stem}:{ctx.index}",
+                                      verify_image=False, clip_tolerance_px=self.tol, stats=stats)  # fmt: skip
+        except SampleError as err:
+            return err
+        return sample, stats["clipped"] > 0
+
+    def flush(self) -> None:
+        """Resolve the pending targets: image headers (on the pool), then samples/rejects in input order."""
+        jobs: dict[str, bytes | None] = {}
+        for _, t in self.pending:
+            if t.error is None and t.record is None and t.image is not None:
+                path = self._path(t.image)
+                if path not in self.sizes and path not in jobs:
+                    jobs[path] = t.image.data if isinstance(t.image, EmbeddedImage) else None
+        items = list(jobs.items())
+        for (path, _), size in zip(items, self._map(lambda kv: probe_image(*kv), items), strict=True):
+            self.sizes[path] = size
+        direct = [job for job in self.pending if job[1].error is None and job[1].record is not None]
+        direct_results = iter(self._map(self._direct, direct))
+        for ctx, t in self.pending:
+            self.report.targets += 1
+            ref = ctx.ref + t.sub
+            try:
+                if t.error is not None:
+                    raise t.error
+                if t.record is not None:
+                    result = next(direct_results)
+                    if isinstance(result, SampleError):
+                        raise result
+                    sample, clipped = result
+                    sample.source = self.source or sample.source or self.fmt
+                    sample.platform = self.platform or sample.platform
+                else:
+                    sample, clipped = self._sample(ctx, t, ref)
+                self._emit(sample, clipped, ref)
+            except SampleError as err:
+                self._reject(err, t.raw if t.raw is not None else t.record)
+        self.pending, self.pending_bytes = [], 0
+
+    def _sample(self, ctx: ReadContext, t: Target, ref: str) -> tuple[Sample, bool]:
+        instruction = _strip_image_tags(t.instruction, ref)
+        if not instruction:
+            raise SampleError(ref, "empty_instruction", "instruction is empty")
+        path = self._path(t.image)
+        size = self.sizes[path]
+        if isinstance(size[0], str):
+            raise SampleError(ref, size[0], size[1])
+        width, height = size
+        if t.stated_size is not None and t.stated_size != (width, height):
+            raise SampleError(ref, "bad_field", f"the record states a {t.stated_size[0]}x{t.stated_size[1]} image but "
+                                                f"{path} is {width}x{height}")  # fmt: skip
+        unit = self.box_unit or t.unit
+        boxes, any_clipped = [], False
+        for box in t.boxes:
+            pixels, what = self._to_pixels(box, unit, width, height)
+            pixels, clipped = clip_box(pixels, width, height, ref, tolerance_px=self.tol, what=what,
+                                       tolerance_ratio=0.0 if unit == "pixel" else CLIP_TOLERANCE_RATIO)  # fmt: skip
+            boxes.append(pixels)
+            any_clipped |= clipped
+        sample_id = f"{ctx.stem}:{ctx.index}" + (f":{t.sub_id}" if t.sub_id else "")
+        sample = Sample(sample_id, instruction, path, boxes, width, height, source=self.source or self.fmt,
+                        platform=self.platform or t.platform or self.spec.platform, ui_type=t.ui_type,
+                        extra=t.extra)  # fmt: skip
+        return sample, any_clipped
+
+    @staticmethod
+    def _to_pixels(box: Box, unit: str, width: int, height: int) -> tuple[Box, str]:
+        """Box in ``unit`` -> original pixels (``frames.box_from_norm1000``; a ratio is 1/1000 of a 0-1000 value)."""
+        if unit == "pixel":
+            return box, "box"
+        scaled = box if unit == "norm1000" else tuple(v * 1000 for v in box)
+        label = "0-1000" if unit == "norm1000" else unit  # same wording as schema.record_to_sample's GTA1 messages
+        return box_from_norm1000(scaled, width, height), f"{label} box {list(box)} -> box"
+
+    def _emit(self, sample: Sample, clipped: bool, ref: str) -> None:
+        rec = sample.to_record()
+        rel = self.rels.get(sample.image_path)
+        rec["image_path"] = rel if rel is not None else os.path.relpath(sample.image_path, self.image_root)
+        if not self.keep_duplicates:
+            boxes = [(round(b[0], 2), round(b[1], 2), round(b[2], 2), round(b[3], 2)) for b in sample.boxes]
+            key = f"{rec['image_path']}\0{sample.instruction}\0{boxes}"
+            digest = int.from_bytes(hashlib.blake2b(key.encode("utf-8"), digest_size=8).digest(), "little")
+            first = self.seen.get(digest)
+            if first is not None:
+                raise SampleError(ref, "duplicate", f"same image, instruction and box(es) as the sample on line {first} "
+                                                    f"of {os.path.basename(self.report.out)} "
+                                                    f"({sample.image_path})")  # fmt: skip
+            self.seen[digest] = self.report.samples + 1
+        self.out_f.write(json.dumps(rec, ensure_ascii=False) + "\n")
+        self.report.samples += 1
+        self.report.clipped += clipped
+
+    def _reject(self, err: SampleError, raw: Any) -> None:
+        if self.strict:
+            raise err
+        self.report.reasons[err.reason] += 1
+        self.report.first_refs.setdefault(err.reason, err.ref)
+        line = {"ref": err.ref, "reason": err.reason, "message": err.message, "record": _reject_record(raw)}
+        self.rej_f.write(json.dumps(line, ensure_ascii=False, default=repr) + "\n")
+
+
+def convert(
+    fmt: str,
+    inputs: list[str],
+    image_root: str,
+    out: str,
+    *,
+    strict: bool = False,
+    workers: int = 1,
+    source: str | None = None,
+    platform: str | None = None,
+    clip_tolerance_px: float = CLIP_TOLERANCE_PX,
+    box_unit: str | None = None,
+    keep_duplicates: bool = False,
+    progress: bool | None = None,
+    stream_json: bool = True,
+) -> ConvertReport:
+    """Convert ``inputs`` in format ``fmt`` to canonical JSONL at ``out`` (plus ``.rejects.jsonl`` and
+    ``.summary.json``, see the module docstring).
+
+    Args:
+        fmt: a key of ``gui_grounding.data.formats.FORMATS``.
+        inputs: data files (JSON list, JSONL, a single JSON object, or parquet), read in the order given.
+        image_root: folder the records' image paths are relative to (embedded parquet images are written under it).
+        out: output JSONL path; boxes in original-image pixels, image paths relative to ``image_root``.
+        strict: raise at the first target that would be rejected (nothing is written).
+        workers: threads for image header reads / embedded image writes (1 = inline); the output is identical for
+            any value.
+        source: ``source`` written on every sample (default: the record's own, for canonical records, else ``fmt``).
+        platform: ``mobile``/``desktop``/``web`` for every sample (default: what the format or record says, if any).
+        clip_tolerance_px: pixels a box edge may stick out of the image and be clipped (``schema.clip_box``; ratio
+            and 0-1000 formats also get ``schema.CLIP_TOLERANCE_RATIO`` of the image side).
+        box_unit: read the format's box values as ``pixel``/``ratio``/``norm1000`` instead of its documented unit
+            (for schemas not confirmed, e.g. ``aria-ui-web``); not for ``canonical``/``vlm-r1``.
+        keep_duplicates: write exact duplicates instead of rejecting them as ``duplicate``.
+        progress: show a tqdm progress bar with records/s (default: only on a terminal).
+        stream_json: stream JSON lists with ijson (``False`` loads each file whole; same output).
+
+    Returns:
+        The :class:`ConvertReport` (also written to the summary file).
+
+    Raises:
+        SampleError: in strict mode, for the first bad record; its ref names the file and line / index.
+        FileNotFoundError: an input file does not exist.
+        ValueError: unknown format, platform or box unit, or ``workers < 1``.
+    """
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}; choose one of: {', '.join(FORMATS)}")
+    if platform is not None and platform not in PLATFORMS:
+        raise ValueError(f"platform must be one of {PLATFORMS}, got {platform!r}")
+    if box_unit is not None and (box_unit not in UNITS or fmt in DIRECT_FORMATS):
+        raise ValueError(f"box_unit must be one of {UNITS} and applies to every format but {DIRECT_FORMATS}; got "
+                         f"{box_unit!r} for {fmt!r}")  # fmt: skip
+    if workers < 1:
+        raise ValueError(f"workers must be >= 1, got {workers}")
+    for path in inputs:
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"input file not found: {path}")
+    from tqdm import tqdm
+
+    rejects_path, summary_path = output_paths(out)
+    report = ConvertReport(fmt, list(inputs), out, rejects_path, summary_path, workers, clip_tolerance_px)
+    if os.path.dirname(out):
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+    stems = Counter()
+    start = time.perf_counter()
+    tmp_out, tmp_rej = f"{out}.tmp", f"{rejects_path}.tmp"
+    pool = ThreadPoolExecutor(max_workers=workers) if workers > 1 else None
+    bar = tqdm(desc=f"convert {fmt}", unit=" rec", unit_scale=True, disable=None if progress is None else not progress)
+    try:
+        with open(tmp_out, "w", encoding="utf-8") as out_f, open(tmp_rej, "w", encoding="utf-8") as rej_f:
+            conv = _Converter(fmt, os.path.abspath(image_root), report, strict=strict, source=source,
+                              platform=platform, clip_tolerance_px=clip_tolerance_px, box_unit=box_unit,
+                              keep_duplicates=keep_duplicates, pool=pool, out_f=out_f, rej_f=rej_f)  # fmt: skip
+            for path in inputs:
+                stem = os.path.splitext(os.path.basename(path))[0]
+                stems[stem] += 1
+                stem = stem if stems[stem] == 1 else f"{stem}#{stems[stem]}"  # two inputs with one name stay apart
+                since = 0
+                for ref, index, item in iter_input(path, stream_json=stream_json):
+                    conv.add_record(ReadContext(path, ref, index, stem), item)
+                    since += 1
+                    if since == 1000:
+                        bar.update(since)
+                        since = 0
+                bar.update(since)
+            conv.flush()
+        os.replace(tmp_out, out)
+        os.replace(tmp_rej, rejects_path)
+    except BaseException:
+        for tmp in (tmp_out, tmp_rej):
+            if os.path.exists(tmp):
+                os.remove(tmp)
+        raise
+    finally:
+        bar.close()
+        if pool is not None:
+            pool.shutdown()
+    report.elapsed_s = time.perf_counter() - start
+    with open(summary_path, "w", encoding="utf-8") as f:
+        json.dump(report.to_dict(), f, indent=1)
+        f.write("\n")
+    return report
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# command line
+
+
+def _run(args: argparse.Namespace) -> None:
+    try:
+        report = convert(args.format, args.inputs, args.image_root, args.out, strict=args.strict,
+                         workers=args.workers, source=args.source, platform=args.platform,
+                         clip_tolerance_px=args.clip_tolerance, box_unit=args.box_unit,
+                         keep_duplicates=args.keep_duplicates)  # fmt: skip
+    except SampleError as err:
+        raise SystemExit(f"convert --strict: stopped at the first bad record: {err}") from None
+    except (ValueError, FileNotFoundError) as err:
+        raise SystemExit(f"convert: {err}") from None
+    print(report.table())
+
+
+def register_cli(subparsers) -> None:
+    """Add the ``convert`` subcommand to an argparse ``subparsers`` object (from ``add_subparsers()``).
+
+    The parsed namespace carries ``func``: call ``args.func(args)`` to convert and print the summary table.
+    """
+    formats = "\n".join(f"  {name:<16} {spec.summary}" for name, spec in FORMATS.items())
+    p = subparsers.add_parser(
+        "convert", help="convert a public grounding dataset to canonical JSONL (validated, nothing lost)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Convert published GUI grounding records (GTA1, OS-Atlas, Aria-UI, ShowUI, UGround, SeeClick, "
+        "GUI-R1, ScreenSpot-V2/Pro, VLM-R1, canonical) into canonical JSONL with boxes in original-image pixels. "
+        "Inputs are streamed (JSON lists via ijson, JSONL, parquet); image sizes come from the image headers. Every "
+        "record becomes a sample or a line of OUT.rejects.jsonl with a reason code; OUT.summary.json counts them.",
+        epilog="formats (source and box convention):\n" + formats,
+    )  # fmt: skip
+    p.add_argument("inputs", nargs="+", metavar="INPUT", help="data files: JSON list, JSONL or parquet")
+    p.add_argument("--format", required=True, choices=list(FORMATS), help="record format of the inputs (see below)")
+    p.add_argument(
+        "--image-root",
+        required=True,
+        help="folder the records' image paths are relative to; images "
+        "embedded in parquet rows are written under it (existing files are never overwritten)",
+    )
+    p.add_argument(
+        "--out",
+        required=True,
+        help="output canonical JSONL (OUT.jsonl); also writes OUT.rejects.jsonl and OUT.summary.json next to it",
+    )
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="stop at the first record that would be rejected "
+        "(duplicates included, unless --keep-duplicates) with an error naming its file and line (or "
+        "[index]); nothing is written",
+    )
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="threads reading image headers (and writing embedded "
+        "images); output is identical for any value (default 1)",
+    )
+    p.add_argument(
+        "--source",
+        default=None,
+        help="source label written on every sample (default: the format name, "
+        "or the record's own source for canonical records)",
+    )
+    p.add_argument(
+        "--platform",
+        choices=PLATFORMS,
+        default=None,
+        help="platform written on every sample (default: what the format or record says, else none)",
+    )
+    p.add_argument(
+        "--clip-tolerance",
+        type=float,
+        default=CLIP_TOLERANCE_PX,
+        metavar="PX",
+        help="pixels a box edge "
+        "may stick out of the image and still be clipped and kept (default %(default)s; ratio/0-1000 "
+        f"formats also allow {CLIP_TOLERANCE_RATIO} of the image side); beyond: box_outside_image",
+    )
+    p.add_argument(
+        "--box-unit",
+        choices=UNITS,
+        default=None,
+        help="read the format's box values in this unit "
+        "instead of its documented one (for unconfirmed schemas such as aria-ui-web/aria-ui-mobile)",
+    )
+    p.add_argument(
+        "--keep-duplicates",
+        action="store_true",
+        help="write exact duplicates (same image, instruction and box) instead of rejecting them as 'duplicate'",
+    )
+    p.set_defaults(func=_run)

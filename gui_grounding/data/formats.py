@@ -1,0 +1,636 @@
+"""Readers of the public GUI grounding datasets: one small function per published record format.
+
+Each reader turns one parsed record (a JSON object, or a parquet row as a dict) into a list of :class:`Target`
+(instruction, image, box(es) **in that format's own convention**, extra fields); ``gui_grounding.data.convert`` then
+reads the image size from the image header, converts the boxes to original-image pixels, validates them
+(``schema.clip_box``) and writes canonical records. Readers do no I/O and no coordinate maths.
+
+``FORMATS`` maps a ``--format`` name to its :class:`FormatSpec`; each reader's docstring gives the dataset's source,
+its record layout and its box convention (``gta1_and_peers.md`` section 5 unless stated otherwise), and says whether
+the schema is **confirmed** from published documentation/records or **assumed**.
+
+Box units (``Target.unit``), all ``[x_min, y_min, x_max, y_max]``:
+
+* ``pixel``: original-image pixels;
+* ``ratio``: fractions ``[0, 1]`` of the image width/height;
+* ``norm1000``: ``[0, 1000]`` relative to the image (``x / 1000 * W``, GTA1 / Qwen2-VL convention).
+
+Points are never turned into boxes: a record whose target is only a point is rejected as ``point_only`` (a point has
+no extent; inventing one would silently change what counts as a hit).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import math
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from gui_grounding.eval.benchmarks import box_from_xywh, is_number, require
+from gui_grounding.frames import Box
+from gui_grounding.schema import SampleError, _conversation_turns
+
+UNITS = ("pixel", "ratio", "norm1000")
+PLATFORMS = ("mobile", "desktop", "web")
+UI_TYPES = ("text", "icon")
+
+
+@dataclass
+class EmbeddedImage:
+    """Image bytes stored inside a record (parquet ``image`` columns). ``name`` is the path, relative to the image
+    root, where the converter writes them (never overwriting an existing file)."""
+
+    data: bytes
+    name: str
+
+
+@dataclass
+class Target:
+    """One instruction -> box(es) pair read from a record, before validation.
+
+    ``boxes`` are in ``unit`` (see module docstring); ``image`` is a path relative to the image root or an
+    :class:`EmbeddedImage`. ``sub`` extends the record's ref (``file:[3]`` + ``.elements[1].instructions[0]``) and
+    ``sub_id`` its sample id (``stem:3`` + ``:1.0``) when a record holds several targets. ``stated_size``: the image
+    ``(width, height)`` the record claims, checked against the image header. ``error`` marks a sub-item that could
+    not be read (it becomes a reject line, in order). ``record``: for direct formats, the whole record, handed to
+    ``gui_grounding.schema.record_to_sample``.
+    """
+
+    instruction: Any = None
+    image: str | EmbeddedImage | None = None
+    boxes: list[Box] = field(default_factory=list)
+    unit: str = "pixel"
+    sub: str = ""
+    sub_id: str = ""
+    platform: str | None = None
+    ui_type: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    stated_size: tuple[int, int] | None = None
+    raw: Any = None
+    error: SampleError | None = None
+    record: dict | None = None
+
+
+@dataclass(frozen=True)
+class ReadContext:
+    """Where a record comes from: input ``path``, its ``ref`` (``file:line`` or ``file:[index]``), 0-based ``index``
+    and the file ``stem`` used in sample ids."""
+
+    path: str
+    ref: str
+    index: int
+    stem: str
+
+
+@dataclass(frozen=True)
+class FormatSpec:
+    """A registered format: ``read(record, ctx) -> list[Target]``, its docstring, and its fixed platform if any."""
+
+    name: str
+    read: Callable[[Any, ReadContext], list[Target]]
+    doc: str
+    platform: str | None = None
+
+    @property
+    def summary(self) -> str:
+        """First paragraph of the reader's docstring (source and box convention), on one line, plain text."""
+        return " ".join(self.doc.strip().split("\n\n")[0].replace("``", "").replace("**", "").split())
+
+
+FORMATS: dict[str, FormatSpec] = {}
+
+
+def register(name: str, platform: str | None = None):
+    """Decorator adding a reader to ``FORMATS`` under ``name`` (its docstring documents the format)."""
+
+    def wrap(fn):
+        FORMATS[name] = FormatSpec(name, fn, fn.__doc__ or "", platform)
+        return fn
+
+    return wrap
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# small helpers (no coordinate maths: boxes stay in the format's unit)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def platform_from_path(path: str) -> str | None:
+    """``mobile``/``desktop``/``web`` from the folder names of an image path, or ``None`` when absent or ambiguous.
+
+    A heuristic for aggregated datasets whose folders name the platform: OS-Atlas (``mobile_domain/``,
+    ``desktop_domain/``, ``web_domain/``) and GTA1's grounding_dataset (``dataset/Aria-UI_Data/web/``,
+    ``desktop_domain/``, ``dataset/omniact/``, ``.../AMEX/``, ``.../android_control/``). Only folder names count, not
+    the file name. ``--platform`` overrides it.
+    """
+    words = {
+        "web": "web", "fineweb": "web", "desktop": "desktop", "omniact": "desktop", "windows": "desktop",
+        "macos": "desktop", "linux": "desktop", "ubuntu": "desktop", "mobile": "mobile", "android": "mobile",
+        "amex": "mobile", "rico": "mobile",
+    }  # fmt: skip
+    folders = os.path.dirname(path.replace("\\", "/")).lower()
+    found = {words[token] for token in re.split(r"[^a-z0-9]+", folders) if token in words}
+    return found.pop() if len(found) == 1 else None
+
+
+def _ui_type(value: Any) -> str | None:
+    """``text``/``icon`` when the dataset's element type is one of them, else ``None`` (kept in ``extra``)."""
+    return value if value in UI_TYPES else None
+
+
+def _image_path(value: Any, ref: str, what: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise SampleError(ref, "bad_field", f"{what} must be a non-empty image path, got {value!r}")
+    return value
+
+
+def _image_ext(data: bytes) -> str:
+    """File extension from an image's magic bytes (``img`` when unknown; the header read decides later)."""
+    if data.startswith(b"\x89PNG"):
+        return "png"
+    if data.startswith(b"\xff\xd8"):
+        return "jpg"
+    if data.startswith((b"GIF87a", b"GIF89a")):
+        return "gif"
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "webp"
+    if data.startswith(b"BM"):
+        return "bmp"
+    return "img"
+
+
+def _safe_relpath(name: Any) -> str | None:
+    """``name`` as a relative path that stays inside the image root, else ``None``."""
+    if not isinstance(name, str) or not name or "://" in name:
+        return None
+    norm = os.path.normpath(name.replace("\\", "/"))
+    if os.path.isabs(norm) or norm == "." or norm.startswith(".."):
+        return None
+    return norm
+
+
+def _image_value(value: Any, ctx: ReadContext, what: str, name_hint: Any = None) -> str | EmbeddedImage:
+    """An image given as a path string, raw bytes, or a parquet image struct ``{"bytes", "path"}``.
+
+    Embedded bytes are written (by the converter) to ``name_hint`` or the struct's ``path`` when it is a safe relative
+    path (e.g. ShowUI's ``image_url``), else to ``embedded/<input stem>/<index>_<sha1 of the bytes, 12 hex>.<ext>``.
+    """
+    if isinstance(value, str):
+        return _image_path(value, ctx.ref, what)
+    data, path = None, None
+    if isinstance(value, (bytes, bytearray)):
+        data = bytes(value)
+    elif isinstance(value, dict):
+        data, path = value.get("bytes"), value.get("path")
+    if data:
+        data = bytes(data)
+        name = _safe_relpath(name_hint) or _safe_relpath(path)
+        if name is None:  # the content hash keeps files of two datasets with the same file stem apart
+            name = f"embedded/{ctx.stem}/{ctx.index:08d}_{hashlib.sha1(data).hexdigest()[:12]}.{_image_ext(data)}"
+        return EmbeddedImage(data, name)
+    if isinstance(path, str) and path:
+        return path
+    raise SampleError(ctx.ref, "bad_field", f"{what} holds neither image bytes nor a path: {type(value).__name__}")
+
+
+def _box(value: Any, ref: str, what: str) -> Box:
+    """4 finite numbers ``[x_min, y_min, x_max, y_max]`` (any unit; inverted boxes are caught by ``clip_box`` after
+    conversion); 2 numbers are a point -> ``point_only``; anything else -> ``bad_field``."""
+    if isinstance(value, (list, tuple)):
+        if len(value) == 4 and all(type(v) in (int, float) and math.isfinite(v) for v in value):
+            return float(value[0]), float(value[1]), float(value[2]), float(value[3])
+        if len(value) == 2 and all(is_number(v) for v in value):
+            raise SampleError(ref, "point_only", f"{what} {list(value)} is a point (x, y), not a box; a point cannot "
+                                                 "become a box without inventing its extent")  # fmt: skip
+    raise SampleError(ref, "bad_field", f"{what} must be 4 finite numbers [x_min, y_min, x_max, y_max], got {value!r}")
+
+
+def _boxes(value: Any, ref: str, what: str) -> list[Box]:
+    """One box or a non-empty list of boxes (GTA1: any hit counts)."""
+    if isinstance(value, (list, tuple)) and value and isinstance(value[0], (list, tuple)):
+        return [_box(v, ref, what) for v in value]
+    return [_box(value, ref, what)]
+
+
+def _list(record: dict, key: str, ref: str) -> list:
+    value = record.get(key)
+    if not isinstance(value, list):
+        raise SampleError(ref, "bad_field", f"{key} must be a list, got {type(value).__name__}")
+    return value
+
+
+def _stated_size(value: Any, ref: str, what: str) -> tuple[int, int] | None:
+    if value is None:
+        return None
+    if not (isinstance(value, (list, tuple)) and len(value) == 2 and all(is_number(v) for v in value)):
+        raise SampleError(ref, "bad_field", f"{what} must be [width, height], got {value!r}")
+    return int(value[0]), int(value[1])
+
+
+def _instructions(element: dict, ref: str) -> list:
+    """An element's instruction list (``instructions``), or its single ``instruction``."""
+    if "instructions" in element:
+        value = element["instructions"]
+        if not isinstance(value, list):
+            raise SampleError(ref, "bad_field", f"instructions must be a list, got {type(value).__name__}")
+        if not value:
+            raise SampleError(ref, "empty_instruction", "element has an empty instructions list")
+        return value
+    if "instruction" in element:
+        return [element["instruction"]]
+    raise SampleError(ref, "bad_field", f"element has no instructions/instruction; it has {sorted(element)}")
+
+
+def _grouped(record: dict, ctx: ReadContext, image_keys: tuple[str, ...], element_key: str,
+             element_targets: Callable[[dict, str, str], list[Target]]) -> list[Target]:  # fmt: skip
+    """Targets of a screenshot-level record ``{<image key>, <element_key>: [...]}``: each element read by
+    ``element_targets(element, ref, sub)``; an element that fails becomes an error target (a reject line)."""
+    key = next((k for k in image_keys if k in record), None)
+    if key is None:
+        raise SampleError(ctx.ref, "bad_field", f"record has none of the image keys {list(image_keys)}; "
+                                                f"it has {sorted(record)}")  # fmt: skip
+    elements = _list(record, element_key, ctx.ref)
+    if not elements:
+        raise SampleError(ctx.ref, "bad_field", f"{element_key} is an empty list (the screenshot has no targets)")
+    image = _image_path(record[key], ctx.ref, key)
+    out = []
+    for j, element in enumerate(elements):
+        sub = f".{element_key}[{j}]"
+        try:
+            if not isinstance(element, dict):
+                raise SampleError(ctx.ref + sub, "bad_field", f"element is not an object: {type(element).__name__}")
+            targets = element_targets(element, ctx.ref + sub, sub)
+        except SampleError as err:
+            out.append(Target(sub=sub, error=err, raw=element))
+            continue
+        for t in targets:
+            t.image, t.sub, t.sub_id = image, t.sub or sub, f"{j}{'.' + t.sub_id if t.sub_id else ''}"
+            if t.raw is None:
+                t.raw = element
+            out.append(t)
+    return out
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# readers
+
+
+@register("gta1")
+def read_gta1(record: dict, ctx: ReadContext) -> list[Target]:
+    """GTA1 ``HelloKKMe/grounding_dataset`` (also ``Salesforce/grounding_dataset``): ``bbox`` ``[x0, y0, x1, y1]`` in
+    **0-1000** of the original image (one box or a list: any hit counts), instruction in the first (human) turn.
+
+    Record (JSON list, or JSONL): ``{"id", "image": <path relative to the image root>, "bbox": [..],
+    "conversations": [{"from": "human", "value": "<image>instruction"}, {"from": "gpt", "value": "(x, y)"}]}``; the
+    gpt turn is ignored (GTA1's RL ignores it too). Confirmed: GTA1 ``src/grpo_grounding.py`` and the dataset card.
+    Platform: from the image's folder names (:func:`platform_from_path`). The record's ``id`` is kept as
+    ``source_id``.
+    """
+    require(record, ("image", "bbox", "conversations"), ctx.ref)
+    human, _ = _conversation_turns(record, ctx.ref)
+    image = _image_path(record["image"], ctx.ref, "image")
+    extra = {"source_id": record["id"]} if "id" in record else {}
+    return [Target(human, image, _boxes(record["bbox"], ctx.ref, "bbox"), "norm1000",
+                   platform=platform_from_path(image), extra=extra, raw=record)]  # fmt: skip
+
+
+@register("os-atlas")
+def read_os_atlas(record: dict, ctx: ReadContext) -> list[Target]:
+    """OS-Atlas grounding data (``OS-Copilot/OS-Atlas-data``): ``bbox`` ``[left, top, right, bottom]`` as **ratios
+    in [0, 1]** of the image width/height; one file per source, under ``mobile_domain/``, ``desktop_domain/``,
+    ``web_domain/``.
+
+    Flat records ``{"img_filename", "instruction", "bbox", "data_type"?}`` or, in files that group several elements
+    per screenshot, ``{"img_filename", "elements": [{"instruction", "bbox", "data_type"?}, ...]}`` (one sample per
+    element). Confirmed: the flat layout and the ratio convention, from the dataset card ("each value is a [0, 1]
+    decimal number indicating the ratio"); assumed: the name ``elements`` of the grouped layout (the card only says
+    some files group several elements per screenshot; a file with another key is a ``bad_field`` reject naming the
+    keys it has, so ``--strict`` shows it on the first record). ``data_type``
+    becomes ``ui_type`` when it is ``text``/``icon`` and is kept as ``data_type``. Platform: from the folder names
+    (:func:`platform_from_path` on the image path, else on the annotation file's path).
+    """
+
+    def element(el: dict, ref: str, sub: str) -> list[Target]:
+        require(el, ("instruction", "bbox"), ref)
+        extra = {"data_type": el["data_type"]} if "data_type" in el else {}
+        return [Target(el["instruction"], None, [_box(el["bbox"], ref, "bbox")], "ratio",
+                       ui_type=_ui_type(el.get("data_type")), extra=extra)]  # fmt: skip
+
+    require(record, ("img_filename",), ctx.ref)
+    if "elements" in record:
+        targets = _grouped(record, ctx, ("img_filename",), "elements", element)
+    else:
+        targets = element(record, ctx.ref, "")
+        targets[0].image, targets[0].raw = _image_path(record["img_filename"], ctx.ref, "img_filename"), record
+    image = record["img_filename"] if isinstance(record["img_filename"], str) else ""
+    # the image's folders, else the annotation file's own folder and stem (e.g. web_domain/fineweb_3m.json)
+    here = f"{os.path.basename(os.path.dirname(os.path.abspath(ctx.path)))}/{ctx.stem}/file"
+    platform = platform_from_path(image) or platform_from_path(here)
+    for t in targets:
+        t.platform = platform
+    return targets
+
+
+def _aria_element(el: dict, ref: str, sub: str) -> list[Target]:
+    """Targets of one Aria-UI element: one per instruction, all sharing the element's box."""
+    if "position (top-left x&y)" in el or "size (w&h)" in el:
+        require(el, ("position (top-left x&y)", "size (w&h)"), ref)
+        pos, size = el["position (top-left x&y)"], el["size (w&h)"]
+        if not (isinstance(pos, list) and isinstance(size, list) and len(pos) == 2 and len(size) == 2):
+            raise SampleError(ref, "bad_field", f"position/size must be [x, y] and [w, h], got {pos!r}, {size!r}")
+        box, unit = box_from_xywh([*pos, *size], ref, "position + size"), "pixel"
+    elif "bbox" in el:
+        box, unit = _box(el["bbox"], ref, "bbox"), "pixel"
+    elif "bbox_norm" in el:
+        box, unit = _box(el["bbox_norm"], ref, "bbox_norm"), "norm1000"
+    else:
+        raise SampleError(ref, "bad_field", "element has no box (expected 'position (top-left x&y)' + 'size (w&h)', "
+                                            f"'bbox' or 'bbox_norm'); it has {sorted(el)}")  # fmt: skip
+    extra = {k: el[k] for k in ("tag",) if k in el}
+    if "instructions" not in el and "instruction" in el:  # a single instruction: the element is the target
+        return [Target(el["instruction"], None, [box], unit, sub=sub, extra=extra)]
+    return [Target(text, None, [box], unit, sub=f"{sub}.instructions[{k}]", sub_id=str(k), extra=dict(extra))
+            for k, text in enumerate(_instructions(el, ref))]  # fmt: skip
+
+
+def _read_aria(record: dict, ctx: ReadContext) -> list[Target]:
+    if "elements" in record:
+        return _grouped(record, ctx, ("img_file", "image", "img_filename", "img_url"), "elements", _aria_element)
+    key = next((k for k in ("img_file", "image", "img_filename", "img_url") if k in record), None)
+    if key is None:
+        raise SampleError(ctx.ref, "bad_field", f"record has neither 'elements' nor an image key; it has "
+                                                f"{sorted(record)}")  # fmt: skip
+    image = _image_path(record[key], ctx.ref, key)
+    targets = _aria_element(record, ctx.ref, "")
+    for t in targets:
+        t.image, t.raw = image, record
+    return targets
+
+
+@register("aria-ui-desktop", platform="desktop")
+def read_aria_ui_desktop(record: dict, ctx: ReadContext) -> list[Target]:
+    """Aria-UI desktop (``Aria-UI/Aria-UI_Data``, ``desktop/``): **pixel** ``position (top-left x&y)`` + ``size
+    (w&h)`` per element, several instructions per element (one sample each).
+
+    Record: ``{"img_file", "elements": [{"id", "tag", "name", "text", "class", "description",
+    "position (top-left x&y)": [x, y], "size (w&h)": [w, h], "element_caption", "instructions": [...]}, ...]}``.
+    Confirmed: the dataset's discussion #5 quotes a record. Box = ``[x, y, x + w, y + h]``. Also accepted, unconfirmed:
+    an element ``bbox`` ``[x0, y0, x1, y1]`` in pixels, or ``bbox_norm`` in 0-1000 (seen in one third-party loader of
+    ``aria_ui_desktop_with_instructions.json``). An element with an empty ``instructions`` list is an
+    ``empty_instruction`` reject; the element ``tag`` is kept.
+    """
+    return _read_aria(record, ctx)
+
+
+@register("aria-ui-web", platform="web")
+def read_aria_ui_web(record: dict, ctx: ReadContext) -> list[Target]:
+    """Aria-UI web (``Aria-UI/Aria-UI_Data``, ``web/aria_ui_web_2889k.json``, 4.26 GB JSON list; images
+    ``web/images.z01...``): schema **ASSUMED** to be the desktop one, boxes in **pixels**.
+
+    Not confirmed: no published record of this file could be found (the dataset card documents only the desktop
+    schema). Read like ``aria-ui-desktop``: ``{"img_file" | "image" | "img_filename" | "img_url", "elements": [{
+    "position (top-left x&y)" + "size (w&h)" | "bbox" [x0, y0, x1, y1] | "bbox_norm" (0-1000), "instructions": [..] |
+    "instruction"}]}``, or the same keys flat on one record. If the real file uses 0-1000 or ratio ``bbox`` values,
+    run with ``--box-unit norm1000`` / ``ratio``; a record matching none of these layouts is a ``bad_field`` reject
+    that names the keys it has (``--strict`` stops at the first one).
+    """
+    return _read_aria(record, ctx)
+
+
+@register("aria-ui-mobile", platform="mobile")
+def read_aria_ui_mobile(record: dict, ctx: ReadContext) -> list[Target]:
+    """Aria-UI mobile (``Aria-UI/Aria-UI_Data``, ``mobile/aria_ui_mobile_AMEX_1077k.json``, AMEX screenshots):
+    schema **ASSUMED** to be the desktop one, boxes in **pixels**.
+
+    Not confirmed (same situation and same accepted layouts as ``aria-ui-web``; ``--box-unit`` overrides the unit).
+    """
+    return _read_aria(record, ctx)
+
+
+@register("showui")
+def read_showui(record: dict, ctx: ReadContext) -> list[Target]:
+    """ShowUI (``showlab/ShowUI-web``, ``showlab/ShowUI-desktop-8K``): boxes ``[x1, y1, x2, y2]`` as **ratios in
+    [0, 1]**; points ``[x, y]`` in [0, 1] are ignored (the box is the target).
+
+    Three layouts are read:
+
+    * one row per screenshot (``ShowUI-web``): ``{"image_url", "instruction": [..], "bbox": [[..], ..],
+      "point": [[..], ..], "type": [..]}``, lists aligned by index (one sample per instruction);
+    * one row per element (``ShowUI-desktop-8K`` parquet): ``{"image_url", "image"?, "instruction", "bbox", "point",
+      "type"}``;
+    * ShowUI's training metadata (``TRAIN.md``): ``{"img_url", "img_size": [w, h], "element": [{"instruction",
+      "bbox", "data_type", "point"}], "element_size"}``; ``img_size`` is checked against the image header.
+
+    Confirmed: the ShowUI-desktop-8K dataset card (features) and ShowUI ``TRAIN.md``; the per-screenshot layout as
+    ``gta1_and_peers.md`` section 5 describes ShowUI-web (21,988 rows), not checked against a downloaded row. An element with a point but no box is a ``point_only`` reject. Embedded parquet
+    images are written to ``<image root>/<image_url>``. ``type``/``data_type`` becomes ``ui_type`` when ``text``/
+    ``icon`` and is kept as ``element_type``.
+    """
+    if "element" in record:  # TRAIN.md metadata
+        size = _stated_size(record.get("img_size"), ctx.ref, "img_size")
+
+        def element(el: dict, ref: str, sub: str) -> list[Target]:
+            require(el, ("instruction",), ref)
+            if el.get("bbox") is None:
+                raise SampleError(ref, "point_only", f"element has a point {el.get('point')!r} but no bbox")
+            kind = el.get("data_type")
+            return [Target(el["instruction"], None, [_box(el["bbox"], ref, "bbox")], "ratio", ui_type=_ui_type(kind),
+                           extra={"element_type": kind} if kind is not None else {}, stated_size=size)]  # fmt: skip
+
+        return _grouped(record, ctx, ("img_url",), "element", element)
+    require(record, ("image_url", "instruction"), ctx.ref)
+    image = _image_value(record["image"], ctx, "image", record["image_url"]) if record.get("image") else None
+    image = image or _image_path(record["image_url"], ctx.ref, "image_url")
+    if isinstance(record["instruction"], list):  # one row per screenshot, aligned lists
+        if not record["instruction"]:
+            raise SampleError(ctx.ref, "bad_field", "instruction is an empty list (the screenshot has no targets)")
+        out = []
+        for k, text in enumerate(record["instruction"]):
+            sub = f".instruction[{k}]"
+            item = {"image_url": record["image_url"], "instruction": text}
+            for key in ("bbox", "point", "type"):
+                column = record.get(key)
+                item[key] = column[k] if isinstance(column, list) and k < len(column) else None
+            try:
+                if item["bbox"] is None:
+                    raise SampleError(ctx.ref + sub, "point_only", f"instruction {k} has a point {item['point']!r} "
+                                                                   "but no bbox")  # fmt: skip
+                box = _box(item["bbox"], ctx.ref + sub, f"bbox[{k}]")
+            except SampleError as err:
+                out.append(Target(sub=sub, error=err, raw=item))
+                continue
+            kind = item["type"]
+            out.append(Target(text, image, [box], "ratio", sub=sub, sub_id=str(k), ui_type=_ui_type(kind),
+                              extra={"element_type": kind} if kind is not None else {}, raw=item))  # fmt: skip
+        return out
+    if record.get("bbox") is None:
+        raise SampleError(ctx.ref, "point_only", f"row has a point {record.get('point')!r} but no bbox")
+    kind = record.get("type")
+    return [Target(record["instruction"], image, [_box(record["bbox"], ctx.ref, "bbox")], "ratio",
+                   ui_type=_ui_type(kind), extra={"element_type": kind} if kind is not None else {},
+                   raw=record)]  # fmt: skip
+
+
+_UGROUND_BOX = re.compile(r"^\(?\s*(-?\d+(?:\.\d+)?)\s*,\s*(-?\d+(?:\.\d+)?)\s*(?:,\s*(-?\d+(?:\.\d+)?)\s*,\s*"
+                          r"(-?\d+(?:\.\d+)?)\s*)?\)?$")  # fmt: skip
+
+
+@register("uground")
+def read_uground(record: dict, ctx: ReadContext) -> list[Target]:
+    """UGround (``osunlp/UGround-V1-Data-Box``; ``osunlp/UGround-V1-Data`` holds points only): LLaVA-style
+    conversations whose gpt answers are ``"(x1, y1, x2, y2)"`` in **[0, 1000) relative** coordinates (``x / 1000 *
+    W``, UGround / Qwen2-VL convention); several human/gpt pairs per screenshot (one sample each).
+
+    Row (parquet shards, or JSON): ``{"image": bytes | {"bytes", "path"} | path, "conversations": JSON string or list
+    of {"from", "value"}, "width"?, "height"?}``; ``width``/``height`` are checked against the image header.
+    Point answers ``"(x, y)"`` (the V1-Data variant) are ``point_only`` rejects: a point has no extent. Source: the
+    UGround README and dataset cards (``gta1_and_peers.md`` sections 4-5); one third-party loader divides by 999
+    instead of 1000 (< 0.1% apart) and another treats the Box values as pixels; we follow the documented [0, 1000)
+    convention (``--box-unit`` overrides it). Embedded images are written to ``embedded/<input stem>/<row>_<sha1>.<ext>``.
+    """
+    require(record, ("image", "conversations"), ctx.ref)
+    conv = record["conversations"]
+    if isinstance(conv, str):
+        try:
+            conv = json.loads(conv)
+        except json.JSONDecodeError as err:
+            raise SampleError(ctx.ref, "bad_field", f"conversations is not JSON: {err}") from err
+    if not isinstance(conv, list) or not all(isinstance(t, dict) and "value" in t for t in conv):
+        raise SampleError(ctx.ref, "bad_field", "conversations must be a list of {from, value} turns")
+    if len(conv) < 2 or len(conv) % 2:
+        raise SampleError(ctx.ref, "bad_field", f"conversations must hold human/gpt pairs, got {len(conv)} turns")
+    image = _image_value(record["image"], ctx, "image")
+    size = None
+    if record.get("width") is not None or record.get("height") is not None:
+        size = _stated_size([record.get("width"), record.get("height")], ctx.ref, "width/height")
+    out = []
+    for k in range(len(conv) // 2):
+        human, gpt = conv[2 * k], conv[2 * k + 1]
+        sub = f".conversations[{2 * k + 1}]"
+        ref = ctx.ref + sub
+        answer = gpt["value"].strip() if isinstance(gpt["value"], str) else gpt["value"]
+        match = _UGROUND_BOX.match(answer) if isinstance(answer, str) else None
+        try:
+            if match is None:
+                raise SampleError(ref, "bad_field", f"gpt answer is not '(x1, y1, x2, y2)': {answer!r}")
+            if match.group(3) is None:
+                raise SampleError(ref, "point_only", f"gpt answer {answer!r} is a point (x, y), not a box; a point "
+                                                     "cannot become a box without inventing its extent")  # fmt: skip
+            box = _box([float(v) for v in match.groups()], ref, "gpt answer")
+        except SampleError as err:
+            out.append(Target(sub=sub, error=err, raw={"human": human["value"], "gpt": gpt["value"]}))
+            continue
+        out.append(Target(human["value"], image, [box], "norm1000", sub=sub, sub_id=str(k), stated_size=size,
+                          raw={"human": human["value"], "gpt": gpt["value"]}))  # fmt: skip
+    return out
+
+
+@register("seeclick", platform="web")
+def read_seeclick(record: dict, ctx: ReadContext) -> list[Target]:
+    """SeeClick web data (``seeclick_web.json``, SeeClick repository): per screenshot ``{"img_filename", "url",
+    "elements": [{"instruction", "bbox": [x1, y1, x2, y2], "data_type"}]}``, boxes as **ratios in [0, 1]** (one
+    sample per element).
+
+    Confirmed: SeeClick's data description (``gta1_and_peers.md`` section 5). ``data_type`` (``text``, ``hover``)
+    becomes ``ui_type`` when ``text``/``icon`` and is kept as ``data_type``; ``url`` is kept.
+    """
+
+    def element(el: dict, ref: str, sub: str) -> list[Target]:
+        require(el, ("instruction", "bbox"), ref)
+        extra = {"data_type": el["data_type"]} if "data_type" in el else {}
+        return [Target(el["instruction"], None, [_box(el["bbox"], ref, "bbox")], "ratio",
+                       ui_type=_ui_type(el.get("data_type")), extra=extra)]  # fmt: skip
+
+    targets = _grouped(record, ctx, ("img_filename",), "elements", element)
+    for t in targets:
+        if "url" in record and t.error is None:
+            t.extra["url"] = record["url"]
+    return targets
+
+
+@register("gui-r1")
+def read_gui_r1(record: dict, ctx: ReadContext) -> list[Target]:
+    """GUI-R1 (``ritzzai/GUI-R1``, parquet): ``gt_bbox`` in **pixels** of the stored image, 4 values = box
+    ``[x1, y1, x2, y2]``, 2 values = a point (``point_only`` reject).
+
+    Row: ``{"image": {"bytes"}, "instruction", "history", "gt_action", "gt_bbox", "gt_input_text", "group"?,
+    "ui_type"?}``. Confirmed: the parquet schema (``image: struct<bytes>``, ``gt_bbox: list<int64>``, ``group``,
+    ``ui_type``) as printed by third-party loaders of the dataset; the 2-or-4 rule from ``gta1_and_peers.md``. Embedded images go to ``embedded/<input stem>/<row>_<sha1>.<ext>``. ``group`` becomes
+    the platform when it is mobile/desktop/web and is kept; ``ui_type`` is kept when text/icon; ``gt_action`` kept.
+    """
+    require(record, ("image", "instruction", "gt_bbox"), ctx.ref)
+    box = _box(record["gt_bbox"], ctx.ref, "gt_bbox")
+    group = record.get("group")
+    extra = {k: record[k] for k in ("gt_action", "group") if record.get(k) is not None}
+    return [Target(record["instruction"], _image_value(record["image"], ctx, "image"), [box], "pixel",
+                   platform=group if group in PLATFORMS else None, ui_type=_ui_type(record.get("ui_type")),
+                   extra=extra, raw=record)]  # fmt: skip
+
+
+@register("screenspot-v2")
+def read_screenspot_v2(record: dict, ctx: ReadContext) -> list[Target]:
+    """ScreenSpot-V2 (``OS-Copilot/ScreenSpot-v2``) as training/validation data: ``bbox`` ``[x, y, w, h]`` in
+    **pixels** (top-left corner + size); files ``screenspot_{mobile,desktop,web}_v2.json``, images relative to the
+    image root (``screenspotv2_image/``).
+
+    Record: ``{"img_filename", "bbox", "instruction", "data_type": "text"|"icon", "data_source"}``. Confirmed (same
+    reader conventions as ``gui-grounding eval --benchmark screenspot-v2``). Platform from the file name;
+    ``data_source`` is kept.
+    """
+    require(record, ("img_filename", "bbox", "instruction"), ctx.ref)
+    match = re.search(r"screenspot_(mobile|desktop|web)", os.path.basename(ctx.path))
+    extra = {"data_source": record["data_source"]} if "data_source" in record else {}
+    return [Target(record["instruction"], _image_path(record["img_filename"], ctx.ref, "img_filename"),
+                   [box_from_xywh(record["bbox"], ctx.ref)], "pixel", platform=match.group(1) if match else None,
+                   ui_type=_ui_type(record.get("data_type")), extra=extra, raw=record)]  # fmt: skip
+
+
+@register("screenspot-pro", platform="desktop")
+def read_screenspot_pro(record: dict, ctx: ReadContext) -> list[Target]:
+    """ScreenSpot-Pro (``likaixin/ScreenSpot-Pro``): ``bbox`` ``[x1, y1, x2, y2]`` in **pixels**, with ``img_size``
+    ``[w, h]`` (checked against the image header); ``annotations/<app>_<os>.json``, images relative to ``images/``.
+
+    Record: ``{"id", "img_filename", "bbox", "img_size", "instruction", "instruction_cn", "application",
+    "platform": <OS>, "ui_type", "group"}``. Confirmed (same conventions as ``gui-grounding eval --benchmark
+    screenspot-pro``). All screenshots are desktop software: platform ``desktop``; the OS is kept as ``os``, with
+    ``application``, ``group`` and ``id`` (as ``source_id``).
+    """
+    require(record, ("img_filename", "bbox", "instruction"), ctx.ref)
+    extra = {"source_id": record.get("id"), "application": record.get("application"), "group": record.get("group"),
+             "os": record.get("platform")}  # fmt: skip
+    return [Target(record["instruction"], _image_path(record["img_filename"], ctx.ref, "img_filename"),
+                   [_box(record["bbox"], ctx.ref, "bbox")], "pixel", ui_type=_ui_type(record.get("ui_type")),
+                   extra={k: v for k, v in extra.items() if v is not None},
+                   stated_size=_stated_size(record.get("img_size"), ctx.ref, "img_size"), raw=record)]  # fmt: skip
+
+
+@register("vlm-r1")
+def read_vlm_r1(record: dict, ctx: ReadContext) -> list[Target]:
+    """VLM-R1 ``grpo_jsonl`` REC records: ``{"image", "conversations": [{"from": "human", "value": "<image>..."},
+    {"from": "gpt", "value": "[x1, y1, x2, y2]"}]}``, the gpt answer a box in original **pixels** (plain or inside
+    ``<answer>...</answer>``).
+
+    Read by ``gui_grounding.schema.record_to_sample`` (the one reader of this format); image paths relative to the
+    image root.
+    """
+    return [Target(record=record, raw=record)]
+
+
+@register("canonical")
+def read_canonical(record: dict, ctx: ReadContext) -> list[Target]:
+    """Our canonical records (``gui_grounding.schema``): ``{"instruction", "image_path", "target_bbox": {x_min,
+    y_min, x_max, y_max} or a list of them}`` in original **pixels**, optional ``sample_id``, ``source``,
+    ``platform``, ``ui_type``, ``image_width``/``image_height``.
+
+    Read by ``gui_grounding.schema.record_to_sample``; useful to re-validate, clip and de-duplicate a file, or to
+    merge several. Image paths relative to the image root.
+    """
+    return [Target(record=record, raw=record)]
+
+
+DIRECT_FORMATS = ("vlm-r1", "canonical")  # resolved by schema.record_to_sample, not by the Target pipeline
