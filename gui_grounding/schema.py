@@ -186,7 +186,12 @@ def _resolve_image(path_in_record: Any, ref: str, base_dir: str) -> str:
     return os.path.normpath(os.path.join(base_dir, path_in_record))
 
 
-def _strip_image_tags(text: Any, ref: str) -> str:
+def strip_image_tags(text: Any, ref: str) -> str:
+    """An instruction with ``<image>`` tags removed and whitespace collapsed.
+
+    Raises:
+        SampleError: ``bad_field`` when ``text`` is not a string.
+    """
     if not isinstance(text, str):
         raise SampleError(ref, "bad_field", f"instruction must be a string, got {type(text).__name__}")
     return " ".join(text.replace("<image>", " ").split())
@@ -217,7 +222,12 @@ def _canonical_boxes(value: Any, ref: str) -> list[Box]:
     return boxes
 
 
-def _conversation_turns(record: dict, ref: str) -> tuple[Any, Any]:
+def conversation_turns(record: dict, ref: str) -> tuple[Any, Any]:
+    """``(human value, gpt value or None)`` of a LLaVA-style ``conversations`` list (GTA1, VLM-R1, UGround records).
+
+    Raises:
+        SampleError: ``bad_field`` when ``conversations`` is missing or malformed.
+    """
     conv = record.get("conversations")
     if not isinstance(conv, list) or not conv or not isinstance(conv[0], dict) or "value" not in conv[0]:
         raise SampleError(ref, "bad_field", "conversations must be a list of {from, value} turns")
@@ -256,19 +266,19 @@ def record_to_sample(
     known = {"instruction", "image_path", "target_bbox", "image_width", "image_height", "sample_id", "id",
              "source", "platform", "ui_type", "image", "bbox", "conversations"}  # fmt: skip
     if fmt == "canonical":
-        instruction = _strip_image_tags(record.get("instruction"), ref)
+        instruction = strip_image_tags(record.get("instruction"), ref)
         image_path = _resolve_image(record.get("image_path"), ref, base_dir)
         boxes = _canonical_boxes(record["target_bbox"], ref)
         norm1000 = False
     elif fmt == "gta1":
-        human, _ = _conversation_turns(record, ref)
-        instruction = _strip_image_tags(human, ref)
+        human, _ = conversation_turns(record, ref)
+        instruction = strip_image_tags(human, ref)
         image_path = _resolve_image(record["image"], ref, base_dir)
         boxes = _boxes_field(record["bbox"], ref, "bbox")
         norm1000 = True
     elif fmt == "vlm_r1":
-        human, answer = _conversation_turns(record, ref)
-        instruction = _strip_image_tags(human, ref)
+        human, answer = conversation_turns(record, ref)
+        instruction = strip_image_tags(human, ref)
         image = record["image"]
         if isinstance(image, list):
             if len(image) != 1:

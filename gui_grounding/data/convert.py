@@ -44,10 +44,10 @@ from gui_grounding.schema import (
     CLIP_TOLERANCE_RATIO,
     Sample,
     SampleError,
-    _strip_image_tags,
     clip_box,
     read_image_size,
     record_to_sample,
+    strip_image_tags,
 )
 from vlm_r1.data import RecordError, iter_records
 
@@ -359,7 +359,7 @@ class _Converter:
         self.pending, self.pending_bytes = [], 0
 
     def _sample(self, ctx: ReadContext, t: Target, ref: str) -> tuple[Sample, bool]:
-        instruction = _strip_image_tags(t.instruction, ref)
+        instruction = strip_image_tags(t.instruction, ref)
         if not instruction:
             raise SampleError(ref, "empty_instruction", "instruction is empty")
         path = self._path(t.image)

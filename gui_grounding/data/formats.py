@@ -33,7 +33,7 @@ from typing import Any
 
 from gui_grounding.eval.benchmarks import box_from_xywh, is_number, require
 from gui_grounding.frames import Box
-from gui_grounding.schema import SampleError, _conversation_turns
+from gui_grounding.schema import SampleError, conversation_turns
 
 UNITS = ("pixel", "ratio", "norm1000")
 PLATFORMS = ("mobile", "desktop", "web")
@@ -292,7 +292,7 @@ def read_gta1(record: dict, ctx: ReadContext) -> list[Target]:
     ``source_id``.
     """
     require(record, ("image", "bbox", "conversations"), ctx.ref)
-    human, _ = _conversation_turns(record, ctx.ref)
+    human, _ = conversation_turns(record, ctx.ref)
     image = _image_path(record["image"], ctx.ref, "image")
     extra = {"source_id": record["id"]} if "id" in record else {}
     return [Target(human, image, _boxes(record["bbox"], ctx.ref, "bbox"), "norm1000",
