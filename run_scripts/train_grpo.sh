@@ -11,6 +11,7 @@
 #   MASTER_PORT     rendezvous port [a free port on single-node runs, else 29500]
 #   RDZV_ID         rendezvous id [SLURM_JOB_ID, else "local"]
 #   MAX_RESTARTS    torchrun --max-restarts [0]
+#   DRY_RUN=1       print the resolved torchrun command and exit
 #   PYTHON          interpreter [.venv/bin/python of this repo]
 # On CPU (no GPU) the processes talk over gloo; set OMP_NUM_THREADS to cores / NPROC_PER_NODE.
 set -euo pipefail
@@ -37,13 +38,22 @@ if [ -z "${MASTER_PORT:-}" ]; then
   fi
 fi
 RDZV_ID="${RDZV_ID:-${SLURM_JOB_ID:-local}}"
+if [ "$NNODES" -gt 1 ] && [ "$MASTER_ADDR" = 127.0.0.1 ]; then
+  msg="NNODES=$NNODES but no rendezvous host: set MASTER_ADDR (the first node's address) or launch under SLURM"
+  if [ "${DRY_RUN:-0}" = 1 ]; then echo "[train_grpo] WARNING: $msg" >&2; else echo "[train_grpo] ERROR: $msg" >&2; exit 2; fi
+fi
 if ! "$PYTHON" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
   export OMP_NUM_THREADS="${OMP_NUM_THREADS:-$(( $(nproc) / NPROC_PER_NODE > 0 ? $(nproc) / NPROC_PER_NODE : 1 ))}"
 fi
 
 echo "[train_grpo] torchrun nnodes=$NNODES nproc_per_node=$NPROC_PER_NODE rdzv=$MASTER_ADDR:$MASTER_PORT id=$RDZV_ID" >&2
-exec "$PYTHON" -m torch.distributed.run \
-  --nnodes "$NNODES" --nproc_per_node "$NPROC_PER_NODE" \
-  --rdzv_backend c10d --rdzv_endpoint "$MASTER_ADDR:$MASTER_PORT" --rdzv_id "$RDZV_ID" \
-  --max_restarts "${MAX_RESTARTS:-0}" \
-  -m vlm_r1.grpo_jsonl "$@"
+CMD=("$PYTHON" -m torch.distributed.run
+  --nnodes "$NNODES" --nproc_per_node "$NPROC_PER_NODE"
+  --rdzv_backend c10d --rdzv_endpoint "$MASTER_ADDR:$MASTER_PORT" --rdzv_id "$RDZV_ID"
+  --max_restarts "${MAX_RESTARTS:-0}"
+  -m vlm_r1.grpo_jsonl "$@")
+if [ "${DRY_RUN:-0}" = 1 ]; then  # print the resolved command and exit
+  printf '%q ' "${CMD[@]}"; echo
+  exit 0
+fi
+exec "${CMD[@]}"

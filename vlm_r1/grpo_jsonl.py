@@ -42,17 +42,20 @@ def parse_args(argv: list[str] | None = None):
 
 
 def _resolve_resume(training_args) -> str | None:
-    """``--resume_from_checkpoint``: a path, or true/latest for the newest ``checkpoint-*`` in output_dir."""
+    """``--resume_from_checkpoint``: a path, or true/latest for the newest COMPLETE ``checkpoint-*`` in output_dir
+    (``vlm_r1.preemption``: a checkpoint cut short by a kill has no completion marker and is never picked)."""
+    from vlm_r1.preemption import latest_complete_checkpoint
+
     value = training_args.resume_from_checkpoint
     if value is None or str(value).lower() in ("false", "none", ""):
         return None
     if str(value).lower() in ("true", "latest"):
-        from transformers.trainer_utils import get_last_checkpoint
-
-        last = get_last_checkpoint(training_args.output_dir) if os.path.isdir(training_args.output_dir) else None
+        last = latest_complete_checkpoint(training_args.output_dir)
         if last is None:
-            logger.warning("--resume_from_checkpoint %s: no checkpoint in %s, starting fresh", value,
-                           training_args.output_dir)  # fmt: skip
+            logger.info("--resume_from_checkpoint %s: no complete checkpoint in %s, starting fresh", value,
+                        training_args.output_dir)  # fmt: skip
+        else:
+            logger.info("resuming from %s", last)
         return last
     return value
 
@@ -233,6 +236,13 @@ def main(argv: list[str] | None = None) -> None:
         eval_dataset=eval_dataset,
         peft_config=get_peft_config(model_args),
     )
+    from vlm_r1.preemption import PREEMPT_FILE, PreemptionCallback
+
+    preemption = PreemptionCallback(training_args.output_dir)
+    trainer.add_callback(preemption)
+    stale = os.path.join(training_args.output_dir, PREEMPT_FILE)
+    if trainer.accelerator.is_main_process and os.path.exists(stale):
+        os.remove(stale)  # left by the previous (preempted) job of a requeued run
     for callback in task.eval_callbacks(script_args, training_args, processor, vlm_module, eval_dataset):
         callback.trainer = trainer
         trainer.add_callback(callback)
@@ -241,6 +251,12 @@ def main(argv: list[str] | None = None) -> None:
             training_args.output_dir, trainer, script_args, task, vlm_module, processor, len(dataset), mixture
         )
     trainer.train(resume_from_checkpoint=_resolve_resume(training_args))
+    if preemption.preempted:
+        if trainer.accelerator.is_main_process:
+            open(stale, "a").close()  # tells the batch script to requeue (also when the signal came directly)
+        logger.warning("preempted at step %d: checkpoint saved; rerun with --resume_from_checkpoint latest (the "
+                       "SLURM wrapper requeues automatically)", trainer.state.global_step)  # fmt: skip
+        return
     trainer.save_model(training_args.output_dir)
     if trainer.accelerator.is_main_process:
         from vlm_r1.plots import plot_training_curves

@@ -71,3 +71,17 @@ class VLMGRPOTrainer(GRPOTrainer):
             logger.info("froze %d vision parameters", n)
         super().__init__(model=model, reward_funcs=reward_funcs, args=args, processing_class=processing_class, **kwargs)
         vlm_module.post_model_init(self.model, processing_class)
+
+    def _generate_and_score_completions(self, inputs):
+        # Record which samples each optimisation step trains on (OUTPUT_DIR/batches.rank<R>.jsonl, one line per
+        # generation batch), so a resumed run can be checked for repeated or skipped batches.
+        if self.model.training and inputs and "sample_id" in inputs[0]:
+            import json
+            import os
+
+            path = os.path.join(self.args.output_dir, f"batches.rank{self.accelerator.process_index}.jsonl")
+            os.makedirs(self.args.output_dir, exist_ok=True)
+            with open(path, "a", encoding="utf-8") as f:
+                f.write(json.dumps({"step": self.state.global_step + 1,
+                                    "sample_ids": [x["sample_id"] for x in inputs]}) + "\n")  # fmt: skip
+        return super()._generate_and_score_completions(inputs)

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# GTA1 recipe for 72b: Qwen2.5-VL-72B-Instruct; GTA1-72B's base.
+# One command on a GPU node (torchrun over the visible GPUs):     bash run_scripts/gta1_72b.sh
+# On SLURM:   RECIPE=gta1_72b.sh sbatch --nodes N run_scripts/slurm/gta1.sbatch
+# Print the resolved launch without running:                      bash run_scripts/gta1_72b.sh --dry-run
+# Every setting is an environment variable of run_scripts/gta1_recipe.sh (MODEL, DATA_CONFIG, OUTPUT_DIR, MAX_STEPS,
+# GLOBAL_PROMPTS, ROLLOUTS_PER_DEVICE, ZERO, MAX_PIXELS, ...); extra arguments are passed to vlm_r1.grpo_jsonl.
+set -euo pipefail
+export MODEL="${MODEL:-Qwen/Qwen2.5-VL-72B-Instruct}"
+export ZERO="${ZERO:-3}"
+exec bash "$(dirname "${BASH_SOURCE[0]}")/gta1_recipe.sh" "$@"

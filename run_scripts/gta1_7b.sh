@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# GTA1 recipe for 7b: UI-TARS-1.5-7B (Qwen2.5-VL architecture); GTA1-7B-2507's base.
+# One command on a GPU node (torchrun over the visible GPUs):     bash run_scripts/gta1_7b.sh
+# On SLURM:   RECIPE=gta1_7b.sh sbatch --nodes N run_scripts/slurm/gta1.sbatch
+# Print the resolved launch without running:                      bash run_scripts/gta1_7b.sh --dry-run
+# Every setting is an environment variable of run_scripts/gta1_recipe.sh (MODEL, DATA_CONFIG, OUTPUT_DIR, MAX_STEPS,
+# GLOBAL_PROMPTS, ROLLOUTS_PER_DEVICE, ZERO, MAX_PIXELS, ...); extra arguments are passed to vlm_r1.grpo_jsonl.
+set -euo pipefail
+export MODEL="${MODEL:-ByteDance-Seed/UI-TARS-1.5-7B}"
+export ZERO="${ZERO:-2}"
+exec bash "$(dirname "${BASH_SOURCE[0]}")/gta1_recipe.sh" "$@"
