@@ -12,6 +12,7 @@ import pytest
 from vlm_r1.preemption import COMPLETE_MARKER, PREEMPT_FILE, latest_complete_checkpoint
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+STEPS = 8  # the preemption request comes after step 2 starts: several steps of headroom before the end
 
 
 def _env(**extra):
@@ -78,32 +79,35 @@ def _recipe(out, steps, tiny_dir):
 
 
 def test_tiny_recipe_preempt_and_resume(tmp_path, tiny_qwen25_dir):
-    # reference: an uninterrupted 5-step run
+    # reference: an uninterrupted run
     ref = str(tmp_path / "ref")
-    cmd, env = _recipe(ref, 5, tiny_qwen25_dir)
+    cmd, env = _recipe(ref, STEPS, tiny_qwen25_dir)
     p = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]
     assert {"checkpoint-2", "checkpoint-4"} <= set(os.listdir(ref))
     assert all(os.path.isfile(os.path.join(ref, f"checkpoint-{s}", COMPLETE_MARKER)) for s in (2, 4))
     reference = _batches(ref)
-    assert [s for s, _ in reference] == [1, 2, 3, 4, 5]
+    assert [s for s, _ in reference] == list(range(1, STEPS + 1))
 
     # preempted run: request a stop (as the SLURM wrapper does on USR1) once step 2 has started
     out = str(tmp_path / "run")
-    cmd, env = _recipe(out, 5, tiny_qwen25_dir)
-    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 300
-    while time.time() < deadline and proc.poll() is None:
-        path = os.path.join(out, "batches.rank0.jsonl")
-        if os.path.exists(path) and any(json.loads(x)["step"] >= 2 for x in open(path)):
-            open(os.path.join(out, PREEMPT_FILE), "w").close()
-            break
-        time.sleep(0.2)
-    _, err = proc.communicate(timeout=300)
+    cmd, env = _recipe(out, STEPS, tiny_qwen25_dir)
+    log = tmp_path / "preempted.log"  # a file, not a pipe: an unread pipe can fill up and stall the run
+    with open(log, "w") as logf:
+        proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=logf, stderr=subprocess.STDOUT, text=True)
+        deadline = time.time() + 300
+        while time.time() < deadline and proc.poll() is None:
+            path = os.path.join(out, "batches.rank0.jsonl")
+            if os.path.exists(path) and any(json.loads(x)["step"] >= 2 for x in open(path)):
+                open(os.path.join(out, PREEMPT_FILE), "w").close()
+                break
+            time.sleep(0.1)
+        proc.wait(timeout=300)
+    err = log.read_text()
     assert proc.returncode == 0, err[-3000:]
     assert "preempted at step" in err
     stopped = max(s for s, _ in _batches(out))
-    assert 2 <= stopped < 5, stopped
+    assert 2 <= stopped < STEPS, (stopped, err[-2000:])
     assert latest_complete_checkpoint(out) == os.path.join(out, f"checkpoint-{stopped}")
     assert not os.path.exists(os.path.join(out, "model.safetensors"))  # no "final" model from a preempted run
     assert os.path.exists(os.path.join(out, PREEMPT_FILE))  # tells the batch script to requeue
@@ -116,4 +120,4 @@ def test_tiny_recipe_preempt_and_resume(tmp_path, tiny_qwen25_dir):
     # every step trained exactly once, on exactly the batches of the uninterrupted run
     assert _batches(out) == reference
     with open(os.path.join(out, "trainer_state.json")) as f:
-        assert json.load(f)["global_step"] == 5
+        assert json.load(f)["global_step"] == STEPS

@@ -222,6 +222,15 @@ def main(argv: list[str] | None = None) -> None:
         except ImportError:
             logger.warning("flash-attn is not installed: using sdpa instead (pip install -e .[gpu] on GPU nodes)")
             init_kwargs["attn_implementation"] = "sdpa"
+    if training_args.deepspeed:
+        import torch
+
+        if not torch.cuda.is_available():
+            # With use_cpu, accelerate skips DeepSpeed's process-group setup; ZeRO-3 model loading would then see a
+            # world size of 1 and reject the batch sizes.
+            import deepspeed
+
+            deepspeed.init_distributed(dist_backend="gloo")
     model_cls = vlm_module.get_model_class(model_path, init_kwargs)
     model = model_cls.from_pretrained(model_path, **{k: v for k, v in init_kwargs.items() if v is not None})
 
@@ -236,7 +245,10 @@ def main(argv: list[str] | None = None) -> None:
         eval_dataset=eval_dataset,
         peft_config=get_peft_config(model_args),
     )
+    from vlm_r1.callbacks import StepStatsCallback
     from vlm_r1.preemption import PREEMPT_FILE, PreemptionCallback
+
+    trainer.add_callback(StepStatsCallback(trainer))  # step time split, tokens/s, click accuracy alias
 
     preemption = PreemptionCallback(training_args.output_dir)
     trainer.add_callback(preemption)

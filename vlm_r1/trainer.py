@@ -25,7 +25,7 @@ def freeze_vision_modules(model: Any, keywords: list[str]) -> int:
     for name, param in model.named_parameters():
         if any(k in name for k in keywords):
             param.requires_grad_(False)
-            frozen += param.numel()
+            frozen += getattr(param, "ds_numel", param.numel())  # ZeRO-3 partitioned params report numel() == 0
     if frozen == 0:
         raise ValueError(f"--freeze_vision_modules: no parameter name contains any of {keywords}")
     return frozen
