@@ -75,5 +75,5 @@ class GUIGroundingTask(Task):
         adapter = get_adapter("gta1" if script_args.prompt_mode == "non_thinking" else "gta1-thinking")
         steps = training_args.eval_steps or training_args.logging_steps
         logger.info("click accuracy on %d held-out samples every %s steps", len(samples), steps)
-        return [ClickAccuracyCallback(samples, processing_class, vlm_module, adapter, eval_steps=int(steps),
+        return [ClickAccuracyCallback(samples, processing_class, vlm_module, adapter,
                                       max_new_tokens=training_args.max_completion_length)]  # fmt: skip

@@ -39,16 +39,14 @@ class ClickAccuracyCallback(TrainerCallback):
         samples: held-out samples (original pixels).
         processor, vlm_module: the training run's processor and VLM module.
         adapter: prompt/frame adapter (``gui_grounding.eval.adapters``), e.g. ``gta1``.
-        eval_steps: the trainer's evaluation period (informational; evaluation follows the trainer's schedule).
         batch_size, max_new_tokens: generation settings.
 
     ``trainer`` must be set (``callback.trainer = trainer``) before training starts.
     """
 
-    def __init__(self, samples, processor, vlm_module, adapter, *, eval_steps: int, batch_size: int = 8,
-                 max_new_tokens: int = 32):  # fmt: skip
+    def __init__(self, samples, processor, vlm_module, adapter, *, batch_size: int = 8, max_new_tokens: int = 32):
         self.samples, self.processor, self.vlm_module, self.adapter = samples, processor, vlm_module, adapter
-        self.eval_steps, self.batch_size, self.max_new_tokens = int(eval_steps), batch_size, max_new_tokens
+        self.batch_size, self.max_new_tokens = batch_size, max_new_tokens
         self.trainer = None
         self.history: list[dict] = []
 
