@@ -60,6 +60,12 @@ setup(
         "vlm_r1.rewards": [
             "click = gui_grounding.rewards:click_reward",
             "click_format = gui_grounding.rewards:click_format_reward",
+            # Ablation rewards (docs/REWARDS.md): dense point rewards and box rewards (--prompt_mode box).
+            "distance = gui_grounding.rewards:distance_reward",
+            "iou = gui_grounding.rewards:iou_reward",
+            "gaussian_point = gui_grounding.rewards:gaussian_point_reward",
+            "gaussian_coverage = gui_grounding.rewards:gaussian_coverage_reward",
+            "click_distance_bonus = gui_grounding.rewards:click_distance_bonus_reward",
         ],
         # Task plugins: `--task_type gui_grounding` turns records into prompts + reward columns (vlm_r1/tasks.py).
         "vlm_r1.tasks": ["gui_grounding = gui_grounding.task:GUIGroundingTask"],

@@ -1,6 +1,8 @@
 """``gui-grounding``: the command-line entry point (one subcommand per job).
 
     gui-grounding make-tiny-model --arch qwen2_5_vl --out runs/tiny
+    gui-grounding make-synthetic --out runs/synthetic
+    gui-grounding toy learning --out runs/toy
     gui-grounding collect-web /usr/share/doc/python3-doc/html --out data/web_sample
     gui-grounding convert --format gta1 grounding.json --image-root /data/imgs --out data/canonical/gta1.jsonl
     gui-grounding clean data/canonical/gta1.jsonl --detector ocr+classic --out data/clean/gta1.jsonl
@@ -68,6 +70,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--min-pixels", type=int, default=3136, help="image processor min_pixels (smart_resize bound)")
     p.add_argument("--max-pixels", type=int, default=200_704, help="image processor max_pixels (smart_resize bound)")
     p.set_defaults(func=_make_tiny_model)
+
+    from gui_grounding.synthetic import register_cli as register_synthetic
+
+    register_synthetic(sub)
+
+    from gui_grounding.toy import register_cli as register_toy
+
+    register_toy(sub)
 
     from gui_grounding.collect.web import register_cli
 

@@ -1,4 +1,4 @@
-"""Coordinate frames: the one place for coordinate maths.
+"""Coordinate frames of GUI grounding (the generic maths, shared with vlm_r1, lives in ``vlm_r1.geometry``).
 
 Three frames appear in GUI grounding (``gta1_and_peers.md`` section 4):
 
@@ -14,88 +14,11 @@ then the identity, so the frame the model sees is exactly the frame the reward u
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from vlm_r1.geometry import Box, Frame, Point, box_iou, smart_resize
 
-from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import smart_resize as _hf_smart_resize
-
-Box = tuple[float, float, float, float]  # (x_min, y_min, x_max, y_max)
-Point = tuple[float, float]  # (x, y)
-
-
-def smart_resize(height: int, width: int, *, factor: int, min_pixels: int, max_pixels: int) -> tuple[int, int]:
-    """Resized ``(height, width)`` the Qwen-VL processor will use (transformers' ``smart_resize``, unchanged).
-
-    Both outputs are multiples of ``factor`` and at least ``factor``; ``min_pixels <= h*w <= max_pixels`` except when a
-    very thin image forces its short side up to ``factor`` (e.g. ``smart_resize(28, 4000, max_pixels=100352)`` is
-    ``(28, 3780)``, 105,840 pixels); the processor does the same, so the frame still matches what the model sees. Example: ``smart_resize(720, 1280, factor=28, min_pixels=3136, max_pixels=200704)`` is
-    ``(336, 588)``.
-
-    Raises:
-        ValueError: from transformers, for an aspect ratio above 200 or an image smaller than ``factor``.
-    """
-    h, w = _hf_smart_resize(int(height), int(width), factor=factor, min_pixels=min_pixels, max_pixels=max_pixels)
-    return int(h), int(w)
-
-
-@dataclass(frozen=True)
-class Frame:
-    """An original image size and the resized size the model sees. All sizes in pixels.
-
-    Build with :meth:`Frame.for_image`. Conversions are plain per-axis scalings (no offsets: smart_resize stretches,
-    it does not pad or crop).
-    """
-
-    width: int
-    height: int
-    resized_width: int
-    resized_height: int
-
-    @classmethod
-    def for_image(cls, width: int, height: int, *, factor: int, min_pixels: int, max_pixels: int) -> Frame:
-        """Frame of an original ``width x height`` image under a processor's smart_resize parameters."""
-        rh, rw = smart_resize(height, width, factor=factor, min_pixels=min_pixels, max_pixels=max_pixels)
-        return cls(int(width), int(height), rw, rh)
-
-    @property
-    def scale_x(self) -> float:
-        """resized / original along x."""
-        return self.resized_width / self.width
-
-    @property
-    def scale_y(self) -> float:
-        """resized / original along y."""
-        return self.resized_height / self.height
-
-    # original <-> resized
-    def point_to_resized(self, point: Point) -> Point:
-        """Original-pixel point -> resized-pixel point."""
-        return point[0] * self.scale_x, point[1] * self.scale_y
-
-    def point_to_original(self, point: Point) -> Point:
-        """Resized-pixel point (e.g. a Qwen2.5-VL answer) -> original-pixel point."""
-        return point[0] / self.scale_x, point[1] / self.scale_y
-
-    def box_to_resized(self, box: Box) -> Box:
-        """Original-pixel box ``(x_min, y_min, x_max, y_max)`` -> resized-pixel box (floats, not rounded)."""
-        return box[0] * self.scale_x, box[1] * self.scale_y, box[2] * self.scale_x, box[3] * self.scale_y
-
-    def box_to_original(self, box: Box) -> Box:
-        """Resized-pixel box -> original-pixel box."""
-        return box[0] / self.scale_x, box[1] / self.scale_y, box[2] / self.scale_x, box[3] / self.scale_y
-
-    # original <-> norm1000
-    def point_from_norm1000(self, point: Point) -> Point:
-        """``[0, 1000]`` relative point -> original pixels (``x/1000*W``, Qwen2-VL / Qwen3-VL convention)."""
-        return point[0] / 1000 * self.width, point[1] / 1000 * self.height
-
-    def point_to_norm1000(self, point: Point) -> Point:
-        """Original-pixel point -> ``[0, 1000]`` relative point."""
-        return point[0] / self.width * 1000, point[1] / self.height * 1000
-
-    def box_from_norm1000(self, box: Box) -> Box:
-        """``[0, 1000]`` relative box (GTA1 training records) -> original-pixel box."""
-        return (box[0] / 1000 * self.width, box[1] / 1000 * self.height,
-                box[2] / 1000 * self.width, box[3] / 1000 * self.height)  # fmt: skip
+# smart_resize, Frame, box_iou and the Box/Point types live in vlm_r1.geometry (shared with vlm_r1's REC task) and are
+# re-exported here, so ``from gui_grounding.frames import Frame, box_iou, smart_resize`` keeps working.
+__all__ = ["Box", "Frame", "Point", "box_from_norm1000", "box_iou", "point_in_box", "point_in_polygon", "smart_resize"]
 
 
 def box_from_norm1000(box: Box, width: int, height: int) -> Box:
@@ -128,17 +51,3 @@ def point_in_polygon(point: Point, polygon: list[Point]) -> bool:
         if (y1 > y) != (y2 > y) and x < x1 + (y - y1) * (x2 - x1) / (y2 - y1):
             inside = not inside
     return inside
-
-
-def box_iou(a: Box, b: Box) -> float:
-    """Intersection over union of two boxes ``(x_min, y_min, x_max, y_max)`` in the same frame (continuous areas).
-
-    Returns 0.0 for disjoint boxes or when the union has zero area. The one IoU of the project (cleaning, rewards).
-    """
-    iw = min(a[2], b[2]) - max(a[0], b[0])
-    ih = min(a[3], b[3]) - max(a[1], b[1])
-    if iw <= 0 or ih <= 0:
-        return 0.0
-    inter = iw * ih
-    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
-    return inter / union if union > 0 else 0.0

@@ -1,15 +1,25 @@
-"""Prompts (GTA1 non-thinking, and a thinking variant) and the one point parser.
+"""Prompts (GTA1 non-thinking, a thinking variant, a box variant) and the answer parsers.
 
 Source: GTA1 ``src/grpo_grounding.py`` (``gta1_and_peers.md`` section 1.2). The non-thinking system prompt states the
 *resized* image size (the smart_resize frame, ``gui_grounding.frames``) and asks for ``(x,y)`` in that frame. The
 instruction is the whole user text, after the image.
+
+Prompt modes (``--prompt_mode``):
+
+* ``non_thinking``: GTA1 verbatim, answer ``(x,y)`` anywhere in the completion;
+* ``thinking``: ``<think>...</think><answer>(x,y)</answer>``, the point is read inside ``<answer>``;
+* ``box``: GTA1's wording asking for the element's box ``[x1,y1,x2,y2]`` (top-left and bottom-right corners, resized
+  pixels), the whole completion is the answer; for the box rewards (``iou``, ``gaussian_coverage``, GUI-G² style).
+  Point rewards score a box answer on its centre (:func:`parse_answer_point`), the benchmark convention for models
+  that answer boxes (``gta1_and_peers.md`` 2.1).
 """
 
 from __future__ import annotations
 
 import re
 
-PROMPT_MODES = ("non_thinking", "thinking")
+PROMPT_MODES = ("non_thinking", "thinking", "box")
+POINT_MODES = ("non_thinking", "thinking")  # modes whose answer is a point; "box" answers a box
 
 GTA1_SYSTEM_PROMPT = (
     "You are an expert UI element locator. Given a GUI image and a user's element description, provide the "
@@ -25,10 +35,23 @@ THINKING_SYSTEM_PROMPT = (
     "<think>...</think><answer>(x,y)</answer>"
 )
 
+# GTA1's prompt, asking for the element's box instead of a point (our variant; the box syntax is GUI-G²'s
+# "[x1,y1,x2,y2]", in absolute pixels of the resized image like GTA1's point).
+BOX_SYSTEM_PROMPT = (
+    "You are an expert UI element locator. Given a GUI image and a user's element description, provide the "
+    "bounding box of the specified element as [x1,y1,x2,y2], the coordinates of its top-left corner (x1,y1) and "
+    "bottom-right corner (x2,y2). The image resolution is height {height} and width {width}. Output the box "
+    "exactly: [x1,y1,x2,y2]"
+)
+
+_SYSTEM_PROMPTS = {"non_thinking": GTA1_SYSTEM_PROMPT, "thinking": THINKING_SYSTEM_PROMPT, "box": BOX_SYSTEM_PROMPT}
+
 # GTA1's pair pattern: "(x, y)" with optional sign and decimals; decimals are then rejected by int() in strict mode.
 _PAIR_RE = re.compile(r"\((-?\d*\.?\d+),\s*(-?\d*\.?\d+)\)")
 _ANSWER_RE = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
 _THINK_ANSWER_RE = re.compile(r"^\s*<think>.*?</think>\s*<answer>(.*?)</answer>\s*$", re.DOTALL)
+# The box counterpart of _PAIR_RE, same number syntax and whitespace rule (only after a comma): "[x1,y1,x2,y2]".
+_BOX_RE = re.compile(r"\[(-?\d*\.?\d+),\s*(-?\d*\.?\d+),\s*(-?\d*\.?\d+),\s*(-?\d*\.?\d+)\]")
 
 
 def check_mode(mode: str) -> str:
@@ -39,8 +62,12 @@ def check_mode(mode: str) -> str:
 
 
 def system_prompt(resized_height: int, resized_width: int, mode: str = "non_thinking") -> str:
-    """System prompt for an image the model sees at ``resized_width x resized_height`` pixels."""
-    template = GTA1_SYSTEM_PROMPT if check_mode(mode) == "non_thinking" else THINKING_SYSTEM_PROMPT
+    """System prompt for an image the model sees at ``resized_width x resized_height`` pixels.
+
+    Raises:
+        ValueError: unknown ``mode``.
+    """
+    template = _SYSTEM_PROMPTS[check_mode(mode)]
     return template.format(height=int(resized_height), width=int(resized_width))
 
 
@@ -65,10 +92,10 @@ def build_messages(
 def extract_answer(text: str, mode: str = "non_thinking") -> str | None:
     """The part of a completion that holds the coordinates.
 
-    ``non_thinking``: the whole text. ``thinking``: the content of the single ``<answer>...</answer>`` block, or
-    ``None`` when there is no such block or more than one.
+    ``non_thinking`` and ``box``: the whole text. ``thinking``: the content of the single ``<answer>...</answer>``
+    block, or ``None`` when there is no such block or more than one.
     """
-    if check_mode(mode) == "non_thinking":
+    if check_mode(mode) != "thinking":
         return text
     answers = _ANSWER_RE.findall(text)
     return answers[0] if len(answers) == 1 else None
@@ -79,7 +106,8 @@ def parse_point(text: str, mode: str = "non_thinking", *, strict: bool = True) -
 
     Args:
         text: the model's completion.
-        mode: ``non_thinking`` (whole text) or ``thinking`` (inside ``<answer>``).
+        mode: ``non_thinking`` (whole text) or ``thinking`` (inside ``<answer>``); ``box`` reads the whole text like
+            ``non_thinking`` (a box answer's point is :func:`parse_answer_point`'s business).
         strict: GTA1 reward semantics (``click_reward``): **exactly one** pair, both **integers** (``(12.5,40)`` is
             invalid because GTA1 applies ``int()`` to the captured string). ``strict=False`` is GTA1's inference rule:
             take the **first** pair, decimals allowed.
@@ -100,6 +128,73 @@ def parse_point(text: str, mode: str = "non_thinking", *, strict: bool = True) -
         except ValueError:  # a decimal such as "12.5"
             return None
     return float(xs), float(ys)
+
+
+def parse_box(text: str, mode: str = "box", *, strict: bool = True) -> tuple[float, float, float, float] | None:
+    """Parse the ``[x1,y1,x2,y2]`` box of a completion; ``None`` when there is no valid answer.
+
+    The box counterpart of :func:`parse_point`, with the same number syntax and rules: optional sign, whitespace
+    allowed only after a comma (``[10, 20, 30, 40]`` parses, ``[ 10,20,30,40]`` does not).
+
+    Args:
+        text: the model's completion.
+        mode: ``box`` / ``non_thinking`` (whole text) or ``thinking`` (inside the single ``<answer>`` block).
+        strict: reward semantics: **exactly one** box, all four numbers **integers**, and ordered corners
+            (``x1 <= x2`` and ``y1 <= y2``; a zero-width or zero-height box is accepted, an inverted one is not).
+            ``strict=False`` (inference): the **first** box, decimals allowed, corners returned as written.
+
+    Returns:
+        ``(x1, y1, x2, y2)`` in the model's frame (resized pixels for the ``box`` prompt), ints when strict, floats
+        otherwise; or ``None``.
+
+    Raises:
+        ValueError: unknown ``mode``.
+
+    >>> parse_box("[10, 20, 30, 40]")
+    (10, 20, 30, 40)
+    >>> parse_box("[10,20,30,40] [1,2,3,4]") is None
+    True
+    """
+    answer = extract_answer(text, mode)
+    if answer is None:
+        return None
+    boxes = _BOX_RE.findall(answer)
+    if not boxes or (strict and len(boxes) != 1):
+        return None
+    if not strict:
+        x1, y1, x2, y2 = (float(v) for v in boxes[0])
+        return x1, y1, x2, y2
+    try:
+        x1, y1, x2, y2 = (int(v) for v in boxes[0])
+    except ValueError:  # a decimal, rejected like GTA1's int() on a point
+        return None
+    if x1 > x2 or y1 > y2:
+        return None
+    return x1, y1, x2, y2
+
+
+def parse_answer_point(text: str, mode: str = "non_thinking", *, strict: bool = True) -> tuple[float, float] | None:
+    """The point a completion answers under prompt ``mode``: what the point rewards score.
+
+    Point modes (``non_thinking``, ``thinking``): :func:`parse_point`. ``box`` mode: the centre
+    ``((x1+x2)/2, (y1+y2)/2)`` of :func:`parse_box` (the ScreenSpot-Pro convention for box answers, and GUI-G²'s
+    Gaussian point reward, which scores the predicted box's centre). Same ``strict`` meaning as those parsers.
+
+    Returns:
+        ``(x, y)`` in the model's frame (resized pixels), or ``None``.
+
+    Raises:
+        ValueError: unknown ``mode``.
+
+    >>> parse_answer_point("[10,20,31,40]", "box")
+    (20.5, 30.0)
+    """
+    if check_mode(mode) in POINT_MODES:
+        return parse_point(text, mode, strict=strict)
+    box = parse_box(text, mode, strict=strict)
+    if box is None:
+        return None
+    return (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
 
 
 def is_thinking_format(text: str) -> bool:

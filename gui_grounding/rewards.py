@@ -1,41 +1,90 @@
 """GUI grounding rewards: pure scoring functions plus their TRL reward-function wrappers.
 
-The pure functions (``score_click``, ``score_click_format``) take text and boxes. The wrappers follow TRL's reward
-signature ``fn(completions, **kwargs) -> list[float]`` and read the dataset columns the ``gui_grounding`` task writes
-(``target_boxes_resized``, ``prompt_mode``). They are registered for ``--reward_funcs`` through the entry-point group
-``vlm_r1.rewards`` (see setup.py) as ``click`` and ``click_format``.
+The pure functions (``score_*``) take a completion's text, the target boxes and, where needed, the image size; the
+geometry helpers (:func:`gaussian_point_value`, :func:`gaussian_overlap`, :func:`centre_distance_bonus`) take an
+already-parsed point or box. The wrappers follow TRL's reward signature ``fn(completions, **kwargs) -> list[float]``
+and read the dataset columns the ``gui_grounding`` task writes (``target_boxes_resized``, ``resized_size`` ``[W', H']``,
+``prompt_mode``). They are registered for ``--reward_funcs`` through the entry-point group ``vlm_r1.rewards`` (see
+setup.py):
+
+==========================  ======================================  ===================  =========================
+name                        wrapper                                 answer               source
+==========================  ======================================  ===================  =========================
+``click``                   :func:`click_reward`                    point (box: centre)  GTA1
+``click_format``            :func:`click_format_reward`             thinking format      ours (thinking variant)
+``distance``                :func:`distance_reward`                 point (box: centre)  ours (MSE-like)
+``iou``                     :func:`iou_reward`                      box                  VLM-R1 REC / GUI-G1 term
+``gaussian_point``          :func:`gaussian_point_reward`           point (box: centre)  GUI-G²
+``gaussian_coverage``       :func:`gaussian_coverage_reward`        box                  GUI-G²
+``click_distance_bonus``    :func:`click_distance_bonus_reward`     point (box: centre)  SE-GUI
+==========================  ======================================  ===================  =========================
+
+All coordinates are pixels of the **resized** image the model sees (``gui_grounding.frames``); ``docs/REWARDS.md``
+has the formulas side by side. Point rewards read the point with :func:`gui_grounding.prompts.parse_answer_point`
+(strict GTA1 rules; in ``box`` mode the centre of the strictly parsed box); box rewards read
+:func:`gui_grounding.prompts.parse_box` (strict) and need ``prompt_mode == "box"``. An answer that does not parse
+scores 0.0 in every reward. Several target boxes: the best one counts (max over boxes); no target box: 0.0.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
-from gui_grounding.frames import point_in_box
-from gui_grounding.prompts import is_thinking_format, parse_point
+from gui_grounding.frames import box_iou, point_in_box
+from gui_grounding.prompts import check_mode, is_thinking_format, parse_answer_point, parse_box
 from vlm_r1.rewards import completion_text
+
+BoxLike = Sequence[float]  # (x_min, y_min, x_max, y_max), resized pixels
+GAUSSIAN_SIGMA_RATIO = 0.5  # GUI-G²: sigma = 0.5 * element width / height (ZJU-REAL/GUI-G2 gaussian_grpo.py, alpha)
+
+
+def _centre(box: BoxLike) -> tuple[float, float]:
+    return (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
+
+
+def _image_size(size: Sequence[float]) -> tuple[float, float]:
+    """``(W', H')`` as floats; ``ValueError`` unless both are positive."""
+    w, h = float(size[0]), float(size[1])
+    if not (w > 0 and h > 0):
+        raise ValueError(f"image size must be positive [W', H'], got {list(size)}")
+    return w, h
+
+
+def _require_box_mode(mode: str, reward: str) -> None:
+    if check_mode(mode) != "box":
+        raise ValueError(f"reward {reward!r} scores a box answer and needs prompt_mode 'box', got {mode!r}")
 
 
 def score_click(text: str, boxes: Sequence[Sequence[float]], mode: str = "non_thinking") -> float:
     """GTA1 click reward for one completion: 1.0 when its point lands in any target box, else 0.0.
 
+    Formula: ``r = 1[x1 <= x <= x2 and y1 <= y <= y2 for some target box]``.
+
     Rules (GTA1 ``click_reward``, ``gta1_and_peers.md`` 1.2): exactly one ``(x,y)`` pair of integers, else 0.0 (none,
-    two pairs, decimals, garbage); box edges count (inclusive); a hit on any of several boxes counts.
+    two pairs, decimals, garbage); box edges count (inclusive); a hit on any of several boxes counts. In ``box`` mode
+    the point is the centre of the single integer ``[x1,y1,x2,y2]`` box (our extension; benchmarks score box answers
+    on their centre).
 
     Args:
         text: the completion text.
         boxes: target boxes ``[x_min, y_min, x_max, y_max]`` in the **same frame** as the text's coordinates (the
             resized frame for Qwen2.5-VL/GTA1 prompts).
-        mode: ``non_thinking`` (point anywhere in the text) or ``thinking`` (point inside ``<answer>...</answer>``).
+        mode: ``non_thinking`` (point anywhere in the text), ``thinking`` (point inside ``<answer>...</answer>``) or
+            ``box`` (box anywhere in the text, scored on its centre).
 
     Returns:
         1.0 or 0.0.
+
+    Raises:
+        ValueError: unknown ``mode``.
 
     >>> score_click("(15,20)", [[10, 10, 20, 20]])
     1.0
     >>> score_click("(21,20)", [[10, 10, 20, 20]])
     0.0
     """
-    point = parse_point(text, mode, strict=True)
+    point = parse_answer_point(text, mode, strict=True)
     if point is None:
         return 0.0
     return 1.0 if any(point_in_box(point, box) for box in boxes) else 0.0
@@ -52,6 +101,219 @@ def score_click_format(text: str) -> float:
     return 1.0 if is_thinking_format(text) else 0.0
 
 
+def score_distance(
+    text: str, boxes: Sequence[BoxLike], image_size: Sequence[float], mode: str = "non_thinking"
+) -> float:
+    """Continuous, MSE-like distance reward: 1.0 at a target box centre, falling quadratically to 0.0 at one diagonal.
+
+    Formula: ``d = min_i ||p - c_i||_2`` (pixels, ``c_i`` the centre of target box ``i``), ``D = sqrt(W'^2 + H'^2)``
+    (the resized image diagonal), ``r = 1 - min(1, d / D)^2``. Source: ours (an ablation; "squared normalised
+    distance" as in SE-GUI's decay term, but with one fixed normaliser and no in-box term).
+
+    Args:
+        text: the completion text.
+        boxes: target boxes ``[x_min, y_min, x_max, y_max]``, resized pixels.
+        image_size: ``[W', H']``, the resized image size in pixels (the ``resized_size`` column).
+        mode: prompt mode; ``box`` mode scores the box centre.
+
+    Returns:
+        float in ``[0, 1]``; 0.0 when no point parses or there is no target box.
+
+    Raises:
+        ValueError: unknown ``mode``, or a non-positive image size.
+
+    >>> score_distance("(0,0)", [[0, 0, 6, 8]], [30, 40])  # d = 5, D = 50: 1 - 0.1**2
+    0.99
+    """
+    diag = math.hypot(*_image_size(image_size))
+    point = parse_answer_point(text, mode, strict=True)
+    if point is None or not boxes:
+        return 0.0
+    d = min(math.dist(point, _centre(box)) for box in boxes)
+    return 1.0 - min(1.0, d / diag) ** 2
+
+
+def score_iou(text: str, boxes: Sequence[BoxLike], mode: str = "box") -> float:
+    """IoU reward: the answered box's best IoU with the target boxes.
+
+    Formula: ``r = max_i IoU(b, g_i)`` with ``b`` the strictly parsed ``[x1,y1,x2,y2]`` answer and
+    :func:`gui_grounding.frames.box_iou` (continuous areas; zero-area boxes give 0.0). Source: the IoU term of
+    VLM-R1's REC reward and of GUI-G1's box reward (``gta1_and_peers.md`` 3.2).
+
+    Args:
+        text: the completion text (``box`` prompt: exactly one integer box, ``x1 <= x2``, ``y1 <= y2``).
+        boxes: target boxes, resized pixels.
+        mode: must be ``box``.
+
+    Returns:
+        float in ``[0, 1]``; 0.0 when no box parses or there is no target box.
+
+    Raises:
+        ValueError: ``mode`` is not ``box`` (a point prompt cannot earn a box reward), or unknown.
+
+    >>> score_iou("[0,0,10,10]", [[5, 0, 15, 10]])  # 50 / 150
+    0.3333333333333333
+    """
+    _require_box_mode(mode, "iou")
+    box = parse_box(text, mode, strict=True)
+    if box is None:
+        return 0.0
+    return max((box_iou(box, target) for target in boxes), default=0.0)
+
+
+def gaussian_point_value(point: Sequence[float], box: BoxLike, ratio: float = GAUSSIAN_SIGMA_RATIO) -> float:
+    """GUI-G² Gaussian point value of ``point`` for one target ``box`` (both resized pixels).
+
+    Formula: ``(cx, cy)`` the box centre, ``sx = ratio * (x2 - x1)``, ``sy = ratio * (y2 - y1)`` (``ratio`` = 0.5),
+    ``g = exp(-0.5 * ((x - cx)^2 / sx^2 + (y - cy)^2 / sy^2))``. 1.0 at the centre, ``exp(-0.5)`` at the middle of an
+    edge, ``exp(-1)`` at a corner. Zero-size axis (``sx == 0`` or ``sy == 0``): that axis's term is the limit
+    ``sigma -> 0``: 0 when the point is exactly on the centre line, infinite otherwise (so ``g`` is 1.0 or 0.0 on
+    that axis), never a division by zero.
+
+    Source: GUI-G² ``gaussian_point_reward`` (ZJU-REAL/GUI-G2 ``src/gui_g2/src/open_r1/gaussian_grpo.py``, alpha
+    0.5; they also round to 3 decimals, we do not).
+    """
+    exponent = 0.0
+    for value, centre, lo, hi in ((point[0], (box[0] + box[2]) / 2, box[0], box[2]),
+                                  (point[1], (box[1] + box[3]) / 2, box[1], box[3])):  # fmt: skip
+        sigma = ratio * (hi - lo)
+        if sigma == 0:
+            if value != centre:
+                return 0.0
+            continue
+        exponent += (value - centre) ** 2 / sigma**2
+    return math.exp(-0.5 * exponent)
+
+
+def score_gaussian_point(text: str, boxes: Sequence[BoxLike], mode: str = "non_thinking") -> float:
+    """GUI-G² Gaussian point reward: ``max_i`` :func:`gaussian_point_value` ``(p, g_i)``.
+
+    ``p`` is the strictly parsed point (``box`` mode: the answered box's centre, as GUI-G² does).
+
+    Args:
+        text: the completion text.
+        boxes: target boxes, resized pixels.
+        mode: prompt mode.
+
+    Returns:
+        float in ``[0, 1]``; 0.0 when no point parses or there is no target box.
+
+    Raises:
+        ValueError: unknown ``mode``.
+    """
+    point = parse_answer_point(text, mode, strict=True)
+    if point is None:
+        return 0.0
+    return max((gaussian_point_value(point, box) for box in boxes), default=0.0)
+
+
+def gaussian_overlap(pred: BoxLike, box: BoxLike, ratio: float = GAUSSIAN_SIGMA_RATIO) -> float:
+    """GUI-G² Gaussian coverage value: ``exp(-D_B)`` between the Gaussians of two boxes (resized pixels).
+
+    Each box ``[x1,y1,x2,y2]`` is the 2-D Gaussian with mean its centre and diagonal covariance
+    ``diag(sx^2, sy^2)``, ``sx = ratio * width``, ``sy = ratio * height`` (``ratio`` = 0.5). For two such Gaussians
+    (``p`` predicted, ``g`` target) the Bhattacharyya distance
+    ``D_B = 1/8 (mu_p - mu_g)^T S^-1 (mu_p - mu_g) + 1/2 ln(det S / sqrt(det S_p det S_g))``, ``S = (S_p + S_g) / 2``,
+    separates per axis ``a`` in {x, y}, and the reward is the Bhattacharyya coefficient::
+
+        exp(-D_B) = prod_a sqrt(2 s_pa s_ga / (s_pa^2 + s_ga^2)) * exp(-(mu_pa - mu_ga)^2 / (4 (s_pa^2 + s_ga^2)))
+
+    in ``[0, 1]``, 1.0 only for identical boxes. Zero-size boxes (an axis with ``s == 0``): one side zero -> that
+    axis's factor is the closed form's value 0.0 (a degenerate Gaussian has no overlap with a proper one); both
+    sides zero -> 1.0 when the centres coincide on that axis, else 0.0 (the limit for equal shrinking sigmas). No
+    epsilon is added (GUI-G² adds 1e-8 inside the inverse and the square root, and rounds to 3 decimals).
+
+    Source: GUI-G² ``gaussian_plane_reward`` (ZJU-REAL/GUI-G2 ``src/gui_g2/src/open_r1/gaussian_grpo.py``), called
+    "Gaussian coverage reward" in the paper.
+    """
+    coefficient = 1.0
+    for axis in (0, 1):
+        mu_p, mu_g = (pred[axis] + pred[axis + 2]) / 2, (box[axis] + box[axis + 2]) / 2
+        s_p, s_g = ratio * (pred[axis + 2] - pred[axis]), ratio * (box[axis + 2] - box[axis])
+        var_sum = s_p**2 + s_g**2
+        if var_sum == 0:
+            if mu_p != mu_g:
+                return 0.0
+            continue
+        coefficient *= math.sqrt(2 * s_p * s_g / var_sum) * math.exp(-((mu_p - mu_g) ** 2) / (4 * var_sum))
+    return coefficient
+
+
+def score_gaussian_coverage(text: str, boxes: Sequence[BoxLike], mode: str = "box") -> float:
+    """GUI-G² Gaussian coverage reward: ``max_i`` :func:`gaussian_overlap` ``(b, g_i)`` for the answered box ``b``.
+
+    Args:
+        text: the completion text (``box`` prompt: exactly one integer box, ``x1 <= x2``, ``y1 <= y2``).
+        boxes: target boxes, resized pixels.
+        mode: must be ``box``.
+
+    Returns:
+        float in ``[0, 1]``; 0.0 when no box parses or there is no target box.
+
+    Raises:
+        ValueError: ``mode`` is not ``box``, or unknown.
+    """
+    _require_box_mode(mode, "gaussian_coverage")
+    box = parse_box(text, mode, strict=True)
+    if box is None:
+        return 0.0
+    return max((gaussian_overlap(box, target) for target in boxes), default=0.0)
+
+
+def centre_distance_bonus(point: Sequence[float], box: BoxLike, image_size: Sequence[float]) -> float:
+    """SE-GUI distance bonus of ``point`` for one target ``box`` (resized pixels), in ``[0, 1]``.
+
+    Formula, in image-normalised coordinates (``x / W'``, ``y / H'``): ``c`` the box centre,
+    ``d = ||p - c||``, ``d_max = max`` over the four image corners ``(0,0), (1,0), (0,1), (1,1)`` of ``||c - corner||``
+    (the farthest any point of the image can be from ``c``, so ``d <= d_max`` inside the image), and
+    ``bonus = 1 - min(1, d / d_max)^2``.
+
+    Source: SE-GUI ``point_reward`` (YXB-NKU/SE-GUI ``open-r1-multimodal/src/open_r1/vlm_modules/qwen_module.py``,
+    read at commit 60201cd): same ``d`` and ``d_max``; their decay is ``1 - (d/d_max)^2`` when ``d <= 1`` else 0,
+    which goes negative for a point outside the image with ``d_max < d <= 1``; ours clamps at 0, and is identical
+    for every point inside the image.
+
+    Raises:
+        ValueError: non-positive image size.
+    """
+    w, h = _image_size(image_size)
+    cx, cy = (box[0] + box[2]) / 2 / w, (box[1] + box[3]) / 2 / h
+    d = math.hypot(point[0] / w - cx, point[1] / h - cy)
+    d_max = max(math.hypot(cx - kx, cy - ky) for kx in (0.0, 1.0) for ky in (0.0, 1.0))  # >= sqrt(0.5), never 0
+    return 1.0 - min(1.0, d / d_max) ** 2
+
+
+def score_click_distance_bonus(
+    text: str, boxes: Sequence[BoxLike], image_size: Sequence[float], mode: str = "non_thinking"
+) -> float:
+    """SE-GUI click reward with a distance bonus: ``max_i (1[p in g_i] + centre_distance_bonus(p, g_i))``.
+
+    The hit term is GTA1's inclusive in-box test (:func:`gui_grounding.frames.point_in_box`); the bonus is
+    :func:`centre_distance_bonus`. A point at a box centre scores 2.0; on a box corner ``1 + bonus``; outside every
+    box only the bonus (< 1). ``p`` is the strictly parsed point (``box`` mode: the box centre).
+
+    Args:
+        text: the completion text.
+        boxes: target boxes, resized pixels.
+        image_size: ``[W', H']`` resized pixels (the ``resized_size`` column).
+        mode: prompt mode.
+
+    Returns:
+        float in ``[0, 2]``; 0.0 when no point parses or there is no target box.
+
+    Raises:
+        ValueError: unknown ``mode``, or a non-positive image size.
+    """
+    _image_size(image_size)
+    point = parse_answer_point(text, mode, strict=True)
+    if point is None:
+        return 0.0
+    return max(
+        ((1.0 if point_in_box(point, box) else 0.0) + centre_distance_bonus(point, box, image_size) for box in boxes),
+        default=0.0,
+    )
+
+
 def click_reward(completions: list, target_boxes_resized: list, prompt_mode: list | None = None, **kwargs) -> list:
     """TRL reward function ``click`` (GTA1): :func:`score_click` per completion.
 
@@ -59,7 +321,7 @@ def click_reward(completions: list, target_boxes_resized: list, prompt_mode: lis
         completions: one per rollout; ``[{"role": "assistant", "content": str}]`` or ``str``.
         target_boxes_resized: per rollout, the list of target boxes in resized-image pixels (dataset column written by
             the ``gui_grounding`` task; repeated ``num_generations`` times by TRL).
-        prompt_mode: per rollout, ``non_thinking`` or ``thinking`` (dataset column; default non_thinking).
+        prompt_mode: per rollout, ``non_thinking``, ``thinking`` or ``box`` (dataset column; default non_thinking).
 
     Returns:
         list of floats in {0.0, 1.0}, one per completion.
@@ -74,3 +336,92 @@ def click_reward(completions: list, target_boxes_resized: list, prompt_mode: lis
 def click_format_reward(completions: list, **kwargs) -> list:
     """TRL reward function ``click_format``: :func:`score_click_format` per completion (thinking mode)."""
     return [score_click_format(completion_text(c)) for c in completions]
+
+
+def _modes(prompt_mode: list | None, n: int, default: str) -> list:
+    return prompt_mode if prompt_mode is not None else [default] * n
+
+
+def distance_reward(
+    completions: list, target_boxes_resized: list, resized_size: list, prompt_mode: list | None = None, **kwargs
+) -> list:
+    """TRL reward function ``distance``: :func:`score_distance` per completion.
+
+    Args:
+        completions: one per rollout (conversational messages or ``str``).
+        target_boxes_resized: per rollout, the target boxes in resized pixels.
+        resized_size: per rollout, ``[W', H']`` of the resized image.
+        prompt_mode: per rollout (default ``non_thinking``).
+
+    Returns:
+        list of floats in ``[0, 1]``.
+
+    Raises:
+        ValueError: columns of different lengths, unknown mode, non-positive image size.
+    """
+    modes = _modes(prompt_mode, len(completions), "non_thinking")
+    return [
+        score_distance(completion_text(c), boxes, size, mode)
+        for c, boxes, size, mode in zip(completions, target_boxes_resized, resized_size, modes, strict=True)
+    ]
+
+
+def iou_reward(completions: list, target_boxes_resized: list, prompt_mode: list | None = None, **kwargs) -> list:
+    """TRL reward function ``iou``: :func:`score_iou` per completion (needs ``--prompt_mode box``; default ``box``).
+
+    Raises:
+        ValueError: columns of different lengths, or a row whose mode is not ``box``.
+    """
+    modes = _modes(prompt_mode, len(completions), "box")
+    return [
+        score_iou(completion_text(c), boxes, mode)
+        for c, boxes, mode in zip(completions, target_boxes_resized, modes, strict=True)
+    ]
+
+
+def gaussian_point_reward(
+    completions: list, target_boxes_resized: list, prompt_mode: list | None = None, **kwargs
+) -> list:
+    """TRL reward function ``gaussian_point``: :func:`score_gaussian_point` per completion (default ``non_thinking``).
+
+    Raises:
+        ValueError: columns of different lengths, unknown mode.
+    """
+    modes = _modes(prompt_mode, len(completions), "non_thinking")
+    return [
+        score_gaussian_point(completion_text(c), boxes, mode)
+        for c, boxes, mode in zip(completions, target_boxes_resized, modes, strict=True)
+    ]
+
+
+def gaussian_coverage_reward(
+    completions: list, target_boxes_resized: list, prompt_mode: list | None = None, **kwargs
+) -> list:
+    """TRL reward function ``gaussian_coverage``: :func:`score_gaussian_coverage` per completion (``box`` mode).
+
+    Raises:
+        ValueError: columns of different lengths, or a row whose mode is not ``box``.
+    """
+    modes = _modes(prompt_mode, len(completions), "box")
+    return [
+        score_gaussian_coverage(completion_text(c), boxes, mode)
+        for c, boxes, mode in zip(completions, target_boxes_resized, modes, strict=True)
+    ]
+
+
+def click_distance_bonus_reward(
+    completions: list, target_boxes_resized: list, resized_size: list, prompt_mode: list | None = None, **kwargs
+) -> list:
+    """TRL reward function ``click_distance_bonus``: :func:`score_click_distance_bonus` per completion.
+
+    Returns:
+        list of floats in ``[0, 2]``.
+
+    Raises:
+        ValueError: columns of different lengths, unknown mode, non-positive image size.
+    """
+    modes = _modes(prompt_mode, len(completions), "non_thinking")
+    return [
+        score_click_distance_bonus(completion_text(c), boxes, size, mode)
+        for c, boxes, size, mode in zip(completions, target_boxes_resized, resized_size, modes, strict=True)
+    ]

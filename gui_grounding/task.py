@@ -62,18 +62,34 @@ class GUIGroundingTask(Task):
         ]
         return Dataset.from_list(rows).with_transform(load_images_transform(resize_column="resized_size"))
 
+    def sft_completion(self, row: dict) -> str:
+        """SFT target for a row (``python -m vlm_r1.sft``): the centre of the first target box in the resized frame.
+
+        ``non_thinking``: ``(x,y)`` with integer pixels (``round`` of the box centre, the point GTA1's prompt asks
+        for). ``thinking``: ``<think>...</think><answer>(x,y)</answer>`` with a fixed template thought naming the
+        instruction (it teaches the format only; we have no reasoning traces). ``box``: the rounded box
+        ``[x1,y1,x2,y2]``.
+        """
+        x_min, y_min, x_max, y_max = row["target_boxes_resized"][0]
+        if row["prompt_mode"] == "box":
+            return "[" + ",".join(str(round(v)) for v in (x_min, y_min, x_max, y_max)) + "]"
+        point = f"({round((x_min + x_max) / 2)},{round((y_min + y_max) / 2)})"
+        if row["prompt_mode"] == "thinking":
+            return f"<think>The element to click: {row['instruction']}.</think><answer>{point}</answer>"
+        return point
+
     def eval_callbacks(self, script_args: Any, training_args: Any, processing_class: Any, vlm_module: Any,
                        eval_dataset: Any) -> list:  # fmt: skip
         """Greedy click accuracy on the held-out rows every ``--eval_steps`` (``gui_grounding.train_eval``)."""
         if eval_dataset is None or training_args.eval_strategy != "steps":
             return []
-        from gui_grounding.eval.adapters import get_adapter
+        from gui_grounding.eval.adapters import PROMPT_MODE_ADAPTERS, get_adapter
         from gui_grounding.train_eval import ClickAccuracyCallback, rows_to_samples
 
         rows = eval_dataset.with_format(None).select(range(min(len(eval_dataset), script_args.eval_max_samples)))
         samples = rows_to_samples(rows.to_list())
-        adapter = get_adapter("gta1" if script_args.prompt_mode == "non_thinking" else "gta1-thinking")
+        adapter = get_adapter(PROMPT_MODE_ADAPTERS[script_args.prompt_mode])
         steps = training_args.eval_steps or training_args.logging_steps
         logger.info("click accuracy on %d held-out samples every %s steps", len(samples), steps)
         return [ClickAccuracyCallback(samples, processing_class, vlm_module, adapter,
-                                      max_new_tokens=training_args.max_completion_length)]  # fmt: skip
+                                      max_new_tokens=getattr(training_args, "max_completion_length", None) or 32)]  # fmt: skip

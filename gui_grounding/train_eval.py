@@ -60,7 +60,7 @@ class ClickAccuracyCallback(TrainerCallback):
         acc = trainer.accelerator
         mine = self.samples[acc.process_index :: acc.num_processes]
         with unwrap_model_for_generation(trainer.model_wrapped, acc,
-                                         gather_deepspeed3_params=trainer.args.ds3_gather_for_generation) as model:  # fmt: skip
+                                         gather_deepspeed3_params=getattr(trainer.args, "ds3_gather_for_generation", True)) as model:  # fmt: skip
             preds = predict_points(model, self.processor, self.vlm_module, mine, self.adapter,
                                    batch_size=self.batch_size, max_new_tokens=self.max_new_tokens)  # fmt: skip
         from accelerate.utils import gather_object

@@ -116,8 +116,19 @@ def test_qwen3_vl_json_points():
     assert adapter.parse('{"label": "search box"}', req) is None
 
 
+def test_gta1_box_adapter_prompt_and_centre():
+    """--prompt_mode box checkpoints: box prompt in the resized frame, the box centre mapped back to original pixels."""
+    adapter, req = _request("gta1-box")
+    assert req.image.size == (588, 336)
+    assert "[x1,y1,x2,y2]" in req.messages[0]["content"][0]["text"]
+    assert "height 336 and width 588" in req.messages[0]["content"][0]["text"]
+    # centre (294, 168) of the resized frame -> (640, 360) of the 1280x720 original
+    assert adapter.parse("[284,158,304,178]", req) == (640.0, 360.0)
+    assert adapter.parse("(294,168)", req) is None  # a point is not a box answer
+
+
 def test_registry_and_defaults():
-    assert set(ADAPTERS) == {"gta1", "gta1-thinking", "ui-tars-1.5", "qwen2-vl", "qwen3-vl"}
+    assert set(ADAPTERS) == {"gta1", "gta1-thinking", "gta1-box", "ui-tars-1.5", "qwen2-vl", "qwen3-vl"}
     assert BACKENDS == ("hf", "openai", "vllm")
     with pytest.raises(ValueError, match=r"unknown adapter 'nope'; registered adapters: gta1, gta1-thinking"):
         get_adapter("nope")

@@ -217,11 +217,12 @@ def test_get_task_gui_grounding_via_entry_point():
 
 
 def test_get_task_builtin_and_upstream_types():
-    from vlm_r1.tasks import DefaultTask, get_task
+    from vlm_r1.tasks import DefaultTask, RECTask, get_task
 
     assert type(get_task(None)) is DefaultTask
     assert type(get_task("default")) is DefaultTask
-    for name in ("rec", "ic", "odLength", "gui", "gui_defect"):
+    assert type(get_task("rec")) is RECTask
+    for name in ("ic", "odLength", "gui", "gui_defect"):
         assert type(get_task(name)) is DefaultTask
     assert get_task(None).default_reward_funcs == ("accuracy", "format")
 

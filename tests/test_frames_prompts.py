@@ -167,7 +167,7 @@ def test_build_messages_structures():
     assert thinking[0]["content"] == system_prompt(336, 588, "thinking")
 
 
-@pytest.mark.parametrize("mode", ["non_thinking", "thinking"])
+@pytest.mark.parametrize("mode", ["non_thinking", "thinking", "box"])
 def test_string_and_block_messages_render_identically(tiny_qwen25_dir, mode):
     from PIL import Image
     from trl.data_utils import prepare_multimodal_messages

@@ -19,7 +19,10 @@ key                            meaning
 ``generation + reward + training == step`` for each step (up to rounding); with ``--logging_steps N`` every key is
 the mean over the N steps. Already logged by TRL and deliberately not recomputed: ``reward`` and ``reward_std``
 (reward mean/std), ``frac_reward_zero_std`` (fraction of groups with zero reward variance),
-``completions/mean_length`` (completion length), ``step_time`` (TRL's sum of ``training_step`` calls).
+``completions/mean_length`` (completion length), ``step_time`` (TRL's sum of ``training_step`` calls). With
+``--dynamic_sampling`` the trainer itself adds ``dynamic_sampling/*`` (``vlm_r1.trainer``), TRL's reward metrics then
+average over every generation try, and ``timing/generation_s`` / ``timing/reward_s`` include all tries (they run before
+the first gradient forward of the step).
 
 How it measures, without touching TRL's code: TRL 1.16 times ``_generate`` and every reward function with
 ``trl.extras.profiling.profiling_context``, but sends those timings only to wandb/MLflow/Trackio, never into the

@@ -22,11 +22,20 @@ from vlm_r1.configs import GRPOModelConfig, GRPOScriptArguments, UpstreamCompatA
 logger = logging.getLogger("vlm_r1")
 
 
+ARG_DATACLASSES = (GRPOScriptArguments, VLMGRPOConfig, GRPOModelConfig, UpstreamCompatArguments)
+
+
 def parse_args(argv: list[str] | None = None):
-    """Parse the command line (and ``--config``) into the four argument dataclasses."""
+    """Parse the command line (and ``--config``) into the four argument dataclasses.
+
+    ``--loss_preset`` is resolved here with the command-line rule: a preset field counts as set by the user when its
+    flag is on the command line or its key is in the ``--config`` YAML (even at TRL's default value); the user's value
+    then wins and a conflict with the preset is logged (``LOSS PRESET:`` warning lines).
+    """
     from trl import TrlParser
 
-    parser = TrlParser((GRPOScriptArguments, VLMGRPOConfig, GRPOModelConfig, UpstreamCompatArguments))
+    argv = list(argv) if argv is not None else sys.argv[1:]
+    parser = TrlParser(ARG_DATACLASSES)
     script_args, training_args, model_args, compat, unknown = parser.parse_args_and_config(
         args=argv, return_remaining_strings=True
     )
@@ -34,6 +43,12 @@ def parse_args(argv: list[str] | None = None):
         parser.error(f"unrecognized arguments: {' '.join(unknown)} (see --help)")
     for line in compat.apply(training_args, model_args):
         logger.warning("UPSTREAM FLAG: %s", line)
+    if training_args.loss_preset != "none":
+        from vlm_r1.configs import explicitly_given
+
+        for line in training_args.resolve_loss_preset(explicitly_given(ARG_DATACLASSES, argv)):
+            logger.warning("LOSS PRESET: %s", line)
+        logger.info("loss preset %s -> %s", training_args.loss_preset, training_args.loss_settings())
     if not script_args.data_file_list and not script_args.data_config:
         parser.error("--data_file_paths (':'-separated JSONL/JSON files) or --data_config (mixture YAML) is required")
     if not model_args.model_name_or_path:
@@ -107,17 +122,32 @@ def build_train_dataset(script_args, training_args, task, processor, vlm_module)
 
 
 def build_rewards(script_args, task, vlm_module) -> list:
-    """Reward functions from ``--reward_funcs`` (or the task's defaults), via the registry or the VLM module."""
+    """Reward functions from ``--reward_funcs`` (or the task's defaults), via the registry or the VLM module.
+
+    With ``--is_reward_customized_from_vlm_module`` each name goes to ``vlm_module.select_reward_func(name,
+    task_type)`` (upstream's path). Otherwise the task's ``reward_aliases`` are applied first (``--task_type rec``:
+    ``accuracy`` -> ``rec_iou``, ``format`` -> ``rec_format``; each mapping is logged), then the registry resolves.
+    """
     from vlm_r1.rewards import resolve_rewards
 
     names = script_args.reward_funcs or list(task.default_reward_funcs)
     if script_args.is_reward_customized_from_vlm_module:
         return [vlm_module.select_reward_func(n, script_args.task_type) for n in names]
-    return resolve_rewards(names)
+    aliases = getattr(task, "reward_aliases", {}) or {}
+    for name in names:
+        if name in aliases:
+            logger.info("task_type %s: reward %r resolves to %r", task.name, name, aliases[name])
+    return resolve_rewards([aliases.get(n, n) for n in names])
 
 
 def write_run_info(output_dir, trainer, script_args, task, vlm_module, processor, num_rows, mixture=()) -> str:
-    """Write ``output_dir/vlm_r1_run.json``: what this run resolved to (world size, frames, rewards, versions)."""
+    """Write ``output_dir/vlm_r1_run.json``: what this run resolved to (world size, frames, rewards, versions).
+
+    Loss fields (``VLMGRPOConfig.loss_settings``): ``loss_preset``, ``loss_preset_overrides`` (explicit user values
+    that beat the preset), ``loss_type``, ``scale_rewards``, ``beta``, ``epsilon``, ``epsilon_high`` (effective: equal
+    to epsilon when not set), ``mask_truncated_completions``; plus ``dynamic_sampling`` ``{enabled, max_tries}`` and
+    ``has_ref_model`` (a reference model was loaded: beta != 0 without PEFT).
+    """
     import json
 
     import torch
@@ -138,8 +168,10 @@ def write_run_info(output_dir, trainer, script_args, task, vlm_module, processor
         "smart_resize": {"factor": factor, "min_pixels": min_px, "max_pixels": max_px},
         "banned_token_ids": vlm_module.get_banned_token_ids(processor) if args.ban_vision_tokens else [],
         "generation_kwargs": args.generation_kwargs,
-        "beta": args.beta, "num_generations": args.num_generations, "learning_rate": args.learning_rate,
-        "temperature": args.temperature, "loss_type": args.loss_type, "scale_rewards": args.scale_rewards,
+        "num_generations": args.num_generations, "learning_rate": args.learning_rate,
+        "temperature": args.temperature, **args.loss_settings(),
+        "dynamic_sampling": {"enabled": args.dynamic_sampling, "max_tries": args.dynamic_sampling_max_tries},
+        "has_ref_model": trainer.ref_model is not None,
         "global_completions_per_step": args.per_device_train_batch_size * trainer.accelerator.num_processes
         * args.gradient_accumulation_steps,
         "versions": {"torch": torch.__version__, "transformers": transformers.__version__, "trl": trl.__version__},
@@ -231,6 +263,12 @@ def main(argv: list[str] | None = None) -> None:
             import deepspeed
 
             deepspeed.init_distributed(dist_backend="gloo")
+    if training_args.beta != 0.0 and model_args.model_revision not in (None, "main"):
+        # TRL builds the reference model (beta != 0) from the policy's config path with args.model_init_kwargs (the
+        # policy itself is loaded here, so TRL only warns that they are unused for it): pass the revision so the
+        # reference is the same checkpoint as the policy.
+        training_args.model_init_kwargs = {**(training_args.model_init_kwargs or {}),
+                                           "revision": model_args.model_revision}  # fmt: skip
     model_cls = vlm_module.get_model_class(model_path, init_kwargs)
     model = model_cls.from_pretrained(model_path, **{k: v for k, v in init_kwargs.items() if v is not None})
 

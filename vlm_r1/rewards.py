@@ -6,7 +6,10 @@ entry per completion. Resolution order for a name given to ``--reward_funcs``:
 
 1. a spec with ``:`` (``my_pkg.rewards:my_reward``) is imported directly, so a researcher can try a reward without
    forking or packaging anything;
-2. a built-in name (upstream VLM-R1's ``accuracy`` and ``format``);
+2. a built-in name: upstream VLM-R1's ``accuracy`` and ``format``, and its REC rewards ``rec_iou`` (upstream
+   ``iou_reward``) and ``rec_format`` (upstream ``format_reward_rec``). With ``--task_type rec`` the names
+   ``accuracy``/``format`` resolve to ``rec_iou``/``rec_format`` (the task's ``reward_aliases``, applied by
+   ``vlm_r1.grpo_jsonl.build_rewards``), as upstream's ``--is_reward_customized_from_vlm_module true`` did;
 3. a name registered by an installed package under the entry-point group ``vlm_r1.rewards`` (``gui_grounding``
    registers ``click`` and ``click_format``).
 
@@ -19,6 +22,8 @@ import importlib
 import re
 from collections.abc import Callable
 from importlib.metadata import entry_points
+
+from vlm_r1.geometry import Frame, box_iou
 
 ENTRY_POINT_GROUP = "vlm_r1.rewards"
 
@@ -92,7 +97,105 @@ def accuracy_reward(completions: list, solution: list, accu_reward_method: list 
     return rewards
 
 
-BUILTIN_REWARDS: dict[str, Callable] = {"accuracy": accuracy_reward, "format": format_reward}
+# --------------------------------------------------------------------------------------------------------------------
+# REC (referring expression comprehension): upstream VLM-R1 Qwen2VLModule.iou_reward / format_reward_rec
+# (vlm_r1_upstream.md 1.4 and 1.5; rules restated in docs/UPSTREAM.md). The rows come from vlm_r1.tasks.RECTask.
+
+# A bbox as upstream parses it: four unsigned integers, "[a,b,c,d]" with optional whitespace after each comma only.
+_REC_BOX = re.compile(r"\[(\d+),\s*(\d+),\s*(\d+),\s*(\d+)\]")
+# Upstream's REC format rule, searched anywhere in the completion: think block, then an answer block holding a JSON-ish
+# object ("{ ... }") that contains such a bbox.
+_REC_FORMAT = re.compile(r"<think>.*?</think>\s*<answer>.*?\{.*\[\d+,\s*\d+,\s*\d+,\s*\d+\].*\}.*?</answer>", re.DOTALL)
+
+
+def extract_rec_box(text: str) -> tuple[int, int, int, int] | None:
+    """The predicted box of a REC completion, in the frame the model answered in (resized pixels for Qwen2.5-VL).
+
+    Rule (upstream ``iou_reward``): the FIRST ``<answer>...</answer>`` block, then the FIRST ``[a, b, c, d]`` of
+    unsigned integers inside it (e.g. ``{"bbox_2d": [10, 20, 30, 40], "label": "cat"}``). Returns None when there is
+    no answer block or no such bbox (negative or decimal numbers do not match, as upstream).
+
+    >>> extract_rec_box('<think>t</think><answer>{"bbox_2d": [10, 20,30, 40]}</answer>')
+    (10, 20, 30, 40)
+    """
+    answer = _ANSWER.search(text)
+    if answer is None:
+        return None
+    box = _REC_BOX.search(answer.group(1))
+    return None if box is None else tuple(int(v) for v in box.groups())
+
+
+def score_rec_iou(text: str, gt_box, image_size, resized_size) -> float:
+    """IoU in ORIGINAL pixels between the box in ``text`` (answered in the resized frame) and ``gt_box``.
+
+    Args:
+        text: the completion text.
+        gt_box: ``[x1, y1, x2, y2]``, original-image pixels.
+        image_size: ``[W, H]`` of the original image (pixels).
+        resized_size: ``[W', H']`` the model saw (the processor's smart_resize of ``image_size``).
+
+    Returns:
+        The IoU value in ``[0, 1]`` (not thresholded; upstream's ``> 0.5 -> 1.0`` variant is commented out there),
+        0.0 when no box can be parsed. The predicted box is scaled per axis by ``W / W'`` and ``H / H'`` first
+        (upstream's resize-back, which took ``W', H'`` from ``image_grid_thw * 14``).
+    """
+    box = extract_rec_box(text)
+    if box is None:
+        return 0.0
+    frame = Frame(width=int(image_size[0]), height=int(image_size[1]),
+                  resized_width=int(resized_size[0]), resized_height=int(resized_size[1]))  # fmt: skip
+    return box_iou(frame.box_to_original(box), tuple(gt_box))
+
+
+def iou_reward(completions: list, gt_bbox: list | None = None, image_size: list | None = None,
+               resized_size: list | None = None, **kwargs) -> list[float]:  # fmt: skip
+    """REC accuracy (``rec_iou``; upstream Qwen ``iou_reward``): :func:`score_rec_iou` per completion.
+
+    Args:
+        completions: ``[[{"role": "assistant", "content": str}], ...]`` (or plain strings), one per rollout.
+        gt_bbox, image_size, resized_size: per-rollout columns written by ``--task_type rec`` (see
+            :func:`score_rec_iou` for units and frames).
+
+    Returns:
+        One float in ``[0, 1]`` per completion; malformed output (no ``<answer>``, no integer bbox) scores 0.0.
+
+    Raises:
+        ValueError: a column is missing (the rows were not built by the ``rec`` task).
+
+    >>> iou_reward([[{"role": "assistant", "content": "<answer>[147, 70, 294, 140]</answer>"}]],
+    ...            gt_bbox=[[480, 150, 800, 300]], image_size=[[1280, 720]], resized_size=[[588, 336]])
+    [0.3333333333333333]
+    """
+    missing = [n for n, v in (("gt_bbox", gt_bbox), ("image_size", image_size), ("resized_size", resized_size))
+               if v is None]  # fmt: skip
+    if missing:
+        raise ValueError(f"rec_iou (iou_reward) needs the columns {missing} that --task_type rec writes; got columns "
+                         f"{sorted(kwargs)}")  # fmt: skip
+    return [score_rec_iou(completion_text(c), box, size, rsize)
+            for c, box, size, rsize in zip(completions, gt_bbox, image_size, resized_size, strict=True)]  # fmt: skip
+
+
+def format_reward_rec(completions: list, **kwargs) -> list[float]:
+    """REC format (``rec_format``; upstream Qwen ``format_reward_rec``): 1.0 when the completion contains
+    ``<think>...</think>``, optional whitespace, then ``<answer>...</answer>`` whose content holds ``{...}`` around an
+    integer bbox ``[a, b, c, d]``; else 0.0.
+
+    Unlike the generic ``format`` (a full match of the whole completion), this is a search: text before ``<think>``
+    or after ``</answer>`` is allowed, as upstream.
+
+    >>> format_reward_rec(['<think>x</think> <answer>{"bbox_2d": [1, 2, 3, 4]}</answer>',
+    ...                    '<think>x</think> <answer>[1, 2, 3, 4]</answer>'])
+    [1.0, 0.0]
+    """
+    return [1.0 if _REC_FORMAT.search(completion_text(c)) else 0.0 for c in completions]
+
+
+BUILTIN_REWARDS: dict[str, Callable] = {
+    "accuracy": accuracy_reward,
+    "format": format_reward,
+    "rec_iou": iou_reward,
+    "rec_format": format_reward_rec,
+}
 
 
 def _entry_point_rewards() -> dict[str, object]:

@@ -6,7 +6,9 @@ attached lazily) and any columns its rewards read. Tasks are chosen by ``--task_
 
 * built in: ``default`` (upstream VLM-R1 grpo_jsonl semantics: ``image`` + ``conversations`` records, the module's
   question template, ``solution`` and ``accu_reward_method`` columns for the ``accuracy`` reward). Upstream's
-  ``rec``, ``ic``, ``odLength``, ``gui`` and ``gui_defect`` task types use this task with their question template;
+  ``ic``, ``odLength``, ``gui`` and ``gui_defect`` task types use this task with their question template;
+  ``rec`` (:class:`RECTask`: upstream's REC records, GT box validated at load, ``accuracy``/``format`` resolve to the
+  REC IoU and REC format rewards);
 * plugins: the entry-point group ``vlm_r1.tasks`` (``gui_grounding`` registers ``gui_grounding``).
 """
 
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 from collections import Counter
 from importlib.metadata import entry_points
@@ -24,7 +27,7 @@ from vlm_r1.data import RecordError, iter_records
 logger = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "vlm_r1.tasks"
-UPSTREAM_TASK_TYPES = ("rec", "ic", "odLength", "gui", "gui_defect")
+UPSTREAM_TASK_TYPES = ("ic", "odLength", "gui", "gui_defect")  # upstream types served by DefaultTask
 
 
 class Task:
@@ -34,6 +37,8 @@ class Task:
     default_reward_funcs: tuple[str, ...] = ()
     uses_reward_method = False  # reads --reward_method
     uses_prompt_mode = False  # reads --prompt_mode
+    # --reward_funcs name -> registry name used instead for this task (e.g. rec: accuracy -> rec_iou)
+    reward_aliases: dict[str, str] = {}
 
     def build_dataset(self, script_args: Any, processing_class: Any, vlm_module: Any):
         """Return a ``datasets.Dataset`` with a ``prompt`` column and lazily loaded ``image``/``images``.
@@ -76,6 +81,23 @@ def load_images_transform(resize_column: str | None = None):
     return transform
 
 
+def upstream_turns(rec: dict | RecordError) -> tuple[Any, Any]:
+    """``(human value, gpt value)`` of an upstream ``conversations`` record (only turns 0 and 1 are read, as upstream).
+
+    Raises:
+        RecordError: ``rec`` is one (an unparseable line).
+        KeyError / IndexError / TypeError: no ``conversations`` list with two ``{"value": ...}`` turns.
+    """
+    if isinstance(rec, RecordError):
+        raise rec
+    return rec["conversations"][0]["value"], rec["conversations"][1]["value"]
+
+
+def clean_question(human: Any) -> str:
+    """The human turn with every ``<image>`` tag removed and whitespace collapsed (images go before the text)."""
+    return " ".join(str(human).replace("<image>", " ").split())
+
+
 class DefaultTask(Task):
     """Upstream VLM-R1 ``grpo_jsonl`` records: ``{"image": str | [str], "conversations": [human, gpt], ...}``.
 
@@ -100,9 +122,7 @@ class DefaultTask(Task):
         for path, folder, method in zip(files, folders, methods, strict=True):
             for ref, _, rec in iter_records(path):
                 try:
-                    if isinstance(rec, RecordError):
-                        raise rec
-                    human, gpt = rec["conversations"][0]["value"], rec["conversations"][1]["value"]
+                    human, gpt = upstream_turns(rec)
                 except (RecordError, KeyError, IndexError, TypeError) as err:
                     if script_args.strict_data:
                         raise ValueError(f"{ref}: unparseable record: {err}") from err
@@ -117,7 +137,7 @@ class DefaultTask(Task):
                         raise FileNotFoundError(f"{ref}: missing image {missing[0]}")
                     skipped["missing_image"] += 1
                     continue
-                question = " ".join(str(human).replace("<image>", " ").split())
+                question = clean_question(human)
                 answer = gpt if isinstance(gpt, str) else json.dumps(gpt)
                 answer = answer.replace("<answer>", "").replace("</answer>", "").strip()
                 rows.append({
@@ -135,7 +155,137 @@ class DefaultTask(Task):
         return Dataset.from_list(rows).with_transform(load_images_transform())
 
 
-BUILTIN_TASKS = {"default": DefaultTask, **{t: DefaultTask for t in UPSTREAM_TASK_TYPES}}
+def parse_rec_gt(value: Any) -> list[float]:
+    """The ground-truth box of an upstream REC record's gpt turn, ``[x1, y1, x2, y2]`` in original-image pixels.
+
+    Accepts a JSON list of 4 numbers, or a string holding one (optionally wrapped in ``<answer> </answer>``, as
+    upstream's ``solution`` column is). Upstream parsed this inside the reward with ``json.loads`` outside any try, so
+    one bad label crashed training; here it is checked once, at load time.
+
+    Raises:
+        ValueError: not JSON, not 4 finite numbers (booleans are not numbers), or ``x2 <= x1`` / ``y2 <= y1``.
+    """
+    if isinstance(value, str):
+        text = value.replace("<answer>", " ").replace("</answer>", " ").strip()
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"gt box {text[:60]!r} is not JSON: {err}") from err
+    if (not isinstance(value, list) or len(value) != 4
+            or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)):  # fmt: skip
+        raise ValueError(f"gt box must be a list of 4 numbers [x1, y1, x2, y2], got {str(value)[:60]}")
+    box = [float(v) for v in value]
+    if not all(math.isfinite(v) for v in box):
+        raise ValueError(f"gt box {box} has a non-finite value")
+    if box[2] <= box[0] or box[3] <= box[1]:
+        raise ValueError(f"gt box {box} has no area (needs x2 > x1 and y2 > y1)")
+    return box
+
+
+class RECTask(Task):
+    """Upstream VLM-R1 REC (referring expression comprehension) on our core: ``--task_type rec``.
+
+    Records (upstream ``grpo_jsonl`` REC JSONL, e.g. its RefCOCO files)::
+
+        {"id": 1, "image": "coco/x.jpg", "conversations": [
+            {"from": "human", "value": "<image>Please provide the bounding box coordinate of the region this sentence
+             describes: the man on the left."},
+            {"from": "gpt", "value": [12.5, 30.0, 210.3, 400.9]}]}
+
+    ``image`` is one path (a string or a one-element list) relative to the file's ``--image_folders`` entry; the gpt
+    value is the box in ORIGINAL image pixels, a list or a string (see :func:`parse_rec_gt`).
+
+    Rows: ``prompt`` (the module's ``rec`` question template, as upstream), ``image_path`` (the original image, resized
+    by the processor itself as upstream), ``problem``, ``solution`` (``<answer> [x1, y1, x2, y2] </answer>``),
+    ``gt_bbox`` (original pixels, floats), ``image_size`` ``[W, H]`` (original pixels), ``resized_size`` ``[W', H']``
+    (the processor's smart_resize of ``image_size`` with ``vlm_module.get_image_resize_params``: the frame the model
+    answers in) and ``id``.
+
+    Rewards: the defaults ``accuracy format`` resolve to ``rec_iou`` / ``rec_format`` (``reward_aliases``), which is
+    what upstream's ``--is_reward_customized_from_vlm_module true --task_type rec`` selected; that flag gives the same
+    functions here (``Qwen2VLModule.select_reward_func``).
+
+    Bad records (unparseable line, no two turns, not exactly one image, missing or unreadable image, image too
+    elongated for smart_resize (aspect ratio > 200), bad GT box) are skipped and counted by reason, or raise with
+    ``file:line`` and the reason under ``--strict_data``.
+    """
+
+    name = "rec"
+    default_reward_funcs = ("accuracy", "format")
+    reward_aliases = {"accuracy": "rec_iou", "format": "rec_format"}
+
+    def build_dataset(self, script_args: Any, processing_class: Any, vlm_module: Any):
+        from datasets import Dataset
+        from PIL import Image
+
+        from vlm_r1.geometry import Frame
+
+        files = script_args.data_file_list
+        folders = script_args.image_folder_list or [os.path.dirname(os.path.abspath(f)) for f in files]
+        template = vlm_module.get_question_template("rec")
+        factor, min_px, max_px = vlm_module.get_image_resize_params(processing_class)
+        sizes: dict[str, tuple[int, int] | str] = {}  # image path -> original (W, H), or why it cannot be read
+        rows, skipped = [], Counter()
+
+        def image_size(path: str) -> tuple[int, int]:
+            """Original ``(W, H)`` of ``path`` from its header, cached (REC files reuse images many times)."""
+            if path not in sizes:
+                try:
+                    with Image.open(path) as im:
+                        sizes[path] = (int(im.width), int(im.height))
+                except (OSError, ValueError) as err:  # PIL.UnidentifiedImageError is an OSError
+                    sizes[path] = f"unreadable image {path}: {err}"
+            if isinstance(sizes[path], str):
+                raise OSError(sizes[path])
+            return sizes[path]
+
+        for path, folder in zip(files, folders, strict=True):
+            for ref, _, rec in iter_records(path):
+                reason, err = None, None
+                try:
+                    reason = "unparseable_record"
+                    human, gpt = upstream_turns(rec)
+                    reason = "needs_one_image"
+                    images = rec.get("image")
+                    images = [images] if isinstance(images, str) else images
+                    if not isinstance(images, list) or len(images) != 1 or not isinstance(images[0], str):
+                        raise ValueError(f"REC needs exactly one image, got image={str(rec.get('image'))[:80]}")
+                    image_path = os.path.join(folder, images[0])
+                    reason = "missing_image"
+                    if not os.path.isfile(image_path):
+                        raise FileNotFoundError(f"missing image {image_path}")
+                    reason = "unreadable_image"
+                    width, height = image_size(image_path)
+                    reason = "bad_image_size"  # smart_resize rejects an aspect ratio > 200
+                    frame = Frame.for_image(width, height, factor=factor, min_pixels=min_px, max_pixels=max_px)
+                    reason = "bad_gt_box"
+                    box = parse_rec_gt(gpt)
+                except (RecordError, KeyError, IndexError, TypeError, ValueError, OSError) as e:
+                    err = e
+                if err is not None:
+                    if script_args.strict_data:
+                        raise ValueError(f"{ref}: {reason}: {err}") from err
+                    skipped[reason] += 1
+                    continue
+                question = clean_question(human)
+                rows.append({
+                    "prompt": [{"role": "user", "content": template.format(Question=question)}],
+                    "image_path": image_path,
+                    "problem": question,
+                    "solution": f"<answer> {json.dumps(box)} </answer>",
+                    "gt_bbox": box,
+                    "image_size": [frame.width, frame.height],
+                    "resized_size": [frame.resized_width, frame.resized_height],
+                    "id": str(rec.get("id", ref)),
+                })  # fmt: skip
+        if skipped:
+            logger.warning("rec: skipped records: %s (kept %d)", dict(skipped), len(rows))
+        if not rows:
+            raise ValueError(f"no usable REC records in {files} (skipped: {dict(skipped)})")
+        return Dataset.from_list(rows).with_transform(load_images_transform())
+
+
+BUILTIN_TASKS = {"default": DefaultTask, "rec": RECTask, **{t: DefaultTask for t in UPSTREAM_TASK_TYPES}}
 
 
 def get_task(task_type: str | None) -> Task:

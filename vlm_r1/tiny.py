@@ -102,7 +102,17 @@ def build_tokenizer():
     )
 
 
-def build_tiny_model(arch: str, out_dir: str, *, seed: int = 0, min_pixels: int = 3136, max_pixels: int = 200_704):
+# Named sizes: text (hidden, layers, heads, kv heads, mrope_section) and vision (hidden, depth, heads).
+TINY_SIZES = {
+    "tiny": {"hidden": 64, "layers": 2, "heads": 4, "kv_heads": 2, "mrope": [2, 3, 3], "v_hidden": 32, "v_depth": 2,
+             "v_heads": 2},
+    "small": {"hidden": 128, "layers": 4, "heads": 4, "kv_heads": 2, "mrope": [4, 6, 6], "v_hidden": 64, "v_depth": 2,
+              "v_heads": 2},
+}  # fmt: skip
+
+
+def build_tiny_model(arch: str, out_dir: str, *, seed: int = 0, min_pixels: int = 3136, max_pixels: int = 200_704,
+                     size: str = "tiny", rope_theta: float = 1e6):  # fmt: skip
     """Write a randomly initialised tiny checkpoint of ``arch`` to ``out_dir``.
 
     Args:
@@ -116,10 +126,13 @@ def build_tiny_model(arch: str, out_dir: str, *, seed: int = 0, min_pixels: int 
         ``out_dir``.
 
     Raises:
-        ValueError: unknown ``arch``.
+        ValueError: unknown ``arch`` or ``size``.
     """
     if arch not in SUPPORTED_ARCHS:
         raise ValueError(f"unknown arch {arch!r}; supported: {', '.join(SUPPORTED_ARCHS)}")
+    if size not in TINY_SIZES:
+        raise ValueError(f"unknown size {size!r}; supported: {', '.join(TINY_SIZES)}")
+    dims = TINY_SIZES[size]
     import torch
     from transformers import Qwen2VLImageProcessorPil
 
@@ -130,14 +143,14 @@ def build_tiny_model(arch: str, out_dir: str, *, seed: int = 0, min_pixels: int 
     ids = {t: tokenizer.convert_tokens_to_ids(t) for t in QWEN_SPECIAL_TOKENS}
     text_config = dict(
         vocab_size=len(tokenizer),
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
+        hidden_size=dims["hidden"],
+        intermediate_size=2 * dims["hidden"],
+        num_hidden_layers=dims["layers"],
+        num_attention_heads=dims["heads"],
+        num_key_value_heads=dims["kv_heads"],
         max_position_embeddings=32768,
-        # mrope_section sums to head_dim / 2 = 64 / 4 / 2 = 8
-        rope_parameters={"rope_type": "default", "rope_theta": 1e6, "mrope_section": [2, 3, 3]},
+        # mrope_section sums to head_dim / 2 (tiny: 64 / 4 / 2 = 8)
+        rope_parameters={"rope_type": "default", "rope_theta": rope_theta, "mrope_section": dims["mrope"]},
         bos_token_id=ids["<|endoftext|>"],
         eos_token_id=ids["<|im_end|>"],
         pad_token_id=ids["<|endoftext|>"],
@@ -153,7 +166,8 @@ def build_tiny_model(arch: str, out_dir: str, *, seed: int = 0, min_pixels: int 
         from transformers import Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration
 
         vision_config = dict(
-            depth=2, hidden_size=32, intermediate_size=64, num_heads=2, out_hidden_size=64, patch_size=14,
+            depth=dims["v_depth"], hidden_size=dims["v_hidden"], intermediate_size=2 * dims["v_hidden"],
+            num_heads=dims["v_heads"], out_hidden_size=dims["hidden"], patch_size=14,
             spatial_merge_size=2, temporal_patch_size=2, window_size=112, fullatt_block_indexes=[1],
         )  # fmt: skip
         config = Qwen2_5_VLConfig(text_config=text_config, vision_config=vision_config, **special)
@@ -162,7 +176,8 @@ def build_tiny_model(arch: str, out_dir: str, *, seed: int = 0, min_pixels: int 
         from transformers import Qwen2VLConfig, Qwen2VLForConditionalGeneration
 
         vision_config = dict(
-            depth=2, embed_dim=32, hidden_size=64, mlp_ratio=2, num_heads=2, patch_size=14, spatial_merge_size=2,
+            depth=dims["v_depth"], embed_dim=dims["v_hidden"], hidden_size=dims["hidden"], mlp_ratio=2,
+            num_heads=dims["v_heads"], patch_size=14, spatial_merge_size=2,
             temporal_patch_size=2,
         )  # fmt: skip
         config = Qwen2VLConfig(text_config=text_config, vision_config=vision_config, **special)
@@ -180,7 +195,7 @@ def build_tiny_model(arch: str, out_dir: str, *, seed: int = 0, min_pixels: int 
     module.tidy_saved_processor(out_dir)
     with open(os.path.join(out_dir, "tiny_model_info.json"), "w") as f:
         json.dump(
-            {"arch": arch, "seed": seed, "num_parameters": sum(p.numel() for p in model.parameters()),
+            {"arch": arch, "seed": seed, "size": size, "rope_theta": rope_theta, "num_parameters": sum(p.numel() for p in model.parameters()),
              "note": "randomly initialised tiny checkpoint for CPU tests; it has learned nothing"}, f, indent=2,
         )  # fmt: skip
     logger.info("wrote tiny %s checkpoint (%d params) to %s", arch, model.num_parameters(), out_dir)

@@ -6,17 +6,55 @@ Added on top of TRL (through narrow hooks, nothing copied):
   (TRL itself only suppresses the image pad token; GTA1 bans image tokens, ``seed_summary.md``). For vLLM the same
   tokens go in as ``bad_words`` strings;
 * vision freezing by the module's parameter-name keywords (``--freeze_vision_modules``);
-* the module itself is kept on the trainer (``trainer.vlm_module``) for rewards and evaluation hooks.
+* the module itself is kept on the trainer (``trainer.vlm_module``) for rewards and evaluation hooks;
+* DAPO-style dynamic sampling (``--dynamic_sampling``, see :meth:`VLMGRPOTrainer._dynamic_sampling` and the flag's
+  help in :class:`vlm_r1.configs.VLMGRPOConfig`).
+
+KL (``--beta > 0``) is TRL's own, unchanged: TRL loads the reference model from the policy's checkpoint with the class
+named in ``config.architectures`` (``Qwen2_5_VLForConditionalGeneration``; upstream VLM-R1 used
+``AutoModelForCausalLM`` under ZeRO-3, which fails for VLMs, #242/#338), shards it with ZeRO-3 through
+``trl.models.utils.prepare_deepspeed``, computes reference log-probs with the same image inputs, adds ``beta`` times
+the k3 estimator to the per-token loss and logs ``kl``. Verified on CPU with 2 gloo processes: the logged ``kl`` under
+ZeRO-3 equals the DDP run's (``tests/test_ablation_switches.py``), so no fix is needed here. The reference model is a
+separate full model, so ``--freeze_vision_modules`` (policy only) and the vision-token ban (generation only) do not
+touch it; it gets the module's ``post_model_init`` hook like the policy.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
+import torch
 from trl import GRPOTrainer
 
 logger = logging.getLogger(__name__)
+
+DYNAMIC_SAMPLING_KEYS = (
+    "dynamic_sampling/frac_groups_dropped",
+    "dynamic_sampling/tries",
+    "dynamic_sampling/groups_generated",
+    "dynamic_sampling/frac_trained_groups_zero_std",
+)
+
+# How dynamic sampling merges the rows of several TRL generation outputs (``_generate_and_score_completions``), by key:
+# (padding side, padding value; "pad" = the tokenizer's pad id). Rows of different tries are padded to a common width.
+_PADDED_KEYS = {
+    "prompt_ids": ("left", "pad"),
+    "prompt_mask": ("left", 0),
+    "completion_ids": ("right", "pad"),
+    "completion_mask": ("right", 0),
+    "old_per_token_logps": ("right", 0),
+    "ref_per_token_logps": ("right", 0),
+    "sampling_per_token_logps": ("right", 0),
+    "importance_sampling_ratio": ("right", 0),
+    "tool_mask": ("right", 1),
+}
+_PROMPT_COMPLETION_KEYS = ("mm_token_type_ids", "token_type_ids")  # prompt part left-padded, completion part right
+_STACKED_KEYS = ("advantages",)
+_LIST_KEYS = ("pixel_values", "image_grid_thw", "num_images")  # per sample after trl's split_pixel_values_by_grid
+_RECOMPUTED_KEYS = ("num_items_in_batch",)
 
 
 def freeze_vision_modules(model: Any, keywords: list[str]) -> int:
@@ -48,6 +86,142 @@ def banned_generation_kwargs(args: Any, vlm_module: Any, processing_class: Any) 
     return gen
 
 
+# ---- dynamic sampling: pure helpers ------------------------------------------------------------------------------
+def group_layout(rows_per_process: int, num_processes: int, num_generations: int) -> list[tuple[tuple[int, int], ...]]:
+    """Where each group of a TRL generation batch lives: per group, ``((process, number of its rows there), ...)``.
+
+    TRL's ``RepeatSampler`` puts each prompt's ``num_generations`` rows next to each other in the global batch, and the
+    dataloader gives process ``p`` the global rows ``[p * rows_per_process, (p + 1) * rows_per_process)``; a group can
+    therefore span processes (e.g. GTA1's 1 row per GPU and 8 generations: 8 processes with 1 row each).
+    """
+    total = rows_per_process * num_processes
+    if total % num_generations:
+        raise ValueError(f"{total} rows do not split into groups of {num_generations}")
+    layout = []
+    for k in range(total // num_generations):
+        counts: dict[int, int] = {}
+        for row in range(k * num_generations, (k + 1) * num_generations):
+            counts[row // rows_per_process] = counts.get(row // rows_per_process, 0) + 1
+        layout.append(tuple(sorted(counts.items())))
+    return layout
+
+
+def group_local_rows(group: int, rank: int, rows_per_process: int, num_generations: int) -> list[int]:
+    """Local row indices (on process ``rank``) of global group ``group``, in order."""
+    lo, hi = rank * rows_per_process, (rank + 1) * rows_per_process
+    rows = range(group * num_generations, (group + 1) * num_generations)
+    return [r - lo for r in rows if lo <= r < hi]
+
+
+class RefillPlan:
+    """Which generated group trains in each slot of a generation batch (a slot = a group position of the first try).
+
+    Slots whose first-try group has zero reward std are *open*. A non-zero-std group of a later try fills the first
+    open slot with the same layout (:func:`group_layout`: same processes, same row counts), so every process keeps its
+    row count and every group stays whole. Open slots left at the end keep their zero-std group.
+    """
+
+    def __init__(self, layout: Sequence[tuple], zero_std: Sequence[bool]):
+        if len(zero_std) != len(layout):
+            raise ValueError(f"{len(zero_std)} groups scored, {len(layout)} expected")
+        self.layout = list(layout)
+        self.assignment = [(0, k) for k in range(len(layout))]  # slot -> (try, group of that try)
+        self.open: dict[tuple, list[int]] = {}
+        for k, zero in enumerate(zero_std):
+            if zero:
+                self.open.setdefault(self.layout[k], []).append(k)
+        self.tries = 1
+        self.generated = len(layout)
+        self.zero_std = sum(map(bool, zero_std))
+
+    def add_try(self, zero_std: Sequence[bool]) -> None:
+        """Record the next try's groups (zero-std flags in global group order)."""
+        if len(zero_std) != len(self.layout):
+            raise ValueError(f"{len(zero_std)} groups scored, {len(self.layout)} expected")
+        t = self.tries
+        self.tries += 1
+        self.generated += len(zero_std)
+        self.zero_std += sum(map(bool, zero_std))
+        for k, zero in enumerate(zero_std):
+            slots = self.open.get(self.layout[k])
+            if not zero and slots:
+                self.assignment[slots.pop(0)] = (t, k)
+
+    @property
+    def unfilled(self) -> int:
+        """Slots still holding a zero-std group."""
+        return sum(len(v) for v in self.open.values())
+
+    @property
+    def done(self) -> bool:
+        return self.unfilled == 0
+
+    def metrics(self) -> dict[str, float]:
+        """The ``dynamic_sampling/*`` values for this generation batch (see the ``--dynamic_sampling`` help)."""
+        return {
+            "dynamic_sampling/frac_groups_dropped": (self.zero_std - self.unfilled) / self.generated,
+            "dynamic_sampling/tries": float(self.tries),
+            "dynamic_sampling/groups_generated": float(self.generated),
+            "dynamic_sampling/frac_trained_groups_zero_std": self.unfilled / len(self.layout),
+        }
+
+    def local_sources(self, rank: int, rows_per_process: int, num_generations: int) -> list[tuple[int, int]]:
+        """For each local row of the trained batch: ``(try, local row of that try)`` it comes from."""
+        sources: list[tuple[int, int] | None] = [None] * rows_per_process
+        for slot, (t, group) in enumerate(self.assignment):
+            dst = group_local_rows(slot, rank, rows_per_process, num_generations)
+            src = group_local_rows(group, rank, rows_per_process, num_generations)
+            for d, s in zip(dst, src, strict=True):
+                sources[d] = (t, s)
+        assert all(s is not None for s in sources)
+        return sources  # type: ignore[return-value]
+
+
+def merge_generation_rows(outputs: list[dict], sources: list[tuple[int, int]], pad_token_id: int,
+                          pad_to_multiple_of: int | None = None) -> dict:  # fmt: skip
+    """One TRL generation output built from rows of several (``sources``: ``(output index, row)`` per new row).
+
+    Sequences are re-padded to a common width (prompt keys on the left, completion keys on the right, as TRL pads);
+    per-sample image tensors are split and re-joined with TRL's own helpers. ``num_items_in_batch`` is left out: it is
+    a count over all processes, recomputed by the caller. Keys this merge does not know raise ``NotImplementedError``
+    rather than being merged wrongly (image-model outputs other than Qwen-VL style are not supported).
+    """
+    from trl.trainer.utils import pad, split_pixel_values_by_grid, unsplit_pixel_values_by_grid
+
+    if "pixel_values" in outputs[0] and not {"image_grid_thw", "num_images"} <= set(outputs[0]):
+        raise NotImplementedError("--dynamic_sampling merges image inputs of Qwen-VL-style models only (pixel_values "
+                                  "with image_grid_thw and num_images)")  # fmt: skip
+    split = [split_pixel_values_by_grid(o) for o in outputs]
+    keys = set(split[0])
+    known = set(_PADDED_KEYS) | set(_PROMPT_COMPLETION_KEYS) | set(_STACKED_KEYS) | set(_LIST_KEYS)
+    unknown = sorted(keys - known - set(_RECOMPUTED_KEYS))
+    if unknown:
+        raise NotImplementedError(f"--dynamic_sampling cannot merge generation outputs with keys {unknown}")
+    for i, s in enumerate(split[1:], 1):
+        if set(s) != keys:
+            raise RuntimeError(f"generation outputs differ in keys: {sorted(keys ^ set(s))} (try {i})")
+    merged: dict[str, Any] = {}
+    for key in sorted(keys - set(_RECOMPUTED_KEYS)):
+        values = [s[key] for s in split]
+        if any(v is None for v in values):
+            merged[key] = None
+            continue
+        rows = [values[t][r] for t, r in sources]
+        if key in _PADDED_KEYS:
+            side, value = _PADDED_KEYS[key]
+            merged[key] = pad(rows, pad_token_id if value == "pad" else value, side, pad_to_multiple_of)
+        elif key in _PROMPT_COMPLETION_KEYS:
+            widths = [s["prompt_ids"].shape[1] for s in split]
+            prompt = pad([values[t][r][: widths[t]] for t, r in sources], 0, "left", pad_to_multiple_of)
+            completion = pad([values[t][r][widths[t] :] for t, r in sources], 0, "right", pad_to_multiple_of)
+            merged[key] = torch.cat([prompt, completion], dim=1)
+        elif key in _STACKED_KEYS:
+            merged[key] = torch.stack(rows)
+        else:
+            merged[key] = rows
+    return unsplit_pixel_values_by_grid(merged)
+
+
 class VLMGRPOTrainer(GRPOTrainer):
     """GRPO trainer for VLMs driven by a :class:`vlm_r1.modules.VLMBaseModule`.
 
@@ -71,17 +245,132 @@ class VLMGRPOTrainer(GRPOTrainer):
             logger.info("froze %d vision parameters", n)
         super().__init__(model=model, reward_funcs=reward_funcs, args=args, processing_class=processing_class, **kwargs)
         vlm_module.post_model_init(self.model, processing_class)
+        if self.ref_model is not None:  # upstream calls the hook for the reference model too
+            vlm_module.post_model_init(getattr(self.ref_model, "module", self.ref_model), processing_class)
+        if hasattr(args, "loss_settings"):
+            logger.info("loss: %s; reference model: %s", args.loss_settings(),
+                        "loaded" if self.ref_model is not None else "none")  # fmt: skip
+        self._last_rewards_per_func = None
+        self._refill_dataset = None
+        if getattr(args, "dynamic_sampling", False):
+            ds = self.train_dataset
+            if ds is None or not (hasattr(ds, "__getitem__") and hasattr(ds, "__len__")):
+                raise ValueError("--dynamic_sampling needs a map-style (indexable) training dataset to draw refills")
+
+    # ---- batch record --------------------------------------------------------------------------------------------
+    def _record_batch(self, sample_ids: list, extra: dict | None = None) -> None:
+        """Append ``{"step", "sample_ids"[, "dynamic_sampling"]}`` to OUTPUT_DIR/batches.rank<R>.jsonl (one line per
+        generation batch: the samples this rank trains on), so a resumed run can be checked for repeated or skipped
+        batches."""
+        import json
+        import os
+
+        path = os.path.join(self.args.output_dir, f"batches.rank{self.accelerator.process_index}.jsonl")
+        os.makedirs(self.args.output_dir, exist_ok=True)
+        line = {"step": self.state.global_step + 1, "sample_ids": sample_ids}
+        if extra:
+            line.update(extra)
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(line) + "\n")
+
+    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+        # Keep the gathered (all processes) rewards of the last scoring: dynamic sampling decides on them.
+        rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        self._last_rewards_per_func = rewards_per_func
+        return rewards_per_func
 
     def _generate_and_score_completions(self, inputs):
-        # Record which samples each optimisation step trains on (OUTPUT_DIR/batches.rank<R>.jsonl, one line per
-        # generation batch), so a resumed run can be checked for repeated or skipped batches.
-        if self.model.training and inputs and "sample_id" in inputs[0]:
-            import json
-            import os
-
-            path = os.path.join(self.args.output_dir, f"batches.rank{self.accelerator.process_index}.jsonl")
-            os.makedirs(self.args.output_dir, exist_ok=True)
-            with open(path, "a", encoding="utf-8") as f:
-                f.write(json.dumps({"step": self.state.global_step + 1,
-                                    "sample_ids": [x["sample_id"] for x in inputs]}) + "\n")  # fmt: skip
+        recorded = self.model.training and bool(inputs) and "sample_id" in inputs[0]
+        if self.model.training and getattr(self.args, "dynamic_sampling", False):
+            return self._dynamic_sampling(inputs, record=recorded)
+        if recorded:
+            self._record_batch([x["sample_id"] for x in inputs])
         return super()._generate_and_score_completions(inputs)
+
+    # ---- dynamic sampling ----------------------------------------------------------------------------------------
+    def _zero_std_groups(self) -> list[bool]:
+        """Per global group of the last scoring: True when its reward has zero std (TRL's ``frac_reward_zero_std``
+        test on the weighted reward sum; also True when fewer than 2 completions were scorable)."""
+        from accelerate.utils import broadcast
+        from trl.trainer.utils import nanstd
+
+        per_func = self._last_rewards_per_func
+        rewards = (per_func * self.reward_weights.to(per_func.device).unsqueeze(0)).nansum(dim=1)
+        rewards[torch.isnan(per_func).all(dim=1)] = torch.nan
+        std = nanstd(rewards.view(-1, self.num_generations), dim=1)
+        zero = (torch.isclose(std, torch.zeros_like(std)) | torch.isnan(std)).to(torch.int32)
+        # The rewards are gathered, so every process computes the same flags; take rank 0's anyway so the processes
+        # can never disagree on how many generation rounds to run (a mismatch would hang the collectives).
+        if self.accelerator.num_processes > 1:
+            zero = broadcast(zero, from_process=0)
+        return [bool(z) for z in zero.tolist()]
+
+    def _refill_inputs(self, rows_per_process: int, try_index: int) -> list[dict]:
+        """This process's rows of a fresh generation batch, laid out as TRL's sampler does (each prompt repeated
+        ``num_generations`` times in a row, process ``p`` taking the ``p``-th slice). Prompts are drawn uniformly
+        without replacement (with replacement if the dataset is smaller than the batch) by a generator seeded from
+        ``--seed``, the global step, the micro-step within it and the try, identically on every process and again
+        identically after a resume (no state to save)."""
+        if self._refill_dataset is None:
+            self._refill_dataset = self._remove_unused_columns(self.train_dataset, description="dynamic sampling")
+        ds = self._refill_dataset
+        num_generations, rank = self.num_generations, self.accelerator.process_index
+        num_prompts = rows_per_process * self.accelerator.num_processes // num_generations
+        seed = self.args.seed
+        for part in (self.state.global_step, self._step % self.args.gradient_accumulation_steps, try_index):
+            seed = (seed * 1_000_003 + part) % (2**61 - 1)
+        gen = torch.Generator().manual_seed(seed)
+        if len(ds) >= num_prompts:
+            prompts = torch.randperm(len(ds), generator=gen)[:num_prompts]
+        else:
+            prompts = torch.randint(len(ds), (num_prompts,), generator=gen)
+        rows = prompts.repeat_interleave(num_generations)[rank * rows_per_process : (rank + 1) * rows_per_process]
+        cache = {i: ds[i] for i in sorted(set(rows.tolist()))}
+        return [dict(cache[i]) for i in rows.tolist()]
+
+    def _dynamic_sampling(self, inputs: list[dict], record: bool = False) -> dict:
+        """TRL's generation + scoring, repeated to replace zero-reward-std groups (``--dynamic_sampling``).
+
+        Try 0 is the batch TRL's sampler drew. While some of its groups have zero reward std and fewer than
+        ``--dynamic_sampling_max_tries`` batches were generated, a fresh batch (:meth:`_refill_inputs`) is generated and
+        scored by TRL, and its non-zero-std groups replace zero-std ones of the same layout (:class:`RefillPlan`). The
+        returned output has exactly TRL's shape for this process (same rows, whole groups); each row keeps the advantage
+        TRL computed in its own try.
+        """
+        rows_per_process = len(inputs)
+        rank, world = self.accelerator.process_index, self.accelerator.num_processes
+        layout = group_layout(rows_per_process, world, self.num_generations)
+        batches = [inputs]
+        outputs = [super()._generate_and_score_completions(inputs)]
+        plan = RefillPlan(layout, self._zero_std_groups())
+        while not plan.done and plan.tries < self.args.dynamic_sampling_max_tries:
+            batch = self._refill_inputs(rows_per_process, plan.tries)
+            outputs.append(super()._generate_and_score_completions(batch))
+            batches.append(batch)
+            plan.add_try(self._zero_std_groups())
+
+        sources = plan.local_sources(rank, rows_per_process, self.num_generations)
+        # Decide on the global assignment, not this process's rows: num_items_in_batch is a count over all processes,
+        # so either every process recomputes it (a collective) or none does.
+        if all(t == 0 for t, _ in plan.assignment):
+            output = outputs[0]  # nothing replaced anywhere: TRL's own output as is
+        else:
+            output = merge_generation_rows(outputs, sources, self._tokenizer.pad_token_id, self.pad_to_multiple_of)
+            mask = output["completion_mask"]
+            if output.get("tool_mask") is not None:
+                mask = mask * output["tool_mask"]
+            output["num_items_in_batch"] = self.accelerator.gather(mask.sum()).sum()
+
+        stats = plan.metrics()
+        for key, value in stats.items():
+            self._metrics["train"][key].append(value)
+        if plan.unfilled and self.accelerator.is_main_process:
+            logger.warning("dynamic sampling: %d of %d groups still have zero reward std after %d tries; training on "
+                           "them as they are (zero advantage)", plan.unfilled, len(layout), plan.tries)  # fmt: skip
+        if record:
+            self._record_batch(
+                [batches[t][r].get("sample_id") for t, r in sources],
+                {"dynamic_sampling": {"tries": plan.tries, "generated_sample_ids": [[x.get("sample_id") for x in b]
+                                                                                     for b in batches]}},
+            )  # fmt: skip
+        return output

@@ -36,8 +36,8 @@ from typing import Any
 from gui_grounding.frames import Frame
 from gui_grounding.prompts import (
     build_messages,
+    parse_answer_point,
     parse_json_point,
-    parse_point,
     parse_point_or_box,
     parse_point_tag,
 )
@@ -172,7 +172,7 @@ class GTA1Adapter(Adapter):
         return Request(messages, resized, {"frame": frame}, messages_to_text(messages))
 
     def parse(self, text, request):
-        point = parse_point(text, self.mode, strict=False)
+        point = parse_answer_point(text, self.mode, strict=False)
         return request.context["frame"].point_to_original(point) if point is not None else None
 
 
@@ -185,6 +185,19 @@ class GTA1ThinkingAdapter(GTA1Adapter):
 
     name = "gta1-thinking"
     mode = "thinking"
+
+
+class GTA1BoxAdapter(GTA1Adapter):
+    """GTA1 frame and image handling with our box prompt (``--prompt_mode box`` checkpoints, e.g. trained with the
+    ``iou`` / ``gaussian_coverage`` rewards).
+
+    Prompt: ``gui_grounding.prompts.BOX_SYSTEM_PROMPT`` (resized H/W stated, answer ``[x1,y1,x2,y2]``); parse: the
+    centre of the first box (``parse_answer_point(strict=False)``, the ScreenSpot-Pro convention for box answers),
+    resized pixels -> original.
+    """
+
+    name = "gta1-box"
+    mode = "box"
 
 
 class UITars15Adapter(Adapter):
@@ -281,8 +294,11 @@ class Qwen3VLAdapter(_Norm1000Adapter):
 
 
 ADAPTERS: dict[str, type[Adapter]] = {
-    cls.name: cls for cls in (GTA1Adapter, GTA1ThinkingAdapter, UITars15Adapter, Qwen2VLAdapter, Qwen3VLAdapter)
+    cls.name: cls for cls in (GTA1Adapter, GTA1ThinkingAdapter, GTA1BoxAdapter, UITars15Adapter, Qwen2VLAdapter, Qwen3VLAdapter)
 }
+
+# --prompt_mode of a GTA1-style training run -> the adapter that evaluates it with the same prompt and parser.
+PROMPT_MODE_ADAPTERS = {"non_thinking": "gta1", "thinking": "gta1-thinking", "box": "gta1-box"}
 
 # config.model_type -> adapter name (the family's native convention).
 DEFAULT_ADAPTER_FOR_MODEL_TYPE = {

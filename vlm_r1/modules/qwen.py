@@ -13,6 +13,7 @@ import json
 import os
 from typing import Any
 
+from vlm_r1 import rewards
 from vlm_r1.modules.base import VLMBaseModule
 
 VISION_SPECIAL_TOKENS = ("<|image_pad|>", "<|video_pad|>", "<|vision_start|>", "<|vision_end|>")
@@ -23,6 +24,8 @@ _THINK_ANSWER_TEMPLATE = (
     "<answer> </answer> tags."
 )
 _REC_TEMPLATE = _THINK_ANSWER_TEMPLATE + " Output the final answer in JSON format."
+# select_reward_func for task_type "rec": CLI name -> vlm_r1.rewards function
+_REC_REWARDS = {"accuracy": "iou_reward", "format": "format_reward_rec"}
 
 
 def _image_only_processor_class(stock_cls: type) -> type:
@@ -123,12 +126,26 @@ class Qwen2VLModule(VLMBaseModule):
             return _REC_TEMPLATE
         return _THINK_ANSWER_TEMPLATE
 
+    # upstream's model-specific REC rewards, duck-typed as static methods (vlm_r1.rewards holds the one implementation)
+    iou_reward = staticmethod(rewards.iou_reward)
+    format_reward_rec = staticmethod(rewards.format_reward_rec)
+
     @staticmethod
     def select_reward_func(func: str, task_type: str | None):
-        raise NotImplementedError(
-            f"--is_reward_customized_from_vlm_module with task_type={task_type!r}, reward {func!r}: the model-specific "
-            "REC rewards (iou_reward, format_reward_rec) are not implemented yet. Use --reward_funcs with registry "
-            "names instead (python -m vlm_r1.grpo_jsonl --list_rewards)."
+        """``--is_reward_customized_from_vlm_module``: ``accuracy`` -> ``iou_reward``, ``format`` ->
+        ``format_reward_rec`` for ``task_type == "rec"`` (upstream ``Qwen2VLModule.select_reward_func``).
+
+        The IoU reward maps the answer from the resized frame back to original pixels, which is right for Qwen2.5-VL
+        (absolute resized-pixel answers); upstream applies the same to Qwen2-VL, and so do we.
+
+        Raises:
+            ValueError: any other task type or reward name (as upstream).
+        """
+        if task_type == "rec" and func in _REC_REWARDS:
+            return getattr(rewards, _REC_REWARDS[func])
+        raise ValueError(
+            f"--is_reward_customized_from_vlm_module: no Qwen-specific reward {func!r} for task_type {task_type!r} "
+            f"(only task_type 'rec' with {sorted(_REC_REWARDS)}); drop the flag to use the reward registry"
         )
 
     # ---- our additions ---------------------------------------------------------------------------------------------

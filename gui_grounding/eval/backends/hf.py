@@ -18,6 +18,7 @@ import os
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 
+from gui_grounding.eval.adapters import PROMPT_MODE_ADAPTERS
 from gui_grounding.eval.backends import (
     checkpoint_adapter,
     load_image,
@@ -164,26 +165,27 @@ def predict_hf(
             12,845,056), whose bounds are applied.
         max_new_tokens: generation budget per sample (GTA1 inference: 32).
         device: torch device; default ``cuda`` when available, else ``cpu`` (bf16 on cuda, fp32 on cpu).
-        prompt_mode: ``"thinking"`` selects the ``gta1-thinking`` adapter when ``adapter`` is None (for the CLI's
+        prompt_mode: ``"thinking"`` / ``"box"`` select the ``gta1-thinking`` / ``gta1-box`` adapter when ``adapter`` is None (for the CLI's
             ``--prompt-mode``); ``None``/``"non_thinking"`` change nothing.
 
     Returns:
         ``out_path``.
 
     Raises:
-        ValueError: ``prompt_mode="thinking"`` together with an adapter, or an unknown prompt mode.
+        ValueError: ``prompt_mode`` thinking/box together with an adapter, or an unknown prompt mode.
     """
     import torch
     from tqdm.auto import tqdm
 
     from vlm_r1.modules import get_vlm_module
 
-    if prompt_mode not in (None, "non_thinking", "thinking"):
-        raise ValueError(f"unknown prompt_mode {prompt_mode!r}; expected non_thinking or thinking")
-    if prompt_mode == "thinking":
+    if prompt_mode not in (None, *PROMPT_MODE_ADAPTERS):
+        raise ValueError(f"unknown prompt_mode {prompt_mode!r}; expected one of {', '.join(PROMPT_MODE_ADAPTERS)}")
+    if prompt_mode in ("thinking", "box"):
         if adapter is not None:
-            raise ValueError("give either prompt_mode='thinking' or an adapter, not both (use adapter='gta1-thinking')")
-        adapter = "gta1-thinking"
+            raise ValueError(f"give either prompt_mode={prompt_mode!r} or an adapter, not both (use "
+                             f"adapter={PROMPT_MODE_ADAPTERS[prompt_mode]!r})")  # fmt: skip
+        adapter = PROMPT_MODE_ADAPTERS[prompt_mode]
     adapter = checkpoint_adapter(model_path, adapter)
     module = get_vlm_module(model_path)
     min_px, max_px = pixel_budget(adapter, min_pixels, max_pixels)

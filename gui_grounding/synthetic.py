@@ -1,0 +1,216 @@
+"""A seeded synthetic GUI grounding set that a tiny model can learn on CPU (``gui-grounding make-synthetic``).
+
+Each screenshot is a plain light-grey "screen" cut into a ``cols x rows`` grid of cells; some cells hold a button: a
+filled rectangle in one of a few distinct colours with a dark border and the colour's name written on it. Every
+button on a screen has a different colour. The instruction names one button by its colour ("Click the red button");
+the target box is that button's rectangle. A model that ignores the image can do no better than guessing a cell
+(``1 / buttons_per_image`` if it only guesses among cells that hold buttons), so accuracy above that line means it
+reads the screenshot.
+
+Why this shape: the real task (a point inside the element named by the instruction) at a size where the image costs
+few tokens (112x112 pixels = 4x4 merged Qwen2.5-VL image tokens; images are already multiples of 28 so smart_resize
+leaves them unchanged: original pixels == resized pixels), with colours that survive the tiny model's random vision
+tower. Buttons are jittered in size and position inside their cell, so a point must land inside the drawn rectangle,
+not just in the right cell.
+
+Output (canonical format, ``gui_grounding.schema``; boxes in original pixels)::
+
+    OUT/images/00000.png ...
+    OUT/train.jsonl  OUT/test.jsonl   one sample per line: instruction, image_path, target_bbox, image size,
+                                      source "synthetic", platform "desktop", ui_type "text", plus
+                                      extra keys ``colour``, ``cell`` [col, row], ``buttons`` (all colours on screen)
+    OUT/synthetic_config.json         the generator arguments and counts (everything needed to regenerate it)
+
+Same arguments and seed -> byte-identical files. Train and test screens are disjoint.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from dataclasses import asdict, dataclass, field
+
+# Distinct, saturated colours (name -> RGB) that differ strongly per channel.
+COLOURS: dict[str, tuple[int, int, int]] = {
+    "red": (220, 30, 30),
+    "green": (30, 170, 40),
+    "blue": (30, 60, 220),
+    "yellow": (240, 210, 20),
+    "purple": (140, 40, 170),
+    "orange": (245, 130, 20),
+    "cyan": (20, 200, 210),
+    "black": (20, 20, 20),
+}
+BACKGROUND = (235, 235, 235)
+BACKGROUNDS = ("gradient", "panels", "plain")
+INSTRUCTION_TEMPLATES = ("Click the {colour} button",)
+
+
+@dataclass
+class SyntheticConfig:
+    """Generator settings. Sizes are pixels of the written PNGs (= the model's resized frame when they are multiples
+    of 28 and within the processor's pixel budget).
+
+    Attributes:
+        num_train, num_test: number of screens per split; each screen yields ``samples_per_image`` samples.
+        width, height: screenshot size in pixels.
+        cols, rows: grid of cells; each button lives inside one cell.
+        buttons_per_image: buttons drawn per screen (1..cols*rows), each a different colour.
+        colours: colour names (keys of :data:`COLOURS`) to draw from; at least ``buttons_per_image``.
+        samples_per_image: instructions per screen (distinct target buttons, at most ``buttons_per_image``).
+        min_fill, max_fill: button side as a fraction of the cell side (uniform in this range).
+        background: ``gradient`` (default): a light wallpaper whose red falls from left to right and blue from top
+            to bottom (``R = 250 - 90 x / W``, ``G = 235``, ``B = 250 - 90 y / H``); ``panels``: one grey panel per
+            cell, lighter to darker in row-major order; ``plain``: one colour. Why: the tiny model's vision tower
+            is random and its only position signals (rotary embeddings) carry almost no absolute position at this
+            size, so on a plain screen it cannot learn *where* a button is in CPU minutes; the wallpaper around a
+            button is a position cue it can read linearly. Real screenshots need no such cue for real models.
+        seed: everything is drawn from ``random.Random(seed)``.
+    """
+
+    num_train: int = 400
+    num_test: int = 100
+    width: int = 112
+    height: int = 112
+    cols: int = 2
+    rows: int = 2
+    buttons_per_image: int = 4
+    colours: list[str] = field(default_factory=lambda: ["red", "green", "blue", "yellow"])
+    samples_per_image: int = 1
+    min_fill: float = 0.45
+    max_fill: float = 0.65
+    background: str = "gradient"
+    seed: int = 0
+
+    def validate(self) -> None:
+        """Raise ``ValueError`` naming the first inconsistent setting."""
+        if self.num_train < 1 or self.num_test < 0:
+            raise ValueError("num_train must be >= 1 and num_test >= 0")
+        if not 1 <= self.buttons_per_image <= self.cols * self.rows:
+            raise ValueError(f"buttons_per_image={self.buttons_per_image} must be in 1..cols*rows={self.cols * self.rows}")
+        unknown = [c for c in self.colours if c not in COLOURS]
+        if unknown:
+            raise ValueError(f"unknown colours {unknown}; known: {', '.join(COLOURS)}")
+        if len(set(self.colours)) < self.buttons_per_image:
+            raise ValueError(f"{len(set(self.colours))} distinct colours cannot fill {self.buttons_per_image} buttons")
+        if not 1 <= self.samples_per_image <= self.buttons_per_image:
+            raise ValueError("samples_per_image must be in 1..buttons_per_image")
+        if self.background not in BACKGROUNDS:
+            raise ValueError(f"unknown background {self.background!r}; expected one of {', '.join(BACKGROUNDS)}")
+        if not 0.1 <= self.min_fill <= self.max_fill <= 1.0:
+            raise ValueError("need 0.1 <= min_fill <= max_fill <= 1.0")
+        if self.width // self.cols < 8 or self.height // self.rows < 8:
+            raise ValueError("cells must be at least 8x8 pixels")
+
+
+def _draw_screen(cfg: SyntheticConfig, rng: random.Random):
+    """One screen: returns ``(PIL image, [(colour, cell, box), ...])`` with boxes in pixels, inclusive edges."""
+    from PIL import Image, ImageDraw
+
+    img = Image.new("RGB", (cfg.width, cfg.height), BACKGROUND)
+    draw = ImageDraw.Draw(img)
+    cell_w, cell_h = cfg.width // cfg.cols, cfg.height // cfg.rows
+    cells = [(c, r) for r in range(cfg.rows) for c in range(cfg.cols)]
+    if cfg.background == "gradient":
+        import numpy as np
+
+        xs = np.round(250 - 90 * np.arange(cfg.width) / cfg.width).astype(np.uint8)
+        ys = np.round(250 - 90 * np.arange(cfg.height) / cfg.height).astype(np.uint8)
+        arr = np.empty((cfg.height, cfg.width, 3), dtype=np.uint8)
+        arr[..., 0], arr[..., 1], arr[..., 2] = xs[None, :], 235, ys[:, None]
+        img = Image.fromarray(arr, "RGB")
+        draw = ImageDraw.Draw(img)
+    elif cfg.background == "panels":
+        for i, (c, r) in enumerate(cells):
+            shade = round(245 - 110 * i / max(1, len(cells) - 1))
+            draw.rectangle((c * cell_w, r * cell_h, (c + 1) * cell_w - 1, (r + 1) * cell_h - 1), fill=(shade,) * 3)
+    chosen_cells = rng.sample(cells, cfg.buttons_per_image)
+    chosen_colours = rng.sample(sorted(set(cfg.colours), key=cfg.colours.index), cfg.buttons_per_image)
+    buttons = []
+    for (col, row), colour in zip(chosen_cells, chosen_colours, strict=True):
+        bw = max(4, round(cell_w * rng.uniform(cfg.min_fill, cfg.max_fill)))
+        bh = max(4, round(cell_h * rng.uniform(cfg.min_fill, cfg.max_fill)))
+        x0 = col * cell_w + rng.randint(0, cell_w - bw)
+        y0 = row * cell_h + rng.randint(0, cell_h - bh)
+        box = (x0, y0, x0 + bw - 1, y0 + bh - 1)
+        draw.rectangle(box, fill=COLOURS[colour], outline=(60, 60, 60))
+        text_fill = (255, 255, 255) if sum(COLOURS[colour]) < 400 else (0, 0, 0)
+        draw.text((x0 + 2, y0 + bh // 2 - 5), colour[: max(1, (bw - 4) // 6)], fill=text_fill)
+        buttons.append((colour, [col, row], box))
+    return img, buttons
+
+
+def make_synthetic(out_dir: str, cfg: SyntheticConfig | None = None) -> dict:
+    """Write the synthetic set to ``out_dir`` (see the module docstring for the layout).
+
+    Returns:
+        ``{"train": n_train_samples, "test": n_test_samples, "images": n_images, "out_dir": out_dir}``.
+
+    Raises:
+        ValueError: inconsistent settings (:meth:`SyntheticConfig.validate`).
+    """
+    cfg = cfg or SyntheticConfig()
+    cfg.validate()
+    rng = random.Random(cfg.seed)
+    os.makedirs(os.path.join(out_dir, "images"), exist_ok=True)
+    counts, index = {}, 0
+    for split, n_screens in (("train", cfg.num_train), ("test", cfg.num_test)):
+        lines = []
+        for _ in range(n_screens):
+            img, buttons = _draw_screen(cfg, rng)
+            rel = f"images/{index:05d}.png"
+            img.save(os.path.join(out_dir, rel))
+            for k, (colour, cell, box) in enumerate(rng.sample(buttons, cfg.samples_per_image)):
+                template = rng.choice(INSTRUCTION_TEMPLATES)
+                lines.append({
+                    "sample_id": f"synthetic:{index:05d}:{k}",
+                    "instruction": template.format(colour=colour),
+                    "image_path": rel,
+                    "target_bbox": {"x_min": box[0], "y_min": box[1], "x_max": box[2], "y_max": box[3]},
+                    "image_width": cfg.width, "image_height": cfg.height,
+                    "source": "synthetic", "platform": "desktop", "ui_type": "text",
+                    "colour": colour, "cell": cell, "buttons": [b[0] for b in buttons],
+                })  # fmt: skip
+            index += 1
+        with open(os.path.join(out_dir, f"{split}.jsonl"), "w", encoding="utf-8") as f:
+            f.writelines(json.dumps(line) + "\n" for line in lines)
+        counts[split] = len(lines)
+    with open(os.path.join(out_dir, "synthetic_config.json"), "w", encoding="utf-8") as f:
+        json.dump({"config": asdict(cfg), "counts": counts, "images": index}, f, indent=2)
+    return {**counts, "images": index, "out_dir": out_dir}
+
+
+def register_cli(sub) -> None:
+    """Add the ``make-synthetic`` subcommand to the ``gui-grounding`` parser."""
+    d = SyntheticConfig()
+    p = sub.add_parser("make-synthetic", help="write the seeded synthetic toy set (coloured buttons) with splits",
+                       description=__doc__.split("\n\n")[0] + " Canonical JSONL train/test splits + PNGs; same "
+                       "arguments -> identical files.")  # fmt: skip
+    p.add_argument("--out", required=True, help="output directory (images/, train.jsonl, test.jsonl)")
+    p.add_argument("--num-train", type=int, default=d.num_train, help="training screens")
+    p.add_argument("--num-test", type=int, default=d.num_test, help="test screens (disjoint from training)")
+    p.add_argument("--width", type=int, default=d.width, help="screen width in pixels (multiple of 28: no resize)")
+    p.add_argument("--height", type=int, default=d.height, help="screen height in pixels")
+    p.add_argument("--cols", type=int, default=d.cols, help="grid columns (one button per cell at most)")
+    p.add_argument("--rows", type=int, default=d.rows, help="grid rows")
+    p.add_argument("--buttons-per-image", type=int, default=d.buttons_per_image,
+                   help="buttons per screen, each a different colour (the instruction names one)")
+    p.add_argument("--colours", default=",".join(d.colours), help=f"comma-separated colours from: {', '.join(COLOURS)}")
+    p.add_argument("--samples-per-image", type=int, default=d.samples_per_image, help="instructions per screen")
+    p.add_argument("--min-fill", type=float, default=d.min_fill, help="smallest button side / cell side")
+    p.add_argument("--max-fill", type=float, default=d.max_fill, help="largest button side / cell side")
+    p.add_argument("--background", choices=BACKGROUNDS, default=d.background,
+                   help="gradient wallpaper (position cue a tiny model can read), grey panels per cell, or plain")
+    p.add_argument("--seed", type=int, default=d.seed, help="random seed")
+
+    def run(args) -> None:
+        cfg = SyntheticConfig(num_train=args.num_train, num_test=args.num_test, width=args.width,
+                              height=args.height, cols=args.cols, rows=args.rows,
+                              buttons_per_image=args.buttons_per_image, colours=args.colours.split(","),
+                              samples_per_image=args.samples_per_image, min_fill=args.min_fill,
+                              max_fill=args.max_fill, background=args.background, seed=args.seed)  # fmt: skip
+        out = make_synthetic(args.out, cfg)
+        print(f"wrote {out['train']} train / {out['test']} test samples on {out['images']} screens to {args.out}")
+
+    p.set_defaults(func=run)

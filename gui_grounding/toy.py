@@ -1,0 +1,343 @@
+"""Learning experiments on the synthetic toy set (``gui-grounding toy``): proof that the pipeline learns, SFT vs GRPO,
+and the seed's ablations, each as real runs of ``python -m vlm_r1.sft`` / ``python -m vlm_r1.grpo_jsonl``.
+
+Experiments (each writes ``OUT/<experiment>/results.json``, ``results.md`` and a PNG of the curves):
+
+* ``learning``: tiny model -> SFT warm start -> GRPO with the ``click`` reward, and the same GRPO with a deliberately
+  broken reward (:func:`random_reward`: a coin flip that ignores the answer). Greedy test click accuracy is measured
+  after SFT (the start) and every ``eval_steps`` GRPO steps. A working pipeline rises with ``click`` and stays flat
+  with the random reward (``tests/test_learning.py`` asserts both).
+* ``sft-vs-grpo``: same data and the same number of optimisation steps after the shared short SFT: SFT alone (more
+  SFT steps), SFT + GRPO, and GRPO from a weaker start (a shorter SFT that learned the answer format but little
+  skill, then GRPO for the remaining steps).
+* ``ablations``: GRPO from the same SFT checkpoint with one switch changed per run (reward function, KL, rollouts per
+  prompt, prompts per step, dynamic sampling, loss preset), table of final accuracy, reward curve and completion length.
+
+The stages share one seeded synthetic set and one tiny checkpoint under ``OUT/`` and reuse them when present.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import random
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+
+logger = logging.getLogger(__name__)
+
+_COIN = random.Random(0)
+
+
+def random_reward(completions: list, **kwargs) -> list[float]:
+    """Deliberately broken reward for control runs: 1.0 or 0.0 by a seeded coin flip, independent of the answer.
+
+    GRPO with this reward has the same advantage statistics as with a real reward but no information about the task,
+    so test accuracy must not rise (``gui-grounding toy learning``). Use as
+    ``--reward_funcs gui_grounding.toy:random_reward``.
+    """
+    return [float(_COIN.random() < 0.5) for _ in completions]
+
+
+@dataclass
+class ToyRecipe:
+    """Settings of the toy experiments (defaults: the measured recipe in the README, about 10 CPU minutes for
+    ``learning`` on 2 cores).
+
+    Attributes:
+        synthetic: data settings (``gui_grounding.synthetic.SyntheticConfig`` fields).
+        arch, model_seed: tiny model architecture and weight seed.
+        sft_epochs, sft_lr, sft_batch: warm-start SFT (epochs over the training split).
+        weak_sft_epochs: SFT epochs of the "weaker start" in ``sft-vs-grpo`` (format, little skill).
+        grpo_steps, grpo_lr, prompts_per_step, num_generations, max_completion_length: GRPO settings (one process;
+            ``prompts_per_step * num_generations`` rollouts per step).
+        eval_steps, eval_samples: greedy test click accuracy every ``eval_steps`` steps on the first ``eval_samples``
+            test samples.
+        seed: training seed (data order, sampling).
+    """
+
+    synthetic: dict = field(default_factory=lambda: {"num_train": 1000, "num_test": 200, "buttons_per_image": 1,
+                                                     "background": "panels"})  # fmt: skip
+    arch: str = "qwen2_5_vl"
+    model_seed: int = 0
+    sft_epochs: float = 4.0
+    sft_lr: float = 2e-3
+    sft_batch: int = 16
+    weak_sft_epochs: float = 1.0
+    grpo_steps: int = 300
+    grpo_lr: float = 5e-4
+    prompts_per_step: int = 4
+    num_generations: int = 8
+    max_completion_length: int = 12
+    eval_steps: int = 50
+    eval_samples: int = 200
+    seed: int = 42
+
+
+def _run(cmd: list[str], log_path: str) -> float:
+    """Run ``cmd`` with its output in ``log_path``; returns the wall seconds. Raises RuntimeError naming the log."""
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    os.makedirs(os.path.dirname(log_path), exist_ok=True)
+    start = time.time()
+    with open(log_path, "w", encoding="utf-8") as log:
+        proc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, check=False)
+    if proc.returncode != 0:
+        with open(log_path, encoding="utf-8") as f:
+            tail = "".join(f.readlines()[-30:])
+        raise RuntimeError(f"{' '.join(cmd[:4])} ... failed (exit {proc.returncode}); log {log_path}:\n{tail}")
+    return time.time() - start
+
+
+def _history(run_dir: str) -> list[dict]:
+    with open(os.path.join(run_dir, "trainer_state.json"), encoding="utf-8") as f:
+        return json.load(f)["log_history"]
+
+
+def accuracy_curve(run_dir: str, offset: int = 0) -> list[tuple[int, float]]:
+    """``[(step, eval_click/accuracy %), ...]`` from a run's ``trainer_state.json`` (steps shifted by ``offset``)."""
+    return [(h["step"] + offset, h["eval_click/accuracy"]) for h in _history(run_dir) if "eval_click/accuracy" in h]
+
+
+def reward_curve(run_dir: str) -> list[tuple[int, float]]:
+    """``[(step, mean reward of the logged steps), ...]`` of a GRPO run."""
+    return [(h["step"], h["reward"]) for h in _history(run_dir) if "reward" in h and "loss" in h]
+
+
+class ToyExperiments:
+    """Runs the toy experiments under ``out_dir`` with ``recipe`` (see the module docstring)."""
+
+    def __init__(self, out_dir: str, recipe: ToyRecipe | None = None):
+        self.out = out_dir
+        self.recipe = recipe or ToyRecipe()
+        os.makedirs(out_dir, exist_ok=True)
+
+    # shared inputs -------------------------------------------------------------------------------------------------
+    @property
+    def data_dir(self) -> str:
+        return os.path.join(self.out, "synthetic")
+
+    @property
+    def model_dir(self) -> str:
+        return os.path.join(self.out, "tiny")
+
+    def prepare(self) -> None:
+        """Write the tiny model and the synthetic set once (reused when their config matches)."""
+        from gui_grounding.synthetic import SyntheticConfig, make_synthetic
+        from vlm_r1.tiny import build_tiny_model
+
+        cfg = SyntheticConfig(**self.recipe.synthetic)
+        stamp = os.path.join(self.data_dir, "synthetic_config.json")
+        if not os.path.exists(stamp) or json.load(open(stamp))["config"] != asdict(cfg):
+            make_synthetic(self.data_dir, cfg)
+        if not os.path.exists(os.path.join(self.model_dir, "config.json")):
+            build_tiny_model(self.recipe.arch, self.model_dir, seed=self.recipe.model_seed)
+
+    def _common(self, out_dir: str, prompt_mode: str) -> list[str]:
+        r = self.recipe
+        return ["--task_type", "gui_grounding", "--data_file_paths", os.path.join(self.data_dir, "train.jsonl"),
+                "--eval_data_file_paths", os.path.join(self.data_dir, "test.jsonl"), "--eval_strategy", "steps",
+                "--eval_steps", str(r.eval_steps), "--eval_max_samples", str(r.eval_samples), "--output_dir", out_dir,
+                "--save_strategy", "no", "--report_to", "none", "--disable_tqdm", "true", "--seed", str(r.seed),
+                "--prompt_mode", prompt_mode, "--logging_steps", "10"]  # fmt: skip
+
+    def sft(self, name: str, epochs: float, *, prompt_mode: str = "non_thinking", base: str | None = None) -> dict:
+        """SFT ``base`` (default: the tiny model) for ``epochs``; returns ``{dir, seconds, steps, accuracy}``."""
+        r = self.recipe
+        out_dir = os.path.join(self.out, "runs", name)
+        cmd = [sys.executable, "-m", "vlm_r1.sft", "--model_name_or_path", base or self.model_dir,
+               *self._common(out_dir, prompt_mode), "--num_train_epochs", str(epochs),
+               "--per_device_train_batch_size", str(r.sft_batch), "--learning_rate", str(r.sft_lr)]  # fmt: skip
+        seconds = _run(cmd, out_dir + ".log")
+        curve = accuracy_curve(out_dir)
+        steps = max(h["step"] for h in _history(out_dir))
+        return {"dir": out_dir, "seconds": round(seconds, 1), "steps": steps, "accuracy": curve[-1][1], "curve": curve}
+
+    def grpo(self, name: str, base: str, *, steps: int | None = None, extra: list[str] = (),
+             prompt_mode: str = "non_thinking") -> dict:  # fmt: skip
+        """GRPO from checkpoint ``base``; returns ``{dir, seconds, accuracy, curve, rewards, mean_length}``."""
+        r = self.recipe
+        out_dir = os.path.join(self.out, "runs", name)
+        cmd = [sys.executable, "-m", "vlm_r1.grpo_jsonl", "--model_name_or_path", base,
+               *self._common(out_dir, prompt_mode), "--max_steps", str(steps or r.grpo_steps),
+               "--per_device_train_batch_size", str(r.prompts_per_step * r.num_generations),
+               "--per_device_eval_batch_size", str(r.prompts_per_step * r.num_generations),
+               "--num_generations", str(r.num_generations), "--max_completion_length", str(r.max_completion_length),
+               "--learning_rate", str(r.grpo_lr), *extra]  # fmt: skip
+        seconds = _run(cmd, out_dir + ".log")
+        hist = _history(out_dir)
+        lengths = [h["completions/mean_length"] for h in hist if "completions/mean_length" in h]
+        return {"dir": out_dir, "seconds": round(seconds, 1), "accuracy": accuracy_curve(out_dir)[-1][1],
+                "curve": accuracy_curve(out_dir), "rewards": reward_curve(out_dir),
+                "mean_length": round(sum(lengths) / len(lengths), 2) if lengths else None}  # fmt: skip
+
+    # experiments ---------------------------------------------------------------------------------------------------
+    def warm_start(self) -> dict:
+        """The shared SFT warm start (``runs/sft``), run once."""
+        if not hasattr(self, "_sft"):
+            self._sft = self.sft("sft", self.recipe.sft_epochs)
+        return self._sft
+
+    def learning(self) -> dict:
+        """SFT -> GRPO(click) vs SFT -> GRPO(random reward). Returns (and writes) the results."""
+        self.prepare()
+        sft = self.warm_start()
+        click = self.grpo("grpo_click", sft["dir"], extra=["--reward_funcs", "click"])
+        broken = self.grpo("grpo_random_reward", sft["dir"], extra=["--reward_funcs", "gui_grounding.toy:random_reward"])
+        results = {
+            "recipe": asdict(self.recipe),
+            "start_accuracy": sft["accuracy"],
+            "sft": sft,
+            "runs": {"click": click, "random_reward": broken},
+        }
+        rows = [("SFT warm start", sft["accuracy"], "-", sft["seconds"]),
+                ("+ GRPO, click reward", click["accuracy"], click["accuracy"] - sft["accuracy"], click["seconds"]),
+                ("+ GRPO, random reward (control)", broken["accuracy"], broken["accuracy"] - sft["accuracy"],
+                 broken["seconds"])]  # fmt: skip
+        table = ["| run | test click accuracy (%) | change (points) | wall (s) |", "|---|---:|---:|---:|"]
+        table += [f"| {a} | {b} | {c if isinstance(c, str) else f'{c:+.0f}'} | {d} |" for a, b, c, d in rows]
+        self._write("learning", results, table, {"click": click, "random reward": broken}, sft)
+        return results
+
+    def sft_vs_grpo(self) -> dict:
+        """Same data, same optimisation steps after SFT: SFT alone vs SFT+GRPO vs GRPO from a weaker start."""
+        self.prepare()
+        r = self.recipe
+        sft = self.warm_start()
+        n_train = r.synthetic.get("num_train", 1000)
+        steps_per_epoch = -(-n_train // r.sft_batch)
+        total = sft["steps"] + r.grpo_steps
+        sft_only = self.sft("sft_only", total / steps_per_epoch)
+        plus = self.grpo("grpo_click", sft["dir"], extra=["--reward_funcs", "click"])
+        weak = self.sft("sft_weak", r.weak_sft_epochs)
+        weak_steps = total - weak["steps"]
+        from_weak = self.grpo("grpo_from_weak", weak["dir"], steps=weak_steps, extra=["--reward_funcs", "click"])
+        results = {"recipe": asdict(self.recipe), "total_steps": total,
+                   "runs": {"sft_only": sft_only, "sft_then_grpo": plus, "weak_sft": weak,
+                            "grpo_from_weak": from_weak}}  # fmt: skip
+        rows = [
+            ("SFT alone", f"{sft_only['steps']} SFT", sft_only["accuracy"], sft_only["seconds"]),
+            ("SFT + GRPO", f"{sft['steps']} SFT + {r.grpo_steps} GRPO", plus["accuracy"],
+             round(sft["seconds"] + plus["seconds"], 1)),
+            ("GRPO from a weaker start", f"{weak['steps']} SFT + {weak_steps} GRPO", from_weak["accuracy"],
+             round(weak["seconds"] + from_weak["seconds"], 1)),
+        ]  # fmt: skip
+        table = ["| recipe | optimisation steps | test click accuracy (%) | wall (s) |", "|---|---|---:|---:|"]
+        table += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows]
+        curves = {"SFT alone": sft_only, "SFT + GRPO": plus, "GRPO from weaker start": from_weak}
+        self._write("sft-vs-grpo", results, table, curves, sft, offsets={"SFT + GRPO": sft["steps"],
+                    "GRPO from weaker start": weak["steps"]})  # fmt: skip
+        return results
+
+    ABLATIONS: dict[str, list[str]] = {
+        "click (GTA1, baseline)": ["--reward_funcs", "click"],
+        "distance (MSE-like)": ["--reward_funcs", "distance"],
+        "gaussian_point (GUI-G2)": ["--reward_funcs", "gaussian_point"],
+        "click_distance_bonus (SE-GUI)": ["--reward_funcs", "click_distance_bonus"],
+        "click + KL beta 0.04": ["--reward_funcs", "click", "--beta", "0.04"],
+        "click, 4 rollouts per prompt": ["--reward_funcs", "click", "--num_generations", "4"],
+        "click, 2 prompts per step (small batch)": ["--reward_funcs", "click", "--per_device_train_batch_size", "16"],
+        "click + dynamic sampling": ["--reward_funcs", "click", "--dynamic_sampling", "true"],
+        "click, loss preset vlm_r1": ["--reward_funcs", "click", "--loss_preset", "vlm_r1"],
+        "random reward (control)": ["--reward_funcs", "gui_grounding.toy:random_reward"],
+    }
+
+    def ablations(self, names: list[str] | None = None, thinking: bool = True) -> dict:
+        """GRPO from the shared SFT checkpoint with one switch changed per run (see :attr:`ABLATIONS`); with
+        ``thinking`` also SFT+GRPO in thinking mode (its own SFT, same epochs) with ``click`` + ``click_format``."""
+        self.prepare()
+        sft = self.warm_start()
+        runs = {}
+        for name in names or list(self.ABLATIONS):
+            extra = self.ABLATIONS[name]
+            slug = "abl_" + "".join(ch if ch.isalnum() else "_" for ch in name.lower()).strip("_")
+            runs[name] = self.grpo(slug, sft["dir"], extra=list(extra))
+        if thinking:
+            think_sft = self.sft("sft_thinking", self.recipe.sft_epochs, prompt_mode="thinking")
+            runs["thinking prompt (click + click_format)"] = self.grpo(
+                "abl_thinking", think_sft["dir"], prompt_mode="thinking",
+                extra=["--reward_funcs", "click", "click_format", "--max_completion_length", "48"])
+        table = ["| setting | final test click accuracy (%) | change vs SFT start | reward first -> last | "
+                 "mean completion length | wall (s) |", "|---|---:|---:|---|---:|---:|"]  # fmt: skip
+        for name, run in runs.items():
+            rw = run["rewards"]
+            table.append(f"| {name} | {run['accuracy']} | {run['accuracy'] - sft['accuracy']:+.0f} | "
+                         f"{rw[0][1]:.3f} -> {rw[-1][1]:.3f} | {run['mean_length']} | {run['seconds']} |")  # fmt: skip
+        results = {"recipe": asdict(self.recipe), "start_accuracy": sft["accuracy"], "runs": runs}
+        self._write("ablations", results, table, runs, sft)
+        return results
+
+    # output --------------------------------------------------------------------------------------------------------
+    def _write(self, name: str, results: dict, table: list[str], curves: dict, sft: dict, offsets=None) -> None:
+        out = os.path.join(self.out, name)
+        os.makedirs(out, exist_ok=True)
+        with open(os.path.join(out, "results.json"), "w", encoding="utf-8") as f:
+            json.dump(results, f, indent=2)
+        with open(os.path.join(out, "results.md"), "w", encoding="utf-8") as f:
+            f.write(f"# toy experiment: {name}\n\nSFT warm start: {sft['steps']} steps, test click accuracy "
+                    f"{sft['accuracy']}%.\n\n" + "\n".join(table) + "\n")  # fmt: skip
+        plot_curves(curves, os.path.join(out, "curves.png"), title=f"toy experiment: {name}",
+                    start=sft["accuracy"], offsets=offsets or {})  # fmt: skip
+        print("\n".join(table))
+        logger.info("wrote %s/results.{json,md} and curves.png", out)
+
+
+def plot_curves(runs: dict, out_png: str, *, title: str, start: float | None = None, offsets: dict | None = None) -> str:
+    """Two panels like the seed's TensorBoard view: GRPO training reward per step, and greedy test click accuracy
+    (%) per step, one line per run (``runs``: name -> result dict with ``rewards`` and ``curve``)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    offsets = offsets or {}
+    fig, (ax_r, ax_a) = plt.subplots(1, 2, figsize=(12, 4.5))
+    for name, run in runs.items():
+        off = offsets.get(name, 0)
+        if run.get("rewards"):
+            ax_r.plot([s + off for s, _ in run["rewards"]], [v for _, v in run["rewards"]], label=name, lw=1.5)
+        points = ([(off, start)] if start is not None and off == 0 and run.get("rewards") else []) + [
+            (s + (off if run.get("rewards") else 0), v) for s, v in run["curve"]]  # fmt: skip
+        ax_a.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=name, lw=1.5)
+    ax_r.set_title("training reward (mean over rollouts)", fontsize=10)
+    ax_a.set_title("test click accuracy (%, greedy)", fontsize=10)
+    for ax in (ax_r, ax_a):
+        ax.set_xlabel("step")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle(title, fontsize=11)
+    fig.tight_layout()
+    fig.savefig(out_png, dpi=100)
+    plt.close(fig)
+    return out_png
+
+
+def register_cli(sub) -> None:
+    """Add the ``toy`` subcommand to the ``gui-grounding`` parser."""
+    d = ToyRecipe()
+    p = sub.add_parser("toy", help="learning experiments on the synthetic toy set (learning, sft-vs-grpo, ablations)",
+                       description=__doc__.split("\n\n")[0])  # fmt: skip
+    p.add_argument("experiment", choices=["learning", "sft-vs-grpo", "ablations"], help="which experiment")
+    p.add_argument("--out", required=True, help="output folder (shared tiny model + data reused between experiments)")
+    p.add_argument("--grpo-steps", type=int, default=d.grpo_steps, help="GRPO steps per run")
+    p.add_argument("--sft-epochs", type=float, default=d.sft_epochs, help="warm-start SFT epochs")
+    p.add_argument("--grpo-lr", type=float, default=d.grpo_lr, help="GRPO learning rate (toy scale, not GTA1's 1e-6)")
+    p.add_argument("--eval-steps", type=int, default=d.eval_steps, help="evaluate test accuracy every N steps")
+    p.add_argument("--seed", type=int, default=d.seed, help="training seed")
+    p.add_argument("--only", action="append", default=None, help="ablations: run only this setting (repeatable)")
+    p.add_argument("--no-thinking", action="store_true", help="ablations: skip the thinking-mode SFT+GRPO pair")
+
+    def run(args) -> None:
+        recipe = ToyRecipe(grpo_steps=args.grpo_steps, sft_epochs=args.sft_epochs, grpo_lr=args.grpo_lr,
+                           eval_steps=args.eval_steps, seed=args.seed)  # fmt: skip
+        exp = ToyExperiments(args.out, recipe)
+        if args.experiment == "learning":
+            exp.learning()
+        elif args.experiment == "sft-vs-grpo":
+            exp.sft_vs_grpo()
+        else:
+            exp.ablations(args.only, thinking=not args.no_thinking)
+
+    p.set_defaults(func=run)

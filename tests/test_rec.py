@@ -1,0 +1,361 @@
+"""``--task_type rec``: upstream VLM-R1's REC task on our core (RECTask, rec_iou / rec_format rewards, geometry).
+
+Frames: the tiny Qwen2.5-VL processor has factor 28 and max_pixels 200704, so a 1280x720 screenshot is seen at 588x336
+(x scale 1280/588 = 320/147, y scale 720/336 = 15/7) and a 1024x768 one at 504x364 (x 128/63, y 192/91). Predicted
+boxes below are picked so that the resize-back lands on whole pixels and every IoU can be checked by hand.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import pytest
+
+from vlm_r1 import rewards as vr
+from vlm_r1.geometry import Frame, box_iou, smart_resize
+from vlm_r1.grpo_jsonl import build_rewards
+from vlm_r1.modules import Qwen2VLModule, get_vlm_module, load_processor
+from vlm_r1.tasks import DefaultTask, RECTask, get_task, parse_rec_gt
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SAMPLE = os.path.join(REPO, "data", "web_sample")
+W720 = dict(image_size=[1280, 720], resized_size=[588, 336])
+
+
+def _c(text: str) -> list[dict]:
+    return [{"role": "assistant", "content": text}]
+
+
+def _iou(text: str, gt, image_size=(1280, 720), resized_size=(588, 336)) -> float:
+    return vr.iou_reward([_c(text)], gt_bbox=[list(gt)], image_size=[list(image_size)],
+                         resized_size=[list(resized_size)])[0]  # fmt: skip
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# one geometry for the project
+
+
+def test_gui_grounding_frames_reexports_vlm_r1_geometry():
+    from gui_grounding import frames
+
+    assert frames.box_iou is box_iou and frames.Frame is Frame and frames.smart_resize is smart_resize
+    assert frames.Box is not None and frames.Point is not None
+    assert smart_resize(720, 1280, factor=28, min_pixels=3136, max_pixels=200_704) == (336, 588)
+
+
+def test_vlm_r1_never_imports_gui_grounding():
+    code = ("import sys, vlm_r1.geometry, vlm_r1.rewards, vlm_r1.tasks, vlm_r1.modules, vlm_r1.grpo_jsonl; "
+            "bad = sorted(m for m in sys.modules if m.startswith('gui_grounding')); assert not bad, bad")  # fmt: skip
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def test_box_iou_continuous_values():
+    assert box_iou((0, 0, 10, 10), (5, 0, 15, 10)) == 50 / 150
+    assert box_iou((0, 0, 10, 10), (0, 0, 10, 10)) == 1.0
+    assert box_iou((0, 0, 10, 10), (10, 0, 20, 10)) == 0.0  # touching edges
+    assert box_iou((10, 10, 0, 0), (0, 0, 10, 10)) == 0.0  # inverted box overlaps nothing
+    assert box_iou((5, 5, 5, 5), (5, 5, 5, 5)) == 0.0  # zero union
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# rec_iou (upstream Qwen iou_reward): IoU value in original pixels after the resize-back
+
+
+def test_iou_reward_resizes_the_answer_back_to_original_pixels():
+    frame = Frame(1280, 720, 588, 336)
+    assert frame.box_to_original((147, 70, 294, 140)) == (320.0, 150.0, 640.0, 300.0)
+    # answer [147,70,294,140] in the 588x336 frame is [320,150,640,300] in the 1280x720 original
+    assert _iou("<think>t</think><answer>[147, 70, 294, 140]</answer>", (320, 150, 640, 300)) == 1.0
+    # read in the wrong (original) frame, the same answer would not even overlap the GT
+    assert box_iou((147, 70, 294, 140), (320, 150, 640, 300)) == 0.0
+    # half-shifted GT: inter 160*150 = 24000, union 2*48000 - 24000 = 72000 -> 1/3 (the IoU value, not thresholded)
+    assert _iou('<answer>{"bbox_2d": [147, 70, 294, 140], "label": "x"}</answer>', (480, 150, 800, 300)) == 1 / 3
+
+
+def test_iou_reward_on_web_sample_boxes():
+    # data/web_sample/test.jsonl line 1: "index" link [1220, 21, 1253, 36] on a 1280x720 screenshot (area 33*15 = 495)
+    # answer [441, 7, 588, 21] -> original [960, 15, 1280, 45] (area 320*30 = 9600) contains it: 495 / 9600
+    assert _iou("<answer>[441, 7, 588, 21]</answer>", (1220, 21, 1253, 36)) == 495 / 9600 == 0.0515625
+    # the same page at 1024x768 (seen at 504x364): "index" [964, 21, 997, 36]; answer [441, 0, 504, 91] ->
+    # original [896, 0, 1024, 192] (area 128*192 = 24576): 495 / 24576
+    assert _iou("<answer>[441,0,504,91]</answer>", (964, 21, 997, 36), (1024, 768), (504, 364)) == 495 / 24576
+
+
+def test_iou_reward_parse_rules_first_answer_first_box():
+    gt = (320, 150, 640, 300)
+    good = "[147, 70, 294, 140]"
+    assert _iou(f"<answer>{good} then [0, 0, 1, 1]</answer>", gt) == 1.0  # first bbox in the answer
+    assert _iou(f"<answer>[0, 0, 1, 1]</answer> <answer>{good}</answer>", gt) == 0.0  # first answer block only
+    assert _iou('<answer>\n{"bbox_2d": [147,70,294,140]}\n</answer>', gt) == 1.0  # multi-line answer
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "[147, 70, 294, 140]",  # no answer block
+        "<think>[147, 70, 294, 140]</think><answer>none</answer>",  # bbox outside the answer
+        "<answer>[147, 70, 294, 140]",  # unclosed answer
+        "<answer>[147.0, 70, 294, 140]</answer>",  # decimals do not match (upstream: integers only)
+        "<answer>[-147, 70, 294, 140]</answer>",  # negative numbers do not match
+        "<answer>[147, 70, 294]</answer>",  # three numbers
+        "<answer>[147 , 70, 294, 140]</answer>",  # space before a comma
+        "<answer>[294, 140, 147, 70]</answer>",  # inverted box: no area, no overlap
+        "<answer>[99999999999999999999, 0, 1, 1]</answer>",  # absurd numbers still score (0), never raise
+    ],
+)
+def test_iou_reward_malformed_answers_score_zero(text):
+    assert _iou(text, (320, 150, 640, 300)) == 0.0
+
+
+def test_iou_reward_sub_pixel_overlap_differs_from_upstream_convention():
+    # upstream's iou() applies -1/+1 to the intersection only: the area is the same continuous one, but an overlap
+    # of <= 1 px on an axis counts as 0 there. Ours is the one continuous box_iou: 1*10 / (100 + 110 - 10) = 0.05.
+    assert _iou("<answer>[9, 0, 20, 10]</answer>", (0, 0, 10, 10), (588, 336), (588, 336)) == 0.05
+
+
+def test_iou_reward_batch_and_missing_columns():
+    out = vr.iou_reward([_c("<answer>[147, 70, 294, 140]</answer>"), "<answer>[0, 0, 1, 1]</answer>"],
+                        gt_bbox=[[320, 150, 640, 300]] * 2, image_size=[[1280, 720]] * 2,
+                        resized_size=[[588, 336]] * 2)  # fmt: skip
+    assert out == [1.0, 0.0]
+    with pytest.raises(ValueError, match=r"needs the columns \['image_size', 'resized_size'\] that --task_type rec"):
+        vr.iou_reward([_c("x")], gt_bbox=[[0, 0, 1, 1]], solution=["<answer> [0, 0, 1, 1] </answer>"])
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# rec_format (upstream Qwen format_reward_rec)
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ('<think>a</think><answer>{"bbox_2d": [1, 2, 3, 4]}</answer>', 1.0),
+        ('<think>a\nb</think>\n\n<answer>\n{"bbox_2d": [1,2,3,4], "label": "dog"}\n</answer>', 1.0),
+        ('preamble <think>a</think> <answer>{"bbox": [10, 20, 30, 40]}</answer> trailing', 1.0),  # search, not full
+        ("<think>a</think><answer>[1, 2, 3, 4]</answer>", 0.0),  # no JSON object braces
+        ('<think>a</think><answer>{"bbox_2d": [1.5, 2, 3, 4]}</answer>', 0.0),  # decimals
+        ('<think>a</think><answer>{"bbox_2d": [1, 2, 3]}</answer>', 0.0),  # three numbers
+        ('<answer>{"bbox_2d": [1, 2, 3, 4]}</answer>', 0.0),  # no think block
+        ('<answer>{"bbox_2d": [1, 2, 3, 4]}</answer><think>a</think>', 0.0),  # wrong order
+        ('<think>a</think> x <answer>{"bbox_2d": [1, 2, 3, 4]}</answer>', 0.0),  # text between the blocks
+        ('<think>a</think><answer>{"bbox_2d": [1, 2, 3, 4]}', 0.0),  # unclosed answer
+        ("", 0.0),
+    ],
+)
+def test_format_reward_rec_cases(text, expected):
+    assert vr.format_reward_rec([_c(text)]) == [expected]
+    assert vr.format_reward_rec([text]) == [expected]  # plain-string completions too
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# reward selection: rec task aliases, the module path, registry names
+
+
+def _args(**kw):
+    base = dict(reward_funcs=None, is_reward_customized_from_vlm_module=False, task_type="rec")
+    base.update(kw)
+    return SimpleNamespace(**base)
+
+
+def test_rec_rewards_resolve_the_same_three_ways():
+    rec, module = get_task("rec"), Qwen2VLModule("qwen2_5_vl")
+    assert type(rec) is RECTask
+    expected = [vr.iou_reward, vr.format_reward_rec]
+    assert build_rewards(_args(), rec, module) == expected  # the task's defaults
+    assert build_rewards(_args(reward_funcs=["accuracy", "format"]), rec, module) == expected
+    assert build_rewards(_args(is_reward_customized_from_vlm_module=True), rec, module) == expected  # upstream path
+    assert build_rewards(_args(reward_funcs=["rec_iou", "rec_format"]), rec, module) == expected
+    assert [f.__name__ for f in expected] == ["iou_reward", "format_reward_rec"]  # upstream's logged names
+    assert module.iou_reward is vr.iou_reward and module.format_reward_rec is vr.format_reward_rec
+    # other tasks keep the generic names
+    assert build_rewards(_args(task_type=None), DefaultTask(), module) == [vr.accuracy_reward, vr.format_reward]
+    assert vr.available_rewards()["rec_iou"] == vr.available_rewards()["rec_format"] == "builtin"
+
+
+def test_module_reward_path_rejects_other_tasks_and_names():
+    module = Qwen2VLModule("qwen2_5_vl")
+    with pytest.raises(ValueError, match=r"no Qwen-specific reward 'accuracy' for task_type 'gui'"):
+        build_rewards(_args(is_reward_customized_from_vlm_module=True, task_type="gui"), DefaultTask(), module)
+    with pytest.raises(ValueError, match=r"no Qwen-specific reward 'length' for task_type 'rec'"):
+        module.select_reward_func("length", "rec")
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# RECTask: records -> rows, bad records skipped and counted (or strict error naming file:line)
+
+
+def test_parse_rec_gt_forms_and_errors():
+    assert parse_rec_gt([1, 2, 3, 4]) == [1.0, 2.0, 3.0, 4.0]
+    assert parse_rec_gt("[1.5, 2, 3, 4]") == [1.5, 2.0, 3.0, 4.0]
+    assert parse_rec_gt("<answer> [1, 2, 3, 4] </answer>") == [1.0, 2.0, 3.0, 4.0]
+    for bad, msg in [("x1 y1", "is not JSON"), ([1, 2, 3], "list of 4 numbers"), ([1, 2, 3, "4"], "list of 4 numbers"),
+                     ([True, 2, 3, 4], "list of 4 numbers"), ({"bbox_2d": [1, 2, 3, 4]}, "list of 4 numbers"),
+                     ([1, 2, 1, 4], "no area"), ([1, 5, 3, 4], "no area"), ([0, 0, float("inf"), 4], "non-finite"),
+                     ("[0, 0, NaN, 4]", "non-finite")]:  # fmt: skip
+        with pytest.raises(ValueError, match=msg):
+            parse_rec_gt(bad)
+
+
+def _sample_boxes() -> dict[str, tuple[str, list[int]]]:
+    """Instruction -> (image path relative to data/web_sample, [x1, y1, x2, y2]) for the first records of test.jsonl."""
+    out = {}
+    with open(os.path.join(SAMPLE, "test.jsonl"), encoding="utf-8") as f:
+        for line in f:
+            rec = json.loads(line)
+            b = rec["target_bbox"]
+            out.setdefault(rec["image_path"], []).append((rec["instruction"], [b["x_min"], b["y_min"], b["x_max"],
+                                                                                b["y_max"]]))  # fmt: skip
+    return out
+
+
+def _rec_line(image, question, gt, **extra):
+    return json.dumps({"image": image, "conversations": [{"from": "human", "value": f"<image>{question}"},
+                                                         {"from": "gpt", "value": gt}], **extra})  # fmt: skip
+
+
+@pytest.fixture
+def rec_jsonl(tmp_path):
+    """6 good REC records on committed screenshots (both viewports) + 8 bad lines; images relative to SAMPLE."""
+    boxes = _sample_boxes()
+    wide = "images/installing-index__1280x720.png"
+    narrow = "images/installing-index__1024x768.png"
+    (q0, b0), (q1, b1), (q2, b2) = boxes[wide][:3]
+    (q3, b3), (q4, b4) = boxes[narrow][:2]
+    lines = [
+        _rec_line(wide, q0, b0, id="w0"),
+        _rec_line([wide], q1, json.dumps(b1), id="w1"),  # one-element image list, GT as a JSON string
+        _rec_line(wide, q2, f"<answer>{json.dumps(b2)}</answer>"),  # GT string with answer tags, no id
+        _rec_line(narrow, q3, b3, id="n0"),
+        _rec_line(narrow, q4, [b4[0] + 0.5, b4[1], b4[2], b4[3]], id="n1"),  # float GT
+        _rec_line(wide, "Box of the top bar", [0, 0, 1280, 60], id="w-top"),
+        "not json",  # unparseable_record
+        json.dumps({"image": wide, "conversations": [{"from": "human", "value": "q"}]}),  # unparseable_record
+        _rec_line([wide, narrow], "two images", b0),  # needs_one_image
+        _rec_line(None, "no image", b0),  # needs_one_image
+        _rec_line("images/no_such.png", "missing", b0),  # missing_image
+        _rec_line(wide, "bad gt json", "[1, 2, 3"),  # bad_gt_box (upstream: json.loads crash mid-training)
+        _rec_line(wide, "bad gt shape", [1, 2, 3]),  # bad_gt_box
+        _rec_line(wide, "zero-area gt", [5, 5, 5, 9]),  # bad_gt_box
+    ]
+    path = tmp_path / "rec.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return str(path), [b0, b1, b2, b3, [b4[0] + 0.5, b4[1], b4[2], b4[3]], [0, 0, 1280, 60]], [q0, q1, q2, q3, q4]
+
+
+def _task_args(files, **kw):
+    base = dict(data_file_list=files, image_folder_list=[SAMPLE] * len(files), reward_method_list=None,
+                strict_data=False, task_type="rec", prompt_mode="non_thinking")  # fmt: skip
+    base.update(kw)
+    return SimpleNamespace(**base)
+
+
+def test_rec_task_rows_and_skip_counts(rec_jsonl, tiny_qwen25_dir, caplog):
+    path, gts, questions = rec_jsonl
+    processor, module = load_processor(tiny_qwen25_dir), get_vlm_module(tiny_qwen25_dir)
+    with caplog.at_level(logging.WARNING, logger="vlm_r1.tasks"):
+        ds = RECTask().build_dataset(_task_args([path]), processor, module)
+    assert ("rec: skipped records: {'unparseable_record': 2, 'needs_one_image': 2, 'missing_image': 1, "
+            "'bad_gt_box': 3} (kept 6)") in caplog.text  # fmt: skip
+    assert len(ds) == 6
+    assert [r["gt_bbox"] for r in ds.with_format(None)] == [[float(v) for v in b] for b in gts]
+    assert [r["id"] for r in ds.with_format(None)] == ["w0", "w1", f"{path}:3", "n0", "n1", "w-top"]
+    row0, row3 = ds[0], ds[3]
+    template = module.get_question_template("rec")
+    assert template.endswith("<answer> </answer> tags. Output the final answer in JSON format.")
+    assert row0["prompt"] == [{"role": "user", "content": template.format(Question=questions[0])}]
+    assert row0["problem"] == questions[0] and "<image>" not in row0["problem"]
+    assert row0["solution"] == f"<answer> {json.dumps([float(v) for v in gts[0]])} </answer>"
+    assert row0["image_path"] == os.path.join(SAMPLE, "images/installing-index__1280x720.png")
+    assert (row0["image_size"], row0["resized_size"]) == ([1280, 720], [588, 336])
+    assert (row3["image_size"], row3["resized_size"]) == ([1024, 768], [504, 364])
+    assert row0["image"].size == (1280, 720)  # the original image: the processor resizes it, as upstream
+    # the resized size written in the row is exactly the frame the processor produces (grid * patch size 14)
+    for row in (row0, row3):
+        batch = processor(text=["<|vision_start|><|image_pad|><|vision_end|>"], images=[row["image"]],
+                          return_tensors="pt")  # fmt: skip
+        _, h, w = batch["image_grid_thw"][0].tolist()
+        assert [w * 14, h * 14] == row["resized_size"]
+    # the rows feed the rewards directly: a perfect answer in the resized frame scores 1.0 for every row
+    rows = ds.with_format(None).to_list()
+    answers = []
+    for r in rows:
+        sx, sy = r["resized_size"][0] / r["image_size"][0], r["resized_size"][1] / r["image_size"][1]
+        box = [round(v * s) for v, s in zip(r["gt_bbox"], (sx, sy, sx, sy), strict=True)]
+        answers.append(_c(f"<answer>{json.dumps(box)}</answer>"))
+    scores = vr.iou_reward(answers, **{k: [r[k] for r in rows] for k in ("gt_bbox", "image_size", "resized_size")})
+    # the top bar [0, 0, 1280, 60] -> [0, 0, 588, 28] exactly; the small links lose a little to integer rounding
+    assert scores[5] == 1.0 and all(0.7 < s <= 1.0 for s in scores), scores
+
+
+def test_rec_task_strict_names_file_and_line(tmp_path, tiny_qwen25_dir):
+    good = _rec_line("images/installing-index__1280x720.png", "q", [1, 2, 3, 4])
+    path = tmp_path / "strict.jsonl"
+    path.write_text(good + "\n\n" + _rec_line("images/installing-index__1280x720.png", "q", "[1, 2") + "\n")
+    processor, module = load_processor(tiny_qwen25_dir), get_vlm_module(tiny_qwen25_dir)
+    with pytest.raises(ValueError, match=rf"^{path}:3: bad_gt_box: gt box '\[1, 2' is not JSON"):
+        RECTask().build_dataset(_task_args([str(path)], strict_data=True), processor, module)
+    path.write_text(_rec_line("images/installing-index__1280x720.png", "q", [1, 2, 1, 4]) + "\n")
+    with pytest.raises(ValueError, match=r"no usable REC records .*'bad_gt_box': 1"):
+        RECTask().build_dataset(_task_args([str(path)]), processor, module)
+
+
+def test_rec_task_unreadable_and_degenerate_images(tmp_path, tiny_qwen25_dir, make_image):
+    (tmp_path / "corrupt.png").write_bytes(b"not a png")
+    make_image(10, 10, "tiny.png")  # under min_pixels: smart_resize scales it up to 56x56, so it is kept
+    make_image(6000, 28, "thin.png")  # aspect ratio 214 > 200: smart_resize (and so the processor) rejects it
+    make_image(100, 60, "ok.png")
+    path = tmp_path / "d.jsonl"
+    names = ("corrupt.png", "corrupt.png", "tiny.png", "thin.png", "ok.png")
+    path.write_text("\n".join(_rec_line(n, "q", [1, 2, 8, 9]) for n in names) + "\n")
+    processor, module = load_processor(tiny_qwen25_dir), get_vlm_module(tiny_qwen25_dir)
+    ds = RECTask().build_dataset(_task_args([str(path)], image_folder_list=None), processor, module)
+    rows = ds.with_format(None).to_list()
+    assert [(r["image_size"], r["resized_size"]) for r in rows] == [([10, 10], [56, 56]), ([100, 60], [112, 56])]
+    with pytest.raises(ValueError, match=r"d.jsonl:1: unreadable_image: unreadable image .*corrupt.png"):
+        RECTask().build_dataset(_task_args([str(path)], image_folder_list=None, strict_data=True), processor, module)
+    path.write_text(_rec_line("thin.png", "q", [1, 2, 8, 9]) + "\n")
+    with pytest.raises(ValueError, match=r"d.jsonl:1: bad_image_size: absolute aspect ratio must be smaller than 200"):
+        RECTask().build_dataset(_task_args([str(path)], image_folder_list=None, strict_data=True), processor, module)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# end to end: python -m vlm_r1.grpo_jsonl --task_type rec
+
+
+def test_grpo_cli_rec_two_steps(rec_jsonl, tiny_qwen25_dir, tmp_path):
+    path, _, _ = rec_jsonl
+    out = str(tmp_path / "run")
+    os.symlink(os.path.join(SAMPLE, "images"), tmp_path / "images")  # held-out images resolve next to the file
+    cmd = [sys.executable, "-m", "vlm_r1.grpo_jsonl", "--model_name_or_path", tiny_qwen25_dir, "--task_type", "rec",
+           "--data_file_paths", path, "--image_folders", SAMPLE, "--reward_funcs", "accuracy", "format",
+           "--output_dir", out, "--max_steps", "2", "--per_device_train_batch_size", "4", "--num_generations", "4",
+           "--max_completion_length", "8", "--max_pixels", "100352", "--logging_steps", "1", "--report_to", "none",
+           "--save_strategy", "no", "--seed", "0", "--eval_data_file_paths", path, "--eval_strategy", "steps",
+           "--eval_steps", "2", "--per_device_eval_batch_size", "4"]  # fmt: skip
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
+    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert "task_type rec: reward 'accuracy' resolves to 'rec_iou'" in proc.stderr
+    assert "task_type rec: reward 'format' resolves to 'rec_format'" in proc.stderr
+    assert "rec: skipped records: {'unparseable_record': 2, 'needs_one_image': 2" in proc.stderr
+    with open(os.path.join(out, "vlm_r1_run.json")) as f:
+        info = json.load(f)
+    assert info["task_type"] == "rec" and info["num_train_rows"] == 6
+    assert info["reward_funcs"] == ["iou_reward", "format_reward_rec"]
+    assert info["smart_resize"] == {"factor": 28, "min_pixels": 3136, "max_pixels": 100352}
+    with open(os.path.join(out, "trainer_state.json")) as f:
+        logs = json.load(f)["log_history"]
+    history = [h for h in logs if "loss" in h]
+    assert [h["step"] for h in history] == [1, 2]
+    for h in history:
+        assert 0.0 <= h["rewards/iou_reward/mean"] <= 1.0 and 0.0 <= h["rewards/format_reward_rec/mean"] <= 1.0
+    evals = [h for h in logs if "eval_rewards/iou_reward/mean" in h]
+    assert [h["step"] for h in evals] == [2] and 0.0 <= evals[0]["eval_rewards/iou_reward/mean"] <= 1.0
+    assert os.path.exists(os.path.join(out, "model.safetensors"))

@@ -1,0 +1,200 @@
+"""``python -m vlm_r1.sft``: supervised fine-tuning of a VLM on the same data and prompts as GRPO, on TRL's SFTTrainer.
+
+VLM-R1 ships an SFT entry point next to its GRPO one; this is ours. A task plugin (``--task_type``, same registry as
+``vlm_r1.grpo_jsonl``) builds the prompt rows exactly as GRPO sees them (same system prompt, same resized image), and
+the task's ``sft_completion(row)`` gives the target answer (``gui_grounding``: the centre of the target box in the
+resized frame, ``(x,y)``; ``default``: the record's gpt answer inside ``<answer> </answer>``). The loss is on the
+completion tokens only (TRL prompt-completion data, ``completion_only_loss``).
+
+Example (warm start on the synthetic toy set)::
+
+    python -m vlm_r1.sft --model_name_or_path runs/tiny --task_type gui_grounding \\
+        --data_file_paths runs/synthetic/train.jsonl --output_dir runs/sft --num_train_epochs 3 \\
+        --per_device_train_batch_size 16 --learning_rate 1e-3
+
+Accepts every TRL ``SFTConfig`` / HF ``TrainingArguments`` / ``ModelConfig`` flag plus the data flags below and
+``--config file.yaml``. With ``--eval_data_file_paths`` and ``--eval_strategy steps`` the task's own held-out metric
+(greedy click accuracy for ``gui_grounding``) is logged during training, as in GRPO.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from dataclasses import dataclass, field
+
+from trl import SFTConfig
+
+from vlm_r1.configs import GRPOModelConfig
+from vlm_r1.devices import apply_device_defaults
+
+logger = logging.getLogger("vlm_r1")
+
+
+def _split(value: str | None) -> list[str]:
+    return value.split(":") if value else []
+
+
+@dataclass
+class SFTScriptArguments:
+    """Data and task arguments of ``python -m vlm_r1.sft`` (the subset of the GRPO script arguments SFT uses)."""
+
+    data_file_paths: str = field(
+        default=None, metadata={"help": "Training data files (JSONL or JSON), ':'-separated. Required."}
+    )
+    image_folders: str | None = field(
+        default=None,
+        metadata={"help": "One image folder per data file, ':'-separated. Default: each data file's own folder."},
+    )
+    task_type: str | None = field(
+        default=None,
+        metadata={"help": "Task plugin (same registry as vlm_r1.grpo_jsonl): 'gui_grounding' or 'default'. The task "
+                  "builds the prompts and gives the target answer. Default: 'default'."},
+    )
+    prompt_mode: str = field(
+        default="non_thinking",
+        metadata={"help": "gui_grounding prompt and target format: 'non_thinking' ('(x,y)') or 'thinking' "
+                  "('<think>...</think><answer>(x,y)</answer>' with a fixed template thought)."},
+    )
+    max_pixels: int | None = field(
+        default=None, metadata={"help": "smart_resize upper pixel budget. Default: the checkpoint's processor."}
+    )
+    min_pixels: int | None = field(
+        default=None, metadata={"help": "smart_resize lower pixel budget. Default: the checkpoint's processor."}
+    )
+    eval_data_file_paths: str | None = field(
+        default=None,
+        metadata={"help": "Held-out data files (':'-separated) for the task's metric every --eval_steps (with "
+                  "--eval_strategy steps)."},
+    )
+    eval_max_samples: int = field(default=200, metadata={"help": "At most this many held-out samples are scored."})
+    strict_data: bool = field(default=False, metadata={"help": "Stop at the first bad record instead of skipping it."})
+    reward_method: str | None = field(default=None, metadata={"help": "Unused by SFT (kept for the task API)."})
+
+    @property
+    def data_file_list(self) -> list[str]:
+        return _split(self.data_file_paths)
+
+    @property
+    def image_folder_list(self) -> list[str] | None:
+        return _split(self.image_folders) or None
+
+    @property
+    def eval_data_file_list(self) -> list[str]:
+        return _split(self.eval_data_file_paths)
+
+    @property
+    def reward_method_list(self) -> list[str] | None:
+        return None
+
+
+@dataclass
+class VLMSFTConfig(SFTConfig):
+    """``trl.SFTConfig`` with this project's device defaults (CPU: ``use_cpu``; bf16 only on capable GPUs) and
+    ``remove_unused_columns=False`` (the task's lazy image loader needs its ``image_path`` column)."""
+
+    remove_unused_columns: bool = field(
+        default=False, metadata={"help": "Keep dataset columns (images are loaded lazily from image_path)."}
+    )
+
+    def __post_init__(self):
+        apply_device_defaults(self)
+        super().__post_init__()
+
+
+def parse_args(argv: list[str] | None = None):
+    """Parse the command line (and ``--config``) into ``(SFTScriptArguments, VLMSFTConfig, GRPOModelConfig)``."""
+    from trl import TrlParser
+
+    parser = TrlParser((SFTScriptArguments, VLMSFTConfig, GRPOModelConfig))
+    script_args, training_args, model_args = parser.parse_args_and_config(args=argv)
+    if not script_args.data_file_list:
+        parser.error("--data_file_paths is required")
+    if not model_args.model_name_or_path:
+        parser.error("--model_name_or_path is required")
+    return script_args, training_args, model_args
+
+
+def sft_dataset(task, script_args, processor, vlm_module, data_files: str | None = None):
+    """The task's rows plus a ``completion`` column (``[{"role": "assistant", "content": target}]``).
+
+    Raises:
+        ValueError: the task has no ``sft_completion`` (cannot say what the target answer is).
+    """
+    import dataclasses
+
+    if not hasattr(task, "sft_completion"):
+        raise ValueError(f"task {task.name!r} does not define sft_completion(row): no SFT target for its records")
+    if data_files is not None:
+        script_args = dataclasses.replace(script_args, data_file_paths=data_files, image_folders=None)
+    ds = task.build_dataset(script_args, processor, vlm_module)
+    fmt = ds.format
+    plain = ds.with_format(None)
+    plain = plain.map(lambda row: {"completion": [{"role": "assistant", "content": task.sft_completion(row)}]})
+    if fmt["type"] == "custom":
+        plain = plain.with_transform(fmt["format_kwargs"]["transform"])
+    return plain
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Build everything from the command line, train, and save model + processor to ``--output_dir``."""
+    rank = int(os.environ.get("RANK", "0"))
+    logging.basicConfig(level=logging.INFO if rank == 0 else logging.WARNING,
+                        format=f"%(asctime)s [rank{rank}] %(levelname)s %(name)s: %(message)s",
+                        datefmt="%H:%M:%S")  # fmt: skip
+    script_args, training_args, model_args = parse_args(argv)
+
+    from trl import SFTTrainer, get_peft_config
+
+    from vlm_r1.modules import get_vlm_module
+    from vlm_r1.plots import plot_training_curves
+    from vlm_r1.tasks import get_task
+    from vlm_r1.trainer import freeze_vision_modules
+
+    model_path = model_args.model_name_or_path
+    vlm_module = get_vlm_module(model_path)
+    processor = vlm_module.load_processor(model_path, min_pixels=script_args.min_pixels,
+                                          max_pixels=script_args.max_pixels)  # fmt: skip
+    task = get_task(script_args.task_type)
+    dataset = sft_dataset(task, script_args, processor, vlm_module)
+    eval_dataset = None
+    if script_args.eval_data_file_list and training_args.eval_strategy != "no":
+        eval_dataset = sft_dataset(task, script_args, processor, vlm_module, script_args.eval_data_file_paths)
+    logger.info("task=%s SFT rows=%d, e.g. completion %r", task.name, len(dataset),
+                dataset.with_format(None)[0]["completion"][0]["content"])  # fmt: skip
+
+    init_kwargs = {"attn_implementation": model_args.attn_implementation}
+    if model_args.dtype not in (None, "auto"):
+        import torch
+
+        init_kwargs["dtype"] = getattr(torch, model_args.dtype)
+    model_cls = vlm_module.get_model_class(model_path, init_kwargs)
+    model = model_cls.from_pretrained(model_path, **{k: v for k, v in init_kwargs.items() if v is not None})
+    if model_args.freeze_vision_modules:
+        logger.info("froze %d vision parameters",
+                    freeze_vision_modules(model, vlm_module.get_vision_modules_keywords()))  # fmt: skip
+
+    trainer = SFTTrainer(model=model, args=training_args, train_dataset=dataset, eval_dataset=eval_dataset,
+                         processing_class=processor, peft_config=get_peft_config(model_args))  # fmt: skip
+    for callback in task.eval_callbacks(script_args, training_args, processor, vlm_module, eval_dataset):
+        callback.trainer = trainer
+        trainer.add_callback(callback)
+    trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
+    trainer.save_model(training_args.output_dir)
+    if trainer.accelerator.is_main_process:
+        trainer.save_state()
+        try:
+            plot_training_curves(os.path.join(training_args.output_dir, "trainer_state.json"),
+                                 os.path.join(training_args.output_dir, "training_curves.png"),
+                                 title=f"SFT {model_path} on {script_args.data_file_paths}")  # fmt: skip
+        except ValueError as err:
+            logger.warning("no training curves: %s", err)
+        processor.save_pretrained(training_args.output_dir)
+        if hasattr(vlm_module, "tidy_saved_processor"):
+            vlm_module.tidy_saved_processor(training_args.output_dir)
+        logger.info("saved SFT model and processor to %s", training_args.output_dir)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
