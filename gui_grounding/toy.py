@@ -67,9 +67,9 @@ class ToyRecipe:
     sft_lr: float = 2e-3
     sft_batch: int = 16
     weak_sft_epochs: float = 1.0
-    grpo_steps: int = 300
-    grpo_lr: float = 5e-4
-    prompts_per_step: int = 4
+    grpo_steps: int = 150
+    grpo_lr: float = 1e-3
+    prompts_per_step: int = 16
     num_generations: int = 8
     max_completion_length: int = 12
     eval_steps: int = 50
@@ -78,7 +78,18 @@ class ToyRecipe:
 
 
 def _run(cmd: list[str], log_path: str) -> float:
-    """Run ``cmd`` with its output in ``log_path``; returns the wall seconds. Raises RuntimeError naming the log."""
+    """Run ``cmd`` with its output in ``log_path``; returns the wall seconds. Raises RuntimeError naming the log.
+
+    A run whose exact command already completed (``<log>.done.json`` holds the command and its wall time) is reused,
+    so experiments sharing a stage (the SFT warm start, the click GRPO run) train it once.
+    """
+    done = log_path + ".done.json"
+    if os.path.exists(done):
+        with open(done, encoding="utf-8") as f:
+            prev = json.load(f)
+        if prev["cmd"][1:] == cmd[1:]:
+            logger.info("reusing %s (same command already completed)", log_path)
+            return prev["seconds"]
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     os.makedirs(os.path.dirname(log_path), exist_ok=True)
     start = time.time()
@@ -88,7 +99,10 @@ def _run(cmd: list[str], log_path: str) -> float:
         with open(log_path, encoding="utf-8") as f:
             tail = "".join(f.readlines()[-30:])
         raise RuntimeError(f"{' '.join(cmd[:4])} ... failed (exit {proc.returncode}); log {log_path}:\n{tail}")
-    return time.time() - start
+    seconds = time.time() - start
+    with open(done, "w", encoding="utf-8") as f:
+        json.dump({"cmd": cmd, "seconds": seconds}, f)
+    return seconds
 
 
 def _history(run_dir: str) -> list[dict]:
@@ -104,6 +118,16 @@ def accuracy_curve(run_dir: str, offset: int = 0) -> list[tuple[int, float]]:
 def reward_curve(run_dir: str) -> list[tuple[int, float]]:
     """``[(step, mean reward of the logged steps), ...]`` of a GRPO run."""
     return [(h["step"], h["reward"]) for h in _history(run_dir) if "reward" in h and "loss" in h]
+
+
+RANDOM_CONTROL = ["--reward_funcs", "gui_grounding.toy:random_reward", "click", "--reward_weights", "1", "0"]
+
+
+def hit_rate_curve(run_dir: str) -> list[tuple[int, float]]:
+    """``[(step, mean click reward of the step's rollouts), ...]``: the training-time hit rate (logged also when
+    the click reward has weight 0, as in the random-reward control)."""
+    key = "rewards/click_reward/mean"
+    return [(h["step"], h[key]) for h in _history(run_dir) if key in h]
 
 
 class ToyExperiments:
@@ -141,7 +165,7 @@ class ToyExperiments:
                 "--eval_data_file_paths", os.path.join(self.data_dir, "test.jsonl"), "--eval_strategy", "steps",
                 "--eval_steps", str(r.eval_steps), "--eval_max_samples", str(r.eval_samples), "--output_dir", out_dir,
                 "--save_strategy", "no", "--report_to", "none", "--disable_tqdm", "true", "--seed", str(r.seed),
-                "--prompt_mode", prompt_mode, "--logging_steps", "10"]  # fmt: skip
+                "--prompt_mode", prompt_mode, "--logging_steps", "5"]  # fmt: skip
 
     def sft(self, name: str, epochs: float, *, prompt_mode: str = "non_thinking", base: str | None = None) -> dict:
         """SFT ``base`` (default: the tiny model) for ``epochs``; returns ``{dir, seconds, steps, accuracy}``."""
@@ -170,7 +194,7 @@ class ToyExperiments:
         hist = _history(out_dir)
         lengths = [h["completions/mean_length"] for h in hist if "completions/mean_length" in h]
         return {"dir": out_dir, "seconds": round(seconds, 1), "accuracy": accuracy_curve(out_dir)[-1][1],
-                "curve": accuracy_curve(out_dir), "rewards": reward_curve(out_dir),
+                "curve": accuracy_curve(out_dir), "rewards": reward_curve(out_dir), "hits": hit_rate_curve(out_dir),
                 "mean_length": round(sum(lengths) / len(lengths), 2) if lengths else None}  # fmt: skip
 
     # experiments ---------------------------------------------------------------------------------------------------
@@ -185,7 +209,9 @@ class ToyExperiments:
         self.prepare()
         sft = self.warm_start()
         click = self.grpo("grpo_click", sft["dir"], extra=["--reward_funcs", "click"])
-        broken = self.grpo("grpo_random_reward", sft["dir"], extra=["--reward_funcs", "gui_grounding.toy:random_reward"])
+        # the control logs the click reward too (weight 0: it does not reach the advantages) so both runs report the
+        # hit rate of their own rollouts
+        broken = self.grpo("grpo_random_reward", sft["dir"], extra=RANDOM_CONTROL)
         results = {
             "recipe": asdict(self.recipe),
             "start_accuracy": sft["accuracy"],
@@ -241,7 +267,7 @@ class ToyExperiments:
         "click, 2 prompts per step (small batch)": ["--reward_funcs", "click", "--per_device_train_batch_size", "16"],
         "click + dynamic sampling": ["--reward_funcs", "click", "--dynamic_sampling", "true"],
         "click, loss preset vlm_r1": ["--reward_funcs", "click", "--loss_preset", "vlm_r1"],
-        "random reward (control)": ["--reward_funcs", "gui_grounding.toy:random_reward"],
+        "random reward (control)": RANDOM_CONTROL,
     }
 
     def ablations(self, names: list[str] | None = None, thinking: bool = True) -> dict:
@@ -296,12 +322,13 @@ def plot_curves(runs: dict, out_png: str, *, title: str, start: float | None = N
     fig, (ax_r, ax_a) = plt.subplots(1, 2, figsize=(12, 4.5))
     for name, run in runs.items():
         off = offsets.get(name, 0)
-        if run.get("rewards"):
-            ax_r.plot([s + off for s, _ in run["rewards"]], [v for _, v in run["rewards"]], label=name, lw=1.5)
+        train = run.get("hits") or run.get("rewards")
+        if train:
+            ax_r.plot([s + off for s, _ in train], [v for _, v in train], label=name, lw=1.5)
         points = ([(off, start)] if start is not None and off == 0 and run.get("rewards") else []) + [
             (s + (off if run.get("rewards") else 0), v) for s, v in run["curve"]]  # fmt: skip
         ax_a.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=name, lw=1.5)
-    ax_r.set_title("training reward (mean over rollouts)", fontsize=10)
+    ax_r.set_title("training: click hit rate of the rollouts (reward if no click)", fontsize=10)
     ax_a.set_title("test click accuracy (%, greedy)", fontsize=10)
     for ax in (ax_r, ax_a):
         ax.set_xlabel("step")

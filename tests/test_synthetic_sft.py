@@ -119,3 +119,28 @@ def test_sft_run_learns_and_saves(tmp_path, tiny_qwen25_dir):
     from vlm_r1.modules import load_model, load_processor
 
     load_model(str(out)), load_processor(str(out))  # reloads like any checkpoint
+
+
+def test_toy_curves_and_random_reward(tmp_path):
+    """The toy driver's readers of trainer_state.json, its PNG, and the control reward's independence of answers."""
+    from gui_grounding.toy import accuracy_curve, hit_rate_curve, plot_curves, random_reward, reward_curve
+
+    state = {"log_history": [
+        {"step": 5, "loss": 0.1, "reward": 0.25, "rewards/click_reward/mean": 0.25},
+        {"step": 10, "eval_click/accuracy": 40.0},
+        {"step": 10, "loss": 0.2, "reward": 0.5, "rewards/click_reward/mean": 0.375},
+        {"step": 10, "train_runtime": 3.0},
+    ]}  # fmt: skip
+    (tmp_path / "trainer_state.json").write_text(json.dumps(state))
+    assert accuracy_curve(str(tmp_path), offset=100) == [(110, 40.0)]
+    assert reward_curve(str(tmp_path)) == [(5, 0.25), (10, 0.5)]
+    assert hit_rate_curve(str(tmp_path)) == [(5, 0.25), (10, 0.375)]
+    run = {"rewards": reward_curve(str(tmp_path)), "hits": hit_rate_curve(str(tmp_path)),
+           "curve": accuracy_curve(str(tmp_path))}  # fmt: skip
+    png = plot_curves({"click": run}, str(tmp_path / "c.png"), title="t", start=30.0)
+    assert os.path.getsize(png) > 5_000
+
+    good, bad = ["(10,10)"] * 400, ["garbage"] * 400
+    r1, r2 = random_reward(good), random_reward(bad)
+    assert set(r1) == set(r2) == {0.0, 1.0}
+    assert 0.4 < sum(r1) / 400 < 0.6 and 0.4 < sum(r2) / 400 < 0.6  # a fair coin whatever the answers
