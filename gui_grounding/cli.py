@@ -23,7 +23,7 @@ def _make_tiny_model(args: argparse.Namespace) -> None:
     from vlm_r1.tiny import build_tiny_model
 
     out = build_tiny_model(args.arch, args.out, seed=args.seed, min_pixels=args.min_pixels,
-                           max_pixels=args.max_pixels)  # fmt: skip
+                           max_pixels=args.max_pixels, size=args.size)  # fmt: skip
     print(f"wrote tiny {args.arch} checkpoint to {out}")
 
 
@@ -67,6 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--arch", choices=["qwen2_5_vl", "qwen2_vl"], default="qwen2_5_vl", help="architecture")
     p.add_argument("--out", required=True, help="output directory")
     p.add_argument("--seed", type=int, default=0, help="seed of the random weights")
+    p.add_argument("--size", choices=["tiny", "small"], default="tiny",
+                   help="tiny: hidden 64, 2 layers; small: hidden 128, 4 layers (~1M parameters)")
     p.add_argument("--min-pixels", type=int, default=3136, help="image processor min_pixels (smart_resize bound)")
     p.add_argument("--max-pixels", type=int, default=200_704, help="image processor max_pixels (smart_resize bound)")
     p.set_defaults(func=_make_tiny_model)

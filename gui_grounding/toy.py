@@ -279,6 +279,8 @@ class ToyExperiments:
         for name in names or list(self.ABLATIONS):
             extra = self.ABLATIONS[name]
             slug = "abl_" + "".join(ch if ch.isalnum() else "_" for ch in name.lower()).strip("_")
+            # the baseline and the control are the `learning` runs: same command, reused when already trained
+            slug = {"click (GTA1, baseline)": "grpo_click", "random reward (control)": "grpo_random_reward"}.get(name, slug)
             runs[name] = self.grpo(slug, sft["dir"], extra=list(extra))
         if thinking:
             think_sft = self.sft("sft_thinking", self.recipe.sft_epochs, prompt_mode="thinking")

@@ -322,3 +322,18 @@ def test_trainer_without_ban_leaks_vision_tokens(biased_qwen25, tmp_path, make_i
     flat = [t for ids in seen for t in ids]
     assert flat.count(banned[0]) == 0
     assert sum(flat.count(t) for t in banned[1:]) > 0
+
+
+def test_tiny_model_sizes(tmp_path):
+    import json
+
+    from vlm_r1.tiny import build_tiny_model
+
+    build_tiny_model("qwen2_5_vl", str(tmp_path / "s"), size="small", rope_theta=1e4)
+    cfg = json.load(open(tmp_path / "s" / "config.json"))
+    text = cfg.get("text_config", cfg)
+    assert (text["hidden_size"], text["num_hidden_layers"], text["rope_parameters"]["rope_theta"]) == (128, 4, 1e4)
+    assert text["rope_parameters"]["mrope_section"] == [4, 6, 6]  # sums to head_dim / 2 = 128 / 4 / 2
+    assert cfg["vision_config"]["hidden_size"] == 64 and cfg["vision_config"]["out_hidden_size"] == 128
+    with pytest.raises(ValueError, match="unknown size 'huge'; supported: tiny, small"):
+        build_tiny_model("qwen2_5_vl", str(tmp_path / "h"), size="huge")
