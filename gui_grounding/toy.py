@@ -253,8 +253,10 @@ class ToyExperiments:
         table = ["| recipe | optimisation steps | test click accuracy (%) | wall (s) |", "|---|---|---:|---:|"]
         table += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows]
         curves = {"SFT alone": sft_only, "SFT + GRPO": plus, "GRPO from weaker start": from_weak}
-        self._write("sft-vs-grpo", results, table, curves, sft, offsets={"SFT + GRPO": sft["steps"],
-                    "GRPO from weaker start": weak["steps"]})  # fmt: skip
+        self._write("sft-vs-grpo", results, table, curves, sft,
+                    offsets={"SFT + GRPO": sft["steps"], "GRPO from weaker start": weak["steps"]},
+                    starts={"SFT + GRPO": (sft["steps"], sft["accuracy"]),
+                            "GRPO from weaker start": (weak["steps"], weak["accuracy"])})  # fmt: skip
         return results
 
     ABLATIONS: dict[str, list[str]] = {
@@ -298,7 +300,8 @@ class ToyExperiments:
         return results
 
     # output --------------------------------------------------------------------------------------------------------
-    def _write(self, name: str, results: dict, table: list[str], curves: dict, sft: dict, offsets=None) -> None:
+    def _write(self, name: str, results: dict, table: list[str], curves: dict, sft: dict, offsets=None,
+               starts=None) -> None:  # fmt: skip
         out = os.path.join(self.out, name)
         os.makedirs(out, exist_ok=True)
         with open(os.path.join(out, "results.json"), "w", encoding="utf-8") as f:
@@ -307,14 +310,18 @@ class ToyExperiments:
             f.write(f"# toy experiment: {name}\n\nSFT warm start: {sft['steps']} steps, test click accuracy "
                     f"{sft['accuracy']}%.\n\n" + "\n".join(table) + "\n")  # fmt: skip
         plot_curves(curves, os.path.join(out, "curves.png"), title=f"toy experiment: {name}",
-                    start=sft["accuracy"], offsets=offsets or {})  # fmt: skip
+                    start=sft["accuracy"], offsets=offsets or {}, starts=starts)  # fmt: skip
         print("\n".join(table))
         logger.info("wrote %s/results.{json,md} and curves.png", out)
 
 
-def plot_curves(runs: dict, out_png: str, *, title: str, start: float | None = None, offsets: dict | None = None) -> str:
-    """Two panels like the seed's TensorBoard view: GRPO training reward per step, and greedy test click accuracy
-    (%) per step, one line per run (``runs``: name -> result dict with ``rewards`` and ``curve``)."""
+def plot_curves(runs: dict, out_png: str, *, title: str, start: float | None = None, offsets: dict | None = None,
+                starts: dict | None = None) -> str:  # fmt: skip
+    """Two panels like the seed's TensorBoard view: GRPO rollout hit rate (or reward) per step, and greedy test click
+    accuracy (%) per step, one line per run (``runs``: name -> result dict with ``hits``/``rewards`` and ``curve``).
+
+    GRPO runs are drawn from ``offsets[name]`` (default 0) and start at ``start`` (the SFT accuracy), or at
+    ``starts[name] = (step, accuracy)`` when given."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -327,8 +334,8 @@ def plot_curves(runs: dict, out_png: str, *, title: str, start: float | None = N
         train = run.get("hits") or run.get("rewards")
         if train:
             ax_r.plot([s + off for s, _ in train], [v for _, v in train], label=name, lw=1.5)
-        points = ([(off, start)] if start is not None and off == 0 and run.get("rewards") else []) + [
-            (s + (off if run.get("rewards") else 0), v) for s, v in run["curve"]]  # fmt: skip
+        first = (starts or {}).get(name, (off, start) if run.get("rewards") and start is not None else None)
+        points = ([first] if first else []) + [(s + (off if run.get("rewards") else 0), v) for s, v in run["curve"]]
         ax_a.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=name, lw=1.5)
     ax_r.set_title("training: click hit rate of the rollouts (reward if no click)", fontsize=10)
     ax_a.set_title("test click accuracy (%, greedy)", fontsize=10)
