@@ -144,3 +144,23 @@ def test_toy_curves_and_random_reward(tmp_path):
     r1, r2 = random_reward(good), random_reward(bad)
     assert set(r1) == set(r2) == {0.0, 1.0}
     assert 0.4 < sum(r1) / 400 < 0.6 and 0.4 < sum(r2) / 400 < 0.6  # a fair coin whatever the answers
+
+
+def test_sft_targets_of_the_upstream_tasks(tmp_path, tiny_qwen25_dir):
+    """default task: the gpt answer inside <answer>; rec: no SFT target (clear error, before any training)."""
+    from vlm_r1.modules import get_vlm_module
+    from vlm_r1.sft import SFTScriptArguments, sft_dataset
+    from vlm_r1.tasks import get_task
+
+    make_synthetic(str(tmp_path), SyntheticConfig(num_train=2, num_test=0))
+    rec = {"image": "images/00000.png", "conversations": [{"from": "human", "value": "<image>Where is it?"},
+                                                         {"from": "gpt", "value": "[1, 2, 30, 40]"}]}  # fmt: skip
+    (tmp_path / "up.jsonl").write_text(json.dumps(rec) + "\n")
+    module = get_vlm_module(tiny_qwen25_dir)
+    processor = module.load_processor(tiny_qwen25_dir)
+    args = SFTScriptArguments(data_file_paths=str(tmp_path / "up.jsonl"), task_type="default")
+    ds = sft_dataset(get_task("default"), args, processor, module)
+    assert ds[0]["completion"] == [{"role": "assistant", "content": "<answer> [1, 2, 30, 40] </answer>"}]
+    args = SFTScriptArguments(data_file_paths=str(tmp_path / "up.jsonl"), task_type="rec")
+    with pytest.raises(NotImplementedError, match="task 'rec' defines no SFT target"):
+        sft_dataset(get_task("rec"), args, processor, module)

@@ -54,8 +54,9 @@ class SFTScriptArguments:
     )
     prompt_mode: str = field(
         default="non_thinking",
-        metadata={"help": "gui_grounding prompt and target format: 'non_thinking' ('(x,y)') or 'thinking' "
-                  "('<think>...</think><answer>(x,y)</answer>' with a fixed template thought)."},
+        metadata={"help": "gui_grounding prompt and target format: 'non_thinking' ('(x,y)'), 'thinking' "
+                  "('<think>...</think><answer>(x,y)</answer>' with a fixed template thought) or 'box' "
+                  "('[x1,y1,x2,y2]').", "choices": ["non_thinking", "thinking", "box"]},
     )
     max_pixels: int | None = field(
         default=None, metadata={"help": "smart_resize upper pixel budget. Default: the checkpoint's processor."}
@@ -70,7 +71,6 @@ class SFTScriptArguments:
     )
     eval_max_samples: int = field(default=200, metadata={"help": "At most this many held-out samples are scored."})
     strict_data: bool = field(default=False, metadata={"help": "Stop at the first bad record instead of skipping it."})
-    reward_method: str | None = field(default=None, metadata={"help": "Unused by SFT (kept for the task API)."})
 
     @property
     def data_file_list(self) -> list[str]:
@@ -120,15 +120,13 @@ def sft_dataset(task, script_args, processor, vlm_module, data_files: str | None
     """The task's rows plus a ``completion`` column (``[{"role": "assistant", "content": target}]``).
 
     Raises:
-        ValueError: the task has no ``sft_completion`` (cannot say what the target answer is).
+        NotImplementedError: the task defines no SFT target (``Task.sft_completion``).
     """
     import dataclasses
-
-    if not hasattr(task, "sft_completion"):
-        raise ValueError(f"task {task.name!r} does not define sft_completion(row): no SFT target for its records")
     if data_files is not None:
         script_args = dataclasses.replace(script_args, data_file_paths=data_files, image_folders=None)
     ds = task.build_dataset(script_args, processor, vlm_module)
+    task.sft_completion(ds.with_format(None)[0])  # fail before the map when the task has no SFT target
     fmt = ds.format
     plain = ds.with_format(None)
     plain = plain.map(lambda row: {"completion": [{"role": "assistant", "content": task.sft_completion(row)}]})

@@ -47,6 +47,15 @@ class Task:
         """
         raise NotImplementedError
 
+    def sft_completion(self, row: dict) -> str:
+        """The target answer of one dataset row for ``python -m vlm_r1.sft`` (in the frame the prompt asks for).
+
+        Raises:
+            NotImplementedError: the task defines no SFT target.
+        """
+        raise NotImplementedError(f"task {self.name!r} defines no SFT target (sft_completion); SFT is available for "
+                                  "gui_grounding and default")  # fmt: skip
+
     def eval_callbacks(self, script_args: Any, training_args: Any, processing_class: Any, vlm_module: Any,
                        eval_dataset: Any) -> list:  # fmt: skip
         """Trainer callbacks that compute the task's own held-out metric (default: none)."""
@@ -153,6 +162,10 @@ class DefaultTask(Task):
         if not rows:
             raise ValueError(f"no usable records in {files} (skipped: {dict(skipped)})")
         return Dataset.from_list(rows).with_transform(load_images_transform())
+
+    def sft_completion(self, row: dict) -> str:
+        """SFT target: the record's gpt answer as the ``solution`` column holds it (``<answer> ... </answer>``)."""
+        return row["solution"]
 
 
 def parse_rec_gt(value: Any) -> list[float]:
