@@ -66,4 +66,5 @@ point: this run proves the pipeline (data -> GRPO -> checkpoint -> reload -> pre
 With every rollout scoring 0, each group of 8 has zero reward variance, so GRPO's advantages (and loss) are 0:
 the situation GTA1's "batch above 128" advice is about, here in its extreme form.
 Use a real checkpoint (e.g. --model_name_or_path ByteDance-Seed/UI-TARS-1.5-7B) on a GPU cluster for accuracy.
+Learning on CPU is shown on a synthetic toy instead: gui-grounding toy learning --out runs/toy (~10 min, README).
 MSG
