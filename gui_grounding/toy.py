@@ -165,7 +165,7 @@ class ToyExperiments:
                 "--eval_data_file_paths", os.path.join(self.data_dir, "test.jsonl"), "--eval_strategy", "steps",
                 "--eval_steps", str(r.eval_steps), "--eval_max_samples", str(r.eval_samples), "--output_dir", out_dir,
                 "--save_strategy", "no", "--report_to", "none", "--disable_tqdm", "true", "--seed", str(r.seed),
-                "--prompt_mode", prompt_mode, "--logging_steps", "5"]  # fmt: skip
+                "--prompt_mode", prompt_mode, "--logging_steps", str(min(5, r.grpo_steps))]  # fmt: skip
 
     def sft(self, name: str, epochs: float, *, prompt_mode: str = "non_thinking", base: str | None = None) -> dict:
         """SFT ``base`` (default: the tiny model) for ``epochs``; returns ``{dir, seconds, steps, accuracy}``."""
@@ -278,7 +278,7 @@ class ToyExperiments:
         self.prepare()
         sft = self.warm_start()
         runs = {}
-        for name in names or list(self.ABLATIONS):
+        for name in list(self.ABLATIONS) if names is None else names:
             extra = self.ABLATIONS[name]
             slug = "abl_" + "".join(ch if ch.isalnum() else "_" for ch in name.lower()).strip("_")
             # the baseline and the control are the `learning` runs: same command, reused when already trained
@@ -293,8 +293,9 @@ class ToyExperiments:
                  "mean completion length | wall (s) |", "|---|---:|---:|---|---:|---:|"]  # fmt: skip
         for name, run in runs.items():
             rw = run["rewards"]
-            table.append(f"| {name} | {run['accuracy']} | {run['accuracy'] - sft['accuracy']:+.0f} | "
-                         f"{rw[0][1]:.3f} -> {rw[-1][1]:.3f} | {run['mean_length']} | {run['seconds']} |")  # fmt: skip
+            trend = f"{rw[0][1]:.3f} -> {rw[-1][1]:.3f}" if rw else "not logged (fewer steps than --logging_steps)"
+            table.append(f"| {name} | {run['accuracy']} | {run['accuracy'] - sft['accuracy']:+.0f} | {trend} | "
+                         f"{run['mean_length']} | {run['seconds']} |")  # fmt: skip
         results = {"recipe": asdict(self.recipe), "start_accuracy": sft["accuracy"], "runs": runs}
         self._write("ablations", results, table, runs, sft)
         return results

@@ -60,3 +60,19 @@ def test_learning_outputs_written(learning_results):
     assert "+ GRPO, click reward" in table and "random reward (control)" in table
     saved = json.load(open(os.path.join(folder, "results.json")))
     assert set(saved["runs"]) == {"click", "random_reward"}
+
+
+def test_ablation_driver_smoke_incl_thinking(tmp_path):
+    """The ablations driver end to end on a miniature recipe: one GRPO switch plus the thinking pair (its own
+    thinking-format SFT, click + click_format rewards), one table row each."""
+    from gui_grounding.toy import ToyExperiments, ToyRecipe
+
+    recipe = ToyRecipe(synthetic={"num_train": 32, "num_test": 8, "buttons_per_image": 1, "background": "panels"},
+                       sft_epochs=1, grpo_steps=2, prompts_per_step=2, num_generations=4, eval_steps=1,
+                       eval_samples=8)  # fmt: skip
+    results = ToyExperiments(str(tmp_path), recipe).ablations(["click + dynamic sampling"], thinking=True)
+    assert set(results["runs"]) == {"click + dynamic sampling", "thinking prompt (click + click_format)"}
+    table = open(tmp_path / "ablations" / "results.md").read()
+    assert "| click + dynamic sampling |" in table and "| thinking prompt (click + click_format) |" in table
+    think = json.load(open(tmp_path / "runs" / "abl_thinking" / "vlm_r1_run.json"))
+    assert think["prompt_mode"] == "thinking" and think["reward_funcs"] == ["click_reward", "click_format_reward"]
