@@ -1,7 +1,8 @@
 """A seeded synthetic GUI grounding set that a tiny model can learn on CPU (``gui-grounding make-synthetic``).
 
-Each screenshot is a plain light-grey "screen" cut into a ``cols x rows`` grid of cells; some cells hold a button: a
-filled rectangle in one of a few distinct colours with a dark border and the colour's name written on it. Every
+Each screenshot is a "screen" cut into a ``cols x rows`` grid of cells, each cell a grey panel of its own shade (see
+``SyntheticConfig.background``); some cells hold a button: a filled rectangle in one of a few distinct colours with a
+dark border and the colour's name written on it (default: one button per screen). Every
 button on a screen has a different colour. The instruction names one button by its colour ("Click the red button");
 the target box is that button's rectangle. A model that ignores the image can do no better than guessing a cell
 (``1 / buttons_per_image`` if it only guesses among cells that hold buttons), so accuracy above that line means it
@@ -60,27 +61,27 @@ class SyntheticConfig:
         colours: colour names (keys of :data:`COLOURS`) to draw from; at least ``buttons_per_image``.
         samples_per_image: instructions per screen (distinct target buttons, at most ``buttons_per_image``).
         min_fill, max_fill: button side as a fraction of the cell side (uniform in this range).
-        background: ``gradient`` (default): a light wallpaper whose red falls from left to right and blue from top
-            to bottom (``R = 250 - 90 x / W``, ``G = 235``, ``B = 250 - 90 y / H``); ``panels``: one grey panel per
-            cell, lighter to darker in row-major order; ``plain``: one colour. Why: the tiny model's vision tower
+        background: ``panels`` (default): one grey panel per cell, lighter to darker in row-major order;
+            ``gradient``: a light wallpaper whose red falls from left to right and blue from top
+            to bottom (``R = 250 - 90 x / W``, ``G = 235``, ``B = 250 - 90 y / H``); ``plain``: one colour. Why: the tiny model's vision tower
             is random and its only position signals (rotary embeddings) carry almost no absolute position at this
             size, so on a plain screen it cannot learn *where* a button is in CPU minutes; the wallpaper around a
             button is a position cue it can read linearly. Real screenshots need no such cue for real models.
         seed: everything is drawn from ``random.Random(seed)``.
     """
 
-    num_train: int = 400
-    num_test: int = 100
+    num_train: int = 1000
+    num_test: int = 200
     width: int = 112
     height: int = 112
     cols: int = 2
     rows: int = 2
-    buttons_per_image: int = 4
+    buttons_per_image: int = 1
     colours: list[str] = field(default_factory=lambda: ["red", "green", "blue", "yellow"])
     samples_per_image: int = 1
     min_fill: float = 0.45
     max_fill: float = 0.65
-    background: str = "gradient"
+    background: str = "panels"
     seed: int = 0
 
     def validate(self) -> None:
