@@ -114,11 +114,9 @@ def build_train_dataset(script_args, training_args, task, processor, vlm_module)
     logger.info("data mixture %s (seed %d):\n%s", script_args.data_config, seed, table)
     # Each part carries its own (equivalent) lazy-loading transform; concatenate_datasets drops formats that differ,
     # so join the plain tables and put the task's transform back once.
-    fmt = parts[0].format
-    merged = concatenate_datasets([p.with_format(None) for p in parts])
-    if fmt["type"] == "custom":
-        merged = merged.with_transform(fmt["format_kwargs"]["transform"])
-    return merged, mixture
+    from vlm_r1.launch import with_transform_of
+
+    return with_transform_of(parts[0], concatenate_datasets([p.with_format(None) for p in parts])), mixture
 
 
 def build_rewards(script_args, task, vlm_module) -> list:
@@ -187,13 +185,12 @@ def write_run_info(output_dir, trainer, script_args, task, vlm_module, processor
 
 def main(argv: list[str] | None = None) -> None:
     """Build everything from the command line and train; saves the final model + processor to ``--output_dir``."""
-    rank = int(os.environ.get("RANK", "0"))
-    logging.basicConfig(level=logging.INFO if rank == 0 else logging.WARNING,
-                        format=f"%(asctime)s [rank{rank}] %(levelname)s %(name)s: %(message)s",
-                        datefmt="%H:%M:%S")  # fmt: skip
+    from vlm_r1.launch import load_policy_model, save_final, setup_logging
+
+    setup_logging()
     script_args, training_args, model_args = parse_args(argv)
 
-    from trl import get_peft_config, get_quantization_config
+    from trl import get_peft_config
 
     from vlm_r1.modules import get_vlm_module
     from vlm_r1.tasks import get_task
@@ -239,38 +236,13 @@ def main(argv: list[str] | None = None) -> None:
     logger.info("task=%s train rows=%d", task.name, len(dataset))
     reward_funcs = build_rewards(script_args, task, vlm_module)
 
-    quantization_config = get_quantization_config(model_args)
-    init_kwargs = dict(revision=model_args.model_revision, attn_implementation=model_args.attn_implementation,
-                       trust_remote_code=training_args.trust_remote_code)  # fmt: skip
-    if model_args.dtype not in (None, "auto"):
-        import torch
-
-        init_kwargs["dtype"] = getattr(torch, model_args.dtype)
-    if quantization_config is not None:
-        init_kwargs["quantization_config"] = quantization_config
-    if model_args.attn_implementation == "flash_attention_2":
-        try:
-            import flash_attn  # noqa: F401
-        except ImportError:
-            logger.warning("flash-attn is not installed: using sdpa instead (pip install -e .[gpu] on GPU nodes)")
-            init_kwargs["attn_implementation"] = "sdpa"
-    if training_args.deepspeed:
-        import torch
-
-        if not torch.cuda.is_available():
-            # With use_cpu, accelerate skips DeepSpeed's process-group setup; ZeRO-3 model loading would then see a
-            # world size of 1 and reject the batch sizes.
-            import deepspeed
-
-            deepspeed.init_distributed(dist_backend="gloo")
     if training_args.beta != 0.0 and model_args.model_revision not in (None, "main"):
         # TRL builds the reference model (beta != 0) from the policy's config path with args.model_init_kwargs (the
         # policy itself is loaded here, so TRL only warns that they are unused for it): pass the revision so the
         # reference is the same checkpoint as the policy.
         training_args.model_init_kwargs = {**(training_args.model_init_kwargs or {}),
                                            "revision": model_args.model_revision}  # fmt: skip
-    model_cls = vlm_module.get_model_class(model_path, init_kwargs)
-    model = model_cls.from_pretrained(model_path, **{k: v for k, v in init_kwargs.items() if v is not None})
+    model = load_policy_model(model_args, training_args, vlm_module)
 
     trainer = VLMGRPOTrainer(
         model=model,
@@ -307,23 +279,8 @@ def main(argv: list[str] | None = None) -> None:
         logger.warning("preempted at step %d: checkpoint saved; rerun with --resume_from_checkpoint latest (the "
                        "SLURM wrapper requeues automatically)", trainer.state.global_step)  # fmt: skip
         return
-    trainer.save_model(training_args.output_dir)
-    if trainer.accelerator.is_main_process:
-        from vlm_r1.plots import plot_training_curves
-
-        trainer.save_state()  # trainer_state.json with the per-step log history
-        try:
-            png = plot_training_curves(os.path.join(training_args.output_dir, "trainer_state.json"),
-                                       os.path.join(training_args.output_dir, "training_curves.png"),
-                                       title=f"{model_path} on {script_args.data_config or script_args.data_file_paths}")  # fmt: skip
-            logger.info("training curves: %s", png)
-        except ValueError as err:  # e.g. fewer steps than --logging_steps: nothing to draw, the run itself is fine
-            logger.warning("no training curves: %s (log more often with --logging_steps)", err)
-        processor.save_pretrained(training_args.output_dir)
-        if hasattr(vlm_module, "tidy_saved_processor"):
-            vlm_module.tidy_saved_processor(training_args.output_dir)
-        logger.info("saved model and processor to %s", training_args.output_dir)
-
+    save_final(trainer, processor, vlm_module, training_args.output_dir,
+               f"{model_path} on {script_args.data_config or script_args.data_file_paths}")
 
 if __name__ == "__main__":
     sys.exit(main())

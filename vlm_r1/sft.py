@@ -20,7 +20,6 @@ Accepts every TRL ``SFTConfig`` / HF ``TrainingArguments`` / ``ModelConfig`` fla
 from __future__ import annotations
 
 import logging
-import os
 import sys
 from dataclasses import dataclass, field
 
@@ -127,26 +126,23 @@ def sft_dataset(task, script_args, processor, vlm_module, data_files: str | None
         script_args = dataclasses.replace(script_args, data_file_paths=data_files, image_folders=None)
     ds = task.build_dataset(script_args, processor, vlm_module)
     task.sft_completion(ds.with_format(None)[0])  # fail before the map when the task has no SFT target
-    fmt = ds.format
+    from vlm_r1.launch import with_transform_of
+
     plain = ds.with_format(None)
-    plain = plain.map(lambda row: {"completion": [{"role": "assistant", "content": task.sft_completion(row)}]})
-    if fmt["type"] == "custom":
-        plain = plain.with_transform(fmt["format_kwargs"]["transform"])
-    return plain
+    return with_transform_of(ds, plain.map(lambda row: {"completion": [{"role": "assistant",
+                                                                         "content": task.sft_completion(row)}]}))
 
 
 def main(argv: list[str] | None = None) -> None:
     """Build everything from the command line, train, and save model + processor to ``--output_dir``."""
-    rank = int(os.environ.get("RANK", "0"))
-    logging.basicConfig(level=logging.INFO if rank == 0 else logging.WARNING,
-                        format=f"%(asctime)s [rank{rank}] %(levelname)s %(name)s: %(message)s",
-                        datefmt="%H:%M:%S")  # fmt: skip
+    from vlm_r1.launch import load_policy_model, save_final, setup_logging
+
+    setup_logging()
     script_args, training_args, model_args = parse_args(argv)
 
     from trl import SFTTrainer, get_peft_config
 
     from vlm_r1.modules import get_vlm_module
-    from vlm_r1.plots import plot_training_curves
     from vlm_r1.tasks import get_task
     from vlm_r1.trainer import freeze_vision_modules
 
@@ -162,13 +158,7 @@ def main(argv: list[str] | None = None) -> None:
     logger.info("task=%s SFT rows=%d, e.g. completion %r", task.name, len(dataset),
                 dataset.with_format(None)[0]["completion"][0]["content"])  # fmt: skip
 
-    init_kwargs = {"attn_implementation": model_args.attn_implementation}
-    if model_args.dtype not in (None, "auto"):
-        import torch
-
-        init_kwargs["dtype"] = getattr(torch, model_args.dtype)
-    model_cls = vlm_module.get_model_class(model_path, init_kwargs)
-    model = model_cls.from_pretrained(model_path, **{k: v for k, v in init_kwargs.items() if v is not None})
+    model = load_policy_model(model_args, training_args, vlm_module)
     if model_args.freeze_vision_modules:
         logger.info("froze %d vision parameters",
                     freeze_vision_modules(model, vlm_module.get_vision_modules_keywords()))  # fmt: skip
@@ -179,20 +169,8 @@ def main(argv: list[str] | None = None) -> None:
         callback.trainer = trainer
         trainer.add_callback(callback)
     trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
-    trainer.save_model(training_args.output_dir)
-    if trainer.accelerator.is_main_process:
-        trainer.save_state()
-        try:
-            plot_training_curves(os.path.join(training_args.output_dir, "trainer_state.json"),
-                                 os.path.join(training_args.output_dir, "training_curves.png"),
-                                 title=f"SFT {model_path} on {script_args.data_file_paths}")  # fmt: skip
-        except ValueError as err:
-            logger.warning("no training curves: %s", err)
-        processor.save_pretrained(training_args.output_dir)
-        if hasattr(vlm_module, "tidy_saved_processor"):
-            vlm_module.tidy_saved_processor(training_args.output_dir)
-        logger.info("saved SFT model and processor to %s", training_args.output_dir)
-
+    save_final(trainer, processor, vlm_module, training_args.output_dir,
+               f"SFT {model_path} on {script_args.data_file_paths}")
 
 if __name__ == "__main__":
     sys.exit(main())
