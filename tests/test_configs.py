@@ -47,30 +47,34 @@ def test_mismatched_counts_raise(tmp_path, flag, value, message):
         parse_args(argv)
 
 
-def test_gta1_defaults(tmp_path):
-    import torch
-
+def test_core_defaults_are_upstream_vlm_r1s(tmp_path):
+    # the full table is pinned in tests/test_upstream_defaults.py; GTA1's values live in recipes/gta1/*.yaml
     script, training, model = parse_args(args(tmp_path))
-    assert training.beta == 0.0
+    assert training.beta == 0.04
+    assert training.loss_type == "grpo"
+    assert training.max_completion_length == 256
+    assert (training.temperature, training.top_k, training.top_p) == (1.0, 50, 1.0)
     assert training.num_generations == 8
     assert training.learning_rate == 1e-6
-    assert training.temperature == 1.0
     assert training.ban_vision_tokens is True
     assert training.use_vllm is False
-    assert training.bf16 is bool(torch.cuda.is_available() and torch.cuda.is_bf16_supported())
+    assert training.bf16 is False
     assert script.task_type is None and script.reward_funcs is None
     assert script.prompt_mode == "non_thinking"
     assert script.strict_data is False
-    assert (script.max_pixels, script.min_pixels) == (None, None)
+    assert (script.max_pixels, script.min_pixels) == (12845056, 3136)
     assert model.freeze_vision_modules is False
 
 
-def test_bf16_defaults_false_without_a_gpu(tmp_path, monkeypatch):
+def test_bare_bf16_without_a_gpu_warns_and_runs_fp32(tmp_path, monkeypatch, caplog):
     import torch
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    _, training, _ = parse_args(args(tmp_path))
-    assert training.bf16 is False
+    with caplog.at_level(logging.WARNING):
+        _, training, _ = parse_args(args(tmp_path, "--bf16", "--tf32", "--logging_steps", "1"))
+    assert training.bf16 is False and not training.tf32
+    assert training.logging_steps == 1
+    assert "--bf16 given but this machine has no bf16-capable GPU: training in fp32 instead" in caplog.messages
     _, training, _ = parse_args(args(tmp_path, "--bf16", "false"))
     assert training.bf16 is False
 

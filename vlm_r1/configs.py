@@ -90,13 +90,14 @@ class GRPOScriptArguments:
                   "same)."},
     )
     max_pixels: int | None = field(
-        default=None,
-        metadata={"help": "Upper pixel budget of the image processor's smart_resize (resized H*W). Default: the "
-                  "checkpoint's processor setting (12845056 for Qwen2.5-VL; GTA1 used 4096*2160)."},
+        default=12845056,
+        metadata={"help": "Upper pixel budget of the image processor's smart_resize (resized H*W), set on the "
+                  "processor as upstream VLM-R1 did (grpo_jsonl.py GRPOScriptArguments max_pixels 12845056). GTA1's "
+                  "README run uses 4096*2160 = 8847360 (recipes/gta1/*.yaml)."},
     )
     min_pixels: int | None = field(
-        default=None,
-        metadata={"help": "Lower pixel budget of smart_resize. Default: the checkpoint's processor setting (3136)."},
+        default=3136,
+        metadata={"help": "Lower pixel budget of smart_resize, set on the processor (upstream default 3136)."},
     )
     prompt_mode: str = field(
         default="non_thinking",
@@ -125,6 +126,19 @@ class GRPOScriptArguments:
         metadata={"help": "Stop at the first bad record (missing/corrupt image, bad box, empty instruction) instead "
                   "of skipping and counting it."},
     )
+    box_rounding: str = field(
+        default="float",
+        metadata={"help": "gui_grounding: how a target box is mapped into the frame the model answers in. 'float' "
+                  "(default): exact float edges. 'gta1': GTA1's click_reward rule, each edge of the box in its source "
+                  "unit (0-1000 for GTA1 records) truncated with int(edge * resized_side / source_side) "
+                  "(GTA1 src/grpo_grounding.py:160-164); its left/top edges admit one pixel more than float edges.",
+                  "choices": ["float", "gta1"]},
+    )
+    image_root: str | None = field(
+        default=None,
+        metadata={"help": "Image folder for every data file that gets none from --image_folders or its data config "
+                  "entry (upstream grpo_rec.py / GTA1 grpo_grounding.py flag)."},
+    )
 
     @property
     def data_file_list(self) -> list[str]:
@@ -141,6 +155,15 @@ class GRPOScriptArguments:
     @property
     def reward_method_list(self) -> list[str] | None:
         return _split(self.reward_method)
+
+    def apply_image_root(self) -> None:
+        """``--image_root``: the image folder of every data file that ``--image_folders`` gives none (in place).
+
+        With ``--data_config`` the mixture's entries without ``image_folder`` get it when the mixture is built
+        (``vlm_r1.grpo_jsonl.build_train_dataset``).
+        """
+        if self.image_root and self.data_file_paths and not self.image_folders:
+            self.image_folders = ":".join([self.image_root] * len(self.data_file_list))
 
     def __post_init__(self):
         if self.data_config and (self.data_file_paths or self.image_folders):
@@ -177,7 +200,6 @@ LOSS_PRESETS: dict[str, dict[str, Any]] = {
     "dr_grpo": {"loss_type": "dr_grpo", "scale_rewards": "none", "beta": 0.0, "epsilon": 0.2, "epsilon_high": None,
                 "mask_truncated_completions": False},
 }  # fmt: skip
-_GRPO_DEFAULTS = {f.name: f.default for f in fields(GRPOConfig) if f.name in PRESET_FIELDS}
 
 
 def _preset_help() -> str:
@@ -188,19 +210,74 @@ def _preset_help() -> str:
     return "; ".join(lines)
 
 
+# ---- upstream VLM-R1's effective defaults ----------------------------------------------------------------------------
+# Where TRL 1.16 / transformers 5.23 default differently from what upstream VLM-R1 (90052f4, pinned to trl 0.17.0 and
+# transformers 4.49.0) actually ran, the core takes upstream's effective value (docs/UPSTREAM.md "Defaults" has the
+# full table with every upstream flag; tests/test_upstream_defaults.py pins it). field -> (value, where it comes from).
+UPSTREAM_EFFECTIVE_DEFAULTS: dict[str, tuple[Any, str]] = {
+    "beta": (0.04, "omm/src/open_r1/trainer/grpo_config.py:271-272 (beta 0.04)"),
+    "loss_type": ("grpo", "omm/src/open_r1/trainer/grpo_trainer.py:771: per-sequence token mean, then batch mean"),
+    "max_completion_length": (256, "omm/src/open_r1/trainer/grpo_config.py:160-161"),
+    "top_k": (50, "grpo_trainer.py:373-377 samples from GenerationConfig(do_sample=True, temperature=1), whose "
+                  "class default top_k is 50 under transformers 4.49 (generation/configuration_utils.py:423); "
+                  "4.49's _prepare_generation_config (generation/utils.py:1550-1559) only falls back the special "
+                  "tokens to the model's generation config"),
+    "logging_steps": (500, "transformers 4.49 TrainingArguments default (upstream's GRPOConfig does not override it)"),
+    "gradient_checkpointing": (False, "transformers 4.49 TrainingArguments default"),
+    "bf16": (False, "transformers 4.49 TrainingArguments default (upstream scripts pass --bf16)"),
+    "optim": ("adamw_torch", "transformers 4.49 TrainingArguments default (5.x: adamw_torch_fused, same update)"),
+    "average_tokens_across_devices": (False, "transformers 4.49 TrainingArguments default"),
+    "use_bias_correction_kl": (False, "grpo_trainer.py:760-764: plain k3 KL per token, no importance-ratio factor"),
+}
+
+
+def _trl_help(name: str, note: str) -> dict:
+    """Metadata for a re-declared ``GRPOConfig`` field: TRL's own help plus why our default differs."""
+    base = next(f for f in fields(GRPOConfig) if f.name == name).metadata
+    return {**base, "help": f"{base.get('help', '')} Default here: upstream VLM-R1's effective value ({note})."}
+
+
+def _up(name: str) -> Any:
+    return field(default=UPSTREAM_EFFECTIVE_DEFAULTS[name][0],
+                 metadata=_trl_help(name, UPSTREAM_EFFECTIVE_DEFAULTS[name][1]))  # fmt: skip
+
+
 @dataclass
 class VLMGRPOConfig(GRPOConfig):
-    """``trl.GRPOConfig`` with GTA1's defaults, vision-token banning, loss presets and dynamic sampling.
+    """``trl.GRPOConfig`` with upstream VLM-R1's effective defaults, vision-token banning, loss presets and dynamic
+    sampling.
 
-    GTA1 defaults (``gta1_and_peers.md`` 1.1): beta 0 (no reference model), num_generations 8, learning_rate 1e-6,
-    temperature 1.0 (TRL 1.16's defaults already). ``bf16`` defaults to True only where a GPU supports it.
+    Defaults: where TRL 1.16 / transformers 5.23 differ from what upstream VLM-R1 ran, the field is re-declared with
+    upstream's effective value (:data:`UPSTREAM_EFFECTIVE_DEFAULTS`: beta 0.04, loss_type ``grpo``,
+    max_completion_length 256, top_k 50, logging_steps 500, no gradient checkpointing, bf16 off, ...); ``report_to``
+    keeps transformers 5's ``none``. GTA1's settings (beta 0, completion 128, ...) live in its recipes
+    (``recipes/gta1/*.yaml``) and its entry point (``python -m gui_grounding.train``), never here. ``--bf16`` /
+    ``--tf32`` where the hardware lacks them (CPU) warn and fall back to fp32 (:func:`vlm_r1.devices.apply_device_defaults`).
 
     ``loss_preset`` is resolved in ``__post_init__``: a preset field counts as set by the user when its value differs
-    from ``trl.GRPOConfig``'s default. The command line (``vlm_r1.grpo_jsonl.parse_args``) re-resolves it with the
+    from this class's default. The command line (``vlm_r1.grpo_jsonl.parse_args``) re-resolves it with the
     exact rule: a field counts as set when its flag was given on the command line or its key is in the ``--config``
     YAML, even if the value equals TRL's default. User values always win; each conflict with the preset is listed in
     ``loss_preset_overrides`` (``{field: user value}``) and in the lines :meth:`resolve_loss_preset` returns.
     """
+
+    beta: float = _up("beta")
+    loss_type: str = _up("loss_type")
+    max_completion_length: int | None = _up("max_completion_length")
+    top_k: int = _up("top_k")
+    logging_steps: float = _up("logging_steps")
+    gradient_checkpointing: bool = _up("gradient_checkpointing")
+    bf16: bool | None = _up("bf16")
+    optim: str = _up("optim")
+    average_tokens_across_devices: bool = _up("average_tokens_across_devices")
+    use_bias_correction_kl: bool = _up("use_bias_correction_kl")
+    report_to: None | str | list[str] = field(
+        default="none",
+        metadata={"help": "The list of integrations to report results and logs to (tensorboard, wandb, ...; 'none' "
+                  "for none). Default 'none', as transformers 5: the one documented exception to upstream VLM-R1's "
+                  "effective defaults (transformers 4.49's 'all' would start every installed integration, wandb "
+                  "included; upstream's scripts pass --report_to explicitly)."},
+    )
 
     ban_vision_tokens: bool = field(
         default=True,
@@ -210,7 +287,7 @@ class VLMGRPOConfig(GRPOConfig):
     loss_preset: str = field(
         default="none",
         metadata={"help": "Named recipe for the loss fields (" + ", ".join(PRESET_FIELDS) + "). 'none' (default) "
-                  "leaves TRL's values. Each preset pins exactly these values: " + _preset_help() + ". epsilon_high "
+                  "leaves the flags' own values. Each preset pins exactly these values: " + _preset_help() + ". epsilon_high "
                   "None means 'same as epsilon' (symmetric clip); vlm_r1 does not pin epsilon_high (it stays as "
                   "given). A field given explicitly on the command line or in the --config YAML always wins over the "
                   "preset, and each such conflict is logged. Resolved values go to OUTPUT_DIR/vlm_r1_run.json.",
@@ -267,7 +344,8 @@ class VLMGRPOConfig(GRPOConfig):
         """
         given = self._loss_preset_given
         if explicit is None:
-            explicit = {name for name in PRESET_FIELDS if given[name] != _GRPO_DEFAULTS[name]}
+            defaults = {f.name: f.default for f in fields(type(self)) if f.name in PRESET_FIELDS}
+            explicit = {name for name in PRESET_FIELDS if given[name] != defaults[name]}
         explicit = set(explicit)
         for name in PRESET_FIELDS:
             setattr(self, name, given[name])
@@ -304,6 +382,7 @@ def explicitly_given(dataclass_types: Sequence[type], argv: Sequence[str]) -> se
     from trl import TrlParser
 
     parser = TrlParser(dataclass_types)
+    allow_bare_bools(parser)
     for action in parser._actions:
         if action.dest != "help":
             action.default = argparse.SUPPRESS
@@ -321,7 +400,20 @@ def explicitly_given(dataclass_types: Sequence[type], argv: Sequence[str]) -> se
 
 @dataclass
 class GRPOModelConfig(ModelConfig):
-    """``trl.ModelConfig`` (dtype, attention, LoRA, quantisation) + vision freezing."""
+    """``trl.ModelConfig`` (dtype, attention, LoRA, quantisation) + vision freezing.
+
+    ``dtype`` defaults to ``bfloat16``: upstream VLM-R1's trainer always loaded the policy in bfloat16
+    (``VLMGRPOTrainer(torch_dtype="bfloat16")``, grpo_trainer.py:218 and 235-236; grpo_jsonl.py never forwarded
+    ``--torch_dtype``). Where no GPU supports bfloat16 (CPU) the model loads in float32 with a warning
+    (``vlm_r1.launch.load_policy_model``).
+    """
+
+    dtype: str | None = field(
+        default="bfloat16",
+        metadata={"help": "Load the model under this dtype ('auto' = the checkpoint's). Default bfloat16, as upstream "
+                  "VLM-R1's trainer always loaded it; float32 (with a warning) where no GPU supports bfloat16.",
+                  "choices": ["auto", "bfloat16", "float16", "float32"]},
+    )
 
     freeze_vision_modules: bool = field(
         default=False,
@@ -395,3 +487,179 @@ class UpstreamCompatArguments:
             if getattr(self, name) is not None:
                 warnings.append(f"--{name}={getattr(self, name)!r} has NO effect here: {why}")
         return warnings
+
+
+# ---- transformers 4.x TrainingArguments flags removed in 5.x -------------------------------------------------------
+# Every transformers 4.49 TrainingArguments flag (upstream VLM-R1's and GTA1's pin) that 5.23 no longer has, with what
+# it becomes: a 5.x field (``"field"``), a key of a 5.x dict field (``"field:key"``), an environment variable
+# (``"env:NAME"``), a fixed value of a 5.x field (``"field=value"``), or None (no effect; the note says why).
+# ``_n_gpu`` is not a flag (init=False in 4.49). tests/test_upstream_defaults.py checks this list is complete.
+LEGACY_TRAINING_FLAGS: dict[str, tuple[type, str | None, str]] = {
+    "overwrite_output_dir": (bool, None, "transformers 5 removed it; nothing refuses an existing --output_dir "
+                             "(resume is --resume_from_checkpoint)"),
+    "per_gpu_train_batch_size": (int, "per_device_train_batch_size", "4.x's deprecated alias"),
+    "per_gpu_eval_batch_size": (int, "per_device_eval_batch_size", "4.x's deprecated alias"),
+    "warmup_ratio": (float, "warmup_steps", "transformers 5 reads a float in [0, 1) as a ratio of the total steps"),
+    "logging_dir": (str, "env:TENSORBOARD_LOGGING_DIR", "transformers 5's TensorBoard callback reads this variable"),
+    "save_safetensors": (bool, None, "transformers 5 always saves safetensors"),
+    "no_cuda": (bool, "use_cpu", "4.x's deprecated alias"),
+    "use_mps_device": (bool, None, "the MPS device is picked automatically"),
+    "jit_mode_eval": (bool, None, "TorchScript evaluation was removed in transformers 5"),
+    "use_ipex": (bool, None, "Intel extension support was removed in transformers 5"),
+    "fp16_opt_level": (str, None, "apex AMP was removed in transformers 5"),
+    "half_precision_backend": (str, None, "torch AMP is the only backend in transformers 5"),
+    "tpu_num_cores": (int, None, "set by the TPU launcher in transformers 5"),
+    "tpu_metrics_debug": (bool, None, "removed in transformers 5"),
+    "past_index": (int, None, "removed in transformers 5 (no model here uses mems)"),
+    "fsdp_min_num_params": (int, "fsdp_config:min_num_params", "the fsdp_config key"),
+    "fsdp_transformer_layer_cls_to_wrap": (str, "fsdp_config:transformer_layer_cls_to_wrap", "the fsdp_config key"),
+    "adafactor": (bool, "optim=adafactor", "4.x's deprecated alias"),
+    "group_by_length": (bool, None, "GRPO orders batches with its repeat sampler (upstream VLM-R1 too: "
+                        "grpo_trainer.py _get_train_sampler)"),
+    "use_legacy_prediction_loop": (bool, None, "removed in transformers 5"),
+    "include_inputs_for_metrics": (bool, "include_for_metrics=inputs", "4.x's deprecated alias"),
+    "fp16_backend": (str, None, "torch AMP is the only backend in transformers 5"),
+    "evaluation_strategy": (str, "eval_strategy", "renamed in transformers 4.46"),
+    "push_to_hub_model_id": (str, "hub_model_id", "4.x's deprecated alias"),
+    "push_to_hub_organization": (str, None, "give --hub_model_id ORG/NAME instead"),
+    "push_to_hub_token": (str, "hub_token", "4.x's deprecated alias"),
+    "mp_parameters": (str, None, "SageMaker model-parallel support was removed in transformers 5"),
+    "torchdynamo": (str, "torch_compile_backend", "4.x's deprecated alias"),
+    "ray_scope": (str, None, "Ray Tune hyper-parameter search scope; no hyper-parameter search here"),
+    "dispatch_batches": (bool, "accelerator_config:dispatch_batches", "the accelerator_config key"),
+    "split_batches": (bool, "accelerator_config:split_batches", "the accelerator_config key"),
+    "include_tokens_per_second": (bool, None, "the step stats already log throughput/tokens_per_s every step"),
+}  # fmt: skip
+
+
+def _legacy_field(name: str):
+    typ, successor, note = LEGACY_TRAINING_FLAGS[name]
+    where = "no effect" if successor is None else f"mapped to {successor}"
+    return field(default=None, metadata={"help": f"transformers 4.x flag ({where}: {note}); accepted with a notice."})
+
+
+@dataclass
+class LegacyTrainingArguments:
+    """transformers 4.49 ``TrainingArguments`` flags that 5.x removed (upstream VLM-R1 / GTA1 scripts pass some)."""
+
+    overwrite_output_dir: bool | None = _legacy_field("overwrite_output_dir")
+    per_gpu_train_batch_size: int | None = _legacy_field("per_gpu_train_batch_size")
+    per_gpu_eval_batch_size: int | None = _legacy_field("per_gpu_eval_batch_size")
+    warmup_ratio: float | None = _legacy_field("warmup_ratio")
+    logging_dir: str | None = _legacy_field("logging_dir")
+    save_safetensors: bool | None = _legacy_field("save_safetensors")
+    no_cuda: bool | None = _legacy_field("no_cuda")
+    use_mps_device: bool | None = _legacy_field("use_mps_device")
+    jit_mode_eval: bool | None = _legacy_field("jit_mode_eval")
+    use_ipex: bool | None = _legacy_field("use_ipex")
+    fp16_opt_level: str | None = _legacy_field("fp16_opt_level")
+    half_precision_backend: str | None = _legacy_field("half_precision_backend")
+    tpu_num_cores: int | None = _legacy_field("tpu_num_cores")
+    tpu_metrics_debug: bool | None = _legacy_field("tpu_metrics_debug")
+    past_index: int | None = _legacy_field("past_index")
+    fsdp_min_num_params: int | None = _legacy_field("fsdp_min_num_params")
+    fsdp_transformer_layer_cls_to_wrap: str | None = _legacy_field("fsdp_transformer_layer_cls_to_wrap")
+    adafactor: bool | None = _legacy_field("adafactor")
+    group_by_length: bool | None = _legacy_field("group_by_length")
+    use_legacy_prediction_loop: bool | None = _legacy_field("use_legacy_prediction_loop")
+    include_inputs_for_metrics: bool | None = _legacy_field("include_inputs_for_metrics")
+    fp16_backend: str | None = _legacy_field("fp16_backend")
+    evaluation_strategy: str | None = _legacy_field("evaluation_strategy")
+    push_to_hub_model_id: str | None = _legacy_field("push_to_hub_model_id")
+    push_to_hub_organization: str | None = _legacy_field("push_to_hub_organization")
+    push_to_hub_token: str | None = _legacy_field("push_to_hub_token")
+    mp_parameters: str | None = _legacy_field("mp_parameters")
+    torchdynamo: str | None = _legacy_field("torchdynamo")
+    ray_scope: str | None = _legacy_field("ray_scope")
+    dispatch_batches: bool | None = _legacy_field("dispatch_batches")
+    split_batches: bool | None = _legacy_field("split_batches")
+    include_tokens_per_second: bool | None = _legacy_field("include_tokens_per_second")
+
+    def successors(self, explicit: set[str]) -> tuple[dict[str, Any], list[str]]:
+        """``(parser defaults for the 5.x successors, one notice per legacy flag given)``.
+
+        A successor the user also set explicitly (``explicit``: flags on the command line or keys in ``--config``)
+        keeps the user's value; the notice says so. Environment successors are set here (``os.environ.setdefault``).
+        """
+        import os
+
+        overrides: dict[str, Any] = {}
+        notices = []
+        for name, (_, successor, note) in LEGACY_TRAINING_FLAGS.items():
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if successor is None:
+                notices.append(f"--{name}={value!r} is a transformers 4.x flag with NO effect here: {note}")
+                continue
+            if successor.startswith("env:"):
+                var = successor[4:]
+                os.environ.setdefault(var, str(value))
+                notices.append(f"--{name}={value!r} (transformers 4.x) -> environment {var}={os.environ[var]} ({note})")
+                continue
+            if "=" in successor:
+                target, fixed = successor.split("=", 1)
+                if not value:
+                    notices.append(f"--{name}={value!r} (transformers 4.x) has no effect when false")
+                    continue
+                new = [fixed] if target == "include_for_metrics" else fixed
+            elif ":" in successor:
+                target, key = successor.split(":", 1)
+                current = overrides.get(target, {})
+                value = [value] if key == "transformer_layer_cls_to_wrap" else value
+                new = {**current, key: value}
+            else:
+                target, new = successor, value
+            if target in explicit:
+                notices.append(f"--{name}={value!r} (transformers 4.x) ignored: --{target} is given explicitly")
+                continue
+            overrides[target] = new
+            notices.append(f"--{name}={value!r} (transformers 4.x) mapped to --{target}={new!r} ({note})")
+        return overrides, notices
+
+
+def allow_bare_bools(parser: argparse.ArgumentParser) -> None:
+    """Make every boolean flag accept a bare ``--flag`` (= true), as transformers 4.x did.
+
+    transformers 5's parser gives ``bool | None`` fields with a None default (``--bf16``, ``--tf32``, ...) no
+    ``nargs='?'``, so upstream VLM-R1's and GTA1's bare ``--bf16`` fails with "expected one argument".
+    """
+    for action in parser._actions:
+        # transformers' string_to_bool (compared by name: the parser module may hold its own reference)
+        if getattr(action.type, "__name__", "") == "string_to_bool" and action.nargs is None:
+            action.nargs = "?"
+            action.const = True
+
+
+def parse_command_line(dataclass_types: Sequence[type], argv: Sequence[str], *,
+                       defaults: dict[str, Any] | None = None) -> tuple[list, list[str]]:  # fmt: skip
+    """Parse ``argv`` (and its ``--config`` YAML) into ``dataclass_types`` the way upstream's TrlParser did.
+
+    On top of ``trl.TrlParser``: bare boolean flags mean true (:func:`allow_bare_bools`); every transformers 4.49
+    ``TrainingArguments`` flag that 5.x removed is accepted (:data:`LEGACY_TRAINING_FLAGS`: mapped to its successor
+    with a notice, or announced as having no effect); ``defaults`` replaces field defaults (an entry point's own
+    defaults, e.g. GTA1's). Unknown flags are an argparse error.
+
+    Returns:
+        ``([one instance per dataclass type], notices)``.
+    """
+    from trl import TrlParser
+
+    types = (*dataclass_types, LegacyTrainingArguments)
+
+    def parse(extra_defaults: dict[str, Any]):
+        parser = TrlParser(types)
+        allow_bare_bools(parser)
+        if extra_defaults:
+            parser.set_defaults(**extra_defaults)
+        *objs, unknown = parser.parse_args_and_config(args=list(argv), return_remaining_strings=True)
+        if unknown:
+            parser.error(f"unrecognized arguments: {' '.join(unknown)} (see --help)")
+        return objs
+
+    base = dict(defaults or {})
+    *objs, legacy = parse(base)
+    overrides, notices = legacy.successors(explicitly_given(types, argv))
+    if overrides:
+        *objs, legacy = parse({**base, **overrides})
+    return objs, notices

@@ -25,34 +25,63 @@ logger = logging.getLogger("vlm_r1")
 ARG_DATACLASSES = (GRPOScriptArguments, VLMGRPOConfig, GRPOModelConfig, UpstreamCompatArguments)
 
 
-def parse_args(argv: list[str] | None = None):
-    """Parse the command line (and ``--config``) into the four argument dataclasses.
+def _usage_error(message: str) -> None:
+    """Exit as argparse does on a usage error (status 2, ``error: message`` on stderr)."""
+    import argparse
 
-    ``--loss_preset`` is resolved here with the command-line rule: a preset field counts as set by the user when its
-    flag is on the command line or its key is in the ``--config`` YAML (even at TRL's default value); the user's value
-    then wins and a conflict with the preset is logged (``LOSS PRESET:`` warning lines).
+    argparse.ArgumentParser(prog=os.path.basename(sys.argv[0]) or "vlm_r1.grpo_jsonl", add_help=False).error(message)
+
+
+def parse_args(argv: list[str] | None = None, *, defaults: dict | None = None):
+    """Parse the command line (and ``--config``) into ``(script_args, training_args, model_args)``.
+
+    Upstream command lines parse as they did (``vlm_r1.configs.parse_command_line``): bare boolean flags, every
+    transformers 4.49 ``TrainingArguments`` flag (mapped or announced), upstream flags TRL renamed or dropped
+    (``UpstreamCompatArguments``). Then:
+
+    * ``--image_root DIR`` is the image folder of every data file that gets none from ``--image_folders``;
+    * ``--dataset_name FILE.yaml`` (upstream ``grpo_rec.py``'s form) is read as a ``--data_config`` mixture, and the
+      task becomes ``rec`` unless ``--task_type`` says otherwise; any other ``--dataset_name`` has no effect here;
+    * ``--loss_preset`` is resolved with the command-line rule: a preset field counts as set by the user when its flag
+      is on the command line or its key is in the ``--config`` YAML (even at the default value); the user's value then
+      wins and a conflict with the preset is logged (``LOSS PRESET:`` warning lines).
+
+    Args:
+        argv: the arguments (default ``sys.argv[1:]``).
+        defaults: field defaults that replace the dataclasses' own (an entry point's defaults, e.g. GTA1's).
     """
-    from trl import TrlParser
+    from vlm_r1.configs import explicitly_given, parse_command_line
 
     argv = list(argv) if argv is not None else sys.argv[1:]
-    parser = TrlParser(ARG_DATACLASSES)
-    script_args, training_args, model_args, compat, unknown = parser.parse_args_and_config(
-        args=argv, return_remaining_strings=True
+    (script_args, training_args, model_args, compat), notices = parse_command_line(
+        ARG_DATACLASSES, argv, defaults=defaults
     )
-    if unknown:
-        parser.error(f"unrecognized arguments: {' '.join(unknown)} (see --help)")
+    for line in notices:
+        logger.warning("UPSTREAM FLAG: %s", line)
+    given = explicitly_given(ARG_DATACLASSES, argv)
+    dataset_name = compat.dataset_name
+    if dataset_name and dataset_name.lower().endswith((".yaml", ".yml")) and not (
+        script_args.data_file_paths or script_args.data_config
+    ):
+        script_args.data_config = dataset_name
+        compat.dataset_name = None
+        logger.warning("UPSTREAM FLAG: --dataset_name %s is upstream grpo_rec.py's data config: read as --data_config",
+                       dataset_name)  # fmt: skip
+        if "task_type" not in given:
+            script_args.task_type = "rec"
+            logger.warning("UPSTREAM FLAG: --dataset_name YAML without --task_type: task_type rec (grpo_rec.py trains "
+                           "REC)")  # fmt: skip
     for line in compat.apply(training_args, model_args):
         logger.warning("UPSTREAM FLAG: %s", line)
+    script_args.apply_image_root()
     if training_args.loss_preset != "none":
-        from vlm_r1.configs import explicitly_given
-
-        for line in training_args.resolve_loss_preset(explicitly_given(ARG_DATACLASSES, argv)):
+        for line in training_args.resolve_loss_preset(given):
             logger.warning("LOSS PRESET: %s", line)
         logger.info("loss preset %s -> %s", training_args.loss_preset, training_args.loss_settings())
     if not script_args.data_file_list and not script_args.data_config:
-        parser.error("--data_file_paths (':'-separated JSONL/JSON files) or --data_config (mixture YAML) is required")
+        _usage_error("--data_file_paths (':'-separated JSONL/JSON files) or --data_config (mixture YAML) is required")
     if not model_args.model_name_or_path:
-        parser.error("--model_name_or_path is required")
+        _usage_error("--model_name_or_path is required")
     return script_args, training_args, model_args
 
 
@@ -98,7 +127,8 @@ def build_train_dataset(script_args, training_args, task, processor, vlm_module)
     parts, mixture = [], []
     for i, src in enumerate(sources):
         args_i = dataclasses.replace(script_args, data_config=None, data_file_paths=src.json_path,
-                                     image_folders=src.image_folder, reward_method=None)  # fmt: skip
+                                     image_folders=src.image_folder or script_args.image_root,
+                                     reward_method=None)  # fmt: skip
         ds = task.build_dataset(args_i, processor, vlm_module)
         where = f"{script_args.data_config}: datasets[{i}] ({src.json_path})"
         idx = sampling_indices(len(ds), src.sampling_strategy, seed + i, where=where)

@@ -30,7 +30,7 @@ def with_transform_of(source: Any, dataset: Any) -> Any:
 def load_policy_model(model_args: Any, training_args: Any, vlm_module: Any):
     """The policy model from ``--model_name_or_path`` with every ``ModelConfig`` loading flag applied.
 
-    ``--model_revision``, ``--trust_remote_code``, ``--dtype`` (``auto``/None: the checkpoint's), quantisation
+    ``--model_revision``, ``--trust_remote_code``, ``--dtype`` (``auto``/None: the checkpoint's; bfloat16 without a bf16-capable GPU: float32 with a warning), quantisation
     (``--load_in_4bit/8bit``), ``--attn_implementation`` (``flash_attention_2`` falls back to sdpa with a warning when
     flash-attn is missing). With ``--deepspeed`` on a GPU-less machine the gloo process group is created first (with
     ``use_cpu`` accelerate skips DeepSpeed's own setup, and ZeRO-3 loading would otherwise see world size 1).
@@ -42,7 +42,13 @@ def load_policy_model(model_args: Any, training_args: Any, vlm_module: Any):
     if model_args.dtype not in (None, "auto"):
         import torch
 
-        init_kwargs["dtype"] = getattr(torch, model_args.dtype)
+        from vlm_r1.devices import bf16_supported
+
+        dtype = model_args.dtype
+        if dtype == "bfloat16" and not bf16_supported():
+            logger.warning("dtype bfloat16 but this machine has no bf16-capable GPU: loading the model in float32")
+            dtype = "float32"
+        init_kwargs["dtype"] = getattr(torch, dtype)
     quantization_config = get_quantization_config(model_args)
     if quantization_config is not None:
         init_kwargs["quantization_config"] = quantization_config
