@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# torchrun launcher for `python -m vlm_r1.grpo_jsonl` — the same shape as the cluster recipes.
+# torchrun launcher for `python -m vlm_r1.grpo_jsonl` (or ENTRY=gui_grounding.train) — the shape of the cluster recipes.
 #
 #   NPROC_PER_NODE=2 bash run_scripts/train_grpo.sh --model_name_or_path DIR --data_file_paths a.jsonl ... [flags]
 #
@@ -13,6 +13,7 @@
 #   MAX_RESTARTS    torchrun --max-restarts [0]
 #   DRY_RUN=1       print the resolved torchrun command and exit
 #   PYTHON          interpreter [.venv/bin/python of this repo]
+#   ENTRY           the training module [vlm_r1.grpo_jsonl; the GTA1 recipes use gui_grounding.train]
 # On CPU (no GPU) the processes talk over gloo; set OMP_NUM_THREADS to cores / NPROC_PER_NODE.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -51,7 +52,7 @@ CMD=("$PYTHON" -m torch.distributed.run
   --nnodes "$NNODES" --nproc_per_node "$NPROC_PER_NODE"
   --rdzv_backend c10d --rdzv_endpoint "$MASTER_ADDR:$MASTER_PORT" --rdzv_id "$RDZV_ID"
   --max_restarts "${MAX_RESTARTS:-0}"
-  -m vlm_r1.grpo_jsonl "$@")
+  -m "${ENTRY:-vlm_r1.grpo_jsonl}" "$@")
 if [ "${DRY_RUN:-0}" = 1 ]; then  # print the resolved command and exit
   printf '%q ' "${CMD[@]}"; echo
   exit 0

@@ -32,13 +32,24 @@ def test_batch_math_and_dry_run():
     assert "world size 32 = 4 node(s) x 8 process(es)" in p.stderr
     assert "128 prompts x 8 rollouts = 1024 completions" in p.stderr
     assert "= 32 processes x 8 completions/micro-step x 4 gradient accumulation steps" in p.stderr
-    assert "steps 250 -> 32000 prompts, 256000 completions" in p.stderr
     cmd = p.stdout
     for piece in ("--nnodes 4", "--nproc_per_node 8", "--rdzv_endpoint node001:29500", "--max_restarts 3",
+                  "-m gui_grounding.train", "--config " + os.path.join(REPO, "recipes/gta1/7b.yaml"),
                   "--per_device_train_batch_size 8", "--gradient_accumulation_steps 4", "--num_generations 8",
-                  "--learning_rate 1e-6", "--beta 0", "--max_steps 250", "--freeze_vision_modules true",
-                  "--resume_from_checkpoint latest", "configs/deepspeed/zero2.json", "--max_pixels 8847360"):
+                  "configs/deepspeed/zero2.json"):
         assert piece in cmd, piece
+    # the resolved objective: GTA1's (recipes/gta1/7b.yaml), not the core's upstream defaults
+    for key, value in (("loss_type", "grpo"), ("beta", "0.0"), ("num_generations", "8"), ("learning_rate", "1e-06"),
+                       ("temperature", "1.0"), ("top_k", "50"), ("top_p", "1.0"), ("max_completion_length", "128"),
+                       ("max_pixels", "8847360"), ("prompt_mode", "non_thinking"), ("reward_funcs", "['click']"),
+                       ("box_rounding", "gta1"), ("max_steps", "250"), ("gradient_accumulation_steps", "4")):
+        assert any(line.split()[1:] == [key, value] for line in p.stderr.splitlines()
+                   if line.startswith("[dry-run]")), (key, value)
+    # environment variables and arguments override the YAML
+    q = _dry_run("gta1_7b.sh", NNODES=1, NPROC_PER_NODE=8, BETA="0.04", MAX_PIXELS="1003520")
+    assert q.returncode == 0, q.stderr
+    dry = {line.split()[1]: line.split(None, 2)[2] for line in q.stderr.splitlines() if line.startswith("[dry-run]")}
+    assert (dry["beta"], dry["max_pixels"]) == ("0.04", "1003520")
     assert "zero3.json" in _dry_run("gta1_72b.sh", NNODES=2, NPROC_PER_NODE=8, MASTER_ADDR="n1").stdout
     one = _dry_run("gta1_32b.sh", NNODES=1, NPROC_PER_NODE=8, ROLLOUTS_PER_DEVICE=4)
     assert "= 8 processes x 4 completions/micro-step x 32 gradient accumulation steps" in one.stderr

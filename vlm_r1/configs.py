@@ -228,6 +228,8 @@ UPSTREAM_EFFECTIVE_DEFAULTS: dict[str, tuple[Any, str]] = {
     "optim": ("adamw_torch", "transformers 4.49 TrainingArguments default (5.x: adamw_torch_fused, same update)"),
     "average_tokens_across_devices": (False, "transformers 4.49 TrainingArguments default"),
     "use_bias_correction_kl": (False, "grpo_trainer.py:760-764: plain k3 KL per token, no importance-ratio factor"),
+    "resume_from_checkpoint": ("latest", "grpo_jsonl.py:1047-1050 resumes from output_dir's checkpoint-* whenever "
+                               "one exists; ours takes the newest COMPLETE one; 'false' starts fresh"),
 }
 
 
@@ -271,6 +273,7 @@ class VLMGRPOConfig(GRPOConfig):
     optim: str = _up("optim")
     average_tokens_across_devices: bool = _up("average_tokens_across_devices")
     use_bias_correction_kl: bool = _up("use_bias_correction_kl")
+    resume_from_checkpoint: str | None = _up("resume_from_checkpoint")
     report_to: None | str | list[str] = field(
         default="none",
         metadata={"help": "The list of integrations to report results and logs to (tensorboard, wandb, ...; 'none' "

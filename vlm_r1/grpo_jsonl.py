@@ -32,7 +32,7 @@ def _usage_error(message: str) -> None:
     argparse.ArgumentParser(prog=os.path.basename(sys.argv[0]) or "vlm_r1.grpo_jsonl", add_help=False).error(message)
 
 
-def parse_args(argv: list[str] | None = None, *, defaults: dict | None = None):
+def parse_args(argv: list[str] | None = None, *, defaults: dict | None = None, dataset_name_as_data: bool = False):
     """Parse the command line (and ``--config``) into ``(script_args, training_args, model_args)``.
 
     Upstream command lines parse as they did (``vlm_r1.configs.parse_command_line``): bare boolean flags, every
@@ -49,6 +49,8 @@ def parse_args(argv: list[str] | None = None, *, defaults: dict | None = None):
     Args:
         argv: the arguments (default ``sys.argv[1:]``).
         defaults: field defaults that replace the dataclasses' own (an entry point's defaults, e.g. GTA1's).
+        dataset_name_as_data: a ``--dataset_name`` that is not a YAML is the data file (GTA1's
+            ``src/grpo_grounding.py`` form: ``--dataset_name FILE.json --image_root DIR``).
     """
     from vlm_r1.configs import explicitly_given, parse_command_line
 
@@ -71,6 +73,10 @@ def parse_args(argv: list[str] | None = None, *, defaults: dict | None = None):
             script_args.task_type = "rec"
             logger.warning("UPSTREAM FLAG: --dataset_name YAML without --task_type: task_type rec (grpo_rec.py trains "
                            "REC)")  # fmt: skip
+    elif dataset_name and dataset_name_as_data and not (script_args.data_file_paths or script_args.data_config):
+        script_args.data_file_paths = dataset_name
+        compat.dataset_name = None
+        logger.info("--dataset_name %s: the data file (GTA1 form)", dataset_name)
     for line in compat.apply(training_args, model_args):
         logger.warning("UPSTREAM FLAG: %s", line)
     script_args.apply_image_root()
@@ -168,10 +174,36 @@ def build_rewards(script_args, task, vlm_module) -> list:
     return resolve_rewards([aliases.get(n, n) for n in names])
 
 
+GENERATION_PARAMS = ("do_sample", "temperature", "top_k", "top_p", "min_p", "repetition_penalty", "max_new_tokens")
+
+
+def resolved_generation_params(trainer) -> dict:
+    """The sampling parameters rollouts are really drawn with: ``{do_sample, temperature, top_k, top_p, min_p,
+    repetition_penalty, max_new_tokens}``.
+
+    HF generate: the trainer's ``GenerationConfig`` passed through the model's own ``_prepare_generation_config``
+    (transformers 5 fills every value left None from the checkpoint's ``generation_config.json``, so this is what
+    ``generate`` uses). vLLM: TRL's sampling fields with ``--generation_kwargs`` on top.
+    """
+    import copy
+
+    args = trainer.args
+    if args.use_vllm:
+        params = {"do_sample": True, "temperature": args.temperature, "top_k": args.top_k, "top_p": args.top_p,
+                  "min_p": args.min_p, "repetition_penalty": args.repetition_penalty,
+                  "max_new_tokens": args.max_completion_length}  # fmt: skip
+        params.update({k: v for k, v in (args.generation_kwargs or {}).items() if k in params})
+        return params
+    model = trainer.accelerator.unwrap_model(trainer.model)
+    config, _ = model._prepare_generation_config(copy.deepcopy(trainer.generation_config))
+    return {name: getattr(config, name, None) for name in GENERATION_PARAMS}
+
+
 def write_run_info(output_dir, trainer, script_args, task, vlm_module, processor, num_rows, mixture=()) -> str:
     """Write ``output_dir/vlm_r1_run.json``: what this run resolved to (world size, frames, rewards, versions).
 
-    Loss fields (``VLMGRPOConfig.loss_settings``): ``loss_preset``, ``loss_preset_overrides`` (explicit user values
+    ``generation``: the resolved sampling parameters (:func:`resolved_generation_params`: temperature, top_k, top_p,
+    min_p, repetition_penalty, max_new_tokens). Loss fields (``VLMGRPOConfig.loss_settings``): ``loss_preset``, ``loss_preset_overrides`` (explicit user values
     that beat the preset), ``loss_type``, ``scale_rewards``, ``beta``, ``epsilon``, ``epsilon_high`` (effective: equal
     to epsilon when not set), ``mask_truncated_completions``; plus ``dynamic_sampling`` ``{enabled, max_tries}`` and
     ``has_ref_model`` (a reference model was loaded: beta != 0 without PEFT).
@@ -196,6 +228,8 @@ def write_run_info(output_dir, trainer, script_args, task, vlm_module, processor
         "smart_resize": {"factor": factor, "min_pixels": min_px, "max_pixels": max_px},
         "banned_token_ids": vlm_module.get_banned_token_ids(processor) if args.ban_vision_tokens else [],
         "generation_kwargs": args.generation_kwargs,
+        "generation": resolved_generation_params(trainer),
+        "max_completion_length": args.max_completion_length,
         "num_generations": args.num_generations, "learning_rate": args.learning_rate,
         "temperature": args.temperature, **args.loss_settings(),
         "dynamic_sampling": {"enabled": args.dynamic_sampling, "max_tries": args.dynamic_sampling_max_tries},
@@ -215,12 +249,17 @@ def write_run_info(output_dir, trainer, script_args, task, vlm_module, processor
 
 def main(argv: list[str] | None = None) -> None:
     """Build everything from the command line and train; saves the final model + processor to ``--output_dir``."""
-    from vlm_r1.launch import load_policy_model, save_final, setup_logging
+    from vlm_r1.launch import setup_logging
 
     setup_logging()
-    script_args, training_args, model_args = parse_args(argv)
+    train(*parse_args(argv))
 
+
+def train(script_args, training_args, model_args) -> None:
+    """Build model, processor, data, rewards and trainer from parsed arguments and train (the body of ``main``)."""
     from trl import get_peft_config
+
+    from vlm_r1.launch import load_policy_model, save_final
 
     from vlm_r1.modules import get_vlm_module
     from vlm_r1.tasks import get_task

@@ -4,9 +4,12 @@ Method names and meanings follow upstream VLM-R1's ``VLMBaseModule`` (the eight 
 ``get_question_template`` / ``select_reward_func`` / ``get_eos_token_id``), so third-party modules port easily.
 Modules are chosen by ``config.model_type`` (``vlm_r1.modules.get_vlm_module``), never by path substrings.
 
-Methods we add on top of upstream's interface (all used by the trainer, the tiny-model builder and evaluation):
-``model_types``, ``load_processor``, ``build_processor``, ``set_pixel_budget``, ``get_image_resize_params``,
-``get_banned_token_ids``, ``tidy_saved_processor``.
+Methods we add on top of upstream's interface (used by the trainer, the tasks and evaluation) have defaults, so a module
+written for upstream (only its eight abstract methods) instantiates unchanged: ``load_processor``,
+``get_image_resize_params``, ``get_banned_token_ids``; ``model_types`` names the ``config.model_type`` values a module
+serves. Family modules add helpers of their own (Qwen: ``build_processor``, ``set_pixel_budget``,
+``tidy_saved_processor``). Third-party modules register under the entry-point group ``vlm_r1.modules``
+(name = the ``config.model_type`` served).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ class VLMBaseModule(ABC):
     """Model-family adapter. Subclasses set ``model_types`` to the ``config.model_type`` values they serve."""
 
     model_types: tuple[str, ...] = ()
+    model_type: str | None = None  # the config.model_type this instance serves (set by vlm_r1.modules.get_vlm_module)
 
     # ---- upstream VLM-R1 interface -------------------------------------------------------------------------------
     @abstractmethod
@@ -89,15 +93,47 @@ class VLMBaseModule(ABC):
         tokenizer = getattr(processing_class, "tokenizer", processing_class)
         return tokenizer.eos_token_id
 
-    # ---- our additions ---------------------------------------------------------------------------------------------
-    @abstractmethod
+    # ---- our additions (defaults, so an upstream module subclass instantiates unchanged) ---------------------------
     def load_processor(self, path: str, *, min_pixels: int | None = None, max_pixels: int | None = None) -> Any:
-        """Load the processor of checkpoint ``path`` (works with and without torchvision); left padding."""
+        """Load the processor of checkpoint ``path`` with left padding and the pixel budget applied.
 
-    @abstractmethod
+        Default: upstream's way (``get_processing_class().from_pretrained(path)``, then each
+        ``get_custom_processing_keywords()`` pair named ``min_pixels``/``max_pixels`` set on its component,
+        grpo_trainer.py:313-318). Families override it (Qwen: works without torchvision).
+        """
+        processor = self.get_processing_class().from_pretrained(path)
+        budget = {"min_pixels": min_pixels, "max_pixels": max_pixels}
+        for component, keyword in self.get_custom_processing_keywords():
+            if budget.get(keyword) is not None:
+                setattr(getattr(processor, component, processor), keyword, budget[keyword])
+        tokenizer = getattr(processor, "tokenizer", processor)
+        tokenizer.padding_side = "left"
+        return processor
+
     def get_image_resize_params(self, processing_class: Any) -> tuple[int, int, int]:
-        """``(factor, min_pixels, max_pixels)`` the processor's ``smart_resize`` uses (factor in pixels)."""
+        """``(factor, min_pixels, max_pixels)`` the processor's ``smart_resize`` uses (factor in pixels).
 
-    @abstractmethod
+        Default: ``patch_size * merge_size`` of the image processor, and its ``min_pixels``/``max_pixels`` (or
+        ``size["shortest_edge"]``/``size["longest_edge"]``).
+
+        Raises:
+            ValueError: the processor has no such settings (the family must override this method).
+        """
+        ip = getattr(processing_class, "image_processor", None)
+        size = getattr(ip, "size", None) or {}
+        min_px = getattr(ip, "min_pixels", None) or size.get("shortest_edge")
+        max_px = getattr(ip, "max_pixels", None) or size.get("longest_edge")
+        if ip is None or None in (getattr(ip, "patch_size", None), getattr(ip, "merge_size", None), min_px, max_px):
+            raise ValueError(f"{type(self).__name__}: the processor has no smart_resize settings (patch_size, "
+                             "merge_size, min/max pixels); override get_image_resize_params")  # fmt: skip
+        return int(ip.patch_size) * int(ip.merge_size), int(min_px), int(max_px)
+
     def get_banned_token_ids(self, processing_class: Any) -> list[int]:
-        """Token ids generation must never emit (vision placeholders); GTA1 bans the image token."""
+        """Token ids generation must never emit. Default: the processor's image token, as GTA1 bans
+        (``bad_words_ids=[[image_token_id]]``); none when the processor names no image token."""
+        tokenizer = getattr(processing_class, "tokenizer", processing_class)
+        token_id = getattr(processing_class, "image_token_id", None)
+        token = getattr(processing_class, "image_token", None)
+        if token_id is None and token is not None:
+            token_id = tokenizer.convert_tokens_to_ids(token)
+        return [] if token_id is None else [int(token_id)]
