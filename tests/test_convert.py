@@ -20,14 +20,29 @@ from gui_grounding.schema import REASONS, SampleError, load_samples
 FIX = os.path.join(os.path.dirname(__file__), "fixtures", "datasets")
 IMAGES = {"shots/wide.png": (1000, 500), "shots/phone.png": (400, 800), "shots/desk.png": (800, 600),
           "desktop_domain/desk.png": (800, 600)}  # fmt: skip
+# JPEGs of the REC annotation fixture (vlm_r1/refcoco_sample.json, COCO-style names as in rec_jsons_processed)
+COCO_98304, COCO_9 = "train2014/COCO_train2014_000000098304.jpg", "train2014/COCO_train2014_000000000009.jpg"
+JPEGS = {COCO_98304: (640, 480), COCO_9: (480, 640)}
+
+
+def write_jpeg(path, width: int, height: int) -> None:
+    from PIL import Image
+
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    im = Image.new("RGB", (width, height), (90, 140, 200))
+    im.paste((250, 250, 250), (width // 4, height // 4, width // 2, height // 2))
+    im.save(path, format="JPEG", quality=80)
 
 
 @pytest.fixture
 def root(tmp_path, make_image) -> str:
-    """Image root with the fixtures' screenshots (sizes in IMAGES) and a garbage ``shots/garbage.png``."""
+    """Image root with the fixtures' screenshots (sizes in IMAGES, JPEGs in JPEGS) and a garbage
+    ``shots/garbage.png``."""
     folder = tmp_path / "root"
     for name, (w, h) in IMAGES.items():
         make_image(w, h, name, folder=folder)
+    for name, (w, h) in JPEGS.items():
+        write_jpeg(os.path.join(folder, name), w, h)
     (folder / "shots" / "garbage.png").write_bytes(b"not an image\n" * 10)
     return str(folder)
 
@@ -225,13 +240,25 @@ EXPECTED = {
         clipped=0,
     ),
     "vlm-r1": dict(
-        inputs=[fx("vlm_r1", "rec.jsonl")],
+        inputs=[fx("vlm_r1", "rec.jsonl"), fx("vlm_r1", "refcoco_sample.json")],
         samples=[
             ("rec:0", "shots/wide.png", [(1.0, 2.0, 30.0, 40.0)], W, None, None),
             ("rec:1", "shots/wide.png", [(995.0, 10.0, 1000.0, 20.0)], W, None, None),  # 3 px past the edge: clipped
+            # REC annotation records (grpo_rec.py form): solution = the box in original pixels, unchanged
+            ("refcoco_sample:0", COCO_98304, [(12.5, 30.0, 210.25, 400.75)], (640, 480), None, None),
+            ("refcoco_sample:1", COCO_98304, [(300.0, 20.0, 639.0, 479.0)], (640, 480), None, None),
+            ("refcoco_sample:2", COCO_9, [(0.0, 0.0, 480.0, 320.5)], (480, 640), None, None),  # solution as a string
         ],
-        rejects=[(0, ":3", "unparseable_record"), (0, ":4", "bad_field")],
-        records=4,
+        rejects=[
+            (0, ":3", "unparseable_record"),
+            (0, ":4", "bad_field"),
+            (1, ":[3]", "bad_field"),  # missing key 'solution'
+            (1, ":[4]", "bad_field"),  # missing key 'problem'
+            (1, ":[5]", "box_outside_image"),
+            (1, ":[6]", "missing_image"),
+            (1, ":[7]", "bad_field"),  # 3 numbers
+        ],
+        records=12,
         clipped=1,
     ),
     "canonical": dict(
@@ -331,6 +358,101 @@ def test_extras_and_sub_records(root, tmp_path):
         "source_id": "vscode_macos_0", "application": "vscode", "group": "Dev", "os": "macos"}  # fmt: skip
     _, _, rejects, _ = run("os-atlas", [fx("os_atlas", "web_domain", "fineweb_3m.json")], root, tmp_path / "o.jsonl")
     assert rejects[0]["record"] == {"instruction": "", "bbox": [0.5, 0.5, 0.75, 0.75]}  # the element, not the page
+
+
+NEEDS = (
+    "(a VLM-R1 record needs 'image' + 'conversations' (grpo_jsonl) or 'image', 'problem', 'solution' (REC "
+    "annotation, grpo_rec.py))"
+)
+
+
+def test_vlm_r1_rec_annotation_records_and_missing_key_rejects(root, tmp_path):
+    """upstream's rec_jsons_processed form {image, problem, solution: [x1, y1, x2, y2] original pixels, ...}"""
+    path = fx("vlm_r1", "refcoco_sample.json")
+    _, samples, rejects, summary = run("vlm-r1", [path], root, tmp_path / "r.jsonl")
+    assert samples[0] == {"sample_id": "refcoco_sample:0", "instruction": "the man on the left", "image_path": COCO_98304,
+                          "target_bbox": {"x_min": 12.5, "y_min": 30.0, "x_max": 210.25, "y_max": 400.75},
+                          "image_width": 640, "image_height": 480, "source": "vlm-r1", "normal_caption": "man",
+                          "normal_solution": [12, 30, 210, 400]}  # fmt: skip
+    assert samples[1]["instruction"] == "woman in red on the right"  # canonical instructions: whitespace collapsed
+    assert [s["normal_caption"] for s in samples] == ["man", "woman", "bowl"]
+    with open(path) as f:
+        original = json.load(f)
+    by_ref = {r["ref"]: r for r in rejects}
+    assert by_ref[f"{path}:[3]"]["message"] == (f"missing key 'solution' {NEEDS}; record has ['image', "
+                                                "'normal_caption', 'problem']")  # fmt: skip
+    assert by_ref[f"{path}:[4]"]["message"] == (f"missing key 'problem' {NEEDS}; record has ['image', "
+                                                "'normal_caption', 'solution']")  # fmt: skip
+    assert by_ref[f"{path}:[5]"]["message"] == ("box [600.0, 400.0, 700.0, 500.0] extends 60 px outside the 640x480 "
+                                                "image along x (clipping tolerance 4 px)")  # fmt: skip
+    assert by_ref[f"{path}:[6]"]["message"] == (
+        f"image not found: {os.path.join(root, 'train2014', 'COCO_train2014_000000000404.jpg')}"
+    )
+    assert by_ref[f"{path}:[7]"]["message"] == ("solution must be 4 finite numbers [x_min, y_min, x_max, y_max], got "
+                                                "[1, 2, 30]")  # fmt: skip
+    assert [by_ref[f"{path}:[{i}]"]["record"] for i in range(3, 8)] == original[3:8]  # the records, unchanged
+    assert summary["reasons"] == {"bad_field": 3, "box_outside_image": 1, "missing_image": 1}
+    with pytest.raises(SampleError) as err:
+        convert("vlm-r1", [path], root, str(tmp_path / "strict.jsonl"), strict=True, progress=False)
+    assert (err.value.ref, err.value.reason) == (f"{path}:[3]", "bad_field")
+    assert err.value.message.startswith("missing key 'solution' (a VLM-R1 record needs")
+
+
+def test_vlm_r1_hostile_records_are_rejects_never_crashes(root, tmp_path):
+    good_rec = {"image": COCO_9, "problem": "bowl", "solution": [1, 2, 30, 40]}
+    conv = [{"from": "human", "value": "<image>bowl"}, {"from": "gpt", "value": "[1, 2, 30, 40]"}]
+    huge = "1" + "0" * 400
+    lines = [
+        json.dumps(good_rec),  # 1 kept
+        json.dumps({"image": COCO_9, "conversations": [conv[0], {"value": [float("nan"), 0, 10, 10]}]}),  # 2
+        f'{{"image": "{COCO_9}", "conversations": [{{"value": "q"}}, {{"value": [{huge}, 0, 10, 10]}}]}}',  # 3
+        f'{{"image": "{COCO_9}", "problem": "p", "solution": [0, 0, {huge}, 10]}}',  # 4
+        json.dumps({**good_rec, "solution": "[0, 0, Infinity, 10]"}),  # 5
+        json.dumps({"conversations": conv}),  # 6 conversations without image
+        json.dumps({}),  # 7
+        json.dumps({**good_rec, "problem": 7}),  # 8
+        json.dumps({**good_rec, "image": {"path": 1}}),  # 9
+        json.dumps({**good_rec, "problem": "bad \ud800 text"}),  # 10 lone surrogate escape: legal JSON, not text
+        json.dumps({**good_rec, "solution": "[" * 100_000}),  # 11 too deep to parse
+        "[" * 100_000,  # 12
+        '{"image": "x", "n": ' + "9" * 5000 + "}",  # 13 int beyond Python's 4300-digit limit
+        None,  # 14 bytes that are not UTF-8
+        json.dumps(
+            {"image": COCO_9, "conversations": [{"value": "<image>the bowl"}, conv[1]], "bbox": [0, 0, 500, 500]}
+        ),  # 15 bbox: not a GTA1 box
+        json.dumps({**good_rec, "problem": "cup", "id": 5, "image_width": 1}),  # 16 kept; image_width not copied
+    ]
+    path = tmp_path / "h.jsonl"
+    with open(path, "wb") as f:
+        for line in lines:
+            f.write(b'{"problem": "\xff\xfe"}' if line is None else line.encode("utf-8"))
+            f.write(b"\n")
+    _, samples, rejects, summary = run("vlm-r1", [str(path)], root, tmp_path / "h_out.jsonl")
+    assert [(s["sample_id"], boxes_of(s)) for s in samples] == [
+        ("h:0", [(1.0, 2.0, 30.0, 40.0)]),
+        ("h:14", [(1.0, 2.0, 30.0, 40.0)]),
+        ("h:15", [(1.0, 2.0, 30.0, 40.0)]),
+    ]
+    assert samples[1]["bbox"] == [0, 0, 500, 500]  # kept as an extra field, never read as 0-1000
+    assert (samples[2]["source_id"], samples[2]["image_width"]) == (5, 480)
+    got = {int(r["ref"].rsplit(":", 1)[1]): (r["reason"], r["message"]) for r in rejects}
+    assert {k: v[0] for k, v in got.items()} == {2: "bad_field", 3: "bad_field", 4: "bad_field", 5: "bad_field",
+                                                 6: "bad_field", 7: "bad_field", 8: "bad_field", 9: "bad_field",
+                                                 10: "bad_field", 11: "bad_field", 12: "unparseable_record",
+                                                 13: "unparseable_record", 14: "unparseable_record"}  # fmt: skip
+    assert "finite" in got[2][1] and "nan" in got[2][1]  # a NaN passes every comparison: never a NaN box
+    assert (
+        ("OverflowError" in got[3][1] or "finite" in got[3][1])
+        and "must be 4 finite numbers" in got[4][1]
+        and "inf" in got[5][1]
+    )
+    assert got[6][1].startswith("missing key 'image' (a VLM-R1 record needs")
+    assert got[7][1].startswith("missing keys 'image', 'problem', 'solution' (a VLM-R1 record needs")
+    assert got[8][1] == "instruction must be a string, got int"
+    assert "not valid Unicode" in got[10][1] and "RecursionError" in got[11][1]
+    assert (got[12][1], got[14][1]) == ("invalid JSON: nested too deeply", "not valid UTF-8")
+    assert "Exceeds the limit (4300 digits)" in got[13][1]
+    assert summary["targets"] == summary["samples"] + summary["rejected"] == 16
 
 
 def test_embedded_images_are_written_once_under_the_root(root, tmp_path):

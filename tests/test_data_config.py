@@ -95,3 +95,27 @@ def test_mixture_dataset_and_cli_flags(tmp_path, tiny_qwen25_dir):
         ("first:4", len(train_ids), 4), ("random:3", len(test_ids), 3)]  # fmt: skip
     with pytest.raises(ValueError, match="replaces --data_file_paths"):
         parse_args(["--model_name_or_path", tiny_qwen25_dir, "--data_config", cfg, "--data_file_paths", "a.jsonl"])
+
+
+def test_concatenate_record_datasets_merges_pass_through_columns(caplog):
+    """Sources of a mixture with different extra keys/types: union of columns, Arrow's merging, JSON text where the
+    kinds conflict (a column already JSON text in one source is not encoded twice)."""
+    import logging
+
+    from vlm_r1.data import concatenate_record_datasets, json_text_columns, rows_to_dataset
+
+    log = logging.getLogger("t_mix")
+    with caplog.at_level(logging.WARNING, logger="t_mix"):
+        a = rows_to_dataset([{"id": "a0"}, {"id": "a1"}], [{"meta": {"k": 1}, "n": 1}, {"meta": "s", "n": 2}],
+                            what="a", logger=log)  # fmt: skip
+        b = rows_to_dataset([{"id": "b0"}], [{"meta": 7, "n": 2.5, "o": {"z": 1}, "p": []}], what="b", logger=log)
+        c = rows_to_dataset([{"id": "c0"}], [{"o": "str", "p": ["x"]}], what="c", logger=log)
+        mixed = concatenate_record_datasets([a.select([1, 0]).with_transform(lambda x: x), b, c], logger=log)
+    rows = mixed.to_list()
+    assert [r["id"] for r in rows] == ["a1", "a0", "b0", "c0"]
+    assert [r["meta"] for r in rows] == ['"s"', '{"k": 1}', "7", None]  # a: JSON text already; b's 7 encoded once
+    assert [r["n"] for r in rows] == [2.0, 1.0, 2.5, None]  # int + float merge to float, as within one file
+    assert [r["o"] for r in rows] == [None, None, '{"z": 1}', '"str"']  # object vs string across sources
+    assert [r["p"] for r in rows] == [None, None, [], ["x"]]  # an empty list merges with a list of strings
+    assert sorted(json_text_columns(mixed)) == ["meta", "o"]
+    assert "data mixture: column 'o' has types ['string', 'struct<z: int64>'] across sources" in caplog.text

@@ -326,6 +326,102 @@ def test_rec_task_unreadable_and_degenerate_images(tmp_path, tiny_qwen25_dir, ma
 
 
 # --------------------------------------------------------------------------------------------------------------------
+# REC annotation records (upstream grpo_rec.py / rec_jsons_processed/*.json): {image, problem, solution, ...}
+
+REFCOCO = os.path.join(REPO, "tests", "fixtures", "datasets", "vlm_r1", "refcoco_sample.json")
+COCO_98304, COCO_9 = "train2014/COCO_train2014_000000098304.jpg", "train2014/COCO_train2014_000000000009.jpg"
+
+
+@pytest.fixture
+def coco_root(tmp_path):
+    """Image root with the two JPEGs refcoco_sample.json refers to (640x480 and 480x640)."""
+    from PIL import Image
+
+    for name, size in ((COCO_98304, (640, 480)), (COCO_9, (480, 640))):
+        os.makedirs(tmp_path / "coco" / "train2014", exist_ok=True)
+        Image.new("RGB", size, (90, 140, 200)).save(tmp_path / "coco" / name, format="JPEG")
+    return str(tmp_path / "coco")
+
+
+def test_rec_task_reads_rec_annotation_json(coco_root, tiny_qwen25_dir, caplog):
+    processor, module = load_processor(tiny_qwen25_dir), get_vlm_module(tiny_qwen25_dir)
+    with caplog.at_level(logging.WARNING, logger="vlm_r1.tasks"):
+        ds = RECTask().build_dataset(_task_args([REFCOCO], image_folder_list=[coco_root]), processor, module)
+    assert "rec: skipped records: {'missing_key': 2, 'missing_image': 1, 'bad_gt_box': 1} (kept 4)" in caplog.text
+    assert (
+        f"rec: first missing_key: {REFCOCO}:[3]: missing key 'solution' (a REC record needs 'conversations'"
+        in caplog.text
+    )
+    rows = ds.with_format(None).to_list()
+    # record 5's box lies partly outside its image: upstream REC trains on it as it is (the IoU is computed anyway)
+    assert [r["id"] for r in rows] == [f"{REFCOCO}:[{i}]" for i in (0, 1, 2, 5)]
+    assert [r["gt_bbox"] for r in rows] == [[12.5, 30.0, 210.25, 400.75], [300.0, 20.0, 639.0, 479.0],
+                                            [0.0, 0.0, 480.0, 320.5], [600.0, 400.0, 700.0, 500.0]]  # fmt: skip
+    template = module.get_question_template("rec")
+    # the problem text is used unchanged (upstream grpo_rec.py: QUESTION_TEMPLATE.format(Question=example["problem"]))
+    assert rows[1]["problem"] == "woman in red  on the right"
+    assert rows[1]["prompt"] == [{"role": "user", "content": template.format(Question="woman in red  on the right")}]
+    assert rows[0]["solution"] == "<answer> [12.5, 30.0, 210.25, 400.75] </answer>"
+    assert rows[2]["solution"] == "<answer> [0.0, 0.0, 480.0, 320.5] </answer>"  # a solution string, parsed
+    assert rows[0]["image_path"] == os.path.join(coco_root, COCO_98304)
+    # 640x480 at max_pixels 200704, factor 28 -> 504x364 (as 1024x768 above); 480x640 -> 364x504
+    assert [(r["image_size"], r["resized_size"]) for r in rows[1:3]] == [([640, 480], [504, 364]),
+                                                                         ([480, 640], [364, 504])]  # fmt: skip
+    assert smart_resize(480, 640, factor=28, min_pixels=3136, max_pixels=200_704) == (364, 504)
+    # extra keys pass through as columns (union of keys: None where a record lacks one)
+    assert [r["normal_caption"] for r in rows] == ["man", "woman", "bowl", "car"]
+    assert [r["normal_solution"] for r in rows] == [[12, 30, 210, 400], None, None, None]
+    assert ds[0]["image"].size == (640, 480)
+
+
+def test_rec_annotation_and_conversation_forms_give_the_same_row(coco_root, tmp_path, tiny_qwen25_dir):
+    box = [12.5, 30.0, 210.25, 400.75]
+    rec_form = {"image": COCO_98304, "problem": "the man", "solution": box, "id": 3}
+    conv_form = {"image": COCO_98304, "id": 3, "conversations": [{"from": "human", "value": "<image>the man"},
+                                                                 {"from": "gpt", "value": box}]}  # fmt: skip
+    processor, module = load_processor(tiny_qwen25_dir), get_vlm_module(tiny_qwen25_dir)
+    rows = []
+    for name, rec in (("a.jsonl", rec_form), ("b.jsonl", conv_form)):
+        (tmp_path / name).write_text(json.dumps(rec) + "\n")
+        ds = RECTask().build_dataset(_task_args([str(tmp_path / name)], image_folder_list=[coco_root]), processor,
+                                     module)  # fmt: skip
+        rows.append(ds.with_format(None)[0])
+    assert rows[0] == rows[1]
+    assert rows[0]["id"] == "3" and rows[0]["problem"] == "the man"
+
+
+@pytest.mark.parametrize("record, reason, message", [
+    ({"image": COCO_9, "problem": "p"}, "missing_key", "missing key 'solution' (a REC record needs"),
+    ({"image": COCO_9, "solution": [1, 2, 3, 4]}, "missing_key", "missing key 'problem' ("),
+    ({"problem": "p", "solution": [1, 2, 3, 4]}, "missing_key", "missing key 'image' ("),
+    ({"normal_caption": "x"}, "missing_key", "missing keys 'image', 'problem', 'solution' ("),
+    ({"image": COCO_9, "problem": 5, "solution": [1, 2, 3, 4]}, "bad_question", "'problem' must be a string, got int"),
+    ({"image": [COCO_9, COCO_9], "problem": "p", "solution": [1, 2, 3, 4]}, "needs_one_image", "exactly one image"),
+    ({"image": COCO_9, "problem": "p", "solution": [0, 0, 10 ** 400, 4]}, "bad_gt_box", "non-finite"),
+    ({"image": COCO_9, "problem": "p", "solution": "[0, 0, NaN, 4]"}, "bad_gt_box", "non-finite"),
+    ({"image": COCO_9, "problem": "p", "solution": "[" * 50_000}, "bad_gt_box", "is not JSON"),
+    ({"image": COCO_9, "problem": "p", "solution": {"bbox": [1, 2, 3, 4]}}, "bad_gt_box", "list of 4 numbers"),
+    ({"image": COCO_9, "problem": "bad \ud800", "solution": [1, 2, 3, 4]}, "bad_text", "question is not valid Unicode"),
+    ({"image": COCO_9, "conversations": [{"value": 3}, {"value": [1, 2, 3, 4]}]}, "bad_question",
+     "the question (conversations[0].value) must be a string, got int"),
+])  # fmt: skip
+def test_rec_task_bad_records_name_the_problem(record, reason, message, coco_root, tmp_path, tiny_qwen25_dir, caplog):
+    good = {"image": COCO_9, "problem": "ok", "solution": [1, 2, 3, 4]}
+    path = tmp_path / "d.json"  # a JSON list, as rec_jsons_processed files are
+    path.write_text(json.dumps([good, record, good]))
+    processor, module = load_processor(tiny_qwen25_dir), get_vlm_module(tiny_qwen25_dir)
+    with caplog.at_level(logging.WARNING, logger="vlm_r1.tasks"):
+        ds = RECTask().build_dataset(_task_args([str(path)], image_folder_list=[coco_root]), processor, module)
+    assert len(ds) == 2  # the neighbours are kept
+    assert f"rec: skipped records: {{'{reason}': 1}} (kept 2)" in caplog.text
+    assert f"rec: first {reason}: {path}:[1]: " in caplog.text and message in caplog.text
+    with pytest.raises(ValueError, match=rf"^{path}:\[1\]: {reason}: ") as err:
+        RECTask().build_dataset(_task_args([str(path)], image_folder_list=[coco_root], strict_data=True), processor,
+                                module)  # fmt: skip
+    assert message in str(err.value)
+
+
+# --------------------------------------------------------------------------------------------------------------------
 # end to end: python -m vlm_r1.grpo_jsonl --task_type rec
 
 

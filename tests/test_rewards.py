@@ -209,6 +209,35 @@ def test_click_reward_length_mismatch_raises():
         click_reward(["(15,20)", "(15,20)"], target_boxes_resized=[[BOX]])
 
 
+def test_click_reward_gta1_rounding_uses_published_boxes():
+    # GTA1 record [100, 200, 300, 400] (0-1000) on a 500x250 resized image: ratio 0.5 / 0.25 -> (50, 50, 150, 100);
+    # the float column deliberately disagrees, so the test shows which one is scored
+    kw = dict(target_boxes_resized=[[[0, 0, 1, 1]]] * 4, target_boxes_source=[[[100, 200, 300, 400]]] * 4,
+              source_box_scale=[[1000.0, 1000.0]] * 4, resized_size=[[500, 250]] * 4)  # fmt: skip
+    texts = ["(50,50)", "(150,100)", "(49,50)", "(1,1)"]
+    assert click_reward(texts, box_rounding=["gta1"] * 4, **kw) == [1.0, 1.0, 0.0, 0.0]
+    assert click_reward(texts, box_rounding=["float"] * 4, **kw) == [0.0, 0.0, 0.0, 1.0]
+    assert click_reward(texts, **kw) == [0.0, 0.0, 0.0, 1.0]  # no column: float
+    assert click_reward(texts, box_rounding=["gta1", "float", "gta1", "float"], **kw) == [1.0, 0.0, 0.0, 1.0]
+
+
+def test_click_reward_gta1_needs_source_columns_and_known_rounding():
+    with pytest.raises(ValueError, match=r"box_rounding 'gta1' needs the columns target_boxes_source"):
+        click_reward(["(1,1)"], target_boxes_resized=[[BOX]], box_rounding=["gta1"])
+    with pytest.raises(ValueError, match=r"^unknown box_rounding 'round'; expected one of float, gta1$"):
+        click_reward(["(1,1)"], target_boxes_resized=[[BOX]], box_rounding=["round"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(max_size=60), rounding=st.sampled_from(["float", "gta1"]),
+       mode=st.sampled_from(["non_thinking", "thinking", "box"]))  # fmt: skip
+def test_click_reward_is_total_under_both_roundings(text, rounding, mode):
+    out = click_reward([text], target_boxes_resized=[[BOX]], prompt_mode=[mode], box_rounding=[rounding],
+                       target_boxes_source=[[[5.5, 0, 999.9, 1000]]], source_box_scale=[[1000.0, 1000.0]],
+                       resized_size=[[588, 336]])  # fmt: skip
+    assert out in ([0.0], [1.0])
+
+
 def test_click_format_reward_exact_list():
     comps = [_conv("<think>a</think><answer>(3,4)</answer>"), _conv("(3,4)"), "<think>b</think><answer>(1,2)</answer>"]
     assert click_format_reward(comps, target_boxes_resized=[[BOX]] * 3) == [1.0, 0.0, 1.0]
@@ -270,14 +299,20 @@ def test_accuracy_mixed_methods_per_sample():
 
 
 @pytest.mark.parametrize("method", ["mcq", "llm", "math", "od_ap"])
-def test_accuracy_upstream_only_method_raises_not_implemented(method):
-    with pytest.raises(NotImplementedError, match=f"accu_reward_method '{method}' is not implemented"):
-        vr.accuracy_reward([_conv("<answer>a</answer>")], solution=["a"], accu_reward_method=[method])
+def test_accuracy_upstream_only_method_is_refused_before_training(method):
+    with pytest.raises(NotImplementedError, match=rf"accu_reward_method \['{method}'\] is not implemented here"):
+        vr.check_accuracy_methods(["default", method])
+    vr.check_accuracy_methods(["default", "all_match", "yes_no", "bogus", None])  # no error
+    # reached at run time anyway: a 0.0, never an exception that stops the step
+    assert vr.accuracy_reward([_conv("<answer>a</answer>")], solution=["<answer>a</answer>"],
+                              accu_reward_method=[method]) == [0.0]
 
 
-def test_accuracy_unknown_method_raises_value_error():
-    with pytest.raises(ValueError, match=r"unknown accu_reward_method 'bogus'; supported: \('default', 'all_match'"):
-        vr.accuracy_reward([_conv("<answer>a</answer>")], solution=["a"], accu_reward_method=["bogus"])
+def test_accuracy_unknown_method_scores_as_default_as_upstream():
+    comps = [_conv("<answer>2.0</answer>"), _conv("<answer>b</answer>")]
+    out = vr.accuracy_reward(comps, solution=["<answer>2</answer>", "<answer>B</answer>"],
+                             accu_reward_method=["bogus", None])
+    assert out == [1.0, 1.0]
 
 
 # --------------------------------------------------------------------------------------------------------------------

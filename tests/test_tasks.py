@@ -45,6 +45,33 @@ def test_default_task_reads_upstream_records(tmp_path, tiny_qwen25_dir):
     assert row1["accu_reward_method"] == "all_match"  # per-line value wins over --reward_method
 
 
+def test_default_task_question_and_solution_follow_upstream_exactly(tmp_path, tiny_qwen25_dir):
+    """upstream grpo_jsonl.py:960-969: problem = human.replace('<image>', '') and nothing else; a string gpt value
+    loses its answer tags and is stripped, any other value is str()-ed."""
+    Image.new("RGB", (64, 48), "white").save(tmp_path / "a.png")
+    cases = [
+        ("<image>\n  Which   defect?\n", "A", "\n  Which   defect?\n", "A"),
+        ("<image>x<image> y ", "  <answer> spaced </answer>  ", "x y ", "spaced"),
+        ("no tag", {"a": 1, "b": [1.5, None]}, "no tag", "{'a': 1, 'b': [1.5, None]}"),  # str(), not json.dumps
+        ("q", True, "q", "True"),
+        ("q", None, "q", "None"),
+        ("q", 2.50, "q", "2.5"),
+        ("q", [1, 2.0, 30, 40], "q", "[1, 2.0, 30, 40]"),
+        ("", "", "", ""),
+    ]
+    lines = [{"image": "a.png", "conversations": [{"from": "human", "value": human}, {"from": "gpt", "value": gpt}]}
+             for human, gpt, _, _ in cases]  # fmt: skip
+    (tmp_path / "d.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    module = get_vlm_module(tiny_qwen25_dir)
+    ds = DefaultTask().build_dataset(_script_args([str(tmp_path / "d.jsonl")]), load_processor(tiny_qwen25_dir),
+                                     module)  # fmt: skip
+    rows = ds.with_format(None).to_list()
+    template = module.get_question_template(None)
+    assert [r["problem"] for r in rows] == [c[2] for c in cases]
+    assert [r["prompt"] for r in rows] == [[{"role": "user", "content": template.format(Question=c[2])}] for c in cases]
+    assert [r["solution"] for r in rows] == [f"<answer> {c[3]} </answer>" for c in cases]
+
+
 def test_gui_task_rows_resize_once_into_the_prompt_frame(tmp_path, tiny_qwen25_dir):
     Image.new("RGB", (1280, 720), "white").save(tmp_path / "s.png")
     rec = {"instruction": "Click menu", "image_path": "s.png",

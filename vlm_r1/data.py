@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 
 class RecordError(ValueError):
@@ -21,37 +23,200 @@ class RecordError(ValueError):
         super().__init__(f"{ref}: {message}")
 
 
+# bytes that are not UTF-8 come back from errors="surrogateescape" as U+DC80..U+DCFF (valid UTF-8 never decodes to them)
+_UNDECODABLE = re.compile("[\udc80-\udcff]")
+
+
+def _loads(text: str, ref: str) -> Any:
+    """The JSON value in ``text``, or the :class:`RecordError` saying why there is none (never raises on content)."""
+    if _UNDECODABLE.search(text):
+        return RecordError(ref, "not valid UTF-8")
+    try:
+        return json.loads(text)
+    except RecursionError:
+        return RecordError(ref, "invalid JSON: nested too deeply")
+    except ValueError as err:  # JSONDecodeError, and ints of more than sys.get_int_max_str_digits() digits
+        return RecordError(ref, f"invalid JSON: {err}")
+
+
+def _record(value: Any, ref: str) -> dict | RecordError:
+    return value if isinstance(value, (dict, RecordError)) else RecordError(ref, "not a JSON object")
+
+
 def iter_records(path: str) -> Iterator[tuple[str, int, dict | RecordError]]:
     """Yield ``(ref, index, record_or_error)`` for each record of a ``.json`` or ``.jsonl`` file.
 
-    ``index`` is the 0-based position among non-blank records. A line that is not JSON, or not a JSON object, yields a
-    :class:`RecordError` in place of the record, so the caller can count it and go on (or raise it in strict mode).
-    A ``.json`` file that does not parse at all yields one error.
+    ``index`` is the 0-based position among non-blank records. A line that is not JSON (bad syntax, bytes that are
+    not UTF-8, nesting too deep for the parser, an integer of more than 4300 digits), or not a JSON object, yields a
+    :class:`RecordError` in place of the record, so the caller can count it and go on (or raise it in strict mode);
+    the lines around it are read as usual. A ``.json`` file (a list of records, or one record) that does not parse
+    at all yields one error. A leading UTF-8 byte-order mark is ignored.
     """
     if path.endswith(".json"):
-        with open(path, encoding="utf-8") as f:
-            try:
-                data = json.load(f)
-            except json.JSONDecodeError as err:
-                yield path, 0, RecordError(path, f"invalid JSON: {err}")
-                return
+        with open(path, encoding="utf-8-sig", errors="surrogateescape") as f:
+            data = _loads(f.read(), path)
+        if isinstance(data, RecordError):
+            yield path, 0, data
+            return
         for i, item in enumerate(data if isinstance(data, list) else [data]):
             ref = f"{path}:[{i}]"
-            yield ref, i, item if isinstance(item, dict) else RecordError(ref, "not a JSON object")
+            yield ref, i, _record(item, ref)
         return
-    with open(path, encoding="utf-8") as f:
+    with open(path, encoding="utf-8-sig", errors="surrogateescape") as f:
         index = 0
         for lineno, line in enumerate(f, start=1):
             if not line.strip():
                 continue
             ref = f"{path}:{lineno}"
-            try:
-                item = json.loads(line)
-            except json.JSONDecodeError as err:
-                yield ref, index, RecordError(ref, f"invalid JSON: {err}")
-            else:
-                yield ref, index, item if isinstance(item, dict) else RecordError(ref, "not a JSON object")
+            yield ref, index, _record(_loads(line, ref), ref)
             index += 1
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# pass-through columns: record keys a task does not read reach the reward functions as dataset columns
+
+# Keyword names TRL's GRPOTrainer passes to every reward function itself (trl/trainer/grpo_trainer.py,
+# ``_calculate_rewards``: ``prompts``, ``completions``, ``completion_ids`` + ``trainer_state``, ``log_extra``,
+# ``log_metric``, ``environments``) or never passes (``prompt``, ``completion``): a column of that name would be
+# overwritten or make the reward call fail with "got multiple values for keyword argument".
+TRL_REWARD_KWARGS = frozenset({"prompt", "prompts", "completion", "completions", "completion_ids", "trainer_state",
+                               "log_extra", "log_metric", "environments"})  # fmt: skip
+# Columns the lazy image loader (vlm_r1.tasks.load_images_transform) adds to every batch.
+IMAGE_COLUMNS = frozenset({"image", "images"})
+# At most this many pass-through columns per dataset (first seen first); a file whose records each carry new keys
+# would otherwise make rows x keys cells of None.
+MAX_EXTRA_COLUMNS = 256
+_JSON_TEXT_KEY = "vlm_r1_json_text_columns"  # DatasetInfo.description key listing the columns stored as JSON text
+
+
+def split_extras(record: dict, consumed, reserved, dropped) -> dict:
+    """The pass-through part of ``record``: every key except ``consumed`` (what the task reads: ``image``,
+    ``conversations``, ...), the task's own columns ``reserved`` and the names in ``TRL_REWARD_KWARGS`` /
+    ``IMAGE_COLUMNS``. A key dropped for being reserved (and not consumed) is counted in the Counter ``dropped``.
+
+    Upstream VLM-R1 kept every record key (``grpo_jsonl.py:955-985`` deletes only ``image``/``conversations`` and
+    overwrites ``image_path``/``problem``/``solution``); here the task's own columns win the same way.
+    """
+    out = {}
+    for key, value in record.items():
+        if key in consumed:
+            continue
+        if key in reserved or key in TRL_REWARD_KWARGS or key in IMAGE_COLUMNS:
+            dropped[key] += 1
+            continue
+        out[key] = value
+    return out
+
+
+def warn_dropped(dropped, what: str, logger) -> None:
+    """One warning per reserved record key that was dropped (see :func:`split_extras`)."""
+    for key, n in sorted(dropped.items()):
+        logger.warning("%s: record key %r dropped from %d record(s): the name is reserved (a column the task computes, "
+                       "an image column, or a keyword TRL passes to rewards itself)", what, key, n)  # fmt: skip
+
+
+def json_text_columns(dataset) -> list[str]:
+    """Names of ``dataset``'s columns stored as JSON text by :func:`rows_to_dataset` (json.loads each non-None value)."""
+    try:
+        return list(json.loads(dataset.info.description or "{}").get(_JSON_TEXT_KEY, []))
+    except (ValueError, AttributeError):
+        return []
+
+
+def _json_text(values: list) -> list:
+    # ensure_ascii: lone surrogates (legal JSON escapes, not encodable as UTF-8) become \udXXX escapes again
+    return [None if v is None else json.dumps(v, ensure_ascii=True) for v in values]
+
+
+def _type_names(values: list) -> str:
+    return ", ".join(sorted({type(v).__name__ for v in values if v is not None}))
+
+
+def rows_to_dataset(rows: list[dict], extras: list[dict], *, what: str, logger):
+    """A ``datasets.Dataset`` of the task's ``rows`` (every row has the same keys) plus pass-through ``extras``.
+
+    Column rules:
+
+    * every pass-through key found in ANY record becomes a column (upstream's ``Dataset.from_list`` took the column
+      set from the first line, ``grpo_jsonl.py:993``); a record without the key gets None;
+    * values keep their JSON types where Arrow can hold the column as-is, with Arrow's own merging: ints and floats
+      in one column become floats, objects with different keys become one struct holding every key (None where a
+      record lacks it);
+    * a column Arrow cannot hold (mixed kinds such as an object in one record and a string in another, or an integer
+      beyond 64 bits, or a string with a lone surrogate escape) is stored as JSON text in EVERY row (``json.dumps``
+      of the value, None stays None) and a warning names the key and the types; such columns are listed by
+      :func:`json_text_columns`;
+    * at most ``MAX_EXTRA_COLUMNS`` pass-through columns, first seen first; the rest are dropped with a warning.
+    """
+    from datasets import Dataset, DatasetInfo
+
+    columns = {key: [row[key] for row in rows] for key in (rows[0] if rows else {})}
+    order = list(dict.fromkeys(key for extra in extras for key in extra))
+    if len(order) > MAX_EXTRA_COLUMNS:
+        logger.warning("%s: %d distinct pass-through record keys; keeping the first %d, dropping %d (first dropped: "
+                       "%s)", what, len(order), MAX_EXTRA_COLUMNS, len(order) - MAX_EXTRA_COLUMNS,
+                       order[MAX_EXTRA_COLUMNS : MAX_EXTRA_COLUMNS + 5])  # fmt: skip
+        order = order[:MAX_EXTRA_COLUMNS]
+    as_json = []
+    for key in order:
+        values = [extra.get(key) for extra in extras]
+        try:
+            Dataset.from_dict({key: values})
+        except Exception as err:  # Arrow raises several types (ArrowInvalid, ArrowTypeError, OverflowError, ...)
+            logger.warning("%s: record key %r holds values Arrow cannot keep in one column (%s; %s: %s); the column is "
+                           "stored as JSON text in every row (json.loads each value)", what, key, _type_names(values),
+                           type(err).__name__, str(err)[:120])  # fmt: skip
+            values = _json_text(values)
+            as_json.append(key)
+        columns[key] = values
+    info = DatasetInfo(description=json.dumps({_JSON_TEXT_KEY: as_json})) if as_json else None
+    return Dataset.from_dict(columns, info=info)
+
+
+def concatenate_record_datasets(parts: list, *, what: str = "data mixture", logger=None):
+    """Concatenate per-source datasets of one task (``--data_config`` mixtures) whose pass-through columns may differ.
+
+    The union of the columns is kept (None where a part lacks one) and types merge as in :func:`rows_to_dataset`
+    (Arrow's permissive promotion: null -> any, int -> float, structs merged). A pass-through column whose types
+    cannot merge across parts (e.g. an object in one file, a string in another) is stored as JSON text in every part
+    (parts that already hold it as JSON text are left as they are) with a warning. Formats/transforms of the parts
+    are dropped (put the task's transform back on the result, e.g. ``vlm_r1.launch.with_transform_of``).
+
+    Raises:
+        ValueError: the tables still cannot be joined (not expected: every conflicting column became JSON text).
+    """
+    import pyarrow as pa
+    from datasets import Dataset, DatasetInfo
+
+    tables = [p.with_format("arrow")[:] for p in parts]
+    texts = [set(json_text_columns(p)) for p in parts]
+    names = list(dict.fromkeys(name for t in tables for name in t.column_names))
+    as_json = set().union(*texts)
+    for name in names:
+        fields = [t.schema.field(name) for t in tables if name in t.column_names]
+        try:
+            pa.unify_schemas([pa.schema([f]) for f in fields], promote_options="permissive")
+            conflict = False
+        except (pa.ArrowInvalid, pa.ArrowTypeError, NotImplementedError):
+            conflict = True
+        mixed = name in as_json and any(name in t.column_names and name not in j and not pa.types.is_null(
+            t.schema.field(name).type) for t, j in zip(tables, texts, strict=True))  # fmt: skip
+        if not (conflict or mixed):
+            continue
+        if logger is not None:
+            logger.warning("%s: column %r has types %s across sources; stored as JSON text in every row (json.loads "
+                           "each value)", what, name, sorted({str(f.type) for f in fields}))  # fmt: skip
+        for i, (t, j) in enumerate(zip(tables, texts, strict=True)):
+            if name in t.column_names and name not in j:
+                col = t.column_names.index(name)
+                tables[i] = t.set_column(col, name, pa.array(_json_text(t.column(name).to_pylist()), pa.string()))
+        as_json.add(name)
+    try:
+        table = pa.concat_tables(tables, promote_options="permissive")
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as err:
+        raise ValueError(f"{what}: the sources' columns cannot be joined: {err}") from err
+    info = DatasetInfo(description=json.dumps({_JSON_TEXT_KEY: sorted(as_json)})) if as_json else None
+    return Dataset(table, info=info)
 
 
 # --------------------------------------------------------------------------------------------------------------------

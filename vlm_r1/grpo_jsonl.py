@@ -124,8 +124,6 @@ def build_train_dataset(script_args, training_args, task, processor, vlm_module)
         return task.build_dataset(script_args, processor, vlm_module), []
     import dataclasses
 
-    from datasets import concatenate_datasets
-
     from vlm_r1.data import load_data_config, requested_count, sampling_indices
 
     sources, seed = load_data_config(script_args.data_config)
@@ -148,11 +146,13 @@ def build_train_dataset(script_args, training_args, task, processor, vlm_module)
     table = "\n".join(f"  {m['name']:<28} {m['strategy']:<14} {m['selected']:>8} / {m['available']:<8}"
                       for m in mixture)  # fmt: skip
     logger.info("data mixture %s (seed %d):\n%s", script_args.data_config, seed, table)
-    # Each part carries its own (equivalent) lazy-loading transform; concatenate_datasets drops formats that differ,
-    # so join the plain tables and put the task's transform back once.
+    # Each part carries its own (equivalent) lazy-loading transform; the join drops formats, so put the task's
+    # transform back once. Pass-through columns may differ across sources (vlm_r1.data.concatenate_record_datasets:
+    # union of columns, a column whose types cannot merge becomes JSON text with a warning).
+    from vlm_r1.data import concatenate_record_datasets
     from vlm_r1.launch import with_transform_of
 
-    return with_transform_of(parts[0], concatenate_datasets([p.with_format(None) for p in parts])), mixture
+    return with_transform_of(parts[0], concatenate_record_datasets(parts, logger=logger)), mixture
 
 
 def build_rewards(script_args, task, vlm_module) -> list:
@@ -260,7 +260,6 @@ def train(script_args, training_args, model_args) -> None:
     from trl import get_peft_config
 
     from vlm_r1.launch import load_policy_model, save_final
-
     from vlm_r1.modules import get_vlm_module
     from vlm_r1.tasks import get_task
     from vlm_r1.trainer import VLMGRPOTrainer
@@ -304,6 +303,12 @@ def train(script_args, training_args, model_args) -> None:
         eval_dataset = None
     logger.info("task=%s train rows=%d", task.name, len(dataset))
     reward_funcs = build_rewards(script_args, task, vlm_module)
+    if any(getattr(f, "__name__", "") == "accuracy_reward" for f in reward_funcs) and (
+        "accu_reward_method" in dataset.column_names
+    ):
+        from vlm_r1.rewards import check_accuracy_methods
+
+        check_accuracy_methods(set(dataset.with_format(None)["accu_reward_method"]))
 
     if training_args.beta != 0.0 and model_args.model_revision not in (None, "main"):
         # TRL builds the reference model (beta != 0) from the policy's config path with args.model_init_kwargs (the

@@ -67,28 +67,42 @@ ACCURACY_METHODS = ("default", "all_match", "yes_no")
 _UPSTREAM_ONLY_METHODS = ("mcq", "llm", "map", "math", "weighted_sum", "od_ap", "od_ap50", "odLength")
 
 
+def check_accuracy_methods(methods) -> None:
+    """Refuse, before training starts, ``accu_reward_method`` values :func:`accuracy_reward` cannot score.
+
+    Raises:
+        NotImplementedError: an upstream-only method (mcq, llm, map, math, weighted_sum, od_*), listing them.
+    """
+    bad = sorted({m for m in methods if m in _UPSTREAM_ONLY_METHODS})
+    if bad:
+        raise NotImplementedError(f"accu_reward_method {bad} is not implemented here (supported: {ACCURACY_METHODS}; "
+                                  "other values score as 'default', as upstream); drop those records or pass your own "
+                                  "reward with --reward_funcs package.module:function")  # fmt: skip
+
+
 def accuracy_reward(completions: list, solution: list, accu_reward_method: list | None = None, **kwargs) -> list:
     """Upstream VLM-R1 ``accuracy``, dispatched per sample on the ``accu_reward_method`` column.
 
     Methods: ``all_match`` (exact match of the cleaned ``<answer>`` contents, case-insensitive), ``yes_no`` (same, on
-    yes/no answers), ``default`` (numeric equality when both parse as numbers, else exact cleaned match). Upstream's
-    ``default`` also tries math_verify and a Levenshtein fallback; ours is the strict subset. Upstream-only methods
-    (mcq, llm, map, math, weighted_sum, od_*) raise instead of silently scoring differently.
+    yes/no answers), ``default`` (numeric equality when both parse as numbers, else exact cleaned match). Any other
+    value scores as ``default``, as upstream's dispatch falls through to ``default_accuracy_reward``
+    (grpo_jsonl.py accuracy_reward). Upstream's ``default`` also tries math_verify and a Levenshtein fallback; ours is
+    the strict subset. Upstream-only methods (mcq, llm, map, math, weighted_sum, od_*) are refused before training by
+    :func:`check_accuracy_methods` (``python -m vlm_r1.grpo_jsonl`` calls it on the dataset); reached here anyway,
+    they score 0.0 rather than stop the step.
 
-    Raises:
-        NotImplementedError: an upstream-only method.
-        ValueError: an unknown method.
+    Returns:
+        One float in {0.0, 1.0} per completion (total: any completion text and solution give a value).
     """
     methods = accu_reward_method or ["default"] * len(completions)
     rewards = []
     for completion, sol, method in zip(completions, solution, methods, strict=True):
-        method = method or "default"
+        method = method if isinstance(method, str) else "default"
         if method in _UPSTREAM_ONLY_METHODS:
-            raise NotImplementedError(f"accu_reward_method {method!r} is not implemented; supported: {ACCURACY_METHODS}")
-        if method not in ACCURACY_METHODS:
-            raise ValueError(f"unknown accu_reward_method {method!r}; supported: {ACCURACY_METHODS}")
+            rewards.append(0.0)
+            continue
         pred, gold = _clean_answer(completion_text(completion)), _clean_answer(str(sol))
-        if method == "default":
+        if method not in ("all_match", "yes_no"):
             p, g = _as_number(pred), _as_number(gold)
             if p is not None and g is not None:
                 rewards.append(1.0 if abs(p - g) < 1e-9 else 0.0)

@@ -7,9 +7,13 @@ attached lazily) and any columns its rewards read. Tasks are chosen by ``--task_
 * built in: ``default`` (upstream VLM-R1 grpo_jsonl semantics: ``image`` + ``conversations`` records, the module's
   question template, ``solution`` and ``accu_reward_method`` columns for the ``accuracy`` reward). Upstream's
   ``ic``, ``odLength``, ``gui`` and ``gui_defect`` task types use this task with their question template;
-  ``rec`` (:class:`RECTask`: upstream's REC records, GT box validated at load, ``accuracy``/``format`` resolve to the
-  REC IoU and REC format rewards);
+  ``rec`` (:class:`RECTask`: upstream's REC records, conversations form or ``grpo_rec.py`` annotation form, GT box
+  validated at load, ``accuracy``/``format`` resolve to the REC IoU and REC format rewards);
 * plugins: the entry-point group ``vlm_r1.tasks`` (``gui_grounding`` registers ``gui_grounding``).
+
+In both built-in tasks every record key the task does not read is a pass-through column, so a reward function
+receives it per rollout as upstream (column rules: :func:`vlm_r1.data.rows_to_dataset`), and a bad record is skipped
+with a reason code (``--strict_data``: raised as ``file:line: reason: message``).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from collections import Counter
 from importlib.metadata import entry_points
 from typing import Any
 
-from vlm_r1.data import RecordError, iter_records
+from vlm_r1.data import RecordError, iter_records, rows_to_dataset, split_extras, warn_dropped
 
 logger = logging.getLogger(__name__)
 
@@ -103,65 +107,158 @@ def upstream_turns(rec: dict | RecordError) -> tuple[Any, Any]:
 
 
 def clean_question(human: Any) -> str:
-    """The human turn with every ``<image>`` tag removed and whitespace collapsed (images go before the text)."""
-    return " ".join(str(human).replace("<image>", " ").split())
+    """The question text of an upstream human turn: every ``<image>`` tag removed and nothing else (no strip, no
+    whitespace change), exactly upstream ``item['conversations'][0]['value'].replace('<image>', '')``
+    (``src/open-r1-multimodal/src/open_r1/grpo_jsonl.py:960``); the images go before the text in the prompt.
+
+    Raises:
+        TypeError: ``human`` is not a string (upstream's ``.replace`` would fail on it too).
+    """
+    if not isinstance(human, str):
+        raise TypeError(f"the question (conversations[0].value) must be a string, got {type(human).__name__}")
+    return human.replace("<image>", "")
+
+
+def upstream_solution(value: Any) -> str:
+    """Upstream's ``solution`` column from a gpt value: a string loses its ``<answer>``/``</answer>`` tags and is
+    ``.strip()``-ed, any other value is ``str()``-ed (a bbox list ``[1, 2, 3, 4]`` stays ``[1, 2, 3, 4]``); then it is
+    wrapped as ``<answer> {value} </answer>`` (``grpo_jsonl.py:963-969`` and ``:1002``)."""
+    if isinstance(value, str):
+        value = value.replace("<answer>", "").replace("</answer>", "").strip()
+    else:
+        value = str(value)
+    return f"<answer> {value} </answer>"
+
+
+class SkipRecord(Exception):
+    """A record a task skips: ``reason`` is its reason code (counted), ``message`` says what is wrong."""
+
+    def __init__(self, reason: str, message: str):
+        self.reason, self.message = reason, message
+        super().__init__(f"{reason}: {message}")
+
+
+def missing_keys_message(missing: list[str], needs: str) -> str:
+    """``missing key 'solution'`` / ``missing keys 'problem', 'solution'``, then what a record needs."""
+    names = ", ".join(repr(k) for k in missing)
+    return f"missing key{'s' if len(missing) > 1 else ''} {names} ({needs})"
+
+
+def _check_text(**fields: Any) -> None:
+    """Raise ``SkipRecord("bad_text")`` when a string field cannot be stored as UTF-8 (a lone surrogate escape such
+    as ``"\\ud800"`` is legal JSON but not text)."""
+    for name, value in fields.items():
+        for text in value if isinstance(value, list) else [value]:
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError as err:
+                raise SkipRecord("bad_text", f"{name} is not valid Unicode text ({err.reason} at position "
+                                             f"{err.start})") from None  # fmt: skip
+
+
+def _skip(err: SkipRecord, ref: str, skipped: Counter, strict: bool, first: dict) -> None:
+    """Count a skipped record, or raise ``ValueError("file:line: reason: message")`` under ``--strict_data``."""
+    if strict:
+        raise ValueError(f"{ref}: {err.reason}: {err.message}") from err
+    skipped[err.reason] += 1
+    first.setdefault(err.reason, f"{ref}: {err.message}")
+
+
+def _log_skipped(what: str, skipped: Counter, first: dict, kept: int) -> None:
+    if skipped:
+        logger.warning("%s: skipped records: %s (kept %d)", what, dict(skipped), kept)
+        for reason, example in first.items():
+            logger.warning("%s: first %s: %s", what, reason, example)
 
 
 class DefaultTask(Task):
     """Upstream VLM-R1 ``grpo_jsonl`` records: ``{"image": str | [str], "conversations": [human, gpt], ...}``.
 
-    The human turn (``<image>`` tags removed) is wrapped in the module's question template; the gpt turn becomes
-    ``solution`` = ``<answer> value </answer>`` (non-string values are ``json.dumps``-ed, e.g. a bbox list). The
-    per-file ``--reward_method`` (or a per-line ``accu_reward_method``) fills ``accu_reward_method``. Unlike
-    upstream, every row keeps every column (no first-row schema), and bad lines are skipped and counted.
+    As upstream (``src/open-r1-multimodal/src/open_r1/grpo_jsonl.py:945-1000``): the human turn with every
+    ``<image>`` removed (nothing else changed) is ``problem`` and goes into the module's question template; the gpt
+    turn becomes ``solution`` = ``<answer> value </answer>`` (:func:`upstream_solution`: strings lose their answer
+    tags and are stripped, other values are ``str()``-ed); ``image`` becomes ``image_path`` (always a list, each
+    joined to the file's image folder); the per-file ``--reward_method`` fills ``accu_reward_method`` unless the
+    record has its own (the record wins, as upstream; null counts as absent).
+
+    Every other record key is a pass-through column that reaches the reward functions (``id`` is kept as a string,
+    the record's ``file:line`` when absent). Columns follow :func:`vlm_r1.data.rows_to_dataset`: the union of all
+    records' keys (upstream kept only the first line's), None where a record lacks a key, a column of mixed kinds
+    stored as JSON text with a warning. Record keys named like a column the task computes (``prompt``,
+    ``image_path``, ``problem``, ``solution``) or like a TRL reward keyword are dropped with a warning.
+
+    Skipped records (counted by reason code, or ``--strict_data`` raises ``file:line: reason: message``):
+    ``unparseable_record`` (not JSON / not an object / conversations without two ``{"value"}`` turns),
+    ``missing_key`` (no ``conversations``), ``bad_question`` (human turn not a string), ``bad_image`` (``image`` not
+    a path or a list of paths), ``missing_image``, ``bad_accu_reward_method`` (not a string), ``bad_text`` (a string
+    that is not valid Unicode).
     """
 
     name = "default"
     default_reward_funcs = ("accuracy", "format")
     uses_reward_method = True
+    CONSUMED = frozenset({"image", "conversations", "id", "accu_reward_method"})
+    COLUMNS = frozenset({"prompt", "image_path", "problem", "solution", "accu_reward_method", "id"})
 
     def build_dataset(self, script_args: Any, processing_class: Any, vlm_module: Any):
-        from datasets import Dataset
-
         files = script_args.data_file_list
         folders = script_args.image_folder_list or [os.path.dirname(os.path.abspath(f)) for f in files]
         methods = script_args.reward_method_list or ["default"] * len(files)
         template = vlm_module.get_question_template(script_args.task_type)
-        rows, skipped = [], Counter()
+        rows, extras, skipped, first, dropped = [], [], Counter(), {}, Counter()
         for path, folder, method in zip(files, folders, methods, strict=True):
             for ref, _, rec in iter_records(path):
                 try:
-                    human, gpt = upstream_turns(rec)
-                except (RecordError, KeyError, IndexError, TypeError) as err:
-                    if script_args.strict_data:
-                        raise ValueError(f"{ref}: unparseable record: {err}") from err
-                    skipped["unparseable_record"] += 1
+                    row = self._row(rec, ref, folder, method, template)
+                except SkipRecord as err:
+                    _skip(err, ref, skipped, script_args.strict_data, first)
                     continue
-                images = rec.get("image")
-                images = [images] if isinstance(images, str) else (images or [])
-                paths = [os.path.join(folder, p) for p in images]
-                missing = [p for p in paths if not os.path.isfile(p)]
-                if missing:
-                    if script_args.strict_data:
-                        raise FileNotFoundError(f"{ref}: missing image {missing[0]}")
-                    skipped["missing_image"] += 1
-                    continue
-                question = clean_question(human)
-                answer = gpt if isinstance(gpt, str) else json.dumps(gpt)
-                answer = answer.replace("<answer>", "").replace("</answer>", "").strip()
-                rows.append({
-                    "prompt": [{"role": "user", "content": template.format(Question=question)}],
-                    "image_path": paths,
-                    "problem": question,
-                    "solution": f"<answer> {answer} </answer>",
-                    "accu_reward_method": rec.get("accu_reward_method", method),
-                    "id": str(rec.get("id", ref)),
-                })  # fmt: skip
-        if skipped:
-            logger.warning("skipped records: %s", dict(skipped))
+                rows.append(row)
+                extras.append(split_extras(rec, self.CONSUMED, self.COLUMNS, dropped))
+        _log_skipped(self.name, skipped, first, len(rows))
+        warn_dropped(dropped, self.name, logger)
         if not rows:
             raise ValueError(f"no usable records in {files} (skipped: {dict(skipped)})")
-        return Dataset.from_list(rows).with_transform(load_images_transform())
+        return rows_to_dataset(rows, extras, what=self.name, logger=logger).with_transform(load_images_transform())
+
+    @staticmethod
+    def _row(rec: dict | RecordError, ref: str, folder: str, method: str, template: str) -> dict:
+        if isinstance(rec, RecordError):
+            raise SkipRecord("unparseable_record", rec.message)
+        if "conversations" not in rec:
+            raise SkipRecord("missing_key", missing_keys_message(["conversations"], "a grpo_jsonl record needs "
+                                                                 "'conversations': [human turn, gpt turn]"))  # fmt: skip
+        try:
+            human, gpt = upstream_turns(rec)
+        except (KeyError, IndexError, TypeError) as err:
+            raise SkipRecord("unparseable_record", "conversations must be a list of at least two {\"from\", \"value\"} "
+                                                   f"turns ({type(err).__name__}: {err})") from None  # fmt: skip
+        try:
+            question = clean_question(human)
+        except TypeError as err:
+            raise SkipRecord("bad_question", str(err)) from None
+        images = rec.get("image")
+        images = [images] if isinstance(images, str) else ([] if images is None else images)
+        if not isinstance(images, list) or not all(isinstance(p, str) for p in images):
+            raise SkipRecord("bad_image", f"image must be a path or a list of paths, got {str(rec.get('image'))[:80]}")
+        paths = [os.path.join(folder, p) for p in images]
+        own = rec.get("accu_reward_method")
+        if own is not None and not isinstance(own, str):
+            raise SkipRecord("bad_accu_reward_method", f"accu_reward_method must be a string, got {own!r:.80}")
+        row = {
+            "prompt": [{"role": "user", "content": template.format(Question=question)}],
+            "image_path": paths,
+            "problem": question,
+            "solution": upstream_solution(gpt),
+            "accu_reward_method": own if own is not None else method,
+            "id": str(rec.get("id", ref)),
+        }  # fmt: skip
+        _check_text(image=paths, question=question, solution=row["solution"], id=row["id"],
+                    accu_reward_method=row["accu_reward_method"])  # fmt: skip
+        missing = [p for p in paths if not os.path.isfile(p)]
+        if missing:
+            raise SkipRecord("missing_image", f"missing image {missing[0]}")
+        return row
 
     def sft_completion(self, row: dict) -> str:
         """SFT target: the record's gpt answer as the ``solution`` column holds it (``<answer> ... </answer>``)."""
@@ -176,18 +273,24 @@ def parse_rec_gt(value: Any) -> list[float]:
     one bad label crashed training; here it is checked once, at load time.
 
     Raises:
-        ValueError: not JSON, not 4 finite numbers (booleans are not numbers), or ``x2 <= x1`` / ``y2 <= y1``.
+        ValueError: not JSON, not 4 finite numbers (booleans are not numbers; an integer too large for a float is not
+            finite), or ``x2 <= x1`` / ``y2 <= y1``.
     """
     if isinstance(value, str):
         text = value.replace("<answer>", " ").replace("</answer>", " ").strip()
         try:
             value = json.loads(text)
-        except json.JSONDecodeError as err:
+        except RecursionError:
+            raise ValueError(f"gt box {text[:60]!r} is not JSON: nested too deeply") from None
+        except ValueError as err:  # JSONDecodeError, or an integer with too many digits
             raise ValueError(f"gt box {text[:60]!r} is not JSON: {err}") from err
     if (not isinstance(value, list) or len(value) != 4
             or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)):  # fmt: skip
         raise ValueError(f"gt box must be a list of 4 numbers [x1, y1, x2, y2], got {str(value)[:60]}")
-    box = [float(v) for v in value]
+    try:
+        box = [float(v) for v in value]
+    except OverflowError:
+        raise ValueError(f"gt box {str(value)[:60]} has a non-finite value (an int too large for a float)") from None
     if not all(math.isfinite(v) for v in box):
         raise ValueError(f"gt box {box} has a non-finite value")
     if box[2] <= box[0] or box[3] <= box[1]:
@@ -195,40 +298,64 @@ def parse_rec_gt(value: Any) -> list[float]:
     return box
 
 
+REC_KEYS = ("image", "problem", "solution")  # upstream grpo_rec.py annotation records (rec_jsons_processed/*.json)
+
+
 class RECTask(Task):
     """Upstream VLM-R1 REC (referring expression comprehension) on our core: ``--task_type rec``.
 
-    Records (upstream ``grpo_jsonl`` REC JSONL, e.g. its RefCOCO files)::
+    Two record forms, in ``.jsonl`` or ``.json`` (a JSON list) files alike (:func:`vlm_r1.data.iter_records`):
+
+    * ``grpo_jsonl`` conversations (``src/open-r1-multimodal/src/open_r1/grpo_jsonl.py:945-1000``)::
 
         {"id": 1, "image": "coco/x.jpg", "conversations": [
             {"from": "human", "value": "<image>Please provide the bounding box coordinate of the region this sentence
              describes: the man on the left."},
             {"from": "gpt", "value": [12.5, 30.0, 210.3, 400.9]}]}
 
-    ``image`` is one path (a string or a one-element list) relative to the file's ``--image_folders`` entry; the gpt
-    value is the box in ORIGINAL image pixels, a list or a string (see :func:`parse_rec_gt`).
+      ``problem`` is the human turn with ``<image>`` removed and nothing else changed (upstream ``grpo_jsonl.py:960``);
+    * ``grpo_rec.py`` annotation records (upstream's published ``rec_jsons_processed/*.json``, read by
+      ``LazySupervisedDataset``, ``src/open-r1-multimodal/src/open_r1/grpo_rec.py:92-195``)::
+
+        {"image": "train2014/COCO_train2014_000000098304.jpg", "problem": "the man on the left",
+         "solution": [12.5, 30.0, 210.3, 400.9], "normal_caption": "...", ...}
+
+      ``problem`` is used unchanged (``grpo_rec.py:169``: ``QUESTION_TEMPLATE.format(Question=example["problem"])``).
+      A record with ``conversations`` is read as the first form.
+
+    ``image`` is one path (a string or a one-element list) relative to the file's ``--image_folders`` entry (the
+    ``--image_root`` of ``grpo_rec.py`` fills it); the box (gpt value / ``solution``) is in ORIGINAL image pixels, a list
+    or a string holding one, optionally in ``<answer>`` tags (:func:`parse_rec_gt`).
 
     Rows: ``prompt`` (the module's ``rec`` question template, as upstream), ``image_path`` (the original image, resized
     by the processor itself as upstream), ``problem``, ``solution`` (``<answer> [x1, y1, x2, y2] </answer>``),
     ``gt_bbox`` (original pixels, floats), ``image_size`` ``[W, H]`` (original pixels), ``resized_size`` ``[W', H']``
     (the processor's smart_resize of ``image_size`` with ``vlm_module.get_image_resize_params``: the frame the model
-    answers in) and ``id``.
+    answers in) and ``id`` (the record's ``id`` as a string, else its ``file:line`` / ``file:[index]``). Every other
+    record key (``normal_caption``, ...) is a pass-through column, with the column rules of
+    :func:`vlm_r1.data.rows_to_dataset`; keys named like the task's columns are dropped with a warning.
 
     Rewards: the defaults ``accuracy format`` resolve to ``rec_iou`` / ``rec_format`` (``reward_aliases``), which is
     what upstream's ``--is_reward_customized_from_vlm_module true --task_type rec`` selected; that flag gives the same
     functions here (``Qwen2VLModule.select_reward_func``).
 
-    Bad records (unparseable line, no two turns, not exactly one image, missing or unreadable image, image too
-    elongated for smart_resize (aspect ratio > 200), bad GT box) are skipped and counted by reason, or raise with
-    ``file:line`` and the reason under ``--strict_data``.
+    Bad records are skipped and counted by reason code, or raise ``ValueError("file:line: reason: message")`` under
+    ``--strict_data``: ``unparseable_record`` (not JSON / not an object / conversations without two turns),
+    ``missing_key`` (neither ``conversations`` nor all of ``image``, ``problem``, ``solution``; the message names the
+    missing keys, e.g. ``missing key 'solution'``), ``bad_question`` (question not a string), ``needs_one_image``,
+    ``missing_image``, ``unreadable_image``, ``bad_image_size`` (aspect ratio > 200, which smart_resize rejects),
+    ``bad_gt_box``, ``bad_text`` (a string that is not valid Unicode). Upstream ``grpo_rec.py`` silently replaced a
+    record with a missing image by a random other one (``grpo_rec.py:180-184``); here it is counted.
     """
 
     name = "rec"
     default_reward_funcs = ("accuracy", "format")
     reward_aliases = {"accuracy": "rec_iou", "format": "rec_format"}
+    COLUMNS = frozenset({"prompt", "image_path", "problem", "solution", "gt_bbox", "image_size", "resized_size",
+                         "id"})  # fmt: skip
+    NEEDS = "a REC record needs 'conversations' (grpo_jsonl form) or all of 'image', 'problem', 'solution'"
 
     def build_dataset(self, script_args: Any, processing_class: Any, vlm_module: Any):
-        from datasets import Dataset
         from PIL import Image
 
         from vlm_r1.geometry import Frame
@@ -238,7 +365,7 @@ class RECTask(Task):
         template = vlm_module.get_question_template("rec")
         factor, min_px, max_px = vlm_module.get_image_resize_params(processing_class)
         sizes: dict[str, tuple[int, int] | str] = {}  # image path -> original (W, H), or why it cannot be read
-        rows, skipped = [], Counter()
+        rows, extras, skipped, first, dropped = [], [], Counter(), {}, Counter()
 
         def image_size(path: str) -> tuple[int, int]:
             """Original ``(W, H)`` of ``path`` from its header, cached (REC files reuse images many times)."""
@@ -249,53 +376,76 @@ class RECTask(Task):
                 except (OSError, ValueError) as err:  # PIL.UnidentifiedImageError is an OSError
                     sizes[path] = f"unreadable image {path}: {err}"
             if isinstance(sizes[path], str):
-                raise OSError(sizes[path])
+                raise SkipRecord("unreadable_image", sizes[path])
             return sizes[path]
+
+        def row_of(rec: dict | RecordError, ref: str, folder: str) -> tuple[dict, frozenset]:
+            if isinstance(rec, RecordError):
+                raise SkipRecord("unparseable_record", rec.message)
+            if "conversations" in rec:
+                try:
+                    human, gpt = upstream_turns(rec)
+                except (KeyError, IndexError, TypeError) as err:
+                    raise SkipRecord("unparseable_record", "conversations must be a list of at least two {\"from\", "
+                                     f"\"value\"}} turns ({type(err).__name__}: {err})") from None  # fmt: skip
+                try:
+                    question = clean_question(human)
+                except TypeError as err:
+                    raise SkipRecord("bad_question", str(err)) from None
+                consumed = frozenset({"image", "conversations", "id"})
+            else:
+                missing = [k for k in REC_KEYS if k not in rec]
+                if missing:
+                    raise SkipRecord("missing_key", missing_keys_message(missing, self.NEEDS))
+                question, gpt = rec["problem"], rec["solution"]
+                if not isinstance(question, str):
+                    raise SkipRecord("bad_question", f"'problem' must be a string, got {type(question).__name__}")
+                consumed = frozenset({"image", "problem", "solution", "id"})
+            images = rec.get("image")
+            images = [images] if isinstance(images, str) else images
+            if not isinstance(images, list) or len(images) != 1 or not isinstance(images[0], str):
+                got = str(rec.get("image"))[:80]
+                raise SkipRecord("needs_one_image", f"REC needs exactly one image, got image={got}")
+            image_path = os.path.join(folder, images[0])
+            record_id = str(rec.get("id", ref))
+            _check_text(image=image_path, question=question, id=record_id)
+            if not os.path.isfile(image_path):
+                raise SkipRecord("missing_image", f"missing image {image_path}")
+            width, height = image_size(image_path)
+            try:
+                frame = Frame.for_image(width, height, factor=factor, min_pixels=min_px, max_pixels=max_px)
+            except ValueError as err:  # smart_resize rejects an aspect ratio > 200
+                raise SkipRecord("bad_image_size", str(err)) from None
+            try:
+                box = parse_rec_gt(gpt)
+            except ValueError as err:
+                raise SkipRecord("bad_gt_box", str(err)) from None
+            row = {
+                "prompt": [{"role": "user", "content": template.format(Question=question)}],
+                "image_path": image_path,
+                "problem": question,
+                "solution": f"<answer> {json.dumps(box)} </answer>",
+                "gt_bbox": box,
+                "image_size": [frame.width, frame.height],
+                "resized_size": [frame.resized_width, frame.resized_height],
+                "id": record_id,
+            }  # fmt: skip
+            return row, consumed
 
         for path, folder in zip(files, folders, strict=True):
             for ref, _, rec in iter_records(path):
-                reason, err = None, None
                 try:
-                    reason = "unparseable_record"
-                    human, gpt = upstream_turns(rec)
-                    reason = "needs_one_image"
-                    images = rec.get("image")
-                    images = [images] if isinstance(images, str) else images
-                    if not isinstance(images, list) or len(images) != 1 or not isinstance(images[0], str):
-                        raise ValueError(f"REC needs exactly one image, got image={str(rec.get('image'))[:80]}")
-                    image_path = os.path.join(folder, images[0])
-                    reason = "missing_image"
-                    if not os.path.isfile(image_path):
-                        raise FileNotFoundError(f"missing image {image_path}")
-                    reason = "unreadable_image"
-                    width, height = image_size(image_path)
-                    reason = "bad_image_size"  # smart_resize rejects an aspect ratio > 200
-                    frame = Frame.for_image(width, height, factor=factor, min_pixels=min_px, max_pixels=max_px)
-                    reason = "bad_gt_box"
-                    box = parse_rec_gt(gpt)
-                except (RecordError, KeyError, IndexError, TypeError, ValueError, OSError) as e:
-                    err = e
-                if err is not None:
-                    if script_args.strict_data:
-                        raise ValueError(f"{ref}: {reason}: {err}") from err
-                    skipped[reason] += 1
+                    row, consumed = row_of(rec, ref, folder)
+                except SkipRecord as err:
+                    _skip(err, ref, skipped, script_args.strict_data, first)
                     continue
-                question = clean_question(human)
-                rows.append({
-                    "prompt": [{"role": "user", "content": template.format(Question=question)}],
-                    "image_path": image_path,
-                    "problem": question,
-                    "solution": f"<answer> {json.dumps(box)} </answer>",
-                    "gt_bbox": box,
-                    "image_size": [frame.width, frame.height],
-                    "resized_size": [frame.resized_width, frame.resized_height],
-                    "id": str(rec.get("id", ref)),
-                })  # fmt: skip
-        if skipped:
-            logger.warning("rec: skipped records: %s (kept %d)", dict(skipped), len(rows))
+                rows.append(row)
+                extras.append(split_extras(rec, consumed, self.COLUMNS, dropped))
+        _log_skipped(self.name, skipped, first, len(rows))
+        warn_dropped(dropped, self.name, logger)
         if not rows:
             raise ValueError(f"no usable REC records in {files} (skipped: {dict(skipped)})")
-        return Dataset.from_list(rows).with_transform(load_images_transform())
+        return rows_to_dataset(rows, extras, what=self.name, logger=logger).with_transform(load_images_transform())
 
 
 BUILTIN_TASKS = {"default": DefaultTask, "rec": RECTask, **{t: DefaultTask for t in UPSTREAM_TASK_TYPES}}

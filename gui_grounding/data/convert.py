@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import os
 import time
 from collections import Counter
@@ -55,6 +56,9 @@ CHUNK_TARGETS = 2048  # targets resolved together (one batch of header reads on 
 CHUNK_BYTES = 64 << 20  # ... or fewer, when their embedded images add up to this many bytes
 MAX_REJECT_RECORD_CHARS = 20_000  # a rejected record longer than this (as JSON) is stored as a truncated string
 PARQUET_BATCH_ROWS = 256
+# what reading an odd record can raise besides SampleError (a field of the wrong type, an int too large for a float,
+# JSON nested too deeply): the record becomes a bad_field reject
+FIELD_ERRORS = (TypeError, ValueError, KeyError, IndexError, AttributeError, ArithmeticError, RecursionError)
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -281,7 +285,7 @@ class _Converter:
                 targets = self.spec.read(item, ctx)
             except SampleError:
                 raise
-            except (TypeError, ValueError, KeyError, IndexError, AttributeError) as err:  # a field of an odd type
+            except FIELD_ERRORS as err:  # a field of an odd type, a number too large for a float, ...
                 raise SampleError(
                     ctx.ref, "bad_field", f"{self.fmt} reader failed: {type(err).__name__}: {err}"
                 ) from err
@@ -323,6 +327,12 @@ class _Converter:
                                       verify_image=False, clip_tolerance_px=self.tol, stats=stats)  # fmt: skip
         except SampleError as err:
             return err
+        except FIELD_ERRORS as err:  # e.g. a box value too large for a float: a reject, never a crash of the run
+            return SampleError(ctx.ref, "bad_field", f"{self.fmt} record: {type(err).__name__}: {err}")
+        if not all(math.isfinite(v) for box in sample.boxes for v in box):  # NaN passes every comparison in clip_box
+            return SampleError(ctx.ref, "bad_field", f"box {[list(b) for b in sample.boxes]} has a non-finite value")
+        if t.extra:  # fields the reader kept aside (vlm-r1: bbox/target_bbox keys, not read as boxes)
+            sample.extra.update(t.extra)
         return sample, stats["clipped"] > 0
 
     def flush(self) -> None:
@@ -397,6 +407,12 @@ class _Converter:
         rec = sample.to_record()
         rel = self.rels.get(sample.image_path)
         rec["image_path"] = rel if rel is not None else os.path.relpath(sample.image_path, self.image_root)
+        line = json.dumps(rec, ensure_ascii=False)
+        try:
+            line.encode("utf-8")
+        except UnicodeEncodeError as err:  # a lone surrogate escape ("\ud800") is legal JSON but not text
+            raise SampleError(ref, "bad_field", f"the record holds text that is not valid Unicode ({err.reason} at "
+                                                f"position {err.start} of the output line)") from None  # fmt: skip
         if not self.keep_duplicates:
             boxes = [(round(b[0], 2), round(b[1], 2), round(b[2], 2), round(b[3], 2)) for b in sample.boxes]
             key = f"{rec['image_path']}\0{sample.instruction}\0{boxes}"
@@ -407,7 +423,7 @@ class _Converter:
                                                     f"of {os.path.basename(self.report.out)} "
                                                     f"({sample.image_path})")  # fmt: skip
             self.seen[digest] = self.report.samples + 1
-        self.out_f.write(json.dumps(rec, ensure_ascii=False) + "\n")
+        self.out_f.write(line + "\n")
         self.report.samples += 1
         self.report.clipped += clipped
 
@@ -417,7 +433,12 @@ class _Converter:
         self.report.reasons[err.reason] += 1
         self.report.first_refs.setdefault(err.reason, err.ref)
         line = {"ref": err.ref, "reason": err.reason, "message": err.message, "record": _reject_record(raw)}
-        self.rej_f.write(json.dumps(line, ensure_ascii=False, default=repr) + "\n")
+        text = json.dumps(line, ensure_ascii=False, default=repr)
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:  # lone surrogates in the record: keep them as \uXXXX escapes
+            text = json.dumps(line, ensure_ascii=True, default=repr)
+        self.rej_f.write(text + "\n")
 
 
 def convert(

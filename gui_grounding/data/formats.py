@@ -198,11 +198,19 @@ def _image_value(value: Any, ctx: ReadContext, what: str, name_hint: Any = None)
     raise SampleError(ctx.ref, "bad_field", f"{what} holds neither image bytes nor a path: {type(value).__name__}")
 
 
+def _finite(value: Any) -> bool:
+    """True for a finite int/float (bools excluded); an int too large for a float is not finite (no OverflowError)."""
+    try:
+        return type(value) in (int, float) and math.isfinite(value)
+    except OverflowError:
+        return False
+
+
 def _box(value: Any, ref: str, what: str) -> Box:
     """4 finite numbers ``[x_min, y_min, x_max, y_max]`` (any unit; inverted boxes are caught by ``clip_box`` after
     conversion); 2 numbers are a point -> ``point_only``; anything else -> ``bad_field``."""
     if isinstance(value, (list, tuple)):
-        if len(value) == 4 and all(type(v) in (int, float) and math.isfinite(v) for v in value):
+        if len(value) == 4 and all(_finite(v) for v in value):
             return float(value[0]), float(value[1]), float(value[2]), float(value[3])
         if len(value) == 2 and all(is_number(v) for v in value):
             raise SampleError(ref, "point_only", f"{what} {list(value)} is a point (x, y), not a box; a point cannot "
@@ -609,16 +617,75 @@ def read_screenspot_pro(record: dict, ctx: ReadContext) -> list[Target]:
                    stated_size=_stated_size(record.get("img_size"), ctx.ref, "img_size"), raw=record)]  # fmt: skip
 
 
+# keys of a canonical output record (gui_grounding.schema.Sample.to_record): a record key of the same name is not
+# copied into a sample's extra fields, which would overwrite them
+CANONICAL_KEYS = ("sample_id", "instruction", "image_path", "target_bbox", "image_width", "image_height", "source",
+                  "platform", "ui_type")  # fmt: skip
+VLM_R1_REC_KEYS = ("image", "problem", "solution")
+VLM_R1_NEEDS = ("a VLM-R1 record needs 'image' + 'conversations' (grpo_jsonl) or 'image', 'problem', 'solution' "
+                "(REC annotation, grpo_rec.py)")  # fmt: skip
+
+
+def _missing_keys(missing: list[str], record: dict, ref: str) -> SampleError:
+    names = ", ".join(repr(k) for k in missing)
+    return SampleError(ref, "bad_field", f"missing key{'s' if len(missing) > 1 else ''} {names} ({VLM_R1_NEEDS}); "
+                                         f"record has {sorted(record)}")  # fmt: skip
+
+
+def _rec_solution(value: Any, ref: str) -> Box:
+    """A REC ``solution``: a list of 4 numbers in original pixels, or a string holding one (optionally in
+    ``<answer>`` tags), as upstream's ``rec_jsons_processed`` files and ``grpo_jsonl`` gpt turns store it."""
+    if isinstance(value, str):
+        text = value.replace("<answer>", "").replace("</answer>", "").strip()
+        try:
+            value = json.loads(text)
+        except (ValueError, RecursionError) as err:  # JSONDecodeError, or an integer with too many digits
+            raise SampleError(ref, "bad_field", f"solution is not a bbox list: {text[:80]!r} "
+                                                f"({type(err).__name__})") from None  # fmt: skip
+    return _box(value, ref, "solution")
+
+
 @register("vlm-r1")
 def read_vlm_r1(record: dict, ctx: ReadContext) -> list[Target]:
-    """VLM-R1 ``grpo_jsonl`` REC records: ``{"image", "conversations": [{"from": "human", "value": "<image>..."},
-    {"from": "gpt", "value": "[x1, y1, x2, y2]"}]}``, the gpt answer a box in original **pixels** (plain or inside
-    ``<answer>...</answer>``).
+    """VLM-R1 REC data, boxes ``[x1, y1, x2, y2]`` in original **pixels**, in either of upstream's two forms.
 
-    Read by ``gui_grounding.schema.record_to_sample`` (the one reader of this format); image paths relative to the
-    image root.
+    * ``grpo_jsonl`` records: ``{"image", "conversations": [{"from": "human", "value": "<image>..."},
+      {"from": "gpt", "value": "[x1, y1, x2, y2]"}]}``, the gpt answer a box (a list, or a string, plain or inside
+      ``<answer>...</answer>``). Read by ``gui_grounding.schema.record_to_sample`` (the one reader of this form);
+      ``bbox``/``target_bbox`` keys of such a record are kept as extra fields, never read as GTA1/canonical boxes.
+    * REC annotation records, as in upstream's published ``rec_jsons_processed/*.json`` (a JSON list; read by
+      ``src/open-r1-multimodal/src/open_r1/grpo_rec.py:92-195``): ``{"image": "train2014/COCO_train2014_...jpg",
+      "problem": "the man on the left", "solution": [x1, y1, x2, y2], "normal_caption": ...}``. ``problem`` is the
+      instruction, ``solution`` the box (a list, or a string holding one, optionally in ``<answer>`` tags), ``image``
+      a path (or a one-element list). Other keys are kept as extra fields (``id`` as ``source_id``; ``platform`` /
+      ``ui_type`` used when valid; other keys named like canonical fields are not copied).
+
+    A record with ``conversations`` is read as the first form; any other record needs ``image``, ``problem`` and
+    ``solution``; a missing key is a ``bad_field`` reject whose message names it (``missing key 'solution'``).
+    Image paths are relative to the image root.
     """
-    return [Target(record=record, raw=record)]
+    if "conversations" in record:
+        if "image" not in record:
+            raise _missing_keys(["image"], record, ctx.ref)
+        shadow = {k: record[k] for k in ("bbox", "target_bbox") if k in record}
+        direct = {k: v for k, v in record.items() if k not in shadow} if shadow else record
+        return [Target(record=direct, raw=record, extra=shadow)]
+    missing = [k for k in VLM_R1_REC_KEYS if k not in record]
+    if missing:
+        raise _missing_keys(missing, record, ctx.ref)
+    image = record["image"]
+    if isinstance(image, list):
+        if len(image) != 1:
+            raise SampleError(ctx.ref, "bad_field", f"grounding needs exactly one image, got {len(image)}")
+        image = image[0]
+    image = _image_path(image, ctx.ref, "image")
+    box = _rec_solution(record["solution"], ctx.ref)
+    extra = {k: v for k, v in record.items() if k not in (*VLM_R1_REC_KEYS, "id", *CANONICAL_KEYS)}
+    if "id" in record:
+        extra["source_id"] = record["id"]
+    platform = record.get("platform")
+    return [Target(record["problem"], image, [box], "pixel", platform=platform if platform in PLATFORMS else None,
+                   ui_type=_ui_type(record.get("ui_type")), extra=extra, raw=record)]  # fmt: skip
 
 
 @register("canonical")
