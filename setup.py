@@ -22,6 +22,7 @@ INSTALL_REQUIRES = [
     "tqdm>=4.66",
     "matplotlib>=3.8",
     "tensorboard>=2.16",
+    "wandb>=0.31",  # --report_to wandb (upstream run scripts log there); WANDB_MODE=offline works without a network
     "ijson>=3.2",  # streaming multi-GB JSON lists (gui-grounding convert)
     "imagesize>=1.4",  # image sizes from headers, without decoding
 ]

@@ -222,6 +222,7 @@ def write_run_info(output_dir, trainer, script_args, task, vlm_module, processor
         "model_type": vlm_module.model_type,
         "task_type": task.name,
         "prompt_mode": script_args.prompt_mode,
+        "box_rounding": script_args.box_rounding,
         "reward_funcs": trainer.reward_func_names,
         "num_train_rows": num_rows,
         "data_mixture": list(mixture),

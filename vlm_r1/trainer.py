@@ -8,7 +8,11 @@ Added on top of TRL (through narrow hooks, nothing copied):
 * vision freezing by the module's parameter-name keywords (``--freeze_vision_modules``);
 * the module itself is kept on the trainer (``trainer.vlm_module``) for rewards and evaluation hooks;
 * DAPO-style dynamic sampling (``--dynamic_sampling``, see :meth:`VLMGRPOTrainer._dynamic_sampling` and the flag's
-  help in :class:`vlm_r1.configs.VLMGRPOConfig`).
+  help in :class:`vlm_r1.configs.VLMGRPOConfig`);
+* LoRA default targets: ``--use_peft true`` without ``--lora_target_modules`` targets every ``nn.Linear`` of the
+  language model except ``lm_head``, never the vision tower (upstream's finder, :func:`default_lora_target_modules`);
+  an explicit ``--lora_target_modules`` is honoured (upstream overwrote it);
+* upstream's ``DEBUG_MODE=true`` / ``LOG_PATH`` rollout log (:mod:`vlm_r1.debug_log`), written after scoring.
 
 KL (``--beta > 0``) is TRL's own, unchanged: TRL loads the reference model from the policy's checkpoint with the class
 named in ``config.architectures`` (``Qwen2_5_VLForConditionalGeneration``; upstream VLM-R1 used
@@ -22,6 +26,7 @@ touch it; it gets the module's ``post_model_init`` hook like the policy.
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Sequence
 from typing import Any
@@ -67,6 +72,68 @@ def freeze_vision_modules(model: Any, keywords: list[str]) -> int:
     if frozen == 0:
         raise ValueError(f"--freeze_vision_modules: no parameter name contains any of {keywords}")
     return frozen
+
+
+def default_lora_target_modules(model: Any, vision_keywords: Sequence[str]) -> list[str]:
+    """Default LoRA targets: the full name of every ``torch.nn.Linear`` whose name contains none of
+    ``vision_keywords`` and not ``embed_tokens``, except the output embeddings (``lm_head``), sorted.
+
+    Upstream ``find_all_linear_names`` (``src/open-r1-multimodal/src/open_r1/trainer/grpo_trainer.py:261-273``, applied
+    at :274-276 to every ``--use_peft`` run) is the same rule but keeps ``lm_head``. TRL 1.16 refuses an adapter on the
+    output embeddings (``trl/trainer/grpo_trainer.py:836-843``: log-probs are computed from ``lm_head.weight``
+    directly, so the adapter would never train) and upstream's own log-prob path used the model's logits, so the one
+    difference is forced: ``model.get_output_embeddings()`` (found by identity, whatever its name) is left out.
+    Full names match exactly one module each in PEFT (``key == target``), so the vision tower (``model.visual.*`` for
+    Qwen-VL) never gets an adapter. ``nn.Linear`` subclasses (bitsandbytes ``Linear8bitLt``/``Linear4bit``) count, as
+    upstream's ``isinstance`` did.
+    """
+    get_output = getattr(model, "get_output_embeddings", None)
+    output = get_output() if callable(get_output) else None
+    names = [name for name, module in model.named_modules()
+             if isinstance(module, torch.nn.Linear) and module is not output
+             and not any(k in name for k in vision_keywords) and "embed_tokens" not in name]  # fmt: skip
+    return sorted(names)
+
+
+def _skeleton_model(path: str, vlm_module: Any, args: Any) -> Any:
+    """The model class of checkpoint ``path`` built on the meta device (module names only, no weights, no memory)."""
+    from transformers import AutoConfig
+
+    init_kwargs = dict(getattr(args, "model_init_kwargs", None) or {})
+    config = AutoConfig.from_pretrained(path, trust_remote_code=bool(init_kwargs.get("trust_remote_code", False)),
+                                        revision=init_kwargs.get("revision"))  # fmt: skip
+    cls = vlm_module.get_model_class(path, init_kwargs)
+    with torch.device("meta"):
+        return cls._from_config(config)
+
+
+def resolve_lora_targets(peft_config: Any, model: Any, vlm_module: Any, args: Any = None) -> Any:
+    """``peft_config`` with ``target_modules`` filled by :func:`default_lora_target_modules` when it has none.
+
+    Returns ``peft_config`` itself when there is nothing to fill: not a config with ``target_modules`` (prefix tuning,
+    ...), ``target_modules`` given (``--lora_target_modules``, ``all-linear`` included: PEFT resolves it), or
+    ``target_parameters`` given. Otherwise a copy (the caller's object is not changed). ``model`` may be a loaded
+    model or a checkpoint path (then the module names come from a weight-less meta-device build).
+    """
+    if peft_config is None or not hasattr(peft_config, "target_modules"):
+        return peft_config
+    if peft_config.target_modules is not None:
+        logger.info("LoRA target modules (--lora_target_modules): %s", peft_config.target_modules)
+        return peft_config
+    if getattr(peft_config, "target_parameters", None):
+        return peft_config
+    source = _skeleton_model(model, vlm_module, args) if isinstance(model, str) else model
+    keywords = list(vlm_module.get_vision_modules_keywords())
+    names = default_lora_target_modules(source, keywords)
+    if not names:
+        raise ValueError(f"LoRA: no torch.nn.Linear module outside the vision tower (keywords {keywords}); give "
+                         "--lora_target_modules")  # fmt: skip
+    peft_config = copy.deepcopy(peft_config)
+    peft_config.target_modules = names
+    logger.info("LoRA target modules (default: every nn.Linear outside the vision tower %s and the output "
+                "embeddings, as upstream VLM-R1 minus lm_head, which TRL cannot train through an adapter): %d modules, "
+                "e.g. %s", keywords, len(names), names[:3] + names[-2:])  # fmt: skip
+    return peft_config
 
 
 def banned_generation_kwargs(args: Any, vlm_module: Any, processing_class: Any) -> dict:
@@ -233,10 +300,25 @@ class VLMGRPOTrainer(GRPOTrainer):
         processing_class: the processor (from ``vlm_module.load_processor``).
         freeze_vision: freeze the vision tower before training.
         **kwargs: passed to ``trl.GRPOTrainer`` (train_dataset, eval_dataset, peft_config, callbacks, ...).
+
+    LoRA (``peft_config``, ``--use_peft true``): without ``target_modules`` (no ``--lora_target_modules``) the adapters
+    go on every ``torch.nn.Linear`` whose name has no vision keyword (``vlm_module.get_vision_modules_keywords()``,
+    ``visual`` for Qwen-VL) and no ``embed_tokens``: the language model's attention/MLP projections, as upstream
+    VLM-R1 (``src/open-r1-multimodal/src/open_r1/trainer/grpo_trainer.py:257-276``) except ``lm_head``, which upstream
+    included and TRL 1.16 rejects (:func:`default_lora_target_modules`); the names are taken from the loaded model
+    here (a weight-less meta-device build when ``model`` is a path), before ``trl.GRPOTrainer.__init__`` wraps it with
+    PEFT. An explicit
+    ``--lora_target_modules`` is used as given (upstream silently overwrote it); the vision tower gets adapters only
+    when its modules are named there.
+
+    Debug log: with ``DEBUG_MODE=true``, rank 0 appends the rollouts it scored to ``LOG_PATH`` in upstream's text
+    layout (:mod:`vlm_r1.debug_log`).
     """
 
     def __init__(self, model, reward_funcs, args, *, vlm_module, processing_class, freeze_vision=False, **kwargs):
         self.vlm_module = vlm_module
+        if kwargs.get("peft_config") is not None:
+            kwargs["peft_config"] = resolve_lora_targets(kwargs["peft_config"], model, vlm_module, args)
         if getattr(args, "ban_vision_tokens", True):
             args.generation_kwargs = banned_generation_kwargs(args, vlm_module, processing_class)
             logger.info("vision tokens banned from generation: %s", args.generation_kwargs)
@@ -252,6 +334,9 @@ class VLMGRPOTrainer(GRPOTrainer):
                         "loaded" if self.ref_model is not None else "none")  # fmt: skip
         self._last_rewards_per_func = None
         self._refill_dataset = None
+        from vlm_r1.debug_log import RolloutDebugLog
+
+        self._debug_log, self._debug_log_failed = RolloutDebugLog(), False
         if getattr(args, "dynamic_sampling", False):
             ds = self.train_dataset
             if ds is None or not (hasattr(ds, "__getitem__") and hasattr(ds, "__len__")):
@@ -277,7 +362,36 @@ class VLMGRPOTrainer(GRPOTrainer):
         # Keep the gathered (all processes) rewards of the last scoring: dynamic sampling decides on them.
         rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
         self._last_rewards_per_func = rewards_per_func
+        if self.accelerator.is_main_process:
+            from vlm_r1.debug_log import debug_enabled
+
+            if debug_enabled():
+                self._debug_log_rollouts(inputs, completions, rewards_per_func)
         return rewards_per_func
+
+    def _debug_log_rollouts(self, inputs: list[dict], completions: list, rewards_per_func: torch.Tensor) -> None:
+        """``DEBUG_MODE=true``: append this process's scored rollouts to ``LOG_PATH`` (:mod:`vlm_r1.debug_log`).
+
+        ``rewards_per_func`` is gathered over processes (rows in rank order, ``len(inputs)`` per process); the local
+        rows are TRL's process slice (``trl/trainer/grpo_trainer.py`` ``_generate_and_score_completions``:
+        ``process_index * len(prompts)`` to ``(process_index + 1) * len(prompts)``). Never raises: a failure is
+        logged once as a warning and training goes on.
+        """
+        from vlm_r1.debug_log import render_rollouts, reward_role
+        from vlm_r1.rewards import completion_text
+
+        try:
+            n = len(inputs)
+            start = self.accelerator.process_index * n
+            local = rewards_per_func[start : start + n].detach().float().cpu().tolist()
+            roles = [reward_role(f) for f in self.reward_funcs]
+            main_text, format_text = render_rollouts(inputs, [completion_text(c) for c in completions], local,
+                                                     self.reward_func_names, roles)  # fmt: skip
+            self._debug_log.write(main_text, format_text)
+        except Exception as err:  # the debug log must never stop training
+            if not self._debug_log_failed:
+                self._debug_log_failed = True
+                logger.warning("DEBUG_MODE rollout log failed (%s: %s); training goes on", type(err).__name__, err)
 
     def _generate_and_score_completions(self, inputs):
         recorded = self.model.training and bool(inputs) and "sample_id" in inputs[0]

@@ -1,0 +1,97 @@
+"""``--report_to wandb`` offline (``WANDB_MODE=offline``): a 1-step tiny run writes a W&B offline run whose history
+holds the step's metrics, the same values as ``trainer_state.json``.
+
+wandb 0.31 writes an offline run as ``$WANDB_DIR/wandb/offline-run-<time>-<id>/run-<id>.wandb`` (no
+``files/wandb-summary.json`` until synced): a LevelDB-style record log (file header ``:W&B`` + 2-byte magic + 1-byte
+version, then 32 KiB blocks of records ``crc32 (4) | length (2, LE) | type (1) | data``, type 1 = full, 2/3/4 =
+first/middle/last fragment) whose payloads are ``wandb.proto.wandb_internal_pb2.Record`` messages. The test reads it
+with that layout and wandb's own protobuf classes.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import struct
+import subprocess
+import sys
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BLOCK = 32768
+HEADER = 7  # ":W&B" + magic (2) + version (1); each record header is 7 bytes too
+
+
+def read_wandb_records(path: str) -> list:
+    """The ``Record`` protobufs of an offline ``.wandb`` file, in order."""
+    from wandb.proto import wandb_internal_pb2
+
+    with open(path, "rb") as f:
+        raw = f.read()
+    assert raw[:4] == b":W&B", raw[:8]
+    pos, pending, records = HEADER, b"", []
+    while pos + HEADER <= len(raw):
+        left = BLOCK - pos % BLOCK
+        if left < HEADER:  # block trailer padding
+            pos += left
+            continue
+        _crc, length, kind = struct.unpack("<IHB", raw[pos : pos + HEADER])
+        pos += HEADER
+        if kind == 0 and length == 0:  # zero padding
+            continue
+        pending += raw[pos : pos + length]
+        pos += length
+        if kind in (1, 4):  # full record, or last fragment
+            record = wandb_internal_pb2.Record()
+            record.ParseFromString(pending)
+            records.append(record)
+            pending = b""
+    return records
+
+
+def _items(items) -> dict:
+    return {(it.key or "/".join(it.nested_key)): json.loads(it.value_json) for it in items}
+
+
+def test_report_to_wandb_offline(tmp_path, make_image, tiny_qwen25_dir):
+    make_image(84, 84, "a.png", folder=tmp_path / "img")
+    data = tmp_path / "d.jsonl"
+    data.write_text(json.dumps({"id": 1, "image": "a.png", "conversations": [
+        {"from": "human", "value": "<image>What colour is it?"}, {"from": "gpt", "value": "red"}]}) + "\n")  # fmt: skip
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "vlm_r1.grpo_jsonl", "--model_name_or_path", tiny_qwen25_dir,
+           "--data_file_paths", str(data), "--image_folders", str(tmp_path / "img"), "--output_dir", str(out),
+           "--beta", "0", "--max_completion_length", "8", "--max_steps", "1", "--per_device_train_batch_size", "4",
+           "--num_generations", "4", "--logging_steps", "1", "--max_pixels", "50176", "--report_to", "wandb",
+           "--save_strategy", "no", "--seed", "0"]  # fmt: skip
+    home = tmp_path / "home"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false", "WANDB_MODE": "offline",
+           "WANDB_DIR": str(tmp_path), "WANDB_PROJECT": "test", "HOME": str(home),
+           "XDG_CACHE_HOME": str(home / ".cache"), "XDG_CONFIG_HOME": str(home / ".config"),
+           "WANDB_CACHE_DIR": str(home / "wandb_cache"), "WANDB_CONFIG_DIR": str(home / "wandb_config"),
+           "WANDB_DATA_DIR": str(home / "wandb_data")}  # fmt: skip
+    env.pop("WANDB_API_KEY", None)
+    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+
+    runs = glob.glob(str(tmp_path / "wandb" / "offline-run-*"))
+    assert len(runs) == 1, os.listdir(tmp_path)
+    files = glob.glob(os.path.join(runs[0], "run-*.wandb"))
+    assert len(files) == 1, os.listdir(runs[0])
+    records = read_wandb_records(files[0])
+    by_kind: dict[str, list] = {}
+    for r in records:
+        by_kind.setdefault(r.WhichOneof("record_type"), []).append(r)
+    assert by_kind["run"][0].run.project == "test"
+    assert by_kind["exit"][0].exit.exit_code == 0  # the run was finished cleanly
+
+    with open(out / "trainer_state.json") as f:
+        step = [h for h in json.load(f)["log_history"] if "loss" in h]
+    assert len(step) == 1
+    history = [_items(r.history.item) for r in by_kind["history"]]
+    logged = [h for h in history if "train/reward" in h]
+    assert len(logged) == 1 and logged[0]["train/global_step"] == 1
+    # TRL's metrics and ours (StepStatsCallback), as HF's WandbCallback names them ("train/" + key)
+    for key in ("reward", "loss", "rewards/accuracy_reward/mean", "rewards/format_reward/mean",
+                "completions/mean_length", "timing/step_s", "throughput/tokens_per_s"):  # fmt: skip
+        assert logged[0][f"train/{key}"] == step[0][key], key
