@@ -52,7 +52,7 @@ setup(
     python_requires=">=3.10",
     packages=find_packages(include=["vlm_r1", "vlm_r1.*", "gui_grounding", "gui_grounding.*"]),
     include_package_data=True,
-    package_data={"gui_grounding": ["eval/*.html"]},
+    package_data={"gui_grounding": ["eval/*.html"], "vlm_r1": ["upstream_defaults.json"]},
     install_requires=INSTALL_REQUIRES,
     extras_require=EXTRAS,
     entry_points={

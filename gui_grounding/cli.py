@@ -6,8 +6,9 @@
     gui-grounding collect-web /usr/share/doc/python3-doc/html --out data/web_sample
     gui-grounding convert --format gta1 grounding.json --image-root /data/imgs --out data/canonical/gta1.jsonl
     gui-grounding clean data/canonical/gta1.jsonl --detector ocr+classic --out data/clean/gta1.jsonl
-    gui-grounding train --model_name_or_path runs/tiny --data_file_paths data/web_sample/train.jsonl ...
+    gui-grounding train --config recipes/gta1/7b.yaml --dataset_name data.json --image_root imgs ...  (GTA1 entry)
     gui-grounding eval --data data/web_sample/test.jsonl --model runs/demo --out runs/demo/eval
+    gui-grounding prompt --adapter gta1 --image-size 1920x1080 --instruction "Click the search box"
 
 ``gui-grounding <subcommand> --help`` explains every flag.
 """
@@ -48,11 +49,9 @@ def _eval(args: argparse.Namespace) -> None:
 
 
 def _train(argv: list[str]) -> None:
-    from vlm_r1.grpo_jsonl import main as grpo_main
+    from gui_grounding.train import main as train_main
 
-    if not any(a == "--task_type" or a.startswith("--task_type=") for a in argv):
-        argv = ["--task_type", "gui_grounding", *argv]
-    grpo_main(argv)
+    train_main(argv)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -93,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     register_clean(sub)
 
-    p = sub.add_parser("train", help="GRPO training (python -m vlm_r1.grpo_jsonl with --task_type gui_grounding)",
+    p = sub.add_parser("train", help="GTA1 GRPO training (python -m gui_grounding.train; see docs/GTA1.md)",
                        add_help=False)  # fmt: skip
     p.set_defaults(func=None)
 
@@ -137,6 +136,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--strict", action="store_true", help="stop at the first bad record or prediction line")
     p.add_argument("--max-failures", type=int, default=200, help="wrong samples drawn in failures.html")
     p.set_defaults(func=_eval)
+
+    from gui_grounding.prompt_cli import register_cli as register_prompt
+
+    register_prompt(sub)
     return parser
 
 

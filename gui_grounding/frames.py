@@ -18,12 +18,51 @@ from vlm_r1.geometry import Box, Frame, Point, box_iou, smart_resize
 
 # smart_resize, Frame, box_iou and the Box/Point types live in vlm_r1.geometry (shared with vlm_r1's REC task) and are
 # re-exported here, so ``from gui_grounding.frames import Frame, box_iou, smart_resize`` keeps working.
-__all__ = ["Box", "Frame", "Point", "box_from_norm1000", "box_iou", "point_in_box", "point_in_polygon", "smart_resize"]
+__all__ = [
+    "Box",
+    "Frame",
+    "Point",
+    "box_from_norm1000",
+    "box_iou",
+    "gta1_box_to_resized",
+    "point_in_box",
+    "point_in_polygon",
+    "smart_resize",
+]
 
 
 def box_from_norm1000(box: Box, width: int, height: int) -> Box:
     """``[0, 1000]`` relative box -> original pixels for a ``width x height`` image (no resize involved)."""
     return box[0] / 1000 * width, box[1] / 1000 * height, box[2] / 1000 * width, box[3] / 1000 * height
+
+
+def gta1_box_to_resized(
+    box: Box, source_scale: tuple[float, float], resized_size: tuple[float, float]
+) -> tuple[int, int, int, int]:
+    """A box given in a source unit -> integer edges in the resized frame, by GTA1's click-reward rule.
+
+    GTA1 passes the reward ``solution = [bbox, resized_h/1000, resized_w/1000]`` (Yan98/GTA1 ``src/grpo_grounding.py``
+    :137, bbox in 0-1000) and truncates every edge: ``x0 = int(x0*ratio_w)``, ``y0 = int(y0*ratio_h)``, same for
+    ``x1``/``y1`` (:156-164). Here the ratios are ``resized_side / source_side`` per axis (``x`` with widths, ``y`` with
+    heights), computed first as floats as GTA1 does, then ``int()`` (truncation toward zero) of ``edge * ratio``. For
+    GTA1 records ``source_scale`` is ``(1000, 1000)`` and this is GTA1's arithmetic exactly, float rounding included
+    (``int(90 * (700/1000))`` is 62, not 63, because ``0.7`` is stored as 0.6999...).
+
+    Compared with the float box ``edge * resized_side / source_side`` every (non-negative) edge moves left/up by the
+    dropped fraction: for the integer points GTA1 parses, the left/top edges admit one more pixel whenever the float
+    edge is fractional (``10.3`` admits ``x >= 11``, ``int`` gives ``x >= 10``) and the right/bottom edges admit the
+    same pixels (``x <= 100.7`` and ``x <= 100`` agree on integers).
+
+    Args:
+        box: ``(x_min, y_min, x_max, y_max)`` in the source unit.
+        source_scale: ``(sx, sy)``, the extent of the source unit (1000 for 0-1000 boxes, ``W``/``H`` for pixels).
+        resized_size: ``(W', H')`` of the resized image.
+
+    Returns:
+        integer ``(x_min, y_min, x_max, y_max)`` in resized pixels.
+    """
+    ratio_w, ratio_h = resized_size[0] / source_scale[0], resized_size[1] / source_scale[1]
+    return int(box[0] * ratio_w), int(box[1] * ratio_h), int(box[2] * ratio_w), int(box[3] * ratio_h)
 
 
 def point_in_box(point: Point, box: Box) -> bool:

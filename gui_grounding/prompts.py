@@ -1,8 +1,10 @@
 """Prompts (GTA1 non-thinking, a thinking variant, a box variant) and the answer parsers.
 
-Source: GTA1 ``src/grpo_grounding.py`` (``gta1_and_peers.md`` section 1.2). The non-thinking system prompt states the
-*resized* image size (the smart_resize frame, ``gui_grounding.frames``) and asks for ``(x,y)`` in that frame. The
-instruction is the whole user text, after the image.
+Source: GTA1 ``src/grpo_grounding.py`` (``gta1_and_peers.md`` section 1.2). The non-thinking system prompt is GTA1's
+byte for byte (``src/grpo_grounding.py:78-84``, line breaks included); it states the *resized* image size (the
+smart_resize frame, ``gui_grounding.frames``) and asks for ``(x,y)`` in that frame. The user turn is the image, then
+the instruction (``src/grpo_grounding.py:110-116``: ``[{"type": "image"}, {"type": "text", "text": instruction}]``,
+where GTA1's instruction is the human text with only ``"<image>"`` removed, lines 106-107; ``gui_grounding.schema``).
 
 Prompt modes (``--prompt_mode``):
 
@@ -21,37 +23,52 @@ import re
 PROMPT_MODES = ("non_thinking", "thinking", "box")
 POINT_MODES = ("non_thinking", "thinking")  # modes whose answer is a point; "box" answers a box
 
+# GTA1's system prompt, byte for byte: the triple-quoted SYSTEM_PROMPT of Yan98/GTA1 src/grpo_grounding.py:78-84 (commit
+# 81f0c4c) after its ``.strip()`` (line 84), identical to the README inference snippet (README.md:123-129). One
+# paragraph, a blank line, then the output instruction on two lines. ``{height}``/``{width}`` are the resized sizes.
 GTA1_SYSTEM_PROMPT = (
     "You are an expert UI element locator. Given a GUI image and a user's element description, provide the "
     "coordinates of the specified element as a single (x,y) point. The image resolution is height {height} and "
-    "width {width}. For elements with area, return the center point. Output the coordinate pair exactly: (x,y)"
+    "width {width}. For elements with area, return the center point.\n"
+    "\n"
+    "Output the coordinate pair exactly:\n"
+    "(x,y)"
 )
 
+# Our thinking variant: GTA1's first paragraph unchanged, a blank line, then the output instruction (same layout as
+# GTA1's prompt, so the three prompts read alike).
 THINKING_SYSTEM_PROMPT = (
     "You are an expert UI element locator. Given a GUI image and a user's element description, provide the "
     "coordinates of the specified element as a single (x,y) point. The image resolution is height {height} and "
-    "width {width}. For elements with area, return the center point. First reason about where the element is inside "
-    "<think> </think> tags, then give the coordinate pair inside <answer> </answer> tags, exactly: "
+    "width {width}. For elements with area, return the center point.\n"
+    "\n"
+    "First reason about where the element is inside <think> </think> tags, then give the coordinate pair inside "
+    "<answer> </answer> tags, exactly:\n"
     "<think>...</think><answer>(x,y)</answer>"
 )
 
 # GTA1's prompt, asking for the element's box instead of a point (our variant; the box syntax is GUI-G²'s
-# "[x1,y1,x2,y2]", in absolute pixels of the resized image like GTA1's point).
+# "[x1,y1,x2,y2]", in absolute pixels of the resized image like GTA1's point). Same layout as GTA1's prompt.
 BOX_SYSTEM_PROMPT = (
     "You are an expert UI element locator. Given a GUI image and a user's element description, provide the "
     "bounding box of the specified element as [x1,y1,x2,y2], the coordinates of its top-left corner (x1,y1) and "
-    "bottom-right corner (x2,y2). The image resolution is height {height} and width {width}. Output the box "
-    "exactly: [x1,y1,x2,y2]"
+    "bottom-right corner (x2,y2). The image resolution is height {height} and width {width}.\n"
+    "\n"
+    "Output the box exactly:\n"
+    "[x1,y1,x2,y2]"
 )
 
 _SYSTEM_PROMPTS = {"non_thinking": GTA1_SYSTEM_PROMPT, "thinking": THINKING_SYSTEM_PROMPT, "box": BOX_SYSTEM_PROMPT}
 
+# One number: GTA1's ``-?\d*\.?\d+`` (src/grpo_grounding.py:147), written without its ambiguity. ``\d*\.?\d+`` matches
+# exactly the strings ``\d+``, ``\d+\.\d+`` and ``\.\d+``; spelled that way a failed match backtracks in linear instead
+# of quadratic time on long digit runs (a 100k-digit completion took minutes), and every match is the same.
+_NUM = r"-?(?:\d+(?:\.\d+)?|\.\d+)"
 # GTA1's pair pattern: "(x, y)" with optional sign and decimals; decimals are then rejected by int() in strict mode.
-_PAIR_RE = re.compile(r"\((-?\d*\.?\d+),\s*(-?\d*\.?\d+)\)")
-_ANSWER_RE = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
-_THINK_ANSWER_RE = re.compile(r"^\s*<think>.*?</think>\s*<answer>(.*?)</answer>\s*$", re.DOTALL)
+_PAIR_RE = re.compile(rf"\(({_NUM}),\s*({_NUM})\)")
 # The box counterpart of _PAIR_RE, same number syntax and whitespace rule (only after a comma): "[x1,y1,x2,y2]".
-_BOX_RE = re.compile(r"\[(-?\d*\.?\d+),\s*(-?\d*\.?\d+),\s*(-?\d*\.?\d+),\s*(-?\d*\.?\d+)\]")
+_BOX_RE = re.compile(rf"\[({_NUM}),\s*({_NUM}),\s*({_NUM}),\s*({_NUM})\]")
+_ANSWER_OPEN, _ANSWER_CLOSE, _THINK_OPEN, _THINK_CLOSE = "<answer>", "</answer>", "<think>", "</think>"
 
 
 def check_mode(mode: str) -> str:
@@ -97,8 +114,25 @@ def extract_answer(text: str, mode: str = "non_thinking") -> str | None:
     """
     if check_mode(mode) != "thinking":
         return text
-    answers = _ANSWER_RE.findall(text)
+    answers = _answer_blocks(text, limit=2)
     return answers[0] if len(answers) == 1 else None
+
+
+def _answer_blocks(text: str, limit: int) -> list[str]:
+    """The first ``limit`` ``<answer>...</answer>`` blocks of ``text``, as ``re.findall(r"<answer>(.*?)</answer>",
+    text, re.DOTALL)`` finds them (non-overlapping, each closed by the nearest ``</answer>``), in linear time (the
+    lazy pattern rescans to the end of the text for every unclosed ``<answer>``: quadratic)."""
+    blocks, pos = [], 0
+    while len(blocks) < limit:
+        start = text.find(_ANSWER_OPEN, pos)
+        if start < 0:
+            break
+        end = text.find(_ANSWER_CLOSE, start + len(_ANSWER_OPEN))
+        if end < 0:  # no later <answer> can be closed either
+            break
+        blocks.append(text[start + len(_ANSWER_OPEN) : end])
+        pos = end + len(_ANSWER_CLOSE)
+    return blocks
 
 
 def parse_point(text: str, mode: str = "non_thinking", *, strict: bool = True) -> tuple[float, float] | None:
@@ -202,17 +236,43 @@ def is_thinking_format(text: str) -> bool:
 
     Whitespace between and around the blocks is allowed; anything else outside them is not.
     """
-    m = _THINK_ANSWER_RE.match(text)
-    if not m:
+    answer = _think_answer(text)
+    if answer is None:
         return False
-    return parse_point(f"<answer>{m.group(1)}</answer>", "thinking", strict=True) is not None
+    return parse_point(f"<answer>{answer}</answer>", "thinking", strict=True) is not None
+
+
+def _think_answer(text: str) -> str | None:
+    """The answer of a ``<think>...</think><answer>...</answer>`` completion, or ``None`` when it has another shape.
+
+    Same result as ``re.match(r"^\\s*<think>.*?</think>\\s*<answer>(.*?)</answer>\\s*$", text, re.DOTALL).group(1)``
+    (whitespace = ``str.isspace``, the regex's ``\\s``), found in linear time: the answer runs from the ``<answer>``
+    that follows the first suitable ``</think>`` to the final ``</answer>`` (only whitespace may come after it).
+    """
+    body = text.rstrip()
+    head = len(text) - len(text.lstrip())
+    if not text.startswith(_THINK_OPEN, head) or not body.endswith(_ANSWER_CLOSE):
+        return None
+    close = len(body) - len(_ANSWER_CLOSE)  # where the final </answer> starts
+    pos = head + len(_THINK_OPEN)
+    while True:
+        k = text.find(_THINK_CLOSE, pos)
+        if k < 0:
+            return None
+        a = k + len(_THINK_CLOSE)
+        while a < len(text) and text[a].isspace():
+            a += 1
+        if text.startswith(_ANSWER_OPEN, a):
+            if a + len(_ANSWER_OPEN) > close:  # later </think>s leave even less room
+                return None
+            return text[a + len(_ANSWER_OPEN) : close]
+        pos = k + 1
 
 
 # --------------------------------------------------------------------------------------------------------------------
 # Other answer syntaxes (model families other than GTA1; used by gui_grounding.eval.adapters). Pairs are still found
 # with GTA1's ``_PAIR_RE``; the helpers below only add the syntaxes that are not a bare ``(x,y)``.
 
-_NUM = r"-?\d*\.?\d+"
 _BOX_JOIN_RE = re.compile(r"\s*,\s*")  # between the two corners of a box "(x1,y1),(x2,y2)"
 _POINT_TAG_RE = re.compile(rf"<point>\s*({_NUM})[\s,]+({_NUM})\s*</point>")
 _JSON_POINT_RE = re.compile(rf'"point_2d"\s*:\s*\[\s*({_NUM})\s*,\s*({_NUM})\s*\]')

@@ -20,7 +20,10 @@ name                        wrapper                                 answer      
 ==========================  ======================================  ===================  =========================
 
 All coordinates are pixels of the **resized** image the model sees (``gui_grounding.frames``); ``docs/REWARDS.md``
-has the formulas side by side. Point rewards read the point with :func:`gui_grounding.prompts.parse_answer_point`
+has the formulas side by side. ``--box_rounding gta1`` (row column ``box_rounding``) changes only ``click``: its
+targets are then GTA1's integer boxes, each published edge ``int(edge * (resized_side / source_side))``
+(:func:`gui_grounding.frames.gta1_box_to_resized`, GTA1 ``src/grpo_grounding.py:156-166``), from the row columns
+``target_boxes_source`` / ``source_box_scale`` / ``resized_size``; every other reward keeps ``target_boxes_resized``. Point rewards read the point with :func:`gui_grounding.prompts.parse_answer_point`
 (strict GTA1 rules; in ``box`` mode the centre of the strictly parsed box); box rewards read
 :func:`gui_grounding.prompts.parse_box` (strict) and need ``prompt_mode == "box"``. An answer that does not parse
 scores 0.0 in every reward. Several target boxes: the best one counts (max over boxes); no target box: 0.0.
@@ -31,12 +34,22 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from gui_grounding.frames import box_iou, point_in_box
+from gui_grounding.frames import box_iou, gta1_box_to_resized, point_in_box
 from gui_grounding.prompts import check_mode, is_thinking_format, parse_answer_point, parse_box
 from vlm_r1.rewards import completion_text
 
 BoxLike = Sequence[float]  # (x_min, y_min, x_max, y_max), resized pixels
 GAUSSIAN_SIGMA_RATIO = 0.5  # GUI-G²: sigma = 0.5 * element width / height (ZJU-REAL/GUI-G2 gaussian_grpo.py, alpha)
+# How the click reward maps a target box into the resized frame (--box_rounding, vlm_r1.configs): exact float edges,
+# or GTA1's int() truncation of the published edges.
+BOX_ROUNDINGS = ("float", "gta1")
+
+
+def check_box_rounding(box_rounding: str) -> str:
+    """Return ``box_rounding`` or raise ``ValueError`` naming the allowed values."""
+    if box_rounding not in BOX_ROUNDINGS:
+        raise ValueError(f"unknown box_rounding {box_rounding!r}; expected one of {', '.join(BOX_ROUNDINGS)}")
+    return box_rounding
 
 
 def _centre(box: BoxLike) -> tuple[float, float]:
@@ -314,7 +327,41 @@ def score_click_distance_bonus(
     )
 
 
-def click_reward(completions: list, target_boxes_resized: list, prompt_mode: list | None = None, **kwargs) -> list:
+def gta1_click_boxes(
+    source_boxes: Sequence[BoxLike], source_scale: Sequence[float], resized_size: Sequence[float]
+) -> list[tuple[int, int, int, int]]:
+    """The click reward's targets under ``--box_rounding gta1``: GTA1's integer boxes in the resized frame.
+
+    Each published edge becomes ``int(edge * (resized_side / source_side))`` (x with widths, y with heights;
+    :func:`gui_grounding.frames.gta1_box_to_resized`). GTA1 ``click_reward`` (``src/grpo_grounding.py:156-166``) does
+    this with the 0-1000 boxes of its records and ``ratio = resized_side / 1000``, then compares the integer point
+    inclusively, ``x0 <= x <= x1 and y0 <= y <= y1`` (:func:`score_click`).
+
+    Args:
+        source_boxes: boxes as published (column ``target_boxes_source``).
+        source_scale: ``[sx, sy]``, the extent of their unit (column ``source_box_scale``: 1000 for 0-1000 boxes,
+            ``W``/``H`` for original pixels).
+        resized_size: ``[W', H']`` (column ``resized_size``).
+
+    Raises:
+        ValueError: a non-positive source scale or image size.
+    """
+    _image_size(source_scale)
+    _image_size(resized_size)
+    return [gta1_box_to_resized(box, (source_scale[0], source_scale[1]), (resized_size[0], resized_size[1]))
+            for box in source_boxes]  # fmt: skip
+
+
+def click_reward(
+    completions: list,
+    target_boxes_resized: list,
+    prompt_mode: list | None = None,
+    box_rounding: list | None = None,
+    target_boxes_source: list | None = None,
+    source_box_scale: list | None = None,
+    resized_size: list | None = None,
+    **kwargs,
+) -> list:
     """TRL reward function ``click`` (GTA1): :func:`score_click` per completion.
 
     Args:
@@ -322,15 +369,34 @@ def click_reward(completions: list, target_boxes_resized: list, prompt_mode: lis
         target_boxes_resized: per rollout, the list of target boxes in resized-image pixels (dataset column written by
             the ``gui_grounding`` task; repeated ``num_generations`` times by TRL).
         prompt_mode: per rollout, ``non_thinking``, ``thinking`` or ``box`` (dataset column; default non_thinking).
+        box_rounding: per rollout, ``"float"`` (default: score ``target_boxes_resized``) or ``"gta1"`` (score
+            :func:`gta1_click_boxes` of ``target_boxes_source``, ``source_box_scale`` and ``resized_size``, which
+            must then be given).
 
     Returns:
         list of floats in {0.0, 1.0}, one per completion.
+
+    Raises:
+        ValueError: columns of different lengths, unknown mode or box rounding, ``gta1`` rows without the source
+            columns.
     """
-    modes = prompt_mode or ["non_thinking"] * len(completions)
-    return [
-        score_click(completion_text(c), boxes, mode)
-        for c, boxes, mode in zip(completions, target_boxes_resized, modes, strict=True)
-    ]
+    n = len(completions)
+    modes = prompt_mode or ["non_thinking"] * n
+    roundings = box_rounding or ["float"] * n
+    if any(check_box_rounding(r) == "gta1" for r in roundings) and (
+        target_boxes_source is None or source_box_scale is None or resized_size is None
+    ):
+        raise ValueError("box_rounding 'gta1' needs the columns target_boxes_source, source_box_scale and "
+                         "resized_size (written by the gui_grounding task)")  # fmt: skip
+    none = [None] * n
+    rows = zip(completions, target_boxes_resized, modes, roundings, target_boxes_source or none,
+               source_box_scale or none, resized_size or none, strict=True)  # fmt: skip
+    out = []
+    for c, boxes, mode, rounding, source, scale, size in rows:
+        if rounding == "gta1":
+            boxes = gta1_click_boxes(source, scale, size)
+        out.append(score_click(completion_text(c), boxes, mode))
+    return out
 
 
 def click_format_reward(completions: list, **kwargs) -> list:

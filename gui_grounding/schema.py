@@ -13,6 +13,16 @@ Also read: GTA1 records (``image``, ``bbox`` in 0-1000 of the original image, ``
 ``grpo_jsonl`` records (``image``, ``conversations`` whose gpt turn is a bbox ``[x1, y1, x2, y2]`` in original
 pixels, REC style). Image paths are relative to the image folder given for the file, else to the file's directory.
 
+Instructions: ``<image>`` tags are removed. Canonical and VLM-R1 instructions also have their whitespace collapsed;
+GTA1 instructions keep every other byte, as GTA1 builds its user turn with ``instruction.replace("<image>", "")``
+only (Yan98/GTA1 ``src/grpo_grounding.py:106-107``).
+
+Boxes: ``Sample.boxes`` are original pixels (validated and clipped, :func:`clip_box`). Each sample also keeps the
+boxes as the record published them (``Sample.source_boxes``, unclipped) with their unit (``Sample.source_box_unit``:
+``"norm1000"`` for GTA1 records, ``"pixel"`` for canonical and VLM-R1 records) and that unit's extent
+(:meth:`Sample.source_box_scale`: 1000 x 1000, or the original ``W x H``), for ``--box_rounding gta1``
+(``gui_grounding.rewards``).
+
 Nothing is lost: every record becomes a :class:`Sample` or raises :class:`SampleError` with a reason code and the
 record's reference (``file:line``); :func:`load_samples` skips and counts bad records, or stops at the first one in
 strict mode.
@@ -22,6 +32,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 from collections import Counter
 from dataclasses import dataclass, field
@@ -113,9 +124,18 @@ def clip_box(
     return clipped, True
 
 
+SOURCE_BOX_UNITS = ("pixel", "norm1000")
+NORM1000_SCALE = 1000.0  # the extent of a 0-1000 box unit on both axes
+
+
 @dataclass
 class Sample:
-    """One grounding sample. ``boxes`` are ``(x_min, y_min, x_max, y_max)`` in original pixels; sizes in pixels."""
+    """One grounding sample. ``boxes`` are ``(x_min, y_min, x_max, y_max)`` in original pixels; sizes in pixels.
+
+    ``source_boxes`` / ``source_box_unit``: the boxes exactly as the record published them (before unit conversion and
+    clipping) and their unit, ``"pixel"`` (original pixels) or ``"norm1000"`` (0-1000 of the original image, GTA1).
+    Samples built in code may leave ``source_boxes`` empty: :meth:`published_boxes` then gives ``boxes`` in pixels.
+    """
 
     sample_id: str
     instruction: str
@@ -131,6 +151,25 @@ class Sample:
     # only when the prediction is null)
     polygons: list[list[tuple[float, float]]] = field(default_factory=list)
     refusal: bool = False
+    source_boxes: list[Box] = field(default_factory=list)
+    source_box_unit: str = "pixel"
+
+    def source_box_scale(self) -> tuple[float, float]:
+        """``(sx, sy)``, the extent of ``source_box_unit``: ``(1000, 1000)`` for norm1000, ``(W, H)`` for pixels.
+
+        Raises:
+            ValueError: unknown ``source_box_unit``.
+        """
+        if self.source_box_unit == "norm1000":
+            return NORM1000_SCALE, NORM1000_SCALE
+        if self.source_box_unit == "pixel":
+            return float(self.width), float(self.height)
+        raise ValueError(f"unknown source_box_unit {self.source_box_unit!r}; expected one of "
+                         f"{', '.join(SOURCE_BOX_UNITS)}")  # fmt: skip
+
+    def published_boxes(self) -> list[Box]:
+        """The boxes as published (``source_boxes``), or ``boxes`` when none were recorded (then in pixels)."""
+        return list(self.source_boxes) if self.source_boxes else list(self.boxes)
 
     def to_record(self, image_root: str | None = None) -> dict:
         """Canonical JSON record; ``image_path`` made relative to ``image_root`` when given."""
@@ -186,20 +225,27 @@ def _resolve_image(path_in_record: Any, ref: str, base_dir: str) -> str:
     return os.path.normpath(os.path.join(base_dir, path_in_record))
 
 
-def strip_image_tags(text: Any, ref: str) -> str:
-    """An instruction with ``<image>`` tags removed and whitespace collapsed.
+def strip_image_tags(text: Any, ref: str, *, collapse_whitespace: bool = True) -> str:
+    """An instruction with ``<image>`` tags removed and, by default, whitespace collapsed.
+
+    ``collapse_whitespace=False`` is GTA1's rule, ``text.replace("<image>", "")`` and nothing else (Yan98/GTA1
+    ``src/grpo_grounding.py:107``): the instruction reaches the prompt byte for byte.
 
     Raises:
         SampleError: ``bad_field`` when ``text`` is not a string.
     """
     if not isinstance(text, str):
         raise SampleError(ref, "bad_field", f"instruction must be a string, got {type(text).__name__}")
+    if not collapse_whitespace:
+        return text.replace("<image>", "")
     return " ".join(text.replace("<image>", " ").split())
 
 
 def _box_from_seq(value: Any, ref: str, what: str) -> Box:
-    if not (isinstance(value, (list, tuple)) and len(value) == 4 and all(isinstance(v, (int, float)) for v in value)):
-        raise SampleError(ref, "bad_field", f"{what} must be 4 numbers [x_min, y_min, x_max, y_max], got {value!r}")
+    if not (isinstance(value, (list, tuple)) and len(value) == 4
+            and all(isinstance(v, (int, float)) and math.isfinite(v) for v in value)):  # fmt: skip
+        raise SampleError(ref, "bad_field", f"{what} must be 4 finite numbers [x_min, y_min, x_max, y_max], "
+                                            f"got {value!r}")  # fmt: skip
     return tuple(float(v) for v in value)
 
 
@@ -272,7 +318,7 @@ def record_to_sample(
         norm1000 = False
     elif fmt == "gta1":
         human, _ = conversation_turns(record, ref)
-        instruction = strip_image_tags(human, ref)
+        instruction = strip_image_tags(human, ref, collapse_whitespace=False)  # GTA1's user text, byte for byte
         image_path = _resolve_image(record["image"], ref, base_dir)
         boxes = _boxes_field(record["bbox"], ref, "bbox")
         norm1000 = True
@@ -296,9 +342,10 @@ def record_to_sample(
     else:
         raise SampleError(ref, "unknown_format", f"keys {sorted(record)} match no supported format")
 
-    if not instruction:
+    if not instruction.strip():
         raise SampleError(ref, "empty_instruction", "instruction is empty")
     width, height = read_image_size(image_path, ref, verify=verify_image)
+    published = list(boxes)
     checked, any_clipped = [], False
     for b in boxes:
         what = "box"
@@ -315,7 +362,8 @@ def record_to_sample(
     sample_id = str(record.get("sample_id", record.get("id", default_id)))
     extra = {k: v for k, v in record.items() if k not in known}
     return Sample(sample_id, instruction, image_path, boxes, width, height, record.get("source"),
-                  record.get("platform"), record.get("ui_type"), extra)  # fmt: skip
+                  record.get("platform"), record.get("ui_type"), extra, source_boxes=published,
+                  source_box_unit="norm1000" if norm1000 else "pixel")  # fmt: skip
 
 
 # --------------------------------------------------------------------------------------------------------------------

@@ -6,8 +6,17 @@ and writes the target boxes in the resized frame for the ``click`` reward. Bad r
 stop the run with ``--strict_data``.
 
 Row columns: ``prompt``, ``image_path``, ``resized_size`` ``[W', H']``, ``image_size`` ``[W, H]``,
-``target_boxes_resized`` (resized pixels), ``target_boxes`` (original pixels), ``instruction``, ``sample_id``,
-``prompt_mode``; ``image`` (the resized PIL image) is attached lazily when a row is read.
+``target_boxes_resized`` (resized pixels, float edges), ``target_boxes`` (original pixels), ``instruction``,
+``sample_id``, ``prompt_mode``; ``image`` (the resized PIL image) is attached lazily when a row is read. For
+``--box_rounding`` (``vlm_r1.configs.GRPOScriptArguments.box_rounding``):
+
+* ``target_boxes_source``: the boxes as the record published them (``Sample.published_boxes``): 0-1000 values for
+  GTA1 records, original pixels for canonical / VLM-R1 records;
+* ``source_box_unit``: ``"norm1000"`` or ``"pixel"``;
+* ``source_box_scale``: ``[sx, sy]``, the extent of that unit (``[1000, 1000]``, or ``[W, H]`` for pixels);
+* ``box_rounding``: ``"float"`` (the ``click`` reward scores ``target_boxes_resized``) or ``"gta1"`` (it scores
+  ``int(edge * (resized_side / source_side))`` edges of ``target_boxes_source``, GTA1's rule,
+  ``gui_grounding.frames.gta1_box_to_resized``). Every other reward reads ``target_boxes_resized`` either way.
 """
 
 from __future__ import annotations
@@ -17,14 +26,20 @@ from typing import Any
 
 from gui_grounding.frames import Frame
 from gui_grounding.prompts import build_messages, check_mode
+from gui_grounding.rewards import check_box_rounding
 from gui_grounding.schema import Sample, load_samples
 from vlm_r1.tasks import Task, load_images_transform
 
 logger = logging.getLogger(__name__)
 
 
-def sample_to_row(sample: Sample, frame: Frame, mode: str) -> dict:
-    """One training/eval row for ``sample`` seen through ``frame`` (see module docstring for the columns)."""
+def sample_to_row(sample: Sample, frame: Frame, mode: str, box_rounding: str = "float") -> dict:
+    """One training/eval row for ``sample`` seen through ``frame`` (see module docstring for the columns).
+
+    Raises:
+        ValueError: unknown ``box_rounding``.
+    """
+    sx, sy = sample.source_box_scale()
     return {
         "prompt": build_messages(sample.instruction, frame.resized_height, frame.resized_width, mode),
         "image_path": sample.image_path,
@@ -35,6 +50,10 @@ def sample_to_row(sample: Sample, frame: Frame, mode: str) -> dict:
         "instruction": sample.instruction,
         "sample_id": sample.sample_id,
         "prompt_mode": mode,
+        "target_boxes_source": [[float(v) for v in b] for b in sample.published_boxes()],
+        "source_box_unit": sample.source_box_unit,
+        "source_box_scale": [float(sx), float(sy)],
+        "box_rounding": check_box_rounding(box_rounding),
     }
 
 
@@ -49,6 +68,7 @@ class GUIGroundingTask(Task):
         from datasets import Dataset
 
         mode = check_mode(getattr(script_args, "prompt_mode", "non_thinking"))
+        box_rounding = check_box_rounding(getattr(script_args, "box_rounding", "float"))
         samples, report = load_samples(script_args.data_file_list, script_args.image_folder_list,
                                        strict=script_args.strict_data)  # fmt: skip
         logger.info("gui_grounding data:\n%s", report.table())
@@ -57,7 +77,7 @@ class GUIGroundingTask(Task):
         factor, min_pixels, max_pixels = vlm_module.get_image_resize_params(processing_class)
         rows = [
             sample_to_row(s, Frame.for_image(s.width, s.height, factor=factor, min_pixels=min_pixels,
-                                             max_pixels=max_pixels), mode)  # fmt: skip
+                                             max_pixels=max_pixels), mode, box_rounding)  # fmt: skip
             for s in samples
         ]
         return Dataset.from_list(rows).with_transform(load_images_transform(resize_column="resized_size"))

@@ -23,12 +23,18 @@ logger = logging.getLogger(__name__)
 
 
 def rows_to_samples(rows) -> list[Sample]:
-    """Samples (original pixels) from ``gui_grounding`` task rows (see ``gui_grounding.task.sample_to_row``)."""
+    """Samples (original pixels) from ``gui_grounding`` task rows (see ``gui_grounding.task.sample_to_row``).
+
+    The published boxes and their unit come back too when the rows carry them (``target_boxes_source``,
+    ``source_box_unit``); the greedy click accuracy itself is judged on ``target_boxes`` (original pixels).
+    """
     samples = []
     for r in rows:
         w, h = r["image_size"]
+        source = [tuple(b) for b in r.get("target_boxes_source") or []]
         samples.append(Sample(r["sample_id"], r["instruction"], r["image_path"], [tuple(b) for b in r["target_boxes"]],
-                              int(w), int(h)))  # fmt: skip
+                              int(w), int(h), source_boxes=source,
+                              source_box_unit=r.get("source_box_unit") or "pixel"))  # fmt: skip
     return samples
 
 

@@ -43,13 +43,14 @@ timed train bash run_scripts/train_grpo.sh \
   --output_dir "$OUT/checkpoints" \
   --max_steps "$STEPS" --per_device_train_batch_size 8 --gradient_accumulation_steps 1 \
   --num_generations 8 --beta 0 --learning_rate 1e-6 --temperature 1.0 --max_completion_length 16 \
+  --max_pixels 200704 \
   --freeze_vision_modules true --logging_steps 1 --save_strategy steps --save_steps 10 \
   --report_to tensorboard --seed 0
 
 banner "4/4 reload the checkpoint and evaluate on $DATA/test.jsonl"
 rm -rf "$OUT/eval"
 timed eval "$PY" -m gui_grounding.cli eval --benchmark canonical --data "$DATA/test.jsonl" \
-  --model "$OUT/checkpoints" --out "$OUT/eval" --batch-size 16 --max-new-tokens 16
+  --model "$OUT/checkpoints" --out "$OUT/eval" --batch-size 16 --max-new-tokens 16 --max-pixels 200704
 
 T1=$(date +%s)
 PEAK=0

@@ -18,6 +18,7 @@ from PIL import Image
 from gui_grounding.eval.adapters import (
     ADAPTERS,
     GTA1_MAX_PIXELS,
+    UI_TARS_MAX_PIXELS,
     UI_TARS_MIN_PIXELS,
     Request,
     default_adapter_for,
@@ -32,7 +33,7 @@ RESIZE = (28, 3136, 200_704)  # the tiny checkpoints' processor budget: 1280x720
 GTA1_PROMPT_588x336 = (
     "You are an expert UI element locator. Given a GUI image and a user's element description, provide the "
     "coordinates of the specified element as a single (x,y) point. The image resolution is height 336 and width 588. "
-    "For elements with area, return the center point. Output the coordinate pair exactly: (x,y)"
+    "For elements with area, return the center point.\n\nOutput the coordinate pair exactly:\n(x,y)"
 )
 
 
@@ -62,7 +63,7 @@ def test_gta1_prompt_frame_and_parse():
     assert adapter.parse("(147, 84) then (1,1)", req) == (320.0, 180.0)  # first pair (GTA1 inference rule)
     assert adapter.parse("(147.0,84.0)", req) == (320.0, 180.0)  # decimals allowed at inference
     assert adapter.parse("I cannot find it", req) is None
-    # no processor (API backends): factor 28, GTA1's default bounds 3136 .. 12845056
+    # no processor (API backends): factor 28, GTA1's published inference bounds 3136 .. 8847360
     assert _request("gta1", resize=None)[1].image.size == (1288, 728)
     assert _request("gta1", width=200, height=100, resize=None)[1].image.size == (196, 112)
 
@@ -138,10 +139,12 @@ def test_registry_and_defaults():
         default_adapter_for("llava")
     with pytest.raises(ValueError, match=r"unknown backend 'tgi'; expected one of hf, openai, vllm"):
         predict("tgi", "m", [], "x.jsonl", adapter="gta1")
-    # processor budget: UI-TARS's fixed bounds unless overridden; GTA1 keeps the processor's
-    assert pixel_budget(get_adapter("ui-tars-1.5"), None, None) == (UI_TARS_MIN_PIXELS, GTA1_MAX_PIXELS)
+    # processor budget: the family's published inference bounds unless overridden; others keep the processor's
+    assert pixel_budget(get_adapter("ui-tars-1.5"), None, None) == (UI_TARS_MIN_PIXELS, UI_TARS_MAX_PIXELS)
     assert pixel_budget(get_adapter("ui-tars-1.5"), None, 1_000_000) == (78_400, 1_000_000)
-    assert pixel_budget(get_adapter("gta1"), None, None) == (None, None)
+    assert pixel_budget(get_adapter("gta1"), None, None) == (3136, GTA1_MAX_PIXELS) == (3136, 8_847_360)
+    assert pixel_budget(get_adapter("gta1"), None, 200_704) == (3136, 200_704)
+    assert pixel_budget(get_adapter("qwen2-vl"), None, None) == (None, None)
     msgs = [
         {"role": "system", "content": "S"},
         {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "T"}]},
@@ -190,21 +193,22 @@ def test_hf_backend_writes_resumes_and_redoes_a_half_written_line(tiny_qwen25_di
     samples = _five_screenshots()
     assert sorted({(s.width, s.height) for s in samples}) == [(1024, 768), (1280, 720)]
     out = tmp_path / "preds.jsonl"
-    assert predict("hf", tiny_qwen25_dir, samples, str(out), batch_size=4) == str(out)
+    # max_pixels = the tiny checkpoint's budget (the gta1 adapter would otherwise apply GTA1's published 8,847,360)
+    assert predict("hf", tiny_qwen25_dir, samples, str(out), batch_size=4, max_pixels=200_704) == str(out)
     lines = [json.loads(x) for x in out.read_text().splitlines()]
     assert [r["sample_id"] for r in lines] == [s.sample_id for s in samples]
     assert all(set(r) == {"sample_id", "point", "raw_response", "prompt", "adapter"} for r in lines)
     assert {r["adapter"] for r in lines} == {"gta1"}  # default for model_type qwen2_5_vl
-    # the prompt states the frame the processor keeps: 1280x720 -> 588x336, 1024x768 -> 504x364 (max 200704)
+    # the prompt states the frame the processor uses: 1280x720 -> 588x336, 1024x768 -> 504x364 (max 200704)
     assert "height 336 and width 588" in lines[0]["prompt"] and "height 364 and width 504" in lines[3]["prompt"]
     assert lines[0]["prompt"].endswith(f"user: <image>{samples[0].instruction}")
     first = out.read_bytes()
 
-    predict("hf", tiny_qwen25_dir, samples, str(out), batch_size=4)  # resume: nothing left to do
+    predict("hf", tiny_qwen25_dir, samples, str(out), batch_size=4, max_pixels=200_704)  # resume: nothing to do
     assert out.read_bytes() == first
 
     out.write_bytes(first[: first.rstrip(b"\n").rfind(b"\n") + 1] + b'{"sample_id": "cut mid-wr')  # interrupted run
-    predict("hf", tiny_qwen25_dir, samples, str(out), batch_size=4)
+    predict("hf", tiny_qwen25_dir, samples, str(out), batch_size=4, max_pixels=200_704)
     assert out.read_bytes() == first  # the half-written line is dropped and the sample predicted again, identically
 
 

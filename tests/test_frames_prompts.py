@@ -129,28 +129,50 @@ def test_property_frame_round_trips_and_resized_dims(w, h, max_pixels, fx, fy, g
 # --------------------------------------------------------------------------------------------------------------------
 # prompts
 
+# GTA1's SYSTEM_PROMPT (Yan98/GTA1 src/grpo_grounding.py:78-84, commit 81f0c4c) after .strip(), typed out here: one
+# paragraph, a blank line, "Output the coordinate pair exactly:", a line break, "(x,y)".
+GTA1_TEMPLATE = (
+    "You are an expert UI element locator. Given a GUI image and a user's element description, provide the coordinates "
+    "of the specified element as a single (x,y) point. The image resolution is height {height} and width {width}. For "
+    "elements with area, return the center point.\n\nOutput the coordinate pair exactly:\n(x,y)"
+)
 GTA1_REFERENCE = (
     "You are an expert UI element locator. Given a GUI image and a user's element description, provide the coordinates "
     "of the specified element as a single (x,y) point. The image resolution is height 336 and width 588. For elements "
-    "with area, return the center point. Output the coordinate pair exactly: (x,y)"
+    "with area, return the center point.\n\nOutput the coordinate pair exactly:\n(x,y)"
+)
+THINKING_REFERENCE = (
+    "You are an expert UI element locator. Given a GUI image and a user's element description, provide the coordinates "
+    "of the specified element as a single (x,y) point. The image resolution is height 336 and width 588. For elements "
+    "with area, return the center point.\n\nFirst reason about where the element is inside <think> </think> tags, "
+    "then give the coordinate pair inside <answer> </answer> tags, exactly:\n<think>...</think><answer>(x,y)</answer>"
 )
 
 
-def test_non_thinking_system_prompt_is_gta1_verbatim():
+def test_non_thinking_system_prompt_is_gta1_byte_for_byte():
+    assert GTA1_SYSTEM_PROMPT == GTA1_TEMPLATE
     text = system_prompt(336, 588)
-    assert "height 336 and width 588" in text
-    assert text.endswith("Output the coordinate pair exactly: (x,y)")
     assert text == GTA1_REFERENCE
+    assert text.encode("utf-8") == GTA1_REFERENCE.encode("utf-8")
+    assert text.count("\n") == 3 and "point.\n\nOutput" in text and text.endswith("exactly:\n(x,y)")
     assert system_prompt(336.0, 588.0) == GTA1_REFERENCE  # sizes are rendered as ints
     assert GTA1_SYSTEM_PROMPT.format(height=336, width=588) == GTA1_REFERENCE
 
 
-def test_thinking_system_prompt():
+def test_thinking_system_prompt_exact():
     text = system_prompt(336, 588, "thinking")
-    assert "height 336 and width 588" in text
-    assert "<think> </think>" in text and "<answer> </answer>" in text
-    assert text.endswith("exactly: <think>...</think><answer>(x,y)</answer>")
+    assert text == THINKING_REFERENCE
+    # same layout as GTA1's: the shared first paragraph, a blank line, then the output instruction
+    assert text.split("\n\n")[0] == GTA1_REFERENCE.split("\n\n")[0]
     assert text != system_prompt(336, 588, "non_thinking")
+
+
+def test_all_prompts_share_gta1_layout():
+    for mode in ("non_thinking", "thinking", "box"):
+        text = system_prompt(336, 588, mode)
+        paragraph, output = text.split("\n\n")
+        assert "The image resolution is height 336 and width 588." in paragraph and "\n" not in paragraph
+        assert output.count("\n") == 1 and output.split("\n")[0].endswith("exactly:"), mode
 
 
 def test_build_messages_structures():
@@ -230,3 +252,69 @@ def test_is_thinking_format():
 def test_invalid_mode_raises(call):
     with pytest.raises(ValueError, match=r"unknown prompt mode .*; expected one of non_thinking, thinking"):
         call()
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# the parsers are linear-time and find exactly what the original patterns found
+
+# The patterns as first written (GTA1's pair pattern, src/grpo_grounding.py:147, and ours); quadratic on adversarial
+# input, kept here as the reference for what must match.
+_REF_PAIR = r"\((-?\d*\.?\d+),\s*(-?\d*\.?\d+)\)"
+_REF_BOX = r"\[(-?\d*\.?\d+),\s*(-?\d*\.?\d+),\s*(-?\d*\.?\d+),\s*(-?\d*\.?\d+)\]"
+_REF_ANSWER = r"<answer>(.*?)</answer>"
+_REF_THINK_ANSWER = r"^\s*<think>.*?</think>\s*<answer>(.*?)</answer>\s*$"
+_PIECES = ["<think>", "</think>", "<answer>", "</answer>", " ", "\n", "\u00a0", "x", "(1,2)", "(", ")", ",", "1", "-",
+           ".", "[", "]", "2.5", "\x1c"]  # fmt: skip
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=14))
+def test_parsers_match_the_reference_patterns(pieces):
+    import re
+
+    from gui_grounding import prompts
+
+    text = "".join(pieces)
+    assert prompts._PAIR_RE.findall(text) == re.findall(_REF_PAIR, text)
+    assert prompts._BOX_RE.findall(text) == re.findall(_REF_BOX, text)
+    assert prompts._answer_blocks(text, limit=len(text) + 1) == re.findall(_REF_ANSWER, text, re.DOTALL)
+    m = re.match(_REF_THINK_ANSWER, text, re.DOTALL)
+    assert prompts._think_answer(text) == (m.group(1) if m else None)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "(" + "1" * 200_000,
+        "(1," + "1" * 200_000,
+        "[1,2,3," + "1" * 200_000,
+        "<answer>" * 40_000 + "(1,2)",
+        "<think></think><answer>" * 20_000,
+        "<think>" + "</think><answer></answer>x" * 20_000,
+        "<point>1 " + "1" * 200_000,
+        '"point_2d": [1, ' + "1" * 200_000,
+    ],
+    ids=[
+        "pair-digits",
+        "pair-second-digits",
+        "box-digits",
+        "unclosed-answers",
+        "think-answer-repeats",
+        "think-answer-trailing",
+        "point-tag-digits",
+        "json-point-digits",
+    ],
+)
+def test_parsers_are_linear_time_on_adversarial_text(text):
+    import time
+
+    from gui_grounding.prompts import parse_json_point, parse_point_or_box, parse_point_tag
+    from gui_grounding.rewards import score_click, score_click_format
+
+    start = time.perf_counter()
+    for mode in ("non_thinking", "thinking", "box"):
+        assert score_click(text, [[0, 0, 10, 10]], mode) in (0.0, 1.0)
+    score_click_format(text)
+    parse_point_or_box(text), parse_point_tag(text), parse_json_point(text)
+    # ~200k characters: a quadratic parser needs minutes here, a linear one milliseconds
+    assert time.perf_counter() - start < 2.0

@@ -51,10 +51,11 @@ def _conv(text: str) -> list:
 
 
 def test_box_system_prompt_exact():
+    # GTA1's layout (src/grpo_grounding.py:78-84): one paragraph, a blank line, the output instruction on two lines
     assert system_prompt(336, 588, "box") == (
         "You are an expert UI element locator. Given a GUI image and a user's element description, provide the "
         "bounding box of the specified element as [x1,y1,x2,y2], the coordinates of its top-left corner (x1,y1) and "
-        "bottom-right corner (x2,y2). The image resolution is height 336 and width 588. Output the box exactly: "
+        "bottom-right corner (x2,y2). The image resolution is height 336 and width 588.\n\nOutput the box exactly:\n"
         "[x1,y1,x2,y2]"
     )
     assert BOX_SYSTEM_PROMPT.format(height=336, width=588) == system_prompt(336.0, 588.0, "box")
@@ -442,6 +443,9 @@ def test_task_row_in_box_mode():
     assert row["resized_size"] == [500, 250]
     assert row["target_boxes_resized"] == [[50.0, 25.0, 150.0, 75.0]]
     assert row["prompt_mode"] == "box"
+    # a Sample built in code has no published boxes: its pixel boxes stand in, unit = the original image
+    assert row["target_boxes_source"] == [[100.0, 50.0, 300.0, 150.0]]
+    assert (row["source_box_unit"], row["source_box_scale"], row["box_rounding"]) == ("pixel", [1000.0, 500.0], "float")
 
 
 def test_wrappers_point_mode_exact_lists():

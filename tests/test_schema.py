@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 
-from gui_grounding.schema import REASONS, SampleError, load_samples, record_to_sample
+from gui_grounding.schema import REASONS, Sample, SampleError, load_samples, record_to_sample
 
 
 @pytest.fixture
@@ -98,6 +98,42 @@ def test_gta1_record_norm1000_to_pixels(data_dir):
     assert b.sample_id == "gta1:1"
 
 
+def test_gta1_instruction_is_byte_for_byte_minus_image_tags(data_dir):
+    # GTA1 builds the user text with instruction.replace("<image>", "") only (src/grpo_grounding.py:106-107)
+    human = "<image>\n  Click   the\tbutton <image> "
+    path = write_jsonl(data_dir / "gta1.jsonl", [gta1([100, 200, 300, 400], instruction=human)])
+    (s,), _ = load_samples([path])
+    assert s.instruction == "\n  Click   the\tbutton  "
+    # canonical and VLM-R1 records keep collapsing whitespace
+    path = write_jsonl(data_dir / "c.jsonl", [canonical(instruction=human), vlm_r1([1, 2, 3, 4], instruction=human)])
+    assert [s.instruction for s in load_samples([path])[0]] == ["Click the button"] * 2
+
+
+def test_published_boxes_unit_and_scale(data_dir):
+    path = write_jsonl(data_dir / "mixed.jsonl", [
+        gta1([[100, 200, 300, 400], [0, 0, 1003, 1000]]),  # second box clipped in pixels, published as is
+        canonical(box=(900, 10, 1003, 40)),  # clipped to 1000 in pixels, published 1003
+        vlm_r1([1, 2, 30, 40]),
+    ])  # fmt: skip
+    (g, c, v), report = load_samples([path])
+    assert report.num_clipped == 2
+    assert g.boxes == [(100.0, 100.0, 300.0, 200.0), (0.0, 0.0, 1000.0, 500.0)]
+    assert g.source_boxes == [(100.0, 200.0, 300.0, 400.0), (0.0, 0.0, 1003.0, 1000.0)]
+    assert (g.source_box_unit, g.source_box_scale()) == ("norm1000", (1000.0, 1000.0))
+    assert c.boxes == [(900.0, 10.0, 1000.0, 40.0)]
+    assert c.source_boxes == [(900.0, 10.0, 1003.0, 40.0)]
+    assert (c.source_box_unit, c.source_box_scale()) == ("pixel", (1000.0, 500.0))
+    assert (v.source_boxes, v.source_box_unit, v.source_box_scale()) == ([(1.0, 2.0, 30.0, 40.0)], "pixel",
+                                                                         (1000.0, 500.0))  # fmt: skip
+    assert g.published_boxes() == g.source_boxes
+    # a Sample built in code: its pixel boxes stand in for the published ones
+    plain = Sample("p", "x", "a.png", [(1.0, 2.0, 3.0, 4.0)], 640, 480)
+    assert (plain.published_boxes(), plain.source_box_unit, plain.source_box_scale()) == (
+        [(1.0, 2.0, 3.0, 4.0)], "pixel", (640.0, 480.0))  # fmt: skip
+    with pytest.raises(ValueError, match=r"unknown source_box_unit 'inch'; expected one of pixel, norm1000"):
+        Sample("p", "x", "a.png", [], 640, 480, source_box_unit="inch").source_box_scale()
+
+
 def test_vlm_r1_records_list_and_string_answers(data_dir):
     path = write_jsonl(data_dir / "rec.jsonl", [
         vlm_r1([1, 2, 30, 40]),
@@ -178,6 +214,17 @@ BAD_RECORDS = {
         "bad_field",
     ),  # fmt: skip
     "vlm_r1_answer_not_a_box": (vlm_r1("<answer>the logo</answer>"), "bad_field"),
+    # JSON's NaN / Infinity literals (Python's json reads them): a box must be finite numbers
+    "gta1_nan_edge": (
+        '{"image": "images/screen.png", "bbox": [NaN, 2, 3, 4], "conversations": '
+        '[{"from": "human", "value": "<image>Click"}]}',
+        "bad_field",
+    ),
+    "canonical_infinite_edge": (
+        '{"instruction": "a", "image_path": "images/screen.png", "target_bbox": '
+        '{"x_min": 1, "y_min": 2, "x_max": Infinity, "y_max": 4}}',
+        "bad_field",
+    ),
 }
 
 

@@ -20,12 +20,30 @@ name                frame of the answer                         prompt
 
 ``default_adapter_for(model_type)`` picks the adapter of a checkpoint's ``config.model_type``.
 
+Pixel budgets: every adapter names its family's published inference budget in ``default_budget`` (a
+:class:`PixelBudget`: smart_resize factor, min and max pixels of the resized image, and where the numbers come from):
+
+==================  ======  =========  ============  =======================================================
+adapter             factor  min        max           source
+==================  ======  =========  ============  =======================================================
+``gta1``            28      3,136      8,847,360     GTA1 README inference snippet (``max_pixels=4096*2160``)
+``gta1-thinking``   28      3,136      8,847,360     same as ``gta1`` (our prompt variant of that recipe)
+``gta1-box``        28      3,136      8,847,360     same as ``gta1`` (our prompt variant of that recipe)
+``ui-tars-1.5``     28      78,400     12,845,056    UI-TARS ``README_coordinates.md`` (100*28*28 .. 16384*28*28)
+``qwen2-vl``        28      3,136      12,845,056    no published grounding budget: the Qwen2-VL processor default
+``qwen3-vl``        32      65,536     16,777,216    no published grounding budget: the Qwen3-VL processor default
+==================  ======  =========  ============  =======================================================
+
 How ``resize`` reaches an adapter: a backend with a processor (hf, vllm) passes the processor's
 ``(factor, min_pixels, max_pixels)``, and the adapter resizes the image to exactly that smart_resize frame, so the
 processor's own smart_resize is the identity and the frame the prompt states is the frame the model sees. API
-backends pass ``None`` (no processor here): adapters then use their ``default_resize``. Adapters whose family fixes
-its own pixel bounds (UI-TARS-1.5) say so in ``fixed_pixel_bounds``; backends apply those bounds to their processor
-unless the user overrides ``--min_pixels``/``--max_pixels``.
+backends pass ``None`` (no processor here): adapters then use their ``default_resize`` (= ``default_budget`` for the
+adapters that pre-resize; ``None`` for the 0-1000 families, whose server resizes). Adapters whose family fixes its own
+pixel bounds for every checkpoint (GTA1: 3,136 .. 8,847,360; UI-TARS-1.5) say so in ``fixed_pixel_bounds``; hf/vllm
+backends apply those bounds to their processor unless the user overrides ``--min_pixels``/``--max_pixels``, and
+otherwise keep the checkpoint's own processor budget. Evaluate a checkpoint trained at another budget with that
+budget (``--max-pixels``).
+``gui-grounding prompt`` (``gui_grounding.prompt_cli``) shows a request under ``default_budget``.
 """
 
 from __future__ import annotations
@@ -44,10 +62,50 @@ from gui_grounding.prompts import (
 
 # Qwen2/2.5-VL: patch 14 x spatial merge 2 (``gta1_and_peers.md`` 1.2 and 4).
 QWEN_FACTOR = 28
-# The Qwen2.5-VL processor's default budget, which GTA1 keeps (script default max_pixels 12,845,056; min 3,136).
-GTA1_MIN_PIXELS, GTA1_MAX_PIXELS = 3136, 12_845_056
+# Qwen3-VL: patch 16 x spatial merge 2 (transformers Qwen3VLVisionConfig patch_size 16, spatial_merge_size 2).
+QWEN3_FACTOR = 32
+# The Qwen2-VL / Qwen2.5-VL processor default (checkpoints' preprocessor_config.json min_pixels 3136, max_pixels
+# 12845056; QwenLM/Qwen3-VL#1052 quotes size {'shortest_edge': 3136, 'longest_edge': 12845056}); also GTA1's training
+# script default (gta1_and_peers.md 1.2).
+QWEN_PROCESSOR_MIN_PIXELS, QWEN_PROCESSOR_MAX_PIXELS = 3136, 12_845_056
+# GTA1 inference: AutoProcessor.from_pretrained(model_path, min_pixels=3136, max_pixels=4096 * 2160) (Yan98/GTA1
+# README.md:149-153, commit 81f0c4c; the README training run uses --max_pixels $((4096 * 2160)) too, README.md:95).
+GTA1_MIN_PIXELS, GTA1_MAX_PIXELS = 3136, 4096 * 2160  # 8,847,360
 # UI-TARS-1.5: MIN_PIXELS = 100*28*28, MAX_PIXELS = 16384*28*28 (UI-TARS README_coordinates.md; gta1_and_peers.md 4).
 UI_TARS_MIN_PIXELS, UI_TARS_MAX_PIXELS = 100 * 28 * 28, 16384 * 28 * 28
+# The Qwen3-VL processor default: preprocessor_config.json size {"shortest_edge": 65536, "longest_edge": 16777216}
+# (Qwen3-VL-8B-Instruct's file as quoted in QwenLM/Qwen3-VL#1836; huggingface/transformers#41955 names 16,777,216 as
+# the Qwen3-VL default max_pixels). Not re-read from the hub here.
+QWEN3_VL_MIN_PIXELS, QWEN3_VL_MAX_PIXELS = 65_536, 16_777_216
+
+
+@dataclass(frozen=True)
+class PixelBudget:
+    """A family's smart_resize budget at inference: ``factor`` (patch x merge), the resized image's pixel bounds, and
+    ``source``, where the numbers come from (cited, or "processor default" when the family publishes none)."""
+
+    factor: int
+    min_pixels: int
+    max_pixels: int
+    source: str
+
+    @property
+    def resize(self) -> tuple[int, int, int]:
+        """``(factor, min_pixels, max_pixels)``, the ``resize`` argument of :meth:`Adapter.build_request`."""
+        return self.factor, self.min_pixels, self.max_pixels
+
+
+GTA1_BUDGET = PixelBudget(QWEN_FACTOR, GTA1_MIN_PIXELS, GTA1_MAX_PIXELS,
+                          "GTA1 README inference snippet: min_pixels=3136, max_pixels=4096*2160 "
+                          "(Yan98/GTA1 README.md:149-153)")  # fmt: skip
+UI_TARS_BUDGET = PixelBudget(QWEN_FACTOR, UI_TARS_MIN_PIXELS, UI_TARS_MAX_PIXELS,
+                             "UI-TARS README_coordinates.md: MIN_PIXELS=100*28*28, MAX_PIXELS=16384*28*28")  # fmt: skip
+QWEN2_VL_BUDGET = PixelBudget(QWEN_FACTOR, QWEN_PROCESSOR_MIN_PIXELS, QWEN_PROCESSOR_MAX_PIXELS,
+                              "no published grounding budget: the Qwen2-VL processor default "
+                              "(preprocessor_config.json min_pixels 3136, max_pixels 12845056)")  # fmt: skip
+QWEN3_VL_BUDGET = PixelBudget(QWEN3_FACTOR, QWEN3_VL_MIN_PIXELS, QWEN3_VL_MAX_PIXELS,
+                              "no published grounding budget: the Qwen3-VL processor default (preprocessor_config.json "
+                              "size shortest_edge 65536, longest_edge 16777216; QwenLM/Qwen3-VL#1836)")  # fmt: skip
 
 # UI-TARS grounding prompt. Source: the grounding template of bytedance/UI-TARS README_v1.md (L319-320, linked in
 # bytedance/UI-TARS#157, where the maintainers answer "the prompt for ui-tars-1.5 follows the same way as the previous
@@ -90,13 +148,16 @@ class Adapter:
 
     Class attributes:
         name: registry name, written to every predictions line.
+        default_budget: the family's published inference budget (:class:`PixelBudget`, cited in its ``source``).
         default_resize: ``(factor, min_pixels, max_pixels)`` used when a backend passes ``resize=None`` (API
-            backends); ``None`` when the adapter's frame does not depend on smart_resize (0-1000 families).
+            backends): ``default_budget.resize`` for adapters that resize the image themselves; ``None`` when the
+            adapter's frame does not depend on smart_resize (0-1000 families: the server resizes).
         fixed_pixel_bounds: ``(min_pixels, max_pixels)`` the model family's own inference code fixes; hf/vllm
             backends set their processor to these unless the user overrides them. ``None``: use the processor's.
     """
 
     name = "base"
+    default_budget: PixelBudget | None = None  # every registered adapter sets one
     default_resize: tuple[int, int, int] | None = None
     fixed_pixel_bounds: tuple[int, int] | None = None
 
@@ -151,9 +212,10 @@ class GTA1Adapter(Adapter):
     Source: GTA1 ``src/grpo_grounding.py`` and its README inference recipe (``gta1_and_peers.md`` 1.2).
 
     * Image: resized **once** with smart_resize (``resize`` = the processor's ``(factor, min_pixels, max_pixels)``;
-      ``None`` -> factor 28, 3,136 .. 12,845,056 pixels) to ``W' x H'``; that resized image is sent.
-    * Prompt: system = GTA1's prompt stating "height {H'} and width {W'}" (``gui_grounding.prompts``); user = image,
-      then the instruction. ``mode="thinking"`` uses our thinking variant (answer inside ``<answer>``).
+      ``None`` -> ``default_budget``, GTA1's published inference budget: factor 28, 3,136 .. 4096*2160 = 8,847,360
+      pixels, README.md:149-153) to ``W' x H'``; that resized image is sent.
+    * Prompt: system = GTA1's prompt stating "height {H'} and width {W'}" (``gui_grounding.prompts``, byte for byte);
+      user = image, then the instruction. ``mode="thinking"`` uses our thinking variant (answer inside ``<answer>``).
     * Parse: the **first** ``(x,y)`` pair, decimals allowed (GTA1 inference rule, ``parse_point(strict=False)``),
       in resized pixels, mapped back per axis: ``x * W / W'``, ``y * H / H'`` (``Frame.point_to_original``).
 
@@ -163,7 +225,11 @@ class GTA1Adapter(Adapter):
 
     name = "gta1"
     mode = "non_thinking"
-    default_resize = (QWEN_FACTOR, GTA1_MIN_PIXELS, GTA1_MAX_PIXELS)
+    default_budget = GTA1_BUDGET
+    default_resize = GTA1_BUDGET.resize
+    # GTA1's inference code fixes the processor budget (AutoProcessor(min_pixels=3136, max_pixels=4096*2160),
+    # README.md:149-153): hf/vllm backends use it unless --min-pixels/--max-pixels override it.
+    fixed_pixel_bounds = (GTA1_BUDGET.resize[1], GTA1_BUDGET.resize[2])
 
     def build_request(self, sample, image, *, resize=None) -> Request:
         resized, frame = self._resized(image, resize)
@@ -179,6 +245,8 @@ class GTA1Adapter(Adapter):
 class GTA1ThinkingAdapter(GTA1Adapter):
     """GTA1 frame and image handling with our thinking prompt (``--prompt_mode thinking`` checkpoints).
 
+    Budget: GTA1's (``GTA1_BUDGET``), as the variant only changes the prompt.
+
     Prompt: ``gui_grounding.prompts.THINKING_SYSTEM_PROMPT`` (resized H/W stated); parse: the first ``(x,y)`` inside
     the single ``<answer>...</answer>`` block (none or several blocks -> ``None``), resized pixels -> original.
     """
@@ -189,7 +257,7 @@ class GTA1ThinkingAdapter(GTA1Adapter):
 
 class GTA1BoxAdapter(GTA1Adapter):
     """GTA1 frame and image handling with our box prompt (``--prompt_mode box`` checkpoints, e.g. trained with the
-    ``iou`` / ``gaussian_coverage`` rewards).
+    ``iou`` / ``gaussian_coverage`` rewards). Budget: GTA1's (``GTA1_BUDGET``).
 
     Prompt: ``gui_grounding.prompts.BOX_SYSTEM_PROMPT`` (resized H/W stated, answer ``[x1,y1,x2,y2]``); parse: the
     centre of the first box (``parse_answer_point(strict=False)``, the ScreenSpot-Pro convention for box answers),
@@ -217,7 +285,8 @@ class UITars15Adapter(Adapter):
     """
 
     name = "ui-tars-1.5"
-    default_resize = (QWEN_FACTOR, UI_TARS_MIN_PIXELS, UI_TARS_MAX_PIXELS)
+    default_budget = UI_TARS_BUDGET
+    default_resize = UI_TARS_BUDGET.resize
     fixed_pixel_bounds = (UI_TARS_MIN_PIXELS, UI_TARS_MAX_PIXELS)
 
     def build_request(self, sample, image, *, resize=None) -> Request:
@@ -255,7 +324,8 @@ class _Norm1000Adapter(Adapter):
 class Qwen2VLAdapter(_Norm1000Adapter):
     """Qwen2-VL convention (also OS-Atlas-7B, UGround-V1, UI-TARS-1.0): 0-1000 relative coordinates.
 
-    * Image: the original screenshot (no pre-resize; ``resize`` is ignored).
+    * Image: the original screenshot (no pre-resize; ``resize`` is ignored). The processor / server resizes it;
+      ``default_budget`` is the Qwen2-VL processor default, 3,136 .. 12,845,056 pixels (no published grounding budget).
     * Prompt: no system prompt; user = image, then OS-Atlas's point question ``In this UI screenshot, what is the
       position of the element corresponding to the command "{instruction}" (with point)?`` (OS-Atlas's point
       prompt, ``gta1_and_peers.md`` 4).
@@ -267,6 +337,7 @@ class Qwen2VLAdapter(_Norm1000Adapter):
 
     name = "qwen2-vl"
     template = OS_ATLAS_POINT_PROMPT
+    default_budget = QWEN2_VL_BUDGET
 
     def _read(self, text):
         return parse_point_or_box(text)
@@ -276,7 +347,8 @@ class Qwen3VLAdapter(_Norm1000Adapter):
     """Qwen3-VL convention (also Gelato, Holo2): 0-1000 relative coordinates, JSON points.
 
     * Image: the original screenshot (Qwen3-VL's processor smart_resizes internally and relative values map straight
-      onto the original: QwenLM/Qwen3-VL#1640, ``gta1_and_peers.md`` 4); ``resize`` is ignored.
+      onto the original: QwenLM/Qwen3-VL#1640, ``gta1_and_peers.md`` 4); ``resize`` is ignored. ``default_budget`` is
+      the Qwen3-VL processor default, factor 32, 65,536 .. 16,777,216 pixels (no published grounding budget).
     * Prompt: no system prompt; user = image, then ``Locate the UI element that matches the instruction
       "{instruction}" in this screenshot. Output the point coordinates in JSON format like {"point_2d": [x, y],
       "label": "element"}.`` Source: QwenLM/Qwen3-VL ``cookbooks/spatial_understanding.ipynb`` (point format
@@ -288,6 +360,7 @@ class Qwen3VLAdapter(_Norm1000Adapter):
 
     name = "qwen3-vl"
     template = QWEN3_VL_POINT_PROMPT
+    default_budget = QWEN3_VL_BUDGET
 
     def _read(self, text):
         return parse_json_point(text) or parse_point_or_box(text)

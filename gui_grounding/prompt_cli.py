@@ -1,0 +1,141 @@
+"""``gui-grounding prompt``: show exactly what an adapter sends for one screenshot size and instruction.
+
+    gui-grounding prompt --adapter gta1 --image-size 1920x1080 --instruction "Click the search box"
+    gui-grounding prompt --adapter gta1 --image-size 1920x1080 --instruction "Click the search box" --model runs/tiny
+
+Prints one JSON object:
+
+* ``adapter``, ``image_size`` ``[W, H]`` (the screenshot), ``resized_size`` ``[W', H']`` (the smart_resize frame the
+  model sees under the pixel budget: ``--min-pixels``/``--max-pixels``, else the adapter's published
+  ``default_budget``, ``gui_grounding.eval.adapters``), ``messages`` (the chat messages the adapter builds, image
+  placeholder ``{"type": "image"}`` where the image goes);
+* with ``--model PATH`` (a local checkpoint) also ``chat_template_text``, the processor's chat-template rendering with
+  ``add_generation_prompt=True`` and the image placeholder expanded to the real number of image pad tokens, i.e. the
+  text the model reads, and ``num_tokens``, the prompt's token count including the image tokens (the processor run on
+  that text and a blank image of the original size, resized as the adapter resizes it). The processor's factor comes
+  from the checkpoint; its pixel budget is set to the one above.
+
+Example (GTA1, 1920x1080, budget 3,136 .. 8,847,360): ``resized_size`` is ``[1932, 1092]`` and the system message is
+GTA1's prompt with "height 1092 and width 1932" (``gui_grounding.prompts.GTA1_SYSTEM_PROMPT``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+
+from gui_grounding.eval.adapters import ADAPTERS, get_adapter
+from gui_grounding.frames import Frame
+from gui_grounding.schema import Sample
+
+IMAGE_PAD = "<|image_pad|>"  # Qwen-VL image placeholder token, repeated once per merged patch by the processor
+
+
+def parse_image_size(text: str) -> tuple[int, int]:
+    """``"1920x1080"`` -> ``(1920, 1080)``.
+
+    Raises:
+        ValueError: not ``WxH`` with two positive integers.
+    """
+    m = re.fullmatch(r"\s*(\d+)\s*[xX]\s*(\d+)\s*", text)
+    if not m or int(m.group(1)) <= 0 or int(m.group(2)) <= 0:
+        raise ValueError(f"image size must be WxH with positive integers, e.g. 1920x1080; got {text!r}")
+    return int(m.group(1)), int(m.group(2))
+
+
+def describe_prompt(
+    adapter: str,
+    image_size: tuple[int, int],
+    instruction: str,
+    *,
+    model: str | None = None,
+    min_pixels: int | None = None,
+    max_pixels: int | None = None,
+) -> dict:
+    """The JSON object ``gui-grounding prompt`` prints (see the module docstring).
+
+    Args:
+        adapter: adapter name (``gui_grounding.eval.adapters.ADAPTERS``).
+        image_size: ``(W, H)`` of the screenshot.
+        instruction: the element description, sent as given.
+        model: local checkpoint whose processor renders and counts the prompt (optional).
+        min_pixels, max_pixels: override the adapter's ``default_budget`` bounds.
+
+    Raises:
+        ValueError: unknown adapter, non-positive image size, ``min_pixels > max_pixels``.
+    """
+    from PIL import Image
+
+    ad = get_adapter(adapter)
+    width, height = int(image_size[0]), int(image_size[1])
+    if width <= 0 or height <= 0:
+        raise ValueError(f"image size must be positive, got {width}x{height}")
+    budget = ad.default_budget
+    factor = budget.factor
+    lo = budget.min_pixels if min_pixels is None else int(min_pixels)
+    hi = budget.max_pixels if max_pixels is None else int(max_pixels)
+    if lo > hi:
+        raise ValueError(f"min_pixels {lo} > max_pixels {hi}")
+    processor = None
+    if model is not None:
+        from vlm_r1.modules import get_vlm_module, load_processor
+
+        processor = load_processor(model, min_pixels=lo, max_pixels=hi)
+        factor, lo, hi = get_vlm_module(model).get_image_resize_params(processor)
+    # Adapters that pre-resize get the budget; 0-1000 adapters send the original and the processor resizes it.
+    resize = (factor, lo, hi) if ad.default_resize is not None else None
+    sample = Sample("prompt", instruction, "", [], width, height)
+    request = ad.build_request(sample, Image.new("RGB", (width, height), (255, 255, 255)), resize=resize)
+    sent_w, sent_h = request.image.size
+    frame = Frame.for_image(sent_w, sent_h, factor=factor, min_pixels=lo, max_pixels=hi)
+    out = {
+        "adapter": ad.name,
+        "image_size": [width, height],
+        "resized_size": [frame.resized_width, frame.resized_height],
+        "messages": request.messages,
+    }
+    if processor is not None:
+        text = processor.apply_chat_template(request.messages, tokenize=False, add_generation_prompt=True)
+        batch = processor(text=[text], images=[request.image], return_tensors="pt")
+        _, grid_h, grid_w = (int(v) for v in batch["image_grid_thw"][0])
+        merge = int(processor.image_processor.merge_size)
+        if (grid_w * factor // merge, grid_h * factor // merge) != (frame.resized_width, frame.resized_height):
+            raise RuntimeError(f"processor grid {grid_w}x{grid_h} does not match the resized size "
+                               f"{frame.resized_width}x{frame.resized_height}")  # fmt: skip
+        n_image_tokens = grid_h * grid_w // (merge * merge)
+        out["chat_template_text"] = text.replace(IMAGE_PAD, IMAGE_PAD * n_image_tokens)
+        out["num_tokens"] = len(batch["input_ids"][0])
+    return out
+
+
+def _run(args: argparse.Namespace) -> None:
+    info = describe_prompt(args.adapter, args.image_size, args.instruction, model=args.model,
+                           min_pixels=args.min_pixels, max_pixels=args.max_pixels)  # fmt: skip
+    print(json.dumps(info, ensure_ascii=False, indent=2))
+
+
+def _image_size_arg(text: str) -> tuple[int, int]:
+    try:
+        return parse_image_size(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from err
+
+
+def register_cli(sub) -> None:
+    """Add the ``prompt`` subcommand to the ``gui-grounding`` subparsers ``sub``."""
+    budgets = "; ".join(f"{name}: {cls.default_budget.min_pixels:,}..{cls.default_budget.max_pixels:,}"
+                        for name, cls in ADAPTERS.items())  # fmt: skip
+    p = sub.add_parser("prompt", help="print the chat messages (and, with --model, the tokens) an adapter sends",
+                       description="Print, as JSON, the resized image size and the chat messages an adapter sends for "
+                       "a screenshot of the given size; with --model also the chat-template text the model reads "
+                       "(image pad tokens expanded) and its token count. Default pixel budgets (published inference "
+                       f"settings, see gui_grounding/eval/adapters.py): {budgets}.")  # fmt: skip
+    p.add_argument("--adapter", required=True, choices=sorted(ADAPTERS), help="prompt + coordinate convention")
+    p.add_argument("--image-size", required=True, type=_image_size_arg, metavar="WxH",
+                   help="screenshot size in pixels, e.g. 1920x1080")  # fmt: skip
+    p.add_argument("--instruction", required=True, help="the element description, e.g. 'Click the search box'")
+    p.add_argument("--model", default=None, help="local checkpoint: also print chat_template_text and num_tokens")
+    p.add_argument("--min-pixels", type=int, default=None, help="override the adapter's default min_pixels")
+    p.add_argument("--max-pixels", type=int, default=None, help="override the adapter's default max_pixels")
+    p.set_defaults(func=_run)
