@@ -120,6 +120,19 @@ def reward_curve(run_dir: str) -> list[tuple[int, float]]:
     return [(h["step"], h["reward"]) for h in _history(run_dir) if "reward" in h and "loss" in h]
 
 
+# The toy's GRPO objective, pinned: the results in README.md were measured with TRL 1.16's defaults (no KL, DAPO
+# token-level loss, no top-k), before the core's defaults became upstream VLM-R1's (beta 0.04, grpo loss, top_k 50).
+TOY_GRPO_OBJECTIVE = {"--beta": "0", "--loss_type": "dapo", "--top_k": "0"}
+
+
+def toy_objective(extra) -> list[str]:
+    """:data:`TOY_GRPO_OBJECTIVE` as flags, minus those ``extra`` sets itself (a ``--loss_preset`` sets beta and
+    loss_type, so they are left to it)."""
+    given = set(extra)
+    if "--loss_preset" in given:
+        given |= {"--beta", "--loss_type"}
+    return [part for flag, value in TOY_GRPO_OBJECTIVE.items() if flag not in given for part in (flag, value)]
+
 RANDOM_CONTROL = ["--reward_funcs", "gui_grounding.toy:random_reward", "click", "--reward_weights", "1", "0"]
 
 
@@ -189,7 +202,7 @@ class ToyExperiments:
                "--per_device_train_batch_size", str(r.prompts_per_step * r.num_generations),
                "--per_device_eval_batch_size", str(r.prompts_per_step * r.num_generations),
                "--num_generations", str(r.num_generations), "--max_completion_length", str(r.max_completion_length),
-               "--learning_rate", str(r.grpo_lr), *extra]  # fmt: skip
+               "--learning_rate", str(r.grpo_lr), *toy_objective(extra), *extra]  # fmt: skip
         seconds = _run(cmd, out_dir + ".log")
         hist = _history(out_dir)
         lengths = [h["completions/mean_length"] for h in hist if "completions/mean_length" in h]
@@ -264,7 +277,7 @@ class ToyExperiments:
         "distance (MSE-like)": ["--reward_funcs", "distance"],
         "gaussian_point (GUI-G2)": ["--reward_funcs", "gaussian_point"],
         "click_distance_bonus (SE-GUI)": ["--reward_funcs", "click_distance_bonus"],
-        "click + KL beta 0.04": ["--reward_funcs", "click", "--beta", "0.04"],
+        "click + KL beta 0.04": ["--reward_funcs", "click", "--beta", "0.04", "--use_bias_correction_kl", "true"],
         "click, 4 rollouts per prompt": ["--reward_funcs", "click", "--num_generations", "4"],
         "click, 2 prompts per step (small batch)": ["--reward_funcs", "click", "--per_device_train_batch_size", "16"],
         "click + dynamic sampling": ["--reward_funcs", "click", "--dynamic_sampling", "true"],
