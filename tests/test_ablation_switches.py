@@ -59,8 +59,8 @@ def _loss(settings):
 
 # ---- loss presets ------------------------------------------------------------------------------------------------
 PRESET_VALUES = {
-    "none": dict(loss_type="dapo", scale_rewards="group", beta=0.0, epsilon=0.2, epsilon_high=0.2,
-                 mask_truncated_completions=False),  # TRL 1.16's defaults
+    "none": dict(loss_type="grpo", scale_rewards="group", beta=0.04, epsilon=0.2, epsilon_high=0.2,
+                 mask_truncated_completions=False),  # the core's defaults: upstream VLM-R1's effective ones
     "gta1": dict(loss_type="grpo", scale_rewards="group", beta=0.0, epsilon=0.2, epsilon_high=0.2,
                  mask_truncated_completions=False),
     "vlm_r1": dict(loss_type="grpo", scale_rewards="group", beta=0.04, epsilon=0.2, epsilon_high=0.2,
@@ -109,9 +109,9 @@ def test_programmatic_config_uses_the_default_comparison_rule():
     cfg = VLMGRPOConfig(output_dir="unused", loss_preset="dapo", epsilon_high=0.3)
     assert (cfg.loss_type, cfg.epsilon_high, cfg.mask_truncated_completions) == ("dapo", 0.3, True)
     assert cfg.loss_preset_overrides == {"epsilon_high": 0.3}
-    # without a command line, a value equal to TRL's default cannot be told apart from "not set": the preset wins
-    cfg = VLMGRPOConfig(output_dir="unused", loss_preset="gta1", loss_type="dapo")
-    assert cfg.loss_type == "grpo"
+    # without a command line, a value equal to the default (grpo) cannot be told apart from "not set": the preset wins
+    cfg = VLMGRPOConfig(output_dir="unused", loss_preset="dapo", loss_type="grpo")
+    assert cfg.loss_type == "dapo"
     with pytest.raises(ValueError, match="dynamic_sampling_max_tries"):
         VLMGRPOConfig(output_dir="unused", dynamic_sampling_max_tries=0)
 
