@@ -99,6 +99,13 @@ def test_tiny_recipe_preempt_and_resume(tmp_path, tiny_qwen25_dir):
     assert all(os.path.isfile(os.path.join(ref, f"checkpoint-{s}", COMPLETE_MARKER)) for s in (2, 4))
     reference = _batches(ref)
     assert [s for s, _ in reference] == list(range(1, STEPS + 1))
+    # the recipe trains GTA1's objective (recipes/gta1/tiny_cpu.yaml), as generate resolves it
+    with open(os.path.join(ref, "vlm_r1_run.json")) as f:
+        info = json.load(f)
+    assert (info["loss_type"], info["beta"], info["num_generations"], info["has_ref_model"]) == ("grpo", 0.0, 8, False)
+    assert {k: info["generation"][k] for k in ("do_sample", "temperature", "top_k", "top_p")} == {
+        "do_sample": True, "temperature": 1.0, "top_k": 50, "top_p": 1.0}
+    assert (info["task_type"], info["reward_funcs"], info["box_rounding"]) == ("gui_grounding", ["click_reward"], "gta1")
 
     # preempted run: request a stop (as the SLURM wrapper does on USR1) once step 2 has started
     out = str(tmp_path / "run")
