@@ -126,8 +126,9 @@ def test_default_budgets_are_the_published_settings():
         # adapters that resize the image themselves use the budget when no processor is there (API backends)
         assert cls.default_resize in (None, cls.default_budget.resize), name
     assert [n for n, c in ADAPTERS.items() if c.default_resize is None] == ["qwen2-vl", "qwen3-vl"]
-    # hf/vllm backends are unchanged: only UI-TARS fixes the processor budget, the others keep the checkpoint's
-    assert pixel_budget(get_adapter("gta1"), None, None) == (None, None)
+    # hf/vllm backends apply the published inference budget of GTA1 and UI-TARS; other families keep the checkpoint's
+    assert pixel_budget(get_adapter("gta1"), None, None) == (3136, 8_847_360)
+    assert pixel_budget(get_adapter("qwen2-vl"), None, None) == (None, None)
     assert pixel_budget(get_adapter("ui-tars-1.5"), None, None) == (78_400, 12_845_056)
     assert pixel_budget(get_adapter("gta1"), 6272, 1_000_000) == (6272, 1_000_000)
     # API backends (no processor) resize GTA1 requests under the published budget: 7680x4320 -> 3948x2212

@@ -36,7 +36,9 @@ def train_subset(tmp_path_factory):
 
 
 def _grpo_args(model_dir, data, out, steps, extra=()):
+    # GTA1's objective comes from its recipe (the core's own defaults are upstream VLM-R1's: beta 0.04, ...)
     return [
+        "--config", os.path.join(REPO, "recipes", "gta1", "tiny_cpu.yaml"),
         "--model_name_or_path", model_dir, "--task_type", "gui_grounding",
         "--data_file_paths", data, "--image_folders", SAMPLE,
         "--reward_funcs", "click", TOY_REWARD,
@@ -92,6 +94,7 @@ def test_grpo_cli_two_steps(tiny_qwen25_dir, train_subset, tmp_path):
     assert info["smart_resize"] == {"factor": 28, "min_pixels": 3136, "max_pixels": 100352}
     assert sorted(info["banned_token_ids"]) == sorted(info["generation_kwargs"]["bad_words_ids"][i][0] for i in range(4))
     assert info["beta"] == 0.0 and info["num_generations"] == 8 and info["learning_rate"] == 1e-6
+    assert (info["loss_type"], info["generation"]["top_k"], info["box_rounding"]) == ("grpo", 50, "gta1")
     history = _log_history(os.path.join(out, "checkpoint-2"))
     assert [h["step"] for h in history] == [1, 2]
     for h in history:
