@@ -138,6 +138,24 @@ class SkipRecord(Exception):
         super().__init__(f"{reason}: {message}")
 
 
+def question_and_answer(rec: dict) -> tuple[str, Any]:
+    """``(question text, gpt value)`` of a ``conversations`` record, upstream's rules (:func:`upstream_turns`,
+    :func:`clean_question`).
+
+    Raises:
+        SkipRecord: ``unparseable_record`` (no two ``{"value": ...}`` turns) or ``bad_question`` (not a string).
+    """
+    try:
+        human, gpt = upstream_turns(rec)
+    except (KeyError, IndexError, TypeError) as err:
+        raise SkipRecord("unparseable_record", "conversations must be a list of at least two {\"from\", \"value\"} "
+                                               f"turns ({type(err).__name__}: {err})") from None  # fmt: skip
+    try:
+        return clean_question(human), gpt
+    except TypeError as err:
+        raise SkipRecord("bad_question", str(err)) from None
+
+
 def missing_keys_message(missing: list[str], needs: str) -> str:
     """``missing key 'solution'`` / ``missing keys 'problem', 'solution'``, then what a record needs."""
     names = ", ".join(repr(k) for k in missing)
@@ -228,15 +246,7 @@ class DefaultTask(Task):
         if "conversations" not in rec:
             raise SkipRecord("missing_key", missing_keys_message(["conversations"], "a grpo_jsonl record needs "
                                                                  "'conversations': [human turn, gpt turn]"))  # fmt: skip
-        try:
-            human, gpt = upstream_turns(rec)
-        except (KeyError, IndexError, TypeError) as err:
-            raise SkipRecord("unparseable_record", "conversations must be a list of at least two {\"from\", \"value\"} "
-                                                   f"turns ({type(err).__name__}: {err})") from None  # fmt: skip
-        try:
-            question = clean_question(human)
-        except TypeError as err:
-            raise SkipRecord("bad_question", str(err)) from None
+        question, gpt = question_and_answer(rec)
         images = rec.get("image")
         images = [images] if isinstance(images, str) else ([] if images is None else images)
         if not isinstance(images, list) or not all(isinstance(p, str) for p in images):
@@ -383,15 +393,7 @@ class RECTask(Task):
             if isinstance(rec, RecordError):
                 raise SkipRecord("unparseable_record", rec.message)
             if "conversations" in rec:
-                try:
-                    human, gpt = upstream_turns(rec)
-                except (KeyError, IndexError, TypeError) as err:
-                    raise SkipRecord("unparseable_record", "conversations must be a list of at least two {\"from\", "
-                                     f"\"value\"}} turns ({type(err).__name__}: {err})") from None  # fmt: skip
-                try:
-                    question = clean_question(human)
-                except TypeError as err:
-                    raise SkipRecord("bad_question", str(err)) from None
+                question, gpt = question_and_answer(rec)
                 consumed = frozenset({"image", "conversations", "id"})
             else:
                 missing = [k for k in REC_KEYS if k not in rec]
