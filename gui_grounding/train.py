@@ -96,6 +96,10 @@ def main(argv: list[str] | None = None) -> None:
     from vlm_r1.launch import setup_logging
 
     argv = list(sys.argv[1:] if argv is None else argv)
+    if "-h" in argv or "--help" in argv:
+        print(__doc__.split("What differs", 1)[0].strip() + "\n\n--dry_run: print the resolved objective (loss, "
+              "sampling, KL, G, lr, pixels, prompt, reward) and exit. GTA1 defaults: " + json.dumps(GTA1_DEFAULTS)
+              + " (docs/GTA1.md). Every flag:\n")  # fmt: skip
     dry_run = "--dry_run" in argv or "--dry-run" in argv
     argv = [a for a in argv if a not in ("--dry_run", "--dry-run")]
     setup_logging()
