@@ -103,15 +103,26 @@ class VLMSFTConfig(SFTConfig):
 
 
 def parse_args(argv: list[str] | None = None):
-    """Parse the command line (and ``--config``) into ``(SFTScriptArguments, VLMSFTConfig, GRPOModelConfig)``."""
-    from trl import TrlParser
+    """Parse the command line (and ``--config``) into ``(SFTScriptArguments, VLMSFTConfig, GRPOModelConfig)``.
 
-    parser = TrlParser((SFTScriptArguments, VLMSFTConfig, GRPOModelConfig))
-    script_args, training_args, model_args = parser.parse_args_and_config(args=argv)
+    Same parser rules as ``vlm_r1.grpo_jsonl`` (``vlm_r1.configs.parse_command_line``): bare boolean flags, and
+    transformers 4.x ``TrainingArguments`` flags mapped to their successors or announced.
+    """
+    import argparse
+
+    from vlm_r1.configs import parse_command_line
+
+    argv = list(argv) if argv is not None else sys.argv[1:]
+    (script_args, training_args, model_args), notices = parse_command_line(
+        (SFTScriptArguments, VLMSFTConfig, GRPOModelConfig), argv
+    )
+    for line in notices:
+        logger.warning("UPSTREAM FLAG: %s", line)
+    error = argparse.ArgumentParser(prog="vlm_r1.sft", add_help=False).error
     if not script_args.data_file_list:
-        parser.error("--data_file_paths is required")
+        error("--data_file_paths is required")
     if not model_args.model_name_or_path:
-        parser.error("--model_name_or_path is required")
+        error("--model_name_or_path is required")
     return script_args, training_args, model_args
 
 
