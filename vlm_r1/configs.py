@@ -660,9 +660,14 @@ def parse_command_line(dataclass_types: Sequence[type], argv: Sequence[str], *,
             parser.error(f"unrecognized arguments: {' '.join(unknown)} (see --help)")
         return objs
 
+    import logging
+
     base = dict(defaults or {})
-    *objs, legacy = parse(base)
-    overrides, notices = legacy.successors(explicitly_given(types, argv))
-    if overrides:
-        *objs, legacy = parse({**base, **overrides})
+    logging.disable(logging.CRITICAL)  # a first, silent pass finds the legacy flags; the second one logs once
+    try:
+        *_, legacy = parse(base)
+        overrides, notices = legacy.successors(explicitly_given(types, argv))
+    finally:
+        logging.disable(logging.NOTSET)
+    *objs, _ = parse({**base, **overrides})
     return objs, notices
