@@ -29,7 +29,8 @@ def _make_tiny_model(args: argparse.Namespace) -> None:
 
 
 def _eval(args: argparse.Namespace) -> None:
-    from gui_grounding.eval import run_eval
+    from gui_grounding.eval import EvalInputError, run_eval
+    from gui_grounding.schema import SampleError
 
     options = {}
     if args.subset:
@@ -43,9 +44,13 @@ def _eval(args: argparse.Namespace) -> None:
             kwargs["batch_size"] = args.batch_size
         elif args.backend == "openai":
             kwargs.update(base_url=args.base_url, concurrency=args.concurrency, max_retries=args.max_retries)
-    run_eval(args.benchmark, args.data, args.out, model=args.model, predictions=args.predictions,
-             backend=args.backend, adapter=args.adapter, limit=args.limit, strict=args.strict,
-             benchmark_options=options, max_failures=args.max_failures, **kwargs)  # fmt: skip
+    try:
+        run_eval(args.benchmark, args.data, args.out, model=args.model, predictions=args.predictions,
+                 backend=args.backend, adapter=args.adapter, limit=args.limit, strict=args.strict,
+                 benchmark_options=options, max_failures=args.max_failures, on_duplicate=args.on_duplicate,
+                 **kwargs)  # fmt: skip
+    except (EvalInputError, SampleError, FileNotFoundError) as err:  # input refused (or --strict): one line
+        raise SystemExit(f"gui-grounding eval: error: {err}") from None
 
 
 def _train(argv: list[str]) -> None:
@@ -134,6 +139,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "rows (default: DATA/.gui_grounding_images)")
     p.add_argument("--limit", type=int, default=None, help="evaluate only the first N samples")
     p.add_argument("--strict", action="store_true", help="stop at the first bad record or prediction line")
+    p.add_argument("--on-duplicate", choices=["first", "last"], default="error",
+                   help="several predictions for one sample: by default the file is refused (naming them); 'first' or "
+                   "'last' makes that line count (the others are counted in metrics.json). ScreenSpot-Pro harness "
+                   "logs, which repeat keys legitimately, are never refused")  # fmt: skip
     p.add_argument("--max-failures", type=int, default=200, help="wrong samples drawn in failures.html")
     p.set_defaults(func=_eval)
 

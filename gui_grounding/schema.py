@@ -26,20 +26,26 @@ boxes as the record published them (``Sample.source_boxes``, unclipped) with the
 Nothing is lost: every record becomes a :class:`Sample` or raises :class:`SampleError` with a reason code and the
 record's reference (``file:line``); :func:`load_samples` skips and counts bad records, or stops at the first one in
 strict mode.
+
+Numbers, text, paths and images are checked by the one GUI-free validation path, ``vlm_r1.validate`` (its reason
+codes extend ``REASONS``: ``bad_box``, ``bad_text``, ``path_outside_root``, ``not_a_file``, ``image_too_large``,
+``suspect_unit``); image sizes are those of the displayed frame (EXIF orientation applied), a documented difference
+from upstream VLM-R1 and GTA1.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 from gui_grounding.frames import Box, box_from_norm1000
+from vlm_r1 import validate
 from vlm_r1.data import RecordError, iter_records
+from vlm_r1.validate import REASONS as VALIDATE_REASONS
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +60,8 @@ REASONS = {
     "box_outside_image": "box extends outside the image by more than the clipping tolerance (see clip_box)",
     "point_only": "the target is a point, not a box (a point cannot become a box without inventing its extent)",
     "duplicate": "same image, instruction and box(es) as an earlier sample of the same conversion",
+    # the shared checks of vlm_r1.validate (numbers, text, paths, images)
+    **{k: v for k, v in VALIDATE_REASONS.items() if k not in ("missing_image", "unreadable_image")},
 }
 
 # Clipping rule (the one home; used by record_to_sample/load_samples and by `gui-grounding convert`). Annotated boxes
@@ -64,6 +72,11 @@ CLIP_TOLERANCE_PX = 4.0
 # of a 2-decimal ratio (SeeClick / ShowUI / OS-Atlas round to 2 decimals), i.e. values in [-0.005, 1.005] (or
 # [-5, 1005] in 0-1000 units) are clipped. The allowance is max(CLIP_TOLERANCE_PX, CLIP_TOLERANCE_RATIO * side).
 CLIP_TOLERANCE_RATIO = 0.005
+
+
+# what reading an odd record can raise besides SampleError (a field of the wrong type, an int too large for a float,
+# JSON nested too deeply): the record becomes a bad_field reject
+FIELD_ERRORS = (TypeError, ValueError, KeyError, IndexError, AttributeError, ArithmeticError, RecursionError)
 
 
 class SampleError(ValueError):
@@ -199,30 +212,46 @@ def detect_format(record: dict) -> str | None:
     return None
 
 
-def read_image_size(path: str, ref: str, *, verify: bool = True) -> tuple[int, int]:
-    """``(width, height)`` of an image from its header; with ``verify`` also checks the file's integrity.
+_CHECKERS: dict[tuple[str, int | None], validate.ImageChecker] = {}
+
+
+def image_checker(verify: str = "decode", max_pixels: int | None = validate.DEFAULT_MAX_PIXELS) -> validate.ImageChecker:
+    """The process-wide :class:`vlm_r1.validate.ImageChecker` for ``verify`` / ``max_pixels`` (one cache each, keyed
+    by path, size and mtime: each image is checked once)."""
+    key = (verify, max_pixels)
+    if key not in _CHECKERS:
+        _CHECKERS[key] = validate.ImageChecker(verify, max_pixels)
+    return _CHECKERS[key]
+
+
+def _verify_mode(verify: bool | str) -> str:
+    return verify if isinstance(verify, str) else ("decode" if verify else "header")
+
+
+def read_image_size(path: str, ref: str, *, verify: bool | str = True,
+                    max_pixels: int | None = validate.DEFAULT_MAX_PIXELS) -> tuple[int, int]:  # fmt: skip
+    """``(width, height)`` of an image in its displayed frame (EXIF orientation applied, ``vlm_r1.validate``).
+
+    ``verify``: ``True``/``"decode"`` decodes every pixel (truncated or corrupt data is rejected), ``False``/
+    ``"header"``/``"none"`` reads the header only. Each image is checked once (cached by path, size and mtime).
 
     Raises:
-        SampleError: ``missing_image`` or ``unreadable_image``.
+        SampleError: ``missing_image``, ``not_a_file`` (not a regular non-empty file), ``image_too_large`` (over
+            ``max_pixels``, nothing decoded) or ``unreadable_image``.
     """
-    from PIL import Image
-
-    if not os.path.isfile(path):
-        raise SampleError(ref, "missing_image", f"image not found: {path}")
     try:
-        with Image.open(path) as im:
-            size = im.size
-            if verify:
-                im.verify()
-    except Exception as err:  # PIL raises many types for corrupt files
-        raise SampleError(ref, "unreadable_image", f"cannot decode {path}: {type(err).__name__}: {err}") from err
-    return int(size[0]), int(size[1])
+        return image_checker(_verify_mode(verify), max_pixels).check(path)
+    except validate.Invalid as err:
+        raise SampleError(ref, err.reason, err.message) from None
 
 
-def _resolve_image(path_in_record: Any, ref: str, base_dir: str) -> str:
+def _resolve_image(path_in_record: Any, ref: str, base_dir: str, contain: bool = True) -> str:
     if not isinstance(path_in_record, str) or not path_in_record:
         raise SampleError(ref, "bad_field", f"image path must be a non-empty string, got {path_in_record!r}")
-    return os.path.normpath(os.path.join(base_dir, path_in_record))
+    try:
+        return validate.resolve_path(base_dir, validate.text(path_in_record, "image path"), contain=contain)
+    except validate.Invalid as err:
+        raise SampleError(ref, err.reason, err.message) from None
 
 
 def strip_image_tags(text: Any, ref: str, *, collapse_whitespace: bool = True) -> str:
@@ -232,21 +261,28 @@ def strip_image_tags(text: Any, ref: str, *, collapse_whitespace: bool = True) -
     ``src/grpo_grounding.py:107``): the instruction reaches the prompt byte for byte.
 
     Raises:
-        SampleError: ``bad_field`` when ``text`` is not a string.
+        SampleError: ``bad_field`` when ``text`` is not a string, ``bad_text`` when it is not valid Unicode.
     """
     if not isinstance(text, str):
         raise SampleError(ref, "bad_field", f"instruction must be a string, got {type(text).__name__}")
+    if not validate.is_text(text):
+        raise SampleError(ref, "bad_text", "instruction is not valid Unicode text (a lone surrogate, or bytes that "
+                                           "are not UTF-8)")  # fmt: skip
     if not collapse_whitespace:
         return text.replace("<image>", "")
     return " ".join(text.replace("<image>", " ").split())
 
 
 def _box_from_seq(value: Any, ref: str, what: str) -> Box:
-    if not (isinstance(value, (list, tuple)) and len(value) == 4
-            and all(isinstance(v, (int, float)) and math.isfinite(v) for v in value)):  # fmt: skip
+    """4 numbers (``vlm_r1.validate.box4``: finite, within +-1e7, no booleans), else ``bad_field`` (not a list of
+    4) or ``bad_box`` (a value that is not such a number)."""
+    if not (isinstance(value, (list, tuple)) and len(value) == 4):
         raise SampleError(ref, "bad_field", f"{what} must be 4 finite numbers [x_min, y_min, x_max, y_max], "
-                                            f"got {value!r}")  # fmt: skip
-    return tuple(float(v) for v in value)
+                                            f"got {validate.short_repr(value)}")  # fmt: skip
+    try:
+        return validate.box4(value, what)
+    except validate.Invalid as err:
+        raise SampleError(ref, err.reason, err.message) from None
 
 
 def _boxes_field(value: Any, ref: str, what: str) -> list[Box]:
@@ -287,9 +323,11 @@ def record_to_sample(
     *,
     base_dir: str,
     default_id: str,
-    verify_image: bool = True,
+    verify_image: bool | str = True,
     clip_tolerance_px: float = CLIP_TOLERANCE_PX,
     stats: Counter | None = None,
+    max_pixels: int | None = validate.DEFAULT_MAX_PIXELS,
+    contain_paths: bool = True,
 ) -> Sample:
     """Turn one record (any supported format) into a validated :class:`Sample` in original pixels.
 
@@ -301,9 +339,19 @@ def record_to_sample(
         ref: ``file:line`` reference used in errors.
         base_dir: folder that relative image paths are resolved against.
         default_id: sample id when the record has neither ``sample_id`` nor ``id``.
-        verify_image: check image integrity (not only its header).
+        verify_image: ``True``/``"decode"``: decode the image (integrity); ``False``/``"header"``/``"none"``: read
+            its header only (:func:`read_image_size`).
         clip_tolerance_px: the pixel tolerance of :func:`clip_box` (0 rejects any overshoot).
-        stats: when given, ``stats["clipped"]`` is incremented for a sample whose box(es) were clipped.
+        stats: when given, ``stats["clipped"]`` is incremented for a sample whose box(es) were clipped and
+            ``stats["absolute_paths"]`` for a sample whose image path is absolute.
+        max_pixels: ``image_too_large`` above this many pixels (header-declared; nothing decoded).
+        contain_paths: ``base_dir`` is an image root the user named: a relative path whose ``..`` climbs out of it
+            is ``path_outside_root`` (False: ``base_dir`` is only the data file's folder; ``..`` is allowed).
+
+    Every string of the record must be valid Unicode (``bad_text``); box values follow ``vlm_r1.validate.box4``
+    (``bad_box``); a box of a pixel-unit record (canonical, VLM-R1) whose four values all lie in [0, 1] is
+    ``suspect_unit`` (fractions, not a sub-pixel box); a relative image path must stay inside ``base_dir``
+    (``path_outside_root``).
 
     Raises:
         SampleError: with a reason code from ``REASONS``.
@@ -313,13 +361,13 @@ def record_to_sample(
              "source", "platform", "ui_type", "image", "bbox", "conversations"}  # fmt: skip
     if fmt == "canonical":
         instruction = strip_image_tags(record.get("instruction"), ref)
-        image_path = _resolve_image(record.get("image_path"), ref, base_dir)
+        image_path = _resolve_image(record.get("image_path"), ref, base_dir, contain_paths)
         boxes = _canonical_boxes(record["target_bbox"], ref)
         norm1000 = False
     elif fmt == "gta1":
         human, _ = conversation_turns(record, ref)
         instruction = strip_image_tags(human, ref, collapse_whitespace=False)  # GTA1's user text, byte for byte
-        image_path = _resolve_image(record["image"], ref, base_dir)
+        image_path = _resolve_image(record["image"], ref, base_dir, contain_paths)
         boxes = _boxes_field(record["bbox"], ref, "bbox")
         norm1000 = True
     elif fmt == "vlm_r1":
@@ -330,13 +378,13 @@ def record_to_sample(
             if len(image) != 1:
                 raise SampleError(ref, "bad_field", f"grounding needs exactly one image, got {len(image)}")
             image = image[0]
-        image_path = _resolve_image(image, ref, base_dir)
+        image_path = _resolve_image(image, ref, base_dir, contain_paths)
         if isinstance(answer, str):
             text = answer.replace("<answer>", "").replace("</answer>", "").strip()
             try:
                 answer = json.loads(text)
-            except json.JSONDecodeError as err:
-                raise SampleError(ref, "bad_field", f"gpt turn is not a bbox list: {text[:80]!r}") from err
+            except (ValueError, RecursionError):  # JSONDecodeError, an int of too many digits, nesting too deep
+                raise SampleError(ref, "bad_field", f"gpt turn is not a bbox list: {text[:80]!r}") from None
         boxes = _boxes_field(answer, ref, "gpt turn bbox")
         norm1000 = False
     else:
@@ -344,7 +392,20 @@ def record_to_sample(
 
     if not instruction.strip():
         raise SampleError(ref, "empty_instruction", "instruction is empty")
-    width, height = read_image_size(image_path, ref, verify=verify_image)
+    try:
+        validate.check_texts(record, "a string of the record")
+    except validate.Invalid as err:
+        raise SampleError(ref, err.reason, err.message) from None
+    if not norm1000:
+        for b in boxes:
+            if validate.all_fractions(b):
+                raise SampleError(ref, "suspect_unit", f"pixel box {list(b)} has all four values in [0, 1]: "
+                                                       "fractions of the image, not pixels")  # fmt: skip
+    width, height = read_image_size(image_path, ref, verify=verify_image, max_pixels=max_pixels)
+    raw_path = record.get("image_path") if fmt == "canonical" else record.get("image")
+    raw_path = raw_path[0] if isinstance(raw_path, list) and raw_path else raw_path
+    if stats is not None and isinstance(raw_path, str) and os.path.isabs(raw_path):
+        stats["absolute_paths"] += 1
     published = list(boxes)
     checked, any_clipped = [], False
     for b in boxes:
@@ -378,6 +439,7 @@ class LoadReport:
     num_samples: int = 0
     rejects: list[tuple[str, str, str]] = field(default_factory=list)
     num_clipped: int = 0  # kept samples whose box(es) stuck out a little and were clipped (schema.clip_box)
+    num_absolute_paths: int = 0  # kept samples whose image path is absolute (accepted, as upstream; counted)
 
     @property
     def counts(self) -> Counter:
@@ -392,20 +454,32 @@ class LoadReport:
             lines.append(f"  {reason:<20} {n:>7}   e.g. {first}")
         if self.num_clipped:
             lines.append(f"  (kept, box clipped to the image: {self.num_clipped})")
+        if self.num_absolute_paths:
+            lines.append(f"  (kept, absolute image path: {self.num_absolute_paths})")
         return "\n".join(lines)
 
 
 def load_samples(
-    paths: list[str], image_folders: list[str] | None = None, *, strict: bool = False, verify_images: bool = True
+    paths: list[str],
+    image_folders: list[str] | None = None,
+    *,
+    strict: bool = False,
+    verify_images: bool | str = True,
+    max_pixels: int | None = validate.DEFAULT_MAX_PIXELS,
 ) -> tuple[list[Sample], LoadReport]:
     """Read and validate samples from JSON/JSONL files (boxes clipped or rejected by :func:`clip_box`).
 
     Args:
         paths: data files (canonical, GTA1 or VLM-R1 records; formats may differ per record).
-        image_folders: one folder per file that image paths are relative to (VLM-R1's ``--image_folders``); default:
-            each file's own directory.
+        image_folders: one folder per file that image paths are relative to (VLM-R1's ``--image_folders``); a
+            relative path whose ``..`` climbs out of its folder is ``path_outside_root``. Default: each file's own
+            directory (then ``..`` is allowed: ``clean`` writes ``../images/...`` next to its outputs).
         strict: raise on the first bad record instead of skipping and counting it.
-        verify_images: check each image's integrity, not only its header.
+        verify_images: ``True``/``"decode"`` (default): decode every image once, so no training run meets a broken
+            image mid-run; ``False``/``"header"``/``"none"``: read headers only.
+        max_pixels: ``image_too_large`` above this many pixels (header-declared, checked before decoding).
+
+    A record never crashes the load: whatever it holds, it is a sample or a reject with a reason code.
 
     Returns:
         ``(samples, report)``; ``report.rejects`` names every skipped record with its reason, ``report.num_clipped``
@@ -429,14 +503,22 @@ def load_samples(
             try:
                 if isinstance(item, RecordError):
                     raise SampleError(item.ref, "unparseable_record", item.message)
-                samples.append(record_to_sample(item, ref, base_dir=base_dir, default_id=f"{stem}:{index}",
-                                                verify_image=verify_images, stats=clip_stats))  # fmt: skip
+                try:
+                    samples.append(record_to_sample(item, ref, base_dir=base_dir, default_id=f"{stem}:{index}",
+                                                    verify_image=verify_images, stats=clip_stats,
+                                                    max_pixels=max_pixels,
+                                                    contain_paths=image_folders is not None))  # fmt: skip
+                except SampleError:
+                    raise
+                except FIELD_ERRORS as err:  # a field of an odd type, ...: a reject, never a crash of the load
+                    raise SampleError(ref, "bad_field", f"{type(err).__name__}: {str(err)[:200]}") from None
             except SampleError as err:
                 if strict:
                     raise
                 report.rejects.append((err.ref, err.reason, err.message))
     report.num_samples = len(samples)
     report.num_clipped = clip_stats["clipped"]
+    report.num_absolute_paths = clip_stats["absolute_paths"]
     if report.rejects:
         logger.warning("skipped %d bad records (use --strict to stop at the first):\n%s", len(report.rejects),
                        report.table())  # fmt: skip

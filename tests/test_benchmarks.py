@@ -15,7 +15,8 @@ from dataclasses import replace
 
 import pytest
 
-from gui_grounding.eval.benchmarks import BENCHMARKS, BenchmarkLoadReport, get_benchmark
+from gui_grounding.eval import EvalInputError
+from gui_grounding.eval.benchmarks import BENCHMARKS, BenchmarkLoadReport, DuplicateIdError, get_benchmark
 from gui_grounding.eval.judge import CORRECT, WRONG, WRONG_FORMAT
 from gui_grounding.eval.predictions import load_predictions, results_from_predictions
 from gui_grounding.eval.report import write_reports
@@ -242,18 +243,18 @@ def test_ssv2_bad_input_counted_with_refs(tmp_path):
     os.remove(data / "screenspot_mobile_v2.json")
     bench = get_benchmark("screenspot-v2")
     samples, report = bench.load(str(data))
-    assert [s.sample_id for s in samples] == ["screenspot_web_v2:0", "screenspot_web_v2:1", "screenspot_web_v2:2"]
+    # the harness scores an inverted box (never hit) and an empty instruction: kept, with warnings
+    assert [s.sample_id for s in samples] == ["screenspot_web_v2:0", "screenspot_web_v2:1", "screenspot_web_v2:2",
+                                              "screenspot_web_v2:4", "screenspot_web_v2:6"]  # fmt: skip
     assert [(ref, reason) for ref, reason, _ in report.rejects] == [
         (str(data / "screenspot_desktop_v2.json"), "unparseable_record"),
         (f"{web}:[3]", "missing_image"),
-        (f"{web}:[4]", "inverted_box"),
-        (f"{web}:[5]", "bad_field"),
-        (f"{web}:[6]", "empty_instruction"),
+        (f"{web}:[5]", "bad_box"),
         (f"{web}:[7]", "unparseable_record"),
     ]
-    assert report.num_records == 9 and report.num_samples == 3
-    assert report.notes == {"missing_annotation_file": 1}
-    assert report.warnings[0][0] == str(data / "screenspot_mobile_v2.json")
+    assert report.num_records == 9 and report.num_samples == 5
+    assert report.notes == {"missing_annotation_file": 1, "inverted_box": 1, "empty_instruction": 1}
+    assert [ref for ref, _ in report.warnings] == [str(data / "screenspot_mobile_v2.json"), f"{web}:[4]", f"{web}:[6]"]
     assert "nope.png" in report.rejects[1][2]
     with pytest.raises(SampleError) as err:
         bench.load(str(data), strict=True)
@@ -271,10 +272,11 @@ def test_ssv2_box_partly_outside_is_kept_and_warned(tmp_path):
     records[1]["bbox"] = [800, 10, 20, 20]  # entirely outside
     web.write_text(json.dumps(records), encoding="utf-8")
     samples, report = get_benchmark("screenspot-v2").load(str(data))
-    assert "screenspot_web_v2:0" in {s.sample_id for s in samples}
-    assert "screenspot_web_v2:1" not in {s.sample_id for s in samples}
-    assert report.notes["box_partly_outside_image"] == 1
-    assert [(r, why) for r, why, _ in report.rejects] == [(f"{web}:[1]", "box_outside_image")]
+    by_id = {s.sample_id: s for s in samples}
+    assert by_id["screenspot_web_v2:0"].boxes == [(760.0, 500.0, 780.0, 520.0)]  # not clipped
+    assert by_id["screenspot_web_v2:1"].boxes == [(800.0, 10.0, 820.0, 30.0)]  # kept: the harness scores it
+    assert report.notes == {"box_partly_outside_image": 1, "box_outside_image": 1} and report.rejects == []
+    assert [r for r, _ in report.warnings] == [f"{web}:[0]", f"{web}:[1]"]
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -391,8 +393,9 @@ def test_sspro_harness_log_gives_same_metrics_as_jsonl(sspro, tmp_path, with_id)
     m, results, preds, report = rescore(bench, samples, path)
     assert m == SSPRO_MIXED_METRICS == score_points(bench, samples, points, tmp_path)
     assert report.format == "screenspot_pro_log"
-    assert report.counts() == {"records": 11, "predictions": 9, "malformed": 0, "unknown_ids": 0, "duplicates": 0,
-                               "not_mapped": 2, "missing": 0, "harness_disagreements": 0}  # fmt: skip
+    assert report.counts() == {"records": 11, "predictions": 9, "malformed": 0, "malformed_samples": 0,
+                               "unknown_ids": 0, "duplicates": 0, "not_mapped": 2, "missing": 0,
+                               "harness_disagreements": 0}  # fmt: skip
     assert [ref for ref, _ in report.not_mapped] == [f"{path}:details[9]", f"{path}:details[10]"]
     assert "gt_type=negative" in report.not_mapped[0][1] and "lang=cn" in report.not_mapped[1][1]
     assert preds["vscode_macos_2"]["raw_response"] == f"[{points['vscode_macos_2']}]"
@@ -417,17 +420,24 @@ def test_sspro_bad_records(tmp_path):
     shutil.copytree(SSPRO, data)
     ann = data / "annotations" / "vscode_macos.json"
     records = json.loads(ann.read_text(encoding="utf-8"))
-    records[1]["img_size"] = [1280, 720]
-    records[2]["id"] = "vscode_macos_0"
+    box = records[1]["bbox"]
+    records[1]["img_size"] = [1280, 720]  # the image file is 640x360: kept, box scaled as the harness normalises it
+    records[2]["img_size"] = "big"
     ann.write_text(json.dumps(records), encoding="utf-8")
     (data / "annotations" / "zz_broken.json").write_text("[{", encoding="utf-8")
     samples, report = get_benchmark("screenspot-pro").load(str(data))
-    assert len(samples) == 7
+    assert len(samples) == 8
     assert [(r, why) for r, why, _ in report.rejects] == [
-        (f"{ann}:[1]", "bad_field"), (f"{ann}:[2]", "bad_field"),
-        (str(data / "annotations" / "zz_broken.json"), "unparseable_record")]  # fmt: skip
-    assert "img_size [1280, 720] differs" in report.rejects[0][2]
-    assert "duplicate id 'vscode_macos_0'" in report.rejects[1][2]
+        (f"{ann}:[2]", "bad_field"), (f"{data / 'annotations' / 'zz_broken.json'}:[0]", "unparseable_record")]  # fmt: skip
+    assert report.notes == {"img_size_mismatch": 1} and report.warnings[0][0] == f"{ann}:[1]"
+    assert "img_size [1280, 720] differs" in report.warnings[0][1]
+    assert {s.sample_id: s for s in samples}["vscode_macos_1"].boxes == [tuple(v / 2 for v in box)]
+    records[2]["img_size"] = [640, 360]
+    records[2]["id"] = "vscode_macos_0"
+    ann.write_text(json.dumps(records), encoding="utf-8")
+    with pytest.raises(DuplicateIdError, match=r"1 duplicate sample id\(s\): id 'vscode_macos_0' at .*vscode_macos"
+                                               r"\.json:\[0\] and .*vscode_macos\.json:\[2\]"):  # fmt: skip
+        get_benchmark("screenspot-pro").load(str(data))
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -515,16 +525,19 @@ def test_oswg_formats_subsets_and_bad_records(tmp_path):
     assert nested[5].polygons == plain[5].polygons
     records += [{**records[2], "id": "bad_0", "box_coordinates": [1, 2, 3, 4]},  # 2 vertices
                 {**records[2], "id": "bad_1", "box_type": "point"},
-                {**records[2], "id": "bad_2", "box_coordinates": [1, 1, 2, 2, 3, 3]},  # zero area
-                {**records[0], "id": "mini_0"},
+                {**records[2], "id": "odd_2", "box_coordinates": [1, 1, 2, 2, 3, 3]},  # zero area: kept, warned
                 {**records[0], "id": "bad_3", "image_path": "missing.png"}]  # fmt: skip
     path.write_text(json.dumps(records), encoding="utf-8")
     os.remove(data / "OSWorld-G_refined.json")
     samples, report = get_benchmark("osworld-g").load(str(data))
-    assert len(samples) == 8
+    assert len(samples) == 9 and samples[-1].sample_id == "odd_2"
     assert [(r, why) for r, why, _ in report.rejects] == [
-        (f"{path}:[8]", "bad_field"), (f"{path}:[9]", "bad_field"), (f"{path}:[10]", "inverted_box"),
-        (f"{path}:[11]", "bad_field"), (f"{path}:[12]", "missing_image")]  # fmt: skip
+        (f"{path}:[8]", "bad_box"), (f"{path}:[9]", "bad_field"), (f"{path}:[11]", "missing_image")]  # fmt: skip
+    assert report.notes == {"inverted_box": 1} and report.warnings[0][0] == f"{path}:[10]"
+    path.write_text(json.dumps([*records, {**records[0], "id": "mini_0"}]), encoding="utf-8")
+    with pytest.raises(DuplicateIdError, match=r"id 'mini_0' at .*OSWorld-G\.json:\[0\] and .*OSWorld-G\.json:\[12\]"):
+        get_benchmark("osworld-g").load(str(data))
+    path.write_text(json.dumps(records), encoding="utf-8")
     cls = json.loads((data / "classification_result.json").read_text(encoding="utf-8"))
     cls["classified"]["refusal"].append({"id": "ghost"})
     (data / "classification_result.json").write_text(json.dumps(cls), encoding="utf-8")
@@ -608,12 +621,11 @@ def test_webclick_save_to_disk_and_bad_rows(webclick, tmp_path):
     path = tmp_path / "bad" / "x.parquet"
     write_webclick_parquet(bad, str(path))
     got, report = get_benchmark("webclick", cache_dir=str(tmp_path / "c2")).load(str(tmp_path / "bad"))
-    assert [s.sample_id for s in got] == ["0", "1"]
-    assert [(r, why) for r, why, _ in report.rejects] == [
-        (f"{path}:[2]", "unreadable_image"),
-        (f"{path}:[3]", "inverted_box"),
-        (f"{path}:[4]", "empty_instruction"),
-    ]
+    assert [s.sample_id for s in got] == ["0", "1", "3", "4"]  # inverted box, empty instruction: kept, warned
+    assert [(r, why) for r, why, _ in report.rejects] == [(f"{path}:[2]", "unreadable_image")]
+    assert [r for r, _ in report.warnings] == [f"{path}:[3]", f"{path}:[4]"]
+    assert {k: report.notes[k] for k in ("inverted_box", "empty_instruction")} == {"inverted_box": 1,
+                                                                                   "empty_instruction": 1}
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -653,19 +665,24 @@ def test_predictions_bad_lines_counted_with_file_line(ssv2, tmp_path):
              json.dumps({"sample_id": ids[4]}),  # 7 no point key
              "",  # blank lines are not records
              json.dumps({"sample_id": "screenspot_web_v2:99", "point": [1, 2]}),  # 9 unknown id
-             json.dumps({"sample_id": ids[0], "point": None}),  # 10 duplicate: later wins
+             json.dumps({"sample_id": ids[0], "point": None}),  # 10 duplicate: refused unless on_duplicate
              json.dumps([1, 2])]  # 11 not an object  # fmt: skip
     path = tmp_path / "p.jsonl"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    preds, report = load_predictions(str(path), samples)
-    assert list(preds) == [ids[0]] and preds[ids[0]]["point"] is None and preds[ids[0]]["ref"] == f"{path}:10"
+    with pytest.raises(EvalInputError, match=f"1 duplicate prediction.*{ids[0]}' at {path}:1 and {path}:10"):
+        load_predictions(str(path), samples)
+    preds, report = load_predictions(str(path), samples, on_duplicate="last")
+    assert list(preds) == ids[:5] and preds[ids[0]]["point"] is None and preds[ids[0]]["ref"] == f"{path}:10"
     assert [ref for ref, _ in report.malformed] == [f"{path}:{n}" for n in (2, 3, 4, 5, 6, 7, 11)]
+    assert report.malformed_samples == ids[1:5]  # lines 4-7 name their sample: scored wrong_format
     assert report.unknown_ids == [(f"{path}:9", "screenspot_web_v2:99")]
     assert report.duplicates == [(f"{path}:10", ids[0])]
     results = results_from_predictions(samples, preds, report)
-    assert report.counts() == {"records": 10, "predictions": 1, "malformed": 7, "unknown_ids": 1, "duplicates": 1,
-                               "not_mapped": 0, "missing": 9, "harness_disagreements": 0}  # fmt: skip
+    assert report.counts() == {"records": 10, "predictions": 5, "malformed": 7, "malformed_samples": 4,
+                               "unknown_ids": 1, "duplicates": 1, "not_mapped": 0, "missing": 5,
+                               "harness_disagreements": 0}  # fmt: skip
     assert sum(r["correctness"] == WRONG_FORMAT for r in results.values()) == 10
+    assert all(results[i]["malformed"].startswith(f"sample {i}: ") for i in ids[1:5])
     with pytest.raises(ValueError, match=f"{path}:2: malformed"):
         load_predictions(str(path), samples, strict=True)
     unknown_only = tmp_path / "u.jsonl"

@@ -176,7 +176,7 @@ EXPECTED = {
             ("showui_web:0:0", "shots/wide.png", [(125.0, 125.0, 375.0, 250.0)], W, None, "text"),
             ("showui_web:0:1", "shots/wide.png", [(500.0, 250.0, 750.0, 375.0)], W, None, None),
             ("hf_train:0:0", "shots/wide.png", [(500.0, 125.0, 625.0, 187.5)], W, None, "text"),
-            ("showui_desktop:0", "desk_0.png", [(200.0, 300.0, 300.0, 375.0)], D, None, "icon"),
+            ("showui_desktop:0", "desk_0_{sha}.png", [(200.0, 300.0, 300.0, 375.0)], D, None, "icon"),
         ],
         rejects=[
             (0, ":[0].instruction[2]", "point_only"),
@@ -436,16 +436,12 @@ def test_vlm_r1_hostile_records_are_rejects_never_crashes(root, tmp_path):
     assert samples[1]["bbox"] == [0, 0, 500, 500]  # kept as an extra field, never read as 0-1000
     assert (samples[2]["source_id"], samples[2]["image_width"]) == (5, 480)
     got = {int(r["ref"].rsplit(":", 1)[1]): (r["reason"], r["message"]) for r in rejects}
-    assert {k: v[0] for k, v in got.items()} == {2: "bad_field", 3: "bad_field", 4: "bad_field", 5: "bad_field",
+    assert {k: v[0] for k, v in got.items()} == {2: "unparseable_record", 3: "bad_box", 4: "bad_box", 5: "bad_box",
                                                  6: "bad_field", 7: "bad_field", 8: "bad_field", 9: "bad_field",
-                                                 10: "bad_field", 11: "bad_field", 12: "unparseable_record",
+                                                 10: "bad_text", 11: "bad_field", 12: "unparseable_record",
                                                  13: "unparseable_record", 14: "unparseable_record"}  # fmt: skip
-    assert "finite" in got[2][1] and "nan" in got[2][1]  # a NaN passes every comparison: never a NaN box
-    assert (
-        ("OverflowError" in got[3][1] or "finite" in got[3][1])
-        and "must be 4 finite numbers" in got[4][1]
-        and "inf" in got[5][1]
-    )
+    assert "NaN is not a JSON value" in got[2][1]  # strict JSON in: a NaN never becomes a box
+    assert all("finite numbers within +-1e+07" in got[k][1] for k in (3, 4, 5)) and "inf" in got[5][1]
     assert got[6][1].startswith("missing key 'image' (a VLM-R1 record needs")
     assert got[7][1].startswith("missing keys 'image', 'problem', 'solution' (a VLM-R1 record needs")
     assert got[8][1] == "instruction must be a string, got int"
@@ -561,7 +557,8 @@ def test_cli_prints_summary_and_writes_files(root, tmp_path, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines[:4] == [
         f"convert --format seeclick: 1 input file(s) -> {out}",
-        "records read: 1   targets: 3   samples written: 2   rejected: 1   clipped (kept): 0",
+        "records read: 1   targets: 3   samples written: 2   rejected: 1   clipped (kept): 0   absolute image paths "
+        "(kept): 0",
         f"  {'reason':<20} {'count':>8}   first",
         f"  {'bad_field':<20} {1:>8}   {fx('seeclick', 'seeclick_web.json')}:[0].elements[2]",
     ]  # fmt: skip
@@ -574,8 +571,9 @@ def test_cli_every_flag_has_help():
     register_cli(sub)
     p = sub.choices["convert"]
     flags = {a.dest: a.help for a in p._actions if a.dest != "help"}
-    assert sorted(flags) == ["box_unit", "clip_tolerance", "format", "image_root", "inputs", "keep_duplicates", "out",
-                             "platform", "source", "strict", "workers"]  # fmt: skip
+    assert sorted(flags) == ["box_unit", "clip_tolerance", "format", "image_root", "inputs", "keep_duplicates",
+                             "max_pixels", "out", "platform", "source", "strict", "verify_images",
+                             "workers"]  # fmt: skip
     assert all(h and len(h) > 20 for h in flags.values())
     assert p.get_default("func").__name__ == "_run"
     epilog = p.format_help()
@@ -640,9 +638,9 @@ def test_iter_input_detects_containers_and_reports_a_broken_json_list(tmp_path):
     broken = tmp_path / "broken.json"
     broken.write_text('[{"a": 1}, {"b": 2}, {"c": ')
     items = list(iter_input(str(broken)))
-    assert [(ref, index, item if isinstance(item, dict) else item.message[:59]) for ref, index, item in items] == [
+    assert [(ref, index, item if isinstance(item, dict) else item.message[:29]) for ref, index, item in items] == [
         (f"{broken}:[0]", 0, {"a": 1}), (f"{broken}:[1]", 1, {"b": 2}),
-        (f"{broken}:[2]", 2, "invalid JSON at or after record 2 (the rest of the file is ")]  # fmt: skip
+        (f"{broken}:[2]", 2, "invalid JSON: Expecting value")]  # fmt: skip
     jsonl = tmp_path / "x.jsonl"
     jsonl.write_text('[1]\n{"a": 1}\n\n[2]\n')  # JSONL by its extension, even when the first line is a list
     assert [(ref, type(item).__name__) for ref, _, item in iter_input(str(jsonl))] == [

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import logging
 import os
+import struct
+import zlib
 from collections import Counter
 
 import pytest
@@ -20,15 +22,37 @@ def data_dir(tmp_path, make_image):
     (tmp_path / "images" / "garbage.png").write_bytes(b"this is not an image at all\n" * 20)
     good = (tmp_path / "images" / "screen.png").read_bytes()
     (tmp_path / "images" / "truncated.png").write_bytes(good[: len(good) // 2])
+    # a 20000 x 20000 PNG in a few KB (declared size over the 64 Mpx limit) and a PNG with valid chunk CRCs whose
+    # IDAT is not a zlib stream
+    (tmp_path / "images" / "bomb.png").write_bytes(png_bytes(20_000, 20_000, zlib.compress(b"\0" * 20_000)))
+    (tmp_path / "images" / "bad_idat.png").write_bytes(png_bytes(8, 8, b"not a zlib stream at all"))
     return tmp_path
 
 
+def png_bytes(width: int, height: int, idat: bytes) -> bytes:
+    """A PNG file (8-bit grayscale) with the given IHDR size and raw IDAT payload; every chunk CRC is valid."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", idat) + chunk(b"IEND", b"")
+
+
 def write_jsonl(path, lines) -> str:
-    """Write ``lines`` (dicts are JSON-dumped, strings written verbatim) one per line; returns the path."""
-    with open(path, "w", encoding="utf-8") as f:
+    """Write ``lines`` (dicts are JSON-dumped, strings written verbatim, bytes as they are) one per line."""
+    with open(path, "wb") as f:
         for line in lines:
-            f.write((json.dumps(line) if not isinstance(line, str) else line) + "\n")
+            if isinstance(line, dict):
+                line = json.dumps(line)
+            f.write((line if isinstance(line, bytes) else line.encode("utf-8")) + b"\n")
     return str(path)
+
+
+def canonical_text(x_max: str) -> str:
+    """A canonical record line whose ``x_max`` is the JSON text ``x_max``, verbatim."""
+    return ('{"instruction": "a", "image_path": "images/screen.png", "target_bbox": '
+            f'{{"x_min": 1, "y_min": 2, "x_max": {x_max}, "y_max": 4}}}}')  # fmt: skip
 
 
 def canonical(instruction="Click menu", image="images/screen.png", box=(12, 10, 42, 40), **extra):
@@ -214,17 +238,36 @@ BAD_RECORDS = {
         "bad_field",
     ),  # fmt: skip
     "vlm_r1_answer_not_a_box": (vlm_r1("<answer>the logo</answer>"), "bad_field"),
-    # JSON's NaN / Infinity literals (Python's json reads them): a box must be finite numbers
+    # JSON's NaN / Infinity literals are not JSON: the line is unparseable (strict JSON, vlm_r1.data)
     "gta1_nan_edge": (
         '{"image": "images/screen.png", "bbox": [NaN, 2, 3, 4], "conversations": '
         '[{"from": "human", "value": "<image>Click"}]}',
-        "bad_field",
+        "unparseable_record",
     ),
     "canonical_infinite_edge": (
         '{"instruction": "a", "image_path": "images/screen.png", "target_bbox": '
         '{"x_min": 1, "y_min": 2, "x_max": Infinity, "y_max": 4}}',
-        "bad_field",
+        "unparseable_record",
     ),
+    "float_overflow_edge": (canonical_text('1e999'), "unparseable_record"),
+    # vlm_r1.validate: box numbers are finite, within +-1e7, never booleans
+    "boolean_edge": (canonical_text("true"), "bad_box"),
+    "huge_int_edge": (canonical_text("9" * 400), "bad_box"),
+    "past_1e7_edge": (canonical_text("10000001"), "bad_box"),
+    "string_edge": (canonical_text('"12"'), "bad_box"),
+    "gta1_boolean_bbox": (gta1([1, 2, True, 4]), "bad_box"),
+    "vlm_r1_huge_answer": (vlm_r1("[1, 2, 3, " + "9" * 5000 + "]"), "bad_field"),
+    "too_many_digits_line": (canonical_text("9" * 5000), "unparseable_record"),
+    "lone_surrogate_instruction": (canonical(instruction="Click \ud800 here"), "bad_text"),
+    "lone_surrogate_extra": (canonical(note="\udfff"), "bad_text"),
+    "invalid_utf8_line": (b'{"instruction": "Click \xff", "image_path": "images/screen.png"}', "unparseable_record"),
+    "deep_nesting": ("[" * 100_000 + "]" * 100_000, "unparseable_record"),
+    "image_is_a_directory": (canonical(image="images"), "not_a_file"),
+    "absolute_proc_file": (canonical(image="/proc/self/environ"), "not_a_file"),
+    "absolute_non_image": (canonical(image="/etc/hostname"), "unreadable_image"),
+    "suspect_unit_fractions": (canonical(box=(0.1, 0.2, 0.3, 0.25)), "suspect_unit"),
+    "bomb_png": (canonical(image="images/bomb.png"), "image_too_large"),
+    "bad_idat_png": (canonical(image="images/bad_idat.png"), "unreadable_image"),
 }
 
 
@@ -351,6 +394,19 @@ def test_verify_images_false_reads_only_the_header(data_dir):
     samples, report = load_samples([path], verify_images=False)
     assert [(s.width, s.height) for s in samples] == [(1000, 500)]  # truncated file: header is intact
     assert report.counts == Counter({"unreadable_image": 1})  # garbage has no header at all
+
+
+def test_paths_climbing_out_of_the_image_folder(data_dir, make_image):
+    make_image(10, 10, "outside.png", folder=data_dir.parent)
+    lines = [canonical(image="../outside.png", box=(1, 1, 5, 5)), canonical(image="images/../../images/screen.png"),
+             canonical(image="images/../images/screen.png"), canonical(image=str(data_dir / "images" / "small.png"),
+                                                                        box=(1, 1, 20, 20))]  # fmt: skip
+    path = write_jsonl(data_dir / "p.jsonl", lines)
+    samples, report = load_samples([path], [str(data_dir)])  # an image folder named: '..' may not climb out of it
+    assert [r for _, r, _ in report.rejects] == ["path_outside_root", "path_outside_root"]
+    assert len(samples) == 2 and report.num_absolute_paths == 1  # absolute paths are accepted, and counted
+    samples, report = load_samples([path])  # no folder named: paths are relative to the file's own folder
+    assert [r for _, r, _ in report.rejects] == ["missing_image"] and len(samples) == 3
 
 
 def test_image_folders_count_mismatch_raises(data_dir):

@@ -93,3 +93,23 @@ def test_gui_task_rows_resize_once_into_the_prompt_frame(tmp_path, tiny_qwen25_d
     batch = processor(text=["<|vision_start|><|image_pad|><|vision_end|>"], images=[row["image"]], return_tensors="pt")
     t, h, w = batch["image_grid_thw"][0].tolist()
     assert (w * 14, h * 14) == (588, 336)
+
+
+def test_images_load_in_their_displayed_frame(tmp_path):
+    """EXIF orientation 6 (stored landscape, displayed portrait): the pixels fed to the model are the displayed ones,
+    as sizes and boxes are read (vlm_r1.validate); upstream VLM-R1 and GTA1 ignore the tag."""
+    from vlm_r1.tasks import load_images_transform
+    from vlm_r1.validate import ImageChecker
+
+    im = Image.new("RGB", (200, 100), (255, 0, 0))
+    im.paste((0, 0, 255), (100, 0, 200, 100))
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    im.save(tmp_path / "r.jpg", exif=exif.tobytes(), quality=95)
+    path = str(tmp_path / "r.jpg")
+    assert ImageChecker("header").check(path) == (100, 200) == ImageChecker("decode").check(path)
+    (loaded,) = load_images_transform()({"image_path": [path]})["image"]
+    assert loaded.size == (100, 200)
+    assert loaded.getpixel((50, 5))[0] > 200 and loaded.getpixel((50, 195))[2] > 200  # stored left half on top
+    (resized,) = load_images_transform("size")({"image_path": [path], "size": [[50, 100]]})["image"]
+    assert resized.size == (50, 100)

@@ -46,19 +46,24 @@ def test_iter_records_hostile_jsonl_lines(tmp_path):
         b'{"n": ' + b"9" * 5000 + b"}",  # 4 more digits than Python converts
         b"",  # blank: skipped, not counted
         b"[1, 2]",  # 6 not an object
-        b'{"nan": NaN, "big": 1e999, "s": "\\ud800"}',  # 7 legal for Python's json: kept as values
-        b'{"c": 3}\r',  # 8 CRLF line ending
+        b'{"nan": NaN, "s": "\\ud800"}',  # 7 NaN is not JSON (strict): an error
+        b'{"big": 1e999}',  # 8 beyond the float range: an error, not inf
+        b'{"s": "\\ud800", "n": ' + b"9" * 400 + b"}",  # 9 legal JSON, kept (text and boxes are checked later)
+        b'{"c": 3}\r',  # 10 CRLF line ending
     ]
     path.write_bytes(b"\n".join(lines) + b"\n")
     out = list(iter_records(str(path)))
-    assert [(ref, index) for ref, index, _ in out] == [(f"{path}:{n}", i) for i, n in enumerate((1, 2, 3, 4, 6, 7, 8))]
+    assert [(ref, index) for ref, index, _ in out] == [(f"{path}:{n}", i)
+                                                       for i, n in enumerate((1, 2, 3, 4, 6, 7, 8, 9, 10))]  # fmt: skip
     items = [item for _, _, item in out]
-    assert items[0] == {"a": 1} and items[6] == {"c": 3}
+    assert items[0] == {"a": 1} and items[8] == {"c": 3}
     assert [item.message if isinstance(item, RecordError) else None for item in items[1:5]] == [
         "not valid UTF-8", "invalid JSON: nested too deeply",
         items[3].message, "not a JSON object"]  # fmt: skip
     assert items[3].message.startswith("invalid JSON: Exceeds the limit (4300 digits)")
-    assert items[5]["big"] == float("inf") and items[5]["s"] == "\ud800" and items[5]["nan"] != items[5]["nan"]
+    assert items[5].message.startswith("invalid JSON: NaN is not a JSON value")
+    assert items[6].message.startswith("invalid JSON: number 1e999 is out of range")
+    assert items[7] == {"s": "\ud800", "n": int("9" * 400)}
 
 
 def test_iter_records_json_files(tmp_path):
@@ -69,13 +74,32 @@ def test_iter_records_json_files(tmp_path):
         (f"{good}:[1]", 1, "not a JSON object"),
         (f"{good}:[2]", 2, {"b": 2}),
     ]
+    # a list element that does not parse is one error; the elements around it are read (never a lost neighbour)
     for name, content, message in (("utf.json", b'[{"a": "\xff"}]', "not valid UTF-8"),
                                    ("deep.json", b"[" * 100_000, "invalid JSON: nested too deeply"),
-                                   ("bad.json", b'[{"a": 1},', "invalid JSON: Expecting value")):  # fmt: skip
+                                   ("bad.json", b'[{"a": 1},', "invalid JSON: empty list element")):  # fmt: skip
         path = tmp_path / name
         path.write_bytes(content)
-        out = list(iter_records(str(path)))
-        assert len(out) == 1 and out[0][0] == str(path) and out[0][2].message.startswith(message)
+        out = [item for _, _, item in iter_records(str(path))]
+        assert out[-1].message.startswith(message) and out[:-1] in ([], [{"a": 1}])
+    # a single object that does not parse is one error named by the file
+    one = tmp_path / "one.json"
+    one.write_bytes(b'{"a": NaN}')
+    ((ref, _, item),) = iter_records(str(one))
+    assert ref == str(one) and item.message.startswith("invalid JSON: NaN")
+
+
+def test_iter_records_json_list_recovers_after_a_bad_element(tmp_path):
+    valid = [{"i": i, "s": 'x,]}"\\'} for i in range(5)]
+    body = [json.dumps(valid[0]), '{"a": NaN}', json.dumps(valid[1]), '{"a": ' + "9" * 5000 + "}", json.dumps(valid[2]),
+            "[" * 50_000 + "]" * 50_000, '{"z": [1, 2}', json.dumps(valid[3]), '{"b": 1e999}', json.dumps(valid[4])]
+    path = tmp_path / "list.json"
+    path.write_bytes(b"\xef\xbb\xbf[" + ",\n".join(body).encode() + b"]")
+    out = list(iter_records(str(path)))
+    assert [ref for ref, _, _ in out] == [f"{path}:[{i}]" for i in range(len(body))]
+    kept = [item for _, _, item in out if isinstance(item, dict)]
+    assert kept == valid  # every valid record after a bad one is read
+    assert sum(isinstance(item, RecordError) for _, _, item in out) == 5  # each bad element is one error
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -170,14 +194,17 @@ def test_default_task_bad_records_are_counted_by_reason(record, reason, message,
 
 
 def test_default_task_odd_but_valid_answers_are_kept(image_dir, tiny_qwen25_dir):
-    records = [{"image": "a.png", "conversations": _conv(answer=float("nan"))},
+    records = [{"image": "a.png", "conversations": _conv(answer="nan")},
                {"image": "a.png", "conversations": _conv(answer=10**400)},
                {"image": [], "conversations": _conv(question="text only")},
                {"conversations": _conv(question="no image key"), "accu_reward_method": None}]  # fmt: skip
     path = _write(image_dir / "d.jsonl", records)
+    with open(path, "a") as f:  # NaN is not JSON: this line is skipped (strict JSON), its neighbours are kept
+        f.write('{"image": "a.png", "conversations": [{"value": "q"}, {"value": NaN}]}\n')
     ds = DefaultTask().build_dataset(_script_args([path]), load_processor(tiny_qwen25_dir),
                                      get_vlm_module(tiny_qwen25_dir))  # fmt: skip
     rows = ds.with_format(None).to_list()
+    assert len(rows) == 4
     assert [r["solution"] for r in rows[:2]] == ["<answer> nan </answer>", f"<answer> {10**400} </answer>"]  # str()
     assert [r["image_path"] for r in rows[2:]] == [[], []]
     assert rows[3]["accu_reward_method"] == "default"  # null counts as absent

@@ -8,9 +8,10 @@ way everywhere. ``load_data_config`` / ``sampling_indices`` implement VLM-R1's `
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,35 +28,150 @@ class RecordError(ValueError):
 _UNDECODABLE = re.compile("[\udc80-\udcff]")
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value (NaN and Infinity are not JSON)")
+
+
+def _finite_float(token: str) -> float:
+    value = float(token)
+    if not math.isfinite(value):
+        raise ValueError(f"number {token[:40]} is out of range for a float")
+    return value
+
+
 def _loads(text: str, ref: str) -> Any:
-    """The JSON value in ``text``, or the :class:`RecordError` saying why there is none (never raises on content)."""
+    """The JSON value in ``text``, or the :class:`RecordError` saying why there is none (never raises on content).
+
+    Strict JSON: ``NaN``/``Infinity`` tokens and floats beyond the float range (``1e999``) are errors, like bad
+    syntax."""
     if _UNDECODABLE.search(text):
         return RecordError(ref, "not valid UTF-8")
     try:
-        return json.loads(text)
+        return json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
     except RecursionError:
         return RecordError(ref, "invalid JSON: nested too deeply")
-    except ValueError as err:  # JSONDecodeError, and ints of more than sys.get_int_max_str_digits() digits
-        return RecordError(ref, f"invalid JSON: {err}")
+    except ValueError as err:  # JSONDecodeError, NaN/Infinity, ints of more than sys.get_int_max_str_digits() digits
+        return RecordError(ref, f"invalid JSON: {str(err)[:200]}")
 
 
 def _record(value: Any, ref: str) -> dict | RecordError:
     return value if isinstance(value, (dict, RecordError)) else RecordError(ref, "not a JSON object")
 
 
+# one token of a JSON text for splitting a list into its elements: a complete string, a bracket or a comma, or a lone
+# quote (a string not finished in the text read so far)
+_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{},]|"', re.S)
+_CLOSER = {"]": "[", "}": "{"}
+JSON_LIST_CHUNK_CHARS = 1 << 20
+
+
+def split_json_list(chunks: Iterable[str]) -> Iterator[str]:
+    """The text of each top-level element of a JSON list given as consecutive pieces of text, read incrementally.
+
+    A lexical scan (strings, brackets, commas), so an element that does not parse (NaN, a huge integer, bad syntax,
+    nesting 100k levels deep) is one piece of text and the elements after it are still found. A closing bracket that
+    does not match the innermost open one closes up to the nearest matching one within the element (``{"a": [1}``
+    ends at its ``}``), else it stays inside the element as a stray. Memory: the current element only.
+
+    Raises:
+        ValueError: the text does not start with ``[`` (not a JSON list).
+    """
+    it = iter(chunks)
+    buf, pos, start, eof, stack, count = "", 0, 0, False, [], 0
+    while True:
+        m = _TOKEN.search(buf, pos)
+        if m is None or m.group() == '"':
+            if not eof:
+                cut = start if stack else pos
+                buf, pos, start = buf[cut:], pos - cut, start - cut
+                piece = next(it, None)
+                if piece is None:
+                    eof = True
+                else:
+                    buf += piece
+                continue
+            if stack and (buf[start:].strip() or count):  # unterminated list: the rest is one (bad) element
+                yield buf[start:]
+            elif not stack and buf[pos:].strip():
+                raise ValueError("not a JSON list (the text does not start with '[')")
+            return
+        tok = m.group()
+        if not stack:
+            if tok != "[" or buf[pos : m.start()].strip():
+                raise ValueError("not a JSON list (the text does not start with '[')")
+            stack.append("[")
+            pos = start = m.end()
+            continue
+        pos = m.end()
+        if tok[0] == '"':
+            continue
+        if tok in "[{":
+            stack.append(tok)
+        elif tok in _CLOSER:
+            opener = _CLOSER[tok]
+            if len(stack) > 1:  # inside an element: close up to the innermost matching opener, if any
+                inner = next((i for i in range(len(stack) - 1, max(len(stack) - 1000, 0), -1) if stack[i] == opener), None)
+                if inner is not None:
+                    del stack[inner:]
+                continue  # a stray closer stays part of the (broken) element
+            if opener == "[":  # the list is closed
+                stack.pop()
+                if buf[start : m.start()].strip() or count:
+                    yield buf[start : m.start()]
+                return
+        elif len(stack) == 1:  # a comma between top-level elements
+            yield buf[start : m.start()]
+            count += 1
+            start = m.end()
+
+
+def _read_chunks(f, size: int = JSON_LIST_CHUNK_CHARS) -> Iterator[str]:
+    while True:
+        piece = f.read(size)
+        if not piece:
+            return
+        yield piece
+
+
+def iter_json_list(path: str, *, start: int = 0) -> Iterator[tuple[str, int, dict | RecordError]]:
+    """``(ref, index, record_or_error)`` for each element of the JSON list in ``path``, streamed and recovering:
+    an element that does not parse is one :class:`RecordError` and the elements after it are read as usual
+    (:func:`split_json_list`). Elements before index ``start`` are skipped (not parsed). A leading BOM is ignored.
+    A file that is not a JSON list yields one error."""
+    with open(path, encoding="utf-8-sig", errors="surrogateescape") as f:
+        index = 0
+        try:
+            for piece in split_json_list(_read_chunks(f)):
+                if index >= start:
+                    ref = f"{path}:[{index}]"
+                    yield ref, index, _record(_loads(piece, ref) if piece.strip() else
+                                              RecordError(ref, "invalid JSON: empty list element"), ref)  # fmt: skip
+                index += 1
+        except ValueError as err:
+            ref = f"{path}:[{index}]"
+            yield ref, index, RecordError(ref, str(err))
+
+
 def iter_records(path: str) -> Iterator[tuple[str, int, dict | RecordError]]:
     """Yield ``(ref, index, record_or_error)`` for each record of a ``.json`` or ``.jsonl`` file.
 
-    ``index`` is the 0-based position among non-blank records. A line that is not JSON (bad syntax, bytes that are
-    not UTF-8, nesting too deep for the parser, an integer of more than 4300 digits), or not a JSON object, yields a
-    :class:`RecordError` in place of the record, so the caller can count it and go on (or raise it in strict mode);
-    the lines around it are read as usual. A ``.json`` file (a list of records, or one record) that does not parse
-    at all yields one error. A leading UTF-8 byte-order mark is ignored.
+    ``index`` is the 0-based position among non-blank records. A line that is not JSON (bad syntax, ``NaN`` /
+    ``Infinity``, bytes that are not UTF-8, nesting too deep for the parser, an integer of more than 4300 digits), or
+    not a JSON object, yields a :class:`RecordError` in place of the record, so the caller can count it and go on (or
+    raise it in strict mode); the lines around it are read as usual. A ``.json`` file holds a list of records or one
+    record; in a list, an element that does not parse is one error and the elements after it are read as usual
+    (:func:`iter_json_list`); a single object that does not parse yields one error. A leading UTF-8 byte-order mark
+    is ignored.
     """
     if path.endswith(".json"):
         with open(path, encoding="utf-8-sig", errors="surrogateescape") as f:
-            data = _loads(f.read(), path)
+            text = f.read()
+        data = _loads(text, path)
         if isinstance(data, RecordError):
+            if text.lstrip().startswith("["):  # recover element by element
+                del text
+                yield from iter_json_list(path)
+                return
             yield path, 0, data
             return
         for i, item in enumerate(data if isinstance(data, list) else [data]):
@@ -125,7 +241,7 @@ def json_text_columns(dataset) -> list[str]:
 
 def _json_text(values: list) -> list:
     # ensure_ascii: lone surrogates (legal JSON escapes, not encodable as UTF-8) become \udXXX escapes again
-    return [None if v is None else json.dumps(v, ensure_ascii=True) for v in values]
+    return [None if v is None else json.dumps(v, ensure_ascii=True, allow_nan=False) for v in values]
 
 
 def _type_names(values: list) -> str:
@@ -169,7 +285,7 @@ def rows_to_dataset(rows: list[dict], extras: list[dict], *, what: str, logger):
             values = _json_text(values)
             as_json.append(key)
         columns[key] = values
-    info = DatasetInfo(description=json.dumps({_JSON_TEXT_KEY: as_json})) if as_json else None
+    info = DatasetInfo(description=json.dumps({_JSON_TEXT_KEY: as_json}, allow_nan=False)) if as_json else None
     return Dataset.from_dict(columns, info=info)
 
 
@@ -215,7 +331,7 @@ def concatenate_record_datasets(parts: list, *, what: str = "data mixture", logg
         table = pa.concat_tables(tables, promote_options="permissive")
     except (pa.ArrowInvalid, pa.ArrowTypeError) as err:
         raise ValueError(f"{what}: the sources' columns cannot be joined: {err}") from err
-    info = DatasetInfo(description=json.dumps({_JSON_TEXT_KEY: sorted(as_json)})) if as_json else None
+    info = DatasetInfo(description=json.dumps({_JSON_TEXT_KEY: sorted(as_json)}, allow_nan=False)) if as_json else None
     return Dataset(table, info=info)
 
 

@@ -242,7 +242,7 @@ def write_run_info(output_dir, trainer, script_args, task, vlm_module, processor
     os.makedirs(output_dir, exist_ok=True)
     path = os.path.join(output_dir, "vlm_r1_run.json")
     with open(path, "w", encoding="utf-8") as f:
-        json.dump(info, f, indent=2, default=str)
+        json.dump(info, f, indent=2, default=str, allow_nan=False)
     logger.info("run: world_size=%d %s, %d rows, %d completions/step -> %s", info["world_size"],
                 info["distributed_type"], num_rows, info["global_completions_per_step"], path)  # fmt: skip
     return path

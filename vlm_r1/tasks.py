@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 from collections import Counter
 from importlib.metadata import entry_points
 from typing import Any
 
+from vlm_r1 import validate
 from vlm_r1.data import RecordError, iter_records, rows_to_dataset, split_extras, warn_dropped
 
 logger = logging.getLogger(__name__)
@@ -71,16 +71,17 @@ def load_images_transform(resize_column: str | None = None):
 
     ``image_path`` holds a path or a list of paths. One path gives an ``image`` column; a list gives ``images``.
     With ``resize_column`` (a ``[width, height]`` per row), each image is resized to that size once, here, so the
-    processor's own resize is the identity. Images are converted to RGB.
+    processor's own resize is the identity. Images are converted to RGB, in their displayed frame
+    (``ImageOps.exif_transpose``, the convention of ``vlm_r1.validate``: the frame sizes and boxes are read in; upstream
+    VLM-R1 and GTA1 ignore the EXIF orientation tag).
     """
     from PIL import Image
 
     def load(path: str, size) -> Image.Image:
-        with Image.open(path) as im:
-            im = im.convert("RGB")
-            if size is not None and tuple(im.size) != tuple(size):
-                im = im.resize((int(size[0]), int(size[1])), Image.Resampling.BICUBIC)
-            return im
+        im = validate.open_image(path)
+        if size is not None and tuple(im.size) != tuple(size):
+            im = im.resize((int(size[0]), int(size[1])), Image.Resampling.BICUBIC)
+        return im
 
     def transform(batch: dict) -> dict:
         sizes = batch[resize_column] if resize_column else [None] * len(batch["image_path"])
@@ -174,6 +175,43 @@ def _check_text(**fields: Any) -> None:
                                              f"{err.start})") from None  # fmt: skip
 
 
+def check_image(path: str, checker: validate.ImageChecker) -> tuple[int, int]:
+    """``(width, height)`` of the image at ``path`` in its displayed frame, checked once per image by ``checker``
+    (``vlm_r1.validate.ImageChecker``: decoded by default, so no training run meets a broken image mid-run).
+
+    Raises:
+        SkipRecord: ``missing_image`` (message ``missing image PATH``), ``not_a_file``, ``image_too_large`` or
+            ``unreadable_image`` (``unreadable image PATH: ...``).
+    """
+    try:
+        return checker.check(path)
+    except validate.Invalid as err:
+        if err.reason == "missing_image":
+            raise SkipRecord("missing_image", f"missing image {path}") from None
+        if err.reason == "unreadable_image":
+            raise SkipRecord("unreadable_image", f"unreadable image {path}: {err.message}") from None
+        raise SkipRecord(err.reason, err.message) from None
+
+
+def image_paths(folder: str, names: list[str], absolute: Counter, contain: bool = True) -> list[str]:
+    """Paths of a record's images under ``folder`` (``vlm_r1.validate.resolve_path``; ``contain``: ``folder`` came
+    from ``--image_folders``, so ``..`` may not climb out of it); absolute names are accepted as upstream does and
+    counted in ``absolute["absolute image paths"]``.
+
+    Raises:
+        SkipRecord: ``path_outside_root`` (a relative path whose ``..`` climbs out of ``folder``) or ``not_a_file``.
+    """
+    out = []
+    for name in names:
+        try:
+            out.append(validate.resolve_path(folder, name, contain=contain))
+        except validate.Invalid as err:
+            raise SkipRecord(err.reason, err.message) from None
+        if validate.is_absolute(name):
+            absolute["absolute image paths"] += 1
+    return out
+
+
 def _skip(err: SkipRecord, ref: str, skipped: Counter, strict: bool, first: dict) -> None:
     """Count a skipped record, or raise ``ValueError("file:line: reason: message")`` under ``--strict_data``."""
     if strict:
@@ -182,7 +220,9 @@ def _skip(err: SkipRecord, ref: str, skipped: Counter, strict: bool, first: dict
     first.setdefault(err.reason, f"{ref}: {err.message}")
 
 
-def _log_skipped(what: str, skipped: Counter, first: dict, kept: int) -> None:
+def _log_skipped(what: str, skipped: Counter, first: dict, kept: int, absolute: Counter | None = None) -> None:
+    if absolute:
+        logger.info("%s: %d absolute image path(s) accepted (as upstream)", what, absolute["absolute image paths"])
     if skipped:
         logger.warning("%s: skipped records: %s (kept %d)", what, dict(skipped), kept)
         for reason, example in first.items():
@@ -209,7 +249,11 @@ class DefaultTask(Task):
     ``unparseable_record`` (not JSON / not an object / conversations without two ``{"value"}`` turns),
     ``missing_key`` (no ``conversations``), ``bad_question`` (human turn not a string), ``bad_image`` (``image`` not
     a path or a list of paths), ``missing_image``, ``bad_accu_reward_method`` (not a string), ``bad_text`` (a string
-    that is not valid Unicode).
+    that is not valid Unicode), and the image checks of ``vlm_r1.validate`` run on every image before training starts
+    (decoded once each, so no run meets a broken image mid-run): ``path_outside_root`` (a relative path whose ``..``
+    climbs out of the image folder; absolute paths are accepted, as upstream, and counted in the log),
+    ``not_a_file`` (not a regular, non-empty file), ``image_too_large`` (over 64 Mpx, nothing decoded),
+    ``unreadable_image`` (truncated or corrupt).
     """
 
     name = "default"
@@ -223,24 +267,27 @@ class DefaultTask(Task):
         folders = script_args.image_folder_list or [os.path.dirname(os.path.abspath(f)) for f in files]
         methods = script_args.reward_method_list or ["default"] * len(files)
         template = vlm_module.get_question_template(script_args.task_type)
-        rows, extras, skipped, first, dropped = [], [], Counter(), {}, Counter()
+        rows, extras, skipped, first, dropped, absolute = [], [], Counter(), {}, Counter(), Counter()
+        checker = validate.ImageChecker("decode")
         for path, folder, method in zip(files, folders, methods, strict=True):
             for ref, _, rec in iter_records(path):
                 try:
-                    row = self._row(rec, ref, folder, method, template)
+                    row = self._row(rec, ref, folder, method, template, checker, absolute,
+                                    script_args.image_folder_list is not None)  # fmt: skip
                 except SkipRecord as err:
                     _skip(err, ref, skipped, script_args.strict_data, first)
                     continue
                 rows.append(row)
                 extras.append(split_extras(rec, self.CONSUMED, self.COLUMNS, dropped))
-        _log_skipped(self.name, skipped, first, len(rows))
+        _log_skipped(self.name, skipped, first, len(rows), absolute)
         warn_dropped(dropped, self.name, logger)
         if not rows:
             raise ValueError(f"no usable records in {files} (skipped: {dict(skipped)})")
         return rows_to_dataset(rows, extras, what=self.name, logger=logger).with_transform(load_images_transform())
 
     @staticmethod
-    def _row(rec: dict | RecordError, ref: str, folder: str, method: str, template: str) -> dict:
+    def _row(rec: dict | RecordError, ref: str, folder: str, method: str, template: str,
+             checker: validate.ImageChecker, absolute: Counter, contain: bool = True) -> dict:  # fmt: skip
         if isinstance(rec, RecordError):
             raise SkipRecord("unparseable_record", rec.message)
         if "conversations" not in rec:
@@ -251,7 +298,8 @@ class DefaultTask(Task):
         images = [images] if isinstance(images, str) else ([] if images is None else images)
         if not isinstance(images, list) or not all(isinstance(p, str) for p in images):
             raise SkipRecord("bad_image", f"image must be a path or a list of paths, got {str(rec.get('image'))[:80]}")
-        paths = [os.path.join(folder, p) for p in images]
+        _check_text(image=images)
+        paths = image_paths(folder, images, absolute, contain)
         own = rec.get("accu_reward_method")
         if own is not None and not isinstance(own, str):
             raise SkipRecord("bad_accu_reward_method", f"accu_reward_method must be a string, got {own!r:.80}")
@@ -265,9 +313,8 @@ class DefaultTask(Task):
         }  # fmt: skip
         _check_text(image=paths, question=question, solution=row["solution"], id=row["id"],
                     accu_reward_method=row["accu_reward_method"])  # fmt: skip
-        missing = [p for p in paths if not os.path.isfile(p)]
-        if missing:
-            raise SkipRecord("missing_image", f"missing image {missing[0]}")
+        for p in paths:
+            check_image(p, checker)
         return row
 
     def sft_completion(self, row: dict) -> str:
@@ -283,8 +330,8 @@ def parse_rec_gt(value: Any) -> list[float]:
     one bad label crashed training; here it is checked once, at load time.
 
     Raises:
-        ValueError: not JSON, not 4 finite numbers (booleans are not numbers; an integer too large for a float is not
-            finite), or ``x2 <= x1`` / ``y2 <= y1``.
+        ValueError: not JSON, not 4 finite numbers within +-1e7 (``vlm_r1.validate.is_coord``: booleans are not
+            numbers), or ``x2 <= x1`` / ``y2 <= y1``.
     """
     if isinstance(value, str):
         text = value.replace("<answer>", " ").replace("</answer>", " ").strip()
@@ -296,13 +343,11 @@ def parse_rec_gt(value: Any) -> list[float]:
             raise ValueError(f"gt box {text[:60]!r} is not JSON: {err}") from err
     if (not isinstance(value, list) or len(value) != 4
             or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)):  # fmt: skip
-        raise ValueError(f"gt box must be a list of 4 numbers [x1, y1, x2, y2], got {str(value)[:60]}")
-    try:
-        box = [float(v) for v in value]
-    except OverflowError:
-        raise ValueError(f"gt box {str(value)[:60]} has a non-finite value (an int too large for a float)") from None
-    if not all(math.isfinite(v) for v in box):
-        raise ValueError(f"gt box {box} has a non-finite value")
+        raise ValueError(f"gt box must be a list of 4 numbers [x1, y1, x2, y2], got {validate.short_repr(value, 60)}")
+    if not all(validate.is_coord(v) for v in value):
+        raise ValueError(f"gt box {validate.short_repr(value, 60)} has a non-finite value or one beyond "
+                         f"+-{validate.MAX_COORD:g}")  # fmt: skip
+    box = [float(v) for v in value]
     if box[2] <= box[0] or box[3] <= box[1]:
         raise ValueError(f"gt box {box} has no area (needs x2 > x1 and y2 > y1)")
     return box
@@ -353,7 +398,9 @@ class RECTask(Task):
     ``--strict_data``: ``unparseable_record`` (not JSON / not an object / conversations without two turns),
     ``missing_key`` (neither ``conversations`` nor all of ``image``, ``problem``, ``solution``; the message names the
     missing keys, e.g. ``missing key 'solution'``), ``bad_question`` (question not a string), ``needs_one_image``,
-    ``missing_image``, ``unreadable_image``, ``bad_image_size`` (aspect ratio > 200, which smart_resize rejects),
+    ``missing_image``, ``unreadable_image``, ``path_outside_root``, ``not_a_file``, ``image_too_large`` (the image
+    checks of :class:`DefaultTask`: every image decoded once before training; sizes in the displayed frame, EXIF
+    orientation applied), ``bad_image_size`` (aspect ratio > 200, which smart_resize rejects),
     ``bad_gt_box``, ``bad_text`` (a string that is not valid Unicode). Upstream ``grpo_rec.py`` silently replaced a
     record with a missing image by a random other one (``grpo_rec.py:180-184``); here it is counted.
     """
@@ -366,28 +413,15 @@ class RECTask(Task):
     NEEDS = "a REC record needs 'conversations' (grpo_jsonl form) or all of 'image', 'problem', 'solution'"
 
     def build_dataset(self, script_args: Any, processing_class: Any, vlm_module: Any):
-        from PIL import Image
-
         from vlm_r1.geometry import Frame
 
         files = script_args.data_file_list
         folders = script_args.image_folder_list or [os.path.dirname(os.path.abspath(f)) for f in files]
         template = vlm_module.get_question_template("rec")
         factor, min_px, max_px = vlm_module.get_image_resize_params(processing_class)
-        sizes: dict[str, tuple[int, int] | str] = {}  # image path -> original (W, H), or why it cannot be read
-        rows, extras, skipped, first, dropped = [], [], Counter(), {}, Counter()
-
-        def image_size(path: str) -> tuple[int, int]:
-            """Original ``(W, H)`` of ``path`` from its header, cached (REC files reuse images many times)."""
-            if path not in sizes:
-                try:
-                    with Image.open(path) as im:
-                        sizes[path] = (int(im.width), int(im.height))
-                except (OSError, ValueError) as err:  # PIL.UnidentifiedImageError is an OSError
-                    sizes[path] = f"unreadable image {path}: {err}"
-            if isinstance(sizes[path], str):
-                raise SkipRecord("unreadable_image", sizes[path])
-            return sizes[path]
+        # original (W, H) in the displayed frame; each image decoded once (REC files reuse images many times)
+        checker = validate.ImageChecker("decode")
+        rows, extras, skipped, first, dropped, absolute = [], [], Counter(), {}, Counter(), Counter()
 
         def row_of(rec: dict | RecordError, ref: str, folder: str) -> tuple[dict, frozenset]:
             if isinstance(rec, RecordError):
@@ -408,12 +442,10 @@ class RECTask(Task):
             if not isinstance(images, list) or len(images) != 1 or not isinstance(images[0], str):
                 got = str(rec.get("image"))[:80]
                 raise SkipRecord("needs_one_image", f"REC needs exactly one image, got image={got}")
-            image_path = os.path.join(folder, images[0])
             record_id = str(rec.get("id", ref))
-            _check_text(image=image_path, question=question, id=record_id)
-            if not os.path.isfile(image_path):
-                raise SkipRecord("missing_image", f"missing image {image_path}")
-            width, height = image_size(image_path)
+            _check_text(image=images[0], question=question, id=record_id)
+            (image_path,) = image_paths(folder, images, absolute, script_args.image_folder_list is not None)
+            width, height = check_image(image_path, checker)
             try:
                 frame = Frame.for_image(width, height, factor=factor, min_pixels=min_px, max_pixels=max_px)
             except ValueError as err:  # smart_resize rejects an aspect ratio > 200
@@ -426,7 +458,7 @@ class RECTask(Task):
                 "prompt": [{"role": "user", "content": template.format(Question=question)}],
                 "image_path": image_path,
                 "problem": question,
-                "solution": f"<answer> {json.dumps(box)} </answer>",
+                "solution": f"<answer> {json.dumps(box, allow_nan=False)} </answer>",
                 "gt_bbox": box,
                 "image_size": [frame.width, frame.height],
                 "resized_size": [frame.resized_width, frame.resized_height],
@@ -443,7 +475,7 @@ class RECTask(Task):
                     continue
                 rows.append(row)
                 extras.append(split_extras(rec, consumed, self.COLUMNS, dropped))
-        _log_skipped(self.name, skipped, first, len(rows))
+        _log_skipped(self.name, skipped, first, len(rows), absolute)
         warn_dropped(dropped, self.name, logger)
         if not rows:
             raise ValueError(f"no usable REC records in {files} (skipped: {dict(skipped)})")

@@ -92,7 +92,7 @@ def shard_images(images: list[str], index: int, count: int) -> list[str]:
 
 
 def _canonical_config(config: dict) -> str:
-    return json.dumps(config, sort_keys=True)
+    return json.dumps(config, sort_keys=True, allow_nan=False)
 
 
 @dataclass
@@ -192,7 +192,7 @@ class DetectionCache:
     def append(self, handle, entry: dict) -> None:
         """Write one cache line to ``handle`` (from :meth:`open_for_append`), flush it and index it."""
         offset = handle.tell()
-        handle.write((json.dumps(entry) + "\n").encode("utf-8"))
+        handle.write((json.dumps(entry, allow_nan=False) + "\n").encode("utf-8"))
         handle.flush()
         self._add(entry["image"], CacheEntry(handle.name, offset, entry.get("error"), entry.get("seconds")))
 
@@ -364,7 +364,7 @@ def clean(inputs: list[str], out: str, detector: str = "ocr", iou_threshold: flo
     _write_jsonl(paths["kept"], kept)
     _write_jsonl(paths["rejected"], rejected)
     with open(paths["report"], "w", encoding="utf-8") as f:
-        json.dump(report, f, indent=2)
+        json.dump(report, f, indent=2, allow_nan=False)
     if plot:
         plot_iou_histogram([r["best_iou"] for r in kept + rejected if r.get("best_iou") is not None], iou_threshold,
                            paths["hist"], title=f"best IoU vs {det.name} detections")  # fmt: skip
@@ -400,7 +400,7 @@ def _write_jsonl(path: str, records: list[dict]) -> None:
     tmp = f"{path}.tmp"
     with open(tmp, "w", encoding="utf-8") as f:
         for rec in records:
-            f.write(json.dumps(rec, ensure_ascii=False) + "\n")
+            f.write(json.dumps(rec, ensure_ascii=False, allow_nan=False) + "\n")
     os.replace(tmp, path)
 
 

@@ -28,9 +28,9 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import math
 import os
+import re
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -43,22 +43,21 @@ from gui_grounding.frames import Box, box_from_norm1000
 from gui_grounding.schema import (
     CLIP_TOLERANCE_PX,
     CLIP_TOLERANCE_RATIO,
+    FIELD_ERRORS,
     Sample,
     SampleError,
     clip_box,
-    read_image_size,
+    image_checker,
     record_to_sample,
     strip_image_tags,
 )
-from vlm_r1.data import RecordError, iter_records
+from vlm_r1 import validate
+from vlm_r1.data import RecordError, iter_json_list, iter_records
 
 CHUNK_TARGETS = 2048  # targets resolved together (one batch of header reads on the worker threads)
 CHUNK_BYTES = 64 << 20  # ... or fewer, when their embedded images add up to this many bytes
 MAX_REJECT_RECORD_CHARS = 20_000  # a rejected record longer than this (as JSON) is stored as a truncated string
 PARQUET_BATCH_ROWS = 256
-# what reading an odd record can raise besides SampleError (a field of the wrong type, an int too large for a float,
-# JSON nested too deeply): the record becomes a bad_field reject
-FIELD_ERRORS = (TypeError, ValueError, KeyError, IndexError, AttributeError, ArithmeticError, RecursionError)
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -90,27 +89,54 @@ def iter_input(path: str, *, stream_json: bool = True) -> Iterator[tuple[str, in
             chunk = f.read(1 << 16)
             if not chunk:
                 break
-            head = chunk.lstrip()
+            head = chunk.removeprefix(_BOM) if f.tell() == len(chunk) else chunk
+            head = head.lstrip()
     if head.startswith(b"[") and stream_json:
         yield from _iter_json_list(path)
         return
     yield from iter_records(path)
 
 
+_BOM = b"\xef\xbb\xbf"
+# a high-surrogate escape not followed by a low one: ijson's C backend silently turns it into "?"
+_LONE_HIGH_SURROGATE = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})")
+
+
+def _has_lone_surrogate_escape(path: str) -> bool:
+    """True when the file holds a ``\\uD800``-``\\uDBFF`` escape without its low half (a fast byte scan)."""
+    tail = b""
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 22):
+            if _LONE_HIGH_SURROGATE.search(tail + chunk):
+                return True
+            tail = chunk[-12:]
+    return bool(tail) and _LONE_HIGH_SURROGATE.search(tail) is not None
+
+
 def _iter_json_list(path: str) -> Iterator[tuple[str, int, Any]]:
+    """A JSON list, streamed with ijson (fast); at the first element ijson cannot read (NaN, an integer beyond 64
+    bits, bad syntax, bad UTF-8, ...), the rest of the file is read by ``vlm_r1.data.iter_json_list``, which splits
+    it into elements lexically: the bad element is one error and every element after it is read as usual. A file
+    holding a lone surrogate escape is read by ``iter_json_list`` from the start (ijson would replace it by ``?``
+    and the record would be kept, altered, instead of being a ``bad_text`` reject)."""
     import ijson
 
+    if _has_lone_surrogate_escape(path):
+        yield from iter_json_list(path)
+        return
     index = 0
     with open(path, "rb") as f:
+        if f.read(3) != _BOM:
+            f.seek(0)
         try:
             for item in ijson.items(f, "item", use_float=True):
                 ref = f"{path}:[{index}]"
                 yield ref, index, item if isinstance(item, dict) else RecordError(ref, "not a JSON object")
                 index += 1
-        except ijson.JSONError as err:
-            ref = f"{path}:[{index}]"
-            yield ref, index, RecordError(ref, f"invalid JSON at or after record {index} (the rest of the file is "
-                                               f"not read): {err}")  # fmt: skip
+            return
+        except (ijson.JSONError, ValueError, OverflowError, UnicodeDecodeError):
+            pass
+    yield from iter_json_list(path, start=index)
 
 
 def _iter_parquet(path: str) -> Iterator[tuple[str, int, Any]]:
@@ -133,36 +159,28 @@ def _iter_parquet(path: str) -> Iterator[tuple[str, int, Any]]:
 # images
 
 
-def probe_image(path: str, embedded: bytes | None = None) -> tuple[int, int] | tuple[str, str]:
-    """``(width, height)`` in pixels from the image header, or ``(reason, message)`` for a missing/unreadable image.
+def probe_image(path: str, embedded: bytes | None = None,
+                checker: validate.ImageChecker | None = None) -> tuple[int, int] | tuple[str, str]:  # fmt: skip
+    """``(width, height)`` of the displayed frame (EXIF orientation applied), or ``(reason, message)``.
 
-    The header is read with ``imagesize`` (a few bytes, no decoding); formats it cannot read fall back to PIL's lazy
-    open (``gui_grounding.schema.read_image_size`` without verification). A truncated file whose header is intact is
-    not detected here. ``embedded`` bytes are first written to ``path`` unless a file is already there (never
-    overwritten; written under a temporary name, then renamed).
+    The image is checked by ``checker`` (``vlm_r1.validate.ImageChecker``; default: decode, 64 Mpx limit), once per
+    image: ``missing_image``, ``not_a_file`` (not a regular non-empty file), ``image_too_large`` (the header declares
+    more pixels than the limit; nothing is decoded) or ``unreadable_image`` (under ``decode``: truncated or corrupt
+    pixel data). ``embedded`` bytes are first written to ``path`` unless a file is already there (never overwritten;
+    written under a temporary name, then renamed; embedded names carry the bytes' content hash).
 
     Raises:
         OSError: the embedded image cannot be written (e.g. a read-only image root).
     """
-    import imagesize
-
     if embedded is not None and not os.path.isfile(path):
         os.makedirs(os.path.dirname(path), exist_ok=True)
         tmp = f"{path}.tmp{os.getpid()}.{id(embedded)}"
         with open(tmp, "wb") as f:
             f.write(embedded)
         os.replace(tmp, path)
-    if not os.path.isfile(path):
-        return "missing_image", f"image not found: {path}"
     try:
-        width, height = imagesize.get(path)
-    except Exception:  # imagesize raises assorted errors on odd headers; PIL decides below
-        width = height = -1
-    if width > 0 and height > 0:
-        return int(width), int(height)
-    try:
-        return read_image_size(path, path, verify=False)
-    except SampleError as err:
+        return (checker or image_checker()).check(path)
+    except validate.Invalid as err:
         return err.reason, err.message
 
 
@@ -183,10 +201,13 @@ class ConvertReport:
     summary_path: str
     workers: int = 1
     clip_tolerance_px: float = CLIP_TOLERANCE_PX
+    verify_images: str = "decode"
+    max_pixels: int | None = validate.DEFAULT_MAX_PIXELS
     records: int = 0
     targets: int = 0
     samples: int = 0
     clipped: int = 0
+    absolute_paths: int = 0  # written samples whose image path is absolute (accepted, as upstream)
     reasons: Counter = field(default_factory=Counter)
     first_refs: dict[str, str] = field(default_factory=dict)
     elapsed_s: float = 0.0
@@ -204,7 +225,8 @@ class ConvertReport:
             "records": self.records, "targets": self.targets, "samples": self.samples, "rejected": self.rejected,
             "clipped": self.clipped, "reasons": dict(sorted(self.reasons.items())),
             "first_reject_refs": dict(sorted(self.first_refs.items())), "workers": self.workers,
-            "clip_tolerance_px": self.clip_tolerance_px, "elapsed_s": round(self.elapsed_s, 3),
+            "clip_tolerance_px": self.clip_tolerance_px, "absolute_image_paths": self.absolute_paths,
+            "verify_images": self.verify_images, "max_pixels": self.max_pixels, "elapsed_s": round(self.elapsed_s, 3),
             "records_per_s": round(rate, 1),
             "samples_per_s": round(self.samples / self.elapsed_s, 1) if self.elapsed_s > 0 else 0.0,
         }  # fmt: skip
@@ -214,7 +236,8 @@ class ConvertReport:
         d = self.to_dict()
         lines = [f"convert --format {self.format}: {len(self.inputs)} input file(s) -> {self.out}",
                  f"records read: {self.records}   targets: {self.targets}   samples written: {self.samples}   "
-                 f"rejected: {self.rejected}   clipped (kept): {self.clipped}"]  # fmt: skip
+                 f"rejected: {self.rejected}   clipped (kept): {self.clipped}   absolute image paths (kept): "
+                 f"{self.absolute_paths}"]  # fmt: skip
         if self.reasons:
             lines.append(f"  {'reason':<20} {'count':>8}   first")
             for reason, n in sorted(self.reasons.items()):
@@ -237,6 +260,8 @@ def output_paths(out: str) -> tuple[str, str]:
 def _jsonable(value: Any) -> Any:
     if isinstance(value, (bytes, bytearray)):
         return f"<{len(value)} bytes>"
+    if isinstance(value, float) and not math.isfinite(value):  # strict JSON out: NaN / inf as their names
+        return repr(value)
     if isinstance(value, dict):
         return {str(k): _jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -247,8 +272,11 @@ def _jsonable(value: Any) -> Any:
 def _reject_record(raw: Any) -> Any:
     """The rejected record as stored in a reject line: itself, bytes replaced by ``"<N bytes>"``; a truncated JSON
     string when longer than ``MAX_REJECT_RECORD_CHARS``."""
-    value = _jsonable(raw)
-    text = json.dumps(value, ensure_ascii=False, default=repr)
+    try:
+        value = _jsonable(raw)
+    except RecursionError:
+        value = f"<a record nested too deeply to store: {type(raw).__name__}>"
+    text = validate.dumps(value, ensure_ascii=False, default=repr)
     if len(text) <= MAX_REJECT_RECORD_CHARS:
         return value
     return f"{text[:2000]}... (truncated, {len(text)} chars)"
@@ -259,14 +287,17 @@ class _Converter:
 
     def __init__(self, fmt: str, image_root: str, report: ConvertReport, *, strict: bool, source: str | None,
                  platform: str | None, clip_tolerance_px: float, box_unit: str | None, keep_duplicates: bool,
-                 pool: ThreadPoolExecutor | None, out_f, rej_f):  # fmt: skip
+                 pool: ThreadPoolExecutor | None, out_f, rej_f, verify_images: str = "decode",
+                 max_pixels: int | None = validate.DEFAULT_MAX_PIXELS):  # fmt: skip
         self.spec, self.fmt, self.image_root, self.report = FORMATS[fmt], fmt, image_root, report
         self.strict, self.source, self.platform = strict, source, platform
         self.tol, self.box_unit, self.keep_duplicates = clip_tolerance_px, box_unit, keep_duplicates
         self.pool, self.out_f, self.rej_f = pool, out_f, rej_f
         self.workers = report.workers
+        self.verify, self.max_pixels = verify_images, max_pixels
+        self.checker = image_checker(verify_images, max_pixels)  # one check per image (path, size, mtime)
         self.sizes: dict[str, tuple] = {}  # image path -> (w, h) or (reason, message)
-        self.paths: dict[str, str] = {}  # image name in a record -> resolved path
+        self.paths: dict[str, str | validate.Invalid] = {}  # image name in a record -> resolved path, or why not
         self.rels: dict[str, str] = {}  # resolved path -> path relative to the image root (written in the output)
         # dedup: 64-bit digest of (image, instruction, boxes) -> 1-based output line of the first such sample; about
         # 100 bytes per sample (a collision among 10 million samples has a probability of ~3e-6)
@@ -310,13 +341,20 @@ class _Converter:
         batches = [items[i : i + size] for i in range(0, len(items), size)]
         return [r for batch in self.pool.map(lambda b: [fn(i) for i in b], batches) for r in batch]
 
-    def _path(self, image: str | EmbeddedImage) -> str:
-        """Resolved path of a record's image (cached per name, as its path relative to the image root)."""
+    def _path(self, image: str | EmbeddedImage) -> str | validate.Invalid:
+        """Resolved path of a record's image (cached per name, as its path relative to the image root), or the
+        :class:`vlm_r1.validate.Invalid` saying why there is none (``path_outside_root``, ``bad_text``, ...)."""
         name = image.name if isinstance(image, EmbeddedImage) else image
         path = self.paths.get(name)
         if path is None:
-            path = self.paths[name] = os.path.normpath(os.path.join(self.image_root, name))
-            self.rels[path] = os.path.relpath(path, self.image_root)
+            try:
+                path = validate.resolve_path(self.image_root, validate.text(name, "image path"))
+            except validate.Invalid as err:
+                self.paths[name] = err
+                return err
+            self.paths[name] = path
+            rel = os.path.relpath(path, self.image_root)
+            self.rels[path] = path if rel == os.pardir or rel.startswith(os.pardir + os.sep) else rel
         return path
 
     def _direct(self, job: tuple[ReadContext, Target]) -> tuple[Sample, bool] | SampleError:
@@ -324,16 +362,15 @@ class _Converter:
         stats = Counter()
         try:
             sample = record_to_sample(t.record, ctx.ref, base_dir=self.image_root, default_id=f"{ctx.stem}:{ctx.index}",
-                                      verify_image=False, clip_tolerance_px=self.tol, stats=stats)  # fmt: skip
+                                      verify_image=self.verify, clip_tolerance_px=self.tol, stats=stats,
+                                      max_pixels=self.max_pixels)  # fmt: skip
         except SampleError as err:
             return err
-        except FIELD_ERRORS as err:  # e.g. a box value too large for a float: a reject, never a crash of the run
-            return SampleError(ctx.ref, "bad_field", f"{self.fmt} record: {type(err).__name__}: {err}")
-        if not all(math.isfinite(v) for box in sample.boxes for v in box):  # NaN passes every comparison in clip_box
-            return SampleError(ctx.ref, "bad_field", f"box {[list(b) for b in sample.boxes]} has a non-finite value")
+        except FIELD_ERRORS as err:  # e.g. a field of an odd type: a reject, never a crash of the run
+            return SampleError(ctx.ref, "bad_field", f"{self.fmt} record: {type(err).__name__}: {str(err)[:200]}")
         if t.extra:  # fields the reader kept aside (vlm-r1: bbox/target_bbox keys, not read as boxes)
             sample.extra.update(t.extra)
-        return sample, stats["clipped"] > 0
+        return sample, stats["clipped"] > 0, stats["absolute_paths"] > 0
 
     def flush(self) -> None:
         """Resolve the pending targets: image headers (on the pool), then samples/rejects in input order."""
@@ -341,10 +378,13 @@ class _Converter:
         for _, t in self.pending:
             if t.error is None and t.record is None and t.image is not None:
                 path = self._path(t.image)
+                if isinstance(path, validate.Invalid):
+                    continue
                 if path not in self.sizes and path not in jobs:
                     jobs[path] = t.image.data if isinstance(t.image, EmbeddedImage) else None
         items = list(jobs.items())
-        for (path, _), size in zip(items, self._map(lambda kv: probe_image(*kv), items), strict=True):
+        probe = lambda kv: probe_image(kv[0], kv[1], self.checker)  # noqa: E731
+        for (path, _), size in zip(items, self._map(probe, items), strict=True):
             self.sizes[path] = size
         direct = [job for job in self.pending if job[1].error is None and job[1].record is not None]
         direct_results = iter(self._map(self._direct, direct))
@@ -358,12 +398,13 @@ class _Converter:
                     result = next(direct_results)
                     if isinstance(result, SampleError):
                         raise result
-                    sample, clipped = result
+                    sample, clipped, absolute = result
                     sample.source = self.source or sample.source or self.fmt
                     sample.platform = self.platform or sample.platform
                 else:
                     sample, clipped = self._sample(ctx, t, ref)
-                self._emit(sample, clipped, ref)
+                    absolute = isinstance(t.image, str) and validate.is_absolute(t.image)
+                self._emit(sample, clipped, ref, absolute)
             except SampleError as err:
                 self._reject(err, t.raw if t.raw is not None else t.record)
         self.pending, self.pending_bytes = [], 0
@@ -373,6 +414,8 @@ class _Converter:
         if not instruction:
             raise SampleError(ref, "empty_instruction", "instruction is empty")
         path = self._path(t.image)
+        if isinstance(path, validate.Invalid):
+            raise SampleError(ref, path.reason, path.message)
         size = self.sizes[path]
         if isinstance(size[0], str):
             raise SampleError(ref, size[0], size[1])
@@ -383,6 +426,14 @@ class _Converter:
         unit = self.box_unit or t.unit
         boxes, any_clipped = [], False
         for box in t.boxes:
+            try:  # every reader's boxes: finite numbers within +-1e7, no booleans
+                box = validate.box4(box, "box")
+            except validate.Invalid as err:
+                raise SampleError(ref, err.reason, err.message) from None
+            if unit == "pixel" and validate.all_fractions(box):
+                raise SampleError(ref, "suspect_unit", f"pixel box {list(box)} has all four values in [0, 1]: "
+                                                       "fractions of the image, not pixels (--box-unit ratio reads "
+                                                       "them as fractions)")  # fmt: skip
             pixels, what = self._to_pixels(box, unit, width, height)
             pixels, clipped = clip_box(pixels, width, height, ref, tolerance_px=self.tol, what=what,
                                        tolerance_ratio=0.0 if unit == "pixel" else CLIP_TOLERANCE_RATIO)  # fmt: skip
@@ -403,16 +454,24 @@ class _Converter:
         label = "0-1000" if unit == "norm1000" else unit  # same wording as schema.record_to_sample's GTA1 messages
         return box_from_norm1000(scaled, width, height), f"{label} box {list(box)} -> box"
 
-    def _emit(self, sample: Sample, clipped: bool, ref: str) -> None:
+    def _emit(self, sample: Sample, clipped: bool, ref: str, absolute: bool = False) -> None:
         rec = sample.to_record()
         rel = self.rels.get(sample.image_path)
-        rec["image_path"] = rel if rel is not None else os.path.relpath(sample.image_path, self.image_root)
-        line = json.dumps(rec, ensure_ascii=False)
+        if rel is None:
+            rel = os.path.relpath(sample.image_path, self.image_root)
+        # an absolute path outside the root stays absolute (a relative '../..' path would be path_outside_root)
+        rec["image_path"] = sample.image_path if rel == os.pardir or rel.startswith(os.pardir + os.sep) else rel
+        try:
+            line = validate.dumps(rec, ensure_ascii=False)  # strict JSON: no NaN / inf
+        except ValueError as err:  # a non-finite number in a kept field (parquet floats)
+            raise SampleError(ref, "bad_field", f"the record holds a number JSON cannot store: {err}") from None
+        except RecursionError:
+            raise SampleError(ref, "bad_field", "the record is nested too deeply to store") from None
         try:
             line.encode("utf-8")
         except UnicodeEncodeError as err:  # a lone surrogate escape ("\ud800") is legal JSON but not text
-            raise SampleError(ref, "bad_field", f"the record holds text that is not valid Unicode ({err.reason} at "
-                                                f"position {err.start} of the output line)") from None  # fmt: skip
+            raise SampleError(ref, "bad_text", f"the record holds text that is not valid Unicode ({err.reason} at "
+                                               f"position {err.start} of the output line)") from None  # fmt: skip
         if not self.keep_duplicates:
             boxes = [(round(b[0], 2), round(b[1], 2), round(b[2], 2), round(b[3], 2)) for b in sample.boxes]
             key = f"{rec['image_path']}\0{sample.instruction}\0{boxes}"
@@ -426,6 +485,7 @@ class _Converter:
         self.out_f.write(line + "\n")
         self.report.samples += 1
         self.report.clipped += clipped
+        self.report.absolute_paths += absolute
 
     def _reject(self, err: SampleError, raw: Any) -> None:
         if self.strict:
@@ -433,11 +493,11 @@ class _Converter:
         self.report.reasons[err.reason] += 1
         self.report.first_refs.setdefault(err.reason, err.ref)
         line = {"ref": err.ref, "reason": err.reason, "message": err.message, "record": _reject_record(raw)}
-        text = json.dumps(line, ensure_ascii=False, default=repr)
+        text = validate.dumps(line, ensure_ascii=False, default=repr)
         try:
             text.encode("utf-8")
         except UnicodeEncodeError:  # lone surrogates in the record: keep them as \uXXXX escapes
-            text = json.dumps(line, ensure_ascii=True, default=repr)
+            text = validate.dumps(line, ensure_ascii=True, default=repr)
         self.rej_f.write(text + "\n")
 
 
@@ -456,6 +516,8 @@ def convert(
     keep_duplicates: bool = False,
     progress: bool | None = None,
     stream_json: bool = True,
+    verify_images: str = "decode",
+    max_pixels: int | None = validate.DEFAULT_MAX_PIXELS,
 ) -> ConvertReport:
     """Convert ``inputs`` in format ``fmt`` to canonical JSONL at ``out`` (plus ``.rejects.jsonl`` and
     ``.summary.json``, see the module docstring).
@@ -477,6 +539,10 @@ def convert(
         keep_duplicates: write exact duplicates instead of rejecting them as ``duplicate``.
         progress: show a tqdm progress bar with records/s (default: only on a terminal).
         stream_json: stream JSON lists with ijson (``False`` loads each file whole; same output).
+        verify_images: ``decode`` (default: every unique image decoded once; truncated or corrupt data is
+            ``unreadable_image``), ``header`` (header only) or ``none`` (header only, for the size; same as
+            ``header`` today). See ``vlm_r1.validate.ImageChecker``.
+        max_pixels: ``image_too_large`` when the header declares more pixels (default 64 Mpx; None/0: no limit).
 
     Returns:
         The :class:`ConvertReport` (also written to the summary file).
@@ -484,8 +550,10 @@ def convert(
     Raises:
         SampleError: in strict mode, for the first bad record; its ref names the file and line / index.
         FileNotFoundError: an input file does not exist.
-        ValueError: unknown format, platform or box unit, or ``workers < 1``.
+        ValueError: unknown format, platform, box unit or verify mode, or ``workers < 1``.
     """
+    if verify_images not in validate.VERIFY_MODES:
+        raise ValueError(f"verify_images must be one of {validate.VERIFY_MODES}, got {verify_images!r}")
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; choose one of: {', '.join(FORMATS)}")
     if platform is not None and platform not in PLATFORMS:
@@ -501,7 +569,8 @@ def convert(
     from tqdm import tqdm
 
     rejects_path, summary_path = output_paths(out)
-    report = ConvertReport(fmt, list(inputs), out, rejects_path, summary_path, workers, clip_tolerance_px)
+    report = ConvertReport(fmt, list(inputs), out, rejects_path, summary_path, workers, clip_tolerance_px,
+                           verify_images, max_pixels)  # fmt: skip
     if os.path.dirname(out):
         os.makedirs(os.path.dirname(out), exist_ok=True)
     stems = Counter()
@@ -513,7 +582,8 @@ def convert(
         with open(tmp_out, "w", encoding="utf-8") as out_f, open(tmp_rej, "w", encoding="utf-8") as rej_f:
             conv = _Converter(fmt, os.path.abspath(image_root), report, strict=strict, source=source,
                               platform=platform, clip_tolerance_px=clip_tolerance_px, box_unit=box_unit,
-                              keep_duplicates=keep_duplicates, pool=pool, out_f=out_f, rej_f=rej_f)  # fmt: skip
+                              keep_duplicates=keep_duplicates, pool=pool, out_f=out_f, rej_f=rej_f,
+                              verify_images=verify_images, max_pixels=max_pixels)  # fmt: skip
             for path in inputs:
                 stem = os.path.splitext(os.path.basename(path))[0]
                 stems[stem] += 1
@@ -540,7 +610,7 @@ def convert(
             pool.shutdown()
     report.elapsed_s = time.perf_counter() - start
     with open(summary_path, "w", encoding="utf-8") as f:
-        json.dump(report.to_dict(), f, indent=1)
+        validate.dump(report.to_dict(), f, indent=1)
         f.write("\n")
     return report
 
@@ -554,7 +624,8 @@ def _run(args: argparse.Namespace) -> None:
         report = convert(args.format, args.inputs, args.image_root, args.out, strict=args.strict,
                          workers=args.workers, source=args.source, platform=args.platform,
                          clip_tolerance_px=args.clip_tolerance, box_unit=args.box_unit,
-                         keep_duplicates=args.keep_duplicates)  # fmt: skip
+                         keep_duplicates=args.keep_duplicates, verify_images=args.verify_images,
+                         max_pixels=args.max_pixels or None)  # fmt: skip
     except SampleError as err:
         raise SystemExit(f"convert --strict: stopped at the first bad record: {err}") from None
     except (ValueError, FileNotFoundError) as err:
@@ -636,5 +707,21 @@ def register_cli(subparsers) -> None:
         "--keep-duplicates",
         action="store_true",
         help="write exact duplicates (same image, instruction and box) instead of rejecting them as 'duplicate'",
+    )
+    p.add_argument(
+        "--verify-images",
+        choices=validate.VERIFY_MODES,
+        default="decode",
+        help="how each unique image is checked (once): decode (default; decodes every pixel, so truncated or "
+        "corrupt images are rejected before training), header (reads the header only, faster), none (header only, "
+        "for the size)",
+    )
+    p.add_argument(
+        "--max-pixels",
+        type=int,
+        default=validate.DEFAULT_MAX_PIXELS,
+        metavar="N",
+        help="reject an image whose header declares more than N pixels as image_too_large, before decoding "
+        "(default %(default)s; 0: no limit)",
     )
     p.set_defaults(func=_run)

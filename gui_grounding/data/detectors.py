@@ -55,12 +55,12 @@ def read_image_bgr(image_path: str):
         OSError: PIL cannot decode it.
     """
     import numpy as np
-    from PIL import Image
 
     if not os.path.isfile(image_path):
         raise FileNotFoundError(f"image not found: {image_path}")
-    with Image.open(image_path) as im:
-        rgb = np.asarray(im.convert("RGB"))
+    from vlm_r1.validate import open_image
+
+    rgb = np.asarray(open_image(image_path))  # displayed frame (EXIF applied), as the annotated boxes are
     return np.ascontiguousarray(rgb[:, :, ::-1])
 
 

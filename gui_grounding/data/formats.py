@@ -24,16 +24,15 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import math
 import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from gui_grounding.eval.benchmarks import box_from_xywh, is_number, require
 from gui_grounding.frames import Box
 from gui_grounding.schema import SampleError, conversation_turns
+from vlm_r1 import validate
 
 UNITS = ("pixel", "ratio", "norm1000")
 PLATFORMS = ("mobile", "desktop", "web")
@@ -138,6 +137,31 @@ def platform_from_path(path: str) -> str | None:
     return found.pop() if len(found) == 1 else None
 
 
+is_number = validate.is_coord  # a finite int/float within +-1e7, never a bool
+
+
+def require(record: Any, keys: tuple[str, ...], ref: str) -> None:
+    """Check ``record`` is a JSON object holding ``keys``.
+
+    Raises:
+        SampleError: ``unparseable_record`` for a non-object, ``bad_field`` naming the missing keys.
+    """
+    if not isinstance(record, dict):
+        raise SampleError(ref, "unparseable_record", f"record is not a JSON object: {type(record).__name__}")
+    missing = [k for k in keys if k not in record]
+    if missing:
+        raise SampleError(ref, "bad_field", f"missing field(s) {missing}; record has {sorted(record)}")
+
+
+def box_from_xywh(value: Any, ref: str, what: str = "bbox") -> Box:
+    """``[x, y, w, h]`` (top-left corner + size, any unit) -> ``(x, y, x + w, y + h)``; the 4 values follow
+    :func:`_box` (``bad_box`` / ``bad_field``); a zero or negative size becomes an inverted box (``clip_box``)."""
+    x, y, w, h = _box(value, ref, what)
+    if w <= 0 or h <= 0:
+        raise SampleError(ref, "inverted_box", f"{what} {list(value)} has zero or negative width/height")
+    return x, y, x + w, y + h
+
+
 def _ui_type(value: Any) -> str | None:
     """``text``/``icon`` when the dataset's element type is one of them, else ``None`` (kept in ``extra``)."""
     return value if value in UI_TYPES else None
@@ -177,8 +201,10 @@ def _safe_relpath(name: Any) -> str | None:
 def _image_value(value: Any, ctx: ReadContext, what: str, name_hint: Any = None) -> str | EmbeddedImage:
     """An image given as a path string, raw bytes, or a parquet image struct ``{"bytes", "path"}``.
 
-    Embedded bytes are written (by the converter) to ``name_hint`` or the struct's ``path`` when it is a safe relative
-    path (e.g. ShowUI's ``image_url``), else to ``embedded/<input stem>/<index>_<sha1 of the bytes, 12 hex>.<ext>``.
+    Embedded bytes are written (by the converter) under a name derived from their content hash, so two rows with
+    different bytes never share a file: ``<name>_<sha1 of the bytes, 12 hex>.<ext>`` next to ``name_hint`` or the
+    struct's ``path`` when it is a safe relative path (e.g. ShowUI's ``image_url`` ``desk_0.png`` ->
+    ``desk_0_<sha>.png``), else ``embedded/<input stem>/<index>_<sha>.<ext>``.
     """
     if isinstance(value, str):
         return _image_path(value, ctx.ref, what)
@@ -190,28 +216,28 @@ def _image_value(value: Any, ctx: ReadContext, what: str, name_hint: Any = None)
     if data:
         data = bytes(data)
         name = _safe_relpath(name_hint) or _safe_relpath(path)
+        sha = hashlib.sha1(data).hexdigest()[:12]
         if name is None:  # the content hash keeps files of two datasets with the same file stem apart
-            name = f"embedded/{ctx.stem}/{ctx.index:08d}_{hashlib.sha1(data).hexdigest()[:12]}.{_image_ext(data)}"
+            name = f"embedded/{ctx.stem}/{ctx.index:08d}_{sha}.{_image_ext(data)}"
+        else:  # the record's name, made unique per content (rows may share a path with different bytes)
+            stem, ext = os.path.splitext(name)
+            name = f"{stem}_{sha}{ext or '.' + _image_ext(data)}"
         return EmbeddedImage(data, name)
     if isinstance(path, str) and path:
         return path
     raise SampleError(ctx.ref, "bad_field", f"{what} holds neither image bytes nor a path: {type(value).__name__}")
 
 
-def _finite(value: Any) -> bool:
-    """True for a finite int/float (bools excluded); an int too large for a float is not finite (no OverflowError)."""
-    try:
-        return type(value) in (int, float) and math.isfinite(value)
-    except OverflowError:
-        return False
-
-
 def _box(value: Any, ref: str, what: str) -> Box:
     """4 finite numbers ``[x_min, y_min, x_max, y_max]`` (any unit; inverted boxes are caught by ``clip_box`` after
-    conversion); 2 numbers are a point -> ``point_only``; anything else -> ``bad_field``."""
+    conversion); 4 values one of which is not a finite number within +-1e7 (NaN, inf, a boolean, a huge integer) ->
+    ``bad_box`` (``vlm_r1.validate.box4``); 2 numbers are a point -> ``point_only``; anything else -> ``bad_field``."""
     if isinstance(value, (list, tuple)):
-        if len(value) == 4 and all(_finite(v) for v in value):
-            return float(value[0]), float(value[1]), float(value[2]), float(value[3])
+        if len(value) == 4:
+            try:
+                return validate.box4(value, what)
+            except validate.Invalid as err:
+                raise SampleError(ref, err.reason, err.message) from None
         if len(value) == 2 and all(is_number(v) for v in value):
             raise SampleError(ref, "point_only", f"{what} {list(value)} is a point (x, y), not a box; a point cannot "
                                                  "become a box without inventing its extent")  # fmt: skip
@@ -563,8 +589,14 @@ def read_seeclick(record: dict, ctx: ReadContext) -> list[Target]:
 
 @register("gui-r1")
 def read_gui_r1(record: dict, ctx: ReadContext) -> list[Target]:
-    """GUI-R1 (``ritzzai/GUI-R1``, parquet): ``gt_bbox`` in **pixels** of the stored image, 4 values = box
-    ``[x1, y1, x2, y2]``, 2 values = a point (``point_only`` reject).
+    """GUI-R1 (``ritzzai/GUI-R1``, parquet): ``gt_bbox`` ``[x1, y1, x2, y2]`` as **ratios in [0, 1]** when all four
+    values lie in [0, 1] (the train parquet), else in **pixels** of the stored image (the eval parquets); 2 values =
+    a point (``point_only`` reject).
+
+    Units: GUI-R1's train parquet stores fractions of the image size (its maintainer in GUI-R1 issue #5; its dataset
+    loader multiplies ``gt_bbox`` by the image width/height), its eval parquets store pixels; a pixel box with all
+    four values in [0, 1] would be a sub-pixel box at the image corner, so the rule is unambiguous. ``--box-unit``
+    overrides it for every record.
 
     Row: ``{"image": {"bytes"}, "instruction", "history", "gt_action", "gt_bbox", "gt_input_text", "group"?,
     "ui_type"?}``. Confirmed: the parquet schema (``image: struct<bytes>``, ``gt_bbox: list<int64>``, ``group``,
@@ -575,7 +607,8 @@ def read_gui_r1(record: dict, ctx: ReadContext) -> list[Target]:
     box = _box(record["gt_bbox"], ctx.ref, "gt_bbox")
     group = record.get("group")
     extra = {k: record[k] for k in ("gt_action", "group") if record.get(k) is not None}
-    return [Target(record["instruction"], _image_value(record["image"], ctx, "image"), [box], "pixel",
+    unit = "ratio" if validate.all_fractions(box) else "pixel"
+    return [Target(record["instruction"], _image_value(record["image"], ctx, "image"), [box], unit,
                    platform=group if group in PLATFORMS else None, ui_type=_ui_type(record.get("ui_type")),
                    extra=extra, raw=record)]  # fmt: skip
 

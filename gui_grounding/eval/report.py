@@ -2,9 +2,12 @@
 
 * ``metrics.json``: ``{"benchmark": name, <the benchmark's metrics at top level, e.g. ScreenSpot-Pro's fine_grained /
   seeclick_style / leaderboard_* / overall>, "predictions": counts of records, predictions, missing, unknown ids,
-  malformed lines, duplicates, unmapped harness details and harness disagreements (with examples and refs),
-  "data": the load report (records, rejects per reason, notes), "meta": caller's extras}``.
-* ``results.md``: a short header (samples, prediction problems, rejected records) and ``benchmark.table(metrics)``.
+  malformed records (and the samples they made wrong_format), duplicates (with the ``on_duplicate`` policy), unmapped
+  harness details and harness disagreements (with examples and refs), "data": the load report (records read,
+  ``num_samples`` = the denominator, errors per reason (``rejected``, ``reject_reasons``, ``rejects``), ``notes``,
+  ``num_warnings`` and every warning with its ref), "meta": caller's extras}``. Strict JSON (no NaN).
+* ``results.md``: a short header (samples, prediction problems, errors and warnings of the data) and
+  ``benchmark.table(metrics)``.
 * ``failures.html``: one self-contained page over the ``wrong`` and ``wrong_format`` samples in data order (at most
   ``max_failures``, the number omitted stated): per failure a thumbnail of the screenshot (at most 800 px wide) with
   the target box(es) / polygon(s) in green and the predicted point in red, a zoom around the target, the
@@ -76,8 +79,8 @@ def write_reports(
            "data": load_report_dict(load_report) if load_report else {"num_samples": len(samples)},
            "meta": meta or {}}  # fmt: skip
     with open(os.path.join(out_dir, "metrics.json"), "w", encoding="utf-8") as f:
-        json.dump(doc, f, indent=2)
-    with open(os.path.join(out_dir, "results.md"), "w", encoding="utf-8") as f:
+        json.dump(doc, f, indent=2, allow_nan=False)
+    with open(os.path.join(out_dir, "results.md"), "w", encoding="utf-8", errors="replace") as f:
         f.write(_results_md(benchmark, samples, metrics, pred_summary, load_report))
     write_failures_html(out_dir, samples, results, predictions, title=f"{benchmark.name}: failures",
                         max_failures=max_failures)  # fmt: skip
@@ -90,14 +93,20 @@ def _results_md(benchmark: Benchmark, samples, metrics, pred_summary: dict, load
         lines.append(f"Predictions: `{pred_summary['path']}` ({pred_summary['format']}): "
                      f"{pred_summary['predictions']} used; {pred_summary['missing']} samples without a prediction "
                      f"(counted wrong_format); {pred_summary['unknown_ids']} unknown sample_ids, "
-                     f"{pred_summary['malformed']} malformed, {pred_summary['duplicates']} duplicates, "
+                     f"{pred_summary['malformed']} malformed records ({pred_summary.get('malformed_samples', 0)} "
+                     f"samples scored wrong_format for them), {pred_summary['duplicates']} duplicates "
+                     f"(on_duplicate: {pred_summary.get('on_duplicate', 'error')}), "
                      f"{pred_summary['not_mapped']} harness details not mapped.  ")  # fmt: skip
     else:
         lines.append(f"{pred_summary['missing']} samples without a prediction (counted wrong_format).  ")
     if load_report is not None:
         reasons = ", ".join(f"{k} {v}" for k, v in sorted(load_report.counts.items())) or "none"
-        lines.append(f"Data: {load_report.num_records} records read, {load_report.num_samples} samples, "
-                     f"{len(load_report.rejects)} rejected ({reasons}).")  # fmt: skip
+        lines.append(f"Data: {load_report.num_records} records read, {load_report.num_samples} samples scored, "
+                     f"{len(load_report.rejects)} errors not scored ({reasons}).  ")  # fmt: skip
+        warnings = getattr(load_report, "warnings", [])
+        if warnings:
+            notes = ", ".join(f"{k} {v}" for k, v in sorted(load_report.notes.items()))
+            lines.append(f"Warnings (kept and scored): {len(warnings)} ({notes}); listed in metrics.json.")
     lines += ["", benchmark.table(metrics), "", "Failures: see `failures.html`.", ""]
     return "\n".join(lines)
 
@@ -143,7 +152,7 @@ def write_failures_html(
         cards="\n".join(cards),
     )  # fmt: skip
     path = os.path.join(out_dir, "failures.html")
-    with open(path, "w", encoding="utf-8") as f:
+    with open(path, "w", encoding="utf-8", errors="replace") as f:  # a lone surrogate in a response must not stop it
         f.write(page)
     return path
 
@@ -164,6 +173,8 @@ def _card(i: int, s: Sample, result: dict, pred: dict | None, img_dir: str, max_
     point = result.get("point")
     if result.get("missing"):
         point_text = "no prediction for this sample"
+    elif result.get("malformed"):
+        point_text = f"malformed prediction record: {result['malformed']}"
     elif point is None:
         point_text = "no point (null)"
     else:
@@ -201,10 +212,10 @@ def _target_extent(s: Sample) -> tuple[float, float, float, float] | None:
 
 def _draw_marks(draw, s: Sample, point, ox: float, oy: float, sx: float, sy: float, size: tuple[int, int]) -> None:
     """Targets (green) and point (red) mapped by ``(v - o) * scale`` into an image of ``size``."""
-    for b in s.boxes:
-        draw.rectangle(
-            [(b[0] - ox) * sx, (b[1] - oy) * sy, (b[2] - ox) * sx, (b[3] - oy) * sy], outline=TARGET, width=2
-        )
+    for b in s.boxes:  # an inverted box (kept with a warning) is drawn over its corners
+        x0, x1 = sorted(((b[0] - ox) * sx, (b[2] - ox) * sx))
+        y0, y1 = sorted(((b[1] - oy) * sy, (b[3] - oy) * sy))
+        draw.rectangle([x0, y0, x1, y1], outline=TARGET, width=2)
     for poly in s.polygons:
         pts = [((x - ox) * sx, (y - oy) * sy) for x, y in poly]
         draw.line(pts + pts[:1], fill=TARGET, width=2)
@@ -222,8 +233,9 @@ def _draw(s: Sample, point, img_dir: str, i: int, max_width: int) -> list[tuple[
     from PIL import Image, ImageDraw
 
     out = []
-    with Image.open(s.image_path) as src:
-        im = src.convert("RGB")
+    from vlm_r1.validate import open_image
+
+    im = open_image(s.image_path)  # the displayed frame (EXIF applied), as boxes and points are
     w, h = im.size
     scale = min(1.0, max_width / w, 900 / h)
     tw, th = max(1, round(w * scale)), max(1, round(h * scale))

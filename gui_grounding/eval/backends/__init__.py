@@ -84,11 +84,11 @@ def pixel_budget(adapter, min_pixels: int | None, max_pixels: int | None) -> tup
 
 
 def load_image(sample) -> Any:
-    """The sample's screenshot as an RGB ``PIL.Image`` (original pixels), fully loaded (file closed)."""
-    from PIL import Image
+    """The sample's screenshot as an RGB ``PIL.Image`` in its displayed frame (EXIF orientation applied, the frame
+    sizes and boxes are read in: ``vlm_r1.validate.open_image``), fully loaded (file closed)."""
+    from vlm_r1.validate import open_image
 
-    with Image.open(sample.image_path) as im:
-        return im.convert("RGB")
+    return open_image(sample.image_path)
 
 
 def record(sample, request, text: str, adapter, *, error: str | None = None) -> dict:
@@ -120,7 +120,7 @@ def prepare_resume(path: str) -> set[str]:
         try:
             rec = json.loads(raw)
             sid = str(rec["sample_id"])
-        except (json.JSONDecodeError, KeyError, TypeError, UnicodeDecodeError):
+        except (ValueError, KeyError, TypeError, RecursionError):  # JSON / UTF-8 / digit-limit errors are ValueErrors
             dropped["unreadable line"] = dropped.get("unreadable line", 0) + 1
             continue
         if rec.get("error") is not None:

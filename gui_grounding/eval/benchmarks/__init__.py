@@ -7,11 +7,18 @@ layout and its breakdown keys; the scorer is the shared :func:`gui_grounding.eva
 Shared conventions (``gta1_and_peers.md`` section 2.1):
 
 * boxes become ``(x_min, y_min, x_max, y_max)`` in original-image pixels, whatever the native convention;
-* a record that cannot be scored (unreadable annotation file, missing/corrupt image, bad or inverted box, box entirely
-  outside the image, empty instruction, duplicate id) is skipped and counted in the :class:`BenchmarkLoadReport`
-  with a ``file:[index]`` reference, or raises :class:`~gui_grounding.schema.SampleError` in strict mode;
-* a box that sticks partly out of the image is **kept** (the official scorers do not clip or drop it, and dropping
-  it would change the published totals) and counted as a warning;
+* **official denominators**: every record the official harness would score is scored. Only what the harness itself
+  could not score is an error, counted in the :class:`BenchmarkLoadReport` with a ``file:[index]`` reference (or raised
+  as :class:`~gui_grounding.schema.SampleError` in strict mode): an unreadable annotation file or element, a record
+  that is not an object or lacks a field, a box that is not 4 numbers (``bad_box``: finite, within +-1e7, no
+  booleans; ``vlm_r1.validate``), an instruction that is not valid Unicode (``bad_text``), an image path that climbs
+  out of the image folder (``path_outside_root``), a missing, non-regular, oversized or corrupt image. Oddities the harness scores anyway are **kept and warned** (``notes`` + ``warnings``, listed in
+  ``metrics.json``): a box partly (``box_partly_outside_image``) or entirely (``box_outside_image``, e.g. an image
+  whose EXIF orientation turns it) outside the image as we read it, an inverted or zero-area box or polygon
+  (``inverted_box``: no point can hit it, as in the harness), an empty instruction (``empty_instruction``),
+  ScreenSpot-Pro's ``img_size`` differing from the file (``img_size_mismatch``). Boxes are never clipped;
+* duplicate sample ids in a benchmark file make the whole load fail (:class:`DuplicateIdError`, naming the ids and
+  their refs): predictions are matched by id, so a repeated id would score one answer twice;
 * accuracies are percentages rounded to 2 decimals, except ScreenSpot-Pro's harness cells, which are fractions
   (0-1) as that harness writes them.
 """
@@ -19,15 +26,29 @@ Shared conventions (``gta1_and_peers.md`` section 2.1):
 from __future__ import annotations
 
 import json
-import math
+import logging
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from gui_grounding.eval import EvalInputError
 from gui_grounding.eval.judge import CORRECT, WRONG, WRONG_FORMAT
 from gui_grounding.frames import Box
 from gui_grounding.schema import LoadReport, Sample, SampleError, read_image_size
+from vlm_r1 import validate
+from vlm_r1.data import RecordError, iter_json_list
+
+logger = logging.getLogger(__name__)
+
+# coordinates beyond this magnitude are not pixels of any screenshot (the shared rule, vlm_r1.validate)
+MAX_COORDINATE = validate.MAX_COORD
+# warnings listed one by one in metrics.json (all of them are counted in ``notes``)
+MAX_LISTED_WARNINGS = 1000
+
+
+class DuplicateIdError(EvalInputError):
+    """A benchmark file (or folder) holds the same sample id more than once; the message names them and their refs."""
 
 
 @dataclass
@@ -42,10 +63,21 @@ class BenchmarkLoadReport(LoadReport):
     notes: Counter = field(default_factory=Counter)
     warnings: list[tuple[str, str]] = field(default_factory=list)
 
+    _warning_notes: list[str] = field(default_factory=list, repr=False)
+
     def warn(self, ref: str, note: str, message: str) -> None:
         """Count ``note`` and keep ``(ref, message)``."""
         self.notes[note] += 1
         self.warnings.append((ref, f"{note}: {message}"))
+        self._warning_notes.append(note)
+
+    def rollback_warnings(self, mark: int) -> None:
+        """Forget the warnings after the first ``mark`` (those of a record that then turned out to be an error)."""
+        for note in self._warning_notes[mark:]:
+            self.notes[note] -= 1
+            if not self.notes[note]:
+                del self.notes[note]
+        del self.warnings[mark:], self._warning_notes[mark:]
 
     def table(self) -> str:
         """:meth:`LoadReport.table` plus one line per note and the first warnings."""
@@ -59,15 +91,30 @@ class BenchmarkLoadReport(LoadReport):
         return "\n".join(lines)
 
 
-def load_report_dict(report: LoadReport, max_examples: int = 20) -> dict:
-    """JSON-ready summary of a load report: counts, reasons, notes and the first rejects/warnings (with refs)."""
+def load_report_dict(report: LoadReport, max_examples: int = 20, max_warnings: int = MAX_LISTED_WARNINGS) -> dict:
+    """JSON-ready summary of a load report.
+
+    ``num_records`` (records read), ``num_samples`` (scored: the denominator), ``rejected`` / ``reject_reasons`` /
+    ``rejects`` (errors: what could not be scored, the first ``max_examples`` with refs), and for benchmark reports
+    ``notes`` (counts), ``num_warnings`` and ``warnings`` (every warning with its ref, up to ``max_warnings``;
+    ``warnings_omitted`` counts the rest).
+    """
     out = {"num_records": report.num_records, "num_samples": report.num_samples, "rejected": len(report.rejects),
            "reject_reasons": dict(sorted(report.counts.items())),
            "rejects": [{"ref": r, "reason": why, "message": m} for r, why, m in report.rejects[:max_examples]]}  # fmt: skip
     if isinstance(report, BenchmarkLoadReport):
         out["notes"] = dict(sorted(report.notes.items()))
-        out["warnings"] = [{"ref": r, "message": m} for r, m in report.warnings[:max_examples]]
+        out["num_warnings"] = len(report.warnings)
+        out["warnings"] = [{"ref": r, "message": m} for r, m in report.warnings[:max_warnings]]
+        out["warnings_omitted"] = max(0, len(report.warnings) - max_warnings)
     return out
+
+
+def log_load_report(report: BenchmarkLoadReport, where: str) -> None:
+    """One log warning when a load had errors (records not scored) or warnings (records kept and scored)."""
+    if report.rejects or report.warnings:
+        logger.warning("%s: %d errors (not scored), %d warnings (kept and scored):\n%s", where, len(report.rejects),
+                       len(report.warnings), report.table())  # fmt: skip
 
 
 def handle_reject(report: LoadReport, err: SampleError, strict: bool) -> None:
@@ -84,11 +131,13 @@ def read_json_file(path: str) -> Any:
         SampleError: ``unparseable_record`` (ref = the path) when the file cannot be read or is not valid JSON.
     """
     try:
-        with open(path, encoding="utf-8") as f:
+        with open(path, encoding="utf-8-sig") as f:  # a byte-order mark is accepted
             return json.load(f)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+    except RecursionError as err:
+        raise SampleError(path, "unparseable_record", "cannot read annotation file: JSON nested too deeply") from err
+    except (OSError, ValueError) as err:  # also UnicodeDecodeError, JSONDecodeError, ints over the digit limit
         raise SampleError(
-            path, "unparseable_record", f"cannot read annotation file: {type(err).__name__}: {err}"
+            path, "unparseable_record", f"cannot read annotation file: {type(err).__name__}: {str(err)[:300]}"
         ) from err
 
 
@@ -105,7 +154,8 @@ def read_json_list(path: str) -> list:
 
 
 def read_annotation_samples(
-    path: str, make_sample, report: LoadReport, strict: bool, *, unique_ids: dict[str, str] | None = None
+    path: str, make_sample, report: LoadReport, strict: bool, *, id_refs: list[tuple[str, str]] | None = None,
+    id_key: str = "id",
 ) -> tuple[list[Sample], list]:
     """Samples of one JSON-list annotation file, with every bad record counted (or raised in strict mode).
 
@@ -114,38 +164,110 @@ def read_annotation_samples(
         make_sample: ``(index, record, ref) -> Sample``, raising :class:`SampleError` for a bad record.
         report: counts records and rejects (an unreadable file is one ``unparseable_record`` reject).
         strict: raise the first :class:`SampleError` instead of counting it.
-        unique_ids: when given, sample_id -> ref of the records seen so far (shared across files); a repeated id
-            is rejected as ``bad_field``.
+        id_refs: when given, ``(str(record[id_key]), ref)`` is appended for every record that has ``id_key``
+            (scored or not), for :func:`check_unique_ids`.
+        id_key: the record's id field.
 
     Returns:
-        ``(samples, records)``: the good samples in file order and the raw records (empty if unreadable).
+        ``(samples, records)``: the good samples in file order and the raw records (empty if unreadable). A list
+        that does not parse as a whole is read element by element (:func:`vlm_r1.data.iter_json_list`): each bad
+        element is one ``unparseable_record`` error (a :class:`~vlm_r1.data.RecordError` in ``records``) and the
+        others are scored.
     """
     try:
         records = read_json_list(path)
     except SampleError as err:
-        report.num_records += 1
-        handle_reject(report, err, strict)
-        return [], []
+        records = _recover_list_elements(path)
+        if records is None:  # not a JSON list at all: the file is one error
+            report.num_records += 1
+            handle_reject(report, err, strict)
+            return [], []
     samples = []
     for i, rec in enumerate(records):
         report.num_records += 1
         ref = f"{path}:[{i}]"
+        if isinstance(rec, RecordError):
+            handle_reject(report, SampleError(ref, "unparseable_record", rec.message), strict)
+            continue
+        if id_refs is not None and isinstance(rec, dict) and rec.get(id_key) is not None:
+            id_refs.append((str(rec[id_key]), ref))
+        mark = len(report.warnings) if isinstance(report, BenchmarkLoadReport) else 0
         try:
-            sample = make_sample(i, rec, ref)
-            if unique_ids is not None:
-                if sample.sample_id in unique_ids:
-                    raise SampleError(ref, "bad_field", f"duplicate id {sample.sample_id!r} (first at "
-                                                        f"{unique_ids[sample.sample_id]})")  # fmt: skip
-                unique_ids[sample.sample_id] = ref
-            samples.append(sample)
+            samples.append(make_sample(i, rec, ref))
         except SampleError as err:
+            if isinstance(report, BenchmarkLoadReport):
+                report.rollback_warnings(mark)  # an error, not scored: its warnings would only confuse
             handle_reject(report, err, strict)
     return samples, records
 
 
+def _recover_list_elements(path: str) -> list | None:
+    """The elements of a JSON list that does not parse as a whole (a 5000-digit number, deep nesting, a bad byte in
+    one element), each a record or a :class:`~vlm_r1.data.RecordError`, read by :func:`vlm_r1.data.iter_json_list`
+    (the elements after a bad one are kept); ``None`` when the file is not a JSON list."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096).removeprefix(b"\xef\xbb\xbf").lstrip()[:1]
+    except OSError:
+        return None
+    if head != b"[":
+        return None
+    return [item for _, _, item in iter_json_list(path)]
+
+
+def check_unique_ids(id_refs: list[tuple[str, str]], where: str) -> None:
+    """Refuse repeated ids.
+
+    Args:
+        id_refs: ``(sample_id, ref)`` in reading order.
+        where: the file or folder, for the message.
+
+    Raises:
+        DuplicateIdError: one line naming how many ids repeat and the first few with both refs.
+    """
+    first: dict[str, str] = {}
+    dups: list[tuple[str, str, str]] = []
+    for sid, ref in id_refs:
+        if sid in first:
+            dups.append((sid, first[sid], ref))
+        else:
+            first[sid] = ref
+    if dups:
+        shown = "; ".join(f"id {sid!r} at {a} and {b}" for sid, a, b in dups[:5])
+        more = f" (and {len(dups) - 5} more)" if len(dups) > 5 else ""
+        raise DuplicateIdError(f"{where}: {len(dups)} duplicate sample id(s): {shown}{more}. Sample ids must be unique "
+                               "(predictions are matched by id); fix the benchmark file")  # fmt: skip
+
+
 def is_number(value: Any) -> bool:
-    """True for a finite int/float (bools excluded)."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    """True for an int/float within ``+-MAX_COORDINATE`` (bools, NaN, inf and huge integers excluded; never raises):
+    :func:`vlm_r1.validate.is_coord`, the one number rule of the data readers."""
+    return validate.is_coord(value)
+
+
+def image_file(image_dir: str, name: Any, ref: str) -> str:
+    """The path of image ``name`` (as the record writes it) under ``image_dir``.
+
+    Raises:
+        SampleError: ``bad_field`` for a non-string or empty name, ``bad_text`` for one that is not valid Unicode,
+            ``path_outside_root`` for a relative path whose ``..`` climbs out of ``image_dir``, ``not_a_file`` for a
+            NUL byte (:func:`vlm_r1.validate.resolve_path`).
+    """
+    if not isinstance(name, str) or not name.strip():
+        raise SampleError(ref, "bad_field", f"image path must be a non-empty string, got {short_repr(name)}")
+    try:
+        return validate.resolve_path(image_dir, validate.text(name, "image path"))
+    except validate.Invalid as err:
+        raise SampleError(ref, err.reason, err.message) from None
+
+
+def short_repr(value: Any, limit: int = 120) -> str:
+    """``repr(value)`` cut to ``limit`` characters, for messages (never raises, even on deep nesting)."""
+    try:
+        text = repr(value)
+    except (RecursionError, ValueError):
+        return f"<unprintable {type(value).__name__}>"
+    return text if len(text) <= limit else text[:limit] + f"... [{len(text) - limit} more characters]"
 
 
 def require(record: Any, keys: Iterable[str], ref: str) -> None:
@@ -170,57 +292,79 @@ def require_str(record: dict, key: str, ref: str) -> str:
     """
     value = record.get(key)
     if not isinstance(value, str):
-        raise SampleError(ref, "bad_field", f"{key} must be a string, got {value!r}")
+        raise SampleError(ref, "bad_field", f"{key} must be a string, got {short_repr(value)}")
     if not value.strip():
         reason = "empty_instruction" if "instruction" in key else "bad_field"
         raise SampleError(ref, reason, f"{key} is empty")
     return value
 
 
+def instruction_text(record: dict, key: str, ref: str, report: BenchmarkLoadReport) -> str:
+    """``record[key]`` as a string; a blank one is kept (the harness sends it as is) with an ``empty_instruction``
+    warning.
+
+    Raises:
+        SampleError: ``bad_field`` when it is not a string; ``bad_text`` when it is not valid Unicode.
+    """
+    value = record.get(key)
+    if not isinstance(value, str):
+        raise SampleError(ref, "bad_field", f"{key} must be a string, got {short_repr(value)}")
+    if not validate.is_text(value):
+        raise SampleError(ref, "bad_text", f"{key} is not valid Unicode text (a lone surrogate): no model can read it")
+    if not value.strip():
+        report.warn(ref, "empty_instruction", f"{key} is empty (kept and scored, as the harness does)")
+    return value
+
+
 def _four_numbers(value: Any, ref: str, what: str, convention: str) -> list[float]:
     if not (isinstance(value, (list, tuple)) and len(value) == 4 and all(is_number(v) for v in value)):
-        raise SampleError(ref, "bad_field", f"{what} must be 4 finite numbers {convention}, got {value!r}")
+        raise SampleError(ref, "bad_box", f"{what} must be 4 finite numbers (|v| <= {MAX_COORDINATE:g}) "
+                                            f"{convention}, got {short_repr(value)}")  # fmt: skip
     return [float(v) for v in value]
 
 
-def box_from_xywh(value: Any, ref: str, what: str = "bbox") -> Box:
-    """``[x, y, w, h]`` (pixels, top-left corner + size; ScreenSpot-V2, OSWorld-G) -> ``(x_min, y_min, x_max, y_max)``.
+def box_from_xywh(value: Any, ref: str, report: BenchmarkLoadReport, what: str = "bbox") -> Box:
+    """``[x, y, w, h]`` (pixels, top-left corner + size; ScreenSpot-V2, OSWorld-G) -> ``(x, y, x + w, y + h)``.
+
+    A zero or negative ``w``/``h`` is kept as given (no point can hit it, as in the harness) with an ``inverted_box``
+    warning in ``report``.
 
     Raises:
-        SampleError: ``bad_field`` for anything but 4 finite numbers; ``inverted_box`` for ``w <= 0`` or ``h <= 0``.
+        SampleError: ``bad_box`` for anything but 4 finite numbers within +-1e7 (booleans excluded).
     """
     x, y, w, h = _four_numbers(value, ref, what, "[x, y, w, h]")
     if w <= 0 or h <= 0:
-        raise SampleError(ref, "inverted_box", f"{what} {value!r} has zero or negative width/height")
+        report.warn(ref, "inverted_box", f"{what} {short_repr(value)} has zero or negative width/height (kept)")
     return x, y, x + w, y + h
 
 
-def box_from_xyxy(value: Any, ref: str, what: str = "bbox") -> Box:
+def box_from_xyxy(value: Any, ref: str, report: BenchmarkLoadReport, what: str = "bbox") -> Box:
     """``[x1, y1, x2, y2]`` (ScreenSpot-Pro pixels, WebClick) -> ``(x_min, y_min, x_max, y_max)`` unchanged.
 
+    ``x1 >= x2`` or ``y1 >= y2`` is kept as given with an ``inverted_box`` warning in ``report``.
+
     Raises:
-        SampleError: ``bad_field`` for anything but 4 finite numbers; ``inverted_box`` for ``x1 >= x2`` or
-            ``y1 >= y2``.
+        SampleError: ``bad_box`` for anything but 4 finite numbers within +-1e7 (booleans excluded).
     """
     x1, y1, x2, y2 = _four_numbers(value, ref, what, "[x1, y1, x2, y2]")
     if x1 >= x2 or y1 >= y2:
-        raise SampleError(ref, "inverted_box", f"{what} {value!r} is inverted or has zero area")
+        report.warn(ref, "inverted_box", f"{what} {short_repr(value)} is inverted or has zero area (kept)")
     return x1, y1, x2, y2
 
 
 def check_extent(extent: Box, width: int, height: int, ref: str, report: BenchmarkLoadReport, what: str) -> None:
-    """Reject a target entirely outside the ``width x height`` image; warn (and keep) one partly outside.
+    """Warn (never reject) about a target not inside the ``width x height`` image as we read it.
 
-    ``extent`` is the target's bounding box in original pixels (a box, or a polygon's extent).
-
-    Raises:
-        SampleError: ``box_outside_image`` when no pixel of the image is covered.
+    ``extent`` is the target's bounding box in original pixels (a box, or a polygon's extent). Entirely outside:
+    ``box_outside_image`` (e.g. an image whose EXIF orientation swaps its sides); partly: ``box_partly_outside_image``.
+    The sample is kept and scored unclipped, as the official harnesses score it.
     """
-    x0, y0, x1, y1 = extent
+    x0, y0, x1, y1 = (min(extent[0], extent[2]), min(extent[1], extent[3]), max(extent[0], extent[2]),
+                      max(extent[1], extent[3]))  # fmt: skip
     if x1 < 0 or y1 < 0 or x0 > width or y0 > height:
-        raise SampleError(ref, "box_outside_image", f"{what} {list(extent)} lies entirely outside the "
-                                                     f"{width}x{height} image")  # fmt: skip
-    if x0 < 0 or y0 < 0 or x1 > width or y1 > height:
+        report.warn(ref, "box_outside_image", f"{what} {list(extent)} lies entirely outside the {width}x{height} "
+                                              "image as read (kept and scored, not clipped)")  # fmt: skip
+    elif x0 < 0 or y0 < 0 or x1 > width or y1 > height:
         report.warn(ref, "box_partly_outside_image", f"{what} {list(extent)} extends outside the {width}x{height} "
                                                      "image (kept, not clipped)")  # fmt: skip
 
@@ -359,4 +503,4 @@ def get_benchmark(name: str, **options) -> Benchmark:
         raise ValueError(f"benchmark {name!r} does not take options {sorted(options)}: {err}") from err
 
 
-__all__ = ["BENCHMARKS", "Benchmark", "BenchmarkLoadReport", "get_benchmark", "load_report_dict"]
+__all__ = ["BENCHMARKS", "Benchmark", "BenchmarkLoadReport", "DuplicateIdError", "get_benchmark", "load_report_dict"]

@@ -1,20 +1,100 @@
 """Our canonical JSONL (e.g. the web collector's test split) as a benchmark.
 
-``--data`` is a JSONL/JSON file, or a folder holding ``test.jsonl``. Records are read by
-:func:`gui_grounding.schema.load_samples` (canonical, GTA1 and VLM-R1 formats; boxes in original pixels, image paths
-relative to the file's folder; bad records skipped and counted with ``file:line``). Metrics: ``overall`` and
-``by_platform`` / ``by_ui_type`` / ``by_source`` over the samples that carry each field, accuracy in percent.
+``--data`` is a JSONL/JSON file, or a folder holding ``test.jsonl``. Records are read with
+:func:`vlm_r1.data.iter_records` and validated by :func:`gui_grounding.schema.record_to_sample` (canonical, GTA1 and
+VLM-R1 formats; image paths relative to the file's folder), with one difference from the training loader, for
+benchmark denominators: boxes are **never clipped or dropped**. A box past the image edge, entirely outside the image as
+we read it (e.g. an EXIF-rotated photo), inverted, or within [0, 1] (fractions?) is scored as given, with a warning
+(``box_partly_outside_image``, ``box_outside_image``, ``inverted_box``, ``suspect_unit``). Errors (counted with ``file:line``, not scored): an unparseable line, an
+unknown format, a missing field, a box that is not 4 numbers (``bad_box``), an empty instruction, and whatever else
+``record_to_sample`` rejects (text, paths, images).
+A ``sample_id`` (or ``id``) repeated in the file refuses the load (:class:`~gui_grounding.eval.benchmarks.
+DuplicateIdError`). Metrics: ``overall`` and ``by_platform`` / ``by_ui_type`` / ``by_source`` over the samples that
+carry each field, accuracy in percent.
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import os
+from typing import Any
 
-from gui_grounding.eval.benchmarks import breakdown_table, cell, check_results, tally
+from gui_grounding.eval.benchmarks import (
+    BenchmarkLoadReport,
+    breakdown_table,
+    cell,
+    check_extent,
+    check_results,
+    check_unique_ids,
+    handle_reject,
+    is_number,
+    log_load_report,
+    short_repr,
+    tally,
+)
 from gui_grounding.eval.benchmarks.base import Benchmark
-from gui_grounding.schema import LoadReport, Sample, load_samples
+from gui_grounding.frames import Box, box_from_norm1000
+from gui_grounding.schema import Sample, SampleError, detect_format, record_to_sample
+from vlm_r1 import validate
+from vlm_r1.data import RecordError, iter_records
+
+logger = logging.getLogger(__name__)
 
 BREAKDOWN_KEYS = ("platform", "ui_type", "source")
+# a box that fits any image (>= 1x1): validation of everything but the boxes is record_to_sample's; the boxes
+# themselves are read here, unclipped
+_PROBE_PIXEL_BOX = [0, 0, 2, 2]
+
+
+def _four(value: Any, ref: str, what: str) -> Box:
+    if not (isinstance(value, (list, tuple)) and len(value) == 4 and all(is_number(v) for v in value)):
+        raise SampleError(ref, "bad_box", f"{what} must be 4 finite numbers [x_min, y_min, x_max, y_max], got "
+                                            f"{short_repr(value)}")  # fmt: skip
+    return tuple(float(v) for v in value)
+
+
+def _box_list(value: Any, ref: str, what: str) -> list[Box]:
+    if isinstance(value, (list, tuple)) and value and isinstance(value[0], (list, tuple)):
+        return [_four(v, ref, what) for v in value]
+    return [_four(value, ref, what)]
+
+
+def published_boxes(record: dict, fmt: str, ref: str) -> tuple[list[Box], dict]:
+    """``(boxes as the record gives them, probe record)``: the probe has every box replaced by one that fits any
+    image, so :func:`record_to_sample` validates the rest of the record without judging the boxes.
+
+    Raises:
+        SampleError: ``bad_box`` for a box that is not 4 finite numbers within +-1e7; ``bad_field`` for a canonical
+            box without its 4 keys.
+    """
+    if fmt == "canonical":
+        items = record["target_bbox"] if isinstance(record["target_bbox"], list) else [record["target_bbox"]]
+        if not items:
+            raise SampleError(ref, "bad_field", "target_bbox is an empty list")
+        boxes = []
+        for item in items:
+            if not isinstance(item, dict) or not all(k in item for k in ("x_min", "y_min", "x_max", "y_max")):
+                raise SampleError(ref, "bad_field", f"target_bbox must be {{x_min, y_min, x_max, y_max}}, got "
+                                                    f"{short_repr(item)}")  # fmt: skip
+            boxes.append(_four([item["x_min"], item["y_min"], item["x_max"], item["y_max"]], ref, "target_bbox"))
+        probe = {**record, "target_bbox": dict(zip(("x_min", "y_min", "x_max", "y_max"), _PROBE_PIXEL_BOX,
+                                                   strict=True))}  # fmt: skip
+        return boxes, probe
+    if fmt == "gta1":
+        return _box_list(record["bbox"], ref, "bbox"), {**record, "bbox": [0, 0, 1000, 1000]}
+    # vlm_r1: the gpt turn holds the box (a JSON list, optionally inside <answer> tags)
+    conv = record.get("conversations")
+    answer = conv[1].get("value") if isinstance(conv, list) and len(conv) > 1 and isinstance(conv[1], dict) else None
+    if isinstance(answer, str):
+        text = answer.replace("<answer>", "").replace("</answer>", "").strip()
+        try:
+            answer = json.loads(text)
+        except (ValueError, RecursionError) as err:
+            raise SampleError(ref, "bad_field", f"gpt turn is not a bbox list: {text[:80]!r}") from err
+    boxes = _box_list(answer, ref, "gpt turn bbox")
+    probe_conv = [conv[0], {**conv[1], "value": json.dumps(_PROBE_PIXEL_BOX)}, *conv[2:]]
+    return boxes, {**record, "conversations": probe_conv}
 
 
 class Canonical(Benchmark):
@@ -27,17 +107,58 @@ class Canonical(Benchmark):
         "image paths are relative to the file's folder."
     )
 
-    def load(self, data_dir: str, *, strict: bool = False) -> tuple[list[Sample], LoadReport]:
-        """Samples of ``data_dir`` (a file, or a folder with ``test.jsonl``).
+    def load(self, data_dir: str, *, strict: bool = False) -> tuple[list[Sample], BenchmarkLoadReport]:
+        """Samples of ``data_dir`` (a file, or a folder with ``test.jsonl``); rules in the module docstring.
 
         Raises:
             FileNotFoundError: neither an existing file nor a folder with ``test.jsonl``.
-            SampleError: in strict mode, the first bad record.
+            DuplicateIdError: a sample id appears twice.
+            SampleError: in strict mode, the first error.
         """
         path = os.path.join(data_dir, "test.jsonl") if os.path.isdir(data_dir) else data_dir
         if not os.path.isfile(path):
             raise FileNotFoundError(f"{path} not found. {self.layout_help}")
-        return load_samples([path], strict=strict)
+        base_dir = os.path.dirname(os.path.abspath(path))
+        stem = os.path.splitext(os.path.basename(path))[0]
+        report, samples, id_refs = BenchmarkLoadReport(), [], []
+        for ref, index, item in iter_records(path):
+            report.num_records += 1
+            mark = len(report.warnings)
+            try:
+                if isinstance(item, RecordError):
+                    raise SampleError(item.ref, "unparseable_record", item.message)
+                record_id = item.get("sample_id", item.get("id"))
+                if record_id is not None:  # every record with an id, scored or not, takes part in the check
+                    id_refs.append((str(record_id), ref))
+                samples.append(self._sample(item, ref, base_dir, f"{stem}:{index}", report))
+            except SampleError as err:
+                report.rollback_warnings(mark)
+                handle_reject(report, err, strict)
+        check_unique_ids(id_refs, path)
+        report.num_samples = len(samples)
+        log_load_report(report, path)
+        return samples, report
+
+    @staticmethod
+    def _sample(record: dict, ref: str, base_dir: str, default_id: str, report: BenchmarkLoadReport) -> Sample:
+        fmt = detect_format(record)
+        if fmt is None:
+            raise SampleError(ref, "unknown_format", f"keys {short_repr(sorted(record), 300)} match no supported "
+                                                     "format")  # fmt: skip
+        boxes, probe = published_boxes(record, fmt, ref)
+        sample = record_to_sample(probe, ref, base_dir=base_dir, default_id=default_id)
+        width, height = sample.width, sample.height
+        pixel_boxes = [box_from_norm1000(b, width, height) for b in boxes] if fmt == "gta1" else list(boxes)
+        for b in pixel_boxes:
+            if b[0] >= b[2] or b[1] >= b[3]:
+                report.warn(ref, "inverted_box", f"box {list(b)} is inverted or has zero area (kept)")
+            if fmt != "gta1" and validate.all_fractions(b):
+                report.warn(ref, "suspect_unit", f"pixel box {list(b)} lies within [0, 1]: fractions, not pixels? "
+                                                 "(kept, scored as pixels)")  # fmt: skip
+            check_extent(b, width, height, ref, report, "box")
+        sample.boxes = pixel_boxes
+        sample.source_boxes = list(boxes)
+        return sample
 
     def metrics(self, samples: list[Sample], results: dict[str, dict]) -> dict:
         """``{"overall": cell, "by_platform": ..., "by_ui_type": ..., "by_source": ...}`` (breakdowns only for fields

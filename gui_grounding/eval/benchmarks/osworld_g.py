@@ -31,11 +31,15 @@ from gui_grounding.eval.benchmarks import (
     cell,
     check_extent,
     check_results,
+    check_unique_ids,
+    image_file,
+    instruction_text,
     is_number,
+    log_load_report,
     read_annotation_samples,
     read_json_file,
     require,
-    require_str,
+    short_repr,
     tally,
 )
 from gui_grounding.eval.benchmarks.base import Benchmark
@@ -49,26 +53,29 @@ UNCLASSIFIED = "unclassified"
 BOX_TYPES = ("bbox", "polygon", "refusal")
 
 
-def parse_polygon(value, ref: str) -> list[tuple[float, float]]:
+def parse_polygon(value, ref: str, report: BenchmarkLoadReport | None = None) -> list[tuple[float, float]]:
     """Polygon vertices in pixels from a flat ``[x1, y1, x2, y2, ...]`` or nested ``[[x, y], ...]`` list.
 
+    A polygon of zero area is kept (only its boundary can be hit) with an ``inverted_box`` warning in ``report``.
+
     Raises:
-        SampleError: ``bad_field`` for non-numbers, an odd flat length or fewer than 3 vertices; ``inverted_box`` for
-            a polygon of zero area.
+        SampleError: ``bad_box`` for non-numbers (finite, within +-1e7), an odd flat length or fewer than 3
+            vertices.
     """
     if isinstance(value, list) and value and all(isinstance(v, (list, tuple)) for v in value):
         if not all(len(v) == 2 and all(is_number(c) for c in v) for v in value):
-            raise SampleError(ref, "bad_field", f"polygon vertices must be [x, y] number pairs, got {value!r}")
+            raise SampleError(ref, "bad_box", f"polygon vertices must be [x, y] number pairs, got {short_repr(value)}")
         points = [(float(v[0]), float(v[1])) for v in value]
     elif isinstance(value, list) and all(is_number(v) for v in value) and len(value) % 2 == 0:
         points = [(float(value[i]), float(value[i + 1])) for i in range(0, len(value), 2)]
     else:
-        raise SampleError(ref, "bad_field", f"polygon must be [x1, y1, x2, y2, ...] or [[x, y], ...], got {value!r}")
+        raise SampleError(ref, "bad_box", f"polygon must be [x1, y1, x2, y2, ...] or [[x, y], ...], got "
+                                            f"{short_repr(value)}")  # fmt: skip
     if len(points) < 3:
-        raise SampleError(ref, "bad_field", f"polygon needs at least 3 vertices, got {len(points)}")
+        raise SampleError(ref, "bad_box", f"polygon needs at least 3 vertices, got {len(points)}")
     area2 = sum(x1 * y2 - x2 * y1 for (x1, y1), (x2, y2) in zip(points, points[1:] + points[:1], strict=True))
-    if area2 == 0:
-        raise SampleError(ref, "inverted_box", f"polygon {value!r} has zero area")
+    if area2 == 0 and report is not None:
+        report.warn(ref, "inverted_box", f"polygon {short_repr(value)} has zero area (kept)")
     return points
 
 
@@ -140,45 +147,49 @@ class OSWorldG(Benchmark):
     def load(self, data_dir: str, *, strict: bool = False) -> tuple[list[Sample], BenchmarkLoadReport]:
         """Read the annotation file, the classes and the image sizes.
 
+        Errors (not scored, counted): unreadable file or element, missing field, malformed box or polygon, unknown
+        box_type, missing or corrupt image. Warnings (kept and scored): box or polygon outside the image, zero-area
+        box or polygon, empty instruction.
+
         Raises:
             FileNotFoundError: no annotation file or no classification file.
             ValueError: unreadable classification file.
-            SampleError: in strict mode, the first bad record (unreadable annotation file, missing image, bad box or
-                polygon, unknown box_type, duplicate id, empty instruction).
+            DuplicateIdError: an ``id`` appears twice in the annotation file.
+            SampleError: in strict mode, the first error.
         """
         path = self.annotation_path(data_dir)
-        report, samples, sizes, seen = BenchmarkLoadReport(), [], ImageSizes(), {}
+        report, samples, sizes, id_refs = BenchmarkLoadReport(), [], ImageSizes(), []
         classes_by_id, self.class_order = self.read_classes(data_dir, report)
         image_dir = os.path.join(data_dir, "images")
         samples, records = read_annotation_samples(
             path, lambda i, rec, ref: self._sample(rec, ref, image_dir, sizes, report, classes_by_id), report, strict,
-            unique_ids=seen,
+            id_refs=id_refs,
         )  # fmt: skip
+        check_unique_ids(id_refs, path)
         ids = {str(rec.get("id")) for rec in records if isinstance(rec, dict)}
         for item_id in classes_by_id:
             if item_id not in ids:
                 report.warn(os.path.join(data_dir, CLASSIFICATION_FILE), "classified_id_not_in_annotations",
                             f"id {item_id!r} is classified but not in {os.path.basename(path)}")  # fmt: skip
         report.num_samples = len(samples)
-        if report.rejects:
-            logger.warning("skipped %d bad records:\n%s", len(report.rejects), report.table())
+        log_load_report(report, path)
         return samples, report
 
     @staticmethod
     def _sample(rec, ref, image_dir, sizes, report, classes_by_id) -> Sample:
         require(rec, ("id", "image_path", "instruction", "box_type"), ref)
-        instruction = require_str(rec, "instruction", ref)
+        instruction = instruction_text(rec, "instruction", ref, report)
         box_type = rec["box_type"]
-        if box_type not in BOX_TYPES:
-            raise SampleError(ref, "bad_field", f"box_type must be one of {BOX_TYPES}, got {box_type!r}")
-        image_path = os.path.join(image_dir, require_str(rec, "image_path", ref))
+        if not isinstance(box_type, str) or box_type not in BOX_TYPES:
+            raise SampleError(ref, "bad_field", f"box_type must be one of {BOX_TYPES}, got {short_repr(box_type)}")
+        image_path = image_file(image_dir, rec["image_path"], ref)
         boxes, polygons = [], []
         if box_type != "refusal":
             require(rec, ("box_coordinates",), ref)
         if box_type == "bbox":
-            boxes = [box_from_xywh(rec["box_coordinates"], ref, "box_coordinates")]
+            boxes = [box_from_xywh(rec["box_coordinates"], ref, report, "box_coordinates")]
         elif box_type == "polygon":
-            polygons = [parse_polygon(rec["box_coordinates"], ref)]
+            polygons = [parse_polygon(rec["box_coordinates"], ref, report)]
         width, height = sizes(image_path, ref)
         for box in boxes:
             check_extent(box, width, height, ref, report, "bbox")

@@ -22,8 +22,11 @@ values present and skips empty ones, which is the same as grouping by the combin
 
 Correctness: the harness divides the GT box by ``img_size`` and tests the normalised point inclusively
 (``x1 <= x <= x2``); with the point in pixels of the same image this is our inclusive pixel test (``judge``). A record
-whose ``img_size`` differs from its image file is rejected (the box's frame would be ambiguous). Not copied: the
-serial script's stale ``gt_type`` variable and the ``lang``/``language`` filter mismatch (section 2.2).
+whose ``img_size`` differs from the image file as we read it (a resized copy, or an EXIF rotation) is kept with an
+``img_size_mismatch`` warning and its box scaled by ``file size / img_size`` per axis: the harness compares
+``point / image size`` with ``bbox / img_size``, which is the same test. Duplicate ids across the annotation files
+refuse the load (:class:`~gui_grounding.eval.benchmarks.DuplicateIdError`). Not copied: the serial script's stale
+``gt_type`` variable and the ``lang``/``language`` filter mismatch (section 2.2).
 """
 
 from __future__ import annotations
@@ -38,11 +41,15 @@ from gui_grounding.eval.benchmarks import (
     box_from_xyxy,
     check_extent,
     check_results,
+    check_unique_ids,
+    image_file,
+    instruction_text,
     is_number,
+    log_load_report,
     md_table,
     read_annotation_samples,
     require,
-    require_str,
+    short_repr,
 )
 from gui_grounding.eval.benchmarks.base import Benchmark
 from gui_grounding.eval.judge import CORRECT, WRONG_FORMAT
@@ -91,42 +98,49 @@ class ScreenSpotPro(Benchmark):
     def load(self, data_dir: str, *, strict: bool = False) -> tuple[list[Sample], BenchmarkLoadReport]:
         """Read every ``annotations/*.json`` (sorted by name) of ``data_dir``.
 
+        Errors (not scored, counted): unreadable file or element, missing field, box not 4 numbers, missing or
+        corrupt image. Warnings (kept and scored): box outside the image, inverted box, empty instruction,
+        ``img_size`` differing from the file.
+
         Raises:
             FileNotFoundError: no ``annotations/*.json``.
-            SampleError: in strict mode, the first bad record (unreadable file, missing image, bad box, img_size not
-                the image's size, duplicate id, empty instruction).
+            DuplicateIdError: an ``id`` appears twice (in one file or across files).
+            SampleError: in strict mode, the first error.
         """
         files = sorted(glob.glob(os.path.join(data_dir, "annotations", "*.json")))
         if not files:
             raise FileNotFoundError(f"no annotations/*.json in {data_dir}. {self.layout_help}")
         image_dir = os.path.join(data_dir, "images")
-        report, samples, sizes, seen = BenchmarkLoadReport(), [], ImageSizes(), {}
+        report, samples, sizes, id_refs = BenchmarkLoadReport(), [], ImageSizes(), []
         for path in files:
             task = os.path.splitext(os.path.basename(path))[0]
             got, _ = read_annotation_samples(
                 path, lambda i, rec, ref, t=task: self._sample(rec, ref, t, image_dir, sizes, report), report, strict,
-                unique_ids=seen,
+                id_refs=id_refs,
             )  # fmt: skip
             samples += got
+        check_unique_ids(id_refs, os.path.join(data_dir, "annotations"))
         report.num_samples = len(samples)
-        if report.rejects:
-            logger.warning("skipped %d bad records:\n%s", len(report.rejects), report.table())
+        log_load_report(report, data_dir)
         return samples, report
 
     @staticmethod
     def _sample(rec, ref, task, image_dir, sizes, report) -> Sample:
         require(rec, ("id", "img_filename", "bbox", "img_size", "instruction", "application", "platform", "ui_type"),
                 ref)  # fmt: skip
-        instruction = require_str(rec, "instruction", ref)
-        box = box_from_xyxy(rec["bbox"], ref)
+        instruction = instruction_text(rec, "instruction", ref, report)
+        box = box_from_xyxy(rec["bbox"], ref, report)
         img_size = rec["img_size"]
-        if not (isinstance(img_size, list) and len(img_size) == 2 and all(is_number(v) for v in img_size)):
-            raise SampleError(ref, "bad_field", f"img_size must be [width, height], got {img_size!r}")
-        image_path = os.path.join(image_dir, require_str(rec, "img_filename", ref))
+        if not (isinstance(img_size, list) and len(img_size) == 2 and all(is_number(v) and v > 0 for v in img_size)):
+            raise SampleError(ref, "bad_field", f"img_size must be [width, height] > 0, got {short_repr(img_size)}")
+        image_path = image_file(image_dir, rec["img_filename"], ref)
         width, height = sizes(image_path, ref)
         if (width, height) != (img_size[0], img_size[1]):
-            raise SampleError(ref, "bad_field", f"img_size {img_size} differs from the image file's "
-                                                f"{width}x{height} ({image_path})")  # fmt: skip
+            sx, sy = width / img_size[0], height / img_size[1]
+            report.warn(ref, "img_size_mismatch", f"img_size {img_size} differs from the image file as read, "
+                                                  f"{width}x{height} ({image_path}); bbox {list(box)} scaled by "
+                                                  f"({sx:g}, {sy:g}) as the harness normalises it by img_size")  # fmt: skip
+            box = (box[0] * sx, box[1] * sy, box[2] * sx, box[3] * sy)
         check_extent(box, width, height, ref, report, "bbox")
         extra = {"group": rec.get("group"), "application": rec["application"], "task_filename": task,
                  "img_filename": rec["img_filename"], "img_size": [width, height],

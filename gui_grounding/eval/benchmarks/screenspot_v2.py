@@ -27,6 +27,9 @@ from gui_grounding.eval.benchmarks import (
     check_extent,
     check_results,
     fmt_cell,
+    image_file,
+    instruction_text,
+    log_load_report,
     md_table,
     read_annotation_samples,
     require,
@@ -56,8 +59,10 @@ class ScreenSpotV2(Benchmark):
     def load(self, data_dir: str, *, strict: bool = False) -> tuple[list[Sample], BenchmarkLoadReport]:
         """Read the three platform files of ``data_dir``; samples in original pixels.
 
-        A missing platform file is a counted warning (that platform is not evaluated); an unreadable file, a missing
-        or corrupt image, a bad box or an empty instruction skips the record with a ``file:[index]`` ref.
+        A missing platform file is a counted warning (that platform is not evaluated); an unreadable file or element, a
+        missing field, a box that is not 4 numbers or a missing/corrupt image is an error (the record is not scored,
+        ``file:[index]`` ref); a box outside the image, an inverted box or an empty instruction is kept with a warning
+        (package docstring). Sample ids are ``<file stem>:<index>``, unique by construction.
 
         Raises:
             FileNotFoundError: ``data_dir`` holds none of the three files.
@@ -81,17 +86,16 @@ class ScreenSpotV2(Benchmark):
             )  # fmt: skip
             samples += got
         report.num_samples = len(samples)
-        if report.rejects:
-            logger.warning("skipped %d bad records:\n%s", len(report.rejects), report.table())
+        log_load_report(report, data_dir)
         return samples, report
 
     @staticmethod
     def _sample(rec, ref, sample_id, platform, image_dir, sizes, report) -> Sample:
         require(rec, ("img_filename", "bbox", "instruction", "data_type"), ref)
-        instruction = require_str(rec, "instruction", ref)
+        instruction = instruction_text(rec, "instruction", ref, report)
         ui_type = require_str(rec, "data_type", ref)
-        box = box_from_xywh(rec["bbox"], ref)
-        image_path = os.path.join(image_dir, require_str(rec, "img_filename", ref))
+        box = box_from_xywh(rec["bbox"], ref, report)
+        image_path = image_file(image_dir, rec["img_filename"], ref)
         width, height = sizes(image_path, ref)
         check_extent(box, width, height, ref, report, "bbox")
         extra = {"img_filename": rec["img_filename"], "data_source": rec.get("data_source")}

@@ -37,9 +37,12 @@ from gui_grounding.eval.benchmarks import (
     check_extent,
     check_results,
     handle_reject,
+    instruction_text,
     is_number,
+    log_load_report,
     require,
     require_str,
+    short_repr,
     tally,
 )
 from gui_grounding.eval.benchmarks.base import Benchmark
@@ -83,17 +86,18 @@ class WebClick(Benchmark):
         index = 0
         for ref, row in self._rows(data_dir, report, strict):
             report.num_records += 1
+            mark = len(report.warnings)
             try:
                 samples.append(self._sample(row, ref, str(index), root, cache_dir, sizes, report))
             except SampleError as err:
+                report.rollback_warnings(mark)
                 handle_reject(report, err, strict)
             index += 1
         if report.notes["bbox_normalised"] and report.notes["bbox_pixels"]:
             report.warn(data_dir, "mixed_bbox_conventions", f"{report.notes['bbox_normalised']} rows normalised and "
                                                             f"{report.notes['bbox_pixels']} rows in pixels")  # fmt: skip
         report.num_samples = len(samples)
-        if report.rejects:
-            logger.warning("skipped %d bad rows:\n%s", len(report.rejects), report.table())
+        log_load_report(report, data_dir)
         return samples, report
 
     # ---------------------------------------------------------------------------------------------------------------
@@ -197,15 +201,15 @@ class WebClick(Benchmark):
 
     def _sample(self, row, ref, sample_id, root, cache_dir, sizes, report) -> Sample:
         require(row, COLUMNS, ref)
-        instruction = require_str(row, "instruction", ref)
         bucket = require_str(row, "bucket", ref)
         values = row["bbox"]
         if not (isinstance(values, (list, tuple)) and len(values) == 4 and all(is_number(v) for v in values)):
-            raise SampleError(ref, "bad_field", f"bbox must be 4 finite numbers, got {values!r}")
+            raise SampleError(ref, "bad_box", f"bbox must be 4 finite numbers within +-1e7, got {short_repr(values)}")
         image_path = self._image_file(row["image"], ref, sample_id, root, cache_dir)
         width, height = sizes(image_path, ref)
+        instruction = instruction_text(row, "instruction", ref, report)
         normalised = all(0 <= v <= 1 for v in values)
-        box = box_from_xyxy(values, ref)
+        box = box_from_xyxy(values, ref, report)
         if normalised:
             box = (box[0] * width, box[1] * height, box[2] * width, box[3] * height)
         report.notes["bbox_normalised" if normalised else "bbox_pixels"] += 1
