@@ -19,6 +19,9 @@ Prompt modes (``--prompt_mode``):
 from __future__ import annotations
 
 import re
+from itertools import islice
+
+from vlm_r1.rewards import answer_blocks, bounded_digits, think_answer
 
 PROMPT_MODES = ("non_thinking", "thinking", "box")
 POINT_MODES = ("non_thinking", "thinking")  # modes whose answer is a point; "box" answers a box
@@ -62,13 +65,39 @@ _SYSTEM_PROMPTS = {"non_thinking": GTA1_SYSTEM_PROMPT, "thinking": THINKING_SYST
 
 # One number: GTA1's ``-?\d*\.?\d+`` (src/grpo_grounding.py:147), written without its ambiguity. ``\d*\.?\d+`` matches
 # exactly the strings ``\d+``, ``\d+\.\d+`` and ``\.\d+``; spelled that way a failed match backtracks in linear instead
-# of quadratic time on long digit runs (a 100k-digit completion took minutes), and every match is the same.
+# of quadratic time on long digit runs (a 100k-digit completion took minutes), and every match is the same. The
+# patterns below start at a literal ("(", "[", "<point>", '"point_2d"') and the span a match scans holds no second
+# such literal, so a whole search is linear. A matched number whose integer part has more than MAX_NUMBER_DIGITS (12)
+# digits is then not an answer (:func:`_number`): no int()/float() of unbounded digit strings, every value < 1e12.
 _NUM = r"-?(?:\d+(?:\.\d+)?|\.\d+)"
 # GTA1's pair pattern: "(x, y)" with optional sign and decimals; decimals are then rejected by int() in strict mode.
 _PAIR_RE = re.compile(rf"\(({_NUM}),\s*({_NUM})\)")
 # The box counterpart of _PAIR_RE, same number syntax and whitespace rule (only after a comma): "[x1,y1,x2,y2]".
 _BOX_RE = re.compile(rf"\[({_NUM}),\s*({_NUM}),\s*({_NUM}),\s*({_NUM})\]")
-_ANSWER_OPEN, _ANSWER_CLOSE, _THINK_OPEN, _THINK_CLOSE = "<answer>", "</answer>", "<think>", "</think>"
+# The linear answer-block scanners live in the core (vlm_r1.rewards) with the core's format rewards; the old private
+# names stay for the tests that compare them with the reference patterns.
+_answer_blocks, _think_answer = answer_blocks, think_answer
+
+
+def _number(token: str, *, integer: bool) -> float | None:
+    """A matched number token as ``int`` (``integer``: a decimal is not an answer, GTA1's ``int()``) or ``float``;
+    ``None`` when its integer part has more than 12 digits (``vlm_r1.rewards.MAX_NUMBER_DIGITS``: not an answer)."""
+    if not bounded_digits(token):
+        return None
+    if integer:
+        return None if "." in token else int(token)
+    return float(token)
+
+
+def _numbers(tokens, *, integer: bool) -> tuple | None:
+    """:func:`_number` of each token, or ``None`` when any of them is not an answer."""
+    values = tuple(_number(t, integer=integer) for t in tokens)
+    return None if any(v is None for v in values) else values
+
+
+def _first_matches(pattern: re.Pattern, text: str, count: int) -> list[tuple[str, ...]]:
+    """The groups of the first ``count`` matches of ``pattern`` in ``text`` (``findall`` order, stopping early)."""
+    return [m.groups() for m in islice(pattern.finditer(text), count)]
 
 
 def check_mode(mode: str) -> str:
@@ -114,25 +143,8 @@ def extract_answer(text: str, mode: str = "non_thinking") -> str | None:
     """
     if check_mode(mode) != "thinking":
         return text
-    answers = _answer_blocks(text, limit=2)
+    answers = answer_blocks(text, limit=2)
     return answers[0] if len(answers) == 1 else None
-
-
-def _answer_blocks(text: str, limit: int) -> list[str]:
-    """The first ``limit`` ``<answer>...</answer>`` blocks of ``text``, as ``re.findall(r"<answer>(.*?)</answer>",
-    text, re.DOTALL)`` finds them (non-overlapping, each closed by the nearest ``</answer>``), in linear time (the
-    lazy pattern rescans to the end of the text for every unclosed ``<answer>``: quadratic)."""
-    blocks, pos = [], 0
-    while len(blocks) < limit:
-        start = text.find(_ANSWER_OPEN, pos)
-        if start < 0:
-            break
-        end = text.find(_ANSWER_CLOSE, start + len(_ANSWER_OPEN))
-        if end < 0:  # no later <answer> can be closed either
-            break
-        blocks.append(text[start + len(_ANSWER_OPEN) : end])
-        pos = end + len(_ANSWER_CLOSE)
-    return blocks
 
 
 def parse_point(text: str, mode: str = "non_thinking", *, strict: bool = True) -> tuple[float, float] | None:
@@ -144,7 +156,8 @@ def parse_point(text: str, mode: str = "non_thinking", *, strict: bool = True) -
             ``non_thinking`` (a box answer's point is :func:`parse_answer_point`'s business).
         strict: GTA1 reward semantics (``click_reward``): **exactly one** pair, both **integers** (``(12.5,40)`` is
             invalid because GTA1 applies ``int()`` to the captured string). ``strict=False`` is GTA1's inference rule:
-            take the **first** pair, decimals allowed.
+            take the **first** pair, decimals allowed. Either way a number whose integer part has more than 12 digits
+            makes the pair no answer.
 
     Returns:
         ``(x, y)`` in whatever frame the model answers in (resized pixels for Qwen2.5-VL/GTA1), or ``None``.
@@ -152,16 +165,10 @@ def parse_point(text: str, mode: str = "non_thinking", *, strict: bool = True) -
     answer = extract_answer(text, mode)
     if answer is None:
         return None
-    pairs = _PAIR_RE.findall(answer)
+    pairs = _first_matches(_PAIR_RE, answer, 2 if strict else 1)
     if not pairs or (strict and len(pairs) != 1):
         return None
-    xs, ys = pairs[0]
-    if strict:
-        try:
-            return int(xs), int(ys)
-        except ValueError:  # a decimal such as "12.5"
-            return None
-    return float(xs), float(ys)
+    return _numbers(pairs[0], integer=strict)
 
 
 def parse_box(text: str, mode: str = "box", *, strict: bool = True) -> tuple[float, float, float, float] | None:
@@ -175,7 +182,8 @@ def parse_box(text: str, mode: str = "box", *, strict: bool = True) -> tuple[flo
         mode: ``box`` / ``non_thinking`` (whole text) or ``thinking`` (inside the single ``<answer>`` block).
         strict: reward semantics: **exactly one** box, all four numbers **integers**, and ordered corners
             (``x1 <= x2`` and ``y1 <= y2``; a zero-width or zero-height box is accepted, an inverted one is not).
-            ``strict=False`` (inference): the **first** box, decimals allowed, corners returned as written.
+            ``strict=False`` (inference): the **first** box, decimals allowed, corners returned as written. Either
+            way a number whose integer part has more than 12 digits makes the box no answer.
 
     Returns:
         ``(x1, y1, x2, y2)`` in the model's frame (resized pixels for the ``box`` prompt), ints when strict, floats
@@ -192,19 +200,13 @@ def parse_box(text: str, mode: str = "box", *, strict: bool = True) -> tuple[flo
     answer = extract_answer(text, mode)
     if answer is None:
         return None
-    boxes = _BOX_RE.findall(answer)
+    boxes = _first_matches(_BOX_RE, answer, 2 if strict else 1)
     if not boxes or (strict and len(boxes) != 1):
         return None
-    if not strict:
-        x1, y1, x2, y2 = (float(v) for v in boxes[0])
-        return x1, y1, x2, y2
-    try:
-        x1, y1, x2, y2 = (int(v) for v in boxes[0])
-    except ValueError:  # a decimal, rejected like GTA1's int() on a point
+    values = _numbers(boxes[0], integer=strict)  # strict: a decimal is rejected like GTA1's int() on a point
+    if values is None or (strict and (values[0] > values[2] or values[1] > values[3])):
         return None
-    if x1 > x2 or y1 > y2:
-        return None
-    return x1, y1, x2, y2
+    return values
 
 
 def parse_answer_point(text: str, mode: str = "non_thinking", *, strict: bool = True) -> tuple[float, float] | None:
@@ -236,37 +238,10 @@ def is_thinking_format(text: str) -> bool:
 
     Whitespace between and around the blocks is allowed; anything else outside them is not.
     """
-    answer = _think_answer(text)
+    answer = think_answer(text)
     if answer is None:
         return False
     return parse_point(f"<answer>{answer}</answer>", "thinking", strict=True) is not None
-
-
-def _think_answer(text: str) -> str | None:
-    """The answer of a ``<think>...</think><answer>...</answer>`` completion, or ``None`` when it has another shape.
-
-    Same result as ``re.match(r"^\\s*<think>.*?</think>\\s*<answer>(.*?)</answer>\\s*$", text, re.DOTALL).group(1)``
-    (whitespace = ``str.isspace``, the regex's ``\\s``), found in linear time: the answer runs from the ``<answer>``
-    that follows the first suitable ``</think>`` to the final ``</answer>`` (only whitespace may come after it).
-    """
-    body = text.rstrip()
-    head = len(text) - len(text.lstrip())
-    if not text.startswith(_THINK_OPEN, head) or not body.endswith(_ANSWER_CLOSE):
-        return None
-    close = len(body) - len(_ANSWER_CLOSE)  # where the final </answer> starts
-    pos = head + len(_THINK_OPEN)
-    while True:
-        k = text.find(_THINK_CLOSE, pos)
-        if k < 0:
-            return None
-        a = k + len(_THINK_CLOSE)
-        while a < len(text) and text[a].isspace():
-            a += 1
-        if text.startswith(_ANSWER_OPEN, a):
-            if a + len(_ANSWER_OPEN) > close:  # later </think>s leave even less room
-                return None
-            return text[a + len(_ANSWER_OPEN) : close]
-        pos = k + 1
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -293,18 +268,20 @@ def parse_point_or_box(text: str) -> tuple[float, float] | None:
     first = next(matches, None)
     if first is None:
         return None
-    x1, y1 = float(first.group(1)), float(first.group(2))
+    corner = _numbers(first.groups(), integer=False)
     second = next(matches, None)
     if second is not None and _BOX_JOIN_RE.fullmatch(text[first.end() : second.start()]):
-        x2, y2 = float(second.group(1)), float(second.group(2))
-        return (x1 + x2) / 2, (y1 + y2) / 2
-    return x1, y1
+        other = _numbers(second.groups(), integer=False)
+        if corner is None or other is None:
+            return None
+        return (corner[0] + other[0]) / 2, (corner[1] + other[1]) / 2
+    return corner
 
 
 def parse_point_tag(text: str) -> tuple[float, float] | None:
     """First ``<point>x y</point>`` of ``text`` (UI-TARS ``GROUNDING_DOUBAO`` action syntax), or ``None``."""
     m = _POINT_TAG_RE.search(text)
-    return (float(m.group(1)), float(m.group(2))) if m else None
+    return _numbers(m.groups(), integer=False) if m else None
 
 
 def parse_json_point(text: str) -> tuple[float, float] | None:
@@ -316,9 +293,7 @@ def parse_json_point(text: str) -> tuple[float, float] | None:
     """
     m = _JSON_POINT_RE.search(text)
     if m:
-        return float(m.group(1)), float(m.group(2))
+        return _numbers(m.groups(), integer=False)
     m = _JSON_BOX_RE.search(text)
-    if m:
-        x1, y1, x2, y2 = (float(v) for v in m.groups())
-        return (x1 + x2) / 2, (y1 + y2) / 2
-    return None
+    box = _numbers(m.groups(), integer=False) if m else None
+    return None if box is None else ((box[0] + box[2]) / 2, (box[1] + box[3]) / 2)

@@ -27,6 +27,14 @@ targets are then GTA1's integer boxes, each published edge ``int(edge * (resized
 (strict GTA1 rules; in ``box`` mode the centre of the strictly parsed box); box rewards read
 :func:`gui_grounding.prompts.parse_box` (strict) and need ``prompt_mode == "box"``. An answer that does not parse
 scores 0.0 in every reward. Several target boxes: the best one counts (max over boxes); no target box: 0.0.
+
+Every reward is total (TRL calls it on every rank; one that raises kills the step): any completion and any row give one
+finite float. A number whose integer part has more than 12 digits is not an answer (the parsers, so every parsed
+value is below 1e12); a target box that is NaN, infinite, inverted, malformed or past ±1e12
+(:func:`vlm_r1.geometry.valid_box`) is skipped, so it scores 0.0; a row whose image size or source scale is not two
+finite sides of at least 1 pixel (:func:`vlm_r1.geometry.valid_size`) scores 0.0. Zero-width or zero-height targets
+are usable and keep the limits documented per reward. Configuration errors (unknown prompt mode or box rounding, a box
+reward under a point prompt, missing ``gta1`` columns, columns of different lengths) still raise.
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ from collections.abc import Sequence
 
 from gui_grounding.frames import box_iou, gta1_box_to_resized, point_in_box
 from gui_grounding.prompts import check_mode, is_thinking_format, parse_answer_point, parse_box
+from vlm_r1.geometry import valid_box, valid_size
 from vlm_r1.rewards import completion_text
 
 BoxLike = Sequence[float]  # (x_min, y_min, x_max, y_max), resized pixels
@@ -56,12 +65,17 @@ def _centre(box: BoxLike) -> tuple[float, float]:
     return (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
 
 
-def _image_size(size: Sequence[float]) -> tuple[float, float]:
-    """``(W', H')`` as floats; ``ValueError`` unless both are positive."""
-    w, h = float(size[0]), float(size[1])
-    if not (w > 0 and h > 0):
-        raise ValueError(f"image size must be positive [W', H'], got {list(size)}")
-    return w, h
+def _targets(boxes) -> list[tuple[float, float, float, float]]:
+    """The usable target boxes of a row (:func:`vlm_r1.geometry.valid_box`); unusable ones (NaN, inf, inverted,
+    malformed) are dropped, so they score 0. A row value that is not a list of boxes gives no target."""
+    if not isinstance(boxes, (list, tuple)):
+        return []
+    return [box for box in map(valid_box, boxes) if box is not None]
+
+
+def _finite(value: float) -> float:
+    """``value``, or 0.0 when it is not finite (a last guard; valid inputs never reach it)."""
+    return value if math.isfinite(value) else 0.0
 
 
 def _require_box_mode(mode: str, reward: str) -> None:
@@ -87,7 +101,7 @@ def score_click(text: str, boxes: Sequence[Sequence[float]], mode: str = "non_th
             ``box`` (box anywhere in the text, scored on its centre).
 
     Returns:
-        1.0 or 0.0.
+        1.0 or 0.0 (unusable target boxes never hit).
 
     Raises:
         ValueError: unknown ``mode``.
@@ -100,7 +114,7 @@ def score_click(text: str, boxes: Sequence[Sequence[float]], mode: str = "non_th
     point = parse_answer_point(text, mode, strict=True)
     if point is None:
         return 0.0
-    return 1.0 if any(point_in_box(point, box) for box in boxes) else 0.0
+    return 1.0 if any(point_in_box(point, box) for box in _targets(boxes)) else 0.0
 
 
 def score_click_format(text: str) -> float:
@@ -130,20 +144,21 @@ def score_distance(
         mode: prompt mode; ``box`` mode scores the box centre.
 
     Returns:
-        float in ``[0, 1]``; 0.0 when no point parses or there is no target box.
+        float in ``[0, 1]``; 0.0 when no point parses, there is no usable target box or the image size is unusable.
 
     Raises:
-        ValueError: unknown ``mode``, or a non-positive image size.
+        ValueError: unknown ``mode``.
 
     >>> score_distance("(0,0)", [[0, 0, 6, 8]], [30, 40])  # d = 5, D = 50: 1 - 0.1**2
     0.99
     """
-    diag = math.hypot(*_image_size(image_size))
+    size = valid_size(image_size)
     point = parse_answer_point(text, mode, strict=True)
-    if point is None or not boxes:
+    targets = _targets(boxes)
+    if size is None or point is None or not targets:
         return 0.0
-    d = min(math.dist(point, _centre(box)) for box in boxes)
-    return 1.0 - min(1.0, d / diag) ** 2
+    d = min(math.dist(point, _centre(box)) for box in targets)
+    return _finite(1.0 - min(1.0, d / math.hypot(*size)) ** 2)
 
 
 def score_iou(text: str, boxes: Sequence[BoxLike], mode: str = "box") -> float:
@@ -171,7 +186,7 @@ def score_iou(text: str, boxes: Sequence[BoxLike], mode: str = "box") -> float:
     box = parse_box(text, mode, strict=True)
     if box is None:
         return 0.0
-    return max((box_iou(box, target) for target in boxes), default=0.0)
+    return max((box_iou(box, target) for target in _targets(boxes)), default=0.0)
 
 
 def gaussian_point_value(point: Sequence[float], box: BoxLike, ratio: float = GAUSSIAN_SIGMA_RATIO) -> float:
@@ -181,7 +196,7 @@ def gaussian_point_value(point: Sequence[float], box: BoxLike, ratio: float = GA
     ``g = exp(-0.5 * ((x - cx)^2 / sx^2 + (y - cy)^2 / sy^2))``. 1.0 at the centre, ``exp(-0.5)`` at the middle of an
     edge, ``exp(-1)`` at a corner. Zero-size axis (``sx == 0`` or ``sy == 0``): that axis's term is the limit
     ``sigma -> 0``: 0 when the point is exactly on the centre line, infinite otherwise (so ``g`` is 1.0 or 0.0 on
-    that axis), never a division by zero.
+    that axis), never a division by zero. Total: an inverted box or a non-finite value gives 0.0.
 
     Source: GUI-G² ``gaussian_point_reward`` (ZJU-REAL/GUI-G2 ``src/gui_g2/src/open_r1/gaussian_grpo.py``, alpha
     0.5; they also round to 3 decimals, we do not).
@@ -190,12 +205,15 @@ def gaussian_point_value(point: Sequence[float], box: BoxLike, ratio: float = GA
     for value, centre, lo, hi in ((point[0], (box[0] + box[2]) / 2, box[0], box[2]),
                                   (point[1], (box[1] + box[3]) / 2, box[1], box[3])):  # fmt: skip
         sigma = ratio * (hi - lo)
+        if not sigma >= 0:  # inverted box, or NaN
+            return 0.0
         if sigma == 0:
             if value != centre:
                 return 0.0
             continue
-        exponent += (value - centre) ** 2 / sigma**2
-    return math.exp(-0.5 * exponent)
+        z = (value - centre) / sigma  # a product, not ** 2: float ** raises OverflowError, * gives inf -> exp 0
+        exponent += z * z
+    return _finite(math.exp(-0.5 * exponent))
 
 
 def score_gaussian_point(text: str, boxes: Sequence[BoxLike], mode: str = "non_thinking") -> float:
@@ -217,7 +235,7 @@ def score_gaussian_point(text: str, boxes: Sequence[BoxLike], mode: str = "non_t
     point = parse_answer_point(text, mode, strict=True)
     if point is None:
         return 0.0
-    return max((gaussian_point_value(point, box) for box in boxes), default=0.0)
+    return max((gaussian_point_value(point, box) for box in _targets(boxes)), default=0.0)
 
 
 def gaussian_overlap(pred: BoxLike, box: BoxLike, ratio: float = GAUSSIAN_SIGMA_RATIO) -> float:
@@ -234,7 +252,8 @@ def gaussian_overlap(pred: BoxLike, box: BoxLike, ratio: float = GAUSSIAN_SIGMA_
     in ``[0, 1]``, 1.0 only for identical boxes. Zero-size boxes (an axis with ``s == 0``): one side zero -> that
     axis's factor is the closed form's value 0.0 (a degenerate Gaussian has no overlap with a proper one); both
     sides zero -> 1.0 when the centres coincide on that axis, else 0.0 (the limit for equal shrinking sigmas). No
-    epsilon is added (GUI-G² adds 1e-8 inside the inverse and the square root, and rounds to 3 decimals).
+    epsilon is added (GUI-G² adds 1e-8 inside the inverse and the square root, and rounds to 3 decimals). Total: an
+    inverted box (negative sigma, where the square root has no real value) or a non-finite value gives 0.0.
 
     Source: GUI-G² ``gaussian_plane_reward`` (ZJU-REAL/GUI-G2 ``src/gui_g2/src/open_r1/gaussian_grpo.py``), called
     "Gaussian coverage reward" in the paper.
@@ -243,13 +262,16 @@ def gaussian_overlap(pred: BoxLike, box: BoxLike, ratio: float = GAUSSIAN_SIGMA_
     for axis in (0, 1):
         mu_p, mu_g = (pred[axis] + pred[axis + 2]) / 2, (box[axis] + box[axis + 2]) / 2
         s_p, s_g = ratio * (pred[axis + 2] - pred[axis]), ratio * (box[axis + 2] - box[axis])
-        var_sum = s_p**2 + s_g**2
+        if not (s_p >= 0 and s_g >= 0):  # inverted box, or NaN
+            return 0.0
+        var_sum = s_p * s_p + s_g * s_g
         if var_sum == 0:
             if mu_p != mu_g:
                 return 0.0
             continue
-        coefficient *= math.sqrt(2 * s_p * s_g / var_sum) * math.exp(-((mu_p - mu_g) ** 2) / (4 * var_sum))
-    return coefficient
+        shift = mu_p - mu_g
+        coefficient *= math.sqrt(2 * s_p * s_g / var_sum) * math.exp(-(shift * shift) / (4 * var_sum))
+    return _finite(coefficient)
 
 
 def score_gaussian_coverage(text: str, boxes: Sequence[BoxLike], mode: str = "box") -> float:
@@ -270,7 +292,7 @@ def score_gaussian_coverage(text: str, boxes: Sequence[BoxLike], mode: str = "bo
     box = parse_box(text, mode, strict=True)
     if box is None:
         return 0.0
-    return max((gaussian_overlap(box, target) for target in boxes), default=0.0)
+    return max((gaussian_overlap(box, target) for target in _targets(boxes)), default=0.0)
 
 
 def centre_distance_bonus(point: Sequence[float], box: BoxLike, image_size: Sequence[float]) -> float:
@@ -286,14 +308,16 @@ def centre_distance_bonus(point: Sequence[float], box: BoxLike, image_size: Sequ
     which goes negative for a point outside the image with ``d_max < d <= 1``; ours clamps at 0, and is identical
     for every point inside the image.
 
-    Raises:
-        ValueError: non-positive image size.
+    Total: 0.0 for an unusable image size (:func:`vlm_r1.geometry.valid_size`) or a non-finite value.
     """
-    w, h = _image_size(image_size)
+    size = valid_size(image_size)
+    if size is None:
+        return 0.0
+    w, h = size
     cx, cy = (box[0] + box[2]) / 2 / w, (box[1] + box[3]) / 2 / h
     d = math.hypot(point[0] / w - cx, point[1] / h - cy)
     d_max = max(math.hypot(cx - kx, cy - ky) for kx in (0.0, 1.0) for ky in (0.0, 1.0))  # >= sqrt(0.5), never 0
-    return 1.0 - min(1.0, d / d_max) ** 2
+    return _finite(1.0 - min(1.0, d / d_max) ** 2)
 
 
 def score_click_distance_bonus(
@@ -312,17 +336,20 @@ def score_click_distance_bonus(
         mode: prompt mode.
 
     Returns:
-        float in ``[0, 2]``; 0.0 when no point parses or there is no target box.
+        float in ``[0, 2]``; 0.0 when no point parses, there is no usable target box or the image size is unusable.
 
     Raises:
-        ValueError: unknown ``mode``, or a non-positive image size.
+        ValueError: unknown ``mode``.
     """
-    _image_size(image_size)
+    size = valid_size(image_size)
     point = parse_answer_point(text, mode, strict=True)
-    if point is None:
+    if size is None or point is None:
         return 0.0
     return max(
-        ((1.0 if point_in_box(point, box) else 0.0) + centre_distance_bonus(point, box, image_size) for box in boxes),
+        (
+            (1.0 if point_in_box(point, box) else 0.0) + centre_distance_bonus(point, box, size)
+            for box in _targets(boxes)
+        ),
         default=0.0,
     )
 
@@ -343,13 +370,15 @@ def gta1_click_boxes(
             ``W``/``H`` for original pixels).
         resized_size: ``[W', H']`` (column ``resized_size``).
 
-    Raises:
-        ValueError: a non-positive source scale or image size.
+    Returns:
+        the boxes, in order; unusable source boxes (:func:`vlm_r1.geometry.valid_box`) are dropped, and an unusable
+        source scale or image size (:func:`vlm_r1.geometry.valid_size`) gives no box (the row scores 0.0).
     """
-    _image_size(source_scale)
-    _image_size(resized_size)
-    return [gta1_box_to_resized(box, (source_scale[0], source_scale[1]), (resized_size[0], resized_size[1]))
-            for box in source_boxes]  # fmt: skip
+    scale, size = valid_size(source_scale), valid_size(resized_size)
+    if scale is None or size is None:
+        return []
+    # sides in [1, 1e12] and |edge| <= 1e12: every edge * ratio is finite (<= 1e24), so GTA1's int() cannot overflow
+    return [gta1_box_to_resized(box, scale, size) for box in _targets(source_boxes)]
 
 
 def click_reward(
@@ -423,7 +452,7 @@ def distance_reward(
         list of floats in ``[0, 1]``.
 
     Raises:
-        ValueError: columns of different lengths, unknown mode, non-positive image size.
+        ValueError: columns of different lengths, unknown mode (an unusable image size scores 0.0).
     """
     modes = _modes(prompt_mode, len(completions), "non_thinking")
     return [
@@ -484,7 +513,7 @@ def click_distance_bonus_reward(
         list of floats in ``[0, 2]``.
 
     Raises:
-        ValueError: columns of different lengths, unknown mode, non-positive image size.
+        ValueError: columns of different lengths, unknown mode (an unusable image size scores 0.0).
     """
     modes = _modes(prompt_mode, len(completions), "non_thinking")
     return [

@@ -318,3 +318,57 @@ def test_parsers_are_linear_time_on_adversarial_text(text):
     parse_point_or_box(text), parse_point_tag(text), parse_json_point(text)
     # ~200k characters: a quadratic parser needs minutes here, a linear one milliseconds
     assert time.perf_counter() - start < 2.0
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# numbers are bounded: a number whose integer part has more than 12 digits is not an answer (issue 11)
+
+D12, D13 = "9" * 12, "1" * 13
+
+
+@pytest.mark.parametrize(
+    "text, strict, expected",
+    [
+        (f"({D12},-{D12})", True, (int(D12), -int(D12))),
+        (f"({D13},5)", True, None),
+        (f"(5,-{D13})", True, None),
+        ("(" + "9" * 155 + ",1)", True, None),
+        (f"({D13},5) (1,2)", True, None),  # still two pairs: GTA1's exactly-one rule counts the long one
+        (f"({D12}.5,2)", False, (float(D12) + 0.5, 2.0)),
+        (f"({D13}.5,2)", False, None),
+        ("(0." + "1" * 40 + ",2)", False, (float("0." + "1" * 40), 2.0)),  # a long fraction cannot overflow
+        ("(" + "9" * 400 + ".0,2) (1,2)", False, None),  # lenient: the first pair, and it is not an answer
+    ],
+)
+def test_parse_point_bounds_number_digits(text, strict, expected):
+    assert parse_point(text, strict=strict) == expected
+
+
+@pytest.mark.parametrize(
+    "text, strict, expected",
+    [
+        (f"[0,0,{D12},{D12}]", True, (0, 0, int(D12), int(D12))),
+        (f"[0,0,{D13},5]", True, None),
+        ("[0,0," + "9" * 200 + ",5]", True, None),
+        (f"[0,0,{D13}.5,5]", False, None),
+        ("[" + "1" * 203, True, None),
+    ],
+)
+def test_parse_box_bounds_number_digits(text, strict, expected):
+    from gui_grounding.prompts import parse_box
+
+    assert parse_box(text, strict=strict) == expected
+
+
+def test_lenient_parsers_bound_number_digits():
+    from gui_grounding.prompts import parse_json_point, parse_point_or_box, parse_point_tag
+
+    assert parse_point_or_box(f"({D12},1)") == (float(D12), 1.0)
+    assert parse_point_or_box(f"({D13},1)") is None
+    assert parse_point_or_box(f"(1,1),({D13},3)") is None  # a box whose second corner is not an answer
+    assert parse_point_or_box("(0,0),(10,20)") == (5.0, 10.0)
+    assert parse_point_tag(f"<point>{D13} 5</point>") is None
+    assert parse_point_tag("<point>3 5</point>") == (3.0, 5.0)
+    assert parse_json_point(f'"point_2d": [{D13}, 5]') is None
+    assert parse_json_point(f'"bbox_2d": [0, 0, {D13}, 5]') is None
+    assert parse_json_point('"bbox_2d": [0, 0, 10, 5]') == (5.0, 2.5)

@@ -15,6 +15,8 @@ import sys
 from types import SimpleNamespace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from vlm_r1 import rewards as vr
 from vlm_r1.geometry import Frame, box_iou, smart_resize
@@ -455,3 +457,100 @@ def test_grpo_cli_rec_two_steps(rec_jsonl, tiny_qwen25_dir, tmp_path):
     evals = [h for h in logs if "eval_rewards/iou_reward/mean" in h]
     assert [h["step"] for h in evals] == [2] and 0.0 <= evals[0]["eval_rewards/iou_reward/mean"] <= 1.0
     assert os.path.exists(os.path.join(out, "model.safetensors"))
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# rewards are total and linear (issue 11): bounded numbers, unusable targets score 0, the upstream regexes' answers
+
+_REF_ANSWER_RE = r"<answer>(.*?)</answer>"
+_REF_FORMAT_RE = r"<think>.*?</think>\s*<answer>.*?</answer>"
+_PIECES = ["<think>", "</think>", "<answer>", "</answer>", "{", "}", "[", "]", "1", "12", ",", ", ", " ", "\n",
+           "\u00a0", "x", "[1,2,3,4]", "[1, 2,3,  4]", "-"]  # fmt: skip
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=14))
+def test_linear_rec_and_format_rules_match_upstream_patterns(pieces):
+    import re
+
+    text = "".join(pieces)
+    assert vr.has_rec_format(text) == bool(re.search(vr.REC_FORMAT_PATTERN, text, re.DOTALL))
+    assert vr.format_reward([text]) == [1.0 if re.fullmatch(_REF_FORMAT_RE, text.strip(), re.DOTALL) else 0.0]
+    m = re.search(_REF_ANSWER_RE, text, re.DOTALL)
+    assert vr.answer_blocks(text, 1) == ([m.group(1)] if m else [])
+    box = re.search(r"\[(\d+),\s*(\d+),\s*(\d+),\s*(\d+)\]", m.group(1)) if m else None
+    assert vr.extract_rec_box(text) == (tuple(int(v) for v in box.groups()) if box else None)
+
+
+def test_rec_box_numbers_are_bounded():
+    d12, d13 = "9" * 12, "1" * 13
+    assert vr.extract_rec_box(f"<answer>[0, 0, {d12}, 5]</answer>") == (0, 0, int(d12), 5)
+    assert vr.extract_rec_box(f"<answer>[0, 0, {d13}, 5] [1, 2, 3, 4]</answer>") is None  # the first bbox counts
+    assert _iou("<answer>[0, 0, " + "9" * 155 + ", 5]</answer>", [0, 0, 10, 10]) == 0.0
+
+
+@pytest.mark.parametrize(
+    "gt, sizes",
+    [
+        ([float("nan"), 150, 800, 300], W720),
+        ([480, 150, float("inf"), 300], W720),
+        ([800, 150, 480, 300], W720),  # inverted
+        ([480, 150, 800], W720),
+        (None, W720),
+        ([480, 150, 800, 300], dict(image_size=[0, 720], resized_size=[588, 336])),
+        ([480, 150, 800, 300], dict(image_size=[1280, 720], resized_size=[float("nan"), 336])),
+        ([480, 150, 800, 300], dict(image_size=[10**400, 720], resized_size=[588, 336])),
+        ([480, 150, 800, 300], dict(image_size=None, resized_size="588x336")),
+    ],
+)
+def test_rec_iou_unusable_targets_and_sizes_score_zero(gt, sizes):
+    text = "<answer>[147, 70, 294, 140]</answer>"
+    assert _iou(text, [480, 150, 800, 300]) == pytest.approx(1 / 3)  # the same answer on a usable row
+    out = vr.iou_reward([_c(text)], gt_bbox=[gt], image_size=[sizes["image_size"]],
+                        resized_size=[sizes["resized_size"]])  # fmt: skip
+    assert out == [0.0]
+
+
+def test_box_iou_never_nan():
+    nan, inf = float("nan"), float("inf")
+    assert box_iou((0, 0, inf, 10), (0, 0, inf, 10)) == 0.0
+    assert box_iou((nan, 0, 10, 10), (0, 0, 10, 10)) == 0.0
+    assert box_iou((-inf, -inf, inf, inf), (0, 0, 10, 10)) == 0.0
+
+
+def test_geometry_validators():
+    from vlm_r1.geometry import finite_number, valid_box, valid_size
+
+    assert finite_number(3) == 3.0 and finite_number(-1e12) == -1e12
+    for bad in (float("nan"), float("inf"), 1e12 + 1, 10**400, True, "3", None, [3]):
+        assert finite_number(bad) is None
+    assert valid_box([0, 0, 10, 20]) == (0.0, 0.0, 10.0, 20.0)
+    assert valid_box((5, 5, 5, 5)) == (5.0, 5.0, 5.0, 5.0)  # zero size is usable
+    for bad in ([10, 0, 0, 20], [0, 20, 10, 0], [0, 0, 10], [0, 0, 10, 20, 30], [0, float("nan"), 1, 1], "0,0,1,1",
+                None, 7, {0: 1, 1: 1, 2: 2, 3: 2}, {1, 2, 3, 4}):  # fmt: skip
+        assert valid_box(bad) is None
+    assert valid_size([588, 336]) == (588.0, 336.0)
+    for bad in ([0, 336], [588, -1], [0.5, 336], [float("inf"), 336], [588], [588, 336, 3], None, "588x336"):
+        assert valid_size(bad) is None
+
+
+def test_completion_text_is_total():
+    assert vr.completion_text([{"role": "assistant", "content": "x"}]) == "x"
+    assert (
+        vr.completion_text([{"role": "assistant", "content": [{"type": "text", "text": "a"}, {"text": 3}, "b"]}]) == "a"
+    )
+    for odd in ([], None, [{"role": "assistant"}], [{"content": None}], [{"content": 5}], 7):
+        assert vr.completion_text(odd) == ""
+
+
+def test_accuracy_bounds_numbers_and_is_total():
+    def acc(pred: str, sol) -> float:
+        return vr.accuracy_reward([_c(pred)], solution=[sol])[0]
+
+    d12 = "9" * 12
+    assert acc(f"<answer>{d12}.0</answer>", f"<answer> {d12} </answer>") == 1.0  # numeric equality
+    assert acc("<answer>" + "1" * 13 + ".0</answer>", "<answer>" + "1" * 13 + "</answer>") == 0.0  # text, differs
+    assert acc("<answer>" + "1" * 400 + "</answer>", "<answer>" + "1" * 400 + "</answer>") == 1.0  # same text
+    assert acc("<answer>1e400</answer>", "<answer>1e401</answer>") == 0.0  # inf is not a number: text differs
+    assert acc("<answer>nan</answer>", float("nan")) == 1.0  # the same text
+    assert acc("<answer>5</answer>", 10**5000) == 0.0  # str() refuses this int: no crash

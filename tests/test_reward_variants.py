@@ -201,10 +201,16 @@ def test_distance_non_square_diagonal_uses_resized_size():
     assert score_distance("(130,140)", [T], [600, 800]) == close(1 - (50 / 1000) ** 2)
 
 
-@pytest.mark.parametrize("size", [[0, 400], [300, 0], [-300, 400]])
-def test_distance_bad_image_size_raises(size):
-    with pytest.raises(ValueError, match=r"image size must be positive"):
-        score_distance("(1,1)", [T], size)
+@pytest.mark.parametrize(
+    "size",
+    [[0, 400], [300, 0], [-300, 400], [0.5, 400], [float("nan"), 400], [300, float("inf")], [1e13, 400], [300],
+     None, "300x400", [True, 400]],
+)  # fmt: skip
+def test_distance_unusable_image_size_scores_zero(size):
+    # total: a row with a size that is not two finite sides of >= 1 px scores 0.0 instead of stopping the step
+    assert score_distance("(130,140)", [T], size) == 0.0
+    assert score_click_distance_bonus("(130,140)", [T], size) == 0.0
+    assert gg.centre_distance_bonus((130, 140), T, size) == 0.0
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -412,8 +418,7 @@ def test_click_distance_bonus_modes_and_failures():
     assert score_click_distance_bonus("[60,40,80,60]", [C], SQ, "box") == close(1 - 0.2**2 / 0.5)  # centre (70,50)
     for text in ("", "(50,50) (50,50)", "(50.0,50)", "[40,40,60,60]"):
         assert score_click_distance_bonus(text, [C], SQ) == 0.0
-    with pytest.raises(ValueError, match="image size must be positive"):
-        score_click_distance_bonus("(50,50)", [C], [100, 0])
+    assert score_click_distance_bonus("(50,50)", [C], [100, 0]) == 0.0  # unusable size: 0.0, never an exception
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -595,3 +600,113 @@ def test_property_distance_bounded_and_one_only_at_centre(box, x, y):
     assert 0.0 <= score <= 1.0
     at_centre = (x, y) == ((box[0] + box[2]) / 2, (box[1] + box[3]) / 2)
     assert (score == 1.0) == at_centre
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# totality (issue 11): unusable targets score 0, numbers past 12 digits are not answers, no exception, never NaN
+
+NAN, INF = float("nan"), float("inf")
+HUGE_PAIR = "(" + "9" * 155 + "," + "9" * 155 + ")"
+HUGE_BOX = "[0,0," + "9" * 155 + "," + "9" * 155 + "]"
+
+
+def _every_score(text: str, boxes, size=(100, 100)) -> dict:
+    """Each score function on ``text`` in every mode it accepts."""
+    out = {}
+    for mode in ("non_thinking", "thinking", "box"):
+        out[f"click/{mode}"] = score_click(text, boxes, mode)
+        out[f"distance/{mode}"] = score_distance(text, boxes, size, mode)
+        out[f"gaussian_point/{mode}"] = score_gaussian_point(text, boxes, mode)
+        out[f"click_distance_bonus/{mode}"] = score_click_distance_bonus(text, boxes, size, mode)
+    out["iou"] = score_iou(text, boxes)
+    out["gaussian_coverage"] = score_gaussian_coverage(text, boxes)
+    return out
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        [NAN, 10, 50, 50],
+        [10, 10, INF, 50],
+        [-INF, -INF, INF, INF],
+        [50, 10, 10, 50],  # inverted x
+        [10, 50, 50, 10],  # inverted y
+        [10, 10, 50],
+        [10, 10, 50, 50, 60],
+        None,
+        "10,10,50,50",
+        [10, 10, 1e13, 50],
+        [10**400, 10, 10**401, 50],
+        [True, 10, 50, 50],
+    ],
+)
+def test_unusable_target_scores_zero_in_every_reward(target):
+    for text in ("(30,30)", "<think>t</think><answer>(30,30)</answer>", "[10,10,50,50]"):
+        assert set(_every_score(text, [[10, 10, 50, 50]]).values()) != {0.0}  # the usable target pays
+        scores = _every_score(text, [target])
+        assert scores == dict.fromkeys(scores, 0.0), (text, scores)
+        mixed = _every_score(text, [target, [10, 10, 50, 50]])
+        assert mixed == _every_score(text, [[10, 10, 50, 50]])  # an unusable target is skipped, the best one counts
+
+
+@pytest.mark.parametrize("boxes", [None, [], 3.5, "[[10,10,50,50]]", [10, 10, 50, 50]])
+def test_malformed_target_column_scores_zero(boxes):
+    scores = _every_score("[10,10,50,50]", boxes)
+    assert scores == dict.fromkeys(scores, 0.0)
+
+
+def test_inverted_target_no_longer_raises_in_gaussian_coverage():
+    # was "math domain error": sqrt of a negative sigma product
+    assert score_gaussian_coverage("[10,10,50,50]", [[50, 50, 10, 10]]) == 0.0
+    assert gaussian_overlap([10, 10, 50, 50], [50, 50, 10, 10]) == 0.0
+    assert gaussian_point_value((30, 30), [50, 50, 10, 10]) == 0.0
+    assert gaussian_point_value((30, 30), [NAN, 10, 50, 50]) == 0.0
+
+
+def test_tiny_sigma_is_finite():
+    # (d / sigma)^2 overflows: the product gives inf and exp(-inf) = 0, where ** 2 raised OverflowError
+    assert gaussian_point_value((1e12, 0), [0, 0, 1e-300, 1]) == 0.0
+    assert gaussian_overlap([0, 0, 1e-300, 1], [1e11, 0, 1e11 + 1e-300, 1]) == 0.0
+
+
+@pytest.mark.parametrize("text", [HUGE_PAIR, HUGE_BOX, "(" + "1" * 13 + ",5)", "[0,0," + "1" * 13 + ",5]",
+                                  "<think>t</think><answer>" + HUGE_PAIR + "</answer>"])  # fmt: skip
+def test_numbers_past_twelve_digits_are_not_answers(text):
+    # 155+ digit answers raised OverflowError in distance, gaussian_point, gaussian_coverage, click_distance_bonus,
+    # iou and box-mode click
+    scores = _every_score(text, [[0, 0, 10**12, 10**12]])
+    assert scores == dict.fromkeys(scores, 0.0)
+
+
+def test_twelve_digit_answers_still_parse():
+    big = 10**12 - 1
+    assert score_click(f"({big},{big})", [[0, 0, 1e12, 1e12]]) == 1.0
+    assert score_iou(f"[0,0,{big},{big}]", [[0, 0, big, big]]) == 1.0
+
+
+def test_gta1_rounding_with_unusable_source_columns_scores_zero():
+    def click(source, scale, size):
+        return gg.click_reward(["(60,60)"], target_boxes_resized=[[[50, 50, 70, 70]]], box_rounding=["gta1"],
+                               target_boxes_source=[source], source_box_scale=[scale], resized_size=[size])[0]  # fmt: skip
+
+    assert click([[100, 100, 140, 140]], [1000, 1000], [500, 500]) == 1.0
+    assert click([[NAN, 100, 140, 140]], [1000, 1000], [500, 500]) == 0.0
+    assert click([[140, 100, 100, 140]], [1000, 1000], [500, 500]) == 0.0
+    assert click([[1e300, 0, 1e308, 1]], [1000, 1000], [500, 500]) == 0.0
+    assert click([[100, 100, 140, 140]], [0, 1000], [500, 500]) == 0.0
+    assert click([[100, 100, 140, 140]], [1e-300, 1e-300], [500, 500]) == 0.0
+    assert click([[100, 100, 140, 140]], [1000, 1000], [INF, 500]) == 0.0
+    assert click(None, [1000, 1000], [500, 500]) == 0.0
+    assert gg.gta1_click_boxes([[NAN, 0, 1, 1], [100, 100, 140, 140]], [1000, 1000], [500, 500]) == [(50, 50, 70, 70)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    text=st.text(alphabet=st.sampled_from(list("()[],-. 0123456789")), max_size=40),
+    box=st.lists(st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-(10**30), 10**30)),
+                 min_size=4, max_size=4),
+    size=st.lists(st.floats(allow_nan=True, allow_infinity=True), min_size=2, max_size=2),
+)  # fmt: skip
+def test_property_every_score_is_finite(text, box, size):
+    for value in _every_score(text, [box], size).values():
+        assert math.isfinite(value)

@@ -16,10 +16,69 @@ Plus ``[0, 1000]`` relative coordinates (norm1000: Qwen2-VL, Qwen3-VL, GTA1's tr
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 Box = tuple[float, float, float, float]  # (x_min, y_min, x_max, y_max)
 Point = tuple[float, float]  # (x, y)
+
+# The largest magnitude a reward accepts for a coordinate or an image side (pixels). Answers are bounded by the number
+# rule (at most 12 digits, so below 1e12); targets and sizes past this bound are invalid and score 0. Within it, every
+# product and square the rewards form stays far from float overflow (at most ~1e25).
+COORD_LIMIT = 1e12
+
+
+def finite_number(value) -> float | None:
+    """``value`` as a float when it is a real number with ``|value| <= COORD_LIMIT``; else ``None``.
+
+    ``None`` for NaN, infinities, booleans, strings, ``None`` and anything ``float()`` refuses (an int too large for a
+    float included). Total: never raises.
+    """
+    if isinstance(value, (bool, str, bytes)):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError, ArithmeticError):
+        return None
+    return number if -COORD_LIMIT <= number <= COORD_LIMIT else None  # NaN fails both comparisons
+
+
+def valid_box(box) -> Box | None:
+    """``box`` as four floats when it is a usable ``[x_min, y_min, x_max, y_max]``; else ``None``.
+
+    Usable: a sequence of exactly four :func:`finite_number` values with ``x_min <= x_max`` and ``y_min <= y_max``
+    (zero width or height is usable; an inverted box is not). Rewards skip unusable targets, so a NaN, infinite,
+    inverted or malformed target scores 0. Total: never raises.
+    """
+    if isinstance(box, (str, bytes, dict)):
+        return None
+    try:
+        if len(box) != 4:
+            return None
+        x1, y1, x2, y2 = (finite_number(box[i]) for i in range(4))
+    except (TypeError, LookupError):
+        return None
+    if x1 is None or y1 is None or x2 is None or y2 is None or x1 > x2 or y1 > y2:
+        return None
+    return x1, y1, x2, y2
+
+
+def valid_size(size) -> tuple[float, float] | None:
+    """``(W, H)`` as floats when ``size`` is a pair of :func:`finite_number` sides of at least 1 pixel; else ``None``.
+
+    A side under 1 pixel (zero, negative, NaN, inf) is not an image; rewards score such a row 0. Total: never raises.
+    """
+    if isinstance(size, (str, bytes, dict)):
+        return None
+    try:
+        if len(size) != 2:
+            return None
+        w, h = finite_number(size[0]), finite_number(size[1])
+    except (TypeError, LookupError):
+        return None
+    if w is None or h is None or w < 1 or h < 1:
+        return None
+    return w, h
 
 
 def smart_resize(height: int, width: int, *, factor: int, min_pixels: int, max_pixels: int) -> tuple[int, int]:
@@ -107,8 +166,9 @@ def box_iou(a: Box, b: Box) -> float:
     """Intersection over union of two boxes ``(x_min, y_min, x_max, y_max)`` in the same frame (continuous areas).
 
     Returns 0.0 for disjoint boxes (touching edges included) or when the union has zero area; a box with
-    ``x_max <= x_min`` or ``y_max <= y_min`` never overlaps anything, so it scores 0.0 too. The one IoU of the project
-    (GUI data cleaning, the REC ``iou_reward``). Example: ``box_iou((0, 0, 10, 10), (5, 0, 15, 10))`` is ``50 / 150``.
+    ``x_max <= x_min`` or ``y_max <= y_min`` never overlaps anything, so it scores 0.0 too, and so does a box with a
+    NaN or infinite coordinate (never NaN). The one IoU of the project (GUI data cleaning, the REC ``iou_reward``).
+    Example: ``box_iou((0, 0, 10, 10), (5, 0, 15, 10))`` is ``50 / 150``.
     """
     iw = min(a[2], b[2]) - max(a[0], b[0])
     ih = min(a[3], b[3]) - max(a[1], b[1])
@@ -116,4 +176,5 @@ def box_iou(a: Box, b: Box) -> float:
         return 0.0
     inter = iw * ih
     union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
-    return inter / union if union > 0 else 0.0
+    iou = inter / union if union > 0 else 0.0
+    return iou if math.isfinite(iou) else 0.0
