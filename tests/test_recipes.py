@@ -27,7 +27,7 @@ def _dry_run(script, **env):
 
 
 def test_batch_math_and_dry_run():
-    p = _dry_run("gta1_7b.sh", NNODES=4, NPROC_PER_NODE=8, MASTER_ADDR="node001", OUTPUT_DIR="/tmp/x")
+    p = _dry_run("gta1_7b.sh", NNODES=4, NPROC_PER_NODE=8, MASTER_ADDR="node001", OUTPUT_DIR="/tmp/x", SLURM_JOB_ID="")
     assert p.returncode == 0, p.stderr
     assert "world size 32 = 4 node(s) x 8 process(es)" in p.stderr
     assert "128 prompts x 8 rollouts = 1024 completions" in p.stderr
@@ -55,6 +55,73 @@ def test_batch_math_and_dry_run():
     assert "= 8 processes x 4 completions/micro-step x 32 gradient accumulation steps" in one.stderr
 
 
+def test_rendezvous_ports_do_not_collide():
+    """Multi-node: port and id from SLURM_JOB_ID (two jobs sharing a node differ). One node: port 0 (torchrun's store
+    binds a free port itself: no probe-then-release race), this node hosts the store (a taken port fails instead of
+    joining a stranger's rendezvous), and a rendezvous id of its own per launch."""
+    def launch(**env):
+        p = subprocess.run(["bash", "run_scripts/train_grpo.sh", "--x"], cwd=REPO, capture_output=True, text=True,
+                           env=_env(DRY_RUN=1, NPROC_PER_NODE=2, **env), timeout=120)  # fmt: skip
+        assert p.returncode == 0, p.stderr
+        words = p.stdout.split()
+        conf = words[words.index("--rdzv_conf") + 1] if "--rdzv_conf" in words else None
+        return words[words.index("--rdzv_endpoint") + 1], words[words.index("--rdzv_id") + 1], conf
+
+    job = dict(NNODES=2, MASTER_ADDR="n1")
+    assert launch(SLURM_JOB_ID="4242", **job) == ("n1:30742", "4242", None)  # 29500 + 4242 % 3000
+    assert launch(SLURM_JOB_ID="4243", **job)[0] == "n1:30743"
+    assert launch(SLURM_JOB_ID="7", MASTER_PORT="12345", **job)[0] == "n1:12345"  # an explicit port wins
+    assert launch(SLURM_JOB_ID="", **job) == ("n1:29500", "local", None)  # no SLURM: the fixed default
+    for port in (29500 + j % 3000 for j in (0, 2999, 10**9 + 7)):
+        assert 29500 <= port < 32768  # below Linux's ephemeral range: never a probed or connecting socket's port
+    one, two = launch(SLURM_JOB_ID="", NNODES=1), launch(SLURM_JOB_ID="", NNODES=1)
+    assert one[0] == two[0] == "127.0.0.1:0" and one[2] == two[2] == "is_host=1"
+    assert one[1] != two[1] and one[1].startswith("local-")
+    assert launch(SLURM_JOB_ID="99", NNODES=1)[1] == "99"
+
+
+_PROBE = """
+import os, sys, torch.distributed as dist
+dist.init_process_group("gloo")
+attempt, rank = os.environ["TORCHELASTIC_RESTART_COUNT"], dist.get_rank()
+dist.barrier()
+if attempt == "0" and rank == 1:
+    os.abort()  # a worker dying (as one did at exit under load): torchrun restarts the group
+dist.barrier()
+print(f"attempt {attempt} rank {rank} done", flush=True)
+dist.destroy_process_group()
+"""
+
+
+def test_torchrun_restart_gets_a_working_group(tmp_path):
+    """The restarted group must not read the dead attempt's store (torch 2.13 shares one store across attempts unless
+    TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1: the restarted workers then dial dead gloo peers or wait forever)."""
+    (tmp_path / "restart_probe.py").write_text(_PROBE)
+    env = _env(NPROC_PER_NODE=2, NNODES=1, MAX_RESTARTS=1, ENTRY="restart_probe", PYTHONPATH=str(tmp_path),
+               SLURM_JOB_ID="")  # fmt: skip
+    p = _run(["bash", "run_scripts/train_grpo.sh"], env, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "attempt 1 rank 0 done" in p.stdout and "attempt 1 rank 1 done" in p.stdout
+
+
+def test_taken_rendezvous_port_fails_fast(tmp_path):
+    """One node hosts its own store: a port already taken by another job's store is an error at once, not a silent
+    join of that job's rendezvous (c10d's fallback to a client when it cannot bind)."""
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("0.0.0.0", 0))
+        taken.listen()
+        (tmp_path / "never.py").write_text("raise SystemExit('the workers must not start')\n")
+        env = _env(NPROC_PER_NODE=1, NNODES=1, MASTER_PORT=taken.getsockname()[1], ENTRY="never",
+                   PYTHONPATH=str(tmp_path), SLURM_JOB_ID="")  # fmt: skip
+        start = time.time()
+        p = _run(["bash", "run_scripts/train_grpo.sh"], env, timeout=300)
+    assert p.returncode != 0 and "address already in use" in p.stderr.lower(), p.stderr[-3000:]
+    assert "the workers must not start" not in p.stderr
+    assert time.time() - start < 120
+
+
 @pytest.mark.parametrize("env, message", [
     (dict(NNODES=3, NPROC_PER_NODE=8, MASTER_ADDR="n1"), "cannot be spread evenly over 24 processes. Use GLOBAL_PROMPTS=129"),
     (dict(NNODES=1, NPROC_PER_NODE=8, ROLLOUTS_PER_DEVICE=3), "ROLLOUTS_PER_DEVICE=3 does not divide"),
@@ -80,9 +147,58 @@ def test_latest_complete_checkpoint_skips_half_written(tmp_path):
     assert latest_complete_checkpoint(str(tmp_path / "missing")) is None
 
 
+def test_preemption_handlers_are_restored_after_training(tmp_path):
+    """Past the last step a preemption request cannot be honoured: torchrun's SIGTERM must end the process again."""
+    import signal
+
+    from vlm_r1.preemption import PreemptionCallback
+
+    before = signal.getsignal(signal.SIGUSR1)
+    cb = PreemptionCallback(str(tmp_path), signals=(signal.SIGUSR1,))
+    assert signal.getsignal(signal.SIGUSR1) == cb._on_signal
+    cb.on_train_end(None, None, None)
+    assert signal.getsignal(signal.SIGUSR1) == before
+
+
 def _batches(out):
     lines = [json.loads(x) for x in open(os.path.join(out, "batches.rank0.jsonl"))]
     return [(x["step"], tuple(x["sample_ids"])) for x in lines]
+
+
+def _max_recorded_step(path):
+    """Highest step in a batches.rank0.jsonl being appended to (a line still being written is skipped), or 0."""
+    steps = [0]
+    if os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                try:
+                    steps.append(json.loads(line)["step"])
+                except ValueError:
+                    pass
+    return max(steps)
+
+
+def _stop(proc):
+    """Stop a launcher still running: SIGTERM lets torchrun stop its workers (they run in sessions of their own, so
+    killing torchrun alone would leave them running); SIGKILL after a minute."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _run(cmd, env, timeout=600):
+    """subprocess.run that never leaves a run behind: on timeout (or any error) the launcher is stopped with
+    :func:`_stop`, and its workers with it."""
+    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    finally:
+        _stop(proc)
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
 def _recipe(out, steps, tiny_dir):
@@ -93,7 +209,7 @@ def test_tiny_recipe_preempt_and_resume(tmp_path, tiny_qwen25_dir):
     # reference: an uninterrupted run
     ref = str(tmp_path / "ref")
     cmd, env = _recipe(ref, STEPS, tiny_qwen25_dir)
-    p = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    p = _run(cmd, env)
     assert p.returncode == 0, p.stderr[-3000:]
     assert {"checkpoint-2", "checkpoint-4"} <= set(os.listdir(ref))
     assert all(os.path.isfile(os.path.join(ref, f"checkpoint-{s}", COMPLETE_MARKER)) for s in (2, 4))
@@ -111,17 +227,22 @@ def test_tiny_recipe_preempt_and_resume(tmp_path, tiny_qwen25_dir):
     out = str(tmp_path / "run")
     cmd, env = _recipe(out, STEPS, tiny_qwen25_dir)
     log = tmp_path / "preempted.log"  # a file, not a pipe: an unread pipe can fill up and stall the run
+    requested = False
     with open(log, "w") as logf:
         proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=logf, stderr=subprocess.STDOUT, text=True)
-        deadline = time.time() + 300
-        while time.time() < deadline and proc.poll() is None:
-            path = os.path.join(out, "batches.rank0.jsonl")
-            if os.path.exists(path) and any(json.loads(x)["step"] >= 2 for x in open(path)):
-                open(os.path.join(out, PREEMPT_FILE), "w").close()
-                break
-            time.sleep(0.1)
-        proc.wait(timeout=300)
+        try:
+            deadline = time.time() + 300
+            while time.time() < deadline and proc.poll() is None:
+                if _max_recorded_step(os.path.join(out, "batches.rank0.jsonl")) >= 2:
+                    open(os.path.join(out, PREEMPT_FILE), "w").close()
+                    requested = True
+                    break
+                time.sleep(0.1)
+            proc.wait(timeout=300)
+        finally:
+            _stop(proc)  # never leave a run behind (its workers would load the machine for the next tests)
     err = log.read_text()
+    assert requested, "step 2 never started: " + err[-3000:]
     assert proc.returncode == 0, err[-3000:]
     assert "preempted at step" in err
     stopped = max(s for s, _ in _batches(out))
@@ -131,7 +252,7 @@ def test_tiny_recipe_preempt_and_resume(tmp_path, tiny_qwen25_dir):
     assert os.path.exists(os.path.join(out, PREEMPT_FILE))  # tells the batch script to requeue
 
     # the requeued job: same command, resumes from the newest complete checkpoint and finishes
-    p = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    p = _run(cmd, env)
     assert p.returncode == 0, p.stderr[-3000:]
     assert f"resuming from {os.path.join(out, f'checkpoint-{stopped}')}" in p.stderr
     assert os.path.exists(os.path.join(out, "model.safetensors")) and not os.path.exists(os.path.join(out, PREEMPT_FILE))

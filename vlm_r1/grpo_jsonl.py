@@ -338,8 +338,11 @@ def train(script_args, training_args, model_args) -> None:
     preemption = PreemptionCallback(training_args.output_dir)
     trainer.add_callback(preemption)
     stale = os.path.join(training_args.output_dir, PREEMPT_FILE)
-    if trainer.accelerator.is_main_process and os.path.exists(stale):
-        os.remove(stale)  # left by the previous (preempted) job of a requeued run
+    restarted = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") or 0) > 0
+    if trainer.accelerator.is_main_process and os.path.exists(stale) and not restarted:
+        # left by the previous (preempted) job of a requeued run; a torchrun restart of THIS job keeps it, so the
+        # preemption still ends the job and the batch script requeues it
+        os.remove(stale)
     for callback in task.eval_callbacks(script_args, training_args, processor, vlm_module, eval_dataset):
         callback.trainer = trainer
         trainer.add_callback(callback)

@@ -342,6 +342,14 @@ class VLMGRPOTrainer(GRPOTrainer):
             if ds is None or not (hasattr(ds, "__getitem__") and hasattr(ds, "__len__")):
                 raise ValueError("--dynamic_sampling needs a map-style (indexable) training dataset to draw refills")
 
+    # ---- checkpoint retention (issue 11; logic in vlm_r1.preemption) -------------------------------------------------
+    def _save_checkpoint(self, model, trial):
+        """TRL's/HF's save, with old checkpoints (``save_total_limit``) deleted only after the new one is marked
+        complete (HF deletes them first): :func:`vlm_r1.preemption.save_checkpoint_then_rotate`."""
+        from vlm_r1.preemption import save_checkpoint_then_rotate
+
+        save_checkpoint_then_rotate(self, super()._save_checkpoint, model, trial)
+
     # ---- batch record --------------------------------------------------------------------------------------------
     def _record_batch(self, sample_ids: list, extra: dict | None = None) -> None:
         """Append ``{"step", "sample_ids"[, "dynamic_sampling"]}`` to OUTPUT_DIR/batches.rank<R>.jsonl (one line per
@@ -356,7 +364,7 @@ class VLMGRPOTrainer(GRPOTrainer):
         if extra:
             line.update(extra)
         with open(path, "a", encoding="utf-8") as f:
-            f.write(json.dumps(line) + "\n")
+            f.write(json.dumps(line, allow_nan=False) + "\n")
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
         # Keep the gathered (all processes) rewards of the last scoring: dynamic sampling decides on them.
