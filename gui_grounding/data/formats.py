@@ -30,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from gui_grounding.eval.benchmarks import require  # the one record-shape check (benchmark readers share it)
 from gui_grounding.frames import Box
 from gui_grounding.schema import SampleError, conversation_turns
 from vlm_r1 import validate
@@ -138,19 +139,6 @@ def platform_from_path(path: str) -> str | None:
 
 
 is_number = validate.is_coord  # a finite int/float within +-1e7, never a bool
-
-
-def require(record: Any, keys: tuple[str, ...], ref: str) -> None:
-    """Check ``record`` is a JSON object holding ``keys``.
-
-    Raises:
-        SampleError: ``unparseable_record`` for a non-object, ``bad_field`` naming the missing keys.
-    """
-    if not isinstance(record, dict):
-        raise SampleError(ref, "unparseable_record", f"record is not a JSON object: {type(record).__name__}")
-    missing = [k for k in keys if k not in record]
-    if missing:
-        raise SampleError(ref, "bad_field", f"missing field(s) {missing}; record has {sorted(record)}")
 
 
 def box_from_xywh(value: Any, ref: str, what: str = "bbox") -> Box:
