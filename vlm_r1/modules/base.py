@@ -128,6 +128,26 @@ class VLMBaseModule(ABC):
                              "merge_size, min/max pixels); override get_image_resize_params")  # fmt: skip
         return int(ip.patch_size) * int(ip.merge_size), int(min_px), int(max_px)
 
+    # ---- shared-prompt GRPO hooks (vlm_r1.shared_prompt); a family opts in by overriding both ---------------------
+    def shared_prompt_positions_fn(self, model: Any):
+        """The positions hook of shared-prompt GRPO for ``model`` (possibly wrapped by DDP/DeepSpeed/PEFT), or None
+        when this family has none (then ``--shared_prompt true`` runs naive and says why).
+
+        The hook maps one unpadded prompt ``(prompt_ids (P,), mm_token_type_ids (P,) or None, image_grid_thw (k, 3) or
+        None)`` to its ``(R, P)`` position ids exactly as the model's own forward computes them for that prompt
+        (R = 3 for M-RoPE); completion tokens continue from the last one on every axis (:mod:`vlm_r1.shared_prompt`).
+        """
+        return None
+
+    def shared_prompt_prefill(self, model: Any, generate_inputs: dict, num_generations: int) -> dict:
+        """Prefill each unique prompt once for HF ``generate`` and return the kwargs that continue it for
+        ``num_generations`` rollouts per prompt (the cache expanded G times). Default: not supported.
+
+        Raises:
+            NotImplementedError: the family has no shared-prompt prefill (generation then runs naive).
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no shared-prompt prefill")
+
     def get_banned_token_ids(self, processing_class: Any) -> list[int]:
         """Token ids generation must never emit. Default: the processor's image token, as GTA1 bans
         (``bad_words_ids=[[image_token_id]]``); none when the processor names no image token."""

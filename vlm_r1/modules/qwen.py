@@ -212,6 +212,69 @@ class Qwen2VLModule(VLMBaseModule):
             ids.append(tid)
         return ids
 
+    # ---- shared-prompt GRPO hooks (vlm_r1.shared_prompt) ----------------------------------------------------------
+    @staticmethod
+    def _rope_owner(model: Any) -> Any:
+        """The inner ``Qwen2(_5)_VLModel`` (it owns ``get_rope_index`` and ``rope_deltas``) of a possibly wrapped model
+        (DDP/DeepSpeed ``.module``, PEFT ``base_model``): the first submodule with a callable ``get_rope_index``."""
+        for module in model.modules():
+            if callable(getattr(module, "get_rope_index", None)) and hasattr(module, "rope_deltas"):
+                return module
+        raise ValueError(f"{type(model).__name__} has no Qwen-VL get_rope_index (is this a Qwen-VL model?)")
+
+    def shared_prompt_positions_fn(self, model: Any):
+        """M-RoPE positions of one prompt: ``get_rope_index`` of the model itself (transformers 5.23
+        ``modeling_qwen2_5_vl.py:928``, ``Qwen2_5_VLModel.get_rope_index``; same for Qwen2-VL), on the unpadded
+        prompt with its images' grids; a prompt without images gets ``arange`` on the three axes (the model's own
+        text-only positions). Returns a function ``(prompt_ids (P,), mm_token_type_ids (P,) | None, image_grid_thw
+        (k, 3) | None) -> (3, P)``. Never reads or writes the stored ``rope_deltas``."""
+        import torch
+
+        owner = self._rope_owner(model)
+
+        def positions(prompt_ids, mm_token_type_ids, image_grid_thw):
+            if image_grid_thw is None or mm_token_type_ids is None or not bool((mm_token_type_ids != 0).any()):
+                return torch.arange(prompt_ids.numel(), device=prompt_ids.device)[None].expand(3, -1)
+            pos, _ = owner.get_rope_index(prompt_ids[None], mm_token_type_ids=mm_token_type_ids[None],
+                                          image_grid_thw=image_grid_thw)  # fmt: skip
+            return pos[:, 0]
+
+        return positions
+
+    def shared_prompt_prefill(self, model: Any, generate_inputs: dict, num_generations: int) -> dict:
+        """Prefill the unique prompts once and return ``generate`` kwargs for ``num_generations`` rollouts each.
+
+        ``generate_inputs``: the unique prompts as HF ``generate`` takes them (``input_ids``/``attention_mask`` (U, P)
+        left-padded, ``pixel_values``, ``image_grid_thw``, ``mm_token_type_ids``). Runs the model on all but the last
+        prompt token (filling a ``DynamicCache``; ``rope_deltas`` set by the model), then repeats the cache and
+        ``rope_deltas`` G times (``repeat_interleave``: rollouts of a prompt are consecutive, as TRL lays them out).
+        The returned kwargs hold the full (U*G, P) prompt ids and mask and the cache, and no pixels: ``generate``
+        only runs the last prompt token and the completion, with the positions continued from ``rope_deltas``
+        (``_prepare_position_ids_for_generation``, transformers 5.23 ``modeling_qwen2_5_vl.py:1387-1401``).
+        Logits match naive generation within float rounding (``tests/test_shared_prompt.py``).
+        """
+        from transformers import DynamicCache
+
+        owner = self._rope_owner(model)
+        G = int(num_generations)
+        ids, mask = generate_inputs["input_ids"], generate_inputs["attention_mask"]
+        cache = DynamicCache(config=model.config)
+        owner.rope_deltas = None
+        prefill = {"input_ids": ids[:, :-1], "attention_mask": mask[:, :-1], "past_key_values": cache,
+                   "use_cache": True}  # fmt: skip
+        for key in ("pixel_values", "image_grid_thw"):
+            if generate_inputs.get(key) is not None:
+                prefill[key] = generate_inputs[key]
+        if generate_inputs.get("mm_token_type_ids") is not None:
+            prefill["mm_token_type_ids"] = generate_inputs["mm_token_type_ids"][:, :-1]
+        model(**prefill)
+        cache.batch_repeat_interleave(G)
+        if owner.rope_deltas is not None:
+            owner.rope_deltas = owner.rope_deltas.repeat_interleave(G, dim=0)
+        out = {"input_ids": ids.repeat_interleave(G, dim=0), "attention_mask": mask.repeat_interleave(G, dim=0),
+               "past_key_values": cache}  # fmt: skip
+        return out
+
     def tidy_saved_processor(self, out_dir: str) -> None:
         """Rewrite ``processor_class`` in tokenizer_config.json to the stock name (cosmetic; cpu_stack.md §2)."""
         path = os.path.join(out_dir, "tokenizer_config.json")
