@@ -321,12 +321,39 @@ class VLMGRPOConfig(GRPOConfig):
                   "first included (so up to N-1 refills). 1 drops nothing and only logs."},
     )
 
+    shared_prompt: bool = field(
+        default=False,
+        metadata={"help": "Shared-prompt GRPO (training only): each group's prompt (screenshot + instruction) goes "
+                  "through the model once instead of num_generations times. The policy, old and reference log-prob "
+                  "passes run one packed row per group ([prompt | completion 1 | ... | completion G], a 4D attention "
+                  "mask, explicit M-RoPE positions, the vision tower once per group), HF generation prefills each "
+                  "unique prompt once, and pixel_values are processed and stored once per group. Log-probs and "
+                  "gradients equal the naive computation up to float rounding (tests/test_shared_prompt.py). Needs "
+                  "per_device_train_batch_size to be a multiple of num_generations and a model family with the hook "
+                  "(Qwen2-VL, Qwen2.5-VL); otherwise the run says why at start-up and runs naive (recorded in "
+                  "OUTPUT_DIR/vlm_r1_run.json under shared_prompt). Logged per step: shared_prompt/llm_tokens, "
+                  "shared_prompt/naive_llm_tokens, shared_prompt/vision_patches, shared_prompt/naive_vision_patches, "
+                  "shared_prompt/active (1 when the batch ran shared). Off by default (upstream VLM-R1 has no such "
+                  "pass); on in the GTA1 recipes."},
+    )
+    shared_prompt_attention: str = field(
+        default="auto",
+        metadata={"help": "With --shared_prompt: how the packed rows attend. 'dense': a 4D mask through the model's "
+                  "sdpa/eager attention (memory grows as L^2 per packed row); 'split': prefix attention once, then "
+                  "each completion over the prefix and itself, no L x L mask (Prefix Grouper style; flash-attention "
+                  "on GPU, an SDPA reference path elsewhere; vlm_r1/shared_prompt_attention.py); 'auto': split when "
+                  "the model uses flash_attention_*, else dense.",
+                  "choices": ["auto", "dense", "split"]},
+    )
+
     def __post_init__(self):
         from vlm_r1.devices import apply_device_defaults
 
         apply_device_defaults(self)  # use_cpu without CUDA (so torchrun forms one gloo group); bf16 only where supported
         if self.loss_preset not in ("none", *LOSS_PRESETS):
             raise ValueError(f"--loss_preset {self.loss_preset!r}: choose one of none, {', '.join(LOSS_PRESETS)}")
+        if self.shared_prompt_attention not in ("auto", "dense", "split"):
+            raise ValueError(f"--shared_prompt_attention {self.shared_prompt_attention!r}: choose auto, dense or split")
         if self.dynamic_sampling_max_tries < 1:
             raise ValueError(f"--dynamic_sampling_max_tries must be >= 1, got {self.dynamic_sampling_max_tries}")
         # The user's own values of the preset fields, kept so the preset can be re-resolved (command line) without

@@ -235,6 +235,7 @@ def write_run_info(output_dir, trainer, script_args, task, vlm_module, processor
         "temperature": args.temperature, **args.loss_settings(),
         "dynamic_sampling": {"enabled": args.dynamic_sampling, "max_tries": args.dynamic_sampling_max_tries},
         "has_ref_model": trainer.ref_model is not None,
+        "shared_prompt": trainer.shared_prompt_status() if hasattr(trainer, "shared_prompt_status") else None,
         "global_completions_per_step": args.per_device_train_batch_size * trainer.accelerator.num_processes
         * args.gradient_accumulation_steps,
         "versions": {"torch": torch.__version__, "transformers": transformers.__version__, "trl": trl.__version__},

@@ -34,6 +34,9 @@ from typing import Any
 import torch
 from trl import GRPOTrainer
 
+from vlm_r1 import shared_prompt as sp
+from vlm_r1.shared_prompt_trainer import SharedPromptMixin
+
 logger = logging.getLogger(__name__)
 
 DYNAMIC_SAMPLING_KEYS = (
@@ -253,12 +256,22 @@ def merge_generation_rows(outputs: list[dict], sources: list[tuple[int, int]], p
     a count over all processes, recomputed by the caller. Keys this merge does not know raise ``NotImplementedError``
     rather than being merged wrongly (image-model outputs other than Qwen-VL style are not supported).
     """
-    from trl.trainer.utils import pad, split_pixel_values_by_grid, unsplit_pixel_values_by_grid
+    from trl.trainer.utils import pad, unsplit_pixel_values_by_grid
 
     if "pixel_values" in outputs[0] and not {"image_grid_thw", "num_images"} <= set(outputs[0]):
         raise NotImplementedError("--dynamic_sampling merges image inputs of Qwen-VL-style models only (pixel_values "
                                   "with image_grid_thw and num_images)")  # fmt: skip
-    split = [split_pixel_values_by_grid(o) for o in outputs]
+    # Shared-prompt outputs (one pixel_values copy per group, vlm_r1.shared_prompt) stay shared when every try is
+    # shared: groups move whole and in order, so each group's first row still carries its pixels. A mix of shared and
+    # naive tries is merged naive (the shared ones expanded).
+    group_sizes = {int(o.get(sp.SHARED_KEY) or 0) for o in outputs}
+    shared = group_sizes.pop() if len(group_sizes) == 1 else 0
+    if shared:
+        for dst in range(0, len(sources), shared):
+            t, first = sources[dst]
+            if first % shared or sources[dst : dst + shared] != [(t, first + j) for j in range(shared)]:
+                raise RuntimeError(f"dynamic sampling moved a shared-prompt group apart (rows {dst}.. from {sources[dst]})")
+    split = [_split_rows(o, shared) for o in outputs]
     keys = set(split[0])
     known = set(_PADDED_KEYS) | set(_PROMPT_COMPLETION_KEYS) | set(_STACKED_KEYS) | set(_LIST_KEYS)
     unknown = sorted(keys - known - set(_RECOMPUTED_KEYS))
@@ -286,10 +299,30 @@ def merge_generation_rows(outputs: list[dict], sources: list[tuple[int, int]], p
             merged[key] = torch.stack(rows)
         else:
             merged[key] = rows
-    return unsplit_pixel_values_by_grid(merged)
+    merged = unsplit_pixel_values_by_grid(merged)
+    if shared:
+        merged[sp.SHARED_KEY] = shared
+    return merged
 
 
-class VLMGRPOTrainer(GRPOTrainer):
+def _split_rows(output: dict, shared: int) -> dict:
+    """One generation output with per-row image tensors (TRL's ``split_pixel_values_by_grid``), from the naive or the
+    shared-prompt layout; ``shared`` = G keeps the shared layout (pixels on each group's first row), 0 expands it."""
+    from trl.trainer.utils import split_pixel_values_by_grid
+
+    G = int(output.get(sp.SHARED_KEY) or 0)
+    batch = {k: v for k, v in output.items() if k != sp.SHARED_KEY}
+    if G and batch.get("pixel_values") is not None:
+        grid, num_images = batch["image_grid_thw"], batch["num_images"]
+        if shared:
+            batch["pixel_values"] = sp.split_rows(batch["pixel_values"], grid, num_images, G)
+            batch["image_grid_thw"] = list(torch.split(grid, list(num_images), dim=0))
+            return batch
+        batch["pixel_values"] = sp.expand_pixel_values(batch["pixel_values"], grid, num_images, G)
+    return split_pixel_values_by_grid(batch)
+
+
+class VLMGRPOTrainer(SharedPromptMixin, GRPOTrainer):
     """GRPO trainer for VLMs driven by a :class:`vlm_r1.modules.VLMBaseModule`.
 
     Args:
@@ -337,6 +370,7 @@ class VLMGRPOTrainer(GRPOTrainer):
         from vlm_r1.debug_log import RolloutDebugLog
 
         self._debug_log, self._debug_log_failed = RolloutDebugLog(), False
+        self._shared_prompt_setup()  # --shared_prompt (vlm_r1.shared_prompt_trainer)
         if getattr(args, "dynamic_sampling", False):
             ds = self.train_dataset
             if ds is None or not (hasattr(ds, "__getitem__") and hasattr(ds, "__len__")):
@@ -448,7 +482,7 @@ class VLMGRPOTrainer(GRPOTrainer):
             prompts = torch.randint(len(ds), (num_prompts,), generator=gen)
         rows = prompts.repeat_interleave(num_generations)[rank * rows_per_process : (rank + 1) * rows_per_process]
         cache = {i: ds[i] for i in sorted(set(rows.tolist()))}
-        return [dict(cache[i]) for i in rows.tolist()]
+        return [{**cache[i], sp.INDEX_KEY: i} for i in rows.tolist()]  # the sampler index, as the dataloader's rows
 
     def _dynamic_sampling(self, inputs: list[dict], record: bool = False) -> dict:
         """TRL's generation + scoring, repeated to replace zero-reward-std groups (``--dynamic_sampling``).

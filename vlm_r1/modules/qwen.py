@@ -261,7 +261,7 @@ class Qwen2VLModule(VLMBaseModule):
         cache = DynamicCache(config=model.config)
         owner.rope_deltas = None
         prefill = {"input_ids": ids[:, :-1], "attention_mask": mask[:, :-1], "past_key_values": cache,
-                   "use_cache": True}  # fmt: skip
+                   "use_cache": True, "logits_to_keep": 1}  # fmt: skip
         for key in ("pixel_values", "image_grid_thw"):
             if generate_inputs.get(key) is not None:
                 prefill[key] = generate_inputs[key]
