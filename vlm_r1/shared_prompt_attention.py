@@ -50,7 +50,7 @@ BACKENDS = ("auto", "reference", "flash")
 # rather than a side table so that a deep-copied model (TRL's reference model) keeps them.
 _BASE_ATTR = "_shared_prompt_base_attn_implementation"
 _BACKEND_ATTR = "_shared_prompt_split_backend"
-_HOOKED_ATTR = "_shared_prompt_split_hooks"
+_HOOKED_ATTR = "_shared_prompt_split_hooked"
 
 
 # ---- backends ------------------------------------------------------------------------------------------------------
@@ -123,14 +123,14 @@ def _reference_split(query, key, value, segments, scaling, dropout) -> torch.Ten
         parts = []
         if P:
             # no mask: SDPA's own causal kernels; GQA without copying K/V (transformers ``use_gqa_in_sdpa``,
-            # integrations/sdpa_attention.py:43-53, enables it only in this no-mask case)
+            # integrations/sdpa_attention.py:43-53, enables it on CUDA only in this no-mask case)
             parts.append(F.scaled_dot_product_attention(
                 query[i : i + 1, :, :P], key[i : i + 1, :, :P], value[i : i + 1, :, :P],
                 dropout_p=dropout, is_causal=True, scale=scaling, enable_gqa=n_rep > 1,
             ))  # fmt: skip
         if S:
             # keys [prefix | all suffixes of the row] are contiguous in the packed row; the mask keeps suffix g to
-            # the prefix and its own past. With a mask, repeat K/V as transformers does (sdpa_attention.py:139-141).
+            # the prefix and its own past. With a mask, repeat K/V as transformers does (sdpa_attention.py:136-138).
             parts.append(F.scaled_dot_product_attention(
                 query[i : i + 1, :, P : P + S],
                 _repeat_kv(key[i : i + 1, :, : P + S], n_rep), _repeat_kv(value[i : i + 1, :, : P + S], n_rep),
@@ -162,12 +162,12 @@ def _flash_plan(segments, L: int, device: torch.device) -> dict:
         for n in lens:
             own = torch.arange(start, start + n)
             q_index.append(own)
-            k_index.extend([own, prefix])
+            k_index.extend([prefix, own])
             cu_q.append(cu_q[-1] + n)
             cu_k.append(cu_k[-1] + P + n)
             start += n
-    q_lens = [b - a for a, b in zip(cu_q, cu_q[1:])]
-    k_lens = [b - a for a, b in zip(cu_k, cu_k[1:])]
+    q_lens = [b - a for a, b in zip(cu_q[:-1], cu_q[1:], strict=True)]
+    k_lens = [b - a for a, b in zip(cu_k[:-1], cu_k[1:], strict=True)]
     return {
         "q_index": torch.cat(q_index).to(device),
         "k_index": torch.cat(k_index).to(device),
@@ -250,7 +250,7 @@ def split_attention_forward(
 
     Returns:
         ``(attn_output (b, L, H, d), None)``, the layout of transformers' ``sdpa_attention_forward``
-        (integrations/sdpa_attention.py:207-208); padding tokens' outputs are zero.
+        (integrations/sdpa_attention.py:204-208); padding tokens' outputs are zero.
     """
     if shared_prompt_segments is None:
         return _base_attention(module)(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout,
@@ -287,7 +287,7 @@ def split_attention_mask(*args, config: Any = None, **kwargs):
 
     Inside a forward that carries ``shared_prompt_segments`` (seen by the hooks :func:`enable_split_attention`
     installs) it returns None: the split attention ignores the mask, so none is built (an eager base would otherwise
-    build an (L, L) float mask, and packed position ids an (L, L) bool one, masking_utils.py:1004-1011). Otherwise it
+    build an (L, L) float mask, masking_utils.py:567, and packed position ids an (L, L) bool one, :1003-1025). Otherwise it
     is the base implementation's mask function, so 2D padding masks in generation work as before.
     """
     from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask
@@ -375,8 +375,8 @@ def enable_split_attention(model: Any, backend: str = "auto") -> str:
         if text_config._attn_implementation != SPLIT_ATTENTION:
             raise RuntimeError(f"{type(inner).__name__} did not take attn_implementation={SPLIT_ATTENTION!r}")
     setattr(text_config, _BACKEND_ATTR, backend)
-    if not getattr(inner, _HOOKED_ATTR, None):
-        handles = (inner.register_forward_pre_hook(_enter_hook, with_kwargs=True),
-                   inner.register_forward_hook(_exit_hook, with_kwargs=True, always_call=True))  # fmt: skip
-        setattr(inner, _HOOKED_ATTR, handles)
+    if not getattr(inner, _HOOKED_ATTR, False):  # a plain flag: a deep copy keeps it together with the hooks
+        inner.register_forward_pre_hook(_enter_hook, with_kwargs=True)
+        inner.register_forward_hook(_exit_hook, with_kwargs=True, always_call=True)
+        setattr(inner, _HOOKED_ATTR, True)
     return base
