@@ -115,10 +115,18 @@ def split_rows(pixel_values, image_grid_thw, num_images, num_generations: int) -
 
 # ---- group identity ------------------------------------------------------------------------------------------------
 def image_digest(image: Any) -> str:
-    """Content hash of one image (PIL: mode, size and pixel bytes; anything else: its ``repr``/bytes)."""
+    """Content hash of one image: PIL (mode, size, pixel bytes), numpy array or torch tensor (dtype, shape, bytes), raw
+    bytes; anything else (a path string) by its ``repr``."""
     h = hashlib.blake2b(digest_size=16)
     if hasattr(image, "tobytes") and hasattr(image, "size") and hasattr(image, "mode"):
         h.update(f"{image.mode}|{image.size}".encode())
+        h.update(image.tobytes())
+    elif isinstance(image, torch.Tensor):
+        array = image.detach().cpu().contiguous()
+        h.update(f"tensor|{array.dtype}|{tuple(array.shape)}".encode())
+        h.update(array.numpy().tobytes() if array.dtype != torch.bfloat16 else array.float().numpy().tobytes())
+    elif hasattr(image, "tobytes") and hasattr(image, "dtype") and hasattr(image, "shape"):  # numpy
+        h.update(f"array|{image.dtype}|{tuple(image.shape)}".encode())
         h.update(image.tobytes())
     elif isinstance(image, (bytes, bytearray)):
         h.update(bytes(image))
@@ -137,7 +145,7 @@ def prompt_fingerprint(row: dict) -> str:
     memo: dict[int, str] = {}
 
     def encode(obj):
-        if hasattr(obj, "tobytes") and hasattr(obj, "size"):
+        if hasattr(obj, "tobytes") or isinstance(obj, torch.Tensor):
             key = id(obj)
             if key not in memo:
                 memo[key] = image_digest(obj)
@@ -258,8 +266,12 @@ def pack_groups(
             raise ValueError(f"row {g0} has an empty prompt")
         mm = mm_token_type_ids[g0, :Pw][pmask] if mm_token_type_ids is not None else None
         grid = image_grid_thw[grid_rows[g0] : grid_rows[g0 + 1]] if grid_rows is not None else None
-        if grid is not None and grid.numel() == 0:
-            grid = None
+        if grid is not None:
+            for r in range(g0 + 1, g0 + num_generations):
+                if not torch.equal(image_grid_thw[grid_rows[r] : grid_rows[r + 1]], grid):
+                    raise ValueError(f"rows {g0} and {r} are in one group but their image grids differ")
+            if grid.numel() == 0:
+                grid = None
         pos = positions_fn(prompt, mm, grid)
         if pos.dim() != 2 or pos.size(1) != prompt.numel():
             raise ValueError(f"positions hook returned shape {tuple(pos.shape)} for a prompt of {prompt.numel()} tokens")
@@ -310,7 +322,7 @@ def pack_groups(
 
 def dense_mask(packed: PackedBatch, *, additive_dtype: torch.dtype | None = None) -> torch.Tensor:
     """The (n, 1, L, L) attention mask of a packed batch: query t may see key s when s <= t and s is in the prefix or
-    in t's own suffix; padding tokens see only themselves (their outputs are never read).
+    in t's own suffix; padding tokens see the prefix and themselves (their outputs are never read).
 
     Returns a bool mask (True = attend; what SDPA takes) or, with ``additive_dtype``, an additive float mask (0 or the
     dtype's minimum; what eager attention adds to the scores).

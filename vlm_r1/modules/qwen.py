@@ -268,6 +268,11 @@ class Qwen2VLModule(VLMBaseModule):
         if generate_inputs.get("mm_token_type_ids") is not None:
             prefill["mm_token_type_ids"] = generate_inputs["mm_token_type_ids"][:, :-1]
         model(**prefill)
+        if cache.get_seq_length() != ids.size(1) - 1:
+            # transformers drops the cache under gradient checkpointing in train mode (it only warns); generating on
+            # an empty cache without pixels would silently be wrong
+            raise RuntimeError(f"shared-prompt prefill: the cache holds {cache.get_seq_length()} tokens, expected "
+                               f"{ids.size(1) - 1} (gradient checkpointing active during generation?)")  # fmt: skip
         cache.batch_repeat_interleave(G)
         if owner.rope_deltas is not None:
             owner.rope_deltas = owner.rope_deltas.repeat_interleave(G, dim=0)
