@@ -78,6 +78,8 @@ def _rel(a, b):
                      marks=pytest.mark.slow),
         pytest.param("gradient_checkpointing", ("--gradient_checkpointing", "true"), marks=pytest.mark.slow),
         pytest.param("eager", ("--attn_implementation", "eager"), marks=pytest.mark.slow),
+        # split attention (no dense mask; vlm_r1/shared_prompt_attention.py), its reference path on CPU
+        pytest.param("split_attention", ("--shared_prompt_attention", "split"), marks=pytest.mark.slow),
     ],
 )
 def test_shared_matches_naive_end_to_end(tiny_qwen25_dir, screenshots, tmp_path, name, extra):
@@ -87,7 +89,8 @@ def test_shared_matches_naive_end_to_end(tiny_qwen25_dir, screenshots, tmp_path,
     shared, run_shared, _ = _train(tiny_qwen25_dir, screenshots, tmp_path / "shared", True, extra=extra)
     assert run_naive["shared_prompt"]["active"] is False
     assert run_naive["shared_prompt"]["reason"] == "off (--shared_prompt false)"
-    assert run_shared["shared_prompt"] == {"requested": True, "active": True, "reason": None, "attention": "dense",
+    attention = "split" if name == "split_attention" else "dense"
+    assert run_shared["shared_prompt"] == {"requested": True, "active": True, "reason": None, "attention": attention,
                                            "group_size": 8, "base_attention_implementation":
                                            "eager" if name == "eager" else "sdpa"}  # fmt: skip
     assert len(naive) == len(shared) == 2
