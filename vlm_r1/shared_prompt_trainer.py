@@ -37,6 +37,16 @@ from vlm_r1 import shared_prompt as sp
 
 logger = logging.getLogger(__name__)
 
+#: what shared prompting does to vLLM generation, per --vllm_mode (said at start-up).
+VLLM_NOTE = {
+    "server": "generation sends each unique prompt once with n=G (TRL's server mode, trl/generation/"
+              "vllm_generation.py:602-618); the log-prob passes and the vision tower run once per group",
+    "colocate": "TRL's colocate mode sends the G copies of each prompt with n=1 (vllm_generation.py:660-730; vLLM's "
+                "automatic prefix caching can reuse their prefill); sending each unique prompt once with n=G in "
+                "colocate mode is not implemented (it needs a GPU to test); the log-prob passes and the vision tower "
+                "run once per group",
+}
+
 _SPLIT_IMPLEMENTATIONS = ("flash_attention_2", "flash_attention_3", "flash_attention_4", "kernels-community/flash-attn")
 
 
@@ -159,6 +169,9 @@ class SharedPromptMixin:
             if self._sp_enabled:
                 logger.info("shared-prompt GRPO: on (groups of %d; %s attention over %s): each group's prompt and "
                             "image go through the model once", G, attention, self._sp_base_attention)  # fmt: skip
+                if self.use_vllm:
+                    logger.info("shared-prompt GRPO with vLLM: %s", VLLM_NOTE.get(getattr(args, "vllm_mode", None),
+                                                                                  VLLM_NOTE["colocate"]))  # fmt: skip
             elif requested:
                 logger.warning("shared-prompt GRPO requested but running naive: %s", reason)
             else:
