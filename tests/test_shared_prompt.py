@@ -240,6 +240,31 @@ def test_matches_trl(attn, checkpointing, G, policies, batches, qwen_module):
     assert worst <= GRAD_RTOL, f"grad of {name}: relative error {worst:.3e}"
 
 
+def test_qwen2_vl_matches_trl(tiny_qwen2_dir):
+    """Qwen2-VL (the other family with the hook; UI-TARS-1.0 style): same log-probs and gradients as TRL, G=4, sdpa."""
+    from transformers import Qwen2VLForConditionalGeneration
+    from trl.trainer.utils import add_fused_lm_head
+
+    from vlm_r1.modules import get_vlm_module
+
+    module = get_vlm_module(tiny_qwen2_dir)
+    processor = module.load_processor(tiny_qwen2_dir)
+    model = Qwen2VLForConditionalGeneration.from_pretrained(tiny_qwen2_dir, attn_implementation="sdpa",
+                                                            dtype=torch.float32)  # fmt: skip
+    add_fused_lm_head(model, outputs=("log_probs", "entropy"))
+    model.train()
+    texts, images = build_prompts(processor, seed=11)
+    batch = naive_batch(processor, texts, images, 4, seed=11)
+    positions_fn = module.shared_prompt_positions_fn(model)
+    ref_lp, ref_en, ref_grads = run_backward(model, lambda: (*trl_logps(model, batch), batch))
+    got_lp, got_en, got_grads = run_backward(model, lambda: (*shared_logps(model, batch, positions_fn), batch))
+    assert (got_lp - ref_lp).abs().max().item() <= LOGP_ATOL
+    assert (got_en - ref_en).abs().max().item() <= LOGP_ATOL
+    assert got_grads.keys() == ref_grads.keys() and any(k.startswith("model.visual.") for k in ref_grads)
+    worst, name = max_rel_grad_error(ref_grads, got_grads)
+    assert worst <= GRAD_RTOL, f"grad of {name}: relative error {worst:.3e}"
+
+
 @pytest.mark.parametrize("batch_size", [1, 4, 7, None], ids=["bs1", "bsG", "bs2G-1", "bsNone"])
 def test_chunking_matches_trl(batch_size, policies, batches, qwen_module):
     """``batch_size`` rounds down to whole groups (at least one): G -> one group per forward; same outputs and grads;

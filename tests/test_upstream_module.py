@@ -74,7 +74,8 @@ def test_upstream_module_subclass_registered_by_entry_point(tmp_path, tiny_qwen2
                           "banned": m.get_banned_token_ids(proc),
                           "image_pad": proc.tokenizer.convert_tokens_to_ids("<|image_pad|>"),
                           "template": m.get_question_template("rec"), "embeds": m.is_embeds_input(),
-                          "post_init": m.post_model_init(None, proc)}}))
+                          "post_init": m.post_model_init(None, proc),
+                          "shared_prompt_hook": m.shared_prompt_positions_fn(None) is not None}}))
     ''')
     env = {**os.environ, "PYTHONPATH": f"{site}{os.pathsep}{REPO}"}
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
@@ -87,3 +88,5 @@ def test_upstream_module_subclass_registered_by_entry_point(tmp_path, tiny_qwen2
     assert out["banned"] == [out["image_pad"]]
     assert out["template"] == "{Question}"
     assert out["embeds"] is False and out["post_init"] is None
+    # no shared-prompt hook by default: --shared_prompt true then runs naive and says so (vlm_r1/shared_prompt_trainer)
+    assert out["shared_prompt_hook"] is False

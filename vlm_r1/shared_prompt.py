@@ -405,6 +405,9 @@ def per_token_logps_and_entropies(
     G = int(num_generations)
     groups_per_chunk = max(1, (batch_size or B) // G)
     slices = carrier_slices(image_grid_thw, num_images, G, B) if pixel_values is not None else None
+    if slices is not None and (slices[-1][1] if slices else 0) != pixel_values.size(0):
+        raise ValueError(f"pixel_values has {pixel_values.size(0)} rows but the groups' carriers hold "
+                         f"{slices[-1][1] if slices else 0}: not the shared layout (one copy per group)")  # fmt: skip
     grid_cum = None
     if image_grid_thw is not None and num_images is not None:
         grid_cum = [0]

@@ -89,8 +89,11 @@ class GroupedProcessor:
 
     def __call__(self, *args, images=None, text=None, **kwargs):
         G = self._G
-        if args or text is None or images is None or len(text) % G or len(images) != len(text):
+        if images is None:  # text only: no pixels, no layout to keep
             return self._processor(*args, images=images, text=text, **kwargs)
+        if args or text is None or len(text) % G or len(images) != len(text):
+            raise RuntimeError(f"shared-prompt processor: expected G={G} copies of each prompt with one image list per "
+                               f"prompt, got {len(text or [])} texts and {len(images)} image lists")  # fmt: skip
         unique = self._processor(images=images[::G], text=text[::G], **kwargs)
         num_images = [len(x) if x else 0 for x in images[::G]]
         data = {}
@@ -121,6 +124,7 @@ class SharedPromptMixin:
         self._sp_G = 0  # group size of the forward passes now running (0 = naive)
         self._sp_counts: dict[str, int] = {}
         self._sp_fallbacks = 0
+        self._sp_unique_fields = None  # unique prompts' processor outputs between _tokenize_prompts and generation
         self._sp_warned: set[str] = set()
         requested = bool(getattr(args, "shared_prompt", False))
         G = int(self.num_generations)
