@@ -68,7 +68,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("make-tiny-model", help="write a tiny randomly initialised Qwen-VL checkpoint (offline)",
                        description="Write a tiny, randomly initialised checkpoint of a real VLM architecture "
                        "(model, tokenizer, image processor, chat template) that loads with from_pretrained.")  # fmt: skip
-    p.add_argument("--arch", choices=["qwen2_5_vl", "qwen2_vl"], default="qwen2_5_vl", help="architecture")
+    from vlm_r1.tiny import supported_archs
+
+    p.add_argument("--arch", choices=list(supported_archs()), default="qwen2_5_vl",
+                   help="architecture (config.model_type; families whose module implements build_tiny_checkpoint)")
     p.add_argument("--out", required=True, help="output directory")
     p.add_argument("--seed", type=int, default=0, help="seed of the random weights")
     p.add_argument("--size", choices=["tiny", "small"], default="tiny",

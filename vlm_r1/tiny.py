@@ -111,12 +111,25 @@ TINY_SIZES = {
 }  # fmt: skip
 
 
+def supported_archs() -> tuple[str, ...]:
+    """Every ``config.model_type`` a tiny checkpoint can be built for: the Qwen2/2.5-VL builder here, plus every
+    registered module that implements ``build_tiny_checkpoint`` (``vlm_r1.modules``)."""
+    from vlm_r1.modules import available_modules
+    from vlm_r1.modules.base import VLMBaseModule
+
+    extra = [mt for mt, cls in available_modules().items() if mt not in SUPPORTED_ARCHS
+             and getattr(cls, "build_tiny_checkpoint", None) is not VLMBaseModule.build_tiny_checkpoint]  # fmt: skip
+    return (*SUPPORTED_ARCHS, *sorted(extra))
+
+
 def build_tiny_model(arch: str, out_dir: str, *, seed: int = 0, min_pixels: int = 3136, max_pixels: int = 200_704,
                      size: str = "tiny", rope_theta: float = 1e6):  # fmt: skip
     """Write a randomly initialised tiny checkpoint of ``arch`` to ``out_dir``.
 
     Args:
-        arch: ``"qwen2_5_vl"`` or ``"qwen2_vl"`` (the real architectures; ``config.model_type`` is set accordingly).
+        arch: a ``config.model_type`` of :func:`supported_archs`: ``"qwen2_5_vl"`` / ``"qwen2_vl"`` (built here), or
+            a family whose module implements ``build_tiny_checkpoint`` (the real architectures; ``config.model_type``
+            is set accordingly).
         out_dir: directory to create; it will hold model.safetensors, config.json, generation_config.json,
             processor_config.json (image-processor settings), tokenizer files and chat_template.jinja.
         seed: torch seed for the random weights (same seed -> identical checkpoint).
@@ -128,10 +141,18 @@ def build_tiny_model(arch: str, out_dir: str, *, seed: int = 0, min_pixels: int 
     Raises:
         ValueError: unknown ``arch`` or ``size``.
     """
-    if arch not in SUPPORTED_ARCHS:
-        raise ValueError(f"unknown arch {arch!r}; supported: {', '.join(SUPPORTED_ARCHS)}")
     if size not in TINY_SIZES:
         raise ValueError(f"unknown size {size!r}; supported: {', '.join(TINY_SIZES)}")
+    if arch not in SUPPORTED_ARCHS:
+        # another family: its module builds its own tiny checkpoint (VLMBaseModule.build_tiny_checkpoint)
+        archs = supported_archs()
+        if arch not in archs:
+            raise ValueError(f"unknown arch {arch!r}; supported: {', '.join(archs)}")
+        from vlm_r1.modules import get_vlm_module
+
+        get_vlm_module(arch).build_tiny_checkpoint(out_dir, seed=seed, min_pixels=min_pixels, max_pixels=max_pixels,
+                                                   size=size)  # fmt: skip
+        return out_dir
     dims = TINY_SIZES[size]
     import torch
     from transformers import Qwen2VLImageProcessorPil

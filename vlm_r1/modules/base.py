@@ -128,6 +128,17 @@ class VLMBaseModule(ABC):
                              "merge_size, min/max pixels); override get_image_resize_params")  # fmt: skip
         return int(ip.patch_size) * int(ip.merge_size), int(min_px), int(max_px)
 
+    def build_tiny_checkpoint(self, out_dir: str, *, seed: int = 0, min_pixels: int = 3136, max_pixels: int = 200_704,
+                              size: str = "tiny") -> str:  # fmt: skip
+        """Write a randomly initialised tiny checkpoint of this family's real architecture to ``out_dir`` (offline;
+        CPU tests and demos: ``gui-grounding make-tiny-model --arch MODEL_TYPE``). ``size``: a key of
+        ``vlm_r1.tiny.TINY_SIZES``. Default: not available for this family.
+
+        Raises:
+            NotImplementedError: the family has no tiny builder.
+        """
+        raise NotImplementedError(f"{type(self).__name__} cannot build a tiny checkpoint")
+
     # ---- shared-prompt GRPO hooks (vlm_r1.shared_prompt); a family opts in by overriding both ---------------------
     def shared_prompt_positions_fn(self, model: Any):
         """The positions hook of shared-prompt GRPO for ``model`` (possibly wrapped by DDP/DeepSpeed/PEFT), or None
