@@ -1,0 +1,200 @@
+"""The adapter interface: one model family's prompt, answer frame, parser and resize rule, in one object.
+
+An adapter is the single format of a family. The same object serves:
+
+* training rows (``gui_grounding.task.GUIGroundingTask.build_dataset``): :meth:`Adapter.frame_for` (the frame the
+  model sees), :meth:`Adapter.messages` (the prompt), :meth:`Adapter.boxes_to_answer` (targets in the answer frame,
+  written to the row with the frame's name), :meth:`Adapter.image_size_sent` (the resize rule);
+* rewards (``gui_grounding.rewards``): :meth:`Adapter.parse_answer` reads a completion's point **in the answer frame**;
+* the SFT target: :meth:`Adapter.sft_target`;
+* evaluation (every backend and the training-time callback): :meth:`Adapter.build_request` and :meth:`Adapter.parse`
+  (a point in **original** pixels).
+
+Answer frames (``answer_frame``): ``"resized"`` (pixels of the smart_resized image the model sees: Qwen2.5-VL, GTA1,
+UI-TARS-1.5), ``"norm1000"`` (``[0, 1000]`` relative to the image: Qwen2-VL/OS-Atlas, Qwen3-VL, InternVL), or
+``"original"`` (pixels of the original screenshot). Conversions live in :class:`vlm_r1.geometry.Frame`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from gui_grounding.frames import Frame
+
+ANSWER_FRAMES = ("resized", "norm1000", "original")
+
+
+@dataclass(frozen=True)
+class PixelBudget:
+    """A family's smart_resize budget at inference: ``factor`` (patch x merge), the resized image's pixel bounds, and
+    ``source``, where the numbers come from (cited, or "processor default" when the family publishes none)."""
+
+    factor: int
+    min_pixels: int
+    max_pixels: int
+    source: str
+
+    @property
+    def resize(self) -> tuple[int, int, int]:
+        """``(factor, min_pixels, max_pixels)``, the ``resize`` argument of :meth:`Adapter.build_request`."""
+        return self.factor, self.min_pixels, self.max_pixels
+
+
+@dataclass
+class Request:
+    """One model call. ``messages`` hold ``{"type": "image"}`` where the image goes; ``image`` is what is sent."""
+
+    messages: list[dict]
+    image: Any  # PIL.Image.Image, already resized when the adapter's frame requires it
+    context: dict = field(default_factory=dict)  # e.g. original and resized sizes, used by parse()
+    prompt_text: str = ""  # the full prompt as text, stored per sample in the predictions file
+
+
+def messages_to_text(messages: list[dict]) -> str:
+    """Readable one-string form of chat ``messages`` (``role: text``, ``<image>`` where the image goes).
+
+    This is the ``prompt`` stored per predictions line: the same for every backend (it is not the chat-template
+    rendering, which depends on the tokenizer). String contents (training rows) show no ``<image>``: TRL inserts the
+    image before the first user text.
+    """
+    lines = []
+    for m in messages:
+        content = m["content"]
+        if isinstance(content, str):
+            body = content
+        else:
+            body = "".join("<image>" if part.get("type") == "image" else part.get("text", "") for part in content)
+        lines.append(f"{m['role']}: {body}")
+    return "\n".join(lines)
+
+
+def _fmt(value: float) -> str:
+    """An integer coordinate as the models write it (``round``, no decimals)."""
+    return str(int(round(value)))
+
+
+class Adapter:
+    """Base class; subclasses document their prompt and coordinate frame in the class docstring.
+
+    Class attributes:
+        name: registry name, written to every predictions line and every training row (column ``adapter``).
+        answer_frame: ``"resized"``, ``"norm1000"`` or ``"original"`` (see the module docstring).
+        model_types: ``config.model_type`` values this adapter is the default for (``default_adapter_for``).
+        prompt_mode: the ``--prompt_mode`` this adapter implements (GTA1 family: non_thinking / thinking / box;
+            other families: non_thinking).
+        default_budget: the family's published inference budget (:class:`PixelBudget`, cited in its ``source``).
+        default_resize: ``(factor, min_pixels, max_pixels)`` used when a backend passes ``resize=None`` (API
+            backends): ``default_budget.resize`` for adapters that resize the image themselves; ``None`` when the
+            adapter's frame does not depend on smart_resize (0-1000 families: the server resizes).
+        fixed_pixel_bounds: ``(min_pixels, max_pixels)`` the model family's own inference code fixes; hf/vllm
+            backends set their processor to these unless the user overrides them. ``None``: use the processor's.
+    """
+
+    name = "base"
+    answer_frame = "resized"
+    model_types: tuple[str, ...] = ()
+    prompt_mode = "non_thinking"
+    default_budget: PixelBudget | None = None  # every registered adapter sets one
+    default_resize: tuple[int, int, int] | None = None
+    fixed_pixel_bounds: tuple[int, int] | None = None
+
+    # ---- the frame and the resize rule --------------------------------------------------------------------------------
+    @property
+    def needs_resize(self) -> bool:
+        """True when the answer frame depends on the processor's smart_resize (the image is pre-resized to it)."""
+        return self.answer_frame == "resized"
+
+    def frame_for(self, width: int, height: int, resize: tuple[int, int, int] | None = None) -> Frame:
+        """The frame of an original ``width x height`` screenshot: its smart_resize frame under ``resize`` (or
+        ``default_resize``) when :attr:`needs_resize`, else the identity frame (resized == original: the processor
+        resizes internally and the answer frame does not depend on it)."""
+        if not self.needs_resize:
+            return Frame(int(width), int(height), int(width), int(height))
+        factor, min_px, max_px = resize if resize is not None else self.default_resize
+        return Frame.for_image(width, height, factor=factor, min_pixels=min_px, max_pixels=max_px)
+
+    def image_size_sent(self, frame: Frame) -> tuple[int, int]:
+        """``(W, H)`` of the image this family is sent: the resized size when :attr:`needs_resize`, else the
+        original (the training rows' ``model_image_size`` column; the image transform resizes to it)."""
+        return (frame.resized_width, frame.resized_height) if self.needs_resize else (frame.width, frame.height)
+
+    def answer_size(self, frame: Frame) -> tuple[float, float]:
+        """Extent ``(W, H)`` of the answer frame: resized pixels, ``(1000, 1000)`` or original pixels."""
+        if self.answer_frame == "resized":
+            return float(frame.resized_width), float(frame.resized_height)
+        if self.answer_frame == "norm1000":
+            return 1000.0, 1000.0
+        return float(frame.width), float(frame.height)
+
+    def boxes_to_answer(self, boxes: Sequence[Sequence[float]], frame: Frame) -> list[list[float]]:
+        """Original-pixel boxes ``(x_min, y_min, x_max, y_max)`` -> the answer frame (floats, not rounded)."""
+        out = []
+        for box in boxes:
+            if self.answer_frame == "resized":
+                out.append(list(frame.box_to_resized(box)))
+            elif self.answer_frame == "norm1000":
+                x0, y0 = frame.point_to_norm1000((box[0], box[1]))
+                x1, y1 = frame.point_to_norm1000((box[2], box[3]))
+                out.append([x0, y0, x1, y1])
+            else:
+                out.append([float(v) for v in box])
+        return out
+
+    def point_to_original(self, point: Sequence[float], frame: Frame) -> tuple[float, float]:
+        """An answer-frame point -> original pixels."""
+        if self.answer_frame == "resized":
+            return frame.point_to_original(point)
+        if self.answer_frame == "norm1000":
+            return frame.point_from_norm1000(point)
+        return float(point[0]), float(point[1])
+
+    # ---- prompt, parser, SFT target ---------------------------------------------------------------------------------
+    def messages(self, instruction: str, frame: Frame, *, image_block: bool = True) -> list[dict]:
+        """Chat messages for one sample. ``image_block=True``: the user content is ``[{"type": "image"}, text]`` (our
+        inference); ``False`` (training rows): plain strings, TRL inserts the image before the first user text. Both
+        render to the same chat-template text."""
+        raise NotImplementedError
+
+    def parse_answer(self, text: str, *, strict: bool = True) -> tuple[float, float] | None:
+        """The point a completion answers, **in the answer frame**, or ``None`` (what the rewards score).
+        ``strict``: training rules (``True``) or the family's inference rules (``False``, used by :meth:`parse`)."""
+        raise NotImplementedError
+
+    def sft_target(self, box: Sequence[float], instruction: str) -> str:
+        """The SFT completion for a target ``box`` given in the answer frame: the family's answer syntax for the box
+        centre (rounded to integers)."""
+        raise NotImplementedError
+
+    # ---- evaluation ------------------------------------------------------------------------------------------------
+    def build_request(self, sample, image, *, resize: tuple[int, int, int] | None = None) -> Request:
+        """Request for ``sample`` with its original ``image``; ``resize`` = ``(factor, min_pixels, max_pixels)`` of
+        the processor when the adapter's frame depends on smart_resize (ignored otherwise)."""
+        from PIL import Image
+
+        width, height = image.size
+        frame = self.frame_for(width, height, resize)
+        rgb = image if image.mode == "RGB" else image.convert("RGB")
+        size = self.image_size_sent(frame)
+        if size != (width, height):
+            rgb = rgb.resize(size, Image.Resampling.BICUBIC)  # once, bicubic, as GTA1
+        messages = self.messages(sample.instruction, frame, image_block=True)
+        return Request(messages, rgb, {"frame": frame}, messages_to_text(messages))
+
+    def parse(self, text: str, request: Request) -> tuple[float, float] | None:
+        """The answer's point in original-image pixels, or ``None`` (inference parse rules)."""
+        point = self.parse_answer(text, strict=False)
+        return self.point_to_original(point, request.context["frame"]) if point is not None else None
+
+    # ---- helpers ---------------------------------------------------------------------------------------------------
+    @staticmethod
+    def _user_turn(text: str, image_block: bool = True) -> list[dict]:
+        """A single user turn: the image, then ``text`` (image-before-text, as the Qwen-VL families are prompted)."""
+        if not image_block:
+            return [{"role": "user", "content": text}]
+        return [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": text}]}]
+
+    @staticmethod
+    def _centre(box: Sequence[float]) -> tuple[float, float]:
+        return (box[0] + box[2]) / 2, (box[1] + box[3]) / 2

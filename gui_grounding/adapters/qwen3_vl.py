@@ -1,0 +1,61 @@
+"""Qwen3-VL family (``config.model_type == "qwen3_vl"``; also Gelato, Holo2): JSON points on a ``[0, 1000]`` grid
+relative to the image (answer frame ``norm1000``)."""
+
+from __future__ import annotations
+
+import json
+
+from gui_grounding.adapters.base import PixelBudget, _fmt
+from gui_grounding.adapters.qwen2_vl import Norm1000Adapter
+from gui_grounding.prompts import parse_json_point, parse_point_or_box
+
+# Qwen3-VL: patch 16 x spatial merge 2 (transformers Qwen3VLVisionConfig patch_size 16, spatial_merge_size 2). API
+# backends only; the training/hf path reads the factor from the loaded processor (vlm_r1.modules).
+QWEN3_FACTOR = 32
+# The Qwen3-VL processor default: preprocessor_config.json size {"shortest_edge": 65536, "longest_edge": 16777216}
+# (Qwen3-VL-8B-Instruct's file as quoted in QwenLM/Qwen3-VL#1836; huggingface/transformers#41955 names 16,777,216 as
+# the Qwen3-VL default max_pixels). Not re-read from the hub here.
+QWEN3_VL_MIN_PIXELS, QWEN3_VL_MAX_PIXELS = 65_536, 16_777_216
+QWEN3_VL_BUDGET = PixelBudget(QWEN3_FACTOR, QWEN3_VL_MIN_PIXELS, QWEN3_VL_MAX_PIXELS,
+                              "no published grounding budget: the Qwen3-VL processor default (preprocessor_config.json "
+                              "size shortest_edge 65536, longest_edge 16777216; QwenLM/Qwen3-VL#1836)")  # fmt: skip
+
+# Qwen3-VL pointing request. Source: QwenLM/Qwen3-VL cookbooks/spatial_understanding.ipynb, which states the point
+# format `{"point_2d": [x, y], "label": "object name/description"}` and prompts e.g. "Locate the free space on the white
+# table on the right in this image. Output the point coordinates in JSON format."; its plot helper maps x/1000*W.
+QWEN3_VL_POINT_PROMPT = (
+    'Locate the UI element that matches the instruction "{instruction}" in this screenshot. '
+    'Output the point coordinates in JSON format like {{"point_2d": [x, y], "label": "element"}}.'
+)
+
+
+class Qwen3VLAdapter(Norm1000Adapter):
+    """Qwen3-VL convention (also Gelato, Holo2): 0-1000 relative coordinates, JSON points.
+
+    * Image: the original screenshot (Qwen3-VL's processor smart_resizes internally and relative values map straight
+      onto the original: QwenLM/Qwen3-VL#1640, ``gta1_and_peers.md`` 4); ``resize`` is ignored. ``default_budget`` is
+      the Qwen3-VL processor default, factor 32, 65,536 .. 16,777,216 pixels (no published grounding budget).
+    * Prompt: no system prompt; user = image, then ``Locate the UI element that matches the instruction
+      "{instruction}" in this screenshot. Output the point coordinates in JSON format like {"point_2d": [x, y],
+      "label": "element"}.`` Source: QwenLM/Qwen3-VL ``cookbooks/spatial_understanding.ipynb`` (point format
+      ``{"point_2d": [x, y], "label": ...}``, request "Output the point coordinates in JSON format.").
+    * Parse: the first ``"point_2d": [x, y]`` (in a list and/or a ```` ```json ```` fence too), else the centre of the
+      first ``"bbox_2d": [x1, y1, x2, y2]``, else a ``(x,y)`` / box as for ``qwen2-vl``; then ``x/1000*W``,
+      ``y/1000*H`` (``Frame.point_from_norm1000``).
+    * SFT target: ``{"point_2d": [x, y], "label": "element"}`` on the 0-1000 grid (the cookbook's format).
+    """
+
+    name = "qwen3-vl"
+    model_types = ("qwen3_vl", "qwen3_vl_moe")
+    template = QWEN3_VL_POINT_PROMPT
+    default_budget = QWEN3_VL_BUDGET
+
+    def parse_answer(self, text, *, strict=True):
+        return parse_json_point(text) or parse_point_or_box(text)
+
+    def sft_target(self, box, instruction):
+        x, y = self._centre(box)
+        return json.dumps({"point_2d": [int(_fmt(x)), int(_fmt(y))], "label": "element"})
+
+
+ADAPTERS = (Qwen3VLAdapter,)
