@@ -19,7 +19,13 @@ name                        wrapper                                 answer      
 ``click_distance_bonus``    :func:`click_distance_bonus_reward`     point (box: centre)  SE-GUI
 ==========================  ======================================  ===================  =========================
 
-All coordinates are pixels of the **resized** image the model sees (``gui_grounding.frames``); ``docs/REWARDS.md``
+Frames: rows built through an adapter (``gui_grounding.adapters``; every row the ``gui_grounding`` task writes) carry
+``adapter``, ``answer_frame`` and the targets in that frame (``target_boxes_answer``, extent ``answer_size``); the
+rewards then read those and parse with the adapter's training parser (:func:`answer_point`; e.g. Qwen3-VL's JSON
+``point_2d`` on the 0-1000 grid, where ``distance`` normalises by the grid's diagonal). Rows without these columns
+(older datasets, custom tasks) are read as before: ``target_boxes_resized`` and ``resized_size`` in resized pixels,
+GTA1's parser for ``prompt_mode``. For the GTA1 family the two coincide.
+Otherwise all coordinates are pixels of the **resized** image the model sees (``gui_grounding.frames``); ``docs/REWARDS.md``
 has the formulas side by side. ``--box_rounding gta1`` (row column ``box_rounding``) changes only ``click``: its
 targets are then GTA1's integer boxes, each published edge ``int(edge * (resized_side / source_side))``
 (:func:`gui_grounding.frames.gta1_box_to_resized`, GTA1 ``src/grpo_grounding.py:156-166``), from the row columns
@@ -39,6 +45,7 @@ reward under a point prompt, missing ``gta1`` columns, columns of different leng
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 
@@ -59,6 +66,26 @@ def check_box_rounding(box_rounding: str) -> str:
     if box_rounding not in BOX_ROUNDINGS:
         raise ValueError(f"unknown box_rounding {box_rounding!r}; expected one of {', '.join(BOX_ROUNDINGS)}")
     return box_rounding
+
+
+@functools.lru_cache(maxsize=64)
+def _adapter(name: str):
+    from gui_grounding.adapters import get_adapter
+
+    return get_adapter(name)
+
+
+def answer_point(text: str, mode: str = "non_thinking", adapter: str | None = None) -> tuple[float, float] | None:
+    """The point a completion answers, in the row's answer frame: the row's adapter's training parser
+    (``Adapter.parse_answer(strict=True)``, e.g. Qwen3-VL's JSON ``point_2d``) when the row names one (column
+    ``adapter``), else GTA1's rule for ``mode`` (:func:`gui_grounding.prompts.parse_answer_point`, strict).
+
+    Raises:
+        ValueError: unknown ``mode`` or adapter name.
+    """
+    if adapter is None:
+        return parse_answer_point(text, mode, strict=True)
+    return _adapter(adapter).parse_answer(text, strict=True)
 
 
 def _centre(box: BoxLike) -> tuple[float, float]:
@@ -83,7 +110,9 @@ def _require_box_mode(mode: str, reward: str) -> None:
         raise ValueError(f"reward {reward!r} scores a box answer and needs prompt_mode 'box', got {mode!r}")
 
 
-def score_click(text: str, boxes: Sequence[Sequence[float]], mode: str = "non_thinking") -> float:
+def score_click(
+    text: str, boxes: Sequence[Sequence[float]], mode: str = "non_thinking", adapter: str | None = None
+) -> float:
     """GTA1 click reward for one completion: 1.0 when its point lands in any target box, else 0.0.
 
     Formula: ``r = 1[x1 <= x <= x2 and y1 <= y <= y2 for some target box]``.
@@ -111,7 +140,7 @@ def score_click(text: str, boxes: Sequence[Sequence[float]], mode: str = "non_th
     >>> score_click("(21,20)", [[10, 10, 20, 20]])
     0.0
     """
-    point = parse_answer_point(text, mode, strict=True)
+    point = answer_point(text, mode, adapter)
     if point is None:
         return 0.0
     return 1.0 if any(point_in_box(point, box) for box in _targets(boxes)) else 0.0
@@ -129,7 +158,8 @@ def score_click_format(text: str) -> float:
 
 
 def score_distance(
-    text: str, boxes: Sequence[BoxLike], image_size: Sequence[float], mode: str = "non_thinking"
+    text: str, boxes: Sequence[BoxLike], image_size: Sequence[float], mode: str = "non_thinking",
+    adapter: str | None = None,
 ) -> float:
     """Continuous, MSE-like distance reward: 1.0 at a target box centre, falling quadratically to 0.0 at one diagonal.
 
@@ -153,7 +183,7 @@ def score_distance(
     0.99
     """
     size = valid_size(image_size)
-    point = parse_answer_point(text, mode, strict=True)
+    point = answer_point(text, mode, adapter)
     targets = _targets(boxes)
     if size is None or point is None or not targets:
         return 0.0
@@ -216,7 +246,9 @@ def gaussian_point_value(point: Sequence[float], box: BoxLike, ratio: float = GA
     return _finite(math.exp(-0.5 * exponent))
 
 
-def score_gaussian_point(text: str, boxes: Sequence[BoxLike], mode: str = "non_thinking") -> float:
+def score_gaussian_point(
+    text: str, boxes: Sequence[BoxLike], mode: str = "non_thinking", adapter: str | None = None
+) -> float:
     """GUI-G² Gaussian point reward: ``max_i`` :func:`gaussian_point_value` ``(p, g_i)``.
 
     ``p`` is the strictly parsed point (``box`` mode: the answered box's centre, as GUI-G² does).
@@ -232,7 +264,7 @@ def score_gaussian_point(text: str, boxes: Sequence[BoxLike], mode: str = "non_t
     Raises:
         ValueError: unknown ``mode``.
     """
-    point = parse_answer_point(text, mode, strict=True)
+    point = answer_point(text, mode, adapter)
     if point is None:
         return 0.0
     return max((gaussian_point_value(point, box) for box in _targets(boxes)), default=0.0)
@@ -321,7 +353,8 @@ def centre_distance_bonus(point: Sequence[float], box: BoxLike, image_size: Sequ
 
 
 def score_click_distance_bonus(
-    text: str, boxes: Sequence[BoxLike], image_size: Sequence[float], mode: str = "non_thinking"
+    text: str, boxes: Sequence[BoxLike], image_size: Sequence[float], mode: str = "non_thinking",
+    adapter: str | None = None,
 ) -> float:
     """SE-GUI click reward with a distance bonus: ``max_i (1[p in g_i] + centre_distance_bonus(p, g_i))``.
 
@@ -342,7 +375,7 @@ def score_click_distance_bonus(
         ValueError: unknown ``mode``.
     """
     size = valid_size(image_size)
-    point = parse_answer_point(text, mode, strict=True)
+    point = answer_point(text, mode, adapter)
     if size is None or point is None:
         return 0.0
     return max(
@@ -412,6 +445,8 @@ def click_reward(
     n = len(completions)
     modes = prompt_mode or ["non_thinking"] * n
     roundings = box_rounding or ["float"] * n
+    target_boxes_resized = _answer_boxes(target_boxes_resized, kwargs)
+    adapters = kwargs.get("adapter") or [None] * n
     if any(check_box_rounding(r) == "gta1" for r in roundings) and (
         target_boxes_source is None or source_box_scale is None or resized_size is None
     ):
@@ -419,12 +454,12 @@ def click_reward(
                          "resized_size (written by the gui_grounding task)")  # fmt: skip
     none = [None] * n
     rows = zip(completions, target_boxes_resized, modes, roundings, target_boxes_source or none,
-               source_box_scale or none, resized_size or none, strict=True)  # fmt: skip
+               source_box_scale or none, resized_size or none, adapters, strict=True)  # fmt: skip
     out = []
-    for c, boxes, mode, rounding, source, scale, size in rows:
+    for c, boxes, mode, rounding, source, scale, size, adapter in rows:
         if rounding == "gta1":
             boxes = gta1_click_boxes(source, scale, size)
-        out.append(score_click(completion_text(c), boxes, mode))
+        out.append(score_click(completion_text(c), boxes, mode, adapter))
     return out
 
 
@@ -435,6 +470,24 @@ def click_format_reward(completions: list, **kwargs) -> list:
 
 def _modes(prompt_mode: list | None, n: int, default: str) -> list:
     return prompt_mode if prompt_mode is not None else [default] * n
+
+
+def _answer_boxes(target_boxes_resized: list, columns: dict) -> list:
+    """Per rollout, the target boxes in the row's answer frame: column ``target_boxes_answer`` (rows built through an
+    adapter, ``gui_grounding.task``), else ``target_boxes_resized`` (older rows: resized pixels, as before)."""
+    answer = columns.get("target_boxes_answer")
+    return answer if answer is not None else target_boxes_resized
+
+
+def _answer_sizes(resized_size: list, columns: dict) -> list:
+    """Per rollout, ``[W, H]`` of the answer frame: column ``answer_size`` (``[1000, 1000]`` on the 0-1000 grid), else
+    ``resized_size`` (resized pixels)."""
+    answer = columns.get("answer_size")
+    return answer if answer is not None else resized_size
+
+
+def _adapters(columns: dict, n: int) -> list:
+    return columns.get("adapter") or [None] * n
 
 
 def distance_reward(
@@ -455,9 +508,11 @@ def distance_reward(
         ValueError: columns of different lengths, unknown mode (an unusable image size scores 0.0).
     """
     modes = _modes(prompt_mode, len(completions), "non_thinking")
+    boxes_, sizes, adapters = (_answer_boxes(target_boxes_resized, kwargs), _answer_sizes(resized_size, kwargs),
+                               _adapters(kwargs, len(completions)))  # fmt: skip
     return [
-        score_distance(completion_text(c), boxes, size, mode)
-        for c, boxes, size, mode in zip(completions, target_boxes_resized, resized_size, modes, strict=True)
+        score_distance(completion_text(c), boxes, size, mode, adapter)
+        for c, boxes, size, mode, adapter in zip(completions, boxes_, sizes, modes, adapters, strict=True)
     ]
 
 
@@ -470,7 +525,7 @@ def iou_reward(completions: list, target_boxes_resized: list, prompt_mode: list 
     modes = _modes(prompt_mode, len(completions), "box")
     return [
         score_iou(completion_text(c), boxes, mode)
-        for c, boxes, mode in zip(completions, target_boxes_resized, modes, strict=True)
+        for c, boxes, mode in zip(completions, _answer_boxes(target_boxes_resized, kwargs), modes, strict=True)
     ]
 
 
@@ -483,9 +538,10 @@ def gaussian_point_reward(
         ValueError: columns of different lengths, unknown mode.
     """
     modes = _modes(prompt_mode, len(completions), "non_thinking")
+    boxes_, adapters = _answer_boxes(target_boxes_resized, kwargs), _adapters(kwargs, len(completions))
     return [
-        score_gaussian_point(completion_text(c), boxes, mode)
-        for c, boxes, mode in zip(completions, target_boxes_resized, modes, strict=True)
+        score_gaussian_point(completion_text(c), boxes, mode, adapter)
+        for c, boxes, mode, adapter in zip(completions, boxes_, modes, adapters, strict=True)
     ]
 
 
@@ -500,7 +556,7 @@ def gaussian_coverage_reward(
     modes = _modes(prompt_mode, len(completions), "box")
     return [
         score_gaussian_coverage(completion_text(c), boxes, mode)
-        for c, boxes, mode in zip(completions, target_boxes_resized, modes, strict=True)
+        for c, boxes, mode in zip(completions, _answer_boxes(target_boxes_resized, kwargs), modes, strict=True)
     ]
 
 
@@ -516,7 +572,9 @@ def click_distance_bonus_reward(
         ValueError: columns of different lengths, unknown mode (an unusable image size scores 0.0).
     """
     modes = _modes(prompt_mode, len(completions), "non_thinking")
+    boxes_, sizes, adapters = (_answer_boxes(target_boxes_resized, kwargs), _answer_sizes(resized_size, kwargs),
+                               _adapters(kwargs, len(completions)))  # fmt: skip
     return [
-        score_click_distance_bonus(completion_text(c), boxes, size, mode)
-        for c, boxes, size, mode in zip(completions, target_boxes_resized, resized_size, modes, strict=True)
+        score_click_distance_bonus(completion_text(c), boxes, size, mode, adapter)
+        for c, boxes, size, mode, adapter in zip(completions, boxes_, sizes, modes, adapters, strict=True)
     ]

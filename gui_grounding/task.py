@@ -1,22 +1,28 @@
 """The ``gui_grounding`` task plugin for ``python -m vlm_r1.grpo_jsonl --task_type gui_grounding``.
 
-Reads canonical / GTA1 / VLM-R1 records (``gui_grounding.schema``), resizes each screenshot once with the processor's
-smart_resize parameters (``gui_grounding.frames``), states the resized size in the prompt (``gui_grounding.prompts``)
-and writes the target boxes in the resized frame for the ``click`` reward. Bad records are skipped and counted, or
-stop the run with ``--strict_data``.
+Reads canonical / GTA1 / VLM-R1 records (``gui_grounding.schema``) and turns each into a training row through the
+model family's **adapter** (``gui_grounding.adapters``: chosen by ``config.model_type``, the GTA1 variant by
+``--prompt_mode``, or ``--adapter NAME``): the adapter's frame (the smart_resize frame for resized-pixel families,
+the original image for the 0-1000 families), its prompt, the image it is sent, and the target boxes in its answer
+frame. Bad records are skipped and counted, or stop the run with ``--strict_data``.
 
-Row columns: ``prompt``, ``image_path``, ``resized_size`` ``[W', H']``, ``image_size`` ``[W, H]``,
-``target_boxes_resized`` (resized pixels, float edges), ``target_boxes`` (original pixels), ``instruction``,
-``sample_id``, ``prompt_mode``; ``image`` (the resized PIL image) is attached lazily when a row is read. For
-``--box_rounding`` (``vlm_r1.configs.GRPOScriptArguments.box_rounding``):
+Row columns: ``prompt``, ``image_path``, ``resized_size`` ``[W', H']`` (the size of the image the model is sent: the
+smart_resize frame for resized-pixel adapters, the original size otherwise; the image transform resizes to it),
+``image_size`` ``[W, H]``, ``target_boxes_resized`` (boxes in pixels of that sent image, float edges),
+``target_boxes`` (original pixels), ``instruction``, ``sample_id``, ``prompt_mode``; the adapter's format:
+``adapter`` (name), ``answer_frame`` (``resized`` / ``norm1000`` / ``original``), ``target_boxes_answer`` (targets in
+the answer frame: what the rewards score), ``answer_size`` (the answer frame's extent: ``[W', H']``, ``[1000, 1000]``
+or ``[W, H]``); ``image`` (the PIL image) is attached lazily when a row is read. For ``--box_rounding``
+(``vlm_r1.configs.GRPOScriptArguments.box_rounding``):
 
 * ``target_boxes_source``: the boxes as the record published them (``Sample.published_boxes``): 0-1000 values for
   GTA1 records, original pixels for canonical / VLM-R1 records;
 * ``source_box_unit``: ``"norm1000"`` or ``"pixel"``;
 * ``source_box_scale``: ``[sx, sy]``, the extent of that unit (``[1000, 1000]``, or ``[W, H]`` for pixels);
-* ``box_rounding``: ``"float"`` (the ``click`` reward scores ``target_boxes_resized``) or ``"gta1"`` (it scores
+* ``box_rounding``: ``"float"`` (the ``click`` reward scores ``target_boxes_answer``) or ``"gta1"`` (it scores
   ``int(edge * (resized_side / source_side))`` edges of ``target_boxes_source``, GTA1's rule,
-  ``gui_grounding.frames.gta1_box_to_resized``). Every other reward reads ``target_boxes_resized`` either way.
+  ``gui_grounding.frames.gta1_box_to_resized``; resized-pixel adapters only). Every other reward reads
+  ``target_boxes_answer`` either way.
 """
 
 from __future__ import annotations
@@ -24,8 +30,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from gui_grounding.adapters.base import Adapter
 from gui_grounding.frames import Frame
-from gui_grounding.prompts import build_messages, check_mode
+from gui_grounding.prompts import check_mode
 from gui_grounding.rewards import check_box_rounding
 from gui_grounding.schema import Sample, load_samples
 from vlm_r1.tasks import Task, load_images_transform
@@ -33,83 +40,136 @@ from vlm_r1.tasks import Task, load_images_transform
 logger = logging.getLogger(__name__)
 
 
-def sample_to_row(sample: Sample, frame: Frame, mode: str, box_rounding: str = "float") -> dict:
-    """One training/eval row for ``sample`` seen through ``frame`` (see module docstring for the columns).
+def sample_to_row(sample: Sample, frame: Frame, adapter: Adapter | str = "non_thinking",
+                  box_rounding: str = "float") -> dict:  # fmt: skip
+    """One training/eval row for ``sample`` seen through ``frame`` by ``adapter`` (see module docstring for the
+    columns). ``adapter``: an :class:`gui_grounding.adapters.Adapter`, or (older callers) a GTA1 ``--prompt_mode``
+    name, meaning the gta1 adapter of that mode.
 
     Raises:
-        ValueError: unknown ``box_rounding``.
+        ValueError: unknown ``box_rounding`` or prompt mode; ``box_rounding="gta1"`` with an adapter whose answer
+            frame is not resized pixels (GTA1's rounding maps published boxes into the resized frame).
     """
+    from gui_grounding.adapters import PROMPT_MODE_ADAPTERS, get_adapter
+
+    if isinstance(adapter, str):
+        adapter = get_adapter(PROMPT_MODE_ADAPTERS[check_mode(adapter)])
+    rounding = check_box_rounding(box_rounding)
+    if rounding == "gta1" and adapter.answer_frame != "resized":
+        raise ValueError(f"--box_rounding gta1 needs a resized-pixel answer frame; adapter {adapter.name} answers in "
+                         f"{adapter.answer_frame}")  # fmt: skip
     sx, sy = sample.source_box_scale()
+    sent = adapter.image_size_sent(frame)
+    sent_frame = Frame(frame.width, frame.height, sent[0], sent[1])
     return {
-        "prompt": build_messages(sample.instruction, frame.resized_height, frame.resized_width, mode),
+        "prompt": adapter.messages(sample.instruction, frame, image_block=False),
         "image_path": sample.image_path,
-        "resized_size": [frame.resized_width, frame.resized_height],
+        "resized_size": [int(sent[0]), int(sent[1])],
         "image_size": [frame.width, frame.height],
-        "target_boxes_resized": [list(frame.box_to_resized(b)) for b in sample.boxes],
+        "target_boxes_resized": [list(sent_frame.box_to_resized(b)) for b in sample.boxes],
         "target_boxes": [list(b) for b in sample.boxes],
         "instruction": sample.instruction,
         "sample_id": sample.sample_id,
-        "prompt_mode": mode,
+        "prompt_mode": adapter.prompt_mode,
+        "adapter": adapter.name,
+        "answer_frame": adapter.answer_frame,
+        "target_boxes_answer": adapter.boxes_to_answer(sample.boxes, frame),
+        "answer_size": list(adapter.answer_size(frame)),
         "target_boxes_source": [[float(v) for v in b] for b in sample.published_boxes()],
         "source_box_unit": sample.source_box_unit,
         "source_box_scale": [float(sx), float(sy)],
-        "box_rounding": check_box_rounding(box_rounding),
+        "box_rounding": rounding,
     }
 
 
+def row_adapter(row: dict) -> Adapter:
+    """The adapter a row was built with (column ``adapter``; rows without it: the gta1 adapter of ``prompt_mode``)."""
+    from gui_grounding.adapters import PROMPT_MODE_ADAPTERS, get_adapter
+
+    name = row.get("adapter") or PROMPT_MODE_ADAPTERS[check_mode(row.get("prompt_mode") or "non_thinking")]
+    return get_adapter(name)
+
+
+def row_request(row: dict, adapter: Adapter | None = None):
+    """The :class:`gui_grounding.adapters.Request` of a task row, exactly as it was trained: the row's prompt (plain
+    strings turned into content blocks with the image before the first user text, TRL's
+    ``prepare_multimodal_messages`` rule), its screenshot resized once (bicubic) to ``resized_size``, and the frame
+    ``image_size`` -> ``resized_size`` for parsing."""
+    from PIL import Image
+    from trl.data_utils import prepare_multimodal_messages
+
+    from gui_grounding.adapters import Request, messages_to_text
+    from vlm_r1.validate import open_image
+
+    adapter = adapter or row_adapter(row)
+    image = open_image(row["image_path"])
+    image = image if image.mode == "RGB" else image.convert("RGB")
+    size = tuple(int(v) for v in row["resized_size"])
+    if image.size != size:
+        image = image.resize(size, Image.Resampling.BICUBIC)
+    messages = prepare_multimodal_messages(row["prompt"], images=[image])
+    for message in messages:  # the image goes separately to the processor; keep the placeholder only
+        for part in message["content"]:
+            part.pop("image", None)
+    width, height = (int(v) for v in row["image_size"])
+    frame = Frame(width, height, size[0], size[1]) if adapter.answer_frame == "resized" else Frame(width, height,
+                                                                                                 width, height)
+    return Request(messages, image, {"frame": frame}, messages_to_text(row["prompt"]))
+
+
 class GUIGroundingTask(Task):
-    """GTA1-style GUI grounding: screenshot + instruction -> ``(x,y)`` in the resized frame; ``click`` reward."""
+    """GUI grounding: screenshot + instruction -> a point in the model family's answer frame; ``click`` reward."""
 
     name = "gui_grounding"
     default_reward_funcs = ("click",)
     uses_prompt_mode = True
 
+    @staticmethod
+    def adapter_for(script_args: Any, vlm_module: Any) -> Adapter:
+        """The run's adapter: ``--adapter``, else the model type's default (gta1 family: by ``--prompt_mode``)."""
+        from gui_grounding.adapters import training_adapter
+
+        return training_adapter(getattr(vlm_module, "model_type", None),
+                                getattr(script_args, "prompt_mode", "non_thinking"),
+                                getattr(script_args, "adapter", None))  # fmt: skip
+
     def build_dataset(self, script_args: Any, processing_class: Any, vlm_module: Any):
         from datasets import Dataset
 
-        mode = check_mode(getattr(script_args, "prompt_mode", "non_thinking"))
+        adapter = self.adapter_for(script_args, vlm_module)
         box_rounding = check_box_rounding(getattr(script_args, "box_rounding", "float"))
         samples, report = load_samples(script_args.data_file_list, script_args.image_folder_list,
                                        strict=script_args.strict_data)  # fmt: skip
         logger.info("gui_grounding data:\n%s", report.table())
         if not samples:
             raise ValueError(f"no usable samples in {script_args.data_file_list}:\n{report.table()}")
-        factor, min_pixels, max_pixels = vlm_module.get_image_resize_params(processing_class)
-        rows = [
-            sample_to_row(s, Frame.for_image(s.width, s.height, factor=factor, min_pixels=min_pixels,
-                                             max_pixels=max_pixels), mode, box_rounding)  # fmt: skip
-            for s in samples
-        ]
+        resize = vlm_module.get_image_resize_params(processing_class) if adapter.needs_resize else None
+        logger.info("adapter %s: answers in %s%s", adapter.name, adapter.answer_frame,
+                    f" (smart_resize factor {resize[0]}, {resize[1]}..{resize[2]} pixels)" if resize else "")  # fmt: skip
+        rows = [sample_to_row(s, adapter.frame_for(s.width, s.height, resize), adapter, box_rounding) for s in samples]
         return Dataset.from_list(rows).with_transform(load_images_transform(resize_column="resized_size"))
 
     def sft_completion(self, row: dict) -> str:
-        """SFT target for a row (``python -m vlm_r1.sft``): the centre of the first target box in the resized frame.
-
-        ``non_thinking``: ``(x,y)`` with integer pixels (``round`` of the box centre, the point GTA1's prompt asks
-        for). ``thinking``: ``<think>...</think><answer>(x,y)</answer>`` with a fixed template thought naming the
-        instruction (it teaches the format only; we have no reasoning traces). ``box``: the rounded box
-        ``[x1,y1,x2,y2]``.
-        """
-        x_min, y_min, x_max, y_max = row["target_boxes_resized"][0]
-        if row["prompt_mode"] == "box":
-            return "[" + ",".join(str(round(v)) for v in (x_min, y_min, x_max, y_max)) + "]"
-        point = f"({round((x_min + x_max) / 2)},{round((y_min + y_max) / 2)})"
-        if row["prompt_mode"] == "thinking":
-            return f"<think>The element to click: {row['instruction']}.</think><answer>{point}</answer>"
-        return point
+        """SFT target for a row (``python -m vlm_r1.sft``): the row's adapter's answer for its first target box
+        (``Adapter.sft_target`` on ``target_boxes_answer``; rows without it: ``target_boxes_resized``). gta1:
+        ``(x,y)`` with the rounded box centre in resized pixels; gta1-thinking: ``<think>...</think><answer>(x,y)
+        </answer>`` with a fixed template thought naming the instruction (it teaches the format only); gta1-box: the
+        rounded box ``[x1,y1,x2,y2]``; qwen3-vl: ``{"point_2d": [x, y], "label": "element"}`` on the 0-1000 grid."""
+        boxes = row.get("target_boxes_answer") or row["target_boxes_resized"]
+        return row_adapter(row).sft_target(boxes[0], row["instruction"])
 
     def eval_callbacks(self, script_args: Any, training_args: Any, processing_class: Any, vlm_module: Any,
                        eval_dataset: Any) -> list:  # fmt: skip
-        """Greedy click accuracy on the held-out rows every ``--eval_steps`` (``gui_grounding.train_eval``)."""
+        """Greedy click accuracy on the held-out rows every ``--eval_steps`` (``gui_grounding.train_eval``): the rows
+        as trained (their prompt, image and adapter), no prompt rebuilt."""
         if eval_dataset is None or training_args.eval_strategy != "steps":
             return []
-        from gui_grounding.eval.adapters import PROMPT_MODE_ADAPTERS, get_adapter
-        from gui_grounding.train_eval import ClickAccuracyCallback, rows_to_samples
+        from gui_grounding.train_eval import ClickAccuracyCallback
 
         rows = eval_dataset.with_format(None).select(range(min(len(eval_dataset), script_args.eval_max_samples)))
-        samples = rows_to_samples(rows.to_list())
-        adapter = get_adapter(PROMPT_MODE_ADAPTERS[script_args.prompt_mode])
+        rows = rows.to_list()
         steps = training_args.eval_steps or training_args.logging_steps
-        logger.info("click accuracy on %d held-out samples every %s steps", len(samples), steps)
-        return [ClickAccuracyCallback(samples, processing_class, vlm_module, adapter,
-                                      max_new_tokens=getattr(training_args, "max_completion_length", None) or 32)]  # fmt: skip
+        logger.info("click accuracy on %d held-out samples every %s steps (adapter %s)", len(rows), steps,
+                    rows[0].get("adapter") if rows else None)  # fmt: skip
+        return [ClickAccuracyCallback(rows, processing_class, vlm_module,
+                                      max_new_tokens=getattr(training_args, "max_completion_length", None) or 32)]

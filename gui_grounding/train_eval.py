@@ -1,13 +1,14 @@
 """Click accuracy on held-out data during GRPO training, logged next to the reward curve.
 
-Whenever the trainer evaluates (``--eval_strategy steps --eval_steps N``) and at the end of training, the policy answers the held-out
-samples greedily with the same adapter and scorer as ``gui-grounding eval`` (``gui_grounding.eval.judge``), and the
-trainer logs ``eval_click/accuracy`` (%) and ``eval_click/wrong_format`` (fraction of answers without a point). TRL's
-own evaluation (sampled completions, ``eval_reward``) runs as well, so the sampled reward and the greedy accuracy can
-be compared.
+Whenever the trainer evaluates (``--eval_strategy steps --eval_steps N``) and at the end of training, the policy answers the
+held-out task rows greedily, exactly as they were built for training (their prompt, their resized image, their
+adapter's parser: ``gui_grounding.eval.backends.hf.predict_rows``; no prompt is rebuilt), and the trainer logs
+``eval_click/accuracy`` (%: the answered point, mapped to original pixels, inside a target box) and
+``eval_click/wrong_format`` (fraction of answers without a point). TRL's own evaluation (sampled completions,
+``eval_reward``) runs as well, so the sampled reward and the greedy accuracy can be compared.
 
 Distributed runs: every rank enters generation together (ZeRO-3 gathers parameters through TRL's
-``unwrap_model_for_generation``), each predicts its own slice of the samples, and the results are gathered.
+``unwrap_model_for_generation``), each predicts its own slice of the rows, and the results are gathered.
 """
 
 from __future__ import annotations
@@ -16,64 +17,60 @@ import logging
 
 from transformers import TrainerCallback
 
-from gui_grounding.eval.judge import CORRECT, WRONG_FORMAT, judge
-from gui_grounding.schema import Sample
+from gui_grounding.frames import point_in_box
 
 logger = logging.getLogger(__name__)
 
 
-def rows_to_samples(rows) -> list[Sample]:
-    """Samples (original pixels) from ``gui_grounding`` task rows (see ``gui_grounding.task.sample_to_row``).
+def row_verdict(row: dict, point) -> str:
+    """``"correct"``, ``"wrong"`` or ``"wrong_format"`` (``gui_grounding.eval.judge`` verdicts) for ``point``
+    (original pixels, or None) against the row's ``target_boxes`` (original pixels)."""
+    from gui_grounding.eval.judge import CORRECT, WRONG, WRONG_FORMAT
 
-    The published boxes and their unit come back too when the rows carry them (``target_boxes_source``,
-    ``source_box_unit``); the greedy click accuracy itself is judged on ``target_boxes`` (original pixels).
-    """
-    samples = []
-    for r in rows:
-        w, h = r["image_size"]
-        source = [tuple(b) for b in r.get("target_boxes_source") or []]
-        samples.append(Sample(r["sample_id"], r["instruction"], r["image_path"], [tuple(b) for b in r["target_boxes"]],
-                              int(w), int(h), source_boxes=source,
-                              source_box_unit=r.get("source_box_unit") or "pixel"))  # fmt: skip
-    return samples
+    if point is None:
+        return WRONG_FORMAT
+    p = (float(point[0]), float(point[1]))
+    return CORRECT if any(point_in_box(p, tuple(b)) for b in row["target_boxes"]) else WRONG
 
 
 class ClickAccuracyCallback(TrainerCallback):
-    """Logs greedy click accuracy on ``samples`` after each trainer evaluation and at the end of training.
+    """Logs greedy click accuracy on held-out task ``rows`` after each trainer evaluation and at the end of training.
 
     Args:
-        samples: held-out samples (original pixels).
+        rows: held-out ``gui_grounding`` task rows (``gui_grounding.task.sample_to_row``; the image is read from
+            ``image_path``).
         processor, vlm_module: the training run's processor and VLM module.
-        adapter: prompt/frame adapter (``gui_grounding.eval.adapters``), e.g. ``gta1``.
         batch_size, max_new_tokens: generation settings.
 
     ``trainer`` must be set (``callback.trainer = trainer``) before training starts.
     """
 
-    def __init__(self, samples, processor, vlm_module, adapter, *, batch_size: int = 8, max_new_tokens: int = 32):
-        self.samples, self.processor, self.vlm_module, self.adapter = samples, processor, vlm_module, adapter
+    def __init__(self, rows, processor, vlm_module, *, batch_size: int = 8, max_new_tokens: int = 32):
+        self.rows, self.processor, self.vlm_module = [dict(r) for r in rows], processor, vlm_module
+        for row in self.rows:
+            row.pop("image", None)  # the callback reads the screenshot itself, as trained
         self.batch_size, self.max_new_tokens = batch_size, max_new_tokens
         self.trainer = None
         self.history: list[dict] = []
 
     def evaluate(self) -> dict:
         """Run the evaluation now; returns (and logs) ``{"eval_click/accuracy": %, "eval_click/wrong_format": f}``."""
+        from accelerate.utils import gather_object
         from trl.models.utils import unwrap_model_for_generation
 
-        from gui_grounding.eval.backends.hf import predict_points
+        from gui_grounding.eval.backends.hf import predict_rows
+        from gui_grounding.eval.judge import CORRECT, WRONG_FORMAT
 
         trainer = self.trainer
         acc = trainer.accelerator
-        mine = self.samples[acc.process_index :: acc.num_processes]
+        mine = self.rows[acc.process_index :: acc.num_processes]
         with unwrap_model_for_generation(trainer.model_wrapped, acc,
                                          gather_deepspeed3_params=getattr(trainer.args, "ds3_gather_for_generation", True)) as model:  # fmt: skip
-            preds = predict_points(model, self.processor, self.vlm_module, mine, self.adapter,
-                                   batch_size=self.batch_size, max_new_tokens=self.max_new_tokens)  # fmt: skip
-        from accelerate.utils import gather_object
-
+            preds = predict_rows(model, self.processor, self.vlm_module, mine, batch_size=self.batch_size,
+                                 max_new_tokens=self.max_new_tokens)  # fmt: skip
         preds = gather_object(preds) if acc.num_processes > 1 else preds
         by_id = {p["sample_id"]: p for p in preds}
-        verdicts = [judge(s, by_id[s.sample_id]["point"]) for s in self.samples]
+        verdicts = [row_verdict(r, by_id[r["sample_id"]]["point"]) for r in self.rows]
         n = len(verdicts)
         metrics = {
             "eval_click/accuracy": round(100.0 * verdicts.count(CORRECT) / n, 2),

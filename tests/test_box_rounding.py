@@ -166,9 +166,13 @@ def test_build_dataset_reads_box_rounding(tmp_path):
         task.build_dataset(args(box_rounding="exact"), None, module)
 
 
-def test_rows_to_samples_keeps_the_published_boxes(tmp_path):
-    from gui_grounding.train_eval import rows_to_samples
+def test_rows_keep_the_published_boxes(tmp_path):
+    """A GTA1 record's row keeps its published 0-1000 boxes next to the original-pixel targets the greedy eval
+    judges (``gui_grounding.train_eval.row_verdict``)."""
+    from gui_grounding.train_eval import row_verdict
 
-    (sample,) = rows_to_samples(_gta1_record_rows(tmp_path, "gta1"))
-    assert sample.boxes == [(128.0, 72.0, 384.0, 216.0)]  # original pixels, what the greedy eval judges
-    assert (sample.source_boxes, sample.source_box_unit) == ([(100.0, 100.0, 300.0, 300.0)], "norm1000")
+    (row,) = _gta1_record_rows(tmp_path, "gta1")
+    assert row["target_boxes"] == [[128.0, 72.0, 384.0, 216.0]]  # original pixels, what the greedy eval judges
+    assert (row["target_boxes_source"], row["source_box_unit"]) == ([[100.0, 100.0, 300.0, 300.0]], "norm1000")
+    assert row_verdict(row, (128.0, 216.0)) == "correct" and row_verdict(row, (127.9, 100.0)) == "wrong"
+    assert row_verdict(row, None) == "wrong_format"

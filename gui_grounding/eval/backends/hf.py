@@ -62,7 +62,7 @@ def _predict_batch(model, processor, vlm_module, samples: list, requests: list, 
 
 
 def _iter_predictions(model, processor, vlm_module, samples: list, adapter, *, batch_size: int, max_new_tokens: int,
-                      device) -> Iterable[list[dict]]:  # fmt: skip
+                      device, requests_fn=None) -> Iterable[list[dict]]:  # fmt: skip
     """Record lists, one per batch; the model is in eval mode under ``torch.inference_mode`` meanwhile, and every
     submodule's previous ``training`` flag is restored afterwards (also on error).
 
@@ -74,7 +74,9 @@ def _iter_predictions(model, processor, vlm_module, samples: list, adapter, *, b
     """
     import torch
 
-    resize = vlm_module.get_image_resize_params(processor)
+    # only resized-pixel adapters need the processor's smart_resize frame (families without one, e.g. InternVL's
+    # tiling, answer on the 0-1000 grid)
+    resize = vlm_module.get_image_resize_params(processor) if adapter.needs_resize else None
     banned = [[i] for i in vlm_module.get_banned_token_ids(processor)]
     batches = list(_batches(samples, batch_size))
     modes = [(m, m.training) for m in model.modules()]
@@ -84,11 +86,12 @@ def _iter_predictions(model, processor, vlm_module, samples: list, adapter, *, b
     prefetch = torch.device(device).type == "cuda"
     ahead = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hf-prefetch") if prefetch else None
     try:
-        pending = ahead.submit(_build_requests, batches[0], adapter, resize, images) if prefetch and batches else None
+        build = requests_fn or (lambda batch: _build_requests(batch, adapter, resize, images))
+        pending = ahead.submit(build, batches[0]) if prefetch and batches else None
         for i, batch in enumerate(batches):
-            requests = pending.result() if prefetch else _build_requests(batch, adapter, resize, images)
+            requests = pending.result() if prefetch else build(batch)
             if prefetch and i + 1 < len(batches):
-                pending = ahead.submit(_build_requests, batches[i + 1], adapter, resize, images)
+                pending = ahead.submit(build, batches[i + 1])
             with torch.inference_mode():
                 records = _predict_batch(model, processor, vlm_module, batch, requests, adapter, banned=banned,
                                          max_new_tokens=max_new_tokens, device=device)  # fmt: skip
@@ -135,6 +138,36 @@ def predict_points(model, processor, vlm_module, samples: list, adapter, *, batc
                                          max_new_tokens=max_new_tokens, device=device):  # fmt: skip
             out.extend(records)
             bar.update(len(records))
+    return out
+
+
+def predict_rows(model, processor, vlm_module, rows: list[dict], *, batch_size: int = 8,
+                 max_new_tokens: int = 32) -> list[dict]:  # fmt: skip
+    """Predict on task rows as they were trained on (``gui_grounding.task`` rows: ``prompt``, ``image_path``,
+    ``resized_size``, ``image_size``, ``adapter``): the row's own prompt and the image resized to the row's
+    ``resized_size`` (as the training image transform does), parsed by the row's adapter. No prompt is rebuilt.
+    Same generation settings and model handling as :func:`predict_points`.
+
+    Returns:
+        one dict per row, in order: ``{"sample_id", "point": [x, y] | None (original pixels), "raw_response",
+        "prompt", "adapter"}``.
+    """
+    from types import SimpleNamespace
+
+    from gui_grounding.task import row_adapter, row_request
+
+    if not rows:
+        return []
+    adapter = row_adapter(rows[0])
+    if any(row_adapter(r).name != adapter.name for r in rows):
+        raise ValueError("rows built with different adapters")
+    ids = [SimpleNamespace(sample_id=r["sample_id"], row=r) for r in rows]
+    device = next(model.parameters()).device
+    out = []
+    for records in _iter_predictions(model, processor, vlm_module, ids, adapter, batch_size=batch_size,
+                                     max_new_tokens=max_new_tokens, device=device,
+                                     requests_fn=lambda batch: [row_request(x.row, adapter) for x in batch]):  # fmt: skip
+        out.extend(records)
     return out
 
 
