@@ -11,10 +11,11 @@ name                family file              frame of the answer                
 ``ui-tars-1.5``     ``qwen2_5_vl.py``        resized pixels (UI-TARS pixel bounds)       UI-TARS grounding prompt
 ``qwen2-vl``        ``qwen2_vl.py``          0-1000 relative (also OS-Atlas, UGround)    OS-Atlas "(with point)" question
 ``qwen3-vl``        ``qwen3_vl.py``          0-1000 relative                             Qwen3-VL cookbook, JSON point_2d
+``internvl``        ``internvl.py``          0-1000 relative box, its centre scored      InternVL ``<ref>`` box request
 ==================  =======================  ==========================================  ================================
 
 Choosing: ``default_adapter_for(model_type)`` follows each adapter's ``model_types`` (qwen2_5_vl -> gta1, qwen2_vl ->
-qwen2-vl, qwen3_vl -> qwen3-vl); training picks the GTA1 prompt variant of ``--prompt_mode`` for the gta1 family
+qwen2-vl, qwen3_vl -> qwen3-vl, internvl -> internvl); training picks the GTA1 prompt variant of ``--prompt_mode`` for the gta1 family
 (:func:`training_adapter`); ``--adapter NAME`` overrides both. Third-party adapters register under the entry-point
 group ``gui_grounding.adapters`` (name -> ``module:Class``).
 
@@ -29,8 +30,9 @@ bounds for every checkpoint (GTA1: 3,136 .. 8,847,360; UI-TARS-1.5) say so in ``
 
 from __future__ import annotations
 
-from gui_grounding.adapters import qwen2_5_vl, qwen2_vl, qwen3_vl
+from gui_grounding.adapters import internvl, qwen2_5_vl, qwen2_vl, qwen3_vl
 from gui_grounding.adapters.base import ANSWER_FRAMES, Adapter, PixelBudget, Request, messages_to_text
+from gui_grounding.adapters.internvl import INTERNVL_GROUNDING_PROMPT, InternVLAdapter
 from gui_grounding.adapters.qwen2_5_vl import (
     GTA1_BUDGET,
     GTA1_MAX_PIXELS,
@@ -60,7 +62,7 @@ from gui_grounding.adapters.qwen3_vl import (
 ENTRY_POINT_GROUP = "gui_grounding.adapters"
 
 #: built-in adapters, one family file each
-BUILTIN_FAMILIES = (qwen2_5_vl, qwen2_vl, qwen3_vl)
+BUILTIN_FAMILIES = (qwen2_5_vl, qwen2_vl, qwen3_vl, internvl)
 
 
 def _registry() -> dict[str, type[Adapter]]:
@@ -143,7 +145,7 @@ def training_adapter(model_type: str | None, prompt_mode: str = "non_thinking", 
 
 __all__ = [
     "ADAPTERS", "ANSWER_FRAMES", "Adapter", "DEFAULT_ADAPTER_FOR_MODEL_TYPE", "GTA1Adapter", "GTA1BoxAdapter",
-    "GTA1ThinkingAdapter", "GTA1_BUDGET", "GTA1_MAX_PIXELS", "GTA1_MIN_PIXELS", "Norm1000Adapter",
+    "GTA1ThinkingAdapter", "GTA1_BUDGET", "INTERNVL_GROUNDING_PROMPT", "InternVLAdapter", "GTA1_MAX_PIXELS", "GTA1_MIN_PIXELS", "Norm1000Adapter",
     "OS_ATLAS_POINT_PROMPT", "PROMPT_MODE_ADAPTERS", "PixelBudget", "QWEN2_VL_BUDGET", "QWEN3_FACTOR",
     "QWEN3_VL_BUDGET", "QWEN3_VL_MAX_PIXELS", "QWEN3_VL_MIN_PIXELS", "QWEN3_VL_POINT_PROMPT", "QWEN_FACTOR",
     "QWEN_PROCESSOR_MAX_PIXELS", "QWEN_PROCESSOR_MIN_PIXELS", "Qwen2VLAdapter", "Qwen3VLAdapter", "Request",
