@@ -17,7 +17,7 @@ from PIL import Image
 
 from gui_grounding.frames import Frame
 from gui_grounding.prompts import build_messages
-from vlm_r1.modules import Qwen2VLModule, get_vlm_module, load_model, load_processor
+from vlm_r1.modules import Qwen2VLModule, available_modules, get_vlm_module, load_model, load_processor
 from vlm_r1.trainer import banned_generation_kwargs, freeze_vision_modules
 
 ARCHS = {
@@ -90,14 +90,16 @@ def test_unknown_model_type_name_raises():
     with pytest.raises(ValueError) as info:
         get_vlm_module("llama")
     msg = str(info.value)
-    assert msg.startswith("'llama' is neither a supported model_type (qwen2_5_vl, qwen2_vl) nor a loadable checkpoint")
+    supported = ", ".join(sorted(available_modules()))  # internvl, qwen2_5_vl, qwen2_vl, qwen3_vl
+    assert msg.startswith(f"'llama' is neither a supported model_type ({supported}) nor a loadable checkpoint")
 
 
 def test_unknown_model_type_checkpoint_raises(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "llama"}))
     with pytest.raises(ValueError) as info:
         get_vlm_module(str(tmp_path))
-    assert str(info.value) == "model_type 'llama' is not supported; supported model types: qwen2_5_vl, qwen2_vl"
+    supported = ", ".join(sorted(available_modules()))
+    assert str(info.value) == f"model_type 'llama' is not supported; supported model types: {supported}"
 
 
 def test_digits_are_one_token_each(tiny_qwen25_dir):

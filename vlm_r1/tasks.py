@@ -418,7 +418,6 @@ class RECTask(Task):
         files = script_args.data_file_list
         folders = script_args.image_folder_list or [os.path.dirname(os.path.abspath(f)) for f in files]
         template = vlm_module.get_question_template("rec")
-        factor, min_px, max_px = vlm_module.get_image_resize_params(processing_class)
         # original (W, H) in the displayed frame; each image decoded once (REC files reuse images many times)
         checker = validate.ImageChecker("decode")
         rows, extras, skipped, first, dropped, absolute = [], [], Counter(), {}, Counter(), Counter()
@@ -446,8 +445,8 @@ class RECTask(Task):
             _check_text(image=images[0], question=question, id=record_id)
             (image_path,) = image_paths(folder, images, absolute, script_args.image_folder_list is not None)
             width, height = check_image(image_path, checker)
-            try:
-                frame = Frame.for_image(width, height, factor=factor, min_pixels=min_px, max_pixels=max_px)
+            try:  # the frame the family answers in: smart_resize (Qwen), or a 0-1000 grid (InternVL)
+                frame = Frame(width, height, *vlm_module.answer_frame_size(processing_class, width, height))
             except ValueError as err:  # smart_resize rejects an aspect ratio > 200
                 raise SkipRecord("bad_image_size", str(err)) from None
             try:

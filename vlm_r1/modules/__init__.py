@@ -7,6 +7,12 @@ from vlm_r1.modules.qwen import Qwen2VLModule
 
 # model_type -> module class. Add a family by subclassing VLMBaseModule and listing its model types here.
 MODULES: dict[str, type[VLMBaseModule]] = {mt: Qwen2VLModule for mt in Qwen2VLModule.model_types}
+from vlm_r1.modules.qwen3_vl import Qwen3VLModule  # noqa: E402
+
+MODULES.update(dict.fromkeys(Qwen3VLModule.model_types, Qwen3VLModule))
+from vlm_r1.modules.internvl import InternVLModule  # noqa: E402
+
+MODULES.update(dict.fromkeys(InternVLModule.model_types, InternVLModule))
 
 
 ENTRY_POINT_GROUP = "vlm_r1.modules"

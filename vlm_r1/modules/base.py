@@ -159,6 +159,21 @@ class VLMBaseModule(ABC):
         """
         raise NotImplementedError(f"{type(self).__name__} has no shared-prompt prefill")
 
+    def answer_frame_size(self, processing_class: Any, width: int, height: int) -> tuple[int, int]:
+        """``(W', H')``: the frame this family answers coordinates in for an original ``width x height`` image, as a
+        per-axis scaling of it (the REC task's ``resized_size``; its IoU reward maps answers back with it). Default:
+        the processor's smart_resize frame (Qwen2/2.5-VL answer in resized pixels); families answering on a
+        0-1000 grid return ``(1000, 1000)``.
+
+        Raises:
+            ValueError: the processor has no smart_resize settings, or smart_resize rejects the aspect ratio.
+        """
+        from vlm_r1.geometry import smart_resize
+
+        factor, min_px, max_px = self.get_image_resize_params(processing_class)
+        h, w = smart_resize(int(height), int(width), factor=factor, min_pixels=min_px, max_pixels=max_px)
+        return w, h
+
     def get_banned_token_ids(self, processing_class: Any) -> list[int]:
         """Token ids generation must never emit. Default: the processor's image token, as GTA1 bans
         (``bad_words_ids=[[image_token_id]]``); none when the processor names no image token."""
