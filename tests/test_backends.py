@@ -129,12 +129,12 @@ def test_gta1_box_adapter_prompt_and_centre():
 
 
 def test_registry_and_defaults():
-    assert set(ADAPTERS) == {"gta1", "gta1-thinking", "gta1-box", "ui-tars-1.5", "qwen2-vl", "qwen3-vl"}
+    assert set(ADAPTERS) == {"gta1", "gta1-thinking", "gta1-box", "ui-tars-1.5", "qwen2-vl", "qwen3-vl", "internvl"}
     assert BACKENDS == ("hf", "openai", "vllm")
     with pytest.raises(ValueError, match=r"unknown adapter 'nope'; registered adapters: gta1, gta1-thinking"):
         get_adapter("nope")
-    assert [default_adapter_for(t).name for t in ("qwen2_5_vl", "qwen2_vl", "qwen3_vl", "qwen3_vl_moe")] == [
-        "gta1", "qwen2-vl", "qwen3-vl", "qwen3-vl"]  # fmt: skip
+    assert [default_adapter_for(t).name for t in ("qwen2_5_vl", "qwen2_vl", "qwen3_vl", "qwen3_vl_moe", "internvl")] == [
+        "gta1", "qwen2-vl", "qwen3-vl", "qwen3-vl", "internvl"]  # fmt: skip
     with pytest.raises(ValueError, match=r"llava.*qwen2_5_vl -> gta1"):
         default_adapter_for("llava")
     with pytest.raises(ValueError, match=r"unknown backend 'tgi'; expected one of hf, openai, vllm"):

@@ -120,12 +120,13 @@ def test_default_budgets_are_the_published_settings():
         "ui-tars-1.5": (28, 78_400, 12_845_056),  # UI-TARS README_coordinates.md: 100*28*28 .. 16384*28*28
         "qwen2-vl": (28, 3136, 12_845_056),  # processor default (no published grounding budget)
         "qwen3-vl": (32, 65_536, 16_777_216),  # processor default (no published grounding budget)
+        "internvl": (448, 200_704, 2_408_448),  # 448 tiles, 1 .. 12 of them (no smart_resize; documents the tiling)
     }
     for name, cls in ADAPTERS.items():
         assert cls.default_budget.source, name
         # adapters that resize the image themselves use the budget when no processor is there (API backends)
         assert cls.default_resize in (None, cls.default_budget.resize), name
-    assert [n for n, c in ADAPTERS.items() if c.default_resize is None] == ["qwen2-vl", "qwen3-vl"]
+    assert [n for n, c in ADAPTERS.items() if c.default_resize is None] == ["internvl", "qwen2-vl", "qwen3-vl"]
     # hf/vllm backends apply the published inference budget of GTA1 and UI-TARS; other families keep the checkpoint's
     assert pixel_budget(get_adapter("gta1"), None, None) == (3136, 8_847_360)
     assert pixel_budget(get_adapter("qwen2-vl"), None, None) == (None, None)

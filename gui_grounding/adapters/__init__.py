@@ -30,7 +30,7 @@ bounds for every checkpoint (GTA1: 3,136 .. 8,847,360; UI-TARS-1.5) say so in ``
 
 from __future__ import annotations
 
-from gui_grounding.adapters import internvl, qwen2_5_vl, qwen2_vl, qwen3_vl
+from gui_grounding.adapters import qwen2_5_vl
 from gui_grounding.adapters.base import ANSWER_FRAMES, Adapter, PixelBudget, Request, messages_to_text
 from gui_grounding.adapters.internvl import INTERNVL_GROUNDING_PROMPT, InternVLAdapter
 from gui_grounding.adapters.qwen2_5_vl import (
@@ -58,26 +58,23 @@ from gui_grounding.adapters.qwen3_vl import (
     QWEN3_VL_POINT_PROMPT,
     Qwen3VLAdapter,
 )
+from vlm_r1.registry import Registry
 
 ENTRY_POINT_GROUP = "gui_grounding.adapters"
 
-#: built-in adapters, one family file each
-BUILTIN_FAMILIES = (qwen2_5_vl, qwen2_vl, qwen3_vl, internvl)
+
+def _builtins() -> dict[str, type[Adapter]]:
+    """The adapters of this package's family files (each lists its classes in ``ADAPTERS``), GTA1's family first."""
+    from vlm_r1.registry import discover
+
+    found = {cls.name: cls for cls in discover("gui_grounding.adapters", "ADAPTERS")}
+    first = {cls.name: cls for cls in qwen2_5_vl.ADAPTERS}
+    return {**first, **{k: v for k, v in found.items() if k not in first}}
 
 
-def _registry() -> dict[str, type[Adapter]]:
-    adapters: dict[str, type[Adapter]] = {}
-    for family in BUILTIN_FAMILIES:
-        for cls in family.ADAPTERS:
-            adapters[cls.name] = cls
-    from importlib.metadata import entry_points
-
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        adapters[ep.name] = ep.load()
-    return adapters
-
-
-ADAPTERS: dict[str, type[Adapter]] = _registry()
+#: built-ins + the entry-point group ``gui_grounding.adapters`` (name -> ``module:Class``)
+REGISTRY = Registry("adapter", ENTRY_POINT_GROUP, _builtins)
+ADAPTERS: dict[str, type[Adapter]] = REGISTRY.available()
 
 # --prompt_mode of a GTA1-style training run -> the adapter that trains/evaluates it with the same prompt and parser.
 PROMPT_MODE_ADAPTERS = {cls.prompt_mode: cls.name for cls in (GTA1Adapter, GTA1ThinkingAdapter, GTA1BoxAdapter)}

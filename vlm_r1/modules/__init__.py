@@ -4,34 +4,23 @@ from __future__ import annotations
 
 from vlm_r1.modules.base import VLMBaseModule
 from vlm_r1.modules.qwen import Qwen2VLModule
-
-# model_type -> module class. Add a family by subclassing VLMBaseModule and listing its model types here.
-MODULES: dict[str, type[VLMBaseModule]] = {mt: Qwen2VLModule for mt in Qwen2VLModule.model_types}
-from vlm_r1.modules.qwen3_vl import Qwen3VLModule  # noqa: E402
-
-MODULES.update(dict.fromkeys(Qwen3VLModule.model_types, Qwen3VLModule))
-from vlm_r1.modules.internvl import InternVLModule  # noqa: E402
-
-MODULES.update(dict.fromkeys(InternVLModule.model_types, InternVLModule))
-
+from vlm_r1.registry import Registry, by_attribute, discover
 
 ENTRY_POINT_GROUP = "vlm_r1.modules"
+
+#: model_type -> module class: the built-in family files of this package (each lists its classes in ``FAMILY``).
+MODULES: dict[str, type[VLMBaseModule]] = by_attribute(discover("vlm_r1.modules"), "model_types")
+
+#: built-ins + the entry-point group ``vlm_r1.modules`` (entry-point name = the ``config.model_type`` served).
+REGISTRY = Registry("model type", ENTRY_POINT_GROUP, lambda: MODULES)
 
 
 def available_modules() -> dict[str, type]:
     """``config.model_type`` -> module class: the built-ins, then modules registered by installed packages under the
     entry-point group ``vlm_r1.modules`` (entry-point name = the model type served; a plugin entry replaces a built-in
     one, with a log line)."""
-    import logging
-    from importlib.metadata import entry_points
-
-    modules = dict(MODULES)
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        if ep.name in modules:
-            logging.getLogger(__name__).info("model_type %s: module %s (entry point) replaces %s", ep.name, ep.value,
-                                             modules[ep.name].__name__)  # fmt: skip
-        modules[ep.name] = ep.load()
-    return modules
+    REGISTRY.refresh()  # entry points may have been installed since (tests install plugins in-process)
+    return REGISTRY.available()
 
 
 def _instantiate(cls: type, model_type: str) -> VLMBaseModule:

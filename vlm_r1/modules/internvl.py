@@ -425,3 +425,7 @@ class InternVLModule(VLMBaseModule):
             cfg["processor_class"] = "InternVLProcessor"
             with open(path, "w", encoding="utf-8") as f:
                 json.dump(cfg, f, indent=2, ensure_ascii=False)
+
+
+#: the module classes this family file registers (vlm_r1.registry.discover)
+FAMILY = (InternVLModule,)

@@ -291,3 +291,7 @@ class Qwen2VLModule(VLMBaseModule):
             cfg["processor_class"] = self._classes(self.model_type)[1].__name__
             with open(path, "w", encoding="utf-8") as f:
                 json.dump(cfg, f, indent=2, ensure_ascii=False)
+
+
+#: the module classes this family file registers (vlm_r1.registry.discover)
+FAMILY = (Qwen2VLModule,)

@@ -182,3 +182,7 @@ class Qwen3VLModule(Qwen2VLModule):
                        "note": "randomly initialised tiny checkpoint for CPU tests; it has learned nothing"}, f,
                       indent=2)  # fmt: skip
         return out_dir
+
+
+#: the module classes this family file registers (vlm_r1.registry.discover)
+FAMILY = (Qwen3VLModule,)

@@ -1,0 +1,100 @@
+"""One small registry for every pluggable kind (model-family modules, adapters, and the other plugin points).
+
+A :class:`Registry` holds, by name: the built-ins (found by :func:`discover` in a package's family files, or given),
+then what installed packages declare under an entry-point group (an entry point replaces a built-in of the same name,
+with a log line), and resolves ``"package.module:object"`` specs on demand. Adding a family is therefore one file in
+the package (it lists its classes in ``FAMILY``), or one entry point in a third-party package.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import pkgutil
+from collections.abc import Callable, Iterable
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+
+def discover(package: str, attribute: str = "FAMILY") -> list:
+    """Every object listed in ``attribute`` of each submodule of ``package`` (files in alphabetical order); a
+    submodule without the attribute contributes nothing (base classes, helpers)."""
+    pkg = importlib.import_module(package)
+    found = []
+    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
+        module = importlib.import_module(f"{package}.{info.name}")
+        found.extend(getattr(module, attribute, ()))
+    return found
+
+
+def load_spec(spec: str) -> Any:
+    """The object named by ``"package.module:attribute"`` (attribute may be dotted).
+
+    Raises:
+        ValueError: not of that form, or nothing by that name.
+    """
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise ValueError(f"{spec!r} is not 'package.module:object'")
+    try:
+        obj = importlib.import_module(module_name)
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError) as err:
+        raise ValueError(f"cannot load {spec!r}: {err}") from err
+    return obj
+
+
+class Registry:
+    """Name -> object, from built-ins and an entry-point group.
+
+    Args:
+        kind: what is registered, for messages ("model type", "adapter", ...).
+        group: the entry-point group third-party packages register under.
+        builtins: returns the built-in ``{name: object}`` (called once, lazily).
+        keys: optional: the names an object registers under (default: the entry/built-in name); e.g. a module class
+            serves every ``config.model_type`` in its ``model_types``.
+    """
+
+    def __init__(self, kind: str, group: str, builtins: Callable[[], dict[str, Any]]):
+        self.kind, self.group, self._builtins = kind, group, builtins
+        self._cache: dict[str, Any] | None = None
+
+    def available(self) -> dict[str, Any]:
+        """Built-ins, then entry points (an entry point replaces a built-in of the same name, logged)."""
+        if self._cache is None:
+            from importlib.metadata import entry_points
+
+            items = dict(self._builtins())
+            for ep in entry_points(group=self.group):
+                if ep.name in items:
+                    logger.info("%s %s: %s (entry point) replaces %s", self.kind, ep.name, ep.value, items[ep.name])
+                items[ep.name] = ep.load()
+            self._cache = items
+        return dict(self._cache)
+
+    def names(self) -> list[str]:
+        return list(self.available())
+
+    def get(self, name: str) -> Any:
+        """The object registered as ``name``, or the one a ``"package.module:object"`` spec names.
+
+        Raises:
+            ValueError: unknown name (the message lists the registered ones) or a bad spec.
+        """
+        items = self.available()
+        if name in items:
+            return items[name]
+        if ":" in name:
+            return load_spec(name)
+        raise ValueError(f"unknown {self.kind} {name!r}; registered: {', '.join(items)}")
+
+    def refresh(self) -> None:
+        """Forget the cached lookup (after installing a plugin in-process, in tests)."""
+        self._cache = None
+
+
+def by_attribute(objects: Iterable[Any], attribute: str) -> dict[str, Any]:
+    """``{key: obj}`` for every key in each object's ``attribute`` (a tuple of names, e.g. ``model_types``)."""
+    return {key: obj for obj in objects for key in getattr(obj, attribute)}
