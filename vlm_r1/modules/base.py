@@ -1,15 +1,17 @@
 """The VLM module interface: everything model-family specific, behind one small strategy object.
 
-Method names and meanings follow upstream VLM-R1's ``VLMBaseModule`` (the eight abstract methods plus
-``get_question_template`` / ``select_reward_func`` / ``get_eos_token_id``), so third-party modules port easily.
-Modules are chosen by ``config.model_type`` (``vlm_r1.modules.get_vlm_module``), never by path substrings.
-
-Methods we add on top of upstream's interface (used by the trainer, the tasks and evaluation) have defaults, so a module
-written for upstream (only its eight abstract methods) instantiates unchanged: ``load_processor``,
-``get_image_resize_params``, ``get_banned_token_ids``; ``model_types`` names the ``config.model_type`` values a module
-serves. Family modules add helpers of their own (Qwen: ``build_processor``, ``set_pixel_budget``,
-``tidy_saved_processor``). Third-party modules register under the entry-point group ``vlm_r1.modules``
-(name = the ``config.model_type`` served).
+``VLMBaseModule`` keeps the methods something in this project calls: the three every family must define
+(``get_model_class``, ``get_vision_modules_keywords``, ``prepare_model_inputs``; names and meanings from upstream
+VLM-R1's ``VLMBaseModule``) and, with defaults, ``post_model_init``, ``get_processing_class``,
+``get_custom_processing_keywords``, ``get_question_template`` / ``select_reward_func`` (REC), ``load_processor``,
+``get_image_resize_params``, ``answer_frame_size``, ``get_banned_token_ids``, ``build_tiny_checkpoint`` and the
+shared-prompt hooks. Upstream's other methods (``get_vlm_key``, ``is_embeds_input``,
+``get_custom_multimodal_keywords``, ``get_non_generate_params``, ``prepare_prompt``, ``get_eos_token_id``) live in
+:class:`UpstreamModuleMixin` with defaults, so a module written for upstream instantiates unchanged.
+Modules are chosen by ``config.model_type`` (``vlm_r1.modules.get_vlm_module``), never by path substrings;
+``model_types`` names the values a module serves. A family is one file in this package listing its classes in
+``FAMILY`` (``vlm_r1.registry.discover``); third-party modules register under the entry-point group
+``vlm_r1.modules`` (name = the ``config.model_type`` served). ``docs/ADDING_A_MODEL.md`` walks through one.
 """
 
 from __future__ import annotations
@@ -18,17 +20,52 @@ from abc import ABC, abstractmethod
 from typing import Any
 
 
-class VLMBaseModule(ABC):
-    """Model-family adapter. Subclasses set ``model_types`` to the ``config.model_type`` values they serve."""
+class UpstreamModuleMixin:
+    """Upstream VLM-R1's ``VLMBaseModule`` methods that nothing in this project calls, with defaults, so a module
+    written for upstream (``src/open-r1-multimodal/src/open_r1/vlm_modules/vlm_module.py``) still instantiates and
+    its own implementations stay callable by its owner's code. Our core never relies on them (``tests/test_thin_core.py``
+    checks that no core call site names them)."""
+
+    def get_vlm_key(self) -> str:
+        """Short family id (upstream: "qwen", "internvl", "glm"). Default: the module's first model type."""
+        return (self.model_types or ("unknown",))[0]
+
+    def is_embeds_input(self) -> bool:
+        """True when ``generate`` returns only completion ids (upstream InternVL); False for Qwen."""
+        return False
+
+    def get_custom_multimodal_keywords(self) -> list[str]:
+        """Processor outputs that the forward pass needs besides input_ids/attention_mask (TRL 1.16 forwards every
+        processor output itself)."""
+        return []
+
+    def get_non_generate_params(self) -> list[str]:
+        """Processor outputs that must be removed before ``generate``."""
+        return []
+
+    def prepare_prompt(self, processing_class: Any, inputs: list[dict]) -> list[str]:
+        """Render each ``inputs[i]["prompt"]`` (chat messages) with the chat template; returns prompt strings."""
+        return [processing_class.apply_chat_template(x["prompt"], tokenize=False, add_generation_prompt=True)
+                for x in inputs]  # fmt: skip
+
+    def get_eos_token_id(self, processing_class: Any) -> int:
+        """End-of-turn token id that ends a completion."""
+        tokenizer = getattr(processing_class, "tokenizer", processing_class)
+        return tokenizer.eos_token_id
+
+
+class VLMBaseModule(UpstreamModuleMixin, ABC):
+    """Model-family adapter. Subclasses set ``model_types`` to the ``config.model_type`` values they serve.
+
+    Abstract (what every family must say): :meth:`get_model_class`, :meth:`get_vision_modules_keywords`,
+    :meth:`prepare_model_inputs`. Everything else has a default; upstream's remaining methods live in
+    :class:`UpstreamModuleMixin`.
+    """
 
     model_types: tuple[str, ...] = ()
     model_type: str | None = None  # the config.model_type this instance serves (set by vlm_r1.modules.get_vlm_module)
 
-    # ---- upstream VLM-R1 interface -------------------------------------------------------------------------------
-    @abstractmethod
-    def get_vlm_key(self) -> str:
-        """Short family id (upstream: "qwen", "internvl", "glm")."""
-
+    # ---- upstream VLM-R1 interface that the core calls ---------------------------------------------------------------
     @abstractmethod
     def get_model_class(self, model_id: str, model_init_kwargs: dict) -> type:
         """The transformers class to call ``from_pretrained`` on; may edit ``model_init_kwargs`` in place."""
@@ -37,33 +74,21 @@ class VLMBaseModule(ABC):
         """Hook after the model is loaded (no-op by default). ``model`` may be None (no reference model)."""
         return None
 
-    def is_embeds_input(self) -> bool:
-        """True when ``generate`` returns only completion ids (upstream InternVL); False for Qwen."""
-        return False
-
-    @abstractmethod
     def get_processing_class(self) -> type:
-        """The processor class upstream would call ``from_pretrained`` on (use ``load_processor`` instead)."""
+        """The processor class the default :meth:`load_processor` calls ``from_pretrained`` on (upstream's way).
+        Default: ``transformers.AutoProcessor``."""
+        from transformers import AutoProcessor
+
+        return AutoProcessor
 
     @abstractmethod
     def get_vision_modules_keywords(self) -> list[str]:
         """Parameter-name substrings of the vision tower (frozen by ``--freeze_vision_modules``, excluded from LoRA)."""
 
-    @abstractmethod
-    def get_custom_multimodal_keywords(self) -> list[str]:
-        """Processor outputs that the forward pass needs besides input_ids/attention_mask."""
-
-    @abstractmethod
-    def get_non_generate_params(self) -> list[str]:
-        """Processor outputs that must be removed before ``generate``."""
-
-    @abstractmethod
     def get_custom_processing_keywords(self) -> list[tuple[str, str]]:
-        """(component, attribute) pairs settable from the CLI, e.g. ``("image_processor", "max_pixels")``."""
-
-    @abstractmethod
-    def prepare_prompt(self, processing_class: Any, inputs: list[dict]) -> list[str]:
-        """Render each ``inputs[i]["prompt"]`` (chat messages) with the chat template; returns prompt strings."""
+        """(component, attribute) pairs the default :meth:`load_processor` sets from the pixel budget, e.g.
+        ``("image_processor", "max_pixels")``. Default: none."""
+        return []
 
     @abstractmethod
     def prepare_model_inputs(
@@ -87,11 +112,6 @@ class VLMBaseModule(ABC):
     def select_reward_func(func: str, task_type: str | None):
         """Model-specific reward for ``--is_reward_customized_from_vlm_module`` (upstream: only task ``rec``)."""
         raise ValueError(f"no model-specific reward {func!r} for task_type {task_type!r}")
-
-    def get_eos_token_id(self, processing_class: Any) -> int:
-        """End-of-turn token id that ends a completion."""
-        tokenizer = getattr(processing_class, "tokenizer", processing_class)
-        return tokenizer.eos_token_id
 
     # ---- our additions (defaults, so an upstream module subclass instantiates unchanged) ---------------------------
     def load_processor(self, path: str, *, min_pixels: int | None = None, max_pixels: int | None = None) -> Any:
