@@ -126,7 +126,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", choices=BACKENDS, default="hf", help="how the model runs: hf (transformers, here), "
                    "openai (an OpenAI-compatible endpoint such as `vllm serve`), vllm (offline engine, GPU extra)")
     p.add_argument("--adapter", choices=sorted(ADAPTERS), default=None, help="prompt + coordinate convention; "
-                   "default from config.model_type (qwen2_5_vl -> gta1, qwen2_vl -> qwen2-vl, qwen3_vl -> qwen3-vl)")
+                   "default from config.model_type (qwen2_5_vl -> gta1, qwen2_vl -> qwen2-vl, qwen3_vl -> qwen3-vl, "
+                   "internvl -> internvl)")
     p.add_argument("--batch-size", type=int, default=8, help="hf backend: prompts per generate call")
     p.add_argument("--min-pixels", type=int, default=None, help="override the smart_resize min_pixels")
     p.add_argument("--max-pixels", type=int, default=None, help="override the smart_resize max_pixels "

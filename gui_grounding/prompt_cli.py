@@ -2,6 +2,10 @@
 
     gui-grounding prompt --adapter gta1 --image-size 1920x1080 --instruction "Click the search box"
     gui-grounding prompt --adapter gta1 --image-size 1920x1080 --instruction "Click the search box" --model runs/tiny
+    gui-grounding prompt --model runs/tiny_qwen3 --image-size 1920x1080 --instruction "Click the search box"
+
+``--adapter`` defaults, with ``--model``, to the checkpoint family's adapter (``default_adapter_for(config.model_type)``,
+as ``gui-grounding eval`` picks it: qwen2_5_vl -> gta1, qwen3_vl -> qwen3-vl, internvl -> internvl).
 
 Prints one JSON object:
 
@@ -13,7 +17,10 @@ Prints one JSON object:
   ``add_generation_prompt=True`` and the image placeholder expanded to the real number of image pad tokens, i.e. the
   text the model reads, and ``num_tokens``, the prompt's token count including the image tokens (the processor run on
   that text and a blank image of the original size, resized as the adapter resizes it). The processor's factor comes
-  from the checkpoint; its pixel budget is set to the one above.
+  from the checkpoint; its pixel budget is set to the one above. Families without a smart_resize frame (InternVL:
+  448-px tiles, ``VLMBaseModule.get_image_resize_params`` raises ``ValueError``) keep the adapter's documented
+  budget for ``resized_size``, and their ``chat_template_text`` is the processor's token ids decoded (InternVL:
+  ``<img>`` + 256 ``<IMG_CONTEXT>`` per tile + ``</img>``).
 
 Example (GTA1, 1920x1080, budget 3,136 .. 8,847,360): ``resized_size`` is ``[1932, 1092]`` and the system message is
 GTA1's prompt with "height 1092 and width 1932" (``gui_grounding.prompts.GTA1_SYSTEM_PROMPT``).
@@ -45,7 +52,7 @@ def parse_image_size(text: str) -> tuple[int, int]:
 
 
 def describe_prompt(
-    adapter: str,
+    adapter: str | None,
     image_size: tuple[int, int],
     instruction: str,
     *,
@@ -56,18 +63,27 @@ def describe_prompt(
     """The JSON object ``gui-grounding prompt`` prints (see the module docstring).
 
     Args:
-        adapter: adapter name (``gui_grounding.eval.adapters.ADAPTERS``).
+        adapter: adapter name (``gui_grounding.eval.adapters.ADAPTERS``); ``None``: the default of ``model``'s
+            ``config.model_type`` (``gui_grounding.eval.backends.checkpoint_adapter``).
         image_size: ``(W, H)`` of the screenshot.
         instruction: the element description, sent as given.
         model: local checkpoint whose processor renders and counts the prompt (optional).
         min_pixels, max_pixels: override the adapter's ``default_budget`` bounds.
 
     Raises:
-        ValueError: unknown adapter, non-positive image size, ``min_pixels > max_pixels``.
+        ValueError: unknown adapter, neither ``adapter`` nor ``model``, non-positive image size,
+            ``min_pixels > max_pixels``.
     """
     from PIL import Image
 
-    ad = get_adapter(adapter)
+    if adapter is None:
+        if model is None:
+            raise ValueError("give --adapter, or --model to use its family's adapter")
+        from gui_grounding.eval.backends import checkpoint_adapter
+
+        ad = checkpoint_adapter(model)
+    else:
+        ad = get_adapter(adapter)
     width, height = int(image_size[0]), int(image_size[1])
     if width <= 0 or height <= 0:
         raise ValueError(f"image size must be positive, got {width}x{height}")
@@ -82,7 +98,10 @@ def describe_prompt(
         from vlm_r1.modules import get_vlm_module, load_processor
 
         processor = load_processor(model, min_pixels=lo, max_pixels=hi)
-        factor, lo, hi = get_vlm_module(model).get_image_resize_params(processor)
+        try:
+            factor, lo, hi = get_vlm_module(model).get_image_resize_params(processor)
+        except ValueError:  # no smart_resize frame (InternVL tiling): the adapter's documented budget stays
+            pass
     # Adapters that pre-resize get the budget; 0-1000 adapters send the original and the processor resizes it.
     resize = (factor, lo, hi) if ad.default_resize is not None else None
     sample = Sample("prompt", instruction, "", [], width, height)
@@ -98,6 +117,10 @@ def describe_prompt(
     if processor is not None:
         text = processor.apply_chat_template(request.messages, tokenize=False, add_generation_prompt=True)
         batch = processor(text=[text], images=[request.image], return_tensors="pt")
+        if "image_grid_thw" not in batch:  # not a Qwen-VL processor: its own expansion, decoded
+            out["chat_template_text"] = processor.tokenizer.decode(batch["input_ids"][0], skip_special_tokens=False)
+            out["num_tokens"] = len(batch["input_ids"][0])
+            return out
         _, grid_h, grid_w = (int(v) for v in batch["image_grid_thw"][0])
         merge = int(processor.image_processor.merge_size)
         if (grid_w * factor // merge, grid_h * factor // merge) != (frame.resized_width, frame.resized_height):
@@ -110,6 +133,8 @@ def describe_prompt(
 
 
 def _run(args: argparse.Namespace) -> None:
+    if args.adapter is None and args.model is None:
+        raise SystemExit("gui-grounding prompt: error: give --adapter, or --model to use its family's adapter")
     info = describe_prompt(args.adapter, args.image_size, args.instruction, model=args.model,
                            min_pixels=args.min_pixels, max_pixels=args.max_pixels)  # fmt: skip
     print(json.dumps(info, ensure_ascii=False, indent=2))
@@ -131,7 +156,8 @@ def register_cli(sub) -> None:
                        "a screenshot of the given size; with --model also the chat-template text the model reads "
                        "(image pad tokens expanded) and its token count. Default pixel budgets (published inference "
                        f"settings, see gui_grounding/eval/adapters.py): {budgets}.")  # fmt: skip
-    p.add_argument("--adapter", required=True, choices=sorted(ADAPTERS), help="prompt + coordinate convention")
+    p.add_argument("--adapter", default=None, choices=sorted(ADAPTERS), help="prompt + coordinate convention; default "
+                   "with --model: the checkpoint's config.model_type default (as gui-grounding eval)")  # fmt: skip
     p.add_argument("--image-size", required=True, type=_image_size_arg, metavar="WxH",
                    help="screenshot size in pixels, e.g. 1920x1080")  # fmt: skip
     p.add_argument("--instruction", required=True, help="the element description, e.g. 'Click the search box'")

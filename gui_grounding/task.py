@@ -133,6 +133,11 @@ class GUIGroundingTask(Task):
                                 getattr(script_args, "prompt_mode", "non_thinking"),
                                 getattr(script_args, "adapter", None))  # fmt: skip
 
+    def run_info(self, script_args: Any, vlm_module: Any) -> dict:
+        """``adapter`` and ``answer_frame`` of the run, for ``vlm_r1_run.json``."""
+        adapter = self.adapter_for(script_args, vlm_module)
+        return {"adapter": adapter.name, "answer_frame": adapter.answer_frame}
+
     def build_dataset(self, script_args: Any, processing_class: Any, vlm_module: Any):
         from datasets import Dataset
 

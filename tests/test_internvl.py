@@ -224,19 +224,24 @@ def test_grpo_three_steps_save_reload(tiny_internvl, rec_data, tmp_path):
     assert module.load_processor(out).image_processor.max_patches == 6  # the run's tiling bound is saved
 
 
-def test_grpo_cli_rec_blocked_by_resize_frame(tiny_internvl, rec_data, tmp_path):
-    """``python -m vlm_r1.grpo_jsonl --task_type rec`` needs a smart_resize frame (vlm_r1/grpo_jsonl.py:279 and :217,
-    vlm_r1/tasks.py:421); InternVL has none, so the run stops before training with the module's message. When those
-    call sites learn ``answer_frame_size`` this test fails: turn it into the full 3-step run."""
+def test_grpo_cli_rec_three_steps(tiny_internvl, rec_data, tmp_path):
+    """``python -m vlm_r1.grpo_jsonl --task_type rec`` on InternVL: no smart_resize frame is asked for (the REC frame
+    is InternVL's 0-1000 grid, ``answer_frame_size``), ``--max_anyres_num`` reaches the image processor, 3 steps run
+    and the model is saved; ``vlm_r1_run.json`` records no smart_resize."""
     out = str(tmp_path / "grpo_cli")
     proc = _run(["vlm_r1.grpo_jsonl", "--model_name_or_path", tiny_internvl, "--task_type", "rec",
                  "--data_file_paths", rec_data, "--output_dir", out, "--max_steps", "3",
                  "--per_device_train_batch_size", "2", "--num_generations", "2", "--max_completion_length", "8",
-                 "--report_to", "none", "--save_strategy", "no"])  # fmt: skip
-    assert proc.returncode != 0
-    assert 'vlm_r1/grpo_jsonl.py", line 279, in train' in proc.stderr
-    assert "ValueError: InternVL has no smart_resize frame" in proc.stderr
-    assert not os.path.exists(os.path.join(out, "model.safetensors"))
+                 "--max_anyres_num", "2", "--logging_steps", "1", "--report_to", "none",
+                 "--save_strategy", "no"])  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    history = [h for h in json.load(open(os.path.join(out, "trainer_state.json")))["log_history"] if "loss" in h]
+    assert [h["step"] for h in history] == [1, 2, 3]
+    info = json.load(open(os.path.join(out, "vlm_r1_run.json")))
+    assert (info["model_type"], info["smart_resize"]) == ("internvl", None)
+    assert os.path.exists(os.path.join(out, "model.safetensors"))
+    saved = json.load(open(os.path.join(out, "processor_config.json")))
+    assert saved["image_processor"]["max_patches"] == 2
 
 
 def test_sft_cli_three_steps_save_reload(tiny_internvl, rec_data, tmp_path):

@@ -183,3 +183,122 @@ class StepStatsCallback(TrainerCallback):
         if CLICK_REWARD_KEY in train:  # same entries as TRL's key, so TRL's averaging gives the same number
             train["click_accuracy"] = list(train[CLICK_REWARD_KEY])
         return control
+
+
+# ---- the console: one compact line per log (issue 13) ----------------------------------------------------------------
+LOGS_JSONL = "logs.jsonl"
+
+# (label, key, format) of the compact training line, in order; a key absent from the logs is left out
+_COMPACT_FIELDS = (
+    ("loss", "loss", "{:.4g}"),
+    ("reward", "reward", "{:.4g}"),
+    ("reward_std", "reward_std", "{:.4g}"),
+    ("click", CLICK_REWARD_KEY, "{:.1%}"),
+    ("kl", "kl", "{:.4g}"),
+    ("grad_norm", "grad_norm", "{:.4g}"),
+    ("len", "completions/mean_length", "{:.4g}"),
+    ("token_acc", "mean_token_accuracy", "{:.4g}"),  # SFT
+    ("lr", "learning_rate", "{:.3g}"),
+)
+
+
+def compact_log_line(logs: dict, step: int, max_steps: int) -> str:
+    """One line for a log dict of a training step: ``[train] step 5/20 | loss 0.0123 | reward 0.25 | ...``.
+
+    Training logs (with ``loss``): :data:`_COMPACT_FIELDS` that are present, then ``shared x7.59`` (naive / shared
+    LLM tokens, ``shared_prompt/*``, when logged) and the step time (``timing/step_s`` of :class:`StepStatsCallback`,
+    else TRL's ``step_time``). Evaluation logs: ``[eval]`` and their ``eval_*`` scalars; the end-of-training summary:
+    ``[done]`` with runtime and ``train_loss``. Numbers use 4 significant digits; ``click`` is the rollouts' hit rate
+    in percent.
+    """
+    head = f"step {step}/{max_steps}" if max_steps and max_steps > 0 else f"step {step}"
+    if "loss" in logs:
+        parts = [f"[train] {head}"]
+        for label, key, fmt in _COMPACT_FIELDS:
+            value = logs.get(key)
+            if isinstance(value, (int, float)):
+                parts.append(f"{label} {fmt.format(value)}")
+        naive, shared = logs.get("shared_prompt/naive_llm_tokens"), logs.get("shared_prompt/llm_tokens")
+        if isinstance(naive, (int, float)) and isinstance(shared, (int, float)) and shared > 0:
+            parts.append(f"shared x{naive / shared:.3g}")
+        step_s = logs.get("timing/step_s", logs.get("step_time"))
+        if isinstance(step_s, (int, float)):
+            parts.append(f"{step_s:.3g} s/step")
+        return " | ".join(parts)
+    if "train_runtime" in logs:
+        parts = [f"[done] {head}", f"{logs['train_runtime']:.4g} s"]
+        if isinstance(logs.get("train_loss"), (int, float)):
+            parts.append(f"train_loss {logs['train_loss']:.4g}")
+        return " | ".join(parts)
+    kind = "[eval]" if any(k.startswith("eval_") for k in logs) else "[log]"
+    scalars = [f"{k.removeprefix('eval_')} {v:.4g}" for k, v in logs.items()
+               if isinstance(v, (int, float)) and not isinstance(v, bool) and k not in ("epoch", "total_flos")
+               and not k.endswith(("_runtime", "_per_second"))]  # fmt: skip
+    return " | ".join([f"{kind} {head}", *scalars])
+
+
+class _CompactLog:
+    """What both console callbacks do on ``on_log`` (main process only): append the full dict to
+    ``output_dir/logs.jsonl``, log it at DEBUG level, and return the compact line to show."""
+
+    def _record(self, args, state, logs: dict) -> str | None:
+        import json
+        import os
+
+        if not state.is_world_process_zero or not logs:
+            return None
+        full = {"step": state.global_step, **{k: v for k, v in logs.items() if k != "total_flos"}}
+        logger.debug("logs: %s", full)
+        if args.output_dir:
+            os.makedirs(args.output_dir, exist_ok=True)
+            with open(os.path.join(args.output_dir, LOGS_JSONL), "a", encoding="utf-8") as f:
+                f.write(json.dumps(full, default=str) + "\n")
+        return compact_log_line(logs, state.global_step, state.max_steps)
+
+
+def _progress_callback_class():
+    from transformers.trainer_callback import ProgressCallback
+
+    class CompactProgressCallback(_CompactLog, ProgressCallback):
+        """transformers' progress bar with one compact line per log instead of the full dict
+        (``ProgressCallback.on_log`` writes ``str(logs)``, transformers 5.23 ``trainer_callback.py:673-690``)."""
+
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            line = self._record(args, state, logs or {})
+            if line is not None:
+                if self.training_bar is not None:
+                    self.training_bar.write(line)
+                else:
+                    print(line, flush=True)
+
+    return CompactProgressCallback
+
+
+class CompactPrinterCallback(_CompactLog, TrainerCallback):
+    """``--disable_tqdm true``: one compact line per log instead of the full dict (transformers' ``PrinterCallback``,
+    ``trainer_callback.py:698-708``, prints ``logs``)."""
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        line = self._record(args, state, logs or {})
+        if line is not None:
+            print(line, flush=True)
+
+
+def use_compact_console(trainer: Any) -> TrainerCallback:
+    """Replace the trainer's console printer (transformers' ``ProgressCallback``, or ``PrinterCallback`` with
+    ``--disable_tqdm``; added in ``Trainer.__init__``, ``trainer.py:599``) by its compact counterpart; returns it.
+
+    The console gets one line per log (:func:`compact_log_line`); the full dict still goes to ``log_history``
+    (``trainer_state.json``), every ``--report_to`` backend, ``output_dir/logs.jsonl`` (one JSON object per log, with
+    its ``step``) and the ``vlm_r1.callbacks`` logger at DEBUG level.
+    """
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+    if trainer.args.disable_tqdm:
+        trainer.remove_callback(PrinterCallback)
+        callback = CompactPrinterCallback()
+    else:
+        trainer.remove_callback(ProgressCallback)
+        callback = _progress_callback_class()()
+    trainer.add_callback(callback)
+    return callback

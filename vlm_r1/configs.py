@@ -106,6 +106,19 @@ class GRPOScriptArguments:
                   "gaussian_coverage rewards; point rewards score the box centre).",
                   "choices": ["non_thinking", "thinking", "box"]},
     )
+    max_anyres_num: int | None = field(
+        default=12,
+        metadata={"help": "InternVL: at most this many 448x448 tiles per image, plus a thumbnail when there are "
+                  "several (the image processor's max_patches; upstream VLM-R1's default 12). Other families ignore "
+                  "it."},
+    )
+    adapter: str | None = field(
+        default=None,
+        metadata={"help": "gui_grounding: the model family's format (prompt, answer frame, parser, SFT target, resize "
+                  "rule) by adapter name (gui_grounding/adapters, e.g. gta1, ui-tars-1.5, qwen2-vl, qwen3-vl). "
+                  "Default: the checkpoint's config.model_type decides (qwen2_5_vl -> gta1 with its --prompt_mode "
+                  "variant, qwen2_vl -> qwen2-vl, qwen3_vl -> qwen3-vl)."},
+    )
     eval_data_file_paths: str | None = field(
         default=None,
         metadata={"help": "Held-out data files (':'-separated) evaluated every --eval_steps when --eval_strategy is "
@@ -348,8 +361,10 @@ class VLMGRPOConfig(GRPOConfig):
 
     def __post_init__(self):
         from vlm_r1.devices import apply_device_defaults
+        from vlm_r1.launch import prefer_activation_checkpointing
 
         apply_device_defaults(self)  # use_cpu without CUDA (so torchrun forms one gloo group); bf16 only where supported
+        prefer_activation_checkpointing(self)  # transformers 5 names, without the FutureWarning (vlm_r1.launch)
         if self.loss_preset not in ("none", *LOSS_PRESETS):
             raise ValueError(f"--loss_preset {self.loss_preset!r}: choose one of none, {', '.join(LOSS_PRESETS)}")
         if self.shared_prompt_attention not in ("auto", "dense", "split"):
@@ -464,7 +479,6 @@ _IGNORED = {
     "dataset_test_split": "use --val_split_ratio",
     "arrow_cache_dir": "datasets are built in memory",
     "max_prompt_length": "TRL 1.16 never truncates prompts (image tokens stay intact)",
-    "max_anyres_num": "InternVL tiling; no InternVL module yet",
     "vllm_device": "TRL places vLLM itself (--vllm_mode colocate|server)",
     "vllm_dtype": "vLLM follows the model dtype",
     "vllm_enable_prefix_caching": "not configurable in TRL 1.16",
@@ -492,7 +506,6 @@ class UpstreamCompatArguments:
     dataset_test_split: str | None = field(default=None, metadata={"help": "Ignored with a warning."})
     arrow_cache_dir: str | None = field(default=None, metadata={"help": "Ignored with a warning (unused upstream too)."})
     max_prompt_length: int | None = field(default=None, metadata={"help": "Ignored with a warning: " + _IGNORED["max_prompt_length"]})
-    max_anyres_num: int | None = field(default=None, metadata={"help": "Ignored with a warning: InternVL only."})
     vllm_device: str | None = field(default=None, metadata={"help": "Ignored with a warning."})
     vllm_dtype: str | None = field(default=None, metadata={"help": "Ignored with a warning."})
     vllm_enable_prefix_caching: bool | None = field(default=None, metadata={"help": "Ignored with a warning."})
@@ -511,7 +524,8 @@ class UpstreamCompatArguments:
         if self.gradient_checkpointing_use_reentrant is not None:
             kwargs = dict(training_args.gradient_checkpointing_kwargs or {})
             kwargs["use_reentrant"] = self.gradient_checkpointing_use_reentrant
-            training_args.gradient_checkpointing_kwargs = kwargs
+            # both names: __post_init__ already ran, and transformers 5 reads activation_checkpointing_kwargs
+            training_args.gradient_checkpointing_kwargs = training_args.activation_checkpointing_kwargs = kwargs
             warnings.append(f"--gradient_checkpointing_use_reentrant mapped to gradient_checkpointing_kwargs={kwargs}")
         for name, why in _IGNORED.items():
             if getattr(self, name) is not None:

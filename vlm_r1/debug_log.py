@@ -24,7 +24,7 @@ upstream's layout:
   ``--task_type rec``), else the reward's name as TRL logs it (``rewards/<name>/mean``, e.g. ``click_reward``).
   The lines between header and ``Content`` are the row's columns that exist, in this order: ``id`` (or
   ``sample_id``), ``accu_reward_method``, ``image_path``, ``problem`` (or ``instruction``); ``Solution`` is the
-  first of ``solution``, ``target_boxes_resized`` (the frame the click reward scores in), ``target``, and is left
+  first of ``solution``, ``target_boxes_answer`` / ``target_boxes_resized`` (the frame the click reward scores in), ``target``, and is left
   out when the row has none of them;
 * the ``format`` reward (``format_reward``, or ``format_reward_rec`` with ``--task_type rec``): one block per scoring
   call, appended to ``LOG_PATH`` with ``.txt`` replaced by ``_format.txt`` (upstream ``format_reward``,
@@ -80,7 +80,7 @@ INFO_COLUMNS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("image_path", ("image_path",)),
     ("problem", ("problem", "instruction")),
 )
-SOLUTION_COLUMNS = ("solution", "target_boxes_resized", "target")
+SOLUTION_COLUMNS = ("solution", "target_boxes_answer", "target_boxes_resized", "target")
 
 ACCURACY = "accuracy"
 FORMAT = "format"

@@ -214,7 +214,11 @@ def write_run_info(output_dir, trainer, script_args, task, vlm_module, processor
     import transformers
     import trl
 
-    factor, min_px, max_px = vlm_module.get_image_resize_params(processor)
+    try:
+        factor, min_px, max_px = vlm_module.get_image_resize_params(processor)
+        smart_resize = {"factor": factor, "min_pixels": min_px, "max_pixels": max_px}
+    except ValueError:  # a family without a smart_resize frame (InternVL tiles)
+        smart_resize = None
     args = trainer.args
     info = {
         "world_size": trainer.accelerator.num_processes,
@@ -226,7 +230,8 @@ def write_run_info(output_dir, trainer, script_args, task, vlm_module, processor
         "reward_funcs": trainer.reward_func_names,
         "num_train_rows": num_rows,
         "data_mixture": list(mixture),
-        "smart_resize": {"factor": factor, "min_pixels": min_px, "max_pixels": max_px},
+        "smart_resize": smart_resize,
+        **task.run_info(script_args, vlm_module),
         "banned_token_ids": vlm_module.get_banned_token_ids(processor) if args.ban_vision_tokens else [],
         "generation_kwargs": args.generation_kwargs,
         "generation": resolved_generation_params(trainer),
@@ -276,9 +281,14 @@ def train(script_args, training_args, model_args) -> None:
     vlm_module = get_vlm_module(model_path)
     processor = vlm_module.load_processor(model_path, min_pixels=script_args.min_pixels,
                                           max_pixels=script_args.max_pixels)  # fmt: skip
-    factor, min_px, max_px = vlm_module.get_image_resize_params(processor)
-    logger.info("model_type=%s module=%s smart_resize factor=%d min_pixels=%d max_pixels=%d",
-                vlm_module.model_type, type(vlm_module).__name__, factor, min_px, max_px)  # fmt: skip
+    if script_args.max_anyres_num is not None and callable(getattr(vlm_module, "set_max_tiles", None)):
+        vlm_module.set_max_tiles(processor, script_args.max_anyres_num)  # InternVL tiling (upstream --max_anyres_num)
+    try:
+        factor, min_px, max_px = vlm_module.get_image_resize_params(processor)
+        logger.info("model_type=%s module=%s smart_resize factor=%d min_pixels=%d max_pixels=%d",
+                    vlm_module.model_type, type(vlm_module).__name__, factor, min_px, max_px)  # fmt: skip
+    except ValueError as err:  # no smart_resize frame (InternVL: 448x448 tiles, answers on a 0-1000 grid)
+        logger.info("model_type=%s module=%s: %s", vlm_module.model_type, type(vlm_module).__name__, err)
 
     task = get_task(script_args.task_type)
     for flag, value, used in (("--reward_method", script_args.reward_method, getattr(task, "uses_reward_method", False)),
@@ -331,10 +341,11 @@ def train(script_args, training_args, model_args) -> None:
         eval_dataset=eval_dataset,
         peft_config=get_peft_config(model_args),
     )
-    from vlm_r1.callbacks import StepStatsCallback
+    from vlm_r1.callbacks import StepStatsCallback, use_compact_console
     from vlm_r1.preemption import PREEMPT_FILE, PreemptionCallback
 
     trainer.add_callback(StepStatsCallback(trainer))  # step time split, tokens/s, click accuracy alias
+    use_compact_console(trainer)  # one line per step on the console; full dicts in OUTPUT_DIR/logs.jsonl
 
     preemption = PreemptionCallback(training_args.output_dir)
     trainer.add_callback(preemption)

@@ -11,7 +11,9 @@ logger = logging.getLogger("vlm_r1")
 
 
 def setup_logging() -> None:
-    """INFO on rank 0, WARNING elsewhere; every line names its rank (``RANK`` from torchrun)."""
+    """INFO on rank 0, WARNING elsewhere; every line names its rank (``RANK`` from torchrun). Also hides the
+    deprecation warnings TRL's own calls raise (:func:`silence_library_deprecations`)."""
+    silence_library_deprecations()
     rank = int(os.environ.get("RANK", "0"))
     logging.basicConfig(level=logging.INFO if rank == 0 else logging.WARNING,
                         format=f"%(asctime)s [rank{rank}] %(levelname)s %(name)s: %(message)s",
@@ -88,3 +90,107 @@ def save_final(trainer: Any, processor: Any, vlm_module: Any, output_dir: str, t
     if hasattr(vlm_module, "tidy_saved_processor"):
         vlm_module.tidy_saved_processor(output_dir)
     logger.info("saved model and processor to %s", output_dir)
+
+
+# ---- transformers 5 names (issue 13: a quiet console) ----------------------------------------------------------------
+def prefer_activation_checkpointing(args: Any) -> None:
+    """Resolve ``gradient_checkpointing*`` into transformers 5's ``activation_checkpointing*`` on ``args`` (in place;
+    call before ``TrainingArguments.__post_init__``).
+
+    transformers 5 renamed the fields and keeps the old names as deprecated aliases: ``__post_init__`` copies an old
+    value into an unset new field and warns (transformers 5.23 ``training_args.py:1533-1545``). TRL 1.16's configs
+    still declare the old field with a default of True (``trl/trainer/base_config.py:62``) and ours re-declares it
+    with upstream VLM-R1's False (``vlm_r1.configs``), so every run warned although nobody wrote the old name. This does
+    the same copy first, so the effective values are unchanged (an explicit ``--activation_checkpointing`` still wins;
+    an upstream ``--gradient_checkpointing true`` still turns it on) and no FutureWarning is raised.
+    """
+    for old, new in (("gradient_checkpointing", "activation_checkpointing"),
+                     ("gradient_checkpointing_kwargs", "activation_checkpointing_kwargs")):  # fmt: skip
+        if getattr(args, new, None) is None and getattr(args, old, None) is not None:
+            setattr(args, new, getattr(args, old))
+
+
+# The deprecated checkpointing aliases TRL 1.16 itself calls on the model (we never do: tests/test_quiet_console.py
+# checks our sources). Each only forwards to its activation_* successor (transformers 5.23 modeling_utils.py:3191-3210,
+# 3276-3307), so the warning tells a user of this project nothing they can act on.
+_TRL_DEPRECATED_MODEL_CALLS = (
+    # trl/models/utils.py:136-154 (_unwrap_model_for_generation, around every generation: TRL's own and the one our
+    # shared-prompt generation and gui_grounding.train_eval reuse) and :397-413 (disable_gradient_checkpointing,
+    # grpo_trainer.py:2634)
+    r"`is_gradient_checkpointing` is deprecated",
+    r"`gradient_checkpointing_disable` is deprecated",
+    r"`gradient_checkpointing_enable` is deprecated",
+)
+
+
+def silence_library_deprecations() -> None:
+    """Ignore the FutureWarnings that TRL's own calls into transformers raise (:data:`_TRL_DEPRECATED_MODEL_CALLS`),
+    matched by message and by the module that raises them, nothing broader. Called by :func:`setup_logging`."""
+    import warnings
+
+    for message in _TRL_DEPRECATED_MODEL_CALLS:
+        warnings.filterwarnings(
+            "ignore", message=message, category=FutureWarning, module=r"transformers\.modeling_utils"
+        )
+
+
+# ---- DDP find_unused_parameters from the model (issue 13) -------------------------------------------------------------
+def rows_all_have_images(dataset: Any) -> bool:
+    """True when every row of ``dataset`` has at least one image (``image_path`` column, as every task here builds);
+    False when some row has none or it cannot be told cheaply (no such column, an iterable dataset, None)."""
+    if dataset is None or not hasattr(dataset, "column_names") or not hasattr(dataset, "with_format"):
+        return False
+    if "image_path" not in (dataset.column_names or []):
+        return False
+    return all(bool(p) for p in dataset.with_format(None)["image_path"])
+
+
+def decide_find_unused_parameters(
+    model: Any, vision_keywords: list[str], all_rows_have_images: bool
+) -> tuple[bool, str]:
+    """``(find_unused_parameters, reason)`` for DDP from what the model and data really are.
+
+    A parameter is "unused" in a step when it takes part in no forward of the step. In these vision-language models
+    every language-model parameter takes part in every forward; only the vision tower is skipped, by a batch without
+    images. So DDP must search for unused parameters only when the vision tower has trainable parameters AND a batch
+    may be text-only. Otherwise the search is wasted work each step and torch warns about it every step
+    (``reducer.cpp``: "find_unused_parameters=True was specified in DDP constructor, but did not find any unused
+    parameters"); the reverse mistake (False with unused trainable parameters) is DDP's "Expected to have finished
+    reduction" error, which this rule avoids by construction.
+    """
+    trainable_vision = sum(p.numel() for n, p in model.named_parameters()
+                           if p.requires_grad and any(k in n for k in vision_keywords))  # fmt: skip
+    if not trainable_vision:
+        return False, "the vision tower has no trainable parameter (frozen, or adapters on the language model only)"
+    if all_rows_have_images:
+        return False, f"{trainable_vision} trainable vision parameters, but every training row has an image"
+    return True, f"{trainable_vision} trainable vision parameters and rows without an image are possible"
+
+
+class FindUnusedParametersFromModel:
+    """Trainer mixin (before the HF/TRL trainer in the bases): sets ``ddp_find_unused_parameters`` from
+    :func:`decide_find_unused_parameters` unless the user gave ``--ddp_find_unused_parameters``.
+
+    TRL 1.16 sets it to True for every vision-language model the user left it unset for (``grpo_trainer.py:388-398``,
+    ``sft_trainer.py:767-777``), before the model is wrapped with PEFT; transformers reads it when it builds the
+    accelerator (``Trainer._build_accelerator_args``, transformers 5.23 ``trainer.py:741-758``), after PEFT wrapping and
+    vision freezing, on the final model: so the decision is made there. Call :meth:`_remember_find_unused` with the
+    args and train dataset before ``super().__init__``.
+    """
+
+    def _remember_find_unused(self, args: Any, vision_keywords: list[str], train_dataset: Any) -> None:
+        self._user_find_unused = args.ddp_find_unused_parameters
+        self._find_unused_inputs = (list(vision_keywords), train_dataset)
+
+    def _build_accelerator_args(self, **kwargs):
+        inputs = getattr(self, "_find_unused_inputs", None)
+        reentrant = (getattr(self.args, "gradient_checkpointing_kwargs", None) or {}).get("use_reentrant")
+        if inputs is not None and self._user_find_unused is None and not reentrant:
+            keywords, dataset = inputs
+            value, why = decide_find_unused_parameters(self.model, keywords, rows_all_have_images(dataset))
+            self.args.ddp_find_unused_parameters = value
+            if int(os.environ.get("WORLD_SIZE", "1")) > 1 and not self.args.deepspeed:
+                logger.info(
+                    "DDP find_unused_parameters=%s: %s (set --ddp_find_unused_parameters to override)", value, why
+                )
+        return super()._build_accelerator_args(**kwargs)

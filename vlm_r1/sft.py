@@ -57,6 +57,11 @@ class SFTScriptArguments:
                   "('<think>...</think><answer>(x,y)</answer>' with a fixed template thought) or 'box' "
                   "('[x1,y1,x2,y2]').", "choices": ["non_thinking", "thinking", "box"]},
     )
+    adapter: str | None = field(
+        default=None,
+        metadata={"help": "gui_grounding: the model family's format by adapter name (see python -m vlm_r1.grpo_jsonl "
+                  "--help). Default: from the checkpoint's config.model_type (and --prompt_mode for gta1)."},
+    )
     max_pixels: int | None = field(
         default=None, metadata={"help": "smart_resize upper pixel budget. Default: the checkpoint's processor."}
     )
@@ -98,8 +103,26 @@ class VLMSFTConfig(SFTConfig):
     )
 
     def __post_init__(self):
+        from vlm_r1.launch import prefer_activation_checkpointing
+
         apply_device_defaults(self)
+        prefer_activation_checkpointing(self)  # transformers 5 names, without the FutureWarning
         super().__post_init__()
+
+
+def _sft_trainer_class():
+    """``trl.SFTTrainer`` with DDP's ``find_unused_parameters`` decided from the model and data
+    (:class:`vlm_r1.launch.FindUnusedParametersFromModel`)."""
+    from trl import SFTTrainer
+
+    from vlm_r1.launch import FindUnusedParametersFromModel
+
+    class VLMSFTTrainer(FindUnusedParametersFromModel, SFTTrainer):
+        def __init__(self, *, vision_keywords: list[str], **kwargs):
+            self._remember_find_unused(kwargs["args"], vision_keywords, kwargs.get("train_dataset"))
+            super().__init__(**kwargs)
+
+    return VLMSFTTrainer
 
 
 def parse_args(argv: list[str] | None = None):
@@ -151,11 +174,13 @@ def main(argv: list[str] | None = None) -> None:
     setup_logging()
     script_args, training_args, model_args = parse_args(argv)
 
-    from trl import SFTTrainer, get_peft_config
+    from trl import get_peft_config
 
     from vlm_r1.modules import get_vlm_module
     from vlm_r1.tasks import get_task
     from vlm_r1.trainer import freeze_vision_modules
+
+    VLMSFTTrainer = _sft_trainer_class()
 
     model_path = model_args.model_name_or_path
     vlm_module = get_vlm_module(model_path)
@@ -174,8 +199,12 @@ def main(argv: list[str] | None = None) -> None:
         logger.info("froze %d vision parameters",
                     freeze_vision_modules(model, vlm_module.get_vision_modules_keywords()))  # fmt: skip
 
-    trainer = SFTTrainer(model=model, args=training_args, train_dataset=dataset, eval_dataset=eval_dataset,
-                         processing_class=processor, peft_config=get_peft_config(model_args))  # fmt: skip
+    trainer = VLMSFTTrainer(model=model, args=training_args, train_dataset=dataset, eval_dataset=eval_dataset,
+                            processing_class=processor, peft_config=get_peft_config(model_args),
+                            vision_keywords=vlm_module.get_vision_modules_keywords())  # fmt: skip
+    from vlm_r1.callbacks import use_compact_console
+
+    use_compact_console(trainer)  # one line per step on the console; full dicts in OUTPUT_DIR/logs.jsonl
     for callback in task.eval_callbacks(script_args, training_args, processor, vlm_module, eval_dataset):
         callback.trainer = trainer
         trainer.add_callback(callback)

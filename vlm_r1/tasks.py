@@ -41,6 +41,11 @@ class Task:
     default_reward_funcs: tuple[str, ...] = ()
     uses_reward_method = False  # reads --reward_method
     uses_prompt_mode = False  # reads --prompt_mode
+
+    def run_info(self, script_args: Any, vlm_module: Any) -> dict:
+        """Task-specific entries for ``OUTPUT_DIR/vlm_r1_run.json`` (e.g. the GUI plugin's adapter and answer
+        frame). Default: none."""
+        return {}
     # --reward_funcs name -> registry name used instead for this task (e.g. rec: accuracy -> rec_iou)
     reward_aliases: dict[str, str] = {}
 

@@ -35,6 +35,7 @@ import torch
 from trl import GRPOTrainer
 
 from vlm_r1 import shared_prompt as sp
+from vlm_r1.launch import FindUnusedParametersFromModel
 from vlm_r1.shared_prompt_trainer import SharedPromptMixin
 
 logger = logging.getLogger(__name__)
@@ -322,7 +323,7 @@ def _split_rows(output: dict, shared: int) -> dict:
     return split_pixel_values_by_grid(batch)
 
 
-class VLMGRPOTrainer(SharedPromptMixin, GRPOTrainer):
+class VLMGRPOTrainer(FindUnusedParametersFromModel, SharedPromptMixin, GRPOTrainer):
     """GRPO trainer for VLMs driven by a :class:`vlm_r1.modules.VLMBaseModule`.
 
     Args:
@@ -358,6 +359,8 @@ class VLMGRPOTrainer(SharedPromptMixin, GRPOTrainer):
         if freeze_vision and not isinstance(model, str):
             n = freeze_vision_modules(model, vlm_module.get_vision_modules_keywords())
             logger.info("froze %d vision parameters", n)
+        # DDP find_unused_parameters from the final model and the data (vlm_r1.launch.FindUnusedParametersFromModel)
+        self._remember_find_unused(args, vlm_module.get_vision_modules_keywords(), kwargs.get("train_dataset"))
         super().__init__(model=model, reward_funcs=reward_funcs, args=args, processing_class=processing_class, **kwargs)
         vlm_module.post_model_init(self.model, processing_class)
         if self.ref_model is not None:  # upstream calls the hook for the reference model too

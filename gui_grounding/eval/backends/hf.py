@@ -187,7 +187,8 @@ def predict_hf(
     """Write predictions of checkpoint ``model_path`` for ``samples`` to ``out_path`` (resumable; appends).
 
     Args:
-        model_path: checkpoint directory or hub id of a model type ``vlm_r1.modules`` serves (Qwen2-VL, Qwen2.5-VL).
+        model_path: checkpoint directory or hub id of a model type ``vlm_r1.modules`` serves (Qwen2-VL,
+            Qwen2.5-VL, Qwen3-VL, InternVL).
         samples: canonical samples (original pixels).
         out_path: predictions JSONL; sample_ids already there are skipped, a half-written last line is redone.
         adapter: adapter name or instance; ``None`` -> ``default_adapter_for(config.model_type)`` (qwen2_5_vl ->
@@ -226,8 +227,11 @@ def predict_hf(
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     dtype = torch.bfloat16 if str(device).startswith("cuda") else torch.float32
     model = module.get_model_class(model_path, {}).from_pretrained(model_path, dtype=dtype).to(device)
+    # the smart_resize frame exists only for families that have one and matters only to resized-pixel adapters (as in
+    # _iter_predictions); InternVL's module raises there (448-px tiles, 0-1000 answers)
+    frame = module.get_image_resize_params(processor) if adapter.needs_resize else f"not used ({adapter.answer_frame})"
     logger.info("hf backend: %s, adapter %s, smart_resize (factor, min, max) = %s, batch %d", model_path,
-                adapter.name, module.get_image_resize_params(processor), batch_size)  # fmt: skip
+                adapter.name, frame, batch_size)  # fmt: skip
 
     out, todo = open_predictions(out_path, samples)
     with out, tqdm(total=len(todo), desc="predict", unit="sample") as bar:
