@@ -21,7 +21,7 @@ from gui_grounding.adapters import (
     get_adapter,
     training_adapter,
 )
-from gui_grounding.frames import Frame, point_in_box
+from gui_grounding.frames import point_in_box
 from gui_grounding.rewards import click_reward, distance_reward
 from gui_grounding.schema import Sample
 from gui_grounding.task import GUIGroundingTask, sample_to_row
