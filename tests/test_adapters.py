@@ -163,3 +163,24 @@ def test_task_builds_rows_with_the_model_types_adapter(tmp_path, make_image):
                                            Module())[0]  # fmt: skip
     assert row["adapter"] == "ui-tars-1.5" and row["prompt"][0]["content"].startswith("Output only the coordinate")
     assert GUIGroundingTask().sft_completion(row) == "(92,47)"
+
+
+HOSTILE = [
+    "", "\x00" * 100, "(" * 100_000, "[" * 100_000 + "1,2,3,4", '{"point_2d": [' * 20_000, "9" * 5000,
+    '{"point_2d": [NaN, Infinity]}', '{"point_2d": [1e400, 5]}', "[[1e999, 2, 3, 4]]", "\ud800 (10,20)",
+    "<box>[[" + ",".join(["1"] * 10_000) + "]]</box>", '```json\n[{"point_2d": [-5, -7]}]\n```',
+    "(1" + "0" * 40 + ",2)", "[[3, 2, 1, 0]]",
+]
+
+
+@pytest.mark.parametrize("name", sorted(ADAPTERS))
+def test_rewards_are_total_for_every_adapter(name):
+    """Any completion gives one finite float for rows of every adapter (the rewards' totality rule)."""
+    import math
+
+    row, _ = _row(get_adapter(name))
+    cols = {k: [v] * len(HOSTILE) for k, v in row.items() if k != "prompt"}
+    for reward in (click_reward, distance_reward):
+        values = reward(HOSTILE, **cols)
+        assert len(values) == len(HOSTILE) and all(isinstance(v, float) and math.isfinite(v) for v in values)
+    assert click_reward(HOSTILE, **cols)[-3] == 0.0  # a negative point is outside every target

@@ -206,7 +206,7 @@ def compact_log_line(logs: dict, step: int, max_steps: int) -> str:
     """One line for a log dict of a training step: ``[train] step 5/20 | loss 0.0123 | reward 0.25 | ...``.
 
     Training logs (with ``loss``): :data:`_COMPACT_FIELDS` that are present, then ``shared x7.59`` (naive / shared
-    LLM tokens, ``shared_prompt/*``, when logged) and the step time (``timing/step_s`` of :class:`StepStatsCallback`,
+    LLM tokens, ``shared_prompt/*``, when prompts were shared) and the step time (``timing/step_s`` of :class:`StepStatsCallback`,
     else TRL's ``step_time``). Evaluation logs: ``[eval]`` and their ``eval_*`` scalars; the end-of-training summary:
     ``[done]`` with runtime and ``train_loss``. Numbers use 4 significant digits; ``click`` is the rollouts' hit rate
     in percent.
@@ -219,7 +219,8 @@ def compact_log_line(logs: dict, step: int, max_steps: int) -> str:
             if isinstance(value, (int, float)):
                 parts.append(f"{label} {fmt.format(value)}")
         naive, shared = logs.get("shared_prompt/naive_llm_tokens"), logs.get("shared_prompt/llm_tokens")
-        if isinstance(naive, (int, float)) and isinstance(shared, (int, float)) and shared > 0:
+        # only where prompts were shared: a naive run logs equal counts, and "x1" would read as a shared run
+        if isinstance(naive, (int, float)) and isinstance(shared, (int, float)) and 0 < shared < naive:
             parts.append(f"shared x{naive / shared:.3g}")
         step_s = logs.get("timing/step_s", logs.get("step_time"))
         if isinstance(step_s, (int, float)):

@@ -111,6 +111,38 @@ TINY_SIZES = {
 }  # fmt: skip
 
 
+def qwen_text_config(tokenizer, dims: dict, rope_parameters: dict, **extra) -> dict:
+    """The tiny text config every family here shares (a Qwen2-style decoder; sizes from :data:`TINY_SIZES` ``dims``,
+    bos/pad ``<|endoftext|>``, eos ``<|im_end|>``), plus family-specific ``extra`` keys (``head_dim``, ...)."""
+    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in ("<|endoftext|>", "<|im_end|>")}
+    return dict(vocab_size=len(tokenizer), hidden_size=dims["hidden"], intermediate_size=2 * dims["hidden"],
+                num_hidden_layers=dims["layers"], num_attention_heads=dims["heads"],
+                num_key_value_heads=dims["kv_heads"], max_position_embeddings=32768, rope_parameters=rope_parameters,
+                bos_token_id=ids["<|endoftext|>"], eos_token_id=ids["<|im_end|>"], pad_token_id=ids["<|endoftext|>"],
+                **extra)  # fmt: skip
+
+
+def save_tiny_checkpoint(out_dir: str, model, processor, module, info: dict) -> str:
+    """Save a tiny ``model`` + ``processor`` to ``out_dir`` loadable with ``from_pretrained``: generation stops at
+    ``<|im_end|>``/``<|endoftext|>`` (pad ``<|endoftext|>``), the module tidies the saved processor, and
+    ``tiny_model_info.json`` holds ``info`` plus the parameter count. Returns ``out_dir``."""
+    tokenizer = getattr(processor, "tokenizer", processor)
+    end, im_end = tokenizer.convert_tokens_to_ids("<|endoftext|>"), tokenizer.convert_tokens_to_ids("<|im_end|>")
+    model.generation_config.eos_token_id = [im_end, end]
+    model.generation_config.pad_token_id = end
+    os.makedirs(out_dir, exist_ok=True)
+    model.save_pretrained(out_dir)
+    processor.save_pretrained(out_dir)
+    if hasattr(module, "tidy_saved_processor"):
+        module.tidy_saved_processor(out_dir)
+    n = sum(p.numel() for p in model.parameters())
+    with open(os.path.join(out_dir, "tiny_model_info.json"), "w") as f:
+        json.dump({**info, "num_parameters": n,
+                   "note": "randomly initialised tiny checkpoint for CPU tests; it has learned nothing"}, f, indent=2)
+    logger.info("wrote tiny %s checkpoint (%d params) to %s", info.get("arch"), n, out_dir)
+    return out_dir
+
+
 def supported_archs() -> tuple[str, ...]:
     """Every ``config.model_type`` a tiny checkpoint can be built for: the Qwen2/2.5-VL builder here, plus every
     registered module that implements ``build_tiny_checkpoint`` (``vlm_r1.modules``)."""
@@ -162,20 +194,9 @@ def build_tiny_model(arch: str, out_dir: str, *, seed: int = 0, min_pixels: int 
     torch.manual_seed(seed)
     tokenizer = build_tokenizer()
     ids = {t: tokenizer.convert_tokens_to_ids(t) for t in QWEN_SPECIAL_TOKENS}
-    text_config = dict(
-        vocab_size=len(tokenizer),
-        hidden_size=dims["hidden"],
-        intermediate_size=2 * dims["hidden"],
-        num_hidden_layers=dims["layers"],
-        num_attention_heads=dims["heads"],
-        num_key_value_heads=dims["kv_heads"],
-        max_position_embeddings=32768,
-        # mrope_section sums to head_dim / 2 (tiny: 64 / 4 / 2 = 8)
-        rope_parameters={"rope_type": "default", "rope_theta": rope_theta, "mrope_section": dims["mrope"]},
-        bos_token_id=ids["<|endoftext|>"],
-        eos_token_id=ids["<|im_end|>"],
-        pad_token_id=ids["<|endoftext|>"],
-    )
+    # mrope_section sums to head_dim / 2 (tiny: 64 / 4 / 2 = 8)
+    text_config = qwen_text_config(tokenizer, dims, {"rope_type": "default", "rope_theta": rope_theta,
+                                                     "mrope_section": dims["mrope"]})  # fmt: skip
     special = dict(
         image_token_id=ids["<|image_pad|>"],
         video_token_id=ids["<|video_pad|>"],
@@ -203,21 +224,8 @@ def build_tiny_model(arch: str, out_dir: str, *, seed: int = 0, min_pixels: int 
         )  # fmt: skip
         config = Qwen2VLConfig(text_config=text_config, vision_config=vision_config, **special)
         model = Qwen2VLForConditionalGeneration(config)
-    model.generation_config.eos_token_id = [ids["<|im_end|>"], ids["<|endoftext|>"]]
-    model.generation_config.pad_token_id = ids["<|endoftext|>"]
-
     image_processor = Qwen2VLImageProcessorPil(min_pixels=min_pixels, max_pixels=max_pixels)
     module = get_vlm_module(config.model_type)
     processor = module.build_processor(image_processor, tokenizer, QWEN_CHAT_TEMPLATE)
-
-    os.makedirs(out_dir, exist_ok=True)
-    model.save_pretrained(out_dir)
-    processor.save_pretrained(out_dir)
-    module.tidy_saved_processor(out_dir)
-    with open(os.path.join(out_dir, "tiny_model_info.json"), "w") as f:
-        json.dump(
-            {"arch": arch, "seed": seed, "size": size, "rope_theta": rope_theta, "num_parameters": sum(p.numel() for p in model.parameters()),
-             "note": "randomly initialised tiny checkpoint for CPU tests; it has learned nothing"}, f, indent=2,
-        )  # fmt: skip
-    logger.info("wrote tiny %s checkpoint (%d params) to %s", arch, model.num_parameters(), out_dir)
-    return out_dir
+    return save_tiny_checkpoint(out_dir, model, processor, module,
+                                {"arch": arch, "seed": seed, "size": size, "rope_theta": rope_theta})

@@ -161,18 +161,9 @@ class InternVLModule(VLMBaseModule):
         """Only ``pixel_values`` ``(total_tiles, 3, 448, 448)``; the native model needs no ``image_flags``."""
         return ["pixel_values"]
 
-    def get_non_generate_params(self) -> list[str]:
-        return []
-
     def get_custom_processing_keywords(self) -> list[tuple[str, str]]:
         """``("image_processor", "max_patches")``: upstream's ``('None', 'max_anyres_num')`` under its native name."""
         return [("image_processor", "max_patches")]
-
-    def prepare_prompt(self, processing_class: Any, inputs: list[dict]) -> list[str]:
-        return [
-            processing_class.apply_chat_template(x["prompt"], tokenize=False, add_generation_prompt=True)
-            for x in inputs
-        ]
 
     def prepare_model_inputs(
         self,
@@ -367,7 +358,7 @@ class InternVLModule(VLMBaseModule):
         import torch
         from transformers import GotOcr2ImageProcessorPil, InternVLConfig, InternVLForConditionalGeneration
 
-        from vlm_r1.tiny import TINY_SIZES
+        from vlm_r1.tiny import TINY_SIZES, qwen_text_config, save_tiny_checkpoint
 
         if size not in TINY_SIZES:
             raise ValueError(f"unknown size {size!r}; supported: {', '.join(TINY_SIZES)}")
@@ -377,13 +368,8 @@ class InternVLModule(VLMBaseModule):
         ids = {t: tokenizer.convert_tokens_to_ids(t) for t in ("<|endoftext|>", "<|im_end|>", IMG_CONTEXT_TOKEN)}
         patch, ratio = 14, 0.5
         image_seq_length = int((TILE_SIZE // patch) ** 2 * ratio**2)  # 256
-        text_config = dict(
-            model_type="qwen2", vocab_size=len(tokenizer), hidden_size=dims["hidden"],
-            intermediate_size=2 * dims["hidden"], num_hidden_layers=dims["layers"],
-            num_attention_heads=dims["heads"], num_key_value_heads=dims["kv_heads"], max_position_embeddings=32768,
-            rope_parameters={"rope_type": "default", "rope_theta": 1e6}, bos_token_id=ids["<|endoftext|>"],
-            eos_token_id=ids["<|im_end|>"], pad_token_id=ids["<|endoftext|>"], tie_word_embeddings=False,
-        )  # fmt: skip
+        text_config = qwen_text_config(tokenizer, dims, {"rope_type": "default", "rope_theta": 1e6},
+                                       model_type="qwen2", tie_word_embeddings=False)  # fmt: skip
         vision_config = dict(
             hidden_size=dims["v_hidden"], num_hidden_layers=dims["v_depth"], num_attention_heads=dims["v_heads"],
             intermediate_size=2 * dims["v_hidden"], image_size=TILE_SIZE, patch_size=patch,
@@ -392,27 +378,15 @@ class InternVLModule(VLMBaseModule):
                                 image_token_id=ids[IMG_CONTEXT_TOKEN], image_seq_length=image_seq_length,
                                 downsample_ratio=ratio, tie_word_embeddings=False)  # fmt: skip
         model = InternVLForConditionalGeneration(config)
-        model.generation_config.eos_token_id = [ids["<|im_end|>"], ids["<|endoftext|>"]]
-        model.generation_config.pad_token_id = ids["<|endoftext|>"]
-
         image_processor = GotOcr2ImageProcessorPil(
             size={"height": TILE_SIZE, "width": TILE_SIZE}, crop_to_patches=True, min_patches=1,
             max_patches=DEFAULT_MAX_TILES, image_mean=[0.485, 0.456, 0.406], image_std=[0.229, 0.224, 0.225],
         )  # fmt: skip
         processor = self.build_processor(image_processor, tokenizer, INTERNVL_CHAT_TEMPLATE, image_seq_length)
 
-        os.makedirs(out_dir, exist_ok=True)
-        model.save_pretrained(out_dir)
-        processor.save_pretrained(out_dir)
-        self.tidy_saved_processor(out_dir)
-        with open(os.path.join(out_dir, "tiny_model_info.json"), "w") as f:
-            json.dump({"arch": self.model_type, "seed": seed, "size": size, "tile_size": TILE_SIZE,
-                       "patch_size": patch, "downsample_ratio": ratio, "image_seq_length": image_seq_length,
-                       "max_tiles": DEFAULT_MAX_TILES, "num_parameters": sum(p.numel() for p in model.parameters()),
-                       "note": "randomly initialised tiny checkpoint for CPU tests; it has learned nothing"}, f,
-                      indent=2)  # fmt: skip
-        logger.info("wrote tiny internvl checkpoint (%d params) to %s", model.num_parameters(), out_dir)
-        return out_dir
+        return save_tiny_checkpoint(out_dir, model, processor, self, {
+            "arch": self.model_type, "seed": seed, "size": size, "tile_size": TILE_SIZE, "patch_size": patch,
+            "downsample_ratio": ratio, "image_seq_length": image_seq_length, "max_tiles": DEFAULT_MAX_TILES})  # fmt: skip
 
     def tidy_saved_processor(self, out_dir: str) -> None:
         """Rewrite ``processor_class`` in tokenizer_config.json to the stock name (cosmetic, as Qwen's)."""

@@ -84,17 +84,8 @@ class Qwen2VLModule(VLMBaseModule):
     def get_custom_multimodal_keywords(self) -> list[str]:
         return ["pixel_values", "image_grid_thw", "mm_token_type_ids"]
 
-    def get_non_generate_params(self) -> list[str]:
-        return []
-
     def get_custom_processing_keywords(self) -> list[tuple[str, str]]:
         return [("image_processor", "max_pixels"), ("image_processor", "min_pixels")]
-
-    def prepare_prompt(self, processing_class: Any, inputs: list[dict]) -> list[str]:
-        return [
-            processing_class.apply_chat_template(x["prompt"], tokenize=False, add_generation_prompt=True)
-            for x in inputs
-        ]
 
     def prepare_model_inputs(
         self,

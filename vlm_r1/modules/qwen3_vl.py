@@ -28,8 +28,6 @@ Qwen2's (``Qwen3VLProcessor.__init__``, ``processing_qwen3_vl.py:39-67``, and th
 
 from __future__ import annotations
 
-import json
-import os
 from typing import Any
 
 from vlm_r1.modules.qwen import Qwen2VLModule, _image_only_processor_class
@@ -126,7 +124,14 @@ class Qwen3VLModule(Qwen2VLModule):
         import torch
         from transformers import Qwen2VLImageProcessorPil, Qwen3VLConfig
 
-        from vlm_r1.tiny import QWEN_CHAT_TEMPLATE, QWEN_SPECIAL_TOKENS, TINY_SIZES, build_tokenizer
+        from vlm_r1.tiny import (
+            QWEN_CHAT_TEMPLATE,
+            QWEN_SPECIAL_TOKENS,
+            TINY_SIZES,
+            build_tokenizer,
+            qwen_text_config,
+            save_tiny_checkpoint,
+        )
 
         if size not in TINY_SIZES:
             raise ValueError(f"unknown size {size!r}; supported: {', '.join(TINY_SIZES)}")
@@ -136,20 +141,10 @@ class Qwen3VLModule(Qwen2VLModule):
         tokenizer = build_tokenizer()
         ids = {t: tokenizer.convert_tokens_to_ids(t) for t in QWEN_SPECIAL_TOKENS}
         head_dim = dims["hidden"] // dims["heads"]
-        text_config = dict(
-            vocab_size=len(tokenizer),
-            hidden_size=dims["hidden"],
-            intermediate_size=2 * dims["hidden"],
-            num_hidden_layers=dims["layers"],
-            num_attention_heads=dims["heads"],
-            num_key_value_heads=dims["kv_heads"],
+        text_config = qwen_text_config(
+            tokenizer, dims, {"rope_type": "default", "rope_theta": rope_theta,
+                              "mrope_section": interleaved_mrope_section(head_dim), "mrope_interleaved": True},
             head_dim=head_dim,
-            max_position_embeddings=32768,
-            rope_parameters={"rope_type": "default", "rope_theta": rope_theta,
-                             "mrope_section": interleaved_mrope_section(head_dim), "mrope_interleaved": True},
-            bos_token_id=ids["<|endoftext|>"],
-            eos_token_id=ids["<|im_end|>"],
-            pad_token_id=ids["<|endoftext|>"],
         )  # fmt: skip
         vision_config = dict(
             depth=dims["v_depth"], hidden_size=dims["v_hidden"], intermediate_size=2 * dims["v_hidden"],
@@ -163,25 +158,14 @@ class Qwen3VLModule(Qwen2VLModule):
             vision_end_token_id=ids["<|vision_end|>"], tie_word_embeddings=False,
         )  # fmt: skip
         model = model_cls(config)
-        model.generation_config.eos_token_id = [ids["<|im_end|>"], ids["<|endoftext|>"]]
-        model.generation_config.pad_token_id = ids["<|endoftext|>"]
-
         image_processor = Qwen2VLImageProcessorPil(
             patch_size=PATCH_SIZE, merge_size=MERGE_SIZE, temporal_patch_size=2, min_pixels=min_pixels,
             max_pixels=max_pixels, image_mean=IMAGE_MEAN_STD, image_std=IMAGE_MEAN_STD,
         )  # fmt: skip
         processor = self.build_processor(image_processor, tokenizer, QWEN_CHAT_TEMPLATE)
 
-        os.makedirs(out_dir, exist_ok=True)
-        model.save_pretrained(out_dir)
-        processor.save_pretrained(out_dir)
-        self.tidy_saved_processor(out_dir)
-        with open(os.path.join(out_dir, "tiny_model_info.json"), "w") as f:
-            json.dump({"arch": self.model_type, "seed": seed, "size": size, "rope_theta": rope_theta,
-                       "num_parameters": sum(p.numel() for p in model.parameters()),
-                       "note": "randomly initialised tiny checkpoint for CPU tests; it has learned nothing"}, f,
-                      indent=2)  # fmt: skip
-        return out_dir
+        return save_tiny_checkpoint(out_dir, model, processor, self, {"arch": self.model_type, "seed": seed,
+                                                                       "size": size, "rope_theta": rope_theta})
 
 
 #: the module classes this family file registers (vlm_r1.registry.discover)
