@@ -57,18 +57,9 @@ setup(
     extras_require=EXTRAS,
     entry_points={
         "console_scripts": ["gui-grounding = gui_grounding.cli:main"],
-        # Reward plugins: `--reward_funcs click` resolves through this group (vlm_r1/rewards.py).
-        "vlm_r1.rewards": [
-            "click = gui_grounding.rewards:click_reward",
-            "click_format = gui_grounding.rewards:click_format_reward",
-            # Ablation rewards (docs/REWARDS.md): dense point rewards and box rewards (--prompt_mode box).
-            "distance = gui_grounding.rewards:distance_reward",
-            "iou = gui_grounding.rewards:iou_reward",
-            "gaussian_point = gui_grounding.rewards:gaussian_point_reward",
-            "gaussian_coverage = gui_grounding.rewards:gaussian_coverage_reward",
-            "click_distance_bonus = gui_grounding.rewards:click_distance_bonus_reward",
-        ],
-        # Task plugins: `--task_type gui_grounding` turns records into prompts + reward columns (vlm_r1/tasks.py).
+        # Task plugins: `--task_type gui_grounding` turns records into prompts + reward columns and declares its own
+        # flags (--prompt_mode, --adapter, --box_rounding) and rewards (click, ...) (vlm_r1/tasks.py). Reward-only
+        # plugins register under "vlm_r1.rewards".
         "vlm_r1.tasks": ["gui_grounding = gui_grounding.task:GUIGroundingTask"],
     },
 )

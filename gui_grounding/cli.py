@@ -53,6 +53,14 @@ def _eval(args: argparse.Namespace) -> None:
         raise SystemExit(f"gui-grounding eval: error: {err}") from None
 
 
+class _NamesOrSpecs(list):
+    """``choices`` of a registry flag: the registered names (shown by ``--help`` and in the invalid-choice message),
+    and any ``"package.module:object"`` spec (resolved by the registry when used)."""
+
+    def __contains__(self, value) -> bool:
+        return list.__contains__(self, value) or (isinstance(value, str) and ":" in value)
+
+
 def _train(argv: list[str]) -> None:
     from gui_grounding.train import main as train_main
 
@@ -105,26 +113,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=None)
 
     from gui_grounding.eval.adapters import ADAPTERS
-    from gui_grounding.eval.backends import BACKENDS
+    from gui_grounding.eval.backends import REGISTRY as BACKEND_REGISTRY
     from gui_grounding.eval.benchmarks import BENCHMARKS
 
-    layouts = "\n\n".join(f"{name}:\n{cls.layout_help}" for name, cls in BENCHMARKS.items())
+    layouts = "\n\n".join(f"{name}:\n{getattr(cls, 'layout_help', '')}" for name, cls in BENCHMARKS.items())
     p = sub.add_parser("eval", help="evaluate a model or rescore predictions on a GUI grounding benchmark",
                        formatter_class=argparse.RawDescriptionHelpFormatter,
                        description="Predict click points with a model (or rescore a predictions file) on a benchmark "
                        "laid out locally as published, score them exactly as the official scorers do, and write "
                        "metrics.json, results.md and failures.html into --out. Nothing is downloaded.",
                        epilog="Where each benchmark is published and how to lay it out:\n\n" + layouts)  # fmt: skip
-    p.add_argument("--benchmark", choices=sorted(BENCHMARKS), default="canonical",
-                   help="benchmark format (canonical = our JSONL, e.g. data/web_sample/test.jsonl)")
+    p.add_argument("--benchmark", choices=_NamesOrSpecs(sorted(BENCHMARKS)), default="canonical",
+                   help="benchmark format (canonical = our JSONL, e.g. data/web_sample/test.jsonl; also a name "
+                   "registered under the entry-point group gui_grounding.benchmarks, or a package.module:Class spec)")
     p.add_argument("--data", required=True, help="benchmark folder as published (canonical: a JSONL file or folder)")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--model", help="checkpoint (hf, vllm backends) or served model name (openai backend)")
     src.add_argument("--predictions", help="predictions JSONL {sample_id, point: [x, y] | null (original pixels), "
                      "raw_response} or an official ScreenSpot-Pro harness log, to rescore")
     p.add_argument("--out", required=True, help="output directory")
-    p.add_argument("--backend", choices=BACKENDS, default="hf", help="how the model runs: hf (transformers, here), "
-                   "openai (an OpenAI-compatible endpoint such as `vllm serve`), vllm (offline engine, GPU extra)")
+    p.add_argument("--backend", choices=_NamesOrSpecs(BACKEND_REGISTRY.names()), default="hf",
+                   help="how the model runs: hf (transformers, here), openai (an OpenAI-compatible endpoint such as "
+                   "`vllm serve`), vllm (offline engine, GPU extra); also a name registered under the entry-point "
+                   "group gui_grounding.backends, or a package.module:function spec")
     p.add_argument("--adapter", choices=sorted(ADAPTERS), default=None, help="prompt + coordinate convention; "
                    "default from config.model_type (qwen2_5_vl -> gta1, qwen2_vl -> qwen2-vl, qwen3_vl -> qwen3-vl, "
                    "internvl -> internvl)")

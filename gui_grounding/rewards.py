@@ -4,8 +4,8 @@ The pure functions (``score_*``) take a completion's text, the target boxes and,
 geometry helpers (:func:`gaussian_point_value`, :func:`gaussian_overlap`, :func:`centre_distance_bonus`) take an
 already-parsed point or box. The wrappers follow TRL's reward signature ``fn(completions, **kwargs) -> list[float]``
 and read the dataset columns the ``gui_grounding`` task writes (``target_boxes_resized``, ``resized_size`` ``[W', H']``,
-``prompt_mode``). They are registered for ``--reward_funcs`` through the entry-point group ``vlm_r1.rewards`` (see
-setup.py):
+``prompt_mode``). The ``gui_grounding`` task declares them for ``--reward_funcs`` (:data:`REWARDS`, the task's
+``rewards``; ``vlm_r1.rewards.resolve_rewards`` looks there first):
 
 ==========================  ======================================  ===================  =========================
 name                        wrapper                                 answer               source
@@ -578,3 +578,15 @@ def click_distance_bonus_reward(
         score_click_distance_bonus(completion_text(c), boxes, size, mode, adapter)
         for c, boxes, size, mode, adapter in zip(completions, boxes_, sizes, modes, adapters, strict=True)
     ]
+
+
+#: ``--reward_funcs`` name -> reward function, declared by the ``gui_grounding`` task (``GUIGroundingTask.rewards``)
+REWARDS = {
+    "click": click_reward,
+    "click_format": click_format_reward,
+    "distance": distance_reward,
+    "iou": iou_reward,
+    "gaussian_point": gaussian_point_reward,
+    "gaussian_coverage": gaussian_coverage_reward,
+    "click_distance_bonus": click_distance_bonus_reward,
+}

@@ -13,7 +13,7 @@ smart_resize frame for resized-pixel adapters, the original size otherwise; the 
 ``adapter`` (name), ``answer_frame`` (``resized`` / ``norm1000`` / ``original``), ``target_boxes_answer`` (targets in
 the answer frame: what the rewards score), ``answer_size`` (the answer frame's extent: ``[W', H']``, ``[1000, 1000]``
 or ``[W, H]``); ``image`` (the PIL image) is attached lazily when a row is read. For ``--box_rounding``
-(``vlm_r1.configs.GRPOScriptArguments.box_rounding``):
+(:class:`GUIGroundingOptions`):
 
 * ``target_boxes_source``: the boxes as the record published them (``Sample.published_boxes``): 0-1000 values for
   GTA1 records, original pixels for canonical / VLM-R1 records;
@@ -28,12 +28,13 @@ or ``[W, H]``); ``image`` (the PIL image) is attached lazily when a row is read.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass, field
 from typing import Any
 
 from gui_grounding.adapters.base import Adapter
 from gui_grounding.frames import Frame
-from gui_grounding.prompts import check_mode
-from gui_grounding.rewards import check_box_rounding
+from gui_grounding.prompts import PROMPT_MODES, check_mode
+from gui_grounding.rewards import BOX_ROUNDINGS, REWARDS, check_box_rounding
 from gui_grounding.schema import Sample, load_samples
 from vlm_r1.tasks import Task, load_images_transform
 
@@ -117,32 +118,78 @@ def row_request(row: dict, adapter: Adapter | None = None):
     return Request(messages, image, {"frame": frame}, messages_to_text(row["prompt"]))
 
 
+@dataclass
+class GUIGroundingOptions:
+    """The ``gui_grounding`` task's own flags (``Task.options_class``): ``python -m vlm_r1.grpo_jsonl`` and
+    ``python -m vlm_r1.sft`` accept them, and ``--help`` lists them, once ``--task_type gui_grounding`` is known
+    (``vlm_r1.configs.parse_task_command_line``); ``--config`` YAML keys fill them too."""
+
+    prompt_mode: str = field(
+        default="non_thinking",
+        metadata={"help": "gui_grounding prompt and target format (the gta1 adapter family): 'non_thinking' (GTA1: "
+                  "answer '(x,y)'), 'thinking' ('<think>...</think><answer>(x,y)</answer>'; SFT targets use a fixed "
+                  "template thought) or 'box' (answer '[x1,y1,x2,y2]', for the iou / gaussian_coverage rewards; "
+                  "point rewards score the box centre).", "choices": list(PROMPT_MODES)},
+    )
+    adapter: str | None = field(
+        default=None,
+        metadata={"help": "gui_grounding: the model family's format (prompt, answer frame, parser, SFT target, resize "
+                  "rule) by adapter name (gui_grounding/adapters, e.g. gta1, ui-tars-1.5, qwen2-vl, qwen3-vl, "
+                  "internvl). Default: the checkpoint's config.model_type decides (qwen2_5_vl -> gta1 with its "
+                  "--prompt_mode variant, qwen2_vl -> qwen2-vl, qwen3_vl -> qwen3-vl, internvl -> internvl)."},
+    )
+    box_rounding: str = field(
+        default="float",
+        metadata={"help": "gui_grounding: how a target box is mapped into the frame the model answers in. 'float' "
+                  "(default): exact float edges. 'gta1': GTA1's click_reward rule, each edge of the box in its source "
+                  "unit (0-1000 for GTA1 records) truncated with int(edge * resized_side / source_side) "
+                  "(GTA1 src/grpo_grounding.py:160-164); its left/top edges admit one pixel more than float edges. "
+                  "Resized-pixel adapters only.", "choices": list(BOX_ROUNDINGS)},
+    )
+
+    def __post_init__(self):
+        check_mode(self.prompt_mode)
+        check_box_rounding(self.box_rounding)
+
+
+CLICK_REWARD_KEY = "rewards/click_reward/mean"  # TRL's metric key of the click reward
+
+
 class GUIGroundingTask(Task):
-    """GUI grounding: screenshot + instruction -> a point in the model family's answer frame; ``click`` reward."""
+    """GUI grounding: screenshot + instruction -> a point in the model family's answer frame; ``click`` reward.
+
+    Declares to the core (``vlm_r1.tasks.Task``): its flags (:class:`GUIGroundingOptions`), its rewards
+    (``gui_grounding.rewards.REWARDS``: click, click_format, distance, iou, gaussian_point, gaussian_coverage,
+    click_distance_bonus), the ``click_accuracy`` alias of the click reward's mean, and the ``click`` hit rate on the
+    one-line console log.
+    """
 
     name = "gui_grounding"
     default_reward_funcs = ("click",)
-    uses_prompt_mode = True
+    options_class = GUIGroundingOptions
+    rewards = REWARDS
+    metric_aliases = {"click_accuracy": CLICK_REWARD_KEY}
+    console_metrics = (("click", CLICK_REWARD_KEY, "{:.1%}"),)
 
-    @staticmethod
-    def adapter_for(script_args: Any, vlm_module: Any) -> Adapter:
+    def adapter_for(self, vlm_module: Any) -> Adapter:
         """The run's adapter: ``--adapter``, else the model type's default (gta1 family: by ``--prompt_mode``)."""
         from gui_grounding.adapters import training_adapter
 
-        return training_adapter(getattr(vlm_module, "model_type", None),
-                                getattr(script_args, "prompt_mode", "non_thinking"),
-                                getattr(script_args, "adapter", None))  # fmt: skip
+        return training_adapter(getattr(vlm_module, "model_type", None), self.options.prompt_mode,
+                                self.options.adapter)  # fmt: skip
 
     def run_info(self, script_args: Any, vlm_module: Any) -> dict:
-        """``adapter`` and ``answer_frame`` of the run, for ``vlm_r1_run.json``."""
-        adapter = self.adapter_for(script_args, vlm_module)
-        return {"adapter": adapter.name, "answer_frame": adapter.answer_frame}
+        """The options (``prompt_mode``, ``adapter`` as given, ``box_rounding``), then the run's resolved ``adapter``
+        and ``answer_frame``, for ``vlm_r1_run.json``."""
+        adapter = self.adapter_for(vlm_module)
+        return {**super().run_info(script_args, vlm_module), "adapter": adapter.name,
+                "answer_frame": adapter.answer_frame}  # fmt: skip
 
     def build_dataset(self, script_args: Any, processing_class: Any, vlm_module: Any):
         from datasets import Dataset
 
-        adapter = self.adapter_for(script_args, vlm_module)
-        box_rounding = check_box_rounding(getattr(script_args, "box_rounding", "float"))
+        adapter = self.adapter_for(vlm_module)
+        box_rounding = check_box_rounding(self.options.box_rounding)
         samples, report = load_samples(script_args.data_file_list, script_args.image_folder_list,
                                        strict=script_args.strict_data)  # fmt: skip
         logger.info("gui_grounding data:\n%s", report.table())

@@ -71,6 +71,14 @@ def parse_args(argv: list[str] | None = None):
     return script_args, training_args, model_args
 
 
+def _options(script_args) -> dict:
+    """The task's parsed flags (``script_args.task_options``: prompt_mode, adapter, box_rounding for gui_grounding)."""
+    import dataclasses
+
+    options = getattr(script_args, "task_options", None)
+    return dataclasses.asdict(options) if dataclasses.is_dataclass(options) else {}
+
+
 def objective(script_args, training_args, model_args) -> dict:
     """The resolved values that decide what is optimised: loss, sampling, KL, group size, lr, pixels, prompt, reward.
 
@@ -80,8 +88,8 @@ def objective(script_args, training_args, model_args) -> dict:
     out = {name: getattr(training_args, name) for name in OBJECTIVE_FIELDS}
     out["epsilon_high"] = training_args.epsilon if training_args.epsilon_high is None else training_args.epsilon_high
     out.update(
-        task_type=script_args.task_type, prompt_mode=script_args.prompt_mode, reward_funcs=script_args.reward_funcs,
-        box_rounding=script_args.box_rounding, max_pixels=script_args.max_pixels, min_pixels=script_args.min_pixels,
+        task_type=script_args.task_type, **_options(script_args), reward_funcs=script_args.reward_funcs,
+        max_pixels=script_args.max_pixels, min_pixels=script_args.min_pixels,
         freeze_vision_modules=model_args.freeze_vision_modules, ban_vision_tokens=training_args.ban_vision_tokens,
         dtype=model_args.dtype, bf16=training_args.bf16, max_steps=training_args.max_steps,
         per_device_train_batch_size=training_args.per_device_train_batch_size,

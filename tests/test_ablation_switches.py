@@ -223,12 +223,13 @@ def _trainer(model_dir, data, out, reward_funcs, **overrides):
     vlm_module = get_vlm_module(model_dir)
     processor = vlm_module.load_processor(model_dir, max_pixels=100352)
     script_args = GRPOScriptArguments(data_file_paths=data, image_folders=SAMPLE, task_type="gui_grounding")
-    dataset = get_task("gui_grounding").build_dataset(script_args, processor, vlm_module)
+    task = get_task("gui_grounding")
+    dataset = task.build_dataset(script_args, processor, vlm_module)
     config = dict(output_dir=out, report_to="none", bf16=False, max_steps=3, logging_steps=1, save_strategy="no",
                   seed=0, per_device_train_batch_size=8, num_generations=8, max_completion_length=8)  # fmt: skip
     args = VLMGRPOConfig(**{**config, **overrides})
     model = vlm_module.get_model_class(model_dir, {}).from_pretrained(model_dir)
-    return VLMGRPOTrainer(model=model, reward_funcs=resolve_rewards(reward_funcs), args=args, vlm_module=vlm_module,
+    return VLMGRPOTrainer(model=model, reward_funcs=resolve_rewards(reward_funcs, task), args=args, vlm_module=vlm_module,
                           processing_class=processor, freeze_vision=True, train_dataset=dataset)  # fmt: skip
 
 

@@ -24,7 +24,7 @@ from gui_grounding.adapters import (
 from gui_grounding.frames import point_in_box
 from gui_grounding.rewards import click_reward, distance_reward
 from gui_grounding.schema import Sample
-from gui_grounding.task import GUIGroundingTask, sample_to_row
+from gui_grounding.task import GUIGroundingOptions, GUIGroundingTask, sample_to_row
 
 SAMPLE = Sample("s0", "Open the menu", "unused.png", [(100.0, 50.0, 300.0, 150.0)], 1280, 720)
 RESIZE = (28, 3136, 200704)  # 1280x720 -> 588x336
@@ -149,18 +149,14 @@ def test_task_builds_rows_with_the_model_types_adapter(tmp_path, make_image):
         def get_image_resize_params(self, processor):  # never asked for a 0-1000 family
             raise AssertionError("a norm1000 adapter needs no smart_resize frame")
 
-    def args(**kw):
-        return SimpleNamespace(data_file_list=[str(data)], image_folder_list=[str(tmp_path)], strict_data=False,
-                               prompt_mode="non_thinking", box_rounding="float", adapter=None, **kw)  # fmt: skip
-
-    row = GUIGroundingTask().build_dataset(args(), None, Module())[0]
+    args = SimpleNamespace(data_file_list=[str(data)], image_folder_list=[str(tmp_path)], strict_data=False)
+    row = GUIGroundingTask().build_dataset(args, None, Module())[0]
     assert (row["adapter"], row["answer_frame"], row["image"].size) == ("qwen3-vl", "norm1000", (1280, 720))
     Module.model_type = "qwen2_5_vl"
     Module.get_image_resize_params = lambda self, processor: RESIZE
-    row = GUIGroundingTask().build_dataset(args(), None, Module())[0]
+    row = GUIGroundingTask().build_dataset(args, None, Module())[0]
     assert (row["adapter"], row["answer_frame"], row["image"].size) == ("gta1", "resized", (588, 336))
-    row = GUIGroundingTask().build_dataset(SimpleNamespace(**{**vars(args()), "adapter": "ui-tars-1.5"}), None,
-                                           Module())[0]  # fmt: skip
+    row = GUIGroundingTask(GUIGroundingOptions(adapter="ui-tars-1.5")).build_dataset(args, None, Module())[0]
     assert row["adapter"] == "ui-tars-1.5" and row["prompt"][0]["content"].startswith("Output only the coordinate")
     assert GUIGroundingTask().sft_completion(row) == "(92,47)"
 

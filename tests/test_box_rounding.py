@@ -20,7 +20,7 @@ from PIL import Image
 from gui_grounding.frames import Frame, gta1_box_to_resized
 from gui_grounding.rewards import click_reward
 from gui_grounding.schema import load_samples
-from gui_grounding.task import GUIGroundingTask, sample_to_row
+from gui_grounding.task import GUIGroundingOptions, GUIGroundingTask, sample_to_row
 
 N = 100_000
 SEED = 20250705
@@ -153,17 +153,13 @@ def test_build_dataset_reads_box_rounding(tmp_path):
     (tmp_path / "d.jsonl").write_text(json.dumps(record) + "\n")
     module = SimpleNamespace(get_image_resize_params=lambda processor: (28, 3136, 200_704))
 
-    def args(**kw):
-        return SimpleNamespace(data_file_list=[str(tmp_path / "d.jsonl")], image_folder_list=None, strict_data=False,
-                               prompt_mode="non_thinking", **kw)  # fmt: skip
-
-    task = GUIGroundingTask()
+    args = SimpleNamespace(data_file_list=[str(tmp_path / "d.jsonl")], image_folder_list=None, strict_data=False)
     for kw, expected in (({}, "float"), ({"box_rounding": "float"}, "float"), ({"box_rounding": "gta1"}, "gta1")):
-        row = task.build_dataset(args(**kw), None, module)[0]
+        row = GUIGroundingTask(GUIGroundingOptions(**kw)).build_dataset(args, None, module)[0]
         assert (row["box_rounding"], row["target_boxes_source"], row["image"].size) == (
             expected, [[100.0, 100.0, 300.0, 300.0]], (588, 336))  # fmt: skip
     with pytest.raises(ValueError, match=r"^unknown box_rounding 'exact'; expected one of float, gta1$"):
-        task.build_dataset(args(box_rounding="exact"), None, module)
+        GUIGroundingOptions(box_rounding="exact")
 
 
 def test_rows_keep_the_published_boxes(tmp_path):

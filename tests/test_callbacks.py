@@ -11,7 +11,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # A plain trl.GRPOTrainer on the tiny Qwen2.5-VL (no project trainer, so the test does not depend on how grpo_jsonl
 # registers the callback), 2 optimisation steps of 2 micro-batches each (exercises the gradient-accumulation path),
-# two rewards, one named click_reward (alias) and one varying within a group (non-zero advantages).
+# two rewards, one named click_reward (aliased the way a task's metric_aliases asks) and one varying within a group
+# (non-zero advantages).
 SCRIPT = r"""
 import json, sys
 from datasets import Dataset
@@ -35,7 +36,7 @@ args = GRPOConfig(output_dir=out, max_steps=2, per_device_train_batch_size=2, gr
                   bf16=False, save_strategy="no", beta=0.0, seed=0)
 trainer = GRPOTrainer(model=load_model(model_dir), reward_funcs=[click_reward, length_reward], args=args,
                       train_dataset=Dataset.from_list(rows), processing_class=load_processor(model_dir))
-callback = StepStatsCallback(trainer)
+callback = StepStatsCallback(trainer, aliases={"click_accuracy": "rewards/click_reward/mean"})
 trainer.add_callback(callback)
 trainer.train()
 assert trainer.reward_funcs[0] is click_reward, "reward functions not restored after training"

@@ -6,6 +6,7 @@ import logging
 
 import pytest
 
+from gui_grounding.task import GUIGroundingOptions
 from vlm_r1.grpo_jsonl import parse_args
 
 BASE = ["--model_name_or_path", "some/model", "--data_file_paths", "a.jsonl"]
@@ -60,7 +61,7 @@ def test_core_defaults_are_upstream_vlm_r1s(tmp_path):
     assert training.use_vllm is False
     assert training.bf16 is False
     assert script.task_type is None and script.reward_funcs is None
-    assert script.prompt_mode == "non_thinking"
+    assert script.task_options is None and not hasattr(script, "prompt_mode")  # the default task has no options
     assert script.strict_data is False
     assert (script.max_pixels, script.min_pixels) == (12845056, 3136)
     assert model.freeze_vision_modules is False
@@ -88,7 +89,7 @@ def test_script_flags_parse(tmp_path):
     assert script.task_type == "gui_grounding"
     assert script.reward_funcs == ["click", "click_format"]
     assert (script.max_pixels, script.min_pixels) == (100352, 6272)
-    assert script.prompt_mode == "thinking"
+    assert script.task_options == GUIGroundingOptions(prompt_mode="thinking", adapter=None, box_rounding="float")
     assert script.strict_data is True
     assert script.val_split_ratio == 0.25
     assert model.freeze_vision_modules is True
@@ -157,10 +158,61 @@ def test_unknown_flag_is_rejected(tmp_path, capsys):
     assert "unrecognized arguments: --no_such_flag 1" in capsys.readouterr().err
 
 
-def test_invalid_choice_exits(tmp_path):
+def test_invalid_choice_exits(tmp_path, capsys):
     with pytest.raises(SystemExit) as info:
-        parse_args(args(tmp_path, "--prompt_mode", "cot"))
+        parse_args(args(tmp_path, "--task_type", "gui_grounding", "--prompt_mode", "cot"))
     assert info.value.code == 2
+    assert "argument --prompt_mode/--prompt-mode: invalid choice: 'cot'" in capsys.readouterr().err
+
+
+def test_task_options_are_the_tasks_own(tmp_path, capsys):
+    # two-phase parse: a plugin's flag exists only once --task_type names the plugin, and the error says whose it is
+    with pytest.raises(SystemExit) as info:
+        parse_args(args(tmp_path, "--prompt_mode", "thinking", "--box_rounding", "gta1"))
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert ("unrecognized arguments: --prompt_mode thinking --box_rounding gta1 (--prompt_mode is an option of "
+            "--task_type gui_grounding; --box_rounding is an option of --task_type gui_grounding; this run's "
+            "task_type is default)") in err  # fmt: skip
+    with pytest.raises(SystemExit):
+        parse_args(args(tmp_path, "--task_type", "rec", "--adapter", "gta1"))
+    assert "--adapter is an option of --task_type gui_grounding; this run's task_type is rec" in capsys.readouterr().err
+    script, _, _ = parse_args(args(tmp_path, "--task_type=gui_grounding", "--adapter", "qwen3-vl", "--box_rounding",
+                                   "gta1"))  # fmt: skip
+    assert script.task_options == GUIGroundingOptions(prompt_mode="non_thinking", adapter="qwen3-vl",
+                                                      box_rounding="gta1")  # fmt: skip
+
+
+def test_task_and_its_options_from_config_yaml(tmp_path):
+    config = tmp_path / "run.yaml"
+    config.write_text("task_type: gui_grounding\nprompt_mode: box\nmax_pixels: 100352\n")
+    script, _, _ = parse_args(args(tmp_path, "--config", str(config)))
+    assert (script.task_type, script.max_pixels) == ("gui_grounding", 100352)
+    assert script.task_options == GUIGroundingOptions(prompt_mode="box")
+    # the command line wins over the YAML, for the task too
+    script, _, _ = parse_args(args(tmp_path, "--config", str(config), "--prompt_mode", "thinking"))
+    assert script.task_options.prompt_mode == "thinking"
+
+
+def test_unknown_task_type_is_a_usage_error(tmp_path, capsys):
+    with pytest.raises(SystemExit) as info:
+        parse_args(args(tmp_path, "--task_type", "nope"))
+    assert info.value.code == 2
+    assert ("error: unknown task_type 'nope'; registered: default, rec, ic, odLength, gui, gui_defect, "
+            "gui_grounding") in capsys.readouterr().err  # fmt: skip
+
+
+def test_help_lists_the_tasks_options(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        parse_args(["--help"])
+    out = capsys.readouterr().out
+    assert "Installed tasks with options:\n  gui_grounding: --prompt_mode, --adapter, --box_rounding" in out
+    assert "--prompt_mode {" not in out  # listed by name only: they belong to that task
+    with pytest.raises(SystemExit):
+        parse_args(["--task_type", "gui_grounding", "--help"])
+    out = capsys.readouterr().out
+    assert "--prompt_mode {non_thinking,thinking,box}" in out and "--box_rounding {float,gta1}" in out
+    assert "--adapter ADAPTER" in out
 
 
 @pytest.mark.parametrize(
@@ -237,5 +289,5 @@ def test_get_task_unknown_lists_names():
     with pytest.raises(ValueError) as info:
         get_task("no_such_task")
     assert str(info.value) == (
-        "unknown task_type 'no_such_task'; available: default, gui, gui_defect, gui_grounding, ic, odLength, rec"
+        "unknown task_type 'no_such_task'; registered: default, rec, ic, odLength, gui, gui_defect, gui_grounding"
     )

@@ -16,7 +16,7 @@ def test_gta1_script_defaults_and_flags(tmp_path):
     assert script.data_file_list == ["inp.json"] and script.image_folder_list == ["./preprocessing"]
     assert script.task_type == "gui_grounding"
     assert script.reward_funcs == ["click", "click_format"]  # GTA1's default `accuracy format`, its meanings
-    assert (script.prompt_mode, script.box_rounding) == ("non_thinking", "gta1")
+    assert (script.task_options.prompt_mode, script.task_options.box_rounding) == ("non_thinking", "gta1")
     assert (script.max_pixels, script.min_pixels) == (12845056, 3136)  # grpo_grounding.py:61-68
     # GTA1's GRPOConfig defaults (src/trainer/grpo_config.py) = upstream's; its sampling and loss as they ran
     assert (training.beta, training.max_completion_length, training.num_generations) == (0.04, 256, 8)

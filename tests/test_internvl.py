@@ -224,6 +224,7 @@ def test_grpo_three_steps_save_reload(tiny_internvl, rec_data, tmp_path):
     assert module.load_processor(out).image_processor.max_patches == 6  # the run's tiling bound is saved
 
 
+@pytest.mark.slow  # a CLI subprocess run (~9 s); the default suite keeps the in-process checks
 def test_grpo_cli_rec_three_steps(tiny_internvl, rec_data, tmp_path):
     """``python -m vlm_r1.grpo_jsonl --task_type rec`` on InternVL: no smart_resize frame is asked for (the REC frame
     is InternVL's 0-1000 grid, ``answer_frame_size``), ``--max_anyres_num`` reaches the image processor, 3 steps run
@@ -244,6 +245,7 @@ def test_grpo_cli_rec_three_steps(tiny_internvl, rec_data, tmp_path):
     assert saved["image_processor"]["max_patches"] == 2
 
 
+@pytest.mark.slow  # a CLI subprocess run (~9 s); the default suite keeps the in-process checks
 def test_sft_cli_three_steps_save_reload(tiny_internvl, rec_data, tmp_path):
     """``python -m vlm_r1.sft`` (task ``default``: target = the record's answer) on tiled images, saved and reloaded."""
     from PIL import Image

@@ -126,8 +126,15 @@ def test_compact_line_format():
             "rewards/click_reward/mean": 0.1875, "kl": 0.00123, "completions/mean_length": 12.25,
             "shared_prompt/llm_tokens": 2123.0, "shared_prompt/naive_llm_tokens": 16116.0, "timing/step_s": 1.0734,
             "step_time": 9.0, "completions/min_length": 3.0}  # fmt: skip
-    assert compact_log_line(logs, 5, 20) == (
+    from gui_grounding.task import GUIGroundingTask
+
+    # the task's console metric (its click hit rate) sits after the reward fields; the core knows no such key
+    assert compact_log_line(logs, 5, 20, GUIGroundingTask.console_metrics) == (
         "[train] step 5/20 | loss 0.01235 | reward 0.25 | reward_std 0.433 | click 18.8% | kl 0.00123 | "
+        "grad_norm 0.5 | len 12.25 | lr 1e-06 | shared x7.59 | 1.07 s/step"
+    )
+    assert compact_log_line(logs, 5, 20) == (
+        "[train] step 5/20 | loss 0.01235 | reward 0.25 | reward_std 0.433 | kl 0.00123 | "
         "grad_norm 0.5 | len 12.25 | lr 1e-06 | shared x7.59 | 1.07 s/step"
     )
     assert compact_log_line({"loss": 1.0, "step_time": 2.0}, 1, 0) == "[train] step 1 | loss 1 | 2 s/step"

@@ -279,6 +279,7 @@ def _reloads(out: str) -> None:
     assert json.load(open(os.path.join(out, "processor_config.json")))["processor_class"] == "Qwen3VLProcessor"
 
 
+@pytest.mark.slow  # a CLI subprocess run (~9 s); the default suite keeps the in-process checks
 def test_grpo_rec_three_steps_shared_prompt(q3_dir, rec_file, tmp_path):
     out = str(tmp_path / "grpo")
     proc = _run(["-m", "vlm_r1.grpo_jsonl", "--model_name_or_path", q3_dir, "--task_type", "rec", "--data_file_paths",
@@ -304,6 +305,7 @@ def test_grpo_rec_three_steps_shared_prompt(q3_dir, rec_file, tmp_path):
     _reloads(out)
 
 
+@pytest.mark.slow  # a CLI subprocess run (~9 s); the default suite keeps the in-process checks
 def test_sft_three_steps(q3_dir, rec_file, tmp_path):
     from safetensors.torch import load_file
 

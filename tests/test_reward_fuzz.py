@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from gui_grounding.prompts import PROMPT_MODES
 from gui_grounding.rewards import BOX_ROUNDINGS
+from gui_grounding.task import GUIGroundingTask
 from vlm_r1.rewards import available_rewards, resolve_reward
 
 # the task whose rows each reward reads; box rewards need prompt_mode "box"
@@ -42,7 +43,7 @@ MAX_TEXT = 20_000
 
 def test_every_registered_reward_is_fuzzed():
     # a new built-in or plugin reward must be added to TASK_OF (and so to this fuzz test)
-    assert sorted(available_rewards()) == NAMES
+    assert sorted(available_rewards(GUIGroundingTask())) == NAMES
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -147,7 +148,7 @@ def rows(draw, task: str) -> dict:
 
 def call_like_trl(name: str, texts: list[str], row_list: list[dict]) -> list:
     """Call the reward registered as ``name`` with TRL's keyword arguments; assert one finite float per completion."""
-    fn = resolve_reward(name)
+    fn = resolve_reward(name, GUIGroundingTask())
     kwargs = {key: [row[key] for row in row_list] for key in row_list[0]}
     out = fn(
         prompts=[[{"role": "user", "content": "q"}]] * len(texts),

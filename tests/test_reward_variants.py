@@ -5,7 +5,6 @@ of each case with ``math``, never by calling the code under test."""
 from __future__ import annotations
 
 import math
-from importlib.metadata import entry_points
 
 import pytest
 from hypothesis import given, settings
@@ -537,18 +536,19 @@ VARIANTS = {
 }
 
 
-def test_variant_entry_points_installed():
-    names = {ep.name: ep.value for ep in entry_points(group="vlm_r1.rewards")}
+def test_variants_are_declared_by_the_task():
+    from gui_grounding.task import GUIGroundingTask
+
     for name, fn in VARIANTS.items():
-        assert names.get(name) == f"gui_grounding.rewards:{fn.__name__}", (
-            f"entry point {name!r} missing: run `pip install -e . --no-deps`"
-        )
+        assert GUIGroundingTask.rewards[name] is fn
 
 
 def test_resolve_rewards_all_names():
     names = ["click", "click_format", "format", "accuracy", *VARIANTS]
     expected = [gg.click_reward, gg.click_format_reward, vr.format_reward, vr.accuracy_reward, *VARIANTS.values()]
-    assert vr.resolve_rewards(names) == expected
+    from gui_grounding.task import GUIGroundingTask
+
+    assert vr.resolve_rewards(names, GUIGroundingTask()) == expected
     assert vr.resolve_reward("gui_grounding.rewards:gaussian_point_reward") is gg.gaussian_point_reward
 
 

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from gui_grounding import rewards as gg_rewards
 from gui_grounding.prompts import parse_point
 from gui_grounding.rewards import click_format_reward, click_reward, score_click, score_click_format
+from gui_grounding.task import GUIGroundingTask
 from vlm_r1 import rewards as vr
 
 BOX = [10, 10, 20, 20]
@@ -319,58 +320,95 @@ def test_accuracy_unknown_method_scores_as_default_as_upstream():
 # registry
 
 
-def test_entry_points_are_installed():
-    names = {ep.name: ep.value for ep in entry_points(group="vlm_r1.rewards")}
-    assert names.get("click") == "gui_grounding.rewards:click_reward", (
-        "entry point 'click' missing: is the package installed (pip install -e .)?"
-    )
-    assert names.get("click_format") == "gui_grounding.rewards:click_format_reward"
+def test_gui_rewards_come_from_the_task_not_the_core_registry():
+    # the plugin declares its rewards through its task (Task.rewards), not as core entry points
+    assert not {ep.name for ep in entry_points(group="vlm_r1.rewards")} & set(gg_rewards.REWARDS)
+    assert GUIGroundingTask.rewards is gg_rewards.REWARDS
+    assert sorted(GUIGroundingTask.rewards) == ["click", "click_distance_bonus", "click_format", "distance",
+                                                "gaussian_coverage", "gaussian_point", "iou"]  # fmt: skip
 
 
 def test_resolve_reward_names():
-    assert vr.resolve_reward("click") is gg_rewards.click_reward
-    assert vr.resolve_reward("click_format") is gg_rewards.click_format_reward
-    assert vr.resolve_reward("format") is vr.format_reward
+    task = GUIGroundingTask()
+    assert vr.resolve_reward("click", task) is gg_rewards.click_reward
+    assert vr.resolve_reward("click_format", task) is gg_rewards.click_format_reward
+    assert vr.resolve_reward("format", task) is vr.format_reward
     assert vr.resolve_reward("accuracy") is vr.accuracy_reward
     assert vr.resolve_reward("gui_grounding.rewards:click_reward") is gg_rewards.click_reward
-    assert vr.resolve_rewards(["click", "format"]) == [gg_rewards.click_reward, vr.format_reward]
+    assert vr.resolve_rewards(["click", "format"], task) == [gg_rewards.click_reward, vr.format_reward]
+    with pytest.raises(ValueError, match=r"^unknown reward 'click'\. Available: accuracy \(builtin\), format "):
+        vr.resolve_reward("click")  # without the task: the core knows no GUI reward
 
 
 def test_resolve_reward_unknown_lists_available():
     with pytest.raises(ValueError) as info:
-        vr.resolve_reward("no_such_reward")
+        vr.resolve_reward("no_such_reward", GUIGroundingTask())
     msg = str(info.value)
     assert msg.startswith("unknown reward 'no_such_reward'. Available: ")
-    for part in ("accuracy (builtin)", "format (builtin)", "click (gui_grounding.rewards:click_reward)",
-                 "click_format (gui_grounding.rewards:click_format_reward)", "'package.module:function'"):  # fmt: skip
+    for part in ("accuracy (builtin)", "format (builtin)", "click (task gui_grounding)",
+                 "click_format (task gui_grounding)", "'package.module:function'"):  # fmt: skip
         assert part in msg
 
 
 def test_resolve_reward_bad_specs():
-    with pytest.raises(AttributeError):
+    with pytest.raises(ValueError, match=r"^cannot load 'gui_grounding.rewards:no_such_function'"):
         vr.resolve_reward("gui_grounding.rewards:no_such_function")
-    with pytest.raises(ModuleNotFoundError):
+    with pytest.raises(ValueError, match=r"^cannot load 'no_such_package.rewards:fn': No module named"):
         vr.resolve_reward("no_such_package.rewards:fn")
     with pytest.raises(ValueError, match="does not name a callable"):
         vr.resolve_reward("gui_grounding.prompts:PROMPT_MODES")
 
 
-def test_name_registered_twice_is_an_error(monkeypatch):
-    class FakeEP:
-        name, value = "format", "evil_pkg:format"
+class _FakeEP:
+    def __init__(self, name, value, obj=None):
+        self.name, self.value, self.group, self._obj = name, value, "vlm_r1.rewards", obj
 
-    monkeypatch.setattr(vr, "_entry_point_rewards", lambda: {"format": FakeEP()})
-    with pytest.raises(ValueError, match=r"reward 'format' is both built in and registered by evil_pkg:format"):
-        vr.resolve_reward("format")
-    assert vr.available_rewards()["format"] == "CONFLICT: builtin and evil_pkg:format"
+    def load(self):
+        return self._obj
+
+
+def _patch_reward_entry_points(monkeypatch, eps):
+    import importlib.metadata
+
+    real = importlib.metadata.entry_points
+
+    def fake(**kw):
+        return eps if kw.get("group") == "vlm_r1.rewards" else real(**kw)
+
+    monkeypatch.setattr(importlib.metadata, "entry_points", fake)
+
+
+def test_name_registered_twice_is_an_error(monkeypatch):
+    _patch_reward_entry_points(monkeypatch, [_FakeEP("format", "evil_pkg:format", lambda *a, **k: [9.0])])
+    try:
+        with pytest.raises(ValueError, match=r"^reward 'format' is both built in and registered by evil_pkg:format"):
+            vr.resolve_reward("format")
+        assert vr.available_rewards()["format"] == "CONFLICT: builtin and evil_pkg:format"
+        assert vr.resolve_reward("accuracy") is vr.accuracy_reward  # other names unaffected
+    finally:
+        monkeypatch.undo()
+        vr.REWARDS.refresh()
+
+
+def test_reward_plugin_entry_point(monkeypatch):
+    def my_reward(completions, **kwargs):
+        return [0.5] * len(completions)
+
+    _patch_reward_entry_points(monkeypatch, [_FakeEP("mine", "my_pkg:my_reward", my_reward)])
+    try:
+        assert vr.resolve_reward("mine") is my_reward
+        assert vr.available_rewards()["mine"] == "my_pkg:my_reward"
+    finally:
+        monkeypatch.undo()
+        vr.REWARDS.refresh()
 
 
 def test_available_rewards():
-    avail = vr.available_rewards()
+    assert vr.available_rewards() == {"accuracy": "builtin", "format": "builtin", "rec_iou": "builtin",
+                                      "rec_format": "builtin"}  # fmt: skip
+    avail = vr.available_rewards(GUIGroundingTask())
     assert avail["accuracy"] == "builtin"
-    assert avail["format"] == "builtin"
-    assert avail["click"] == "gui_grounding.rewards:click_reward"
-    assert avail["click_format"] == "gui_grounding.rewards:click_format_reward"
+    assert avail["click"] == avail["click_format"] == "task gui_grounding"
 
 
 # --------------------------------------------------------------------------------------------------------------------

@@ -5,12 +5,26 @@ subclasses instantiate."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 import os
 
 from vlm_r1.modules.base import UpstreamModuleMixin, VLMBaseModule
+from vlm_r1.tasks import Task
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CORE = os.path.join(REPO, "vlm_r1")
+
+
+@dataclasses.dataclass
+class SpecOptions:
+    level: int = dataclasses.field(default=1, metadata={"help": "A task option."})
+
+
+class SpecTask(Task):
+    """A task given as a ``module:Class`` spec (the registry's third source), with its own options."""
+
+    name = "spec_task"
+    options_class = SpecOptions
 
 
 def _core_files():
@@ -68,3 +82,110 @@ def test_upstream_style_module_still_instantiates():
     assert (m.get_vlm_key(), m.is_embeds_input(), m.get_custom_multimodal_keywords(), m.get_non_generate_params()) == (
         "toy_vl", False, [], [])  # fmt: skip
     assert m.shared_prompt_positions_fn(None) is None and m.get_custom_processing_keywords() == []
+
+
+def _plugin_vocabulary() -> tuple[set[str], set[str]]:
+    """``(words, literals)``: what the GUI plugin declares through its task entry point, read from the plugin itself.
+
+    ``words`` may appear nowhere in ``vlm_r1`` (code, comments, docstrings): its option names, prompt modes, reward
+    names and reward function names, metric aliases and console metric keys. ``literals`` are the generic English
+    words among them ("thinking", "distance", "iou", "adapter"): the core may use the word (LoRA adapters, REC IoU),
+    never the string value.
+    """
+    from gui_grounding.task import GUIGroundingTask
+
+    task = GUIGroundingTask
+    names = {f.name for f in dataclasses.fields(task.options_class)}
+    for f in dataclasses.fields(task.options_class):
+        names |= set(f.metadata.get("choices", ()))
+    names |= set(task.rewards) | {fn.__name__ for fn in task.rewards.values()}
+    names |= set(task.metric_aliases) | set(task.metric_aliases.values())
+    names |= {key for _, key, _ in task.console_metrics}
+    # box_rounding's values: 'float' is a Python type, 'gta1' the core's own loss preset (--loss_preset gta1); and
+    # upstream VLM-R1's own REC reward function name (iou_reward, vlm_r1.rewards) stays the core's
+    from vlm_r1.rewards import BUILTIN_REWARDS
+
+    names -= {"float", "gta1"} | {fn.__name__ for fn in BUILTIN_REWARDS.values()}
+    # 'box' (a prompt mode) is also the core's REC vocabulary ("REC's boxes stay", issue 13): the other modes and the
+    # option name already catch a core that knows the plugin's modes
+    names.discard("box")
+    generic = names & {"thinking", "distance", "iou", "adapter"}
+    return names - generic, generic
+
+
+def test_core_never_names_the_plugins_options_modes_rewards_or_aliases():
+    import io
+    import re
+    import tokenize
+
+    words, literals = _plugin_vocabulary()
+    # the vocabulary really is the plugin's (so this test cannot pass by reading an empty list)
+    assert {"prompt_mode", "box_rounding", "non_thinking", "click", "click_reward", "click_format",
+            "click_accuracy", "gaussian_point", "rewards/click_reward/mean"} <= words  # fmt: skip
+    assert {"thinking", "adapter", "distance", "iou"} <= literals
+    pattern = re.compile(r"(?<![\w/])(" + "|".join(sorted(map(re.escape, words), key=len, reverse=True)) + r")(?![\w/])")
+    found = []
+    for path in _core_files():
+        text = open(path, encoding="utf-8").read()
+        rel = os.path.relpath(path, REPO)
+        for lineno, line in enumerate(text.splitlines(), 1):
+            found += [f"{rel}:{lineno} {m.group(1)}" for m in pattern.finditer(line)]
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type == tokenize.STRING:
+                try:
+                    value = ast.literal_eval(tok.string)
+                except (ValueError, SyntaxError):  # f-strings
+                    continue
+                if isinstance(value, str) and value in literals:
+                    found.append(f"{rel}:{tok.start[0]} {value!r}")
+    assert found == []
+
+
+def test_grpo_and_sft_share_one_data_arguments_dataclass(tmp_path):
+    from vlm_r1.configs import DataArguments, GRPOScriptArguments
+    from vlm_r1.sft import SFTScriptArguments
+    from vlm_r1.sft import parse_args as sft_parse_args
+
+    assert SFTScriptArguments is DataArguments and issubclass(GRPOScriptArguments, DataArguments)
+    grpo_only = {f.name for f in dataclasses.fields(GRPOScriptArguments)} - {f.name for f in dataclasses.fields(DataArguments)}
+    assert grpo_only == {"reward_funcs", "reward_method", "is_reward_customized_from_vlm_module"}
+    # SFT: the same flags and the task's own, but the checkpoint's pixel budget unless given
+    script, training, _ = sft_parse_args(["--model_name_or_path", "m", "--output_dir", str(tmp_path), "--task_type",
+                                          "gui_grounding", "--data_file_paths", "a.jsonl", "--prompt_mode", "thinking",
+                                          "--val_split_ratio", "0.5", "--max_anyres_num", "6"])  # fmt: skip
+    assert (script.max_pixels, script.min_pixels, script.val_split_ratio, script.max_anyres_num) == (None, None, 0.5, 6)
+    assert script.task_options.prompt_mode == "thinking"
+
+
+def test_one_registry_helper_serves_every_kind():
+    import gui_grounding.adapters
+    import gui_grounding.eval.backends
+    import gui_grounding.eval.benchmarks
+    import vlm_r1.modules
+    import vlm_r1.rewards
+    import vlm_r1.tasks
+    from vlm_r1.registry import Registry
+
+    registries = {
+        "modules": vlm_r1.modules.REGISTRY, "adapters": gui_grounding.adapters.REGISTRY, "tasks": vlm_r1.tasks.TASKS,
+        "rewards": vlm_r1.rewards.REWARDS, "benchmarks": gui_grounding.eval.benchmarks.REGISTRY,
+        "backends": gui_grounding.eval.backends.REGISTRY,
+    }  # fmt: skip
+    assert {k: type(r) for k, r in registries.items()} == dict.fromkeys(registries, Registry)
+    assert {k: r.group for k, r in registries.items()} == {
+        "modules": "vlm_r1.modules", "adapters": "gui_grounding.adapters", "tasks": "vlm_r1.tasks",
+        "rewards": "vlm_r1.rewards", "benchmarks": "gui_grounding.benchmarks", "backends": "gui_grounding.backends",
+    }  # fmt: skip
+
+
+def test_task_spec_with_its_own_options(tmp_path):
+    from vlm_r1.grpo_jsonl import parse_args
+    from vlm_r1.tasks import get_task
+
+    spec = f"{__name__}:SpecTask"
+    script, _, _ = parse_args(["--model_name_or_path", "m", "--output_dir", str(tmp_path), "--data_file_paths",
+                               "a.jsonl", "--task_type", spec, "--level", "3"])  # fmt: skip
+    assert script.task_options == SpecOptions(level=3)
+    task = get_task(spec, script.task_options)
+    assert isinstance(task, Task) and task.options.level == 3 and task.run_info(None, None) == {"level": 3}
+    assert get_task(spec).options == SpecOptions(level=1)

@@ -13,7 +13,8 @@ key                            meaning
 ``timing/training_s``          the rest: forward/backward of the loss, optimiser step, gradient sync
 ``throughput/tokens_per_s``    prompt + completion tokens of the step (all ranks, TRL's ``num_input_tokens_seen``)
                                per second of ``timing/step_s``
-``click_accuracy``             alias of ``rewards/click_reward/mean`` when a reward named ``click_reward`` exists
+(task aliases)                 each ``alias: key`` of the task's ``metric_aliases`` (``vlm_r1.tasks.Task``), when
+                               ``key`` is logged: the same values under a name researchers know
 =============================  =====================================================================================
 
 ``generation + reward + training == step`` for each step (up to rounding); with ``--logging_steps N`` every key is
@@ -56,7 +57,6 @@ from transformers import TrainerCallback
 
 logger = logging.getLogger(__name__)
 
-CLICK_REWARD_KEY = "rewards/click_reward/mean"
 STEP_STATS_KEYS = (
     "timing/step_s",
     "timing/generation_s",
@@ -81,15 +81,18 @@ def _is_plain_sync_callable(func: Any) -> bool:
 
 
 class StepStatsCallback(TrainerCallback):
-    """Per-step timing split (generation / reward / training), tokens per second and a ``click_accuracy`` alias.
+    """Per-step timing split (generation / reward / training), tokens per second and the task's metric aliases.
 
     Args:
         trainer: the ``trl.GRPOTrainer`` (or subclass) this callback is added to. May also be set later as
             ``callback.trainer = trainer`` (the pattern of the task's evaluation callbacks), before ``train()``.
+        aliases: ``{alias: metric key}`` (the task's ``metric_aliases``): each step where ``key`` is in TRL's
+            metrics store, ``alias`` gets the same values (so TRL's averaging gives the same number).
     """
 
-    def __init__(self, trainer: Any = None):
+    def __init__(self, trainer: Any = None, aliases: dict[str, str] | None = None):
         self.trainer = trainer
+        self.aliases = dict(aliases or {})
         self._hook = None
         self._original_reward_funcs: list | None = None
         self._in_step = False
@@ -180,20 +183,23 @@ class StepStatsCallback(TrainerCallback):
         train = metrics["train"]
         for key, value in stats.items():
             train[key].append(float(value))
-        if CLICK_REWARD_KEY in train:  # same entries as TRL's key, so TRL's averaging gives the same number
-            train["click_accuracy"] = list(train[CLICK_REWARD_KEY])
+        for alias, key in self.aliases.items():
+            if key in train:  # same entries as TRL's key, so TRL's averaging gives the same number
+                train[alias] = list(train[key])
         return control
 
 
 # ---- the console: one compact line per log (issue 13) ----------------------------------------------------------------
 LOGS_JSONL = "logs.jsonl"
 
-# (label, key, format) of the compact training line, in order; a key absent from the logs is left out
-_COMPACT_FIELDS = (
+# (label, key, format) of the compact training line, in order; a key absent from the logs is left out. The task's
+# ``console_metrics`` go between the reward fields and the rest.
+_COMPACT_HEAD = (
     ("loss", "loss", "{:.4g}"),
     ("reward", "reward", "{:.4g}"),
     ("reward_std", "reward_std", "{:.4g}"),
-    ("click", CLICK_REWARD_KEY, "{:.1%}"),
+)
+_COMPACT_FIELDS = (
     ("kl", "kl", "{:.4g}"),
     ("grad_norm", "grad_norm", "{:.4g}"),
     ("len", "completions/mean_length", "{:.4g}"),
@@ -202,19 +208,21 @@ _COMPACT_FIELDS = (
 )
 
 
-def compact_log_line(logs: dict, step: int, max_steps: int) -> str:
+def compact_log_line(logs: dict, step: int, max_steps: int, task_fields: tuple = ()) -> str:
     """One line for a log dict of a training step: ``[train] step 5/20 | loss 0.0123 | reward 0.25 | ...``.
 
-    Training logs (with ``loss``): :data:`_COMPACT_FIELDS` that are present, then ``shared x7.59`` (naive / shared
+    Training logs (with ``loss``): loss, reward, reward_std, then ``task_fields`` (the task's ``console_metrics``,
+    ``(label, key, format)``), then kl, grad_norm, completion length, token accuracy (SFT) and learning rate, each
+    when present; then ``shared x7.59`` (naive / shared
     LLM tokens, ``shared_prompt/*``, when prompts were shared) and the step time (``timing/step_s`` of :class:`StepStatsCallback`,
     else TRL's ``step_time``). Evaluation logs: ``[eval]`` and their ``eval_*`` scalars; the end-of-training summary:
-    ``[done]`` with runtime and ``train_loss``. Numbers use 4 significant digits; ``click`` is the rollouts' hit rate
-    in percent.
+    ``[done]`` with runtime and ``train_loss``. Numbers use 4 significant digits unless a field's format says
+    otherwise.
     """
     head = f"step {step}/{max_steps}" if max_steps and max_steps > 0 else f"step {step}"
     if "loss" in logs:
         parts = [f"[train] {head}"]
-        for label, key, fmt in _COMPACT_FIELDS:
+        for label, key, fmt in (*_COMPACT_HEAD, *task_fields, *_COMPACT_FIELDS):
             value = logs.get(key)
             if isinstance(value, (int, float)):
                 parts.append(f"{label} {fmt.format(value)}")
@@ -242,6 +250,8 @@ class _CompactLog:
     """What both console callbacks do on ``on_log`` (main process only): append the full dict to
     ``output_dir/logs.jsonl``, log it at DEBUG level, and return the compact line to show."""
 
+    task_fields: tuple = ()
+
     def _record(self, args, state, logs: dict) -> str | None:
         import json
         import os
@@ -254,7 +264,7 @@ class _CompactLog:
             os.makedirs(args.output_dir, exist_ok=True)
             with open(os.path.join(args.output_dir, LOGS_JSONL), "a", encoding="utf-8") as f:
                 f.write(json.dumps(full, default=str) + "\n")
-        return compact_log_line(logs, state.global_step, state.max_steps)
+        return compact_log_line(logs, state.global_step, state.max_steps, self.task_fields)
 
 
 def _progress_callback_class():
@@ -285,11 +295,12 @@ class CompactPrinterCallback(_CompactLog, TrainerCallback):
             print(line, flush=True)
 
 
-def use_compact_console(trainer: Any) -> TrainerCallback:
+def use_compact_console(trainer: Any, task_fields: tuple = ()) -> TrainerCallback:
     """Replace the trainer's console printer (transformers' ``ProgressCallback``, or ``PrinterCallback`` with
     ``--disable_tqdm``; added in ``Trainer.__init__``, ``trainer.py:599``) by its compact counterpart; returns it.
 
-    The console gets one line per log (:func:`compact_log_line`); the full dict still goes to ``log_history``
+    The console gets one line per log (:func:`compact_log_line`, with the task's ``console_metrics`` as
+    ``task_fields``); the full dict still goes to ``log_history``
     (``trainer_state.json``), every ``--report_to`` backend, ``output_dir/logs.jsonl`` (one JSON object per log, with
     its ``step``) and the ``vlm_r1.callbacks`` logger at DEBUG level.
     """
@@ -301,5 +312,6 @@ def use_compact_console(trainer: Any) -> TrainerCallback:
     else:
         trainer.remove_callback(ProgressCallback)
         callback = _progress_callback_class()()
+    callback.task_fields = tuple(task_fields)
     trainer.add_callback(callback)
     return callback

@@ -44,8 +44,10 @@ def _split(value: str | None) -> list[str] | None:
 
 
 @dataclass
-class GRPOScriptArguments:
-    """Data and task arguments (upstream VLM-R1's ``GRPOScriptArguments``, minus the dead ones)."""
+class DataArguments:
+    """Data arguments shared by ``python -m vlm_r1.grpo_jsonl`` and ``python -m vlm_r1.sft`` (upstream VLM-R1's
+    ``GRPOScriptArguments`` data fields, minus the dead ones). A task's own flags come from its ``options_class``
+    (``vlm_r1.tasks``), parsed next to these once ``--task_type`` is known (:func:`parse_task_command_line`)."""
 
     data_file_paths: str | None = field(
         default=None,
@@ -63,48 +65,31 @@ class GRPOScriptArguments:
         metadata={"help": "One image folder per data file, ':'-separated; image paths in the records are relative to "
                   "it. Default: each data file's own folder."},
     )
+    image_root: str | None = field(
+        default=None,
+        metadata={"help": "Image folder for every data file that gets none from --image_folders or its data config "
+                  "entry (upstream grpo_rec.py / GTA1 grpo_grounding.py flag)."},
+    )
     task_type: str | None = field(
         default=None,
-        metadata={"help": "Task plugin that turns records into prompts and reward columns: 'gui_grounding' (GTA1 "
-                  "click task), 'default' (upstream VLM-R1 grpo_jsonl records), 'rec' (upstream REC: one image, bbox "
-                  "answer in original pixels; accuracy/format resolve to rec_iou/rec_format), or upstream's ic/"
-                  "odLength/gui/gui_defect (default task with their question template). Default: 'default'."},
-    )
-    reward_funcs: list[str] | None = field(
-        default=None,
-        metadata={"help": "Reward functions: built-in names (accuracy, format, rec_iou, rec_format), names "
-                  "registered under the 'vlm_r1.rewards' entry point (click, click_format, distance, iou, "
-                  "gaussian_point, gaussian_coverage, click_distance_bonus; see docs/REWARDS.md), or "
-                  "'package.module:function'. Default: the task's own (click for gui_grounding; accuracy format for "
-                  "default; rec_iou rec_format for rec)."},
-    )
-    reward_method: str | None = field(
-        default=None,
-        metadata={"help": "Default task only: accuracy method per data file, ':'-separated (default, all_match, "
-                  "yes_no). A record's own 'accu_reward_method' wins."},
-    )
-    is_reward_customized_from_vlm_module: bool = field(
-        default=False,
-        metadata={"help": "Take rewards from the VLM module's select_reward_func (upstream REC path) instead of "
-                  "the registry (Qwen: task_type rec -> iou_reward/format_reward_rec; --task_type rec alone gives the "
-                  "same)."},
+        metadata={"help": "Task plugin that turns records into prompts, reward columns and SFT targets: 'default' "
+                  "(upstream VLM-R1 grpo_jsonl records), 'rec' (upstream REC: one image, bbox answer in original "
+                  "pixels; accuracy/format resolve to rec_iou/rec_format), upstream's ic/odLength/gui/gui_defect "
+                  "(default task with their question template), a task an installed package registers under the "
+                  "'vlm_r1.tasks' entry point, or 'package.module:TaskClass'. A task may add its own flags: give "
+                  "--task_type NAME --help to list them. Default: 'default'."},
     )
     max_pixels: int | None = field(
         default=12845056,
         metadata={"help": "Upper pixel budget of the image processor's smart_resize (resized H*W), set on the "
-                  "processor as upstream VLM-R1 did (grpo_jsonl.py GRPOScriptArguments max_pixels 12845056). GTA1's "
-                  "README run uses 4096*2160 = 8847360 (recipes/gta1/*.yaml)."},
+                  "processor. GRPO default: upstream VLM-R1's 12845056 (grpo_jsonl.py GRPOScriptArguments); SFT "
+                  "default: the checkpoint's processor. GTA1's README run uses 4096*2160 = 8847360 "
+                  "(recipes/gta1/*.yaml)."},
     )
     min_pixels: int | None = field(
         default=3136,
-        metadata={"help": "Lower pixel budget of smart_resize, set on the processor (upstream default 3136)."},
-    )
-    prompt_mode: str = field(
-        default="non_thinking",
-        metadata={"help": "gui_grounding prompt: 'non_thinking' (GTA1: answer '(x,y)'), 'thinking' "
-                  "('<think>...</think><answer>(x,y)</answer>') or 'box' (answer '[x1,y1,x2,y2]', for the iou / "
-                  "gaussian_coverage rewards; point rewards score the box centre).",
-                  "choices": ["non_thinking", "thinking", "box"]},
+        metadata={"help": "Lower pixel budget of smart_resize, set on the processor. GRPO default: upstream's 3136; "
+                  "SFT default: the checkpoint's processor."},
     )
     max_anyres_num: int | None = field(
         default=12,
@@ -112,19 +97,11 @@ class GRPOScriptArguments:
                   "several (the image processor's max_patches; upstream VLM-R1's default 12). Other families ignore "
                   "it."},
     )
-    adapter: str | None = field(
-        default=None,
-        metadata={"help": "gui_grounding: the model family's format (prompt, answer frame, parser, SFT target, resize "
-                  "rule) by adapter name (gui_grounding/adapters, e.g. gta1, ui-tars-1.5, qwen2-vl, qwen3-vl). "
-                  "Default: the checkpoint's config.model_type decides (qwen2_5_vl -> gta1 with its --prompt_mode "
-                  "variant, qwen2_vl -> qwen2-vl, qwen3_vl -> qwen3-vl)."},
-    )
     eval_data_file_paths: str | None = field(
         default=None,
         metadata={"help": "Held-out data files (':'-separated) evaluated every --eval_steps when --eval_strategy is "
-                  "'steps' (TRL's sampled eval reward, plus the task's own metric, e.g. greedy click accuracy for "
-                  "gui_grounding). Image paths are relative to each file's folder. Default: the --val_split_ratio "
-                  "split."},
+                  "'steps' (GRPO: TRL's sampled eval reward; both: the task's own held-out metric, if it has one). "
+                  "Image paths are relative to each file's folder. Default: the --val_split_ratio split."},
     )
     eval_max_samples: int = field(
         default=200,
@@ -138,19 +115,6 @@ class GRPOScriptArguments:
         default=False,
         metadata={"help": "Stop at the first bad record (missing/corrupt image, bad box, empty instruction) instead "
                   "of skipping and counting it."},
-    )
-    box_rounding: str = field(
-        default="float",
-        metadata={"help": "gui_grounding: how a target box is mapped into the frame the model answers in. 'float' "
-                  "(default): exact float edges. 'gta1': GTA1's click_reward rule, each edge of the box in its source "
-                  "unit (0-1000 for GTA1 records) truncated with int(edge * resized_side / source_side) "
-                  "(GTA1 src/grpo_grounding.py:160-164); its left/top edges admit one pixel more than float edges.",
-                  "choices": ["float", "gta1"]},
-    )
-    image_root: str | None = field(
-        default=None,
-        metadata={"help": "Image folder for every data file that gets none from --image_folders or its data config "
-                  "entry (upstream grpo_rec.py / GTA1 grpo_grounding.py flag)."},
     )
 
     @property
@@ -167,13 +131,13 @@ class GRPOScriptArguments:
 
     @property
     def reward_method_list(self) -> list[str] | None:
-        return _split(self.reward_method)
+        return _split(getattr(self, "reward_method", None))
 
     def apply_image_root(self) -> None:
         """``--image_root``: the image folder of every data file that ``--image_folders`` gives none (in place).
 
         With ``--data_config`` the mixture's entries without ``image_folder`` get it when the mixture is built
-        (``vlm_r1.grpo_jsonl.build_train_dataset``).
+        (``vlm_r1.grpo_jsonl.build_datasets``).
         """
         if self.image_root and self.data_file_paths and not self.image_folders:
             self.image_folders = ":".join([self.image_root] * len(self.data_file_list))
@@ -187,6 +151,31 @@ class GRPOScriptArguments:
         methods = self.reward_method_list
         if methods is not None and len(methods) != len(files):
             raise ValueError(f"--reward_method has {len(methods)} entries but --data_file_paths has {len(files)}")
+
+
+@dataclass
+class GRPOScriptArguments(DataArguments):
+    """``python -m vlm_r1.grpo_jsonl``'s script arguments: :class:`DataArguments` + the reward flags (upstream VLM-R1's
+    ``GRPOScriptArguments``, minus the dead ones)."""
+
+    reward_funcs: list[str] | None = field(
+        default=None,
+        metadata={"help": "Reward functions: built-in names (accuracy, format, rec_iou, rec_format), the rewards the "
+                  "task declares (see --task_type NAME --help), names registered under the 'vlm_r1.rewards' entry "
+                  "point, or 'package.module:function'. Default: the task's own (accuracy format for default; "
+                  "rec_iou rec_format for rec)."},
+    )
+    reward_method: str | None = field(
+        default=None,
+        metadata={"help": "Default task only: accuracy method per data file, ':'-separated (default, all_match, "
+                  "yes_no). A record's own 'accu_reward_method' wins."},
+    )
+    is_reward_customized_from_vlm_module: bool = field(
+        default=False,
+        metadata={"help": "Take rewards from the VLM module's select_reward_func (upstream REC path) instead of "
+                  "the registry (Qwen: task_type rec -> iou_reward/format_reward_rec; --task_type rec alone gives the "
+                  "same)."},
+    )
 
 
 # ---- loss presets -------------------------------------------------------------------------------------------------
@@ -675,14 +664,16 @@ def allow_bare_bools(parser: argparse.ArgumentParser) -> None:
             action.const = True
 
 
-def parse_command_line(dataclass_types: Sequence[type], argv: Sequence[str], *,
-                       defaults: dict[str, Any] | None = None) -> tuple[list, list[str]]:  # fmt: skip
+def parse_command_line(dataclass_types: Sequence[type], argv: Sequence[str], *, defaults: dict[str, Any] | None = None,
+                       parser_kwargs: dict[str, Any] | None = None,
+                       unknown_hint: Any = None) -> tuple[list, list[str]]:  # fmt: skip
     """Parse ``argv`` (and its ``--config`` YAML) into ``dataclass_types`` the way upstream's TrlParser did.
 
     On top of ``trl.TrlParser``: bare boolean flags mean true (:func:`allow_bare_bools`); every transformers 4.49
     ``TrainingArguments`` flag that 5.x removed is accepted (:data:`LEGACY_TRAINING_FLAGS`: mapped to its successor
     with a notice, or announced as having no effect); ``defaults`` replaces field defaults (an entry point's own
-    defaults, e.g. GTA1's). Unknown flags are an argparse error.
+    defaults, e.g. GTA1's). Unknown flags are an argparse error; ``unknown_hint(unknown flags) -> str`` may add a
+    hint to its message. ``parser_kwargs`` go to the ``ArgumentParser`` (e.g. ``epilog``).
 
     Returns:
         ``([one instance per dataclass type], notices)``.
@@ -692,13 +683,14 @@ def parse_command_line(dataclass_types: Sequence[type], argv: Sequence[str], *,
     types = (*dataclass_types, LegacyTrainingArguments)
 
     def parse(extra_defaults: dict[str, Any]):
-        parser = TrlParser(types)
+        parser = TrlParser(types, **(parser_kwargs or {}))
         allow_bare_bools(parser)
         if extra_defaults:
             parser.set_defaults(**extra_defaults)
         *objs, unknown = parser.parse_args_and_config(args=list(argv), return_remaining_strings=True)
         if unknown:
-            parser.error(f"unrecognized arguments: {' '.join(unknown)} (see --help)")
+            hint = unknown_hint(unknown) if unknown_hint else ""
+            parser.error(f"unrecognized arguments: {' '.join(unknown)} ({hint or 'see --help'})")
         return objs
 
     import logging
@@ -712,3 +704,93 @@ def parse_command_line(dataclass_types: Sequence[type], argv: Sequence[str], *,
         logging.disable(logging.NOTSET)
     *objs, _ = parse({**base, **overrides})
     return objs, notices
+
+
+# ---- two-phase parse: the task first, then the core's flags together with the task's own ---------------------------
+def task_type_of(argv: Sequence[str], defaults: dict[str, Any] | None = None) -> str | None:
+    """Phase 1 of :func:`parse_task_command_line`: the ``--task_type`` the command line asks for.
+
+    The last ``--task_type X`` / ``--task_type=X`` in ``argv``, else the ``task_type`` key of its ``--config`` YAML,
+    else ``defaults["task_type"]`` (an entry point's default), else None (the ``default`` task).
+    """
+    import yaml
+
+    args = list(argv)
+    found = None
+    for i, arg in enumerate(args):
+        if arg == "--task_type" and i + 1 < len(args):
+            found = args[i + 1]
+        elif arg.startswith("--task_type="):
+            found = arg.split("=", 1)[1]
+    if found is not None:
+        return found
+    if "--config" in args and args.index("--config") + 1 < len(args):
+        try:
+            with open(args[args.index("--config") + 1]) as f:
+                config = yaml.safe_load(f)
+        except (OSError, yaml.YAMLError):
+            config = None  # phase 2 (TrlParser) reports an unreadable config
+        if isinstance(config, dict) and config.get("task_type") is not None:
+            return str(config["task_type"])
+    return (defaults or {}).get("task_type")
+
+
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """HfArgumentParser's formatter (defaults shown) that keeps the epilog's line breaks."""
+
+
+def _task_options_epilog() -> str:
+    from vlm_r1.tasks import all_task_options
+
+    lines = ["Task options: --task_type NAME adds the flags the task declares (give --task_type NAME --help to see "
+             "their help). Installed tasks with options:"]  # fmt: skip
+    for name, cls in all_task_options().items():
+        lines.append(f"  {name}: " + ", ".join(f"--{f.name}" for f in fields(cls)))
+    return "\n".join(lines)
+
+
+def _other_tasks_hint(task_type: str | None):
+    """An ``unknown_hint`` for :func:`parse_command_line`: which installed task declares an unknown flag."""
+
+    def hint(unknown: list[str]) -> str:
+        from vlm_r1.tasks import all_task_options
+
+        flags = {u.split("=", 1)[0].lstrip("-") for u in unknown if u.startswith("--")}
+        owners = [f"--{f.name} is an option of --task_type {name}" for name, cls in all_task_options().items()
+                  for f in fields(cls) if f.name in flags and name != (task_type or "default")]  # fmt: skip
+        return "; ".join(owners) + f"; this run's task_type is {task_type or 'default'}" if owners else ""
+
+    return hint
+
+
+def parse_task_command_line(dataclass_types: Sequence[type], argv: Sequence[str], *,
+                            defaults: dict[str, Any] | None = None) -> tuple[list, Any, list[str]]:  # fmt: skip
+    """Parse ``argv`` in two phases: the task first (:func:`task_type_of`), then ``dataclass_types`` together with the
+    options dataclass that task declares (``Task.options_class``, ``vlm_r1.tasks``), by :func:`parse_command_line`.
+
+    So ``--help`` lists the task's flags when ``--task_type`` names it (and names every installed task's flags
+    otherwise), ``--config`` YAML keys fill them, and a flag of another task is an error that names its task.
+    ``defaults`` keys that no parsed dataclass has (an entry point's defaults for a task not chosen) are left out.
+
+    Returns:
+        ``([one instance per dataclass type], task options instance or None, notices)``.
+
+    Raises:
+        SystemExit: usage errors, as argparse (status 2), including an unknown ``--task_type``.
+    """
+    from vlm_r1.tasks import task_options_class
+
+    task_type = task_type_of(argv, defaults)
+    try:
+        options_class = task_options_class(task_type)
+    except ValueError as err:
+        argparse.ArgumentParser(add_help=False).error(str(err))
+    types = (*dataclass_types, options_class) if options_class is not None else tuple(dataclass_types)
+    known = {f.name for t in (*types, LegacyTrainingArguments) for f in fields(t)}
+    kwargs = {}
+    if "-h" in argv or "--help" in argv:
+        kwargs = {"epilog": _task_options_epilog(), "formatter_class": _HelpFormatter}
+    objs, notices = parse_command_line(types, argv, defaults={k: v for k, v in (defaults or {}).items() if k in known},
+                                       parser_kwargs=kwargs, unknown_hint=_other_tasks_hint(task_type))  # fmt: skip
+    options = objs.pop() if options_class is not None else None
+    return objs, options, notices

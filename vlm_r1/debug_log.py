@@ -8,7 +8,7 @@ upstream's layout:
 
 * every reward except ``format``: one block per rollout, appended to ``LOG_PATH`` (upstream ``accuracy_reward``,
   ``src/open-r1-multimodal/src/open_r1/grpo_jsonl.py:864-876``; Qwen ``iou_reward``,
-  ``src/open-r1-multimodal/src/open_r1/vlm_modules/qwen_module.py:164-175``; GTA1 ``click_reward``,
+  ``src/open-r1-multimodal/src/open_r1/vlm_modules/qwen_module.py:164-175``; GTA1's accuracy reward,
   ``src/grpo_grounding.py:181-187``)::
 
       ------------- 23-14-05-09-123456 Accuracy reward: 1.0 -------------
@@ -21,10 +21,10 @@ upstream's layout:
 
   The time is ``datetime.now()`` as ``%d-%H-%M-%S-%f`` (day-hour-minute-second-microsecond). The label is
   ``Accuracy`` for the function ``--reward_funcs accuracy`` resolves to (``accuracy_reward``, or ``iou_reward`` with
-  ``--task_type rec``), else the reward's name as TRL logs it (``rewards/<name>/mean``, e.g. ``click_reward``).
+  ``--task_type rec``), else the reward's name as TRL logs it (``rewards/<name>/mean``, the function's ``__name__``).
   The lines between header and ``Content`` are the row's columns that exist, in this order: ``id`` (or
   ``sample_id``), ``accu_reward_method``, ``image_path``, ``problem`` (or ``instruction``); ``Solution`` is the
-  first of ``solution``, ``target_boxes_answer`` / ``target_boxes_resized`` (the frame the click reward scores in), ``target``, and is left
+  first of ``solution``, ``target_boxes_answer`` / ``target_boxes_resized`` (box targets in the frame a task's rewards score in), ``target``, and is left
   out when the row has none of them;
 * the ``format`` reward (``format_reward``, or ``format_reward_rec`` with ``--task_type rec``): one block per scoring
   call, appended to ``LOG_PATH`` with ``.txt`` replaced by ``_format.txt`` (upstream ``format_reward``,

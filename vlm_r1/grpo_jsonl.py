@@ -1,10 +1,12 @@
 """``python -m vlm_r1.grpo_jsonl``: GRPO on JSONL data, with upstream VLM-R1's flag surface, on TRL.
 
-Example (GTA1-style GUI grounding on the committed sample, tiny model)::
+Example (upstream REC records, a tiny model)::
 
-    python -m vlm_r1.grpo_jsonl --model_name_or_path runs/tiny --task_type gui_grounding \\
-        --data_file_paths data/web_sample/train.jsonl --output_dir runs/demo --max_steps 20 \\
-        --per_device_train_batch_size 8 --num_generations 8 --max_completion_length 16
+    python -m vlm_r1.grpo_jsonl --model_name_or_path runs/tiny --task_type rec \\
+        --data_file_paths rec.jsonl --output_dir runs/rec --max_steps 20 \\
+        --per_device_train_batch_size 8 --num_generations 8 --max_completion_length 32
+
+A task plugin (``--task_type NAME``, entry-point group ``vlm_r1.tasks``) adds its own flags, rewards and metrics.
 
 Accepts every TRL ``GRPOConfig`` / HF ``TrainingArguments`` / ``ModelConfig`` flag, the VLM-R1 script flags
 (``--data_file_paths a:b --image_folders x:y --reward_funcs ... --max_pixels ... --task_type ...``) and
@@ -35,6 +37,9 @@ def _usage_error(message: str) -> None:
 def parse_args(argv: list[str] | None = None, *, defaults: dict | None = None, dataset_name_as_data: bool = False):
     """Parse the command line (and ``--config``) into ``(script_args, training_args, model_args)``.
 
+    Two phases (``vlm_r1.configs.parse_task_command_line``): the task is read first (``--task_type``, else the
+    ``--config`` YAML's ``task_type``, else ``defaults``), then its own flags (``Task.options_class``) are parsed with
+    the core's; the parsed options are ``script_args.task_options`` (None for a task without options).
     Upstream command lines parse as they did (``vlm_r1.configs.parse_command_line``): bare boolean flags, every
     transformers 4.49 ``TrainingArguments`` flag (mapped or announced), upstream flags TRL renamed or dropped
     (``UpstreamCompatArguments``). Then:
@@ -52,12 +57,13 @@ def parse_args(argv: list[str] | None = None, *, defaults: dict | None = None, d
         dataset_name_as_data: a ``--dataset_name`` that is not a YAML is the data file (GTA1's
             ``src/grpo_grounding.py`` form: ``--dataset_name FILE.json --image_root DIR``).
     """
-    from vlm_r1.configs import explicitly_given, parse_command_line
+    from vlm_r1.configs import explicitly_given, parse_task_command_line
 
     argv = list(argv) if argv is not None else sys.argv[1:]
-    (script_args, training_args, model_args, compat), notices = parse_command_line(
+    (script_args, training_args, model_args, compat), options, notices = parse_task_command_line(
         ARG_DATACLASSES, argv, defaults=defaults
     )
+    script_args.task_options = options
     for line in notices:
         logger.warning("UPSTREAM FLAG: %s", line)
     given = explicitly_given(ARG_DATACLASSES, argv)
@@ -122,17 +128,14 @@ def build_train_dataset(script_args, training_args, task, processor, vlm_module)
     """
     if not script_args.data_config:
         return task.build_dataset(script_args, processor, vlm_module), []
-    import dataclasses
-
     from vlm_r1.data import load_data_config, requested_count, sampling_indices
 
     sources, seed = load_data_config(script_args.data_config)
     seed = training_args.seed if seed is None else seed
     parts, mixture = [], []
     for i, src in enumerate(sources):
-        args_i = dataclasses.replace(script_args, data_config=None, data_file_paths=src.json_path,
-                                     image_folders=src.image_folder or script_args.image_root,
-                                     reward_method=None)  # fmt: skip
+        args_i = replace_data(script_args, data_config=None, data_file_paths=src.json_path,
+                              image_folders=src.image_folder or script_args.image_root)  # fmt: skip
         ds = task.build_dataset(args_i, processor, vlm_module)
         where = f"{script_args.data_config}: datasets[{i}] ({src.json_path})"
         idx = sampling_indices(len(ds), src.sampling_strategy, seed + i, where=where)
@@ -155,12 +158,51 @@ def build_train_dataset(script_args, training_args, task, processor, vlm_module)
     return with_transform_of(parts[0], concatenate_record_datasets(parts, logger=logger)), mixture
 
 
+def replace_data(script_args, **changes):
+    """A copy of the data arguments for other data files (``dataclasses.replace``): ``--reward_method`` (per data file,
+    GRPO only) is dropped, and the task options (``task_options``, not a field) are kept."""
+    import dataclasses
+
+    if any(f.name == "reward_method" for f in dataclasses.fields(script_args)):
+        changes.setdefault("reward_method", None)
+    out = dataclasses.replace(script_args, **changes)
+    out.task_options = getattr(script_args, "task_options", None)
+    return out
+
+
+def build_datasets(script_args, training_args, task, processor, vlm_module):
+    """``(train, eval or None, mixture)``: the training set (:func:`build_train_dataset`) and the held-out set, used
+    by GRPO and SFT alike.
+
+    The held-out set is ``--eval_data_file_paths`` (image paths relative to each file's folder), else a
+    ``--val_split_ratio`` split of the training set (seeded by ``--seed``); it is dropped, with a warning, when
+    ``--eval_strategy`` is ``no``.
+    """
+    dataset, mixture = build_train_dataset(script_args, training_args, task, processor, vlm_module)
+    eval_dataset = None
+    if script_args.eval_data_file_list:
+        eval_args = replace_data(script_args, data_file_paths=script_args.eval_data_file_paths, data_config=None,
+                                 image_folders=None, image_root=None)  # fmt: skip
+        eval_dataset = task.build_dataset(eval_args, processor, vlm_module)
+        if script_args.val_split_ratio > 0:
+            logger.warning("--val_split_ratio ignored: --eval_data_file_paths gives the held-out data")
+    elif script_args.val_split_ratio > 0:
+        split = dataset.train_test_split(test_size=script_args.val_split_ratio, seed=training_args.seed)
+        dataset, eval_dataset = split["train"], split["test"]
+    if eval_dataset is not None and training_args.eval_strategy == "no":
+        logger.warning("held-out data given but --eval_strategy is 'no': it is not evaluated (use --eval_strategy "
+                       "steps --eval_steps N)")  # fmt: skip
+        eval_dataset = None
+    return dataset, eval_dataset, mixture
+
+
 def build_rewards(script_args, task, vlm_module) -> list:
     """Reward functions from ``--reward_funcs`` (or the task's defaults), via the registry or the VLM module.
 
     With ``--is_reward_customized_from_vlm_module`` each name goes to ``vlm_module.select_reward_func(name,
     task_type)`` (upstream's path). Otherwise the task's ``reward_aliases`` are applied first (``--task_type rec``:
-    ``accuracy`` -> ``rec_iou``, ``format`` -> ``rec_format``; each mapping is logged), then the registry resolves.
+    ``accuracy`` -> ``rec_iou``, ``format`` -> ``rec_format``; each mapping is logged), then the task's own rewards
+    (``Task.rewards``) and the registry resolve (``vlm_r1.rewards.resolve_rewards``).
     """
     from vlm_r1.rewards import resolve_rewards
 
@@ -171,7 +213,7 @@ def build_rewards(script_args, task, vlm_module) -> list:
     for name in names:
         if name in aliases:
             logger.info("task_type %s: reward %r resolves to %r", task.name, name, aliases[name])
-    return resolve_rewards([aliases.get(n, n) for n in names])
+    return resolve_rewards([aliases.get(n, n) for n in names], task)
 
 
 GENERATION_PARAMS = ("do_sample", "temperature", "top_k", "top_p", "min_p", "repetition_penalty", "max_new_tokens")
@@ -225,8 +267,6 @@ def write_run_info(output_dir, trainer, script_args, task, vlm_module, processor
         "distributed_type": str(trainer.accelerator.distributed_type),
         "model_type": vlm_module.model_type,
         "task_type": task.name,
-        "prompt_mode": script_args.prompt_mode,
-        "box_rounding": script_args.box_rounding,
         "reward_funcs": trainer.reward_func_names,
         "num_train_rows": num_rows,
         "data_mixture": list(mixture),
@@ -290,29 +330,10 @@ def train(script_args, training_args, model_args) -> None:
     except ValueError as err:  # no smart_resize frame (InternVL: 448x448 tiles, answers on a 0-1000 grid)
         logger.info("model_type=%s module=%s: %s", vlm_module.model_type, type(vlm_module).__name__, err)
 
-    task = get_task(script_args.task_type)
-    for flag, value, used in (("--reward_method", script_args.reward_method, getattr(task, "uses_reward_method", False)),
-                              ("--prompt_mode", script_args.prompt_mode if script_args.prompt_mode != "non_thinking"
-                               else None, getattr(task, "uses_prompt_mode", False))):  # fmt: skip
-        if value is not None and not used:
-            logger.warning("%s=%s has NO effect with task_type %s", flag, value, task.name)
-    dataset, mixture = build_train_dataset(script_args, training_args, task, processor, vlm_module)
-    eval_dataset = None
-    if script_args.eval_data_file_list:
-        import dataclasses
-
-        eval_args = dataclasses.replace(script_args, data_file_paths=script_args.eval_data_file_paths,
-                                        image_folders=None, reward_method=None)  # fmt: skip
-        eval_dataset = task.build_dataset(eval_args, processor, vlm_module)
-        if script_args.val_split_ratio > 0:
-            logger.warning("--val_split_ratio ignored: --eval_data_file_paths gives the held-out data")
-    elif script_args.val_split_ratio > 0:
-        split = dataset.train_test_split(test_size=script_args.val_split_ratio, seed=training_args.seed)
-        dataset, eval_dataset = split["train"], split["test"]
-    if eval_dataset is not None and training_args.eval_strategy == "no":
-        logger.warning("held-out data given but --eval_strategy is 'no': it is not evaluated (use --eval_strategy "
-                       "steps --eval_steps N)")  # fmt: skip
-        eval_dataset = None
+    task = get_task(script_args.task_type, getattr(script_args, "task_options", None))
+    if script_args.reward_method is not None and not getattr(task, "uses_reward_method", False):
+        logger.warning("--reward_method=%s has NO effect with task_type %s", script_args.reward_method, task.name)
+    dataset, eval_dataset, mixture = build_datasets(script_args, training_args, task, processor, vlm_module)
     logger.info("task=%s train rows=%d", task.name, len(dataset))
     reward_funcs = build_rewards(script_args, task, vlm_module)
     if any(getattr(f, "__name__", "") == "accuracy_reward" for f in reward_funcs) and (
@@ -344,8 +365,8 @@ def train(script_args, training_args, model_args) -> None:
     from vlm_r1.callbacks import StepStatsCallback, use_compact_console
     from vlm_r1.preemption import PREEMPT_FILE, PreemptionCallback
 
-    trainer.add_callback(StepStatsCallback(trainer))  # step time split, tokens/s, click accuracy alias
-    use_compact_console(trainer)  # one line per step on the console; full dicts in OUTPUT_DIR/logs.jsonl
+    trainer.add_callback(StepStatsCallback(trainer, aliases=task.metric_aliases))  # step time split, tokens/s
+    use_compact_console(trainer, task.console_metrics)  # one line per step on the console; full dicts in logs.jsonl
 
     preemption = PreemptionCallback(training_args.output_dir)
     trainer.add_callback(preemption)

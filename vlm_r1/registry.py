@@ -53,22 +53,31 @@ class Registry:
         kind: what is registered, for messages ("model type", "adapter", ...).
         group: the entry-point group third-party packages register under.
         builtins: returns the built-in ``{name: object}`` (called once, lazily).
-        keys: optional: the names an object registers under (default: the entry/built-in name); e.g. a module class
-            serves every ``config.model_type`` in its ``model_types``.
+        replace: an entry point may replace a built-in of the same name (default, logged); False: such a name is
+            refused by :meth:`get` (:attr:`conflicts`).
     """
 
-    def __init__(self, kind: str, group: str, builtins: Callable[[], dict[str, Any]]):
-        self.kind, self.group, self._builtins = kind, group, builtins
+    def __init__(self, kind: str, group: str, builtins: Callable[[], dict[str, Any]], *, replace: bool = True):
+        self.kind, self.group, self._builtins, self.replace = kind, group, builtins, replace
         self._cache: dict[str, Any] | None = None
+        #: name -> the entry point (``module:object``) that collides with a built-in, when ``replace`` is False
+        self.conflicts: dict[str, str] = {}
 
     def available(self) -> dict[str, Any]:
-        """Built-ins, then entry points (an entry point replaces a built-in of the same name, logged)."""
+        """Built-ins, then entry points. An entry point of a built-in's name replaces it (logged), or, with
+        ``replace=False`` (rewards: a silently swapped reward would train the wrong objective), is recorded in
+        :attr:`conflicts` and :meth:`get` refuses that name."""
         if self._cache is None:
             from importlib.metadata import entry_points
 
             items = dict(self._builtins())
+            builtin_names = set(items)
+            self.conflicts = {}
             for ep in entry_points(group=self.group):
-                if ep.name in items:
+                if ep.name in builtin_names:
+                    if not self.replace:
+                        self.conflicts[ep.name] = ep.value
+                        continue
                     logger.info("%s %s: %s (entry point) replaces %s", self.kind, ep.name, ep.value, items[ep.name])
                 items[ep.name] = ep.load()
             self._cache = items
@@ -81,9 +90,13 @@ class Registry:
         """The object registered as ``name``, or the one a ``"package.module:object"`` spec names.
 
         Raises:
-            ValueError: unknown name (the message lists the registered ones) or a bad spec.
+            ValueError: unknown name (the message lists the registered ones), a bad spec, or a name both built in and
+                registered by an entry point when ``replace`` is False.
         """
         items = self.available()
+        if name in self.conflicts:
+            raise ValueError(f"{self.kind} {name!r} is both built in and registered by {self.conflicts[name]}; rename "
+                             "the plugin's entry")  # fmt: skip
         if name in items:
             return items[name]
         if ":" in name:

@@ -10,13 +10,15 @@ entry per completion. Resolution order for a name given to ``--reward_funcs``:
    ``iou_reward``) and ``rec_format`` (upstream ``format_reward_rec``). With ``--task_type rec`` the names
    ``accuracy``/``format`` resolve to ``rec_iou``/``rec_format`` (the task's ``reward_aliases``, applied by
    ``vlm_r1.grpo_jsonl.build_rewards``), as upstream's ``--is_reward_customized_from_vlm_module true`` did;
-3. a name registered by an installed package under the entry-point group ``vlm_r1.rewards`` (``gui_grounding``
-   registers ``click`` and ``click_format``).
+3. a reward the task declares (``Task.rewards``: a task plugin brings its own rewards), then a name registered by an
+   installed package under the entry-point group ``vlm_r1.rewards`` (:data:`REWARDS`, a
+   :class:`vlm_r1.registry.Registry`).
 
-A name found in two places is an error, never a silent pick.
+A task's reward that shadows a built-in name is logged; an entry point named like a built-in is an error. Never a
+silent pick.
 
 Every built-in reward is total (TRL calls each reward on every rank, and one that raises kills the step): any completion
-text and any target give one finite float. The rules that make it so, shared with the ``gui_grounding`` rewards:
+text and any target give one finite float. The rules that make it so (plugins' rewards can share them):
 
 * a number token whose integer part has more than :data:`MAX_NUMBER_DIGITS` (12) digits is not an answer (no ``int()``
   on unbounded digit strings; every parsed value is below 1e12);
@@ -30,13 +32,16 @@ Configuration errors (a missing column, an unknown prompt mode) still raise: the
 
 from __future__ import annotations
 
-import importlib
+import logging
 import math
 import re
 from collections.abc import Callable
-from importlib.metadata import entry_points
+from typing import Any
 
 from vlm_r1.geometry import Frame, box_iou, valid_box, valid_size
+from vlm_r1.registry import Registry
+
+logger = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "vlm_r1.rewards"
 
@@ -344,42 +349,50 @@ BUILTIN_REWARDS: dict[str, Callable] = {
 }
 
 
-def _entry_point_rewards() -> dict[str, object]:
-    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+#: built-ins + the entry-point group ``vlm_r1.rewards`` + ``package.module:function`` specs; an entry point named like a
+#: built-in is refused (never a silent swap of the objective)
+REWARDS = Registry("reward", ENTRY_POINT_GROUP, lambda: BUILTIN_REWARDS, replace=False)
 
 
-def available_rewards() -> dict[str, str]:
-    """Name -> where it comes from (``builtin`` or the entry point's ``module:function``)."""
+def available_rewards(task: Any = None) -> dict[str, str]:
+    """Name -> where it comes from: ``builtin``, the entry point's ``module:function``, or ``task NAME`` for the
+    rewards ``task`` declares (``Task.rewards``, which take precedence)."""
+    from importlib.metadata import entry_points
+
     names = {name: "builtin" for name in BUILTIN_REWARDS}
-    for name, ep in _entry_point_rewards().items():
-        names[name] = ep.value if name not in names else f"CONFLICT: builtin and {ep.value}"
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        names[ep.name] = ep.value if ep.name not in BUILTIN_REWARDS else f"CONFLICT: builtin and {ep.value}"
+    if task is not None:
+        names.update({name: f"task {task.name}" for name in getattr(task, "rewards", {})})
     return names
 
 
-def resolve_reward(name: str) -> Callable:
+def resolve_reward(name: str, task: Any = None) -> Callable:
     """Return the reward function for a ``--reward_funcs`` entry.
 
+    Order: a ``package.module:function`` spec; a reward ``task`` declares (``Task.rewards``); the :data:`REWARDS`
+    registry (built-ins, then the ``vlm_r1.rewards`` entry points).
+
     Raises:
-        ValueError: unknown name (the message lists the available ones) or a name registered twice.
-        ImportError / AttributeError: a ``module:function`` spec that cannot be imported.
+        ValueError: unknown name (the message lists the available ones), a name both built in and registered by an
+            entry point, a spec that cannot be imported (``cannot load ...``), or one that does not name a callable.
     """
-    if ":" in name:
-        module_name, _, attr = name.partition(":")
-        func = getattr(importlib.import_module(module_name), attr)
-        if not callable(func):
-            raise ValueError(f"reward spec {name!r} does not name a callable")
-        return func
-    eps = _entry_point_rewards()
-    if name in BUILTIN_REWARDS and name in eps:
-        raise ValueError(f"reward {name!r} is both built in and registered by {eps[name].value}; rename the plugin")
-    if name in BUILTIN_REWARDS:
-        return BUILTIN_REWARDS[name]
-    if name in eps:
-        return eps[name].load()
-    listing = ", ".join(f"{n} ({src})" for n, src in sorted(available_rewards().items()))
-    raise ValueError(f"unknown reward {name!r}. Available: {listing}; or give a 'package.module:function' spec")
+    own = getattr(task, "rewards", {}) if task is not None else {}
+    REWARDS.refresh()  # entry points are read at each resolution (a plugin installed since; tests patch them)
+    if ":" not in name and name in own:
+        if name in BUILTIN_REWARDS:
+            logger.info("reward %r: task %s's own, not the built-in one", name, task.name)
+        return own[name]
+    if ":" not in name and name not in REWARDS.available() and name not in REWARDS.conflicts:
+        listing = ", ".join(f"{n} ({src})" for n, src in sorted(available_rewards(task).items()))
+        raise ValueError(f"unknown reward {name!r}. Available: {listing}; or give a 'package.module:function' "
+                         "spec")  # fmt: skip
+    func = REWARDS.get(name)
+    if not callable(func):
+        raise ValueError(f"reward spec {name!r} does not name a callable")
+    return func
 
 
-def resolve_rewards(names: list[str]) -> list[Callable]:
+def resolve_rewards(names: list[str], task: Any = None) -> list[Callable]:
     """:func:`resolve_reward` for each name, keeping order."""
-    return [resolve_reward(n) for n in names]
+    return [resolve_reward(n, task) for n in names]

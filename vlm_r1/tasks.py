@@ -9,7 +9,13 @@ attached lazily) and any columns its rewards read. Tasks are chosen by ``--task_
   ``ic``, ``odLength``, ``gui`` and ``gui_defect`` task types use this task with their question template;
   ``rec`` (:class:`RECTask`: upstream's REC records, conversations form or ``grpo_rec.py`` annotation form, GT box
   validated at load, ``accuracy``/``format`` resolve to the REC IoU and REC format rewards);
-* plugins: the entry-point group ``vlm_r1.tasks`` (``gui_grounding`` registers ``gui_grounding``).
+* plugins: the entry-point group ``vlm_r1.tasks`` (name -> ``package.module:TaskClass``), or a
+  ``--task_type package.module:TaskClass`` spec (:data:`TASKS`, a :class:`vlm_r1.registry.Registry`).
+
+A plugin task declares everything the core must not know about it: its own command-line options (``options_class``,
+a dataclass parsed together with the core's flags once ``--task_type`` is known: :func:`task_options_class`, used by
+``vlm_r1.configs.parse_task_command_line``), its reward functions (``rewards``: name -> function, resolved before the
+``vlm_r1.rewards`` registry), metric aliases and the metrics of the one-line console log.
 
 In both built-in tasks every record key the task does not read is a pass-through column, so a reward function
 receives it per rollout as upstream (column rules: :func:`vlm_r1.data.rows_to_dataset`), and a bad record is skipped
@@ -22,11 +28,11 @@ import json
 import logging
 import os
 from collections import Counter
-from importlib.metadata import entry_points
 from typing import Any
 
 from vlm_r1 import validate
 from vlm_r1.data import RecordError, iter_records, rows_to_dataset, split_extras, warn_dropped
+from vlm_r1.registry import Registry
 
 logger = logging.getLogger(__name__)
 
@@ -35,19 +41,45 @@ UPSTREAM_TASK_TYPES = ("ic", "odLength", "gui", "gui_defect")  # upstream types 
 
 
 class Task:
-    """Base class of a task plugin."""
+    """Base class of a task plugin.
+
+    Class attributes a plugin sets (all optional):
+
+    * ``name``: the ``--task_type`` name;
+    * ``default_reward_funcs``: the rewards used when ``--reward_funcs`` is not given;
+    * ``options_class``: a dataclass of the task's own flags (``--help`` lists them once ``--task_type`` names the
+      task, ``--config`` YAML keys fill them); the parsed instance is ``self.options`` (defaults when not parsed);
+    * ``rewards``: ``{name: reward function}`` the task declares for ``--reward_funcs`` (looked up before the
+      ``vlm_r1.rewards`` registry: :func:`vlm_r1.rewards.resolve_rewards`);
+    * ``reward_aliases``: ``--reward_funcs`` name -> the name used instead for this task (rec: accuracy -> rec_iou);
+    * ``metric_aliases``: ``{alias: logged metric key}``: each training log also carries the alias with the same
+      values (:class:`vlm_r1.callbacks.StepStatsCallback`);
+    * ``console_metrics``: ``(label, key, format)`` entries the one-line console log shows after the reward
+      (:func:`vlm_r1.callbacks.compact_log_line`);
+    * ``uses_reward_method``: the task reads ``--reward_method``.
+    """
 
     name = "base"
     default_reward_funcs: tuple[str, ...] = ()
     uses_reward_method = False  # reads --reward_method
-    uses_prompt_mode = False  # reads --prompt_mode
-
-    def run_info(self, script_args: Any, vlm_module: Any) -> dict:
-        """Task-specific entries for ``OUTPUT_DIR/vlm_r1_run.json`` (e.g. the GUI plugin's adapter and answer
-        frame). Default: none."""
-        return {}
+    options_class: type | None = None
+    rewards: dict[str, Any] = {}
     # --reward_funcs name -> registry name used instead for this task (e.g. rec: accuracy -> rec_iou)
     reward_aliases: dict[str, str] = {}
+    metric_aliases: dict[str, str] = {}
+    console_metrics: tuple[tuple[str, str, str], ...] = ()
+
+    def __init__(self, options: Any = None):
+        """``options``: an instance of ``options_class`` (None: its defaults; ignored when the task has none)."""
+        if options is None and self.options_class is not None:
+            options = self.options_class()
+        self.options = options
+
+    def run_info(self, script_args: Any, vlm_module: Any) -> dict:
+        """Task-specific entries for ``OUTPUT_DIR/vlm_r1_run.json``. Default: the task's options (``{}`` without)."""
+        import dataclasses
+
+        return dataclasses.asdict(self.options) if dataclasses.is_dataclass(self.options) else {}
 
     def build_dataset(self, script_args: Any, processing_class: Any, vlm_module: Any):
         """Return a ``datasets.Dataset`` with a ``prompt`` column and lazily loaded ``image``/``images``.
@@ -62,8 +94,7 @@ class Task:
         Raises:
             NotImplementedError: the task defines no SFT target.
         """
-        raise NotImplementedError(f"task {self.name!r} defines no SFT target (sft_completion); SFT is available for "
-                                  "gui_grounding and default")  # fmt: skip
+        raise NotImplementedError(f"task {self.name!r} defines no SFT target (sft_completion)")
 
     def eval_callbacks(self, script_args: Any, training_args: Any, processing_class: Any, vlm_module: Any,
                        eval_dataset: Any) -> list:  # fmt: skip
@@ -488,17 +519,48 @@ class RECTask(Task):
 
 BUILTIN_TASKS = {"default": DefaultTask, "rec": RECTask, **{t: DefaultTask for t in UPSTREAM_TASK_TYPES}}
 
+#: built-ins + the entry-point group ``vlm_r1.tasks`` (an installed plugin may replace a built-in, logged) +
+#: ``package.module:TaskClass`` specs
+TASKS = Registry("task_type", ENTRY_POINT_GROUP, lambda: BUILTIN_TASKS)
 
-def get_task(task_type: str | None) -> Task:
-    """The task for ``--task_type`` (None -> ``default``).
+
+def get_task_class(task_type: str | None) -> type:
+    """The task class of ``--task_type`` (None -> ``default``).
+
+    Raises:
+        ValueError: unknown task type (the message lists the built-in and installed ones) or a bad spec.
+    """
+    return TASKS.get(task_type or "default")
+
+
+def get_task(task_type: str | None, options: Any = None) -> Task:
+    """The task for ``--task_type`` (None -> ``default``), with its parsed ``options`` (None: the defaults).
 
     Raises:
         ValueError: unknown task type; the message lists built-in and installed ones.
     """
-    name = task_type or "default"
-    eps = {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
-    if name in eps:
-        return eps[name].load()()
-    if name in BUILTIN_TASKS:
-        return BUILTIN_TASKS[name]()
-    raise ValueError(f"unknown task_type {name!r}; available: {', '.join(sorted({*BUILTIN_TASKS, *eps}))}")
+    cls = get_task_class(task_type)
+    return cls() if options is None else cls(options)  # cls(): also plugins written before options existed
+
+
+def task_options_class(task_type: str | None) -> type | None:
+    """The options dataclass ``--task_type`` declares (``Task.options_class``), or None.
+
+    Raises:
+        ValueError: unknown task type.
+    """
+    return getattr(get_task_class(task_type), "options_class", None)
+
+
+def all_task_options() -> dict[str, type]:
+    """``{task name: options dataclass}`` of every registered task that declares options (for ``--help`` and for the
+    error naming the task an unknown flag belongs to). A plugin that fails to import is left out."""
+    out = {}
+    for name in TASKS.names():
+        try:
+            cls = TASKS.get(name)
+        except Exception:  # noqa: BLE001 - a broken third-party plugin must not break --help
+            continue
+        if getattr(cls, "options_class", None) is not None:
+            out[name] = cls.options_class
+    return out

@@ -7,6 +7,12 @@ Backends (``BACKENDS``) and adapters (``gui_grounding.eval.adapters``) are separ
   ``pip install -e .[api]``);
 * ``vllm``   - an offline ``vllm.LLM`` engine on this machine's GPUs (:mod:`.vllm_engine`, ``pip install -e .[gpu]``).
 
+The registry (``REGISTRY``) is a :class:`vlm_r1.registry.Registry`: the built-in backends above (each a lazy
+wrapper of its ``module:function`` spec, so importing this package imports neither torch, vLLM nor openai), then those
+that installed packages declare under the entry-point group ``gui_grounding.backends`` (name -> ``module:function``,
+a function with :func:`predict`'s signature less ``backend``; an entry point replaces a built-in of the same name), and
+:func:`predict` also takes a ``"package.module:function"`` spec as ``backend``.
+
 Every backend writes the same line per sample (points in **original-image pixels**)::
 
     {"sample_id": "...", "point": [x, y] | null, "raw_response": "...", "prompt": "...", "adapter": "gta1"}
@@ -19,22 +25,85 @@ last line (interrupted run) and failed-request lines are dropped and redone.
 from __future__ import annotations
 
 import base64
+import importlib
 import io
 import json
 import logging
 import os
+from collections.abc import Callable
 from typing import Any
+
+from vlm_r1.registry import Registry
 
 logger = logging.getLogger(__name__)
 
-BACKENDS = ("hf", "openai", "vllm")
+ENTRY_POINT_GROUP = "gui_grounding.backends"
+
+#: built-in backend name -> ``module:function`` of its predict function (imported on first use only)
+BUILTIN_SPECS = {
+    "hf": "gui_grounding.eval.backends.hf:predict_hf",
+    "openai": "gui_grounding.eval.backends.openai_api:predict_openai",
+    "vllm": "gui_grounding.eval.backends.vllm_engine:predict_vllm",
+}
+
+#: the built-in backend names (``--backend`` also accepts names registered by entry points: ``REGISTRY.names()``)
+BACKENDS = tuple(BUILTIN_SPECS)
+
+
+class LazyBackend:
+    """A built-in backend's predict function, imported when first called (the module needs torch, vLLM or openai).
+
+    An ``ImportError`` of the module (a missing optional dependency, which names its ``pip install`` extra) is raised
+    as is, on call.
+    """
+
+    def __init__(self, spec: str):
+        self.spec = spec
+
+    def load(self) -> Callable[..., str]:
+        module_name, _, attr = self.spec.partition(":")
+        return getattr(importlib.import_module(module_name), attr)
+
+    def __call__(self, *args, **kwargs) -> str:
+        return self.load()(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"LazyBackend({self.spec!r})"
+
+
+def _builtins() -> dict[str, Callable[..., str]]:
+    return {name: LazyBackend(spec) for name, spec in BUILTIN_SPECS.items()}
+
+
+#: built-ins + the entry-point group ``gui_grounding.backends`` (name -> ``module:function``)
+REGISTRY = Registry("backend", ENTRY_POINT_GROUP, _builtins)
+
+
+def get_backend(backend: str) -> Callable[..., str]:
+    """The predict function of ``backend``: a registered name or a ``"package.module:function"`` spec.
+
+    Raises:
+        ValueError: unknown name (the message lists the registered ones) or a spec that names nothing loadable.
+    """
+    registered = REGISTRY.available()
+    if backend not in registered and ":" not in backend:
+        raise ValueError(f"unknown backend {backend!r}; expected one of {', '.join(registered)}")
+    try:
+        fn = REGISTRY.get(backend)
+    except ValueError as err:
+        raise ValueError(f"backend {backend!r}: {err}; registered backends: {', '.join(registered)}") from err
+    if not callable(fn):
+        raise ValueError(f"backend {backend!r} is {fn!r}, not a predict function")
+    return fn
 
 
 def predict(backend: str, model: str, samples: list, out_path: str, *, adapter=None, **kwargs) -> str:
     """Write predictions of ``model`` for ``samples`` to ``out_path`` with ``backend``; returns ``out_path``.
 
     Args:
-        backend: one of ``BACKENDS``.
+        backend: a registered name (``BACKENDS`` or an entry point of ``gui_grounding.backends``) or a
+            ``"package.module:function"`` spec; the function is called as
+            ``fn(model, samples, out_path, adapter=adapter, **kwargs)``.
         model: checkpoint directory / hub id (hf, vllm) or the served model name (openai).
         samples: ``gui_grounding.schema.Sample`` list (boxes and sizes in original pixels).
         out_path: predictions JSONL (appended to; resumable).
@@ -44,21 +113,10 @@ def predict(backend: str, model: str, samples: list, out_path: str, *, adapter=N
             :func:`.vllm_engine.predict_vllm`.
 
     Raises:
-        ValueError: unknown backend (the message lists ``BACKENDS``).
+        ValueError: unknown backend (the message lists the registered names) or a bad spec.
+        ImportError: the backend's optional dependency is missing (the message names the ``pip install`` extra).
     """
-    if backend == "hf":
-        from gui_grounding.eval.backends.hf import predict_hf
-
-        return predict_hf(model, samples, out_path, adapter=adapter, **kwargs)
-    if backend == "openai":
-        from gui_grounding.eval.backends.openai_api import predict_openai
-
-        return predict_openai(model, samples, out_path, adapter=adapter, **kwargs)
-    if backend == "vllm":
-        from gui_grounding.eval.backends.vllm_engine import predict_vllm
-
-        return predict_vllm(model, samples, out_path, adapter=adapter, **kwargs)
-    raise ValueError(f"unknown backend {backend!r}; expected one of {', '.join(BACKENDS)}")
+    return get_backend(backend)(model, samples, out_path, adapter=adapter, **kwargs)
 
 
 # --------------------------------------------------------------------------------------------------------------------

@@ -4,6 +4,12 @@
 (``screenspot_v2``, ``screenspot_pro``, ``osworld_g``, ``webclick``, ``canonical``) knows only its published file
 layout and its breakdown keys; the scorer is the shared :func:`gui_grounding.eval.judge.judge`.
 
+The registry (``REGISTRY``) is a :class:`vlm_r1.registry.Registry`: the built-in benchmarks above, then those that
+installed packages declare under the entry-point group ``gui_grounding.benchmarks`` (name -> ``module:Class``; an
+entry point replaces a built-in of the same name), and ``get_benchmark`` also takes a ``"package.module:Class"`` spec
+directly. ``BENCHMARKS`` is built on first access (the benchmark modules import this package's helpers), so it
+includes the entry points installed at that time (after ``REGISTRY.refresh()``, at the next access).
+
 Shared conventions (``gta1_and_peers.md`` section 2.1):
 
 * boxes become ``(x_min, y_min, x_max, y_max)`` in original-image pixels, whatever the native convention;
@@ -30,7 +36,7 @@ import logging
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gui_grounding.eval import EvalInputError
 from gui_grounding.eval.judge import CORRECT, WRONG, WRONG_FORMAT
@@ -38,6 +44,7 @@ from gui_grounding.frames import Box
 from gui_grounding.schema import LoadReport, Sample, SampleError, read_image_size
 from vlm_r1 import validate
 from vlm_r1.data import RecordError, iter_json_list
+from vlm_r1.registry import Registry
 
 logger = logging.getLogger(__name__)
 
@@ -478,29 +485,60 @@ from gui_grounding.eval.benchmarks.screenspot_pro import ScreenSpotPro  # noqa: 
 from gui_grounding.eval.benchmarks.screenspot_v2 import ScreenSpotV2  # noqa: E402
 from gui_grounding.eval.benchmarks.webclick import WebClick  # noqa: E402
 
-BENCHMARKS: dict[str, type[Benchmark]] = {
-    "screenspot-v2": ScreenSpotV2,
-    "screenspot-pro": ScreenSpotPro,
-    "osworld-g": OSWorldG,
-    "webclick": WebClick,
-    "canonical": Canonical,
-}
+ENTRY_POINT_GROUP = "gui_grounding.benchmarks"
+
+
+def _builtins() -> dict[str, type[Benchmark]]:
+    """The benchmarks of this package, in ``--benchmark`` listing order."""
+    return {
+        "screenspot-v2": ScreenSpotV2,
+        "screenspot-pro": ScreenSpotPro,
+        "osworld-g": OSWorldG,
+        "webclick": WebClick,
+        "canonical": Canonical,
+    }
+
+
+#: built-ins + the entry-point group ``gui_grounding.benchmarks`` (name -> ``module:Class``), built lazily
+REGISTRY = Registry("benchmark", ENTRY_POINT_GROUP, _builtins)
+
+if TYPE_CHECKING:
+    #: name -> benchmark class (a module attribute computed on access by ``__getattr__`` below)
+    BENCHMARKS: dict[str, type[Benchmark]]
+
+
+def __getattr__(name: str) -> Any:
+    """``BENCHMARKS``: name -> class, the built-ins then the entry points (looked up on access, not at import, so a
+    plugin module may import this package)."""
+    if name == "BENCHMARKS":
+        return REGISTRY.available()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def get_benchmark(name: str, **options) -> Benchmark:
-    """The benchmark called ``name`` (a key of ``BENCHMARKS``), built with ``options``.
+    """The benchmark called ``name`` (a key of ``BENCHMARKS``, or a ``"package.module:Class"`` spec), built with
+    ``options``.
 
     Options: ``osworld-g`` takes ``subset="auto"|"plain"|"refined"``; ``webclick`` takes ``cache_dir``.
 
     Raises:
-        ValueError: unknown name (the message lists the known ones), or options the benchmark does not take.
+        ValueError: unknown name (the message lists the registered ones), a spec that names nothing loadable, or
+            options the benchmark does not take.
     """
-    if name not in BENCHMARKS:
-        raise ValueError(f"unknown benchmark {name!r}; choose one of: {', '.join(BENCHMARKS)}")
+    registered = REGISTRY.available()
+    if name not in registered and ":" not in name:
+        raise ValueError(f"unknown benchmark {name!r}; choose one of: {', '.join(registered)}")
     try:
-        return BENCHMARKS[name](**options)
+        cls = REGISTRY.get(name)
+    except ValueError as err:
+        raise ValueError(f"benchmark {name!r}: {err}; registered benchmarks: {', '.join(registered)}") from err
+    if not callable(cls):
+        raise ValueError(f"benchmark {name!r} is {cls!r}, not a benchmark class")
+    try:
+        return cls(**options)
     except TypeError as err:
         raise ValueError(f"benchmark {name!r} does not take options {sorted(options)}: {err}") from err
 
 
-__all__ = ["BENCHMARKS", "Benchmark", "BenchmarkLoadReport", "DuplicateIdError", "get_benchmark", "load_report_dict"]
+__all__ = ["BENCHMARKS", "REGISTRY", "Benchmark", "BenchmarkLoadReport", "DuplicateIdError", "get_benchmark",
+           "load_report_dict"]
