@@ -348,6 +348,7 @@ def _launch(model_dir, data, out, extra):
     return logs, info
 
 
+@pytest.mark.slow  # four 2-process runs (~70 s); ZeRO-3 vs DDP stays in the default suite (test_deepspeed.py)
 def test_zero3_kl_and_dynamic_sampling_match_ddp(tiny_qwen25_dir, train6, tmp_path):
     """2 processes, 6 rows each, groups of 4: one group per step spans both processes. ZeRO-3 with the reference
     model (vlm_r1 preset: beta 0.04) and dynamic sampling trains exactly like DDP."""
