@@ -119,6 +119,8 @@ def _grpo_argv(model, data, out):
 
 
 def _sft_argv(model, data, out):
+    # InternVL SFT keeps the default --max_anyres_num 12: 9 tiles x 256 image tokens per screenshot, longer than TRL's
+    # own max_length 1024, so this run also checks that SFT never truncates image tokens (VLMSFTConfig.max_length)
     return [*_common_args(model, data, out), "--learning_rate", "1e-3", "--disable_tqdm", "true"]
 
 

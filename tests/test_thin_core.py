@@ -154,6 +154,7 @@ def test_grpo_and_sft_share_one_data_arguments_dataclass(tmp_path):
                                           "gui_grounding", "--data_file_paths", "a.jsonl", "--prompt_mode", "thinking",
                                           "--val_split_ratio", "0.5", "--max_anyres_num", "6"])  # fmt: skip
     assert (script.max_pixels, script.min_pixels, script.val_split_ratio, script.max_anyres_num) == (None, None, 0.5, 6)
+    assert training.max_length is None  # never truncate: it would cut image tokens
     assert script.task_options.prompt_mode == "thinking"
 
 

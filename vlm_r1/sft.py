@@ -41,11 +41,19 @@ SFT_DEFAULTS = {"max_pixels": None, "min_pixels": None}
 
 @dataclass
 class VLMSFTConfig(SFTConfig):
-    """``trl.SFTConfig`` with this project's device defaults (CPU: ``use_cpu``; bf16 only on capable GPUs) and
-    ``remove_unused_columns=False`` (the task's lazy image loader needs its ``image_path`` column)."""
+    """``trl.SFTConfig`` with this project's device defaults (CPU: ``use_cpu``; bf16 only on capable GPUs),
+    ``remove_unused_columns=False`` (the task's lazy image loader needs its ``image_path`` column) and
+    ``max_length=None`` (no truncation: it would cut image tokens)."""
 
     remove_unused_columns: bool = field(
         default=False, metadata={"help": "Keep dataset columns (images are loaded lazily from image_path)."}
+    )
+    max_length: int | None = field(
+        default=None,
+        metadata={"help": "Maximum tokenized length; longer sequences are truncated. Default None (no truncation), "
+                  "not TRL's 1024: truncating a VLM sequence cuts its image tokens, and the model then fails "
+                  "('Image features and image tokens do not match'); one 1080p screenshot alone is ~2,700 Qwen2.5-VL "
+                  "tokens, one InternVL image up to 13 x 256."},
     )
 
     def __post_init__(self):
