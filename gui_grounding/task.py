@@ -170,6 +170,9 @@ class GUIGroundingTask(Task):
     rewards = REWARDS
     metric_aliases = {"click_accuracy": CLICK_REWARD_KEY}
     console_metrics = (("click", CLICK_REWARD_KEY, "{:.1%}"),)
+    # DEBUG_MODE rollout log: the row's id, instruction and targets in the frame the rewards score in
+    debug_columns = {"id": ("sample_id",), "problem": ("instruction",),
+                     "solution": ("target_boxes_answer", "target_boxes_resized")}  # fmt: skip
 
     def adapter_for(self, vlm_module: Any) -> Adapter:
         """The run's adapter: ``--adapter``, else the model type's default (gta1 family: by ``--prompt_mode``)."""

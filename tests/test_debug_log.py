@@ -36,8 +36,15 @@ def test_render_exact_text_upstream_layout():
     rows = _rows()
     contents = ["<think>x</think> <answer>red</answer>", "(5,6)"]
     rewards = [[1.0, 1.0, 0.5], [0.0, 0.0, 1 / 3]]
+    from gui_grounding.task import GUIGroundingTask
+
     main, fmt = render_rollouts(rows, contents, rewards, ["accuracy_reward", "format_reward", "click_reward"],
-                                ["accuracy", "format", None], now=lambda: T0)  # fmt: skip
+                                ["accuracy", "format", None], now=lambda: T0,
+                                columns=GUIGroundingTask.debug_columns)  # fmt: skip
+    # without the task's columns the core shows only its own (upstream's) column names
+    bare, _ = render_rollouts(rows[1:], contents[1:], rewards[1:], ["r"], [None], now=lambda: T0)
+    assert bare == ("------------- 23-14-05-09-123456 r reward: 0.0 -------------\nimage_path: /d/b.png\n"
+                    "Content: (5,6)\n")  # fmt: skip
     assert main == (
         "------------- 23-14-05-09-123456 Accuracy reward: 1.0 -------------\n"
         "id: 7\n"

@@ -22,10 +22,10 @@ upstream's layout:
   The time is ``datetime.now()`` as ``%d-%H-%M-%S-%f`` (day-hour-minute-second-microsecond). The label is
   ``Accuracy`` for the function ``--reward_funcs accuracy`` resolves to (``accuracy_reward``, or ``iou_reward`` with
   ``--task_type rec``), else the reward's name as TRL logs it (``rewards/<name>/mean``, the function's ``__name__``).
-  The lines between header and ``Content`` are the row's columns that exist, in this order: ``id`` (or
-  ``sample_id``), ``accu_reward_method``, ``image_path``, ``problem`` (or ``instruction``); ``Solution`` is the
-  first of ``solution``, ``target_boxes_answer`` / ``target_boxes_resized`` (box targets in the frame a task's rewards score in), ``target``, and is left
-  out when the row has none of them;
+  The lines between header and ``Content`` are the row's columns that exist, in this order: ``id``,
+  ``accu_reward_method``, ``image_path``, ``problem``; ``Solution`` is the first of ``solution`` and ``target``, and is
+  left out when the row has none of them. A task adds its own column names per line (``Task.debug_columns``, e.g.
+  ``{"problem": ("instruction",)}``), tried after the core's;
 * the ``format`` reward (``format_reward``, or ``format_reward_rec`` with ``--task_type rec``): one block per scoring
   call, appended to ``LOG_PATH`` with ``.txt`` replaced by ``_format.txt`` (upstream ``format_reward``,
   ``grpo_jsonl.py:889-896``; ``format_reward_rec``, ``qwen_module.py:97-104``)::
@@ -75,12 +75,12 @@ RULE = "-------------"
 
 # (line label, candidate columns in order of preference): the lines between a block's header and its Content line.
 INFO_COLUMNS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("id", ("id", "sample_id")),
+    ("id", ("id",)),
     ("accu_reward_method", ("accu_reward_method",)),
     ("image_path", ("image_path",)),
-    ("problem", ("problem", "instruction")),
+    ("problem", ("problem",)),
 )
-SOLUTION_COLUMNS = ("solution", "target_boxes_answer", "target_boxes_resized", "target")
+SOLUTION_COLUMNS = ("solution", "target")
 
 ACCURACY = "accuracy"
 FORMAT = "format"
@@ -133,15 +133,19 @@ def _column(row: dict, names: Sequence[str]) -> tuple[bool, Any]:
     return False, None
 
 
-def reward_block(label: str, value: float, row: dict, content: str, now: datetime) -> str:
-    """One rollout's block for a non-format reward (module docstring layout), ending with a newline."""
+def reward_block(label: str, value: float, row: dict, content: str, now: datetime,
+                 columns: dict[str, Sequence[str]] | None = None) -> str:  # fmt: skip
+    """One rollout's block for a non-format reward (module docstring layout), ending with a newline. ``columns``: the
+    task's extra column names per line label (``id``, ``accu_reward_method``, ``image_path``, ``problem``,
+    ``solution``; ``Task.debug_columns``), tried after the core's."""
+    extra = columns or {}
     lines = [f"{RULE} {now.strftime(TIME_FORMAT)} {label} reward: {format_value(value)} {RULE}"]
     for line_label, names in INFO_COLUMNS:
-        found, value_ = _column(row, names)
+        found, value_ = _column(row, (*names, *extra.get(line_label, ())))
         if found:
             lines.append(f"{line_label}: {value_}")
     lines.append(f"Content: {content}")
-    found, solution = _column(row, SOLUTION_COLUMNS)
+    found, solution = _column(row, (SOLUTION_COLUMNS[0], *extra.get("solution", ()), *SOLUTION_COLUMNS[1:]))
     if found:
         lines.append(f"Solution: {solution}")
     return "\n".join(lines) + "\n"
@@ -158,7 +162,8 @@ def format_block(contents: Sequence[str], values: Sequence[float], now: datetime
 
 def render_rollouts(rows: Sequence[dict], contents: Sequence[str], rewards: Sequence[Sequence[float]],
                     names: Sequence[str], roles: Sequence[str | None],
-                    now: Callable[[], datetime] = datetime.now) -> tuple[str, str]:  # fmt: skip
+                    now: Callable[[], datetime] = datetime.now,
+                    columns: dict[str, Sequence[str]] | None = None) -> tuple[str, str]:  # fmt: skip
     """The text of one scoring: ``(main_text, format_text)``.
 
     Args:
@@ -168,6 +173,7 @@ def render_rollouts(rows: Sequence[dict], contents: Sequence[str], rewards: Sequ
         names: the reward functions' names (TRL's ``reward_func_names``).
         roles: per reward, :func:`reward_role` (``"accuracy"``, ``"format"`` or None).
         now: the clock (a fixed one in tests); called once per block, as upstream.
+        columns: the task's extra column names per line (``Task.debug_columns``; :func:`reward_block`).
 
     Rewards are taken in order; each non-format reward adds one block per rollout to ``main_text``, each format
     reward one block to ``format_text``.
@@ -182,7 +188,7 @@ def render_rollouts(rows: Sequence[dict], contents: Sequence[str], rewards: Sequ
             continue
         label = "Accuracy" if role == ACCURACY else name
         for row, content, value in zip(rows, contents, values, strict=True):
-            main.append(reward_block(label, value, row, content, now()))
+            main.append(reward_block(label, value, row, content, now(), columns))
     return "".join(main), "".join(fmt)
 
 

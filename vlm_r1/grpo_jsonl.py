@@ -365,6 +365,7 @@ def train(script_args, training_args, model_args) -> None:
     from vlm_r1.callbacks import StepStatsCallback, use_compact_console
     from vlm_r1.preemption import PREEMPT_FILE, PreemptionCallback
 
+    trainer.debug_columns = dict(getattr(task, "debug_columns", {}))  # DEBUG_MODE log lines (vlm_r1.debug_log)
     trainer.add_callback(StepStatsCallback(trainer, aliases=task.metric_aliases))  # step time split, tokens/s
     use_compact_console(trainer, task.console_metrics)  # one line per step on the console; full dicts in logs.jsonl
 

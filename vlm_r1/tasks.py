@@ -56,6 +56,8 @@ class Task:
       values (:class:`vlm_r1.callbacks.StepStatsCallback`);
     * ``console_metrics``: ``(label, key, format)`` entries the one-line console log shows after the reward
       (:func:`vlm_r1.callbacks.compact_log_line`);
+    * ``debug_columns``: the task's row columns per line of the ``DEBUG_MODE`` rollout log (``{"problem":
+      ("instruction",), "solution": (...)}``; :func:`vlm_r1.debug_log.reward_block`);
     * ``uses_reward_method``: the task reads ``--reward_method``.
     """
 
@@ -68,6 +70,7 @@ class Task:
     reward_aliases: dict[str, str] = {}
     metric_aliases: dict[str, str] = {}
     console_metrics: tuple[tuple[str, str, str], ...] = ()
+    debug_columns: dict[str, tuple[str, ...]] = {}
 
     def __init__(self, options: Any = None):
         """``options``: an instance of ``options_class`` (None: its defaults; ignored when the task has none)."""

@@ -431,7 +431,8 @@ class VLMGRPOTrainer(FindUnusedParametersFromModel, SharedPromptMixin, GRPOTrain
             local = rewards_per_func[start : start + n].detach().float().cpu().tolist()
             roles = [reward_role(f) for f in self.reward_funcs]
             main_text, format_text = render_rollouts(inputs, [completion_text(c) for c in completions], local,
-                                                     self.reward_func_names, roles)  # fmt: skip
+                                                     self.reward_func_names, roles,
+                                                     columns=getattr(self, "debug_columns", None))  # fmt: skip
             self._debug_log.write(main_text, format_text)
         except Exception as err:  # the debug log must never stop training
             if not self._debug_log_failed:
