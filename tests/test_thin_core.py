@@ -190,3 +190,44 @@ def test_task_spec_with_its_own_options(tmp_path):
     task = get_task(spec, script.task_options)
     assert isinstance(task, Task) and task.options.level == 3 and task.run_info(None, None) == {"level": 3}
     assert get_task(spec).options == SpecOptions(level=1)
+
+
+# The files that ARE a model family (docs/ADDING_A_MODEL.md): a module file and an adapter file (plus its tests).
+FAMILY_FILES = {
+    "qwen3_vl": ("vlm_r1/modules/qwen3_vl.py", "gui_grounding/adapters/qwen3_vl.py"),
+    "internvl": ("vlm_r1/modules/internvl.py", "gui_grounding/adapters/internvl.py"),
+}
+
+
+def test_a_family_is_its_two_files(tmp_path):
+    """Remove a family's two files from a copy of the packages: everything still imports, the family is gone from
+    every registry, and the others are intact. So adding a family touches exactly those two files (and its tests)."""
+    import shutil
+    import subprocess
+    import sys
+
+    for pkg in ("vlm_r1", "gui_grounding"):
+        shutil.copytree(os.path.join(REPO, pkg), tmp_path / pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    for files in FAMILY_FILES.values():
+        for rel in files:
+            (tmp_path / rel).unlink()
+    root = str(tmp_path)
+    script = (
+        "import json, vlm_r1, gui_grounding.adapters as a, vlm_r1.modules as m, vlm_r1.tiny as t\n"
+        "import gui_grounding.cli, gui_grounding.task, gui_grounding.eval.backends.hf, vlm_r1.grpo_jsonl, vlm_r1.sft\n"
+        f"assert vlm_r1.__file__.startswith({root!r}) and a.__file__.startswith({root!r}), (vlm_r1.__file__, a.__file__)\n"
+        "print(json.dumps({'modules': sorted(m.available_modules()), 'adapters': sorted(a.ADAPTERS)}))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env={**env, "PYTHONPATH": str(tmp_path)},
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    import json
+
+    from gui_grounding.adapters import ADAPTERS
+    from vlm_r1.modules import available_modules
+
+    left = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert left["modules"] == sorted(set(available_modules()) - {"qwen3_vl", "qwen3_vl_moe", "internvl"})
+    assert left["adapters"] == sorted(set(ADAPTERS) - {"qwen3-vl", "internvl"})
+    assert {"qwen2_5_vl", "qwen2_vl"} <= set(left["modules"]) and {"gta1", "qwen2-vl"} <= set(left["adapters"])

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 from gui_grounding.adapters import qwen2_5_vl
 from gui_grounding.adapters.base import ANSWER_FRAMES, Adapter, PixelBudget, Request, messages_to_text
-from gui_grounding.adapters.internvl import INTERNVL_GROUNDING_PROMPT, InternVLAdapter
 from gui_grounding.adapters.qwen2_5_vl import (
     GTA1_BUDGET,
     GTA1_MAX_PIXELS,
@@ -50,14 +49,6 @@ from gui_grounding.adapters.qwen2_5_vl import (
     UITars15Adapter,
 )
 from gui_grounding.adapters.qwen2_vl import OS_ATLAS_POINT_PROMPT, QWEN2_VL_BUDGET, Norm1000Adapter, Qwen2VLAdapter
-from gui_grounding.adapters.qwen3_vl import (
-    QWEN3_FACTOR,
-    QWEN3_VL_BUDGET,
-    QWEN3_VL_MAX_PIXELS,
-    QWEN3_VL_MIN_PIXELS,
-    QWEN3_VL_POINT_PROMPT,
-    Qwen3VLAdapter,
-)
 from vlm_r1.registry import Registry
 
 ENTRY_POINT_GROUP = "gui_grounding.adapters"
@@ -142,10 +133,10 @@ def training_adapter(model_type: str | None, prompt_mode: str = "non_thinking", 
 
 __all__ = [
     "ADAPTERS", "ANSWER_FRAMES", "Adapter", "DEFAULT_ADAPTER_FOR_MODEL_TYPE", "GTA1Adapter", "GTA1BoxAdapter",
-    "GTA1ThinkingAdapter", "GTA1_BUDGET", "INTERNVL_GROUNDING_PROMPT", "InternVLAdapter", "GTA1_MAX_PIXELS", "GTA1_MIN_PIXELS", "Norm1000Adapter",
-    "OS_ATLAS_POINT_PROMPT", "PROMPT_MODE_ADAPTERS", "PixelBudget", "QWEN2_VL_BUDGET", "QWEN3_FACTOR",
-    "QWEN3_VL_BUDGET", "QWEN3_VL_MAX_PIXELS", "QWEN3_VL_MIN_PIXELS", "QWEN3_VL_POINT_PROMPT", "QWEN_FACTOR",
-    "QWEN_PROCESSOR_MAX_PIXELS", "QWEN_PROCESSOR_MIN_PIXELS", "Qwen2VLAdapter", "Qwen3VLAdapter", "Request",
+    "GTA1ThinkingAdapter", "GTA1_BUDGET", "GTA1_MAX_PIXELS", "GTA1_MIN_PIXELS", "Norm1000Adapter",
+    "OS_ATLAS_POINT_PROMPT", "PROMPT_MODE_ADAPTERS", "PixelBudget", "QWEN2_VL_BUDGET",
+    "QWEN_FACTOR",
+    "QWEN_PROCESSOR_MAX_PIXELS", "QWEN_PROCESSOR_MIN_PIXELS", "Qwen2VLAdapter", "Request",
     "UITars15Adapter", "UI_TARS_BUDGET", "UI_TARS_GROUNDING_PROMPT", "UI_TARS_MAX_PIXELS", "UI_TARS_MIN_PIXELS",
     "default_adapter_for", "get_adapter", "messages_to_text", "resolve_adapter", "training_adapter",
 ]  # fmt: skip
