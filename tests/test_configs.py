@@ -177,10 +177,14 @@ def test_task_options_are_the_tasks_own(tmp_path, capsys):
     with pytest.raises(SystemExit):
         parse_args(args(tmp_path, "--task_type", "rec", "--adapter", "gta1"))
     assert "--adapter is an option of --task_type gui_grounding; this run's task_type is rec" in capsys.readouterr().err
-    script, _, _ = parse_args(args(tmp_path, "--task_type=gui_grounding", "--adapter", "qwen3-vl", "--box_rounding",
-                                   "gta1"))  # fmt: skip
-    assert script.task_options == GUIGroundingOptions(prompt_mode="non_thinking", adapter="qwen3-vl",
-                                                      box_rounding="gta1")  # fmt: skip
+    for spelling in (["--task_type=gui_grounding"], ["--task-type", "gui_grounding"], ["--task-type=gui_grounding"]):
+        script, _, _ = parse_args(args(tmp_path, *spelling, "--adapter", "qwen3-vl", "--box_rounding", "gta1"))
+        assert script.task_options == GUIGroundingOptions(prompt_mode="non_thinking", adapter="qwen3-vl",
+                                                          box_rounding="gta1")  # fmt: skip
+    # the last --task_type wins, in both phases
+    script, _, _ = parse_args(args(tmp_path, "--task_type", "rec", "--task_type", "gui_grounding", "--prompt_mode",
+                                   "box"))  # fmt: skip
+    assert (script.task_type, script.task_options.prompt_mode) == ("gui_grounding", "box")
 
 
 def test_task_and_its_options_from_config_yaml(tmp_path):

@@ -710,7 +710,8 @@ def parse_command_line(dataclass_types: Sequence[type], argv: Sequence[str], *, 
 def task_type_of(argv: Sequence[str], defaults: dict[str, Any] | None = None) -> str | None:
     """Phase 1 of :func:`parse_task_command_line`: the ``--task_type`` the command line asks for.
 
-    The last ``--task_type X`` / ``--task_type=X`` in ``argv``, else the ``task_type`` key of its ``--config`` YAML,
+    The last ``--task_type X`` / ``--task_type=X`` (or ``--task-type``, argparse's alias) in ``argv``, else the
+    ``task_type`` key of its ``--config`` YAML,
     else ``defaults["task_type"]`` (an entry point's default), else None (the ``default`` task).
     """
     import yaml
@@ -718,9 +719,9 @@ def task_type_of(argv: Sequence[str], defaults: dict[str, Any] | None = None) ->
     args = list(argv)
     found = None
     for i, arg in enumerate(args):
-        if arg == "--task_type" and i + 1 < len(args):
+        if arg in ("--task_type", "--task-type") and i + 1 < len(args):
             found = args[i + 1]
-        elif arg.startswith("--task_type="):
+        elif arg.startswith(("--task_type=", "--task-type=")):
             found = arg.split("=", 1)[1]
     if found is not None:
         return found
