@@ -365,9 +365,10 @@ def train(script_args, training_args, model_args) -> None:
     from vlm_r1.callbacks import StepStatsCallback, use_compact_console
     from vlm_r1.preemption import PREEMPT_FILE, PreemptionCallback
 
+    # what the task declares (vlm_r1.tasks.Task; getattr: plugins need not subclass Task)
     trainer.debug_columns = dict(getattr(task, "debug_columns", {}))  # DEBUG_MODE log lines (vlm_r1.debug_log)
-    trainer.add_callback(StepStatsCallback(trainer, aliases=task.metric_aliases))  # step time split, tokens/s
-    use_compact_console(trainer, task.console_metrics)  # one line per step on the console; full dicts in logs.jsonl
+    trainer.add_callback(StepStatsCallback(trainer, aliases=getattr(task, "metric_aliases", {})))  # timing, tokens/s
+    use_compact_console(trainer, getattr(task, "console_metrics", ()))  # one line per step; full dicts in logs.jsonl
 
     preemption = PreemptionCallback(training_args.output_dir)
     trainer.add_callback(preemption)

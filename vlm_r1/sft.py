@@ -175,7 +175,7 @@ def main(argv: list[str] | None = None) -> None:
                             vision_keywords=vlm_module.get_vision_modules_keywords())  # fmt: skip
     from vlm_r1.callbacks import use_compact_console
 
-    use_compact_console(trainer, task.console_metrics)  # one line per step on the console; full dicts in logs.jsonl
+    use_compact_console(trainer, getattr(task, "console_metrics", ()))  # one line per step on the console; full dicts in logs.jsonl
     for callback in task.eval_callbacks(script_args, training_args, processor, vlm_module, eval_dataset):
         callback.trainer = trainer
         trainer.add_callback(callback)
