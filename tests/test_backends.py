@@ -137,7 +137,7 @@ def test_registry_and_defaults():
         "gta1", "qwen2-vl", "qwen3-vl", "qwen3-vl", "internvl"]  # fmt: skip
     with pytest.raises(ValueError, match=r"llava.*qwen2_5_vl -> gta1"):
         default_adapter_for("llava")
-    with pytest.raises(ValueError, match=r"unknown backend 'tgi'; expected one of hf, openai, vllm"):
+    with pytest.raises(ValueError, match=r"unknown backend 'tgi'; registered: hf, openai, vllm"):
         predict("tgi", "m", [], "x.jsonl", adapter="gta1")
     # processor budget: the family's published inference bounds unless overridden; others keep the processor's
     assert pixel_budget(get_adapter("ui-tars-1.5"), None, None) == (UI_TARS_MIN_PIXELS, UI_TARS_MAX_PIXELS)

@@ -351,11 +351,16 @@ def test_resolve_reward_unknown_lists_available():
 
 
 def test_resolve_reward_bad_specs():
-    with pytest.raises(ValueError, match=r"^cannot load 'gui_grounding.rewards:no_such_function'"):
+    with pytest.raises(ValueError, match=r"^reward 'gui_grounding.rewards:no_such_function': cannot load "
+                                         r"'gui_grounding.rewards:no_such_function': module 'gui_grounding.rewards' has "
+                                         r"no attribute 'no_such_function'; registered: accuracy, format, rec_iou, "
+                                         r"rec_format$"):  # fmt: skip
         vr.resolve_reward("gui_grounding.rewards:no_such_function")
-    with pytest.raises(ValueError, match=r"^cannot load 'no_such_package.rewards:fn': No module named"):
+    with pytest.raises(ValueError, match=r"^reward 'no_such_package.rewards:fn': cannot load 'no_such_package.rewards:fn': "
+                                         r"No module named"):  # fmt: skip
         vr.resolve_reward("no_such_package.rewards:fn")
-    with pytest.raises(ValueError, match="does not name a callable"):
+    with pytest.raises(ValueError, match=r"^reward 'gui_grounding.prompts:PROMPT_MODES' is \('non_thinking', "
+                                         r"'thinking', 'box'\), not callable$"):  # fmt: skip
         vr.resolve_reward("gui_grounding.prompts:PROMPT_MODES")
 
 

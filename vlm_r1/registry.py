@@ -103,6 +103,24 @@ class Registry:
             return load_spec(name)
         raise ValueError(f"unknown {self.kind} {name!r}; registered: {', '.join(items)}")
 
+    def get_callable(self, name: str) -> Callable:
+        """:meth:`get`, checked to be callable (a function or a class): what every registry of functions and classes
+        (rewards, tasks, benchmarks, backends) hands out.
+
+        Raises:
+            ValueError: as :meth:`get` (a spec that cannot be loaded: ``KIND 'spec': cannot load ...; registered:
+                ...``), or ``KIND 'name' is OBJ, not callable``.
+        """
+        try:
+            obj = self.get(name)
+        except ValueError as err:
+            if ":" in name and name not in self.available():
+                raise ValueError(f"{self.kind} {name!r}: {err}; registered: {', '.join(self.available())}") from err
+            raise
+        if not callable(obj):
+            raise ValueError(f"{self.kind} {name!r} is {obj!r}, not callable")
+        return obj
+
     def refresh(self) -> None:
         """Forget the cached lookup (after installing a plugin in-process, in tests)."""
         self._cache = None

@@ -387,10 +387,7 @@ def resolve_reward(name: str, task: Any = None) -> Callable:
         listing = ", ".join(f"{n} ({src})" for n, src in sorted(available_rewards(task).items()))
         raise ValueError(f"unknown reward {name!r}. Available: {listing}; or give a 'package.module:function' "
                          "spec")  # fmt: skip
-    func = REWARDS.get(name)
-    if not callable(func):
-        raise ValueError(f"reward spec {name!r} does not name a callable")
-    return func
+    return REWARDS.get_callable(name)
 
 
 def resolve_rewards(names: list[str], task: Any = None) -> list[Callable]:

@@ -534,7 +534,7 @@ def get_task_class(task_type: str | None) -> type:
         ValueError: unknown task type (the message lists the built-in and installed ones) or a bad spec.
     """
     TASKS.refresh()  # read the entry points now (a plugin installed since the last lookup)
-    return TASKS.get(task_type or "default")
+    return TASKS.get_callable(task_type or "default")
 
 
 def get_task(task_type: str | None, options: Any = None) -> Task:

@@ -85,16 +85,7 @@ def get_backend(backend: str) -> Callable[..., str]:
     Raises:
         ValueError: unknown name (the message lists the registered ones) or a spec that names nothing loadable.
     """
-    registered = REGISTRY.available()
-    if backend not in registered and ":" not in backend:
-        raise ValueError(f"unknown backend {backend!r}; expected one of {', '.join(registered)}")
-    try:
-        fn = REGISTRY.get(backend)
-    except ValueError as err:
-        raise ValueError(f"backend {backend!r}: {err}; registered backends: {', '.join(registered)}") from err
-    if not callable(fn):
-        raise ValueError(f"backend {backend!r} is {fn!r}, not a predict function")
-    return fn
+    return REGISTRY.get_callable(backend)
 
 
 def predict(backend: str, model: str, samples: list, out_path: str, *, adapter=None, **kwargs) -> str:

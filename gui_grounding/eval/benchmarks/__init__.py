@@ -525,15 +525,7 @@ def get_benchmark(name: str, **options) -> Benchmark:
         ValueError: unknown name (the message lists the registered ones), a spec that names nothing loadable, or
             options the benchmark does not take.
     """
-    registered = REGISTRY.available()
-    if name not in registered and ":" not in name:
-        raise ValueError(f"unknown benchmark {name!r}; choose one of: {', '.join(registered)}")
-    try:
-        cls = REGISTRY.get(name)
-    except ValueError as err:
-        raise ValueError(f"benchmark {name!r}: {err}; registered benchmarks: {', '.join(registered)}") from err
-    if not callable(cls):
-        raise ValueError(f"benchmark {name!r} is {cls!r}, not a benchmark class")
+    cls = REGISTRY.get_callable(name)
     try:
         return cls(**options)
     except TypeError as err:
