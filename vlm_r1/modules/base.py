@@ -16,8 +16,49 @@ Modules are chosen by ``config.model_type`` (``vlm_r1.modules.get_vlm_module``),
 
 from __future__ import annotations
 
+import json
+import os
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import Any
+
+
+def load_processor_files(path: str, build: Callable[[Any, Any, str], Any]) -> Any:
+    """The processor of checkpoint ``path`` with left padding: the stock ``AutoProcessor`` when torchvision is
+    installed, else ``build(image_processor, tokenizer, chat_template)`` from the checkpoint's own files (our CPU
+    machines have no torchvision; cpu_stack.md §2). Shared by the family modules.
+
+    Raises:
+        FileNotFoundError: no ``chat_template.jinja`` in ``path`` (needed on the image-only path).
+    """
+    from transformers import AutoImageProcessor, AutoProcessor, AutoTokenizer
+    from transformers.utils import is_torchvision_available
+
+    if is_torchvision_available():
+        processor = AutoProcessor.from_pretrained(path, padding_side="left")
+    else:
+        template_file = os.path.join(path, "chat_template.jinja")
+        if not os.path.exists(template_file):
+            raise FileNotFoundError(f"{template_file} not found: the checkpoint has no chat template")
+        with open(template_file, encoding="utf-8") as f:
+            chat_template = f.read()
+        processor = build(AutoImageProcessor.from_pretrained(path), AutoTokenizer.from_pretrained(path), chat_template)
+    processor.tokenizer.padding_side = "left"
+    return processor
+
+
+def restore_stock_processor_class(out_dir: str, stock_name: str) -> None:
+    """Rewrite an ``ImageOnly*`` ``processor_class`` in ``out_dir/tokenizer_config.json`` to ``stock_name`` (cosmetic:
+    the checkpoint then names the class transformers itself would load; cpu_stack.md §2)."""
+    path = os.path.join(out_dir, "tokenizer_config.json")
+    if not os.path.exists(path):
+        return
+    with open(path, encoding="utf-8") as f:
+        cfg = json.load(f)
+    if str(cfg.get("processor_class", "")).startswith("ImageOnly"):
+        cfg["processor_class"] = stock_name
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(cfg, f, indent=2, ensure_ascii=False)
 
 
 class UpstreamModuleMixin:

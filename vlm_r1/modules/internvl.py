@@ -239,25 +239,17 @@ class InternVLModule(VLMBaseModule):
         Raises:
             FileNotFoundError: no chat template in ``path`` (needed on the image-only path).
         """
-        from transformers import AutoImageProcessor, AutoProcessor, AutoTokenizer
-        from transformers.utils import is_torchvision_available
+        from vlm_r1.modules.base import load_processor_files
 
-        if is_torchvision_available():
-            processor = AutoProcessor.from_pretrained(path, padding_side="left")
-        else:
-            template_file = os.path.join(path, "chat_template.jinja")
-            if not os.path.exists(template_file):
-                raise FileNotFoundError(f"{template_file} not found: the checkpoint has no chat template")
-            with open(template_file, encoding="utf-8") as f:
-                chat_template = f.read()
-            seq_len = 256
+        def build(image_processor, tokenizer, chat_template):
+            seq_len = 256  # image tokens per tile: the checkpoint's processor_config.json, else InternVL's 256
             cfg_file = os.path.join(path, "processor_config.json")
             if os.path.exists(cfg_file):
                 with open(cfg_file, encoding="utf-8") as f:
                     seq_len = int(json.load(f).get("image_seq_length", seq_len))
-            processor = self.build_processor(AutoImageProcessor.from_pretrained(path),
-                                             AutoTokenizer.from_pretrained(path), chat_template, seq_len)  # fmt: skip
-        processor.tokenizer.padding_side = "left"
+            return self.build_processor(image_processor, tokenizer, chat_template, seq_len)
+
+        processor = load_processor_files(path, build)
         if min_pixels is not None or max_pixels is not None:
             logger.debug("InternVL: min_pixels/max_pixels have no effect (tiles of %d px; use max_tiles)", TILE_SIZE)
         if max_tiles is not None:
@@ -390,15 +382,9 @@ class InternVLModule(VLMBaseModule):
 
     def tidy_saved_processor(self, out_dir: str) -> None:
         """Rewrite ``processor_class`` in tokenizer_config.json to the stock name (cosmetic, as Qwen's)."""
-        path = os.path.join(out_dir, "tokenizer_config.json")
-        if not os.path.exists(path):
-            return
-        with open(path, encoding="utf-8") as f:
-            cfg = json.load(f)
-        if str(cfg.get("processor_class", "")).startswith("ImageOnly"):
-            cfg["processor_class"] = "InternVLProcessor"
-            with open(path, "w", encoding="utf-8") as f:
-                json.dump(cfg, f, indent=2, ensure_ascii=False)
+        from vlm_r1.modules.base import restore_stock_processor_class
+
+        restore_stock_processor_class(out_dir, "InternVLProcessor")
 
 
 #: the module classes this family file registers (vlm_r1.registry.discover)

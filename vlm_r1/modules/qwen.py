@@ -9,8 +9,6 @@ Processor loading works in two worlds:
 
 from __future__ import annotations
 
-import json
-import os
 from typing import Any
 
 from vlm_r1 import rewards
@@ -157,21 +155,9 @@ class Qwen2VLModule(VLMBaseModule):
         Raises:
             FileNotFoundError: no chat template in ``path`` (needed on the image-only path).
         """
-        from transformers import AutoImageProcessor, AutoProcessor, AutoTokenizer
-        from transformers.utils import is_torchvision_available
+        from vlm_r1.modules.base import load_processor_files
 
-        if is_torchvision_available():
-            processor = AutoProcessor.from_pretrained(path, padding_side="left")
-        else:
-            template_file = os.path.join(path, "chat_template.jinja")
-            if not os.path.exists(template_file):
-                raise FileNotFoundError(f"{template_file} not found: the checkpoint has no chat template")
-            with open(template_file, encoding="utf-8") as f:
-                chat_template = f.read()
-            processor = self.build_processor(
-                AutoImageProcessor.from_pretrained(path), AutoTokenizer.from_pretrained(path), chat_template
-            )
-        processor.tokenizer.padding_side = "left"
+        processor = load_processor_files(path, self.build_processor)
         if min_pixels is not None or max_pixels is not None:
             self.set_pixel_budget(processor, min_pixels=min_pixels, max_pixels=max_pixels)
         return processor
@@ -273,15 +259,9 @@ class Qwen2VLModule(VLMBaseModule):
 
     def tidy_saved_processor(self, out_dir: str) -> None:
         """Rewrite ``processor_class`` in tokenizer_config.json to the stock name (cosmetic; cpu_stack.md §2)."""
-        path = os.path.join(out_dir, "tokenizer_config.json")
-        if not os.path.exists(path):
-            return
-        with open(path, encoding="utf-8") as f:
-            cfg = json.load(f)
-        if str(cfg.get("processor_class", "")).startswith("ImageOnly"):
-            cfg["processor_class"] = self._classes(self.model_type)[1].__name__
-            with open(path, "w", encoding="utf-8") as f:
-                json.dump(cfg, f, indent=2, ensure_ascii=False)
+        from vlm_r1.modules.base import restore_stock_processor_class
+
+        restore_stock_processor_class(out_dir, self._classes(self.model_type)[1].__name__)
 
 
 #: the module classes this family file registers (vlm_r1.registry.discover)
