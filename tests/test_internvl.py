@@ -269,3 +269,26 @@ def test_sft_cli_three_steps_save_reload(tiny_internvl, rec_data, tmp_path):
     text = module.prepare_prompt(processor, [{"prompt": _prompt()}])
     batch, _ = module.prepare_model_inputs(processor, text, [Image.new("RGB", (224, 112), (30, 120, 200))])
     assert model.generate(**batch, max_new_tokens=3, do_sample=False).shape[1] > batch["input_ids"].shape[1]
+
+
+def test_pixel_budget_given_for_internvl_warns_and_tiles_are_set(tiny_internvl, caplog):
+    import logging
+    from types import SimpleNamespace
+
+    from vlm_r1.grpo_jsonl import load_image_processor
+    from vlm_r1.modules import get_vlm_module
+
+    module = get_vlm_module(tiny_internvl)
+    defaults = (3136, 12845056)
+    with caplog.at_level(logging.INFO, logger="vlm_r1"):
+        args = SimpleNamespace(min_pixels=3136, max_pixels=12845056, max_anyres_num=3)
+        processor = load_image_processor(module, tiny_internvl, args, default_pixels=defaults)
+    assert processor.image_processor.max_patches == 3
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="vlm_r1"):
+        load_image_processor(module, tiny_internvl, SimpleNamespace(min_pixels=3136, max_pixels=100352,
+                                                                    max_anyres_num=None), default_pixels=defaults)
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == [
+        "--min_pixels/--max_pixels have NO effect for model_type internvl (no smart_resize frame; --max_anyres_num "
+        "bounds its tiles)"]  # fmt: skip

@@ -15,6 +15,7 @@ Accepts every TRL ``GRPOConfig`` / HF ``TrainingArguments`` / ``ModelConfig`` fl
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import sys
@@ -158,11 +159,30 @@ def build_train_dataset(script_args, training_args, task, processor, vlm_module)
     return with_transform_of(parts[0], concatenate_record_datasets(parts, logger=logger)), mixture
 
 
+def load_image_processor(vlm_module, model_path: str, script_args, default_pixels: tuple) -> object:
+    """The run's processor (GRPO and SFT): the pixel budget (``--min_pixels``/``--max_pixels``) and InternVL's tiling
+    (``--max_anyres_num``, upstream's flag) applied, and the resulting frame logged. A family without a smart_resize
+    frame (InternVL) ignores the pixel budget: when it differs from the entry point's ``default_pixels`` ``(min,
+    max)`` (so the user gave it), that is said as a warning."""
+    processor = vlm_module.load_processor(model_path, min_pixels=script_args.min_pixels,
+                                          max_pixels=script_args.max_pixels)  # fmt: skip
+    if script_args.max_anyres_num is not None and callable(getattr(vlm_module, "set_max_tiles", None)):
+        vlm_module.set_max_tiles(processor, script_args.max_anyres_num)
+    name = f"model_type={vlm_module.model_type} module={type(vlm_module).__name__}"
+    try:
+        factor, min_px, max_px = vlm_module.get_image_resize_params(processor)
+        logger.info("%s smart_resize factor=%d min_pixels=%d max_pixels=%d", name, factor, min_px, max_px)
+    except ValueError as err:  # no smart_resize frame (InternVL: 448x448 tiles, answers on a 0-1000 grid)
+        logger.info("%s: %s", name, err)
+        if (script_args.min_pixels, script_args.max_pixels) != tuple(default_pixels):
+            logger.warning("--min_pixels/--max_pixels have NO effect for model_type %s (no smart_resize frame; "
+                           "--max_anyres_num bounds its tiles)", vlm_module.model_type)  # fmt: skip
+    return processor
+
+
 def replace_data(script_args, **changes):
     """A copy of the data arguments for other data files (``dataclasses.replace``): ``--reward_method`` (per data file,
     GRPO only) is dropped, and the task options (``task_options``, not a field) are kept."""
-    import dataclasses
-
     if any(f.name == "reward_method" for f in dataclasses.fields(script_args)):
         changes.setdefault("reward_method", None)
     out = dataclasses.replace(script_args, **changes)
@@ -319,16 +339,9 @@ def train(script_args, training_args, model_args) -> None:
 
     model_path = model_args.model_name_or_path
     vlm_module = get_vlm_module(model_path)
-    processor = vlm_module.load_processor(model_path, min_pixels=script_args.min_pixels,
-                                          max_pixels=script_args.max_pixels)  # fmt: skip
-    if script_args.max_anyres_num is not None and callable(getattr(vlm_module, "set_max_tiles", None)):
-        vlm_module.set_max_tiles(processor, script_args.max_anyres_num)  # InternVL tiling (upstream --max_anyres_num)
-    try:
-        factor, min_px, max_px = vlm_module.get_image_resize_params(processor)
-        logger.info("model_type=%s module=%s smart_resize factor=%d min_pixels=%d max_pixels=%d",
-                    vlm_module.model_type, type(vlm_module).__name__, factor, min_px, max_px)  # fmt: skip
-    except ValueError as err:  # no smart_resize frame (InternVL: 448x448 tiles, answers on a 0-1000 grid)
-        logger.info("model_type=%s module=%s: %s", vlm_module.model_type, type(vlm_module).__name__, err)
+    defaults = {f.name: f.default for f in dataclasses.fields(GRPOScriptArguments)}
+    processor = load_image_processor(vlm_module, model_path, script_args,
+                                     default_pixels=(defaults["min_pixels"], defaults["max_pixels"]))  # fmt: skip
 
     task = get_task(script_args.task_type, getattr(script_args, "task_options", None))
     if script_args.reward_method is not None and not getattr(task, "uses_reward_method", False):

@@ -144,7 +144,7 @@ def main(argv: list[str] | None = None) -> None:
 
     from trl import get_peft_config
 
-    from vlm_r1.grpo_jsonl import build_datasets
+    from vlm_r1.grpo_jsonl import build_datasets, load_image_processor
     from vlm_r1.modules import get_vlm_module
     from vlm_r1.tasks import get_task
     from vlm_r1.trainer import freeze_vision_modules
@@ -153,10 +153,8 @@ def main(argv: list[str] | None = None) -> None:
 
     model_path = model_args.model_name_or_path
     vlm_module = get_vlm_module(model_path)
-    processor = vlm_module.load_processor(model_path, min_pixels=script_args.min_pixels,
-                                          max_pixels=script_args.max_pixels)  # fmt: skip
-    if script_args.max_anyres_num is not None and callable(getattr(vlm_module, "set_max_tiles", None)):
-        vlm_module.set_max_tiles(processor, script_args.max_anyres_num)  # InternVL tiling (upstream --max_anyres_num)
+    processor = load_image_processor(vlm_module, model_path, script_args,
+                                     default_pixels=(SFT_DEFAULTS["min_pixels"], SFT_DEFAULTS["max_pixels"]))
     task = get_task(script_args.task_type, getattr(script_args, "task_options", None))
     dataset, eval_dataset, _ = build_datasets(script_args, training_args, task, processor, vlm_module)
     dataset = add_completions(task, dataset)
