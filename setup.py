@@ -39,8 +39,15 @@ EXTRAS = {
     # `gui-grounding clean --detector omniparser`: OmniParser's YOLO icon detector (weights supplied by the user).
     "omniparser": ["ultralytics>=8"],
     # deepspeed: tests/test_deepspeed.py runs ZeRO-2/3 on CPU (its sdist builds without CUDA; ops JIT-compile on use)
-    "dev": ["pytest>=8", "hypothesis>=6", "ruff>=0.6", "openai>=1.40", "rapidocr-onnxruntime>=1.4",
-            "opencv-python-headless>=4.9", "deepspeed==0.19.8"],
+    "dev": [
+        "pytest>=8",
+        "hypothesis>=6",
+        "ruff>=0.6",
+        "openai>=1.40",
+        "rapidocr-onnxruntime>=1.4",
+        "opencv-python-headless>=4.9",
+        "deepspeed==0.19.8",
+    ],
 }
 
 setup(

@@ -95,8 +95,13 @@ def main() -> None:
     ap.add_argument("--records", type=int, default=100_000, help="records in the synthetic JSON list")
     ap.add_argument("--images", type=int, default=200, help="distinct image names (links to the real screenshots)")
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 4], help="worker counts to compare")
-    ap.add_argument("--verify", nargs="+", default=["header", "decode"], choices=["none", "header", "decode"],
-                    help="--verify-images modes to compare (default: header decode)")
+    ap.add_argument(
+        "--verify",
+        nargs="+",
+        default=["header", "decode"],
+        choices=["none", "header", "decode"],
+        help="--verify-images modes to compare (default: header decode)",
+    )
     ap.add_argument("--repeats", type=int, default=3, help="runs per worker count (median reported)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the synthetic records")
     ap.add_argument("--tmp", default="/tmp/bench_convert", help="scratch folder (inputs and outputs)")

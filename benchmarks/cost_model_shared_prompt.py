@@ -51,15 +51,23 @@ def main(argv=None) -> dict:
     ap.add_argument("--width", type=int, default=1920, help="screenshot width in pixels [1920]")
     ap.add_argument("--height", type=int, default=1080, help="screenshot height in pixels [1080]")
     ap.add_argument("--max-pixels", type=int, default=8847360, help="GTA1 README --max_pixels (4096*2160)")
-    ap.add_argument("--text-tokens", type=int, default=110,
-                    help="system prompt + instruction + chat template tokens per prompt (GTA1's ~60-word system "
-                         "prompt; an estimate: the real Qwen tokenizer cannot be downloaded here) [110]")
+    ap.add_argument(
+        "--text-tokens",
+        type=int,
+        default=110,
+        help="system prompt + instruction + chat template tokens per prompt (GTA1's ~60-word system "
+        "prompt; an estimate: the real Qwen tokenizer cannot be downloaded here) [110]",
+    )
     ap.add_argument("--completion-tokens", type=int, default=20, help="tokens per completion, '(x,y)' + EOS [20]")
     ap.add_argument("--steps", type=int, default=250)
     ap.add_argument("--prompts", type=int, default=128, help="prompts per step [128]")
     ap.add_argument("--G", type=int, default=8, help="rollouts per prompt [8]")
-    ap.add_argument("--llm-params", type=float, default=7.07e9,
-                    help="Qwen2.5-VL-7B language model parameters without the input embedding table [7.07e9]")
+    ap.add_argument(
+        "--llm-params",
+        type=float,
+        default=7.07e9,
+        help="Qwen2.5-VL-7B language model parameters without the input embedding table [7.07e9]",
+    )
     ap.add_argument("--layers", type=int, default=28)
     ap.add_argument("--hidden", type=int, default=3584)
     ap.add_argument("--vision-params", type=float, default=0.67e9, help="Qwen2.5-VL vision tower [0.67e9]")

@@ -78,12 +78,20 @@ def build_parser() -> argparse.ArgumentParser:
                        "(model, tokenizer, image processor, chat template) that loads with from_pretrained.")  # fmt: skip
     from vlm_r1.tiny import supported_archs
 
-    p.add_argument("--arch", choices=list(supported_archs()), default="qwen2_5_vl",
-                   help="architecture (config.model_type; families whose module implements build_tiny_checkpoint)")
+    p.add_argument(
+        "--arch",
+        choices=list(supported_archs()),
+        default="qwen2_5_vl",
+        help="architecture (config.model_type; families whose module implements build_tiny_checkpoint)",
+    )
     p.add_argument("--out", required=True, help="output directory")
     p.add_argument("--seed", type=int, default=0, help="seed of the random weights")
-    p.add_argument("--size", choices=["tiny", "small"], default="tiny",
-                   help="tiny: hidden 64, 2 layers; small: hidden 128, 4 layers (~1M parameters)")
+    p.add_argument(
+        "--size",
+        choices=["tiny", "small"],
+        default="tiny",
+        help="tiny: hidden 64, 2 layers; small: hidden 128, 4 layers (~1M parameters)",
+    )
     p.add_argument("--min-pixels", type=int, default=3136, help="image processor min_pixels (smart_resize bound)")
     p.add_argument("--max-pixels", type=int, default=200_704, help="image processor max_pixels (smart_resize bound)")
     p.set_defaults(func=_make_tiny_model)
@@ -123,35 +131,65 @@ def build_parser() -> argparse.ArgumentParser:
                        "laid out locally as published, score them exactly as the official scorers do, and write "
                        "metrics.json, results.md and failures.html into --out. Nothing is downloaded.",
                        epilog="Where each benchmark is published and how to lay it out:\n\n" + layouts)  # fmt: skip
-    p.add_argument("--benchmark", choices=_NamesOrSpecs(sorted(BENCHMARKS)), default="canonical",
-                   help="benchmark format (canonical = our JSONL, e.g. data/web_sample/test.jsonl; also a name "
-                   "registered under the entry-point group gui_grounding.benchmarks, or a package.module:Class spec)")
+    p.add_argument(
+        "--benchmark",
+        choices=_NamesOrSpecs(sorted(BENCHMARKS)),
+        default="canonical",
+        help="benchmark format (canonical = our JSONL, e.g. data/web_sample/test.jsonl; also a name "
+        "registered under the entry-point group gui_grounding.benchmarks, or a package.module:Class spec)",
+    )
     p.add_argument("--data", required=True, help="benchmark folder as published (canonical: a JSONL file or folder)")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--model", help="checkpoint (hf, vllm backends) or served model name (openai backend)")
-    src.add_argument("--predictions", help="predictions JSONL {sample_id, point: [x, y] | null (original pixels), "
-                     "raw_response} or an official ScreenSpot-Pro harness log, to rescore")
+    src.add_argument(
+        "--predictions",
+        help="predictions JSONL {sample_id, point: [x, y] | null (original pixels), "
+        "raw_response} or an official ScreenSpot-Pro harness log, to rescore",
+    )
     p.add_argument("--out", required=True, help="output directory")
-    p.add_argument("--backend", choices=_NamesOrSpecs(BACKEND_REGISTRY.names()), default="hf",
-                   help="how the model runs: hf (transformers, here), openai (an OpenAI-compatible endpoint such as "
-                   "`vllm serve`), vllm (offline engine, GPU extra); also a name registered under the entry-point "
-                   "group gui_grounding.backends, or a package.module:function spec")
-    p.add_argument("--adapter", choices=sorted(ADAPTERS), default=None, help="prompt + coordinate convention; "
-                   "default from config.model_type (qwen2_5_vl -> gta1, qwen2_vl -> qwen2-vl, qwen3_vl -> qwen3-vl, "
-                   "internvl -> internvl)")
+    p.add_argument(
+        "--backend",
+        choices=_NamesOrSpecs(BACKEND_REGISTRY.names()),
+        default="hf",
+        help="how the model runs: hf (transformers, here), openai (an OpenAI-compatible endpoint such as "
+        "`vllm serve`), vllm (offline engine, GPU extra); also a name registered under the entry-point "
+        "group gui_grounding.backends, or a package.module:function spec",
+    )
+    p.add_argument(
+        "--adapter",
+        choices=sorted(ADAPTERS),
+        default=None,
+        help="prompt + coordinate convention; "
+        "default from config.model_type (qwen2_5_vl -> gta1, qwen2_vl -> qwen2-vl, qwen3_vl -> qwen3-vl, "
+        "internvl -> internvl)",
+    )
     p.add_argument("--batch-size", type=int, default=8, help="hf backend: prompts per generate call")
     p.add_argument("--min-pixels", type=int, default=None, help="override the smart_resize min_pixels")
-    p.add_argument("--max-pixels", type=int, default=None, help="override the smart_resize max_pixels "
-                   "(ScreenSpot-Pro wants near-native resolution, e.g. 12845056)")
+    p.add_argument(
+        "--max-pixels",
+        type=int,
+        default=None,
+        help="override the smart_resize max_pixels (ScreenSpot-Pro wants near-native resolution, e.g. 12845056)",
+    )
     p.add_argument("--max-new-tokens", type=int, default=32, help="generation budget per sample (GTA1: 32)")
-    p.add_argument("--base-url", default="http://127.0.0.1:8000/v1", help="openai backend: endpoint base URL "
-                   "(API key from $OPENAI_API_KEY, default 'EMPTY')")
+    p.add_argument(
+        "--base-url",
+        default="http://127.0.0.1:8000/v1",
+        help="openai backend: endpoint base URL (API key from $OPENAI_API_KEY, default 'EMPTY')",
+    )
     p.add_argument("--concurrency", type=int, default=8, help="openai backend: requests in flight")
     p.add_argument("--max-retries", type=int, default=5, help="openai backend: retries with exponential backoff")
-    p.add_argument("--subset", default=None, help="OSWorld-G: 'plain' (OSWorld-G.json) or 'refined' "
-                   "(OSWorld-G_refined.json); default: the plain file when present")
-    p.add_argument("--image-cache", default=None, help="WebClick: folder for the images decoded from the parquet "
-                   "rows (default: DATA/.gui_grounding_images)")
+    p.add_argument(
+        "--subset",
+        default=None,
+        help="OSWorld-G: 'plain' (OSWorld-G.json) or 'refined' "
+        "(OSWorld-G_refined.json); default: the plain file when present",
+    )
+    p.add_argument(
+        "--image-cache",
+        default=None,
+        help="WebClick: folder for the images decoded from the parquet rows (default: DATA/.gui_grounding_images)",
+    )
     p.add_argument("--limit", type=int, default=None, help="evaluate only the first N samples")
     p.add_argument("--strict", action="store_true", help="stop at the first bad record or prediction line")
     p.add_argument("--on-duplicate", choices=["first", "last"], default="error",

@@ -158,7 +158,10 @@ def score_click_format(text: str) -> float:
 
 
 def score_distance(
-    text: str, boxes: Sequence[BoxLike], image_size: Sequence[float], mode: str = "non_thinking",
+    text: str,
+    boxes: Sequence[BoxLike],
+    image_size: Sequence[float],
+    mode: str = "non_thinking",
     adapter: str | None = None,
 ) -> float:
     """Continuous, MSE-like distance reward: 1.0 at a target box centre, falling quadratically to 0.0 at one diagonal.
@@ -353,7 +356,10 @@ def centre_distance_bonus(point: Sequence[float], box: BoxLike, image_size: Sequ
 
 
 def score_click_distance_bonus(
-    text: str, boxes: Sequence[BoxLike], image_size: Sequence[float], mode: str = "non_thinking",
+    text: str,
+    boxes: Sequence[BoxLike],
+    image_size: Sequence[float],
+    mode: str = "non_thinking",
     adapter: str | None = None,
 ) -> float:
     """SE-GUI click reward with a distance bonus: ``max_i (1[p in g_i] + centre_distance_bonus(p, g_i))``.

@@ -215,7 +215,9 @@ def detect_format(record: dict) -> str | None:
 _CHECKERS: dict[tuple[str, int | None], validate.ImageChecker] = {}
 
 
-def image_checker(verify: str = "decode", max_pixels: int | None = validate.DEFAULT_MAX_PIXELS) -> validate.ImageChecker:
+def image_checker(
+    verify: str = "decode", max_pixels: int | None = validate.DEFAULT_MAX_PIXELS
+) -> validate.ImageChecker:
     """The process-wide :class:`vlm_r1.validate.ImageChecker` for ``verify`` / ``max_pixels`` (one cache each, keyed
     by path, size and mtime: each image is checked once)."""
     key = (verify, max_pixels)

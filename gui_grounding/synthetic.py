@@ -89,7 +89,9 @@ class SyntheticConfig:
         if self.num_train < 1 or self.num_test < 0:
             raise ValueError("num_train must be >= 1 and num_test >= 0")
         if not 1 <= self.buttons_per_image <= self.cols * self.rows:
-            raise ValueError(f"buttons_per_image={self.buttons_per_image} must be in 1..cols*rows={self.cols * self.rows}")
+            raise ValueError(
+                f"buttons_per_image={self.buttons_per_image} must be in 1..cols*rows={self.cols * self.rows}"
+            )
         unknown = [c for c in self.colours if c not in COLOURS]
         if unknown:
             raise ValueError(f"unknown colours {unknown}; known: {', '.join(COLOURS)}")
@@ -195,14 +197,22 @@ def register_cli(sub) -> None:
     p.add_argument("--height", type=int, default=d.height, help="screen height in pixels")
     p.add_argument("--cols", type=int, default=d.cols, help="grid columns (one button per cell at most)")
     p.add_argument("--rows", type=int, default=d.rows, help="grid rows")
-    p.add_argument("--buttons-per-image", type=int, default=d.buttons_per_image,
-                   help="buttons per screen, each a different colour (the instruction names one)")
+    p.add_argument(
+        "--buttons-per-image",
+        type=int,
+        default=d.buttons_per_image,
+        help="buttons per screen, each a different colour (the instruction names one)",
+    )
     p.add_argument("--colours", default=",".join(d.colours), help=f"comma-separated colours from: {', '.join(COLOURS)}")
     p.add_argument("--samples-per-image", type=int, default=d.samples_per_image, help="instructions per screen")
     p.add_argument("--min-fill", type=float, default=d.min_fill, help="smallest button side / cell side")
     p.add_argument("--max-fill", type=float, default=d.max_fill, help="largest button side / cell side")
-    p.add_argument("--background", choices=BACKGROUNDS, default=d.background,
-                   help="gradient wallpaper (position cue a tiny model can read), grey panels per cell, or plain")
+    p.add_argument(
+        "--background",
+        choices=BACKGROUNDS,
+        default=d.background,
+        help="gradient wallpaper (position cue a tiny model can read), grey panels per cell, or plain",
+    )
     p.add_argument("--seed", type=int, default=d.seed, help="random seed")
 
     def run(args) -> None:

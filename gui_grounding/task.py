@@ -113,8 +113,11 @@ def row_request(row: dict, adapter: Adapter | None = None):
         for part in message["content"]:
             part.pop("image", None)
     width, height = (int(v) for v in row["image_size"])
-    frame = Frame(width, height, size[0], size[1]) if adapter.answer_frame == "resized" else Frame(width, height,
-                                                                                                 width, height)
+    frame = (
+        Frame(width, height, size[0], size[1])
+        if adapter.answer_frame == "resized"
+        else Frame(width, height, width, height)
+    )
     return Request(messages, image, {"frame": frame}, messages_to_text(row["prompt"]))
 
 
@@ -126,25 +129,33 @@ class GUIGroundingOptions:
 
     prompt_mode: str = field(
         default="non_thinking",
-        metadata={"help": "gui_grounding prompt and target format (the gta1 adapter family): 'non_thinking' (GTA1: "
-                  "answer '(x,y)'), 'thinking' ('<think>...</think><answer>(x,y)</answer>'; SFT targets use a fixed "
-                  "template thought) or 'box' (answer '[x1,y1,x2,y2]', for the iou / gaussian_coverage rewards; "
-                  "point rewards score the box centre).", "choices": list(PROMPT_MODES)},
+        metadata={
+            "help": "gui_grounding prompt and target format (the gta1 adapter family): 'non_thinking' (GTA1: "
+            "answer '(x,y)'), 'thinking' ('<think>...</think><answer>(x,y)</answer>'; SFT targets use a fixed "
+            "template thought) or 'box' (answer '[x1,y1,x2,y2]', for the iou / gaussian_coverage rewards; "
+            "point rewards score the box centre).",
+            "choices": list(PROMPT_MODES),
+        },
     )
     adapter: str | None = field(
         default=None,
-        metadata={"help": "gui_grounding: the model family's format (prompt, answer frame, parser, SFT target, resize "
-                  "rule) by adapter name (gui_grounding/adapters, e.g. gta1, ui-tars-1.5, qwen2-vl, qwen3-vl, "
-                  "internvl). Default: the checkpoint's config.model_type decides (qwen2_5_vl -> gta1 with its "
-                  "--prompt_mode variant, qwen2_vl -> qwen2-vl, qwen3_vl -> qwen3-vl, internvl -> internvl)."},
+        metadata={
+            "help": "gui_grounding: the model family's format (prompt, answer frame, parser, SFT target, resize "
+            "rule) by adapter name (gui_grounding/adapters, e.g. gta1, ui-tars-1.5, qwen2-vl, qwen3-vl, "
+            "internvl). Default: the checkpoint's config.model_type decides (qwen2_5_vl -> gta1 with its "
+            "--prompt_mode variant, qwen2_vl -> qwen2-vl, qwen3_vl -> qwen3-vl, internvl -> internvl)."
+        },
     )
     box_rounding: str = field(
         default="float",
-        metadata={"help": "gui_grounding: how a target box is mapped into the frame the model answers in. 'float' "
-                  "(default): exact float edges. 'gta1': GTA1's click_reward rule, each edge of the box in its source "
-                  "unit (0-1000 for GTA1 records) truncated with int(edge * resized_side / source_side) "
-                  "(GTA1 src/grpo_grounding.py:160-164); its left/top edges admit one pixel more than float edges. "
-                  "Resized-pixel adapters only.", "choices": list(BOX_ROUNDINGS)},
+        metadata={
+            "help": "gui_grounding: how a target box is mapped into the frame the model answers in. 'float' "
+            "(default): exact float edges. 'gta1': GTA1's click_reward rule, each edge of the box in its source "
+            "unit (0-1000 for GTA1 records) truncated with int(edge * resized_side / source_side) "
+            "(GTA1 src/grpo_grounding.py:160-164); its left/top edges admit one pixel more than float edges. "
+            "Resized-pixel adapters only.",
+            "choices": list(BOX_ROUNDINGS),
+        },
     )
 
     def __post_init__(self):
@@ -226,5 +237,11 @@ class GUIGroundingTask(Task):
         steps = training_args.eval_steps or training_args.logging_steps
         logger.info("click accuracy on %d held-out samples every %s steps (adapter %s)", len(rows), steps,
                     rows[0].get("adapter") if rows else None)  # fmt: skip
-        return [ClickAccuracyCallback(rows, processing_class, vlm_module,
-                                      max_new_tokens=getattr(training_args, "max_completion_length", None) or 32)]
+        return [
+            ClickAccuracyCallback(
+                rows,
+                processing_class,
+                vlm_module,
+                max_new_tokens=getattr(training_args, "max_completion_length", None) or 32,
+            )
+        ]

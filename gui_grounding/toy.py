@@ -161,6 +161,7 @@ def toy_objective(extra) -> list[str]:
         given |= {"--beta", "--loss_type"}
     return [part for flag, value in TOY_GRPO_OBJECTIVE.items() if flag not in given for part in (flag, value)]
 
+
 RANDOM_CONTROL = ["--reward_funcs", "gui_grounding.toy:random_reward", "click", "--reward_weights", "1", "0"]
 
 
@@ -325,13 +326,18 @@ class ToyExperiments:
             extra = self.ABLATIONS[name]
             slug = "abl_" + "".join(ch if ch.isalnum() else "_" for ch in name.lower()).strip("_")
             # the baseline and the control are the `learning` runs: same command, reused when already trained
-            slug = {"click (GTA1, baseline)": "grpo_click", "random reward (control)": "grpo_random_reward"}.get(name, slug)
+            slug = {"click (GTA1, baseline)": "grpo_click", "random reward (control)": "grpo_random_reward"}.get(
+                name, slug
+            )
             runs[name] = self.grpo(slug, sft["dir"], extra=list(extra))
         if thinking:
             think_sft = self.sft("sft_thinking", self.recipe.sft_epochs, prompt_mode="thinking")
             runs["thinking prompt (click + click_format)"] = self.grpo(
-                "abl_thinking", think_sft["dir"], prompt_mode="thinking",
-                extra=["--reward_funcs", "click", "click_format", "--max_completion_length", "48"])
+                "abl_thinking",
+                think_sft["dir"],
+                prompt_mode="thinking",
+                extra=["--reward_funcs", "click", "click_format", "--max_completion_length", "48"],
+            )
         table = ["| setting | final test click accuracy (%) | change vs SFT start | reward first -> last | "
                  "mean completion length | wall (s) |", "|---|---:|---:|---|---:|---:|"]  # fmt: skip
         for name, run in runs.items():
@@ -350,8 +356,19 @@ class ToyExperiments:
         self.prepare()
         r = self.recipe
         sft = self.sft("demo_sft", r.sft_epochs, extra=DEMO_FAST_FLAGS)
-        grpo = self.grpo("demo_grpo", sft["dir"], extra=["--reward_funcs", "click", "--logging_steps", "1",
-                                                         "--warmup_steps", str(r.grpo_warmup_steps), *DEMO_FAST_FLAGS])
+        grpo = self.grpo(
+            "demo_grpo",
+            sft["dir"],
+            extra=[
+                "--reward_funcs",
+                "click",
+                "--logging_steps",
+                "1",
+                "--warmup_steps",
+                str(r.grpo_warmup_steps),
+                *DEMO_FAST_FLAGS,
+            ],
+        )
         rise = rise_summary(grpo["hits"], sft["accuracy"], grpo["accuracy"], r.eval_samples)
         results = {"recipe": asdict(r), "sft": sft, "grpo": grpo, "rise": rise}
         table = ["| stage | test click accuracy (%) | rollout hit rate, first -> last steps | wall (s) |",
@@ -419,8 +436,11 @@ def register_cli(sub) -> None:
     d = ToyRecipe()
     p = sub.add_parser("toy", help="learning experiments on the synthetic toy set (learning, sft-vs-grpo, ablations)",
                        description=__doc__.split("\n\n")[0])  # fmt: skip
-    p.add_argument("experiment", choices=["learning", "sft-vs-grpo", "ablations", "demo"],
-                   help="which experiment ('demo': the short SFT -> GRPO stage of run_scripts/demo.sh, its own sizes)")
+    p.add_argument(
+        "experiment",
+        choices=["learning", "sft-vs-grpo", "ablations", "demo"],
+        help="which experiment ('demo': the short SFT -> GRPO stage of run_scripts/demo.sh, its own sizes)",
+    )
     p.add_argument("--out", required=True, help="output folder (shared tiny model + data reused between experiments)")
     p.add_argument("--grpo-steps", type=int, default=d.grpo_steps, help="GRPO steps per run")
     p.add_argument("--sft-epochs", type=float, default=d.sft_epochs, help="warm-start SFT epochs")

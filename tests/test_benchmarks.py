@@ -624,8 +624,10 @@ def test_webclick_save_to_disk_and_bad_rows(webclick, tmp_path):
     assert [s.sample_id for s in got] == ["0", "1", "3", "4"]  # inverted box, empty instruction: kept, warned
     assert [(r, why) for r, why, _ in report.rejects] == [(f"{path}:[2]", "unreadable_image")]
     assert [r for r, _ in report.warnings] == [f"{path}:[3]", f"{path}:[4]"]
-    assert {k: report.notes[k] for k in ("inverted_box", "empty_instruction")} == {"inverted_box": 1,
-                                                                                   "empty_instruction": 1}
+    assert {k: report.notes[k] for k in ("inverted_box", "empty_instruction")} == {
+        "inverted_box": 1,
+        "empty_instruction": 1,
+    }
 
 
 # ---------------------------------------------------------------------------------------------------------------------

@@ -222,7 +222,10 @@ def test_help_lists_the_tasks_options(tmp_path, capsys):
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["--model_name_or_path", "m"], "--data_file_paths (':'-separated JSONL/JSON files) or --data_config (mixture YAML) is required"),
+        (
+            ["--model_name_or_path", "m"],
+            "--data_file_paths (':'-separated JSONL/JSON files) or --data_config (mixture YAML) is required",
+        ),
         (["--data_file_paths", "a.jsonl"], "--model_name_or_path is required"),
     ],
 )

@@ -43,8 +43,12 @@ def _write(tmp_path, text):
 def test_load_data_config_resolves_paths_relative_to_the_yaml(tmp_path):
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "a.jsonl").write_text("{}\n")
-    sources, seed = load_data_config(_write(tmp_path, "seed: 3\ndatasets:\n  - json_path: sub/a.jsonl\n"
-                                                      "    image_folder: imgs\n    sampling_strategy: first:2\n"))
+    sources, seed = load_data_config(
+        _write(
+            tmp_path,
+            "seed: 3\ndatasets:\n  - json_path: sub/a.jsonl\n    image_folder: imgs\n    sampling_strategy: first:2\n",
+        )
+    )
     assert seed == 3 and len(sources) == 1
     assert sources[0].json_path == str(tmp_path / "sub" / "a.jsonl")
     assert sources[0].image_folder == str(tmp_path / "imgs") and sources[0].sampling_strategy == "first:2"
@@ -82,8 +86,18 @@ def test_mixture_dataset_and_cli_flags(tmp_path, tiny_qwen25_dir):
     yaml_text = (f"seed: 5\ndatasets:\n  - json_path: {SAMPLE}/train.jsonl\n    sampling_strategy: first:4\n"
                  f"  - json_path: {SAMPLE}/test.jsonl\n    sampling_strategy: random:3\n")  # fmt: skip
     cfg = _write(tmp_path, yaml_text)
-    script_args, training_args, _ = parse_args(["--model_name_or_path", tiny_qwen25_dir, "--data_config", cfg,
-                                                "--task_type", "gui_grounding", "--output_dir", str(tmp_path)])
+    script_args, training_args, _ = parse_args(
+        [
+            "--model_name_or_path",
+            tiny_qwen25_dir,
+            "--data_config",
+            cfg,
+            "--task_type",
+            "gui_grounding",
+            "--output_dir",
+            str(tmp_path),
+        ]
+    )
     ds, mixture = build_train_dataset(script_args, training_args, GUIGroundingTask(), load_processor(tiny_qwen25_dir),
                                       get_vlm_module(tiny_qwen25_dir))  # fmt: skip
     train_ids = [json.loads(x)["sample_id"] for x in open(os.path.join(SAMPLE, "train.jsonl"))]

@@ -195,15 +195,25 @@ def test_gui_r1_fraction_boxes_pixel_boxes_and_embedded_names(tmp_path):
 
 def test_suspect_unit_in_pixel_formats(tmp_path, make_image):
     make_image(1000, 500, "shots/a.png", folder=tmp_path)
-    recs = [{"img_filename": "shots/a.png", "bbox": [0.1, 0.2, 0.3, 0.4], "instruction": "x", "img_size": [1000, 500]},
-            {"img_filename": "shots/a.png", "bbox": [10, 20, 30, 40], "instruction": "y", "img_size": [1000, 500]}]
+    recs = [
+        {"img_filename": "shots/a.png", "bbox": [0.1, 0.2, 0.3, 0.4], "instruction": "x", "img_size": [1000, 500]},
+        {"img_filename": "shots/a.png", "bbox": [10, 20, 30, 40], "instruction": "y", "img_size": [1000, 500]},
+    ]
     data = tmp_path / "pro.json"
     data.write_text(json.dumps(recs))
     report = convert("screenspot-pro", [str(data)], str(tmp_path), str(tmp_path / "o.jsonl"), progress=False)
     assert (report.samples, dict(report.reasons)) == (1, {"suspect_unit": 1})
     canonical = tmp_path / "c.jsonl"
-    canonical.write_text(json.dumps({"instruction": "x", "image_path": "shots/a.png",
-                                     "target_bbox": {"x_min": 0, "y_min": 0, "x_max": 1, "y_max": 0.5}}) + "\n")
+    canonical.write_text(
+        json.dumps(
+            {
+                "instruction": "x",
+                "image_path": "shots/a.png",
+                "target_bbox": {"x_min": 0, "y_min": 0, "x_max": 1, "y_max": 0.5},
+            }
+        )
+        + "\n"
+    )
     _, rep = load_samples([str(canonical)])
     assert rep.counts == {"suspect_unit": 1}
 
@@ -308,8 +318,10 @@ def test_default_task_images_validated_before_training(root, tiny_qwen25_dir, ca
     with caplog.at_level(logging.WARNING, logger="vlm_r1.tasks"):
         ds = DefaultTask().build_dataset(args, load_processor(tiny_qwen25_dir), get_vlm_module(tiny_qwen25_dir))
     assert len(ds) == 2
-    assert ("default: skipped records: {'unreadable_image': 2, 'image_too_large': 1, 'path_outside_root': 1, "
-            "'not_a_file': 2} (kept 2)") in caplog.text
+    assert (
+        "default: skipped records: {'unreadable_image': 2, 'image_too_large': 1, 'path_outside_root': 1, "
+        "'not_a_file': 2} (kept 2)"
+    ) in caplog.text
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -355,7 +367,7 @@ def test_streamed_json_list_lone_surrogate_is_bad_text_not_altered(root, tmp_pat
     data.write_text(json.dumps(recs))  # ensure_ascii: \ud83d\ude00 and \ud800 escapes
     report = convert("gta1", [str(data)], root, str(tmp_path / "s.jsonl"), progress=False)
     samples = read_strict_jsonl(tmp_path / "s.jsonl")
-    assert [s["instruction"] for s in samples] == ["smile \U0001F600", "ok"]
+    assert [s["instruction"] for s in samples] == ["smile \U0001f600", "ok"]
     assert dict(report.reasons) == {"bad_text": 1}
 
 
@@ -378,8 +390,16 @@ def test_clean_never_decodes_an_image_over_the_pixel_limit(root, tmp_path, monke
     data = tmp_path / "c.jsonl"
     with open(data, "w") as f:
         for name in ("shots/a.png", "shots/bomb.png"):
-            f.write(json.dumps({"instruction": "x", "image_path": name,
-                                "target_bbox": {"x_min": 1, "y_min": 1, "x_max": 300, "y_max": 400}}) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "instruction": "x",
+                        "image_path": name,
+                        "target_bbox": {"x_min": 1, "y_min": 1, "x_max": 300, "y_max": 400},
+                    }
+                )
+                + "\n"
+            )
     report = clean([str(data)], str(tmp_path / "out" / "c.jsonl"), "spy", image_folders=[root], progress=False,
                    plot=False)  # fmt: skip
     assert seen == ["a.png"]

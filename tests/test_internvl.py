@@ -69,7 +69,9 @@ def test_tiny_checkpoint_reloads(tiny_internvl):
     assert tuple(config.vision_config.image_size) == (448, 448) and config.downsample_ratio == 0.5
     assert config.image_seq_length == 256
     # stock class name on disk, so AutoProcessor loads it where torchvision exists
-    assert json.load(open(os.path.join(tiny_internvl, "processor_config.json")))["processor_class"] == "InternVLProcessor"
+    assert (
+        json.load(open(os.path.join(tiny_internvl, "processor_config.json")))["processor_class"] == "InternVLProcessor"
+    )
 
     module = get_vlm_module(tiny_internvl)
     assert isinstance(module, InternVLModule) and module.model_type == "internvl"
@@ -287,8 +289,12 @@ def test_pixel_budget_given_for_internvl_warns_and_tiles_are_set(tiny_internvl, 
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="vlm_r1"):
-        load_image_processor(module, tiny_internvl, SimpleNamespace(min_pixels=3136, max_pixels=100352,
-                                                                    max_anyres_num=None), default_pixels=defaults)
+        load_image_processor(
+            module,
+            tiny_internvl,
+            SimpleNamespace(min_pixels=3136, max_pixels=100352, max_anyres_num=None),
+            default_pixels=defaults,
+        )
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == [
         "--min_pixels/--max_pixels have NO effect for model_type internvl (no smart_resize frame; --max_anyres_num "
         "bounds its tiles)"]  # fmt: skip

@@ -33,18 +33,39 @@ def test_batch_math_and_dry_run():
     assert "128 prompts x 8 rollouts = 1024 completions" in p.stderr
     assert "= 32 processes x 8 completions/micro-step x 4 gradient accumulation steps" in p.stderr
     cmd = p.stdout
-    for piece in ("--nnodes 4", "--nproc_per_node 8", "--rdzv_endpoint node001:29500", "--max_restarts 3",
-                  "-m gui_grounding.train", "--config " + os.path.join(REPO, "recipes/gta1/7b.yaml"),
-                  "--per_device_train_batch_size 8", "--gradient_accumulation_steps 4", "--num_generations 8",
-                  "configs/deepspeed/zero2.json"):
+    for piece in (
+        "--nnodes 4",
+        "--nproc_per_node 8",
+        "--rdzv_endpoint node001:29500",
+        "--max_restarts 3",
+        "-m gui_grounding.train",
+        "--config " + os.path.join(REPO, "recipes/gta1/7b.yaml"),
+        "--per_device_train_batch_size 8",
+        "--gradient_accumulation_steps 4",
+        "--num_generations 8",
+        "configs/deepspeed/zero2.json",
+    ):
         assert piece in cmd, piece
     # the resolved objective: GTA1's (recipes/gta1/7b.yaml), not the core's upstream defaults
-    for key, value in (("loss_type", "grpo"), ("beta", "0.0"), ("num_generations", "8"), ("learning_rate", "1e-06"),
-                       ("temperature", "1.0"), ("top_k", "50"), ("top_p", "1.0"), ("max_completion_length", "128"),
-                       ("max_pixels", "8847360"), ("prompt_mode", "non_thinking"), ("reward_funcs", "['click']"),
-                       ("box_rounding", "gta1"), ("max_steps", "250"), ("gradient_accumulation_steps", "4")):
-        assert any(line.split()[1:] == [key, value] for line in p.stderr.splitlines()
-                   if line.startswith("[dry-run]")), (key, value)
+    for key, value in (
+        ("loss_type", "grpo"),
+        ("beta", "0.0"),
+        ("num_generations", "8"),
+        ("learning_rate", "1e-06"),
+        ("temperature", "1.0"),
+        ("top_k", "50"),
+        ("top_p", "1.0"),
+        ("max_completion_length", "128"),
+        ("max_pixels", "8847360"),
+        ("prompt_mode", "non_thinking"),
+        ("reward_funcs", "['click']"),
+        ("box_rounding", "gta1"),
+        ("max_steps", "250"),
+        ("gradient_accumulation_steps", "4"),
+    ):
+        assert any(
+            line.split()[1:] == [key, value] for line in p.stderr.splitlines() if line.startswith("[dry-run]")
+        ), (key, value)
     # environment variables and arguments override the YAML
     q = _dry_run("gta1_7b.sh", NNODES=1, NPROC_PER_NODE=8, BETA="0.04", MAX_PIXELS="1003520")
     assert q.returncode == 0, q.stderr
@@ -59,6 +80,7 @@ def test_rendezvous_ports_do_not_collide():
     """Multi-node: port and id from SLURM_JOB_ID (two jobs sharing a node differ). One node: port 0 (torchrun's store
     binds a free port itself: no probe-then-release race), this node hosts the store (a taken port fails instead of
     joining a stranger's rendezvous), and a rendezvous id of its own per launch."""
+
     def launch(**env):
         p = subprocess.run(["bash", "run_scripts/train_grpo.sh", "--x"], cwd=REPO, capture_output=True, text=True,
                            env=_env(DRY_RUN=1, NPROC_PER_NODE=2, **env), timeout=120)  # fmt: skip
@@ -220,8 +242,16 @@ def test_tiny_recipe_preempt_and_resume(tmp_path, tiny_qwen25_dir):
         info = json.load(f)
     assert (info["loss_type"], info["beta"], info["num_generations"], info["has_ref_model"]) == ("grpo", 0.0, 8, False)
     assert {k: info["generation"][k] for k in ("do_sample", "temperature", "top_k", "top_p")} == {
-        "do_sample": True, "temperature": 1.0, "top_k": 50, "top_p": 1.0}
-    assert (info["task_type"], info["reward_funcs"], info["box_rounding"]) == ("gui_grounding", ["click_reward"], "gta1")
+        "do_sample": True,
+        "temperature": 1.0,
+        "top_k": 50,
+        "top_p": 1.0,
+    }
+    assert (info["task_type"], info["reward_funcs"], info["box_rounding"]) == (
+        "gui_grounding",
+        ["click_reward"],
+        "gta1",
+    )
 
     # preempted run: request a stop (as the SLURM wrapper does on USR1) once step 2 has started
     out = str(tmp_path / "run")
@@ -255,7 +285,9 @@ def test_tiny_recipe_preempt_and_resume(tmp_path, tiny_qwen25_dir):
     p = _run(cmd, env)
     assert p.returncode == 0, p.stderr[-3000:]
     assert f"resuming from {os.path.join(out, f'checkpoint-{stopped}')}" in p.stderr
-    assert os.path.exists(os.path.join(out, "model.safetensors")) and not os.path.exists(os.path.join(out, PREEMPT_FILE))
+    assert os.path.exists(os.path.join(out, "model.safetensors")) and not os.path.exists(
+        os.path.join(out, PREEMPT_FILE)
+    )
     # every step trained exactly once, on exactly the batches of the uninterrupted run
     assert _batches(out) == reference
     with open(os.path.join(out, "trainer_state.json")) as f:

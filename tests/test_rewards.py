@@ -305,14 +305,16 @@ def test_accuracy_upstream_only_method_is_refused_before_training(method):
         vr.check_accuracy_methods(["default", method])
     vr.check_accuracy_methods(["default", "all_match", "yes_no", "bogus", None])  # no error
     # reached at run time anyway: a 0.0, never an exception that stops the step
-    assert vr.accuracy_reward([_conv("<answer>a</answer>")], solution=["<answer>a</answer>"],
-                              accu_reward_method=[method]) == [0.0]
+    assert vr.accuracy_reward(
+        [_conv("<answer>a</answer>")], solution=["<answer>a</answer>"], accu_reward_method=[method]
+    ) == [0.0]
 
 
 def test_accuracy_unknown_method_scores_as_default_as_upstream():
     comps = [_conv("<answer>2.0</answer>"), _conv("<answer>b</answer>")]
-    out = vr.accuracy_reward(comps, solution=["<answer>2</answer>", "<answer>B</answer>"],
-                             accu_reward_method=["bogus", None])
+    out = vr.accuracy_reward(
+        comps, solution=["<answer>2</answer>", "<answer>B</answer>"], accu_reward_method=["bogus", None]
+    )
     assert out == [1.0, 1.0]
 
 

@@ -249,7 +249,7 @@ BAD_RECORDS = {
         '{"x_min": 1, "y_min": 2, "x_max": Infinity, "y_max": 4}}',
         "unparseable_record",
     ),
-    "float_overflow_edge": (canonical_text('1e999'), "unparseable_record"),
+    "float_overflow_edge": (canonical_text("1e999"), "unparseable_record"),
     # vlm_r1.validate: box numbers are finite, within +-1e7, never booleans
     "boolean_edge": (canonical_text("true"), "bad_box"),
     "huge_int_edge": (canonical_text("9" * 400), "bad_box"),

@@ -358,8 +358,14 @@ def test_mask_is_skipped_only_inside_split_forwards(sdpa_model, tiny, batches):
             batch = batches[4]
             nums = [1] * batch.B
             pv = sp.dedup_pixel_values(batch.pixel_values, batch.grid, nums, batch.G)
-            kwargs = dict(num_generations=batch.G, positions_fn=tiny.module.shared_prompt_positions_fn(model),
-                          pixel_values=pv, image_grid_thw=batch.grid, num_images=nums, mm_token_type_ids=batch.mm)
+            kwargs = dict(
+                num_generations=batch.G,
+                positions_fn=tiny.module.shared_prompt_positions_fn(model),
+                pixel_values=pv,
+                image_grid_thw=batch.grid,
+                num_images=nums,
+                mm_token_type_ids=batch.mm,
+            )
             sp.per_token_logps_and_entropies(model, batch.ids, batch.mask, batch.C, attention="split", **kwargs)
             sp.per_token_logps_and_entropies(model, batch.ids, batch.mask, batch.C, attention="dense", **kwargs)
     finally:

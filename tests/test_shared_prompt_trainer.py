@@ -71,11 +71,16 @@ def _rel(a, b):
         # reference log-probs packed too; KL > 0 at step 2
         pytest.param("beta_ref_pass", ("--beta", "0.04"), marks=pytest.mark.slow),
         # old log-probs packed; step 2 reuses the generation batch
-        pytest.param("two_iterations", ("--num_iterations", "2", "--steps_per_generation", "1"), marks=pytest.mark.slow),
+        pytest.param(
+            "two_iterations", ("--num_iterations", "2", "--steps_per_generation", "1"), marks=pytest.mark.slow
+        ),
         # PEFT: the reference pass is the model with adapters disabled
         # (dropout 0: with LoRA dropout the prompt gets one dropout mask per group instead of one per rollout)
-        pytest.param("lora", ("--use_peft", "true", "--lora_r", "4", "--lora_dropout", "0", "--beta", "0.04"),
-                     marks=pytest.mark.slow),
+        pytest.param(
+            "lora",
+            ("--use_peft", "true", "--lora_r", "4", "--lora_dropout", "0", "--beta", "0.04"),
+            marks=pytest.mark.slow,
+        ),
         pytest.param("gradient_checkpointing", ("--gradient_checkpointing", "true"), marks=pytest.mark.slow),
         pytest.param("eager", ("--attn_implementation", "eager"), marks=pytest.mark.slow),
         # split attention (no dense mask; vlm_r1/shared_prompt_attention.py), its reference path on CPU

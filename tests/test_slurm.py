@@ -75,7 +75,9 @@ def _run(cmd, env, check=True):
 
 
 def _submit(env, out_dir, log, tiny):
-    exports = f"ALL,RECIPE={RECIPE},OUTPUT_DIR={out_dir},MAX_STEPS={STEPS},SAVE_STEPS={SAVE_STEPS},TINY_MODEL_DIR={tiny}"
+    exports = (
+        f"ALL,RECIPE={RECIPE},OUTPUT_DIR={out_dir},MAX_STEPS={STEPS},SAVE_STEPS={SAVE_STEPS},TINY_MODEL_DIR={tiny}"
+    )
     cmd = ["sbatch", "--parsable", "--nodes=1", "--ntasks-per-node=2", "--time=30", f"--output={log}",
            f"--export={exports}", SBATCH]  # fmt: skip
     r = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)

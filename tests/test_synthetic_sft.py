@@ -77,7 +77,8 @@ def test_sft_completion_per_prompt_mode():
     row = {"target_boxes_resized": [[10.0, 20.0, 31.0, 41.0], [0, 0, 5, 5]], "instruction": "Click the red button"}
     assert task.sft_completion({**row, "prompt_mode": "non_thinking"}) == "(20,30)"  # round(20.5)=20, round(30.5)=30
     assert task.sft_completion({**row, "prompt_mode": "thinking"}) == (
-        "<think>The element to click: Click the red button.</think><answer>(20,30)</answer>")
+        "<think>The element to click: Click the red button.</think><answer>(20,30)</answer>"
+    )
     assert task.sft_completion({**row, "prompt_mode": "box"}) == "[10,20,31,41]"
 
 

@@ -123,7 +123,9 @@ def test_core_never_names_the_plugins_options_modes_rewards_or_aliases():
     assert {"prompt_mode", "box_rounding", "non_thinking", "click", "click_reward", "click_format",
             "click_accuracy", "gaussian_point", "rewards/click_reward/mean"} <= words  # fmt: skip
     assert {"thinking", "adapter", "distance", "iou"} <= literals
-    pattern = re.compile(r"(?<![\w/])(" + "|".join(sorted(map(re.escape, words), key=len, reverse=True)) + r")(?![\w/])")
+    pattern = re.compile(
+        r"(?<![\w/])(" + "|".join(sorted(map(re.escape, words), key=len, reverse=True)) + r")(?![\w/])"
+    )
     found = []
     for path in _core_files():
         text = open(path, encoding="utf-8").read()
@@ -147,7 +149,9 @@ def test_grpo_and_sft_share_one_data_arguments_dataclass(tmp_path):
     from vlm_r1.sft import parse_args as sft_parse_args
 
     assert SFTScriptArguments is DataArguments and issubclass(GRPOScriptArguments, DataArguments)
-    grpo_only = {f.name for f in dataclasses.fields(GRPOScriptArguments)} - {f.name for f in dataclasses.fields(DataArguments)}
+    grpo_only = {f.name for f in dataclasses.fields(GRPOScriptArguments)} - {
+        f.name for f in dataclasses.fields(DataArguments)
+    }
     assert grpo_only == {"reward_funcs", "reward_method", "is_reward_customized_from_vlm_module"}
     # SFT: the same flags and the task's own, but the checkpoint's pixel budget unless given
     script, training, _ = sft_parse_args(["--model_name_or_path", "m", "--output_dir", str(tmp_path), "--task_type",

@@ -77,13 +77,34 @@ def test_grpo_cli_two_steps(tiny_qwen25_dir, train_subset, tmp_path):
     with open(os.path.join(SAMPLE, "test.jsonl")) as f:
         held_out.write_text("".join([line for line in f if line.strip()][:3]))
     os.symlink(os.path.join(SAMPLE, "images"), tmp_path / "images")
-    extra = ["--dataset_name", "unused", "--reward_method", "default", "--eval_data_file_paths", str(held_out),
-             "--eval_strategy", "steps", "--eval_steps", "1", "--per_device_eval_batch_size", "8"]
+    extra = [
+        "--dataset_name",
+        "unused",
+        "--reward_method",
+        "default",
+        "--eval_data_file_paths",
+        str(held_out),
+        "--eval_strategy",
+        "steps",
+        "--eval_steps",
+        "1",
+        "--per_device_eval_batch_size",
+        "8",
+    ]
     proc = _run([sys.executable, "-m", "vlm_r1.grpo_jsonl", *_grpo_args(tiny_qwen25_dir, train_subset, out, 2, extra)])
     assert "UPSTREAM FLAG: --dataset_name='unused' has NO effect" in proc.stderr
     assert "--reward_method=default has NO effect with task_type gui_grounding" in proc.stderr
-    for name in ("model.safetensors", "config.json", "processor_config.json", "chat_template.jinja",
-                 "checkpoint-1", "checkpoint-2", "vlm_r1_run.json", "trainer_state.json", "training_curves.png"):
+    for name in (
+        "model.safetensors",
+        "config.json",
+        "processor_config.json",
+        "chat_template.jinja",
+        "checkpoint-1",
+        "checkpoint-2",
+        "vlm_r1_run.json",
+        "trainer_state.json",
+        "training_curves.png",
+    ):
         assert os.path.exists(os.path.join(out, name)), name
     with open(os.path.join(out, "processor_config.json")) as f:
         assert json.load(f)["processor_class"] == "Qwen2_5_VLProcessor"
@@ -92,7 +113,9 @@ def test_grpo_cli_two_steps(tiny_qwen25_dir, train_subset, tmp_path):
     assert info["world_size"] == 1
     assert info["reward_funcs"] == ["click_reward", "completion_length_reward"]
     assert info["smart_resize"] == {"factor": 28, "min_pixels": 3136, "max_pixels": 100352}
-    assert sorted(info["banned_token_ids"]) == sorted(info["generation_kwargs"]["bad_words_ids"][i][0] for i in range(4))
+    assert sorted(info["banned_token_ids"]) == sorted(
+        info["generation_kwargs"]["bad_words_ids"][i][0] for i in range(4)
+    )
     assert info["beta"] == 0.0 and info["num_generations"] == 8 and info["learning_rate"] == 1e-6
     assert (info["loss_type"], info["generation"]["top_k"], info["box_rounding"]) == ("grpo", 50, "gta1")
     history = _log_history(os.path.join(out, "checkpoint-2"))
@@ -114,8 +137,14 @@ def test_grpo_cli_two_steps(tiny_qwen25_dir, train_subset, tmp_path):
 def test_torchrun_two_processes_and_reload(tiny_qwen25_dir, train_subset, tmp_path):
     out = str(tmp_path / "ddp")
     env_extra = {"NPROC_PER_NODE": "2"}
-    proc = subprocess.run(["bash", "run_scripts/train_grpo.sh", *_grpo_args(tiny_qwen25_dir, train_subset, out, 2)],
-                          cwd=REPO, env={**_env(), **env_extra}, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        ["bash", "run_scripts/train_grpo.sh", *_grpo_args(tiny_qwen25_dir, train_subset, out, 2)],
+        cwd=REPO,
+        env={**_env(), **env_extra},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     # DDP's find_unused_parameters comes from the model (vision tower frozen: nothing can be unused), so torch's
     # per-step "find_unused_parameters=True was specified ... but did not find any unused parameters" never appears
@@ -146,8 +175,11 @@ def test_torchrun_two_processes_and_reload(tiny_qwen25_dir, train_subset, tmp_pa
     with open(train_subset) as f:
         rec = json.loads(f.readline())
     image = Image.open(os.path.join(SAMPLE, rec["image_path"])).convert("RGB")
-    text = processor.apply_chat_template([{"role": "user", "content": [{"type": "image"}, {"type": "text",
-                                           "text": rec["instruction"]}]}], add_generation_prompt=True, tokenize=False)
+    text = processor.apply_chat_template(
+        [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": rec["instruction"]}]}],
+        add_generation_prompt=True,
+        tokenize=False,
+    )
     batch = processor(text=[text], images=[image], return_tensors="pt")
     with torch.inference_mode():
         logits = model(**batch).logits
@@ -195,6 +227,16 @@ def test_cli_help_lists_subcommands():
     for sub in ("make-tiny-model", "collect-web", "train", "eval"):
         assert sub in proc.stdout
     proc = _run([sys.executable, "-m", "vlm_r1.grpo_jsonl", "--help"])
-    for flag in ("--data_file_paths", "--image_folders", "--reward_funcs", "--max_pixels", "--freeze_vision_modules",
-                 "--task_type", "--is_reward_customized_from_vlm_module", "--use_vllm", "--beta", "--loss_type"):
+    for flag in (
+        "--data_file_paths",
+        "--image_folders",
+        "--reward_funcs",
+        "--max_pixels",
+        "--freeze_vision_modules",
+        "--task_type",
+        "--is_reward_customized_from_vlm_module",
+        "--use_vllm",
+        "--beta",
+        "--loss_type",
+    ):
         assert flag in proc.stdout, flag

@@ -106,8 +106,13 @@ def data(tmp_path_factory):
     (root / "rec_jsons_processed").mkdir()
     for split in ("refcoco_train", "refcocop_train"):
         (root / "rec_jsons_processed" / f"{split}.json").write_text(json.dumps(annotations))
-    (root / "rec.yaml").write_text("datasets:\n" + "".join(
-        f"    - json_path: {root / 'rec_jsons_processed' / (s + '.json')}\n" for s in ("refcoco_train", "refcocop_train")))
+    (root / "rec.yaml").write_text(
+        "datasets:\n"
+        + "".join(
+            f"    - json_path: {root / 'rec_jsons_processed' / (s + '.json')}\n"
+            for s in ("refcoco_train", "refcocop_train")
+        )
+    )
 
     gui = root / "gui_multi-image"
     gui.mkdir()
@@ -118,18 +123,40 @@ def data(tmp_path_factory):
                 name = f"GOOGLE_APPS-{i}_{k}.png"
                 Image.new("RGB", (84, 140), (200, 200, 40 * k % 255)).save(gui / name)
                 shots.append(name)
-            human = ("You are tasked with identifying any UI Interaction Defects using the user action and two "
-                     "screenshots (before and after the action).\n- Operation No Response: nothing happens.\n"
-                     "- Unexpected Task Result: the result is wrong.\n\nOutput Format:\n- the defect name")
-            f.write(json.dumps({"id": i, "image": shots, "conversations": [
-                {"from": "human", "value": "<image><image>" + human},
-                {"from": "gpt", "value": ["Operation No Response", "Unexpected Task Result"][i % 2]}]}) + "\n")
+            human = (
+                "You are tasked with identifying any UI Interaction Defects using the user action and two "
+                "screenshots (before and after the action).\n- Operation No Response: nothing happens.\n"
+                "- Unexpected Task Result: the result is wrong.\n\nOutput Format:\n- the defect name"
+            )
+            f.write(
+                json.dumps(
+                    {
+                        "id": i,
+                        "image": shots,
+                        "conversations": [
+                            {"from": "human", "value": "<image><image>" + human},
+                            {"from": "gpt", "value": ["Operation No Response", "Unexpected Task Result"][i % 2]},
+                        ],
+                    }
+                )
+                + "\n"
+            )
 
     with open(root / "ai2d.jsonl", "w") as f:
         for i, name in enumerate(boxes):
-            f.write(json.dumps({"id": i, "image": name, "conversations": [
-                {"from": "human", "value": "<image>Which colour is the square?\nA. red\nB. green"},
-                {"from": "gpt", "value": "A"}]}) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "id": i,
+                        "image": name,
+                        "conversations": [
+                            {"from": "human", "value": "<image>Which colour is the square?\nA. red\nB. green"},
+                            {"from": "gpt", "value": "A"},
+                        ],
+                    }
+                )
+                + "\n"
+            )
 
     shots = root / "preprocessing" / "images"
     shots.mkdir(parents=True)
@@ -160,8 +187,11 @@ def _rec_script_args(data, out, model, deepspeed, name):
 
 def test_run_grpo_rec_sh(data, tiny_qwen25_dir, tmp_path):
     out = str(tmp_path / "checkpoints" / "rl" / "rec")
-    proc = _run(_torchrun(2, ["-m", "vlm_r1.grpo_jsonl",
-                              *_rec_script_args(data, out, tiny_qwen25_dir, ZERO3, "rec")]), tmp_path, "rec")
+    proc = _run(
+        _torchrun(2, ["-m", "vlm_r1.grpo_jsonl", *_rec_script_args(data, out, tiny_qwen25_dir, ZERO3, "rec")]),
+        tmp_path,
+        "rec",
+    )
     assert _steps(out) == MAX_STEPS
     info = _run_info(out)
     assert info["world_size"] == 2 and info["distributed_type"] == "DistributedType.DEEPSPEED"
@@ -219,8 +249,10 @@ def test_run_grpo_gui_sh(data, tiny_qwen25_dir, tmp_path):
     assert info["global_completions_per_step"] == 8
     log = _debug_blocks(tmp_path, "gui")
     assert "accu_reward_method: all_match" in log or "all_match" in log
-    assert "Solution: <answer> Operation No Response </answer>" in log or \
-        "Solution: <answer> Unexpected Task Result </answer>" in log
+    assert (
+        "Solution: <answer> Operation No Response </answer>" in log
+        or "Solution: <answer> Unexpected Task Result </answer>" in log
+    )
 
 
 def test_multinode_demo_args_yaml(data, tiny_qwen25_dir, tmp_path):
@@ -237,9 +269,11 @@ def test_multinode_demo_args_yaml(data, tiny_qwen25_dir, tmp_path):
         f"max_steps: {MAX_STEPS}", "run_name: Qwen2.5-VL-3B-Idefics-V3-RSN-ai2d-500steps-multinode",
         "save_steps: 100", "save_total_limit: 3", "save_only_model: true", "num_generations: 8"])  # fmt: skip
     (tmp_path / "multinode_training_args.yaml").write_text(yaml_text + "\n")
-    build = ('args=""; while IFS=": " read -r key value; do [[ -z "$key" ]] && continue; '
-             'if [[ "$value" == "true" ]]; then args="$args --$key"; elif [[ "$value" == "false" ]]; then continue; '
-             'else args="$args --$key $value"; fi; done < multinode_training_args.yaml; echo "$args"')
+    build = (
+        'args=""; while IFS=": " read -r key value; do [[ -z "$key" ]] && continue; '
+        'if [[ "$value" == "true" ]]; then args="$args --$key"; elif [[ "$value" == "false" ]]; then continue; '
+        'else args="$args --$key $value"; fi; done < multinode_training_args.yaml; echo "$args"'
+    )
     flags = subprocess.run(["bash", "-c", build], cwd=str(tmp_path), capture_output=True, text=True,
                            check=True).stdout.split()  # fmt: skip
     assert "--bf16" in flags and "--gradient_checkpointing" not in flags

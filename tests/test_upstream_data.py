@@ -91,8 +91,18 @@ def test_iter_records_json_files(tmp_path):
 
 def test_iter_records_json_list_recovers_after_a_bad_element(tmp_path):
     valid = [{"i": i, "s": 'x,]}"\\'} for i in range(5)]
-    body = [json.dumps(valid[0]), '{"a": NaN}', json.dumps(valid[1]), '{"a": ' + "9" * 5000 + "}", json.dumps(valid[2]),
-            "[" * 50_000 + "]" * 50_000, '{"z": [1, 2}', json.dumps(valid[3]), '{"b": 1e999}', json.dumps(valid[4])]
+    body = [
+        json.dumps(valid[0]),
+        '{"a": NaN}',
+        json.dumps(valid[1]),
+        '{"a": ' + "9" * 5000 + "}",
+        json.dumps(valid[2]),
+        "[" * 50_000 + "]" * 50_000,
+        '{"z": [1, 2}',
+        json.dumps(valid[3]),
+        '{"b": 1e999}',
+        json.dumps(valid[4]),
+    ]
     path = tmp_path / "list.json"
     path.write_bytes(b"\xef\xbb\xbf[" + ",\n".join(body).encode() + b"]")
     out = list(iter_records(str(path)))

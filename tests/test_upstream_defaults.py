@@ -35,9 +35,26 @@ def test_default_is_pinned_and_upstreams(row, ours):
 def test_table_covers_every_upstream_flag():
     flags = {r["flag"] for r in ROWS}
     # the key upstream flags the issue names, and a few TrainingArguments ones
-    for flag in ("beta", "loss_type", "max_completion_length", "temperature", "top_k", "top_p", "num_generations",
-                 "learning_rate", "max_pixels", "min_pixels", "reward_funcs", "warmup_ratio", "bf16", "report_to",
-                 "logging_steps", "gradient_checkpointing", "torch_dtype", "lora_target_modules"):
+    for flag in (
+        "beta",
+        "loss_type",
+        "max_completion_length",
+        "temperature",
+        "top_k",
+        "top_p",
+        "num_generations",
+        "learning_rate",
+        "max_pixels",
+        "min_pixels",
+        "reward_funcs",
+        "warmup_ratio",
+        "bf16",
+        "report_to",
+        "logging_steps",
+        "gradient_checkpointing",
+        "torch_dtype",
+        "lora_target_modules",
+    ):
         assert flag in flags, flag
     # transformers 4.49 TrainingArguments has 131 flags; learning_rate and remove_unused_columns are listed under
     # upstream's GRPOConfig, which re-declares them

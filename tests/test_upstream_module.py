@@ -12,7 +12,7 @@ import textwrap
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # Upstream-style module (omm/src/open_r1/vlm_modules/vlm_module.py interface), written here from the interface only.
-PLUGIN = textwrap.dedent('''
+PLUGIN = textwrap.dedent("""
     from transformers import Qwen2_5_VLForConditionalGeneration, AutoProcessor
     from vlm_r1.modules import VLMBaseModule
 
@@ -51,18 +51,20 @@ PLUGIN = textwrap.dedent('''
                                      padding=padding, padding_side=padding_side,
                                      add_special_tokens=add_special_tokens)
             return batch, []
-''')
+""")
 
 
 def test_upstream_module_subclass_registered_by_entry_point(tmp_path, tiny_qwen25_dir):
     site = tmp_path / "site"
     (site / "upstream_plugin-0.1.dist-info").mkdir(parents=True)
     (site / "upstream_plugin.py").write_text(PLUGIN)
-    (site / "upstream_plugin-0.1.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: upstream-plugin\n"
-                                                                      "Version: 0.1\n")
+    (site / "upstream_plugin-0.1.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: upstream-plugin\nVersion: 0.1\n"
+    )
     (site / "upstream_plugin-0.1.dist-info" / "entry_points.txt").write_text(
-        "[vlm_r1.modules]\nqwen2_5_vl = upstream_plugin:UpstreamStyleQwenModule\n")
-    code = textwrap.dedent(f'''
+        "[vlm_r1.modules]\nqwen2_5_vl = upstream_plugin:UpstreamStyleQwenModule\n"
+    )
+    code = textwrap.dedent(f"""
         import json
         from vlm_r1.modules import get_vlm_module
         from vlm_r1.modules.qwen import Qwen2VLModule
@@ -76,7 +78,7 @@ def test_upstream_module_subclass_registered_by_entry_point(tmp_path, tiny_qwen2
                           "template": m.get_question_template("rec"), "embeds": m.is_embeds_input(),
                           "post_init": m.post_model_init(None, proc),
                           "shared_prompt_hook": m.shared_prompt_positions_fn(None) is not None}}))
-    ''')
+    """)
     env = {**os.environ, "PYTHONPATH": f"{site}{os.pathsep}{REPO}"}
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -51,57 +51,75 @@ class DataArguments:
 
     data_file_paths: str | None = field(
         default=None,
-        metadata={"help": "Data files (JSONL or JSON), ':'-separated, e.g. 'a.jsonl:b.jsonl'. Required unless "
-                  "--data_config is given."},
+        metadata={
+            "help": "Data files (JSONL or JSON), ':'-separated, e.g. 'a.jsonl:b.jsonl'. Required unless "
+            "--data_config is given."
+        },
     )
     data_config: str | None = field(
         default=None,
-        metadata={"help": "A data mixture YAML (VLM-R1 data_config): 'datasets:' entries with json_path, optional "
-                  "image_folder and sampling_strategy (all, first:N, end:N, random:N, random:P%%), optional top-level "
-                  "seed (default --seed); paths relative to the YAML file. Replaces --data_file_paths."},
+        metadata={
+            "help": "A data mixture YAML (VLM-R1 data_config): 'datasets:' entries with json_path, optional "
+            "image_folder and sampling_strategy (all, first:N, end:N, random:N, random:P%%), optional top-level "
+            "seed (default --seed); paths relative to the YAML file. Replaces --data_file_paths."
+        },
     )
     image_folders: str | None = field(
         default=None,
-        metadata={"help": "One image folder per data file, ':'-separated; image paths in the records are relative to "
-                  "it. Default: each data file's own folder."},
+        metadata={
+            "help": "One image folder per data file, ':'-separated; image paths in the records are relative to "
+            "it. Default: each data file's own folder."
+        },
     )
     image_root: str | None = field(
         default=None,
-        metadata={"help": "Image folder for every data file that gets none from --image_folders or its data config "
-                  "entry (upstream grpo_rec.py / GTA1 grpo_grounding.py flag)."},
+        metadata={
+            "help": "Image folder for every data file that gets none from --image_folders or its data config "
+            "entry (upstream grpo_rec.py / GTA1 grpo_grounding.py flag)."
+        },
     )
     task_type: str | None = field(
         default=None,
-        metadata={"help": "Task plugin that turns records into prompts, reward columns and SFT targets: 'default' "
-                  "(upstream VLM-R1 grpo_jsonl records), 'rec' (upstream REC: one image, bbox answer in original "
-                  "pixels; accuracy/format resolve to rec_iou/rec_format), upstream's ic/odLength/gui/gui_defect "
-                  "(default task with their question template), a task an installed package registers under the "
-                  "'vlm_r1.tasks' entry point, or 'package.module:TaskClass'. A task may add its own flags: give "
-                  "--task_type NAME --help to list them. Default: 'default'."},
+        metadata={
+            "help": "Task plugin that turns records into prompts, reward columns and SFT targets: 'default' "
+            "(upstream VLM-R1 grpo_jsonl records), 'rec' (upstream REC: one image, bbox answer in original "
+            "pixels; accuracy/format resolve to rec_iou/rec_format), upstream's ic/odLength/gui/gui_defect "
+            "(default task with their question template), a task an installed package registers under the "
+            "'vlm_r1.tasks' entry point, or 'package.module:TaskClass'. A task may add its own flags: give "
+            "--task_type NAME --help to list them. Default: 'default'."
+        },
     )
     max_pixels: int | None = field(
         default=12845056,
-        metadata={"help": "Upper pixel budget of the image processor's smart_resize (resized H*W), set on the "
-                  "processor. GRPO default: upstream VLM-R1's 12845056 (grpo_jsonl.py GRPOScriptArguments); SFT "
-                  "default: the checkpoint's processor. GTA1's README run uses 4096*2160 = 8847360 "
-                  "(recipes/gta1/*.yaml)."},
+        metadata={
+            "help": "Upper pixel budget of the image processor's smart_resize (resized H*W), set on the "
+            "processor. GRPO default: upstream VLM-R1's 12845056 (grpo_jsonl.py GRPOScriptArguments); SFT "
+            "default: the checkpoint's processor. GTA1's README run uses 4096*2160 = 8847360 "
+            "(recipes/gta1/*.yaml)."
+        },
     )
     min_pixels: int | None = field(
         default=3136,
-        metadata={"help": "Lower pixel budget of smart_resize, set on the processor. GRPO default: upstream's 3136; "
-                  "SFT default: the checkpoint's processor."},
+        metadata={
+            "help": "Lower pixel budget of smart_resize, set on the processor. GRPO default: upstream's 3136; "
+            "SFT default: the checkpoint's processor."
+        },
     )
     max_anyres_num: int | None = field(
         default=12,
-        metadata={"help": "InternVL: at most this many 448x448 tiles per image, plus a thumbnail when there are "
-                  "several (the image processor's max_patches; upstream VLM-R1's default 12). Other families ignore "
-                  "it."},
+        metadata={
+            "help": "InternVL: at most this many 448x448 tiles per image, plus a thumbnail when there are "
+            "several (the image processor's max_patches; upstream VLM-R1's default 12). Other families ignore "
+            "it."
+        },
     )
     eval_data_file_paths: str | None = field(
         default=None,
-        metadata={"help": "Held-out data files (':'-separated) evaluated every --eval_steps when --eval_strategy is "
-                  "'steps' (GRPO: TRL's sampled eval reward; both: the task's own held-out metric, if it has one). "
-                  "Image paths are relative to each file's folder. Default: the --val_split_ratio split."},
+        metadata={
+            "help": "Held-out data files (':'-separated) evaluated every --eval_steps when --eval_strategy is "
+            "'steps' (GRPO: TRL's sampled eval reward; both: the task's own held-out metric, if it has one). "
+            "Image paths are relative to each file's folder. Default: the --val_split_ratio split."
+        },
     )
     eval_max_samples: int = field(
         default=200,
@@ -113,8 +131,10 @@ class DataArguments:
     )
     strict_data: bool = field(
         default=False,
-        metadata={"help": "Stop at the first bad record (missing/corrupt image, bad box, empty instruction) instead "
-                  "of skipping and counting it."},
+        metadata={
+            "help": "Stop at the first bad record (missing/corrupt image, bad box, empty instruction) instead "
+            "of skipping and counting it."
+        },
     )
 
     @property
@@ -160,21 +180,27 @@ class GRPOScriptArguments(DataArguments):
 
     reward_funcs: list[str] | None = field(
         default=None,
-        metadata={"help": "Reward functions: built-in names (accuracy, format, rec_iou, rec_format), the rewards the "
-                  "task declares (see --task_type NAME --help), names registered under the 'vlm_r1.rewards' entry "
-                  "point, or 'package.module:function'. Default: the task's own (accuracy format for default; "
-                  "rec_iou rec_format for rec)."},
+        metadata={
+            "help": "Reward functions: built-in names (accuracy, format, rec_iou, rec_format), the rewards the "
+            "task declares (see --task_type NAME --help), names registered under the 'vlm_r1.rewards' entry "
+            "point, or 'package.module:function'. Default: the task's own (accuracy format for default; "
+            "rec_iou rec_format for rec)."
+        },
     )
     reward_method: str | None = field(
         default=None,
-        metadata={"help": "Default task only: accuracy method per data file, ':'-separated (default, all_match, "
-                  "yes_no). A record's own 'accu_reward_method' wins."},
+        metadata={
+            "help": "Default task only: accuracy method per data file, ':'-separated (default, all_match, "
+            "yes_no). A record's own 'accu_reward_method' wins."
+        },
     )
     is_reward_customized_from_vlm_module: bool = field(
         default=False,
-        metadata={"help": "Take rewards from the VLM module's select_reward_func (upstream REC path) instead of "
-                  "the registry (Qwen: task_type rec -> iou_reward/format_reward_rec; --task_type rec alone gives the "
-                  "same)."},
+        metadata={
+            "help": "Take rewards from the VLM module's select_reward_func (upstream REC path) instead of "
+            "the registry (Qwen: task_type rec -> iou_reward/format_reward_rec; --task_type rec alone gives the "
+            "same)."
+        },
     )
 
 
@@ -220,18 +246,24 @@ UPSTREAM_EFFECTIVE_DEFAULTS: dict[str, tuple[Any, str]] = {
     "beta": (0.04, "omm/src/open_r1/trainer/grpo_config.py:271-272 (beta 0.04)"),
     "loss_type": ("grpo", "omm/src/open_r1/trainer/grpo_trainer.py:771: per-sequence token mean, then batch mean"),
     "max_completion_length": (256, "omm/src/open_r1/trainer/grpo_config.py:160-161"),
-    "top_k": (50, "grpo_trainer.py:373-377 samples from GenerationConfig(do_sample=True, temperature=1), whose "
-                  "class default top_k is 50 under transformers 4.49 (generation/configuration_utils.py:423); "
-                  "4.49's _prepare_generation_config (generation/utils.py:1550-1559) only falls back the special "
-                  "tokens to the model's generation config"),
+    "top_k": (
+        50,
+        "grpo_trainer.py:373-377 samples from GenerationConfig(do_sample=True, temperature=1), whose "
+        "class default top_k is 50 under transformers 4.49 (generation/configuration_utils.py:423); "
+        "4.49's _prepare_generation_config (generation/utils.py:1550-1559) only falls back the special "
+        "tokens to the model's generation config",
+    ),
     "logging_steps": (500, "transformers 4.49 TrainingArguments default (upstream's GRPOConfig does not override it)"),
     "gradient_checkpointing": (False, "transformers 4.49 TrainingArguments default"),
     "bf16": (False, "transformers 4.49 TrainingArguments default (upstream scripts pass --bf16)"),
     "optim": ("adamw_torch", "transformers 4.49 TrainingArguments default (5.x: adamw_torch_fused, same update)"),
     "average_tokens_across_devices": (False, "transformers 4.49 TrainingArguments default"),
     "use_bias_correction_kl": (False, "grpo_trainer.py:760-764: plain k3 KL per token, no importance-ratio factor"),
-    "resume_from_checkpoint": ("latest", "grpo_jsonl.py:1047-1050 resumes from output_dir's checkpoint-* whenever "
-                               "one exists; ours takes the newest COMPLETE one; 'false' starts fresh"),
+    "resume_from_checkpoint": (
+        "latest",
+        "grpo_jsonl.py:1047-1050 resumes from output_dir's checkpoint-* whenever "
+        "one exists; ours takes the newest COMPLETE one; 'false' starts fresh",
+    ),
 }
 
 
@@ -278,81 +310,97 @@ class VLMGRPOConfig(GRPOConfig):
     resume_from_checkpoint: str | None = _up("resume_from_checkpoint")
     report_to: None | str | list[str] = field(
         default="none",
-        metadata={"help": "The list of integrations to report results and logs to (tensorboard, wandb, ...; 'none' "
-                  "for none). Default 'none', as transformers 5: the one documented exception to upstream VLM-R1's "
-                  "effective defaults (transformers 4.49's 'all' would start every installed integration, wandb "
-                  "included; upstream's scripts pass --report_to explicitly)."},
+        metadata={
+            "help": "The list of integrations to report results and logs to (tensorboard, wandb, ...; 'none' "
+            "for none). Default 'none', as transformers 5: the one documented exception to upstream VLM-R1's "
+            "effective defaults (transformers 4.49's 'all' would start every installed integration, wandb "
+            "included; upstream's scripts pass --report_to explicitly)."
+        },
     )
 
     ban_vision_tokens: bool = field(
         default=True,
-        metadata={"help": "Forbid generating the vision special tokens (image pad, video pad, vision start/end) via "
-                  "bad_words_ids (GTA1: a sampled image token corrupts training)."},
+        metadata={
+            "help": "Forbid generating the vision special tokens (image pad, video pad, vision start/end) via "
+            "bad_words_ids (GTA1: a sampled image token corrupts training)."
+        },
     )
     loss_preset: str = field(
         default="none",
-        metadata={"help": "Named recipe for the loss fields (" + ", ".join(PRESET_FIELDS) + "). 'none' (default) "
-                  "leaves the flags' own values. Each preset pins exactly these values: " + _preset_help() + ". epsilon_high "
-                  "None means 'same as epsilon' (symmetric clip); vlm_r1 does not pin epsilon_high (it stays as "
-                  "given). A field given explicitly on the command line or in the --config YAML always wins over the "
-                  "preset, and each such conflict is logged. Resolved values go to OUTPUT_DIR/vlm_r1_run.json.",
-                  "choices": ["none", *LOSS_PRESETS]},
+        metadata={
+            "help": "Named recipe for the loss fields (" + ", ".join(PRESET_FIELDS) + "). 'none' (default) "
+            "leaves the flags' own values. Each preset pins exactly these values: " + _preset_help() + ". epsilon_high "
+            "None means 'same as epsilon' (symmetric clip); vlm_r1 does not pin epsilon_high (it stays as "
+            "given). A field given explicitly on the command line or in the --config YAML always wins over the "
+            "preset, and each such conflict is logged. Resolved values go to OUTPUT_DIR/vlm_r1_run.json.",
+            "choices": ["none", *LOSS_PRESETS],
+        },
     )
     dynamic_sampling: bool = field(
         default=False,
-        metadata={"help": "DAPO-style dynamic sampling (training only). After a generation batch is generated and "
-                  "scored, each prompt group whose reward (the weighted sum of the reward functions that TRL "
-                  "normalises) has zero std within the group (TRL's frac_reward_zero_std test, std close to 0, or no "
-                  "scorable completion) carries no learning signal and is dropped. Another generation batch of the "
-                  "same size is then generated and scored (generation_batch_size/num_generations prompts drawn "
-                  "uniformly at random, without replacement within a try, from the training set, seeded by --seed, "
-                  "the step and the try; these extra draws do not advance the epoch), and its non-zero-std groups "
-                  "replace dropped ones. Repeated until no dropped group is left or --dynamic_sampling_max_tries "
-                  "batches were generated. A new group replaces a dropped one only if its rows fall on the same "
-                  "processes in the same numbers, so groups stay whole and every process keeps its row count. "
-                  "Dropped groups that could not be replaced are trained as they are (zero advantage) with a warning. "
-                  "Advantages are TRL's, computed within each try. Logged per generation batch: "
-                  "dynamic_sampling/frac_groups_dropped (zero-std groups left out of training / groups generated in "
-                  "all tries), dynamic_sampling/tries, dynamic_sampling/groups_generated, "
-                  "dynamic_sampling/frac_trained_groups_zero_std (0 when the refill succeeded). TRL's own metrics "
-                  "(reward, frac_reward_zero_std, completions/*) average over every try, dropped groups included."},
+        metadata={
+            "help": "DAPO-style dynamic sampling (training only). After a generation batch is generated and "
+            "scored, each prompt group whose reward (the weighted sum of the reward functions that TRL "
+            "normalises) has zero std within the group (TRL's frac_reward_zero_std test, std close to 0, or no "
+            "scorable completion) carries no learning signal and is dropped. Another generation batch of the "
+            "same size is then generated and scored (generation_batch_size/num_generations prompts drawn "
+            "uniformly at random, without replacement within a try, from the training set, seeded by --seed, "
+            "the step and the try; these extra draws do not advance the epoch), and its non-zero-std groups "
+            "replace dropped ones. Repeated until no dropped group is left or --dynamic_sampling_max_tries "
+            "batches were generated. A new group replaces a dropped one only if its rows fall on the same "
+            "processes in the same numbers, so groups stay whole and every process keeps its row count. "
+            "Dropped groups that could not be replaced are trained as they are (zero advantage) with a warning. "
+            "Advantages are TRL's, computed within each try. Logged per generation batch: "
+            "dynamic_sampling/frac_groups_dropped (zero-std groups left out of training / groups generated in "
+            "all tries), dynamic_sampling/tries, dynamic_sampling/groups_generated, "
+            "dynamic_sampling/frac_trained_groups_zero_std (0 when the refill succeeded). TRL's own metrics "
+            "(reward, frac_reward_zero_std, completions/*) average over every try, dropped groups included."
+        },
     )
     dynamic_sampling_max_tries: int = field(
         default=4,
-        metadata={"help": "With --dynamic_sampling: at most this many generation batches per training batch, the "
-                  "first included (so up to N-1 refills). 1 drops nothing and only logs."},
+        metadata={
+            "help": "With --dynamic_sampling: at most this many generation batches per training batch, the "
+            "first included (so up to N-1 refills). 1 drops nothing and only logs."
+        },
     )
 
     shared_prompt: bool = field(
         default=False,
-        metadata={"help": "Shared-prompt GRPO (training only): each group's prompt (screenshot + instruction) goes "
-                  "through the model once instead of num_generations times. The policy, old and reference log-prob "
-                  "passes run one packed row per group ([prompt | completion 1 | ... | completion G], a 4D attention "
-                  "mask, explicit M-RoPE positions, the vision tower once per group), HF generation prefills each "
-                  "unique prompt once, and pixel_values are processed and stored once per group. Log-probs and "
-                  "gradients equal the naive computation up to float rounding (tests/test_shared_prompt.py). Needs "
-                  "per_device_train_batch_size to be a multiple of num_generations and a model family with the hook "
-                  "(Qwen2-VL, Qwen2.5-VL); otherwise the run says why at start-up and runs naive (recorded in "
-                  "OUTPUT_DIR/vlm_r1_run.json under shared_prompt). Logged per step: shared_prompt/llm_tokens, "
-                  "shared_prompt/naive_llm_tokens, shared_prompt/vision_patches, shared_prompt/naive_vision_patches, "
-                  "shared_prompt/active (1 when the batch ran shared). Off by default (upstream VLM-R1 has no such "
-                  "pass); on in the GTA1 recipes."},
+        metadata={
+            "help": "Shared-prompt GRPO (training only): each group's prompt (screenshot + instruction) goes "
+            "through the model once instead of num_generations times. The policy, old and reference log-prob "
+            "passes run one packed row per group ([prompt | completion 1 | ... | completion G], a 4D attention "
+            "mask, explicit M-RoPE positions, the vision tower once per group), HF generation prefills each "
+            "unique prompt once, and pixel_values are processed and stored once per group. Log-probs and "
+            "gradients equal the naive computation up to float rounding (tests/test_shared_prompt.py). Needs "
+            "per_device_train_batch_size to be a multiple of num_generations and a model family with the hook "
+            "(Qwen2-VL, Qwen2.5-VL); otherwise the run says why at start-up and runs naive (recorded in "
+            "OUTPUT_DIR/vlm_r1_run.json under shared_prompt). Logged per step: shared_prompt/llm_tokens, "
+            "shared_prompt/naive_llm_tokens, shared_prompt/vision_patches, shared_prompt/naive_vision_patches, "
+            "shared_prompt/active (1 when the batch ran shared). Off by default (upstream VLM-R1 has no such "
+            "pass); on in the GTA1 recipes."
+        },
     )
     shared_prompt_attention: str = field(
         default="auto",
-        metadata={"help": "With --shared_prompt: how the packed rows attend. 'dense': a 4D mask through the model's "
-                  "sdpa/eager attention (memory grows as L^2 per packed row); 'split': prefix attention once, then "
-                  "each completion over the prefix and itself, no L x L mask (Prefix Grouper style; flash-attention "
-                  "on GPU, an SDPA reference path elsewhere; vlm_r1/shared_prompt_attention.py); 'auto': split when "
-                  "the model uses flash_attention_*, else dense.",
-                  "choices": ["auto", "dense", "split"]},
+        metadata={
+            "help": "With --shared_prompt: how the packed rows attend. 'dense': a 4D mask through the model's "
+            "sdpa/eager attention (memory grows as L^2 per packed row); 'split': prefix attention once, then "
+            "each completion over the prefix and itself, no L x L mask (Prefix Grouper style; flash-attention "
+            "on GPU, an SDPA reference path elsewhere; vlm_r1/shared_prompt_attention.py); 'auto': split when "
+            "the model uses flash_attention_*, else dense.",
+            "choices": ["auto", "dense", "split"],
+        },
     )
 
     def __post_init__(self):
         from vlm_r1.devices import apply_device_defaults
         from vlm_r1.launch import prefer_activation_checkpointing
 
-        apply_device_defaults(self)  # use_cpu without CUDA (so torchrun forms one gloo group); bf16 only where supported
+        apply_device_defaults(
+            self
+        )  # use_cpu without CUDA (so torchrun forms one gloo group); bf16 only where supported
         prefer_activation_checkpointing(self)  # transformers 5 names, without the FutureWarning (vlm_r1.launch)
         if self.loss_preset not in ("none", *LOSS_PRESETS):
             raise ValueError(f"--loss_preset {self.loss_preset!r}: choose one of none, {', '.join(LOSS_PRESETS)}")
@@ -444,9 +492,11 @@ class GRPOModelConfig(ModelConfig):
 
     dtype: str | None = field(
         default="bfloat16",
-        metadata={"help": "Load the model under this dtype ('auto' = the checkpoint's). Default bfloat16, as upstream "
-                  "VLM-R1's trainer always loaded it; float32 (with a warning) where no GPU supports bfloat16.",
-                  "choices": ["auto", "bfloat16", "float16", "float32"]},
+        metadata={
+            "help": "Load the model under this dtype ('auto' = the checkpoint's). Default bfloat16, as upstream "
+            "VLM-R1's trainer always loaded it; float32 (with a warning) where no GPU supports bfloat16.",
+            "choices": ["auto", "bfloat16", "float16", "float32"],
+        },
     )
 
     freeze_vision_modules: bool = field(
@@ -489,12 +539,18 @@ class UpstreamCompatArguments:
     gradient_checkpointing_use_reentrant: bool | None = field(
         default=None, metadata={"help": "Sets gradient_checkpointing_kwargs={'use_reentrant': ...} (warns)."}
     )
-    dataset_name: str | None = field(default=None, metadata={"help": "Ignored with a warning: " + _IGNORED["dataset_name"]})
+    dataset_name: str | None = field(
+        default=None, metadata={"help": "Ignored with a warning: " + _IGNORED["dataset_name"]}
+    )
     dataset_config: str | None = field(default=None, metadata={"help": "Ignored with a warning."})
     dataset_train_split: str | None = field(default=None, metadata={"help": "Ignored with a warning."})
     dataset_test_split: str | None = field(default=None, metadata={"help": "Ignored with a warning."})
-    arrow_cache_dir: str | None = field(default=None, metadata={"help": "Ignored with a warning (unused upstream too)."})
-    max_prompt_length: int | None = field(default=None, metadata={"help": "Ignored with a warning: " + _IGNORED["max_prompt_length"]})
+    arrow_cache_dir: str | None = field(
+        default=None, metadata={"help": "Ignored with a warning (unused upstream too)."}
+    )
+    max_prompt_length: int | None = field(
+        default=None, metadata={"help": "Ignored with a warning: " + _IGNORED["max_prompt_length"]}
+    )
     vllm_device: str | None = field(default=None, metadata={"help": "Ignored with a warning."})
     vllm_dtype: str | None = field(default=None, metadata={"help": "Ignored with a warning."})
     vllm_enable_prefix_caching: bool | None = field(default=None, metadata={"help": "Ignored with a warning."})

@@ -110,7 +110,9 @@ def split_json_list(chunks: Iterable[str]) -> Iterator[str]:
         elif tok in _CLOSER:
             opener = _CLOSER[tok]
             if len(stack) > 1:  # inside an element: close up to the innermost matching opener, if any
-                inner = next((i for i in range(len(stack) - 1, max(len(stack) - 1000, 0), -1) if stack[i] == opener), None)
+                inner = next(
+                    (i for i in range(len(stack) - 1, max(len(stack) - 1000, 0), -1) if stack[i] == opener), None
+                )
                 if inner is not None:
                     del stack[inner:]
                 continue  # a stray closer stays part of the (broken) element

@@ -69,8 +69,10 @@ def parse_args(argv: list[str] | None = None, *, defaults: dict | None = None, d
         logger.warning("UPSTREAM FLAG: %s", line)
     given = explicitly_given(ARG_DATACLASSES, argv)
     dataset_name = compat.dataset_name
-    if dataset_name and dataset_name.lower().endswith((".yaml", ".yml")) and not (
-        script_args.data_file_paths or script_args.data_config
+    if (
+        dataset_name
+        and dataset_name.lower().endswith((".yaml", ".yml"))
+        and not (script_args.data_file_paths or script_args.data_config)
     ):
         script_args.data_config = dataset_name
         compat.dataset_name = None
@@ -405,8 +407,14 @@ def train(script_args, training_args, model_args) -> None:
         logger.warning("preempted at step %d: checkpoint saved; rerun with --resume_from_checkpoint latest (the "
                        "SLURM wrapper requeues automatically)", trainer.state.global_step)  # fmt: skip
         return
-    save_final(trainer, processor, vlm_module, training_args.output_dir,
-               f"{model_path} on {script_args.data_config or script_args.data_file_paths}")
+    save_final(
+        trainer,
+        processor,
+        vlm_module,
+        training_args.output_dir,
+        f"{model_path} on {script_args.data_config or script_args.data_file_paths}",
+    )
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -50,10 +50,12 @@ class VLMSFTConfig(SFTConfig):
     )
     max_length: int | None = field(
         default=None,
-        metadata={"help": "Maximum tokenized length; longer sequences are truncated. Default None (no truncation), "
-                  "not TRL's 1024: truncating a VLM sequence cuts its image tokens, and the model then fails "
-                  "('Image features and image tokens do not match'); one 1080p screenshot alone is ~2,700 Qwen2.5-VL "
-                  "tokens, one InternVL image up to 13 x 256."},
+        metadata={
+            "help": "Maximum tokenized length; longer sequences are truncated. Default None (no truncation), "
+            "not TRL's 1024: truncating a VLM sequence cuts its image tokens, and the model then fails "
+            "('Image features and image tokens do not match'); one 1080p screenshot alone is ~2,700 Qwen2.5-VL "
+            "tokens, one InternVL image up to 13 x 256."
+        },
     )
 
     def __post_init__(self):
@@ -117,8 +119,9 @@ def add_completions(task, dataset):
 
     plain = dataset.with_format(None)
     task.sft_completion(plain[0])  # fail before the map when the task has no SFT target
-    return with_transform_of(dataset, plain.map(lambda row: {"completion": [{"role": "assistant",
-                                                                              "content": task.sft_completion(row)}]}))
+    return with_transform_of(
+        dataset, plain.map(lambda row: {"completion": [{"role": "assistant", "content": task.sft_completion(row)}]})
+    )
 
 
 def sft_dataset(task, script_args, processor, vlm_module, data_files: str | None = None):
@@ -153,8 +156,9 @@ def main(argv: list[str] | None = None) -> None:
 
     model_path = model_args.model_name_or_path
     vlm_module = get_vlm_module(model_path)
-    processor = load_image_processor(vlm_module, model_path, script_args,
-                                     default_pixels=(SFT_DEFAULTS["min_pixels"], SFT_DEFAULTS["max_pixels"]))
+    processor = load_image_processor(
+        vlm_module, model_path, script_args, default_pixels=(SFT_DEFAULTS["min_pixels"], SFT_DEFAULTS["max_pixels"])
+    )
     task = get_task(script_args.task_type, getattr(script_args, "task_options", None))
     dataset, eval_dataset, _ = build_datasets(script_args, training_args, task, processor, vlm_module)
     dataset = add_completions(task, dataset)
@@ -173,13 +177,21 @@ def main(argv: list[str] | None = None) -> None:
                             vision_keywords=vlm_module.get_vision_modules_keywords())  # fmt: skip
     from vlm_r1.callbacks import use_compact_console
 
-    use_compact_console(trainer, getattr(task, "console_metrics", ()))  # one line per step on the console; full dicts in logs.jsonl
+    use_compact_console(
+        trainer, getattr(task, "console_metrics", ())
+    )  # one line per step on the console; full dicts in logs.jsonl
     for callback in task.eval_callbacks(script_args, training_args, processor, vlm_module, eval_dataset):
         callback.trainer = trainer
         trainer.add_callback(callback)
     trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
-    save_final(trainer, processor, vlm_module, training_args.output_dir,
-               f"SFT {model_path} on {script_args.data_config or script_args.data_file_paths}")
+    save_final(
+        trainer,
+        processor,
+        vlm_module,
+        training_args.output_dir,
+        f"SFT {model_path} on {script_args.data_config or script_args.data_file_paths}",
+    )
+
 
 if __name__ == "__main__":
     sys.exit(main())

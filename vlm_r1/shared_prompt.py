@@ -175,7 +175,9 @@ def group_mismatch(indices: Sequence[Any], fingerprints: Sequence[str], num_gene
     for g in range(0, len(indices), num_generations):
         block = indices[g : g + num_generations]
         if any(i is None for i in block) or len(set(block)) != 1:
-            return f"rows {g}..{g + num_generations - 1} are not one dataset index G times (sampler indices {list(block)})"
+            return (
+                f"rows {g}..{g + num_generations - 1} are not one dataset index G times (sampler indices {list(block)})"
+            )
         if len(set(fingerprints[g : g + num_generations])) != 1:
             return (f"dataset index {block[0]} gave different prompts/images across its {num_generations} reads "
                     "(random augmentation in the dataset?)")  # fmt: skip
@@ -274,7 +276,9 @@ def pack_groups(
                 grid = None
         pos = positions_fn(prompt, mm, grid)
         if pos.dim() != 2 or pos.size(1) != prompt.numel():
-            raise ValueError(f"positions hook returned shape {tuple(pos.shape)} for a prompt of {prompt.numel()} tokens")
+            raise ValueError(
+                f"positions hook returned shape {tuple(pos.shape)} for a prompt of {prompt.numel()} tokens"
+            )
         pos = pos.to(torch.long)
         last_id, last_pos = prompt[-1:], pos[:, -1:]
         ids, poss, labs, mms = [prompt[:-1]], [pos[:, :-1]], [torch.full_like(prompt[:-1], -100)], []
@@ -309,7 +313,9 @@ def pack_groups(
     out_ids = torch.full((n_rows, L), pad_token_id, dtype=input_ids.dtype, device=device)
     out_pos = torch.zeros((R, n_rows, L), dtype=torch.long, device=device)
     out_lab = torch.full((n_rows, L), -100, dtype=torch.long, device=device)
-    out_mm = None if mm_token_type_ids is None else torch.zeros((n_rows, L), dtype=mm_token_type_ids.dtype, device=device)
+    out_mm = (
+        None if mm_token_type_ids is None else torch.zeros((n_rows, L), dtype=mm_token_type_ids.dtype, device=device)
+    )
     for i in range(n_rows):
         n = rows_ids[i].numel()
         out_ids[i, :n] = rows_ids[i]

@@ -40,11 +40,11 @@ logger = logging.getLogger(__name__)
 #: what shared prompting does to vLLM generation, per --vllm_mode (said at start-up).
 VLLM_NOTE = {
     "server": "generation sends each unique prompt once with n=G (TRL's server mode, trl/generation/"
-              "vllm_generation.py:602-618); the log-prob passes and the vision tower run once per group",
+    "vllm_generation.py:602-618); the log-prob passes and the vision tower run once per group",
     "colocate": "TRL's colocate mode sends the G copies of each prompt with n=1 (vllm_generation.py:660-730; vLLM's "
-                "automatic prefix caching can reuse their prefill); sending each unique prompt once with n=G in "
-                "colocate mode is not implemented (it needs a GPU to test); the log-prob passes and the vision tower "
-                "run once per group",
+    "automatic prefix caching can reuse their prefill); sending each unique prompt once with n=G in "
+    "colocate mode is not implemented (it needs a GPU to test); the log-prob passes and the vision tower "
+    "run once per group",
 }
 
 _SPLIT_IMPLEMENTATIONS = ("flash_attention_2", "flash_attention_3", "flash_attention_4", "kernels-community/flash-attn")
@@ -147,8 +147,9 @@ class SharedPromptMixin:
             reason = "MoE load-balancing loss is computed per row"
         elif self.tools or getattr(self, "environment_factories", None) is not None or self.rollout_func is not None:
             reason = "tool calling / environments / rollout_func change rows after generation"
-        elif isinstance(self.train_dataset, torch.utils.data.IterableDataset) or not hasattr(self.train_dataset,
-                                                                                            "__getitem__"):
+        elif isinstance(self.train_dataset, torch.utils.data.IterableDataset) or not hasattr(
+            self.train_dataset, "__getitem__"
+        ):
             reason = "iterable training dataset: no sampler index to identify a group"
         if reason is None:
             if attention == "auto":
@@ -191,8 +192,11 @@ class SharedPromptMixin:
 
     # ---- data: sampler index on every row --------------------------------------------------------------------------
     def _get_dataloader(self, dataset, description, batch_size, sampler_fn=None, is_training=False, **kwargs):
-        if is_training and getattr(self, "_sp_enabled", False) and not isinstance(dataset,
-                                                                                   torch.utils.data.IterableDataset):
+        if (
+            is_training
+            and getattr(self, "_sp_enabled", False)
+            and not isinstance(dataset, torch.utils.data.IterableDataset)
+        ):
             import datasets
 
             if isinstance(dataset, datasets.Dataset):

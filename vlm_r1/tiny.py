@@ -26,9 +26,7 @@ QWEN_SPECIAL_TOKENS = [
 ]  # fmt: skip
 
 # Qwen2 pre-tokenizer regex: \p{N} alone makes every digit a separate token.
-QWEN_PRETOKENIZE_REGEX = (
-    r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
-)
+QWEN_PRETOKENIZE_REGEX = r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
 
 # Qwen-style chat template. Explicit '...\n' strings: whitespace control (`{%-`) silently ate newlines (cpu_stack.md).
 QWEN_CHAT_TEMPLATE = (
@@ -56,7 +54,7 @@ _CORPUS = [
     "<think> The button is at the top left of the page. </think><answer>(123,45)</answer>",
     "Click the search box. Click the link. Open the menu. Press the Go button. Select the dropdown.",
     "Library Reference Language Reference Tutorial Python documentation index modules next previous",
-    "0 1 2 3 4 5 6 7 8 9 (0,0) (1279,719) [12, 10, 42, 40] {\"x\": 5} yes no true false",
+    '0 1 2 3 4 5 6 7 8 9 (0,0) (1279,719) [12, 10, 42, 40] {"x": 5} yes no true false',
     "abcdefghijklmnopqrstuvwxyz ABCDEFGHIJKLMNOPQRSTUVWXYZ .,;:!?'\"()[]{}<>/\\|-_+=*&^%$#@~`",
 ]
 
@@ -137,8 +135,15 @@ def save_tiny_checkpoint(out_dir: str, model, processor, module, info: dict) -> 
         module.tidy_saved_processor(out_dir)
     n = sum(p.numel() for p in model.parameters())
     with open(os.path.join(out_dir, "tiny_model_info.json"), "w") as f:
-        json.dump({**info, "num_parameters": n,
-                   "note": "randomly initialised tiny checkpoint for CPU tests; it has learned nothing"}, f, indent=2)
+        json.dump(
+            {
+                **info,
+                "num_parameters": n,
+                "note": "randomly initialised tiny checkpoint for CPU tests; it has learned nothing",
+            },
+            f,
+            indent=2,
+        )
     logger.info("wrote tiny %s checkpoint (%d params) to %s", info.get("arch"), n, out_dir)
     return out_dir
 
@@ -227,5 +232,6 @@ def build_tiny_model(arch: str, out_dir: str, *, seed: int = 0, min_pixels: int 
     image_processor = Qwen2VLImageProcessorPil(min_pixels=min_pixels, max_pixels=max_pixels)
     module = get_vlm_module(config.model_type)
     processor = module.build_processor(image_processor, tokenizer, QWEN_CHAT_TEMPLATE)
-    return save_tiny_checkpoint(out_dir, model, processor, module,
-                                {"arch": arch, "seed": seed, "size": size, "rope_theta": rope_theta})
+    return save_tiny_checkpoint(
+        out_dir, model, processor, module, {"arch": arch, "seed": seed, "size": size, "rope_theta": rope_theta}
+    )

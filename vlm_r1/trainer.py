@@ -271,7 +271,9 @@ def merge_generation_rows(outputs: list[dict], sources: list[tuple[int, int]], p
         for dst in range(0, len(sources), shared):
             t, first = sources[dst]
             if first % shared or sources[dst : dst + shared] != [(t, first + j) for j in range(shared)]:
-                raise RuntimeError(f"dynamic sampling moved a shared-prompt group apart (rows {dst}.. from {sources[dst]})")
+                raise RuntimeError(
+                    f"dynamic sampling moved a shared-prompt group apart (rows {dst}.. from {sources[dst]})"
+                )
     split = [_split_rows(o, shared) for o in outputs]
     keys = set(split[0])
     known = set(_PADDED_KEYS) | set(_PROMPT_COMPLETION_KEYS) | set(_STACKED_KEYS) | set(_LIST_KEYS)

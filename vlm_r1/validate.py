@@ -97,8 +97,10 @@ def box4(values: Any, what: str = "box") -> tuple[float, float, float, float]:
             return float(a), float(b), float(c), float(d)
     if not isinstance(values, (list, tuple)) or len(values) != 4:
         raise Invalid("bad_box", f"{what} must be 4 numbers [x_min, y_min, x_max, y_max], got {short_repr(values)}")
-    raise Invalid("bad_box", f"{what} {short_repr(values)} must hold 4 finite numbers within +-{MAX_COORD:g} "
-                             "(no NaN, inf, booleans)")
+    raise Invalid(
+        "bad_box",
+        f"{what} {short_repr(values)} must hold 4 finite numbers within +-{MAX_COORD:g} (no NaN, inf, booleans)",
+    )
 
 
 def all_fractions(box: Any) -> bool:

@@ -71,4 +71,12 @@ def load_model(path: str, **model_init_kwargs):
     return module.get_model_class(path, model_init_kwargs).from_pretrained(path, **model_init_kwargs)
 
 
-__all__ = ["MODULES", "available_modules", "VLMBaseModule", "Qwen2VLModule", "get_vlm_module", "load_processor", "load_model"]
+__all__ = [
+    "MODULES",
+    "available_modules",
+    "VLMBaseModule",
+    "Qwen2VLModule",
+    "get_vlm_module",
+    "load_processor",
+    "load_model",
+]

@@ -164,8 +164,13 @@ class Qwen3VLModule(Qwen2VLModule):
         )  # fmt: skip
         processor = self.build_processor(image_processor, tokenizer, QWEN_CHAT_TEMPLATE)
 
-        return save_tiny_checkpoint(out_dir, model, processor, self, {"arch": self.model_type, "seed": seed,
-                                                                       "size": size, "rope_theta": rope_theta})
+        return save_tiny_checkpoint(
+            out_dir,
+            model,
+            processor,
+            self,
+            {"arch": self.model_type, "seed": seed, "size": size, "rope_theta": rope_theta},
+        )
 
 
 #: the module classes this family file registers (vlm_r1.registry.discover)

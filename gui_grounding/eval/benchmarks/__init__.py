@@ -161,7 +161,12 @@ def read_json_list(path: str) -> list:
 
 
 def read_annotation_samples(
-    path: str, make_sample, report: LoadReport, strict: bool, *, id_refs: list[tuple[str, str]] | None = None,
+    path: str,
+    make_sample,
+    report: LoadReport,
+    strict: bool,
+    *,
+    id_refs: list[tuple[str, str]] | None = None,
     id_key: str = "id",
 ) -> tuple[list[Sample], list]:
     """Samples of one JSON-list annotation file, with every bad record counted (or raised in strict mode).
@@ -532,5 +537,12 @@ def get_benchmark(name: str, **options) -> Benchmark:
         raise ValueError(f"benchmark {name!r} does not take options {sorted(options)}: {err}") from err
 
 
-__all__ = ["BENCHMARKS", "REGISTRY", "Benchmark", "BenchmarkLoadReport", "DuplicateIdError", "get_benchmark",
-           "load_report_dict"]
+__all__ = [
+    "BENCHMARKS",
+    "REGISTRY",
+    "Benchmark",
+    "BenchmarkLoadReport",
+    "DuplicateIdError",
+    "get_benchmark",
+    "load_report_dict",
+]
