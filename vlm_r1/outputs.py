@@ -1,0 +1,269 @@
+"""Safe output files: the one home for how every command writes (GUI-free).
+
+Rules (every ``gui-grounding`` / ``vlm_r1`` command that writes files follows them):
+
+* **checked before any input is read** (:func:`check_outputs`): an ``--out`` that is one of the inputs (the same
+  file, through any path or link) is refused; a file output that names an existing folder (or a folder output that
+  names an existing file) is refused; the destination folder must exist or be creatable and be writable (probed by
+  creating and removing a file there, so a read-only mount or a full quota is found before the work starts);
+* **one writer per output** (:class:`OutputLock`): an advisory ``fcntl.flock`` on a lock file beside the output
+  (``.NAME.lock``), taken without waiting: a second run writing the same ``--out`` fails at once, naming the holder's
+  pid;
+* **atomic files** (:func:`atomic_writer`, :func:`write_text`, :func:`write_json`): written under a unique temporary
+  name in the destination folder (``tempfile.mkstemp``: two runs never share a temp name), flushed, ``fsync``-ed and
+  renamed onto the final name with ``os.replace``; on any error the temporary file is removed, so a reader sees the
+  old complete file, the new complete file, or none;
+* **resumable outputs** (eval predictions, the ``clean`` detection cache) stay appendable (:class:`LineAppender`):
+  each line is written whole with one ``write`` call and flushed, under the output's lock;
+* **summaries last**: callers write their summary (``summary.json``, ``metrics.json``) atomically after every other
+  output is in place, so a complete-looking summary never sits beside a truncated output.
+
+Errors are :class:`OutputError` (one line, naming the path); the command-line entry points print it as one line and
+exit non-zero.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from typing import IO, Any
+
+
+class OutputError(OSError):
+    """An output that cannot or must not be written (one line, naming the path)."""
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+def _probe_writable(folder: str) -> None:
+    """Create and remove a file in ``folder`` (``os.access`` is wrong under root, ACLs and read-only mounts)."""
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".write-probe.", dir=folder)
+    except OSError as err:
+        raise OutputError(err.errno, f"cannot write in {folder}: {err.strerror or err}") from None
+    os.close(fd)
+    with contextlib.suppress(OSError):
+        os.unlink(probe)
+
+
+def _creatable_folder(folder: str, what: str) -> None:
+    """``folder`` exists as a folder (created when missing) and is writable."""
+    folder = folder or "."
+    if os.path.exists(folder) and not os.path.isdir(folder):
+        raise OutputError(errno.ENOTDIR, f"{what}: {folder} exists and is not a folder")
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as err:
+        raise OutputError(err.errno, f"{what}: cannot create folder {folder}: {err.strerror or err}") from None
+    _probe_writable(folder)
+
+
+def check_outputs(
+    files: Iterable[str] = (), folders: Iterable[str] = (), inputs: Iterable[str] = (), *, what: str = "--out"
+) -> None:
+    """Refuse outputs that cannot or must not be written, before anything is read.
+
+    Args:
+        files: output files (each must not be an existing folder; its folder must be creatable and writable).
+        folders: output folders (each must not be an existing file; creatable and writable).
+        inputs: input files and folders; no output may be one of them (the same file by ``os.path.samefile``,
+            else the same real path). Writing next to the inputs is fine.
+        what: the flag named in messages.
+
+    Raises:
+        OutputError: the first problem found (one line).
+    """
+    files, folders, inputs = list(files), list(folders), [i for i in inputs if i]
+    for path in [*files, *folders]:
+        if not isinstance(path, str) or not path or "\0" in path:
+            raise OutputError(errno.EINVAL, f"{what}: {path!r} is not a usable path")
+        for source in inputs:
+            if os.path.exists(path) and _same_file(path, source) or os.path.realpath(path) == os.path.realpath(source):
+                raise OutputError(errno.EEXIST, f"{what} {path} is one of the inputs ({source}); choose another path")
+    for path in files:
+        if os.path.isdir(path):
+            raise OutputError(errno.EISDIR, f"{what} {path} is a folder; name a file")
+        _creatable_folder(os.path.dirname(os.path.abspath(path)), what)
+        if os.path.exists(path) and not os.access(path, os.W_OK) and os.geteuid() != 0:
+            raise OutputError(errno.EACCES, f"{what} {path} exists and is not writable")
+    for path in folders:
+        if os.path.exists(path) and not os.path.isdir(path):
+            raise OutputError(errno.ENOTDIR, f"{what} {path} is a file; name a folder")
+        _creatable_folder(path, what)
+
+
+class OutputLock:
+    """An exclusive advisory lock on an output (``fcntl.flock`` on ``.NAME.lock`` beside it, or ``.lock`` inside a
+    folder output), taken without waiting.
+
+    Use as a context manager. A second holder fails at once with :class:`OutputError` naming the first holder's pid.
+    The lock file is removed on release (after checking, on acquire, that the locked file is still the one at the
+    path, so a release racing an acquire cannot give two holders).
+    """
+
+    def __init__(self, output: str, *, folder: bool = False):
+        output = os.path.abspath(output)
+        self.output = output
+        self.path = (
+            os.path.join(output, ".lock")
+            if folder
+            else os.path.join(os.path.dirname(output), f".{os.path.basename(output)}.lock")
+        )
+        self._fd: int | None = None
+
+    def acquire(self) -> OutputLock:
+        import fcntl
+
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        while True:
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError as err:
+                raise OutputError(err.errno, f"cannot create lock file {self.path}: {err.strerror or err}") from None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                holder = ""
+                with contextlib.suppress(OSError, ValueError):
+                    holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+                os.close(fd)
+                raise OutputError(
+                    errno.EBUSY,
+                    f"another run is writing {self.output} (lock {self.path} held by pid {holder or '?'}); wait for "
+                    "it to finish or choose another --out",
+                ) from None
+            try:  # the file we locked must still be the one at the path (a releasing holder unlinks it)
+                same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
+            except OSError:
+                same = False
+            if same:
+                break
+            os.close(fd)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        if self._fd is None:
+            return
+        with contextlib.suppress(OSError):
+            os.unlink(self.path)
+        os.close(self._fd)  # closing the descriptor releases the flock
+        self._fd = None
+
+    def __enter__(self) -> OutputLock:
+        return self.acquire()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.release()
+
+
+@contextlib.contextmanager
+def atomic_writer(path: str, mode: str = "w", *, encoding: str | None = "utf-8") -> Iterator[IO]:
+    """A file object writing to a unique temporary name beside ``path``; renamed onto ``path`` when the block ends
+    without an error, removed otherwise.
+
+    Raises:
+        OutputError: the temporary file cannot be created, written, synced or renamed (disk full, read-only).
+    """
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=folder)
+    except OSError as err:
+        raise OutputError(err.errno, f"cannot write {path}: {err.strerror or err}") from None
+    binary = "b" in mode
+    try:
+        with os.fdopen(fd, mode, **({} if binary else {"encoding": encoding})) as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException as err:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        if isinstance(err, OSError) and not isinstance(err, OutputError):
+            raise OutputError(err.errno, f"cannot write {path}: {err.strerror or err}") from None
+        raise
+
+
+def write_text(path: str, text: str) -> None:
+    """``text`` to ``path`` atomically (:func:`atomic_writer`)."""
+    with atomic_writer(path) as f:
+        f.write(text)
+
+
+def write_bytes(path: str, data: bytes) -> None:
+    """``data`` to ``path`` atomically (:func:`atomic_writer`)."""
+    with atomic_writer(path, "wb") as f:
+        f.write(data)
+
+
+def write_json(path: str, value: Any, *, indent: int | None = 2) -> None:
+    """Strict JSON (no NaN / inf: ``allow_nan=False``) to ``path`` atomically, with a final newline."""
+    text = json.dumps(value, indent=indent, allow_nan=False, ensure_ascii=False) + "\n"
+    write_text(path, text)
+
+
+def write_lines(path: str, lines: Iterable[str]) -> int:
+    """Lines (without their newline) to ``path`` atomically; returns the count."""
+    n = 0
+    with atomic_writer(path) as f:
+        for line in lines:
+            f.write(line + "\n")
+            n += 1
+    return n
+
+
+class LineAppender:
+    """A resumable output (eval predictions, a detection cache): lines appended whole, each with one ``write`` and a
+    flush, so a crash or a kill leaves only whole lines (a torn last line, from a crash inside ``write``, is what
+    the readers of such files skip). Hold the output's :class:`OutputLock` while appending.
+
+    A file that does not end with a newline (a torn last line from an earlier crash) gets one first, so the next
+    line starts on its own.
+    """
+
+    def __init__(self, path: str):
+        self.path = path
+        try:
+            self._f = open(path, "a+b")  # noqa: SIM115 - closed by close()
+            self._f.seek(0, os.SEEK_END)
+            if self._f.tell() > 0:
+                self._f.seek(-1, os.SEEK_END)
+                last = self._f.read(1)
+                self._f.seek(0, os.SEEK_END)
+                if last != b"\n":
+                    self._f.write(b"\n")
+                    self._f.flush()
+        except OSError as err:
+            raise OutputError(err.errno, f"cannot append to {path}: {err.strerror or err}") from None
+
+    def write(self, line: str) -> None:
+        """One line (no newline inside; it is added)."""
+        if "\n" in line or "\r" in line:
+            raise ValueError("a line to append holds a line break")
+        try:
+            self._f.write(line.encode("utf-8") + b"\n")
+            self._f.flush()
+        except OSError as err:
+            raise OutputError(err.errno, f"cannot append to {self.path}: {err.strerror or err}") from None
+
+    def close(self) -> None:
+        self._f.close()
+
+    def __enter__(self) -> LineAppender:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
