@@ -50,6 +50,8 @@ REASONS = {
     "missing_image": "image file does not exist",
     "unreadable_image": "image file cannot be decoded",
     "suspect_unit": "a pixel-unit box whose four values all lie in [0, 1]: fractions, not pixels",
+    "duplicate_id": "the record's sample id (explicit, or generated for a record without one) is already taken",
+    "image_unsupported": "the image is outside the model family's limits (aspect ratio, smallest side)",
 }
 
 
@@ -115,6 +117,61 @@ def short_repr(value: Any, limit: int = 80) -> str:
     except (ValueError, RecursionError):  # a huge int's repr raises past sys.get_int_max_str_digits()
         text = f"<{type(value).__name__}>"
     return text if len(text) <= limit else text[:limit] + "..."
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# identity
+
+_ID_TYPES = (str, int, float)
+
+
+def explicit_id(value: Any) -> str | None:
+    """A record's explicit sample id as text, or None when it has none.
+
+    The identity rule (one home; the training loaders, ``convert`` and every benchmark reader use it): a non-empty
+    string that is valid Unicode text, an integer (not a boolean) or a finite float is an explicit id (``7`` and
+    ``"7"`` are the same id); absent, null, a boolean, an empty string, NaN/inf, a list or an object is no id, and the
+    caller generates one (:class:`IdRegistry`).
+    """
+    if isinstance(value, bool) or not isinstance(value, _ID_TYPES):
+        return None
+    if isinstance(value, str):
+        return value if value and is_text(value) else None
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            return None
+        return repr(value)
+    return str(value)
+
+
+class IdRegistry:
+    """Sample ids of one dataset (a training file, a benchmark, a conversion): each id is handed out once.
+
+    ``assign(value, generated, ref)`` returns the explicit id of ``value`` (:func:`explicit_id`) or, when there is
+    none, ``generated`` (the caller's deterministic id, e.g. ``"train:12"``), and raises :class:`Invalid`
+    ``duplicate_id`` when that id was already handed out (to an explicit or a generated id alike, so a record whose
+    explicit id equals another record's generated id is never merged with it). The first record keeps the id.
+    """
+
+    def __init__(self) -> None:
+        self._refs: dict[str, str] = {}
+
+    def assign(self, value: Any, generated: str, ref: str = "") -> str:
+        sid = explicit_id(value)
+        how = "id"
+        if sid is None:
+            sid, how = generated, "generated id"
+        first = self._refs.get(sid)
+        if first is not None:
+            raise Invalid("duplicate_id", f"{how} {short_repr(sid)} is already the id of {first}")
+        self._refs[sid] = ref or sid
+        return sid
+
+    def __contains__(self, sid: str) -> bool:
+        return sid in self._refs
+
+    def __len__(self) -> int:
+        return len(self._refs)
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -217,27 +274,96 @@ def regular_file(path: str) -> os.stat_result:
 # --------------------------------------------------------------------------------------------------------------------
 # images
 
-_ORIENTATION = 0x0112  # EXIF tag
-_SWAPS = (5, 6, 7, 8)  # orientations that rotate by 90 or 270 degrees
+_ORIENTATION = 0x0112  # EXIF tag (PIL.ExifTags.Base.Orientation)
+_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+# formats whose header already holds everything Pillow's getexif() reads (JPEG/MPO: every APPn marker is read
+# before the first scan; PNG: only when no chunk but IDAT/IEND follows the pixel data, see _png_tail_is_pixels)
+_HEADER_EXIF_FORMATS = frozenset({"JPEG", "MPO"})
 
 
-def _orientation(im) -> int:
-    """The EXIF orientation tag of an opened image (1 when absent), read without decoding pixels (a PNG's
-    ``getexif()`` would load the image: its eXIf chunk read before IDAT is taken from ``im.info``)."""
+def _transpose_table() -> dict:
     from PIL import Image
 
+    t = Image.Transpose
+    # Pillow's own table, PIL/ImageOps.py exif_transpose (Pillow 13.0.0, lines 760-768)
+    return {2: t.FLIP_LEFT_RIGHT, 3: t.ROTATE_180, 4: t.FLIP_TOP_BOTTOM, 5: t.TRANSPOSE, 6: t.ROTATE_270,
+            7: t.TRANSVERSE, 8: t.ROTATE_90}  # fmt: skip
+
+
+def transpose_method(im) -> Any:
+    """The ``PIL.Image.Transpose`` that ``ImageOps.exif_transpose`` applies to the opened image ``im``, or None.
+
+    Exactly Pillow's rule (``PIL/ImageOps.py`` ``exif_transpose``, Pillow 13.0.0 lines 757-768): the orientation is
+    ``im.getexif().get(Orientation, 1)`` (so EXIF in any container Pillow reads, a ``Raw profile type exif`` text
+    chunk, TIFF tags, XMP ``tiff:Orientation``, and values of any numeric type that compare equal to 2..8, e.g. a
+    rational 6/1), looked up in the same table. Call it on a loaded image (``im.load()``), as ``exif_transpose``
+    does: a PNG's chunks after the pixel data are read only then.
+
+    Raises:
+        Exception: whatever Pillow raises for a broken EXIF block (``exif_transpose`` would raise the same).
+    """
+    orientation = im.getexif().get(_ORIENTATION, 1)
+    return _transpose_table().get(orientation)
+
+
+def _swaps(method: Any) -> bool:
+    from PIL import Image
+
+    t = Image.Transpose
+    return method in (t.TRANSPOSE, t.ROTATE_270, t.TRANSVERSE, t.ROTATE_90)
+
+
+def _png_tail_is_pixels(path: str) -> bool:
+    """True when every chunk after a PNG's first IDAT is IDAT or IEND (so Pillow's ``load()`` adds nothing to
+    ``info``: no eXIf, tEXt, zTXt or iTXt after the pixel data). Walks the chunk headers only (seeks past data).
+    False for anything unexpected (truncated, malformed): the caller then decodes."""
     try:
-        if im.format == "PNG":
-            if "exif" not in im.info:
-                return 1
-            exif = Image.Exif()
-            exif.load(im.info["exif"])
+        with open(path, "rb") as f:
+            if f.read(8) != _PNG_SIGNATURE:
+                return False
+            seen_idat = False
+            while True:
+                head = f.read(8)
+                if len(head) < 8:
+                    return False
+                length, ctype = int.from_bytes(head[:4], "big"), head[4:]
+                if ctype == b"IEND":
+                    return True
+                if ctype == b"IDAT":
+                    seen_idat = True
+                elif seen_idat:
+                    return False
+                f.seek(length + 4, os.SEEK_CUR)
+    except OSError:
+        return False
+
+
+def image_frame(im, path: str | None = None, *, decode: bool = True) -> tuple[int, int, Any]:
+    """``(width, height, transpose)`` of the opened image ``im`` as displayed: the size after
+    ``ImageOps.exif_transpose`` and the transpose it applies (None for none). The one image-frame function: the
+    validator (:class:`ImageChecker`), the pixel loader (:func:`open_image`) and every reader use it.
+
+    ``decode=True`` loads the pixels first (exactly ``exif_transpose``'s order). ``decode=False`` is the header-only
+    fast path, taken only where it provably agrees: JPEG/MPO (all metadata precedes the scan) and a PNG whose chunks
+    after the pixel data are only IDAT/IEND (``path`` is needed to check); any other image is decoded.
+
+    Raises:
+        Exception: Pillow's errors for corrupt data or a broken EXIF block (the caller makes them a reject).
+    """
+    from PIL import Image
+
+    if not decode:
+        if im.format in _HEADER_EXIF_FORMATS:
+            method = transpose_method(im)
+        elif im.format == "PNG" and path is not None and _png_tail_is_pixels(path):
+            method = _transpose_table().get(Image.Image.getexif(im).get(_ORIENTATION, 1))  # no load: nothing follows
         else:
-            exif = im.getexif()
-        value = exif.get(_ORIENTATION, 1)
-        return int(value) if isinstance(value, int) else 1
-    except Exception:  # a broken EXIF block: treat as no orientation (the pixels decide under decode)
-        return 1
+            decode = True
+    if decode:
+        im.load()
+        method = transpose_method(im)
+    width, height = int(im.width), int(im.height)
+    return (height, width, method) if _swaps(method) else (width, height, method)
 
 
 def _replace_pil_bomb_limit(max_pixels: int | None) -> None:
@@ -299,22 +425,26 @@ class ImageChecker:
                 if self.max_pixels and width * height > self.max_pixels:
                     return Invalid("image_too_large", f"{path} declares {width}x{height} = {width * height} pixels, "
                                                       f"over the limit of {self.max_pixels}")  # fmt: skip
-                if self.verify == "decode":
-                    im.load()
-                orientation = _orientation(im)
+                width, height, _ = image_frame(im, path, decode=self.verify == "decode")
         except Image.DecompressionBombError as err:
             return Invalid("image_too_large", f"{path}: {err}")
         except Exception as err:  # PIL raises many types for corrupt files (OSError, SyntaxError, zlib.error, ...)
             return Invalid("unreadable_image", f"cannot decode {path}: {type(err).__name__}: {err}")
-        return (height, width) if orientation in _SWAPS else (width, height)
+        return width, height
 
 
 def open_image(path: str):
-    """The image at ``path`` as displayed (``ImageOps.exif_transpose``), converted to RGB and fully loaded."""
-    from PIL import Image, ImageOps
+    """The image at ``path`` as displayed, converted to RGB and fully loaded: the pixels of
+    ``ImageOps.exif_transpose`` through :func:`image_frame` (the function the validator sizes images with).
+
+    Raises:
+        Exception: Pillow's errors for a missing, corrupt or undecodable image.
+    """
+    from PIL import Image
 
     with Image.open(path) as im:
-        return ImageOps.exif_transpose(im).convert("RGB")
+        _, _, method = image_frame(im, path, decode=True)
+        return (im.transpose(method) if method is not None else im).convert("RGB")
 
 
 # --------------------------------------------------------------------------------------------------------------------
