@@ -53,13 +53,16 @@ def test_iter_records_hostile_jsonl_lines(tmp_path):
     ]
     path.write_bytes(b"\n".join(lines) + b"\n")
     out = list(iter_records(str(path)))
-    assert [(ref, index) for ref, index, _ in out] == [(f"{path}:{n}", i)
-                                                       for i, n in enumerate((1, 2, 3, 4, 6, 7, 8, 9, 10))]  # fmt: skip
+    refs = ["1", "2", "3", "4", "6", "7", "8", "9", "10"]  # a list with no object in it is one bad record
+    assert [(ref, index) for ref, index, _ in out] == [(f"{path}:{n}", i) for i, n in enumerate(refs)]
     items = [item for _, _, item in out]
     assert items[0] == {"a": 1} and items[8] == {"c": 3}
     assert [item.message if isinstance(item, RecordError) else None for item in items[1:5]] == [
-        "not valid UTF-8", "invalid JSON: nested too deeply",
-        items[3].message, "not a JSON object"]  # fmt: skip
+        "not valid UTF-8",
+        "invalid JSON: nested too deeply",
+        items[3].message,
+        "not a JSON object",
+    ]
     assert items[3].message.startswith("invalid JSON: Exceeds the limit (4300 digits)")
     assert items[5].message.startswith("invalid JSON: NaN is not a JSON value")
     assert items[6].message.startswith("invalid JSON: number 1e999 is out of range")
@@ -86,7 +89,7 @@ def test_iter_records_json_files(tmp_path):
     one = tmp_path / "one.json"
     one.write_bytes(b'{"a": NaN}')
     ((ref, _, item),) = iter_records(str(one))
-    assert ref == str(one) and item.message.startswith("invalid JSON: NaN")
+    assert ref == f"{one}:1" and item.message.startswith("invalid JSON: NaN")
 
 
 def test_iter_records_json_list_recovers_after_a_bad_element(tmp_path):

@@ -62,46 +62,127 @@ def _record(value: Any, ref: str) -> dict | RecordError:
 # quote (a string not finished in the text read so far)
 _TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{},]|"', re.S)
 _CLOSER = {"]": "[", "}": "{"}
+_WHITESPACE = re.compile(r"[ \t\r\n]*")  # JSON's whitespace (RFC 8259 section 2): raw CRs are whitespace, not breaks
 JSON_LIST_CHUNK_CHARS = 1 << 20
+MAX_DOCUMENT_CHARS = 1 << 30  # one JSON document (not a list element) larger than this is an error, not a read
+_DECODER = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite_float)
+
+# leading bytes of files that are not JSON text: named, so the reason says what the file is
+_CONTAINERS = (
+    (b"\x1f\x8b", "gzip-compressed (decompress it first: gunzip -k FILE)"),
+    (b"BZh", "bzip2-compressed (decompress it first: bunzip2 -k FILE)"),
+    (b"\xfd7zXZ\x00", "xz-compressed (decompress it first: unxz -k FILE)"),
+    (b"\x28\xb5\x2f\xfd", "zstd-compressed (decompress it first: unzstd FILE)"),
+    (b"PK\x03\x04", "a zip archive (extract it first)"),
+    (b"PAR1", "a parquet file (give it a .parquet name; `gui-grounding convert` reads parquet)"),
+    (b"\xff\xfe\x00\x00", "UTF-32 text (convert it to UTF-8)"),
+    (b"\x00\x00\xfe\xff", "UTF-32 text (convert it to UTF-8)"),
+    (b"\xff\xfe", "UTF-16 text (convert it to UTF-8: iconv -f UTF-16 -t UTF-8)"),
+    (b"\xfe\xff", "UTF-16 text (convert it to UTF-8: iconv -f UTF-16 -t UTF-8)"),
+)
 
 
-def split_json_list(chunks: Iterable[str]) -> Iterator[str]:
-    """The text of each top-level element of a JSON list given as consecutive pieces of text, read incrementally.
+def container_problem(path: str) -> str | None:
+    """Why ``path`` is not JSON text (compressed, an archive, parquet, UTF-16/32), or None. Reads 8 bytes."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(8)
+    except OSError as err:
+        return f"cannot read: {err.strerror or err}"
+    for magic, what in _CONTAINERS:
+        if head.startswith(magic):
+            return f"the file is {what}, not JSON/JSONL text"
+    return None
 
-    A lexical scan (strings, brackets, commas), so an element that does not parse (NaN, a huge integer, bad syntax,
-    nesting 100k levels deep) is one piece of text and the elements after it are still found. A closing bracket that
-    does not match the innermost open one closes up to the nearest matching one within the element (``{"a": [1}``
-    ends at its ``}``), else it stays inside the element as a stray. Memory: the current element only.
 
-    Raises:
-        ValueError: the text does not start with ``[`` (not a JSON list).
-    """
-    it = iter(chunks)
-    buf, pos, start, eof, stack, count = "", 0, 0, False, [], 0
+class _Text:
+    """A text read in chunks, with line numbers. Lines are counted by ``\n`` (a CRLF ending counts once; a raw CR
+    inside a line is JSON whitespace and counts for nothing), or by ``\r`` in a file whose first chunk holds CRs and
+    no ``\n`` (a classic Mac text file: its lines end in CR). ``line_at(pos)`` is the 1-based line of ``buf[pos]``
+    (positions only move forward)."""
+
+    def __init__(self, chunks: Iterable[str]):
+        self.it, self.buf, self.eof = iter(chunks), "", False
+        self.nl, self.line, self.counted = None, 1, 0
+
+    def more(self, at_least: int = 0) -> bool:
+        """Append chunks (at least ``at_least`` characters when available); False at the end of the text."""
+        got = 0
+        while True:
+            piece = next(self.it, None)
+            if piece is None:
+                self.eof = True
+                return got > 0
+            if self.nl is None:
+                self.nl = "\r" if "\r" in piece and "\n" not in piece else "\n"
+            self.buf += piece
+            got += len(piece)
+            if got >= at_least:
+                return True
+
+    def line_at(self, pos: int) -> int:
+        if pos > self.counted:
+            self.line += self.buf.count(self.nl or "\n", self.counted, pos)
+            self.counted = pos
+        return self.line
+
+    def column(self, pos: int) -> int:
+        return pos - self.buf.rfind(self.nl or "\n", 0, pos)
+
+    def compact(self, pos: int) -> int:
+        """Drop the text before the line holding ``pos`` (once it is large); returns ``pos`` in the new buffer."""
+        if pos < JSON_LIST_CHUNK_CHARS:
+            return pos
+        cut = self.buf.rfind(self.nl or "\n", 0, pos) + 1
+        if cut <= 0:
+            return pos
+        self.line_at(cut)
+        self.buf = self.buf[cut:]
+        self.counted -= cut
+        return pos - cut
+
+    def line_end(self, pos: int) -> int:
+        """The position of the line break after ``pos`` (reading on as needed), or the end of the text."""
+        while True:
+            end = self.buf.find(self.nl or "\n", pos)
+            if end >= 0 or self.eof:
+                return end if end >= 0 else len(self.buf)
+            if not self.more():
+                return len(self.buf)
+
+    def skip_whitespace(self, pos: int) -> int:
+        """The first non-whitespace position at or after ``pos`` (reading on as needed); ``len(buf)`` at the end."""
+        while True:
+            pos = _WHITESPACE.match(self.buf, pos).end()
+            if pos < len(self.buf) or not self.more():
+                return pos
+
+
+def _list_elements(text: _Text, pos: int) -> Iterator[tuple[str, int]]:
+    """The text of each element of the JSON list whose ``[`` is at ``text.buf[pos]``, read incrementally: a lexical
+    scan (strings, brackets, commas), so an element that does not parse (NaN, a huge integer, bad syntax, nesting
+    100k levels deep) is one piece of text and the elements after it are still found. A closing bracket that does
+    not match the innermost open one closes up to the nearest matching one within the element (``{"a": [1}`` ends
+    at its ``}``), else it stays inside the element as a stray. An unterminated list makes the rest one element.
+    Yields ``(element text, position of the list's end)``; after the last element ``text.end`` is set to the
+    position just past the list (the caller goes on reading documents from there). Memory: the current element."""
+    stack, count, start = ["["], 0, pos + 1
+    pos = start
     while True:
-        m = _TOKEN.search(buf, pos)
+        m = _TOKEN.search(text.buf, pos)
         if m is None or m.group() == '"':
-            if not eof:
-                cut = start if stack else pos
-                buf, pos, start = buf[cut:], pos - cut, start - cut
-                piece = next(it, None)
-                if piece is None:
-                    eof = True
-                else:
-                    buf += piece
+            if not text.eof:
+                cut = start if start < len(text.buf) else pos
+                keep = text.compact(cut)
+                shift = cut - keep
+                pos, start = pos - shift, start - shift
+                text.more()
                 continue
-            if stack and (buf[start:].strip() or count):  # unterminated list: the rest is one (bad) element
-                yield buf[start:]
-            elif not stack and buf[pos:].strip():
-                raise ValueError("not a JSON list (the text does not start with '[')")
+            if text.buf[start:].strip() or count:  # unterminated list: the rest is one (bad) element
+                yield text.buf[start:]
+            text.end = len(text.buf)
             return
         tok = m.group()
-        if not stack:
-            if tok != "[" or buf[pos : m.start()].strip():
-                raise ValueError("not a JSON list (the text does not start with '[')")
-            stack.append("[")
-            pos = start = m.end()
-            continue
         pos = m.end()
         if tok[0] == '"':
             continue
@@ -117,14 +198,30 @@ def split_json_list(chunks: Iterable[str]) -> Iterator[str]:
                     del stack[inner:]
                 continue  # a stray closer stays part of the (broken) element
             if opener == "[":  # the list is closed
-                stack.pop()
-                if buf[start : m.start()].strip() or count:
-                    yield buf[start : m.start()]
+                if text.buf[start : m.start()].strip() or count:
+                    text.end = m.end()
+                    yield text.buf[start : m.start()]
+                text.end = m.end()
                 return
         elif len(stack) == 1:  # a comma between top-level elements
-            yield buf[start : m.start()]
+            text.end = m.end()
+            yield text.buf[start : m.start()]
             count += 1
             start = m.end()
+
+
+def split_json_list(chunks: Iterable[str]) -> Iterator[str]:
+    """The text of each top-level element of a JSON list given as consecutive pieces of text, read incrementally
+    (the lexical split of :func:`iter_records`; text after the list's closing bracket is not looked at).
+
+    Raises:
+        ValueError: the text does not start with ``[`` (not a JSON list).
+    """
+    text = _Text(chunks)
+    pos = text.skip_whitespace(0)
+    if pos >= len(text.buf) or text.buf[pos] != "[":
+        raise ValueError("not a JSON list (the text does not start with '[')")
+    yield from _list_elements(text, pos)
 
 
 def _read_chunks(f, size: int = JSON_LIST_CHUNK_CHARS) -> Iterator[str]:
@@ -135,59 +232,112 @@ def _read_chunks(f, size: int = JSON_LIST_CHUNK_CHARS) -> Iterator[str]:
         yield piece
 
 
-def iter_json_list(path: str, *, start: int = 0) -> Iterator[tuple[str, int, dict | RecordError]]:
-    """``(ref, index, record_or_error)`` for each element of the JSON list in ``path``, streamed and recovering:
-    an element that does not parse is one :class:`RecordError` and the elements after it are read as usual
-    (:func:`split_json_list`). Elements before index ``start`` are skipped (not parsed). A leading BOM is ignored.
-    A file that is not a JSON list yields one error."""
-    with open(path, encoding="utf-8-sig", errors="surrogateescape") as f:
-        index = 0
-        try:
-            for piece in split_json_list(_read_chunks(f)):
-                if index >= start:
-                    ref = f"{path}:[{index}]"
-                    yield ref, index, _record(_loads(piece, ref) if piece.strip() else
-                                              RecordError(ref, "invalid JSON: empty list element"), ref)  # fmt: skip
-                index += 1
-        except ValueError as err:
-            ref = f"{path}:[{index}]"
-            yield ref, index, RecordError(ref, str(err))
-
-
-def iter_records(path: str) -> Iterator[tuple[str, int, dict | RecordError]]:
-    """Yield ``(ref, index, record_or_error)`` for each record of a ``.json`` or ``.jsonl`` file.
-
-    ``index`` is the 0-based position among non-blank records. A line that is not JSON (bad syntax, ``NaN`` /
-    ``Infinity``, bytes that are not UTF-8, nesting too deep for the parser, an integer of more than 4300 digits), or
-    not a JSON object, yields a :class:`RecordError` in place of the record, so the caller can count it and go on (or
-    raise it in strict mode); the lines around it are read as usual. A ``.json`` file holds a list of records or one
-    record; in a list, an element that does not parse is one error and the elements after it are read as usual
-    (:func:`iter_json_list`); a single object that does not parse yields one error. A leading UTF-8 byte-order mark
-    is ignored.
-    """
-    if path.endswith(".json"):
-        with open(path, encoding="utf-8-sig", errors="surrogateescape") as f:
-            text = f.read()
-        data = _loads(text, path)
-        if isinstance(data, RecordError):
-            if text.lstrip().startswith("["):  # recover element by element
-                del text
-                yield from iter_json_list(path)
-                return
-            yield path, 0, data
+def _documents(
+    path: str, text: _Text, start: int, stream_first_list: bool
+) -> Iterator[tuple[str, int, dict | RecordError]]:
+    """Every record of a JSON text (see :func:`iter_records`)."""
+    index, doc, pos, last_line, wasted, read = 0, 0, 0, 0, 0, 0
+    while True:
+        pos = text.skip_whitespace(pos)
+        if pos >= len(text.buf):
             return
-        for i, item in enumerate(data if isinstance(data, list) else [data]):
-            ref = f"{path}:[{i}]"
-            yield ref, i, _record(item, ref)
-        return
-    with open(path, encoding="utf-8-sig", errors="surrogateescape") as f:
-        index = 0
-        for lineno, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            ref = f"{path}:{lineno}"
-            yield ref, index, _record(_loads(line, ref), ref)
+        size = len(text.buf)
+        pos = text.compact(pos)
+        read += size - len(text.buf)
+        line = text.line_at(pos)
+        here = f"{path}:{line}" if line != last_line else f"{path}:{line}:{text.column(pos)}"
+        last_line = line
+        if text.buf[pos] == "[" and doc == 0 and stream_first_list:  # a JSON file's list, streamed element by element
+            prefix = f"{path}:[" if doc == 0 else f"{here}["
+            for k, piece in enumerate(_list_elements(text, pos)):
+                if index >= start:
+                    ref = f"{prefix}{k}]"
+                    value = (
+                        _loads(piece, ref) if piece.strip() else RecordError(ref, "invalid JSON: empty list element")
+                    )
+                    yield ref, index, _record(value, ref)
+                index += 1
+            pos = text.end
+            last_line = text.line_at(pos)
+            doc += 1
+            continue
+        eol = text.line_end(pos)
+        while True:
+            buf = text.buf
+            try:
+                if wasted > 4 * (read + len(buf)) + (16 << 20):  # see below: one line per document from here on
+                    value, end = _DECODER.raw_decode(buf[pos:eol], 0)
+                    end += pos
+                else:
+                    value, end = _DECODER.raw_decode(buf, pos)
+                value = RecordError(here, "not valid UTF-8") if _UNDECODABLE.search(buf, pos, end) else value
+            except json.JSONDecodeError as err:
+                at = err.pos if err.pos >= pos else err.pos + pos
+                more = not text.eof and not buf[at:].strip() and len(buf) - pos < MAX_DOCUMENT_CHARS
+                if more and text.more(at_least=len(buf) - pos):  # a document over several lines: read on
+                    continue
+                # text parsed past this line by a document that failed: bounded, so lines that each open a document
+                # to the end of the file cannot make reading quadratic (past the budget, a document is one line)
+                wasted += max(at - eol, 0)
+                value, end = RecordError(here, f"invalid JSON: {err.msg[:200]}"), max(eol, pos + 1)
+                if _UNDECODABLE.search(buf, pos, end):
+                    value = RecordError(here, "not valid UTF-8")
+            except RecursionError:
+                value, end = RecordError(here, "invalid JSON: nested too deeply"), max(eol, pos + 1)
+            except ValueError as err:  # NaN/Infinity, a float beyond the float range, an int of too many digits
+                value, end = RecordError(here, f"invalid JSON: {str(err)[:200]}"), max(eol, pos + 1)
+            break
+        if isinstance(value, list) and any(isinstance(item, dict) for item in value):  # a list of records
+            for k, item in enumerate(value):
+                if index >= start:
+                    ref = f"{here}[{k}]"
+                    yield ref, index, _record(item, ref)
+                index += 1
+        else:
+            if index >= start:
+                yield here, index, _record(value, here)
             index += 1
+        doc += 1
+        pos = end
+
+
+_JSONL_SUFFIXES = (".jsonl", ".ndjson")
+
+
+def iter_records(path: str, *, start: int = 0) -> Iterator[tuple[str, int, dict | RecordError]]:
+    """Yield ``(ref, index, record_or_error)`` for every record of a JSON or JSONL file: the one record reader.
+
+    The whole file is read, whatever its name says: it is a sequence of JSON documents separated by JSON whitespace
+    (one record per line, a JSON list of records, one object, concatenated lists, a list followed by JSONL lines,
+    pretty-printed objects); each object is a record and each element of a list is a record. Line endings: LF, CRLF
+    or CR-only; a raw CR inside a line is whitespace and never splits a record.
+
+    Nothing is dropped without a word: a document that does not parse (bad syntax, ``NaN`` / ``Infinity``, a float
+    beyond the float range, bytes that are not UTF-8, nesting too deep, an integer of more than 4300 digits) is one
+    :class:`RecordError` covering the rest of its line (the next line is read as usual); a value that is not an
+    object is an error. A list that opens a file not named ``.jsonl``/``.ndjson`` (a JSON file's list, possibly
+    gigabytes) is streamed element by element: an element that does not parse is one error and the elements after
+    it are read (:func:`_list_elements`); an unterminated list makes the rest of the file its last element. Any other
+    list is parsed whole: its elements are records when one of them is an object, else it is one error (a list
+    that does not parse is one error, like an object). A compressed file, an archive, parquet or UTF-16/32 text is one error naming what it is. A
+    leading UTF-8 byte-order mark is ignored.
+
+    ``ref``: ``file:[i]`` for the elements of a file that starts with a list, ``file:LINE`` (1-based) for other
+    documents (``file:LINE:COL`` when several start on one line), ``file:LINE[i]`` for elements of a later list.
+    ``index`` is the 0-based position among all records. Records before ``start`` are skipped.
+    """
+    problem = container_problem(path)
+    if problem is not None:
+        if start == 0:
+            yield path, 0, RecordError(path, problem)
+        return
+    with open(path, encoding="utf-8-sig", errors="surrogateescape", newline="") as f:
+        yield from _documents(path, _Text(_read_chunks(f)), start, not path.endswith(_JSONL_SUFFIXES))
+
+
+def iter_json_list(path: str, *, start: int = 0) -> Iterator[tuple[str, int, dict | RecordError]]:
+    """:func:`iter_records` (the name is kept for callers that read a file known to start with a JSON list)."""
+    yield from iter_records(path, start=start)
 
 
 # --------------------------------------------------------------------------------------------------------------------

@@ -315,8 +315,9 @@ def _swaps(method: Any) -> bool:
 
 def _png_tail_is_pixels(path: str) -> bool:
     """True when every chunk after a PNG's first IDAT is IDAT or IEND (so Pillow's ``load()`` adds nothing to
-    ``info``: no eXIf, tEXt, zTXt or iTXt after the pixel data). Walks the chunk headers only (seeks past data).
-    False for anything unexpected (truncated, malformed): the caller then decodes."""
+    ``info``: no eXIf, tEXt, zTXt or iTXt after the pixel data); also True for a file that ends inside the pixel
+    data (truncated: nothing follows it). Walks the chunk headers only (seeks past data). False for anything else
+    (no IDAT before the end, a chunk after the pixel data): the caller then decodes."""
     try:
         with open(path, "rb") as f:
             if f.read(8) != _PNG_SIGNATURE:
@@ -324,8 +325,8 @@ def _png_tail_is_pixels(path: str) -> bool:
             seen_idat = False
             while True:
                 head = f.read(8)
-                if len(head) < 8:
-                    return False
+                if len(head) < 8:  # the file ends inside or after the pixel data (truncated): no chunk follows it
+                    return seen_idat
                 length, ctype = int.from_bytes(head[:4], "big"), head[4:]
                 if ctype == b"IEND":
                     return True
