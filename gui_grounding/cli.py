@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 
 
@@ -213,7 +214,15 @@ def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
                         datefmt="%H:%M:%S")  # fmt: skip
     args = build_parser().parse_args(argv)
-    args.func(args)
+    try:
+        args.func(args)
+    except KeyboardInterrupt:
+        raise SystemExit(130) from None
+    except Exception as err:  # any error of a subcommand: one line, non-zero (GUI_GROUNDING_TRACEBACK=1 shows it)
+        if os.environ.get("GUI_GROUNDING_TRACEBACK"):
+            raise
+        message = " ".join(str(err).split()) or type(err).__name__
+        raise SystemExit(f"gui-grounding {argv[0] if argv else ''}: error: {type(err).__name__}: {message}") from None
 
 
 if __name__ == "__main__":

@@ -60,6 +60,7 @@ REASONS = {
     "box_outside_image": "box extends outside the image by more than the clipping tolerance (see clip_box)",
     "point_only": "the target is a point, not a box (a point cannot become a box without inventing its extent)",
     "duplicate": "same image, instruction and box(es) as an earlier sample of the same conversion",
+    "image_write_failed": "an image embedded in the record could not be written under the image root",
     # the shared checks of vlm_r1.validate (numbers, text, paths, images)
     **{k: v for k, v in VALIDATE_REASONS.items() if k not in ("missing_image", "unreadable_image")},
 }
@@ -138,6 +139,20 @@ def clip_box(
 
 
 SOURCE_BOX_UNITS = ("pixel", "norm1000")
+# the fields of a canonical record that Sample.to_record writes from the validated sample (never from ``extra``)
+CANONICAL_KEYS = frozenset(
+    {
+        "sample_id",
+        "instruction",
+        "image_path",
+        "target_bbox",
+        "image_width",
+        "image_height",
+        "source",
+        "platform",
+        "ui_type",
+    }
+)
 NORM1000_SCALE = 1000.0  # the extent of a 0-1000 box unit on both axes
 
 
@@ -194,7 +209,13 @@ class Sample:
         for key in ("source", "platform", "ui_type"):
             if getattr(self, key) is not None:
                 rec[key] = getattr(self, key)
-        return {**rec, **self.extra}
+        # the converted fields win: a stray key of the source record (an unchecked ``target_bbox`` beside a VLM-R1
+        # conversation, an ``image_width`` that disagrees with the image) never replaces them (see shadowed_keys)
+        return {**{k: v for k, v in self.extra.items() if k not in CANONICAL_KEYS}, **rec}
+
+    def shadowed_keys(self) -> list[str]:
+        """Keys of ``extra`` that :meth:`to_record` leaves out because a converted field has the same name."""
+        return [k for k in self.extra if k in CANONICAL_KEYS]
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -212,17 +233,19 @@ def detect_format(record: dict) -> str | None:
     return None
 
 
-_CHECKERS: dict[tuple[str, int | None], validate.ImageChecker] = {}
+_CHECKERS: dict[tuple, validate.ImageChecker] = {}
 
 
 def image_checker(
-    verify: str = "decode", max_pixels: int | None = validate.DEFAULT_MAX_PIXELS
+    verify: str = "decode",
+    max_pixels: int | None = validate.DEFAULT_MAX_PIXELS,
+    limits: validate.ImageLimits | None = None,
 ) -> validate.ImageChecker:
-    """The process-wide :class:`vlm_r1.validate.ImageChecker` for ``verify`` / ``max_pixels`` (one cache each, keyed
-    by path, size and mtime: each image is checked once)."""
-    key = (verify, max_pixels)
+    """The process-wide :class:`vlm_r1.validate.ImageChecker` for ``verify`` / ``max_pixels`` / the family's
+    ``limits`` (one cache each, keyed by path, size and mtime: each image is checked once)."""
+    key = (verify, max_pixels, limits)
     if key not in _CHECKERS:
-        _CHECKERS[key] = validate.ImageChecker(verify, max_pixels)
+        _CHECKERS[key] = validate.ImageChecker(verify, max_pixels, limits)
     return _CHECKERS[key]
 
 
@@ -230,8 +253,14 @@ def _verify_mode(verify: bool | str) -> str:
     return verify if isinstance(verify, str) else ("decode" if verify else "header")
 
 
-def read_image_size(path: str, ref: str, *, verify: bool | str = True,
-                    max_pixels: int | None = validate.DEFAULT_MAX_PIXELS) -> tuple[int, int]:  # fmt: skip
+def read_image_size(
+    path: str,
+    ref: str,
+    *,
+    verify: bool | str = True,
+    max_pixels: int | None = validate.DEFAULT_MAX_PIXELS,
+    limits: validate.ImageLimits | None = None,
+) -> tuple[int, int]:
     """``(width, height)`` of an image in its displayed frame (EXIF orientation applied, ``vlm_r1.validate``).
 
     ``verify``: ``True``/``"decode"`` decodes every pixel (truncated or corrupt data is rejected), ``False``/
@@ -239,10 +268,11 @@ def read_image_size(path: str, ref: str, *, verify: bool | str = True,
 
     Raises:
         SampleError: ``missing_image``, ``not_a_file`` (not a regular non-empty file), ``image_too_large`` (over
-            ``max_pixels``, nothing decoded) or ``unreadable_image``.
+            ``max_pixels``, nothing decoded), ``unreadable_image`` or ``image_unsupported`` (outside the model
+            family's ``limits``: aspect ratio, smallest side).
     """
     try:
-        return image_checker(_verify_mode(verify), max_pixels).check(path)
+        return image_checker(_verify_mode(verify), max_pixels, limits).check(path)
     except validate.Invalid as err:
         raise SampleError(ref, err.reason, err.message) from None
 
@@ -330,6 +360,7 @@ def record_to_sample(
     stats: Counter | None = None,
     max_pixels: int | None = validate.DEFAULT_MAX_PIXELS,
     contain_paths: bool = True,
+    limits: validate.ImageLimits | None = None,
 ) -> Sample:
     """Turn one record (any supported format) into a validated :class:`Sample` in original pixels.
 
@@ -349,6 +380,7 @@ def record_to_sample(
         max_pixels: ``image_too_large`` above this many pixels (header-declared; nothing decoded).
         contain_paths: ``base_dir`` is an image root the user named: a relative path whose ``..`` climbs out of it
             is ``path_outside_root`` (False: ``base_dir`` is only the data file's folder; ``..`` is allowed).
+        limits: the model family's image limits (``image_unsupported`` outside them); None: no family check.
 
     Every string of the record must be valid Unicode (``bad_text``); box values follow ``vlm_r1.validate.box4``
     (``bad_box``); a box of a pixel-unit record (canonical, VLM-R1) whose four values all lie in [0, 1] is
@@ -403,7 +435,7 @@ def record_to_sample(
             if validate.all_fractions(b):
                 raise SampleError(ref, "suspect_unit", f"pixel box {list(b)} has all four values in [0, 1]: "
                                                        "fractions of the image, not pixels")  # fmt: skip
-    width, height = read_image_size(image_path, ref, verify=verify_image, max_pixels=max_pixels)
+    width, height = read_image_size(image_path, ref, verify=verify_image, max_pixels=max_pixels, limits=limits)
     raw_path = record.get("image_path") if fmt == "canonical" else record.get("image")
     raw_path = raw_path[0] if isinstance(raw_path, list) and raw_path else raw_path
     if stats is not None and isinstance(raw_path, str) and os.path.isabs(raw_path):
@@ -422,7 +454,10 @@ def record_to_sample(
     boxes = checked
     if any_clipped and stats is not None:
         stats["clipped"] += 1
-    sample_id = str(record.get("sample_id", record.get("id", default_id)))
+    # the identity rule (vlm_r1.validate.explicit_id): null, booleans, empty strings and non-scalars are no id
+    sample_id = validate.explicit_id(record.get("sample_id"))
+    sample_id = sample_id if sample_id is not None else validate.explicit_id(record.get("id"))
+    sample_id = sample_id if sample_id is not None else default_id
     extra = {k: v for k, v in record.items() if k not in known}
     return Sample(sample_id, instruction, image_path, boxes, width, height, record.get("source"),
                   record.get("platform"), record.get("ui_type"), extra, source_boxes=published,
@@ -468,6 +503,7 @@ def load_samples(
     strict: bool = False,
     verify_images: bool | str = True,
     max_pixels: int | None = validate.DEFAULT_MAX_PIXELS,
+    limits: validate.ImageLimits | None = None,
 ) -> tuple[list[Sample], LoadReport]:
     """Read and validate samples from JSON/JSONL files (boxes clipped or rejected by :func:`clip_box`).
 
@@ -480,6 +516,11 @@ def load_samples(
         verify_images: ``True``/``"decode"`` (default): decode every image once, so no training run meets a broken
             image mid-run; ``False``/``"header"``/``"none"``: read headers only.
         max_pixels: ``image_too_large`` above this many pixels (header-declared, checked before decoding).
+        limits: the model family's image limits (``image_unsupported`` outside them, before step 1).
+
+    Sample ids follow the identity rule (``vlm_r1.validate.IdRegistry``): a record without a usable id gets
+    ``STEM:INDEX``; an id already taken in this load (explicit or generated) is a ``duplicate_id`` reject, so two
+    records never become one sample.
 
     A record never crashes the load: whatever it holds, it is a sample or a reject with a reason code.
 
@@ -494,7 +535,7 @@ def load_samples(
     """
     if image_folders is not None and len(image_folders) != len(paths):
         raise ValueError(f"{len(paths)} data files but {len(image_folders)} image folders; give one folder per file")
-    samples, report, clip_stats = [], LoadReport(), Counter()
+    samples, report, clip_stats, ids = [], LoadReport(), Counter(), validate.IdRegistry()
     for i, path in enumerate(paths):
         if not os.path.isfile(path):
             raise FileNotFoundError(f"data file not found: {path}")
@@ -506,10 +547,14 @@ def load_samples(
                 if isinstance(item, RecordError):
                     raise SampleError(item.ref, "unparseable_record", item.message)
                 try:
-                    samples.append(record_to_sample(item, ref, base_dir=base_dir, default_id=f"{stem}:{index}",
-                                                    verify_image=verify_images, stats=clip_stats,
-                                                    max_pixels=max_pixels,
-                                                    contain_paths=image_folders is not None))  # fmt: skip
+                    sample = record_to_sample(item, ref, base_dir=base_dir, default_id=f"{stem}:{index}",
+                                              verify_image=verify_images, stats=clip_stats, max_pixels=max_pixels,
+                                              contain_paths=image_folders is not None, limits=limits)  # fmt: skip
+                    try:
+                        ids.assign(sample.sample_id, sample.sample_id, ref)
+                    except validate.Invalid as err:
+                        raise SampleError(ref, err.reason, err.message) from None
+                    samples.append(sample)
                 except SampleError:
                     raise
                 except FIELD_ERRORS as err:  # a field of an odd type, ...: a reject, never a crash of the load

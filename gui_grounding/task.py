@@ -37,6 +37,7 @@ from gui_grounding.prompts import PROMPT_MODES, check_mode
 from gui_grounding.rewards import BOX_ROUNDINGS, REWARDS, check_box_rounding
 from gui_grounding.schema import Sample, load_samples
 from vlm_r1.tasks import Task, load_images_transform
+from vlm_r1.validate import module_limits
 
 logger = logging.getLogger(__name__)
 
@@ -204,8 +205,12 @@ class GUIGroundingTask(Task):
 
         adapter = self.adapter_for(vlm_module)
         box_rounding = check_box_rounding(self.options.box_rounding)
-        samples, report = load_samples(script_args.data_file_list, script_args.image_folder_list,
-                                       strict=script_args.strict_data)  # fmt: skip
+        samples, report = load_samples(
+            script_args.data_file_list,
+            script_args.image_folder_list,
+            strict=script_args.strict_data,
+            limits=module_limits(vlm_module),
+        )
         logger.info("gui_grounding data:\n%s", report.table())
         if not samples:
             raise ValueError(f"no usable samples in {script_args.data_file_list}:\n{report.table()}")

@@ -214,6 +214,14 @@ def _check_text(**fields: Any) -> None:
                                              f"{err.start})") from None  # fmt: skip
 
 
+def _record_id(rec: dict, ref: str) -> str:
+    """A row's ``id``: the record's explicit id (``vlm_r1.validate.explicit_id``: null, booleans, empty strings and
+    non-scalars are none), else its ``file:line`` reference (upstream wrote ``str(id)``, so a null id became "None"
+    and two records shared it)."""
+    sid = validate.explicit_id(rec.get("id"))
+    return sid if sid is not None else ref
+
+
 def check_image(path: str, checker: validate.ImageChecker) -> tuple[int, int]:
     """``(width, height)`` of the image at ``path`` in its displayed frame, checked once per image by ``checker``
     (``vlm_r1.validate.ImageChecker``: decoded by default, so no training run meets a broken image mid-run).
@@ -307,7 +315,7 @@ class DefaultTask(Task):
         methods = script_args.reward_method_list or ["default"] * len(files)
         template = vlm_module.get_question_template(script_args.task_type)
         rows, extras, skipped, first, dropped, absolute = [], [], Counter(), {}, Counter(), Counter()
-        checker = validate.ImageChecker("decode")
+        checker = validate.ImageChecker("decode", limits=validate.module_limits(vlm_module))
         for path, folder, method in zip(files, folders, methods, strict=True):
             for ref, _, rec in iter_records(path):
                 try:
@@ -348,7 +356,7 @@ class DefaultTask(Task):
             "problem": question,
             "solution": upstream_solution(gpt),
             "accu_reward_method": own if own is not None else method,
-            "id": str(rec.get("id", ref)),
+            "id": _record_id(rec, ref),
         }  # fmt: skip
         _check_text(image=paths, question=question, solution=row["solution"], id=row["id"],
                     accu_reward_method=row["accu_reward_method"])  # fmt: skip
@@ -458,7 +466,7 @@ class RECTask(Task):
         folders = script_args.image_folder_list or [os.path.dirname(os.path.abspath(f)) for f in files]
         template = vlm_module.get_question_template("rec")
         # original (W, H) in the displayed frame; each image decoded once (REC files reuse images many times)
-        checker = validate.ImageChecker("decode")
+        checker = validate.ImageChecker("decode", limits=validate.module_limits(vlm_module))
         rows, extras, skipped, first, dropped, absolute = [], [], Counter(), {}, Counter(), Counter()
 
         def row_of(rec: dict | RecordError, ref: str, folder: str) -> tuple[dict, frozenset]:
@@ -480,7 +488,7 @@ class RECTask(Task):
             if not isinstance(images, list) or len(images) != 1 or not isinstance(images[0], str):
                 got = str(rec.get("image"))[:80]
                 raise SkipRecord("needs_one_image", f"REC needs exactly one image, got image={got}")
-            record_id = str(rec.get("id", ref))
+            record_id = _record_id(rec, ref)
             _check_text(image=images[0], question=question, id=record_id)
             (image_path,) = image_paths(folder, images, absolute, script_args.image_folder_list is not None)
             width, height = check_image(image_path, checker)

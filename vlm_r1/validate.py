@@ -35,6 +35,7 @@ import os
 import stat
 import threading
 import warnings
+from dataclasses import dataclass
 from typing import Any
 
 MAX_COORD = 1e7  # any box number beyond +-1e7 is bad_box (no screen is that large, in any unit)
@@ -367,6 +368,13 @@ def image_frame(im, path: str | None = None, *, decode: bool = True) -> tuple[in
     return (height, width, method) if _swaps(method) else (width, height, method)
 
 
+def module_limits(vlm_module: Any) -> ImageLimits | None:
+    """The image limits of a family module (``VLMBaseModule.image_limits``), or None for a module without them (an
+    upstream module subclass written before they existed)."""
+    fn = getattr(vlm_module, "image_limits", None)
+    return fn() if callable(fn) else None
+
+
 def _replace_pil_bomb_limit(max_pixels: int | None) -> None:
     """Our pixel limit replaces PIL's (a warning above 89 Mpx, an error above 179 Mpx): its warning is silenced, and
     a limit above PIL's (or none) lifts PIL's process-wide ``Image.MAX_IMAGE_PIXELS``."""
@@ -375,6 +383,39 @@ def _replace_pil_bomb_limit(max_pixels: int | None) -> None:
     warnings.filterwarnings("ignore", category=Image.DecompressionBombWarning)
     if Image.MAX_IMAGE_PIXELS and (not max_pixels or max_pixels > Image.MAX_IMAGE_PIXELS):
         Image.MAX_IMAGE_PIXELS = None
+
+
+@dataclass(frozen=True)
+class ImageLimits:
+    """The images a model family can take, known before step 1 (``VLMBaseModule.image_limits``).
+
+    ``max_aspect_ratio``: the largest long side / short side the family's processor accepts (None: any);
+    ``min_side``: the smallest width or height in displayed pixels; ``family`` and ``source`` name where the values
+    come from, for messages.
+    """
+
+    max_aspect_ratio: float | None = None
+    min_side: int = 1
+    family: str = ""
+    source: str = ""
+
+    def check(self, width: int, height: int, what: str = "image") -> None:
+        """Raises :class:`Invalid` ``image_unsupported`` for a ``width x height`` (displayed) image outside the
+        limits."""
+        short, long = min(width, height), max(width, height)
+        who = f"{self.family} " if self.family else ""
+        if short < self.min_side:
+            raise Invalid(
+                "image_unsupported",
+                f"{what} is {width}x{height}: a side under {self.min_side} px, smaller than one vision patch of the "
+                f"{who}model family ({self.source})",
+            )
+        if self.max_aspect_ratio is not None and long > self.max_aspect_ratio * short:
+            raise Invalid(
+                "image_unsupported",
+                f"{what} is {width}x{height}: aspect ratio {long / short:.1f}:1 is over the {who}limit of "
+                f"{self.max_aspect_ratio:g}:1 ({self.source})",
+            )
 
 
 class ImageChecker:
@@ -388,12 +429,15 @@ class ImageChecker:
             ``"header"`` (header only) or ``"none"`` (header only as well: the size is still needed).
         max_pixels: header-declared ``width * height`` above this is ``image_too_large`` (checked before decoding);
             None or 0 disables the limit.
+        limits: the model family's :class:`ImageLimits`; a displayed size outside them is ``image_unsupported``.
     """
 
-    def __init__(self, verify: str = "decode", max_pixels: int | None = DEFAULT_MAX_PIXELS):
+    def __init__(
+        self, verify: str = "decode", max_pixels: int | None = DEFAULT_MAX_PIXELS, limits: ImageLimits | None = None
+    ):
         if verify not in VERIFY_MODES:
             raise ValueError(f"verify must be one of {VERIFY_MODES}, got {verify!r}")
-        self.verify, self.max_pixels = verify, max_pixels
+        self.verify, self.max_pixels, self.limits = verify, max_pixels, limits
         self._cache: dict[tuple, tuple[int, int] | Invalid] = {}
         self._lock = threading.Lock()
         _replace_pil_bomb_limit(max_pixels)
@@ -402,7 +446,8 @@ class ImageChecker:
         """``(width, height)`` of the image at ``path`` in its displayed frame (EXIF orientation applied).
 
         Raises:
-            Invalid: ``missing_image``, ``not_a_file``, ``image_too_large`` or ``unreadable_image``.
+            Invalid: ``missing_image``, ``not_a_file``, ``image_too_large``, ``unreadable_image`` or
+                ``image_unsupported`` (outside ``limits``).
         """
         st = regular_file(path)
         key = (path, st.st_size, st.st_mtime_ns)
@@ -413,6 +458,8 @@ class ImageChecker:
                 self._cache[key] = hit
         if isinstance(hit, Invalid):
             raise hit
+        if self.limits is not None:
+            self.limits.check(hit[0], hit[1], path)
         return hit
 
     def _check(self, path: str) -> tuple[int, int] | Invalid:
@@ -450,6 +497,51 @@ def open_image(path: str):
 
 # --------------------------------------------------------------------------------------------------------------------
 # strict JSON out
+
+
+def json_value(value: Any, what: str = "value") -> Any:
+    """``value`` with every part JSON can hold as is, and the values columnar formats (parquet via pyarrow) hand out
+    that JSON cannot hold, as JSON values: ``datetime``/``date``/``time`` -> ISO 8601 text, ``timedelta`` -> seconds,
+    ``Decimal`` -> a float when finite, ``bytes`` -> base64 text, ``UUID`` -> text, tuples and sets -> lists,
+    non-text object keys -> text.
+
+    Raises:
+        ValueError: a NaN/inf float, a value of any other type, or nesting deeper than Python's recursion limit
+            (the caller makes it a per-record reject).
+    """
+    import base64
+    import datetime as dt
+    import decimal
+    import math
+    import uuid
+
+    def conv(v: Any) -> Any:
+        if v is None or isinstance(v, (bool, int, str)):
+            return v
+        if isinstance(v, float):
+            if not math.isfinite(v):
+                raise ValueError(f"{what} holds {v!r}, which strict JSON cannot store")
+            return v
+        if isinstance(v, dict):
+            return {k if isinstance(k, str) else str(k): conv(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple, set, frozenset)):
+            return [conv(x) for x in v]
+        if isinstance(v, (dt.datetime, dt.date, dt.time)):
+            return v.isoformat()
+        if isinstance(v, dt.timedelta):
+            return v.total_seconds()
+        if isinstance(v, decimal.Decimal):
+            return float(v) if v.is_finite() else str(v)
+        if isinstance(v, (bytes, bytearray, memoryview)):
+            return base64.b64encode(bytes(v)).decode("ascii")
+        if isinstance(v, uuid.UUID):
+            return str(v)
+        raise ValueError(f"{what} holds a {type(v).__name__}, which JSON cannot store")
+
+    try:
+        return conv(value)
+    except RecursionError:
+        raise ValueError(f"{what} is nested too deeply to store") from None
 
 
 def dumps(value: Any, **kwargs: Any) -> str:

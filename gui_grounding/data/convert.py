@@ -174,14 +174,22 @@ def probe_image(path: str, embedded: bytes | None = None,
     """
     if embedded is not None and not os.path.isfile(path):
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = f"{path}.tmp{os.getpid()}.{id(embedded)}"
-        with open(tmp, "wb") as f:
-            f.write(embedded)
-        os.replace(tmp, path)
+        from vlm_r1.outputs import write_bytes
+
+        write_bytes(path, embedded)  # a unique temporary name, then renamed
     try:
         return (checker or image_checker()).check(path)
     except validate.Invalid as err:
         return err.reason, err.message
+
+
+def _probe_or_reason(path: str, embedded: bytes | None, checker) -> tuple[int, int] | tuple[str, str]:
+    """:func:`probe_image`, with an embedded image that cannot be written (read-only root, disk full, a name that is
+    a folder) as the per-record reason ``image_write_failed`` instead of an error that ends the run."""
+    try:
+        return probe_image(path, embedded, checker)
+    except OSError as err:
+        return "image_write_failed", f"cannot write the embedded image to {path}: {err.strerror or err}"
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -210,6 +218,7 @@ class ConvertReport:
     absolute_paths: int = 0  # written samples whose image path is absolute (accepted, as upstream)
     reasons: Counter = field(default_factory=Counter)
     first_refs: dict[str, str] = field(default_factory=dict)
+    shadowed: Counter = field(default_factory=Counter)  # source keys left out because a converted field has the name
     elapsed_s: float = 0.0
 
     @property
@@ -227,7 +236,7 @@ class ConvertReport:
             "first_reject_refs": dict(sorted(self.first_refs.items())), "workers": self.workers,
             "clip_tolerance_px": self.clip_tolerance_px, "absolute_image_paths": self.absolute_paths,
             "verify_images": self.verify_images, "max_pixels": self.max_pixels, "elapsed_s": round(self.elapsed_s, 3),
-            "records_per_s": round(rate, 1),
+            "records_per_s": round(rate, 1), "shadowed_source_keys": dict(sorted(self.shadowed.items())),
             "samples_per_s": round(self.samples / self.elapsed_s, 1) if self.elapsed_s > 0 else 0.0,
         }  # fmt: skip
 
@@ -238,6 +247,9 @@ class ConvertReport:
                  f"records read: {self.records}   targets: {self.targets}   samples written: {self.samples}   "
                  f"rejected: {self.rejected}   clipped (kept): {self.clipped}   absolute image paths (kept): "
                  f"{self.absolute_paths}"]  # fmt: skip
+        if self.shadowed:
+            lines.append("  source keys left out (a converted field has the name): "
+                         + ", ".join(f"{k} x{n}" for k, n in sorted(self.shadowed.items())))  # fmt: skip
         if self.reasons:
             lines.append(f"  {'reason':<20} {'count':>8}   first")
             for reason, n in sorted(self.reasons.items()):
@@ -288,14 +300,17 @@ class _Converter:
     def __init__(self, fmt: str, image_root: str, report: ConvertReport, *, strict: bool, source: str | None,
                  platform: str | None, clip_tolerance_px: float, box_unit: str | None, keep_duplicates: bool,
                  pool: ThreadPoolExecutor | None, out_f, rej_f, verify_images: str = "decode",
-                 max_pixels: int | None = validate.DEFAULT_MAX_PIXELS):  # fmt: skip
+                 max_pixels: int | None = validate.DEFAULT_MAX_PIXELS, limits: validate.ImageLimits | None = None,
+                 parquet: bool = False):  # fmt: skip
         self.spec, self.fmt, self.image_root, self.report = FORMATS[fmt], fmt, image_root, report
         self.strict, self.source, self.platform = strict, source, platform
         self.tol, self.box_unit, self.keep_duplicates = clip_tolerance_px, box_unit, keep_duplicates
         self.pool, self.out_f, self.rej_f = pool, out_f, rej_f
         self.workers = report.workers
         self.verify, self.max_pixels = verify_images, max_pixels
-        self.checker = image_checker(verify_images, max_pixels)  # one check per image (path, size, mtime)
+        self.checker = image_checker(verify_images, max_pixels, limits)  # one check per image (path, size, mtime)
+        self.limits, self.parquet = limits, parquet
+        self.ids = validate.IdRegistry()  # the identity rule: every written sample has its own id
         self.sizes: dict[str, tuple] = {}  # image path -> (w, h) or (reason, message)
         self.paths: dict[str, str | validate.Invalid] = {}  # image name in a record -> resolved path, or why not
         self.rels: dict[str, str] = {}  # resolved path -> path relative to the image root (written in the output)
@@ -363,7 +378,7 @@ class _Converter:
         try:
             sample = record_to_sample(t.record, ctx.ref, base_dir=self.image_root, default_id=f"{ctx.stem}:{ctx.index}",
                                       verify_image=self.verify, clip_tolerance_px=self.tol, stats=stats,
-                                      max_pixels=self.max_pixels)  # fmt: skip
+                                      max_pixels=self.max_pixels, limits=self.limits)  # fmt: skip
         except SampleError as err:
             return err
         except FIELD_ERRORS as err:  # e.g. a field of an odd type: a reject, never a crash of the run
@@ -383,7 +398,7 @@ class _Converter:
                 if path not in self.sizes and path not in jobs:
                     jobs[path] = t.image.data if isinstance(t.image, EmbeddedImage) else None
         items = list(jobs.items())
-        probe = lambda kv: probe_image(kv[0], kv[1], self.checker)  # noqa: E731
+        probe = lambda kv: _probe_or_reason(kv[0], kv[1], self.checker)  # noqa: E731
         for (path, _), size in zip(items, self._map(probe, items), strict=True):
             self.sizes[path] = size
         direct = [job for job in self.pending if job[1].error is None and job[1].record is not None]
@@ -455,7 +470,17 @@ class _Converter:
         return box_from_norm1000(scaled, width, height), f"{label} box {list(box)} -> box"
 
     def _emit(self, sample: Sample, clipped: bool, ref: str, absolute: bool = False) -> None:
+        if sample.sample_id in self.ids:  # the identity rule: a second record with a taken id is rejected
+            try:
+                self.ids.assign(sample.sample_id, sample.sample_id, ref)
+            except validate.Invalid as err:
+                raise SampleError(ref, err.reason, err.message) from None
         rec = sample.to_record()
+        if self.parquet:  # parquet values JSON cannot hold (binary, timestamps, dates, decimals) as JSON values
+            try:
+                rec = validate.json_value(rec, "the record")
+            except ValueError as err:
+                raise SampleError(ref, "bad_field", str(err)) from None
         rel = self.rels.get(sample.image_path)
         if rel is None:
             rel = os.path.relpath(sample.image_path, self.image_root)
@@ -482,6 +507,9 @@ class _Converter:
                                                     f"of {os.path.basename(self.report.out)} "
                                                     f"({sample.image_path})")  # fmt: skip
             self.seen[digest] = self.report.samples + 1
+        self.ids.assign(sample.sample_id, sample.sample_id, ref)
+        for key in sample.shadowed_keys():
+            self.report.shadowed[key] += 1
         self.out_f.write(line + "\n")
         self.report.samples += 1
         self.report.clipped += clipped
@@ -518,6 +546,7 @@ def convert(
     stream_json: bool = True,
     verify_images: str = "decode",
     max_pixels: int | None = validate.DEFAULT_MAX_PIXELS,
+    limits: validate.ImageLimits | None = None,
 ) -> ConvertReport:
     """Convert ``inputs`` in format ``fmt`` to canonical JSONL at ``out`` (plus ``.rejects.jsonl`` and
     ``.summary.json``, see the module docstring).
@@ -543,6 +572,13 @@ def convert(
             ``unreadable_image``), ``header`` (header only) or ``none`` (header only, for the size; same as
             ``header`` today). See ``vlm_r1.validate.ImageChecker``.
         max_pixels: ``image_too_large`` when the header declares more pixels (default 64 Mpx; None/0: no limit).
+        limits: the target model family's image limits (``--family`` / ``--model``): an image outside them (aspect
+            ratio, smallest side) is ``image_unsupported``, so no training run meets it at step 1.
+
+    Outputs (``vlm_r1.outputs``): checked before any input is read (``--out`` may not be an input, a folder, or in
+    a folder that cannot be written), locked against a second writer, written under unique temporary names and
+    renamed, the summary last; a stale summary of an earlier run is removed first, so a summary always describes
+    the outputs beside it.
 
     Returns:
         The :class:`ConvertReport` (also written to the summary file).
@@ -551,6 +587,7 @@ def convert(
         SampleError: in strict mode, for the first bad record; its ref names the file and line / index.
         FileNotFoundError: an input file does not exist.
         ValueError: unknown format, platform, box unit or verify mode, or ``workers < 1``.
+        vlm_r1.outputs.OutputError: an output that cannot or must not be written (one line).
     """
     if verify_images not in validate.VERIFY_MODES:
         raise ValueError(f"verify_images must be one of {validate.VERIFY_MODES}, got {verify_images!r}")
@@ -568,50 +605,47 @@ def convert(
             raise FileNotFoundError(f"input file not found: {path}")
     from tqdm import tqdm
 
+    from vlm_r1 import outputs
+
     rejects_path, summary_path = output_paths(out)
+    outputs.check_outputs(files=[out, rejects_path, summary_path], inputs=inputs)
+    if len({os.path.abspath(p) for p in (out, rejects_path, summary_path)}) < 3:
+        raise outputs.OutputError(f"--out {out}: its rejects or summary file would be the output itself")
     report = ConvertReport(fmt, list(inputs), out, rejects_path, summary_path, workers, clip_tolerance_px,
                            verify_images, max_pixels)  # fmt: skip
-    if os.path.dirname(out):
-        os.makedirs(os.path.dirname(out), exist_ok=True)
     stems = Counter()
     start = time.perf_counter()
-    tmp_out, tmp_rej = f"{out}.tmp", f"{rejects_path}.tmp"
     pool = ThreadPoolExecutor(max_workers=workers) if workers > 1 else None
     bar = tqdm(desc=f"convert {fmt}", unit=" rec", unit_scale=True, disable=None if progress is None else not progress)
     try:
-        with open(tmp_out, "w", encoding="utf-8") as out_f, open(tmp_rej, "w", encoding="utf-8") as rej_f:
-            conv = _Converter(fmt, os.path.abspath(image_root), report, strict=strict, source=source,
-                              platform=platform, clip_tolerance_px=clip_tolerance_px, box_unit=box_unit,
-                              keep_duplicates=keep_duplicates, pool=pool, out_f=out_f, rej_f=rej_f,
-                              verify_images=verify_images, max_pixels=max_pixels)  # fmt: skip
-            for path in inputs:
-                stem = os.path.splitext(os.path.basename(path))[0]
-                stems[stem] += 1
-                stem = stem if stems[stem] == 1 else f"{stem}#{stems[stem]}"  # two inputs with one name stay apart
-                since = 0
-                for ref, index, item in iter_input(path, stream_json=stream_json):
-                    conv.add_record(ReadContext(path, ref, index, stem), item)
-                    since += 1
-                    if since == 1000:
-                        bar.update(since)
-                        since = 0
-                bar.update(since)
-            conv.flush()
-        os.replace(tmp_out, out)
-        os.replace(tmp_rej, rejects_path)
-    except BaseException:
-        for tmp in (tmp_out, tmp_rej):
-            if os.path.exists(tmp):
-                os.remove(tmp)
-        raise
+        with outputs.OutputLock(out):
+            if os.path.lexists(summary_path):  # a summary must describe the outputs beside it, or not exist
+                os.remove(summary_path)
+            with outputs.atomic_writer(out) as out_f, outputs.atomic_writer(rejects_path) as rej_f:
+                conv = _Converter(fmt, os.path.abspath(image_root), report, strict=strict, source=source,
+                                  platform=platform, clip_tolerance_px=clip_tolerance_px, box_unit=box_unit,
+                                  keep_duplicates=keep_duplicates, pool=pool, out_f=out_f, rej_f=rej_f,
+                                  verify_images=verify_images, max_pixels=max_pixels, limits=limits,
+                                  parquet=any(p.endswith(".parquet") for p in inputs))  # fmt: skip
+                for path in inputs:
+                    stem = os.path.splitext(os.path.basename(path))[0]
+                    stems[stem] += 1
+                    stem = stem if stems[stem] == 1 else f"{stem}#{stems[stem]}"  # two inputs with one name stay apart
+                    since = 0
+                    for ref, index, item in iter_input(path, stream_json=stream_json):
+                        conv.add_record(ReadContext(path, ref, index, stem), item)
+                        since += 1
+                        if since == 1000:
+                            bar.update(since)
+                            since = 0
+                    bar.update(since)
+                conv.flush()
+            report.elapsed_s = time.perf_counter() - start
+            outputs.write_json(summary_path, report.to_dict(), indent=1)
     finally:
         bar.close()
         if pool is not None:
             pool.shutdown()
-    report.elapsed_s = time.perf_counter() - start
-    with open(summary_path, "w", encoding="utf-8") as f:
-        validate.dump(report.to_dict(), f, indent=1)
-        f.write("\n")
     return report
 
 
@@ -625,12 +659,32 @@ def _run(args: argparse.Namespace) -> None:
                          workers=args.workers, source=args.source, platform=args.platform,
                          clip_tolerance_px=args.clip_tolerance, box_unit=args.box_unit,
                          keep_duplicates=args.keep_duplicates, verify_images=args.verify_images,
-                         max_pixels=args.max_pixels or None)  # fmt: skip
+                         max_pixels=args.max_pixels or None, limits=_limits(args))  # fmt: skip
     except SampleError as err:
         raise SystemExit(f"convert --strict: stopped at the first bad record: {err}") from None
-    except (ValueError, FileNotFoundError) as err:
-        raise SystemExit(f"convert: {err}") from None
+    except (ValueError, OSError) as err:  # FileNotFoundError, vlm_r1.outputs.OutputError, disk full, ...
+        raise SystemExit(f"convert: error: {err}") from None
     print(report.table())
+
+
+def _limits(args: argparse.Namespace) -> validate.ImageLimits | None:
+    """The image limits of ``--family`` or ``--model`` (``VLMBaseModule.image_limits``), or None."""
+    which = getattr(args, "family", None) or getattr(args, "model", None)
+    if not which:
+        return None
+    from vlm_r1.modules import get_vlm_module
+
+    try:
+        return get_vlm_module(which).image_limits()
+    except (OSError, ValueError, KeyError) as err:
+        raise ValueError(f"--family/--model {which!r}: {err}") from None
+
+
+def _text_arg(value: str) -> str:
+    """An argparse type: text that is valid Unicode (a byte that is not UTF-8 in argv arrives as a lone surrogate)."""
+    if not validate.is_text(value):
+        raise argparse.ArgumentTypeError(f"{value.encode('utf-8', 'surrogateescape')!r} is not valid UTF-8 text")
+    return value
 
 
 def register_cli(subparsers) -> None:
@@ -668,15 +722,23 @@ def register_cli(subparsers) -> None:
         "(duplicates included, unless --keep-duplicates) with an error naming its file and line (or "
         "[index]); nothing is written",
     )
+    from vlm_r1.argtypes import integer, number, with_range
+    from vlm_r1.modules import available_modules
+
+    workers_t, tol_t, max_px_t = integer(min=1, max=1024), number(min=0, max=validate.MAX_COORD), integer(min=0)
     p.add_argument(
         "--workers",
-        type=int,
+        type=workers_t,
         default=1,
-        help="threads reading image headers (and writing embedded "
-        "images); output is identical for any value (default 1)",
+        help=with_range(
+            "threads reading image headers (and writing embedded images); output is identical for any value "
+            "(default 1)",
+            workers_t,
+        ),
     )
     p.add_argument(
         "--source",
+        type=_text_arg,
         default=None,
         help="source label written on every sample (default: the format name, "
         "or the record's own source for canonical records)",
@@ -689,12 +751,13 @@ def register_cli(subparsers) -> None:
     )
     p.add_argument(
         "--clip-tolerance",
-        type=float,
+        type=tol_t,
         default=CLIP_TOLERANCE_PX,
         metavar="PX",
         help="pixels a box edge "
         "may stick out of the image and still be clipped and kept (default %(default)s; ratio/0-1000 "
-        f"formats also allow {CLIP_TOLERANCE_RATIO} of the image side); beyond: box_outside_image",
+        f"formats also allow {CLIP_TOLERANCE_RATIO} of the image side); beyond: box_outside_image "
+        f"({tol_t.range_text})",
     )
     p.add_argument(
         "--box-unit",
@@ -718,10 +781,24 @@ def register_cli(subparsers) -> None:
     )
     p.add_argument(
         "--max-pixels",
-        type=int,
+        type=max_px_t,
         default=validate.DEFAULT_MAX_PIXELS,
         metavar="N",
         help="reject an image whose header declares more than N pixels as image_too_large, before decoding "
-        "(default %(default)s; 0: no limit)",
+        "(default %(default)s; 0: no limit; an integer >= 0)",
+    )
+    family = p.add_mutually_exclusive_group()
+    family.add_argument(
+        "--family",
+        choices=sorted(available_modules()),
+        default=None,
+        help="the model family the data is for: images it cannot take (aspect ratio over its processor's limit, a "
+        "side under one vision patch) are rejected as image_unsupported before any training starts",
+    )
+    family.add_argument(
+        "--model",
+        default=None,
+        metavar="PATH",
+        help="a checkpoint (or model_type): its family's image limits, as --family",
     )
     p.set_defaults(func=_run)

@@ -20,7 +20,10 @@ import json
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
+
+from vlm_r1.validate import ImageLimits
 
 
 def load_processor_files(path: str, build: Callable[[Any, Any, str], Any]) -> Any:
@@ -170,6 +173,15 @@ class VLMBaseModule(UpstreamModuleMixin, ABC):
         tokenizer = getattr(processor, "tokenizer", processor)
         tokenizer.padding_side = "left"
         return processor
+
+    #: the images this family can take (checked by convert --family/--model, every task's loader, eval --model and
+    #: ``gui-grounding prompt`` before anything runs); families override it
+    IMAGE_LIMITS: ImageLimits = ImageLimits()
+
+    def image_limits(self) -> ImageLimits:
+        """The family's :class:`vlm_r1.validate.ImageLimits` (largest aspect ratio, smallest side)."""
+        limits = type(self).IMAGE_LIMITS
+        return limits if limits.family else replace(limits, family=self.model_type or type(self).__name__)
 
     def get_image_resize_params(self, processing_class: Any) -> tuple[int, int, int]:
         """``(factor, min_pixels, max_pixels)`` the processor's ``smart_resize`` uses (factor in pixels).

@@ -40,6 +40,7 @@ from typing import Any
 
 from vlm_r1 import rewards
 from vlm_r1.modules.base import VLMBaseModule
+from vlm_r1.validate import ImageLimits
 
 logger = logging.getLogger(__name__)
 
@@ -130,6 +131,9 @@ class InternVLModule(VLMBaseModule):
     """Adapter for ``model_type`` ``internvl`` (transformers-native InternVL3 / InternVL3.5 ``-hf`` checkpoints)."""
 
     model_types = ("internvl",)
+    # the GotOcr2 tiling processor resizes any size to 448-px tiles (measured: 1x1 and 6000x20 both process); no
+    # ratio limit, and a 1-px side is accepted
+    IMAGE_LIMITS = ImageLimits(None, 1, source="448-px tiles take any size")
 
     def __init__(self, model_type: str = "internvl"):
         if model_type not in self.model_types:

@@ -13,6 +13,7 @@ from typing import Any
 
 from vlm_r1 import rewards
 from vlm_r1.modules.base import VLMBaseModule
+from vlm_r1.validate import ImageLimits
 
 VISION_SPECIAL_TOKENS = ("<|image_pad|>", "<|video_pad|>", "<|vision_start|>", "<|vision_end|>")
 
@@ -48,6 +49,10 @@ class Qwen2VLModule(VLMBaseModule):
     """Adapter for ``model_type`` ``qwen2_vl`` and ``qwen2_5_vl``."""
 
     model_types = ("qwen2_vl", "qwen2_5_vl")
+    # transformers' smart_resize refuses a long/short side ratio over 200 ("absolute aspect ratio must be smaller
+    # than 200", transformers/models/qwen2_vl/image_processing_qwen2_vl.py smart_resize); a side under one 14-px
+    # vision patch (Qwen2/2.5-VL vision_config.patch_size) holds no patch of the screenshot
+    IMAGE_LIMITS = ImageLimits(200.0, 14, source="smart_resize ratio limit 200; vision patch 14 px")
 
     @staticmethod
     def _classes(model_type: str) -> tuple[type, type]:

@@ -31,6 +31,7 @@ from __future__ import annotations
 from typing import Any
 
 from vlm_r1.modules.qwen import Qwen2VLModule, _image_only_processor_class
+from vlm_r1.validate import ImageLimits
 
 # Qwen3-VL's interleaved M-RoPE split of the head_dim/2 rotary frequencies, (temporal, height, width): [24, 20, 20] for
 # head_dim 128 (Qwen/Qwen3-VL-*-Instruct config.json, text_config.rope_scaling.mrope_section; also the fallback of
@@ -66,6 +67,8 @@ class Qwen3VLModule(Qwen2VLModule):
     """
 
     model_types = ("qwen3_vl",)
+    # the same smart_resize ratio limit; Qwen3-VL's vision patch is 16 px (PATCH_SIZE)
+    IMAGE_LIMITS = ImageLimits(200.0, 16, source="smart_resize ratio limit 200; vision patch 16 px")
 
     @staticmethod
     def _classes(model_type: str) -> tuple[type, type]:
