@@ -36,6 +36,7 @@ from gui_grounding.eval.adapters import ADAPTERS, get_adapter
 from gui_grounding.frames import Frame
 from gui_grounding.schema import Sample
 
+MAX_SIDE = 1_000_000  # a screenshot side beyond this is not a screen (and would not fit in memory)
 IMAGE_PAD = "<|image_pad|>"  # Qwen-VL image placeholder token, repeated once per merged patch by the processor
 
 
@@ -45,10 +46,21 @@ def parse_image_size(text: str) -> tuple[int, int]:
     Raises:
         ValueError: not ``WxH`` with two positive integers.
     """
-    m = re.fullmatch(r"\s*(\d+)\s*[xX]\s*(\d+)\s*", text)
-    if not m or int(m.group(1)) <= 0 or int(m.group(2)) <= 0:
-        raise ValueError(f"image size must be WxH with positive integers, e.g. 1920x1080; got {text!r}")
+    m = re.fullmatch(r"\s*(\d{1,9})\s*[xX]\s*(\d{1,9})\s*", text)
+    if not m or not (0 < int(m.group(1)) <= MAX_SIDE and 0 < int(m.group(2)) <= MAX_SIDE):
+        raise ValueError(f"image size must be WxH with integers in 1..{MAX_SIDE}, e.g. 1920x1080; got {text[:40]!r}")
     return int(m.group(1)), int(m.group(2))
+
+
+def _family_limits(ad, model: str | None):
+    """The image limits of ``model``'s family, else of the adapter's family (its module file names the family)."""
+    from vlm_r1.modules import get_vlm_module
+
+    family = model or type(ad).__module__.rsplit(".", 1)[-1]
+    try:
+        return get_vlm_module(family).image_limits()
+    except ValueError:  # an adapter file that is not a module family (a plugin): no limits known
+        return None
 
 
 def describe_prompt(
@@ -70,11 +82,18 @@ def describe_prompt(
         model: local checkpoint whose processor renders and counts the prompt (optional).
         min_pixels, max_pixels: override the adapter's ``default_budget`` bounds.
 
+    Only the sizes are needed to build the messages: no image of the screenshot's size is ever allocated (with
+    ``model``, the processor gets a blank image of the size the adapter sends, at most the decode guard of
+    ``vlm_r1.validate.DEFAULT_MAX_PIXELS``).
+
     Raises:
         ValueError: unknown adapter, neither ``adapter`` nor ``model``, non-positive image size,
-            ``min_pixels > max_pixels``.
+            ``min_pixels > max_pixels``, an image the model family cannot take (aspect ratio, smallest side:
+            ``VLMBaseModule.image_limits``), or (with ``model``) a sent image over the decode guard.
     """
     from PIL import Image
+
+    from vlm_r1 import validate
 
     if adapter is None:
         if model is None:
@@ -91,8 +110,16 @@ def describe_prompt(
     factor = budget.factor
     lo = budget.min_pixels if min_pixels is None else int(min_pixels)
     hi = budget.max_pixels if max_pixels is None else int(max_pixels)
+    if lo <= 0:
+        raise ValueError(f"min_pixels must be positive, got {lo}")
     if lo > hi:
         raise ValueError(f"min_pixels {lo} > max_pixels {hi}")
+    limits = _family_limits(ad, model)
+    if limits is not None:
+        try:
+            limits.check(width, height, "the screenshot")
+        except validate.Invalid as err:
+            raise ValueError(err.message) from None
     processor = None
     if model is not None:
         from vlm_r1.modules import get_vlm_module, load_processor
@@ -104,17 +131,27 @@ def describe_prompt(
             pass
     # Adapters that pre-resize get the budget; 0-1000 adapters send the original and the processor resizes it.
     resize = (factor, lo, hi) if ad.default_resize is not None else None
-    sample = Sample("prompt", instruction, "", [], width, height)
-    request = ad.build_request(sample, Image.new("RGB", (width, height), (255, 255, 255)), resize=resize)
-    sent_w, sent_h = request.image.size
-    frame = Frame.for_image(sent_w, sent_h, factor=factor, min_pixels=lo, max_pixels=hi)
+    try:
+        answer_frame = ad.frame_for(width, height, resize)
+        sent_w, sent_h = ad.image_size_sent(answer_frame)
+        frame = Frame.for_image(sent_w, sent_h, factor=factor, min_pixels=lo, max_pixels=hi)
+    except ValueError as err:  # smart_resize: an aspect ratio over 200
+        raise ValueError(f"a {width}x{height} screenshot cannot be resized for the model: {err}") from None
     out = {
         "adapter": ad.name,
         "image_size": [width, height],
         "resized_size": [frame.resized_width, frame.resized_height],
-        "messages": request.messages,
+        "messages": ad.messages(instruction, answer_frame, image_block=True),
     }
     if processor is not None:
+        if sent_w * sent_h > validate.DEFAULT_MAX_PIXELS:
+            raise ValueError(f"the {ad.name} adapter sends the {sent_w}x{sent_h} image unresized; over "
+                             f"{validate.DEFAULT_MAX_PIXELS:,} pixels, it is not rendered for --model")  # fmt: skip
+        sample = Sample("prompt", instruction, "", [], sent_w, sent_h)
+        request = ad.build_request(sample, Image.new("RGB", (sent_w, sent_h), (255, 255, 255)), resize=resize)
+        if request.messages != out["messages"]:  # the request for the sent size must be the request for the original
+            request = ad.build_request(Sample("prompt", instruction, "", [], width, height),
+                                       Image.new("RGB", (width, height), (255, 255, 255)), resize=resize)  # fmt: skip
         text = processor.apply_chat_template(request.messages, tokenize=False, add_generation_prompt=True)
         batch = processor(text=[text], images=[request.image], return_tensors="pt")
         if "image_grid_thw" not in batch:  # not a Qwen-VL processor: its own expansion, decoded
@@ -135,8 +172,11 @@ def describe_prompt(
 def _run(args: argparse.Namespace) -> None:
     if args.adapter is None and args.model is None:
         raise SystemExit("gui-grounding prompt: error: give --adapter, or --model to use its family's adapter")
-    info = describe_prompt(args.adapter, args.image_size, args.instruction, model=args.model,
-                           min_pixels=args.min_pixels, max_pixels=args.max_pixels)  # fmt: skip
+    try:
+        info = describe_prompt(args.adapter, args.image_size, args.instruction, model=args.model,
+                               min_pixels=args.min_pixels, max_pixels=args.max_pixels)  # fmt: skip
+    except ValueError as err:
+        raise SystemExit(f"gui-grounding prompt: error: {err}") from None
     print(json.dumps(info, ensure_ascii=False, indent=2))
 
 
@@ -149,6 +189,8 @@ def _image_size_arg(text: str) -> tuple[int, int]:
 
 def register_cli(sub) -> None:
     """Add the ``prompt`` subcommand to the ``gui-grounding`` subparsers ``sub``."""
+    from vlm_r1.argtypes import integer, with_range
+
     budgets = "; ".join(f"{name}: {cls.default_budget.min_pixels:,}..{cls.default_budget.max_pixels:,}"
                         for name, cls in ADAPTERS.items())  # fmt: skip
     p = sub.add_parser("prompt", help="print the chat messages (and, with --model, the tokens) an adapter sends",
@@ -162,6 +204,9 @@ def register_cli(sub) -> None:
                    help="screenshot size in pixels, e.g. 1920x1080")  # fmt: skip
     p.add_argument("--instruction", required=True, help="the element description, e.g. 'Click the search box'")
     p.add_argument("--model", default=None, help="local checkpoint: also print chat_template_text and num_tokens")
-    p.add_argument("--min-pixels", type=int, default=None, help="override the adapter's default min_pixels")
-    p.add_argument("--max-pixels", type=int, default=None, help="override the adapter's default max_pixels")
+    px = integer(min=1)
+    p.add_argument("--min-pixels", type=px, default=None,
+                   help=with_range("override the adapter's default min_pixels", px))  # fmt: skip
+    p.add_argument("--max-pixels", type=px, default=None,
+                   help=with_range("override the adapter's default max_pixels", px))  # fmt: skip
     p.set_defaults(func=_run)
