@@ -8,9 +8,10 @@ natural instruction ("Click the "Library Reference" link").
 Dropped, and counted per reason: ``hidden`` (display/visibility/opacity/zero size), ``offscreen`` (box not fully in the
 viewport), ``tiny`` (side < ``min_size`` px or area < ``min_area`` px^2), ``wrapped`` (an inline element broken over
 several lines: its box would cover text that is not the element), ``occluded`` (``document.elementFromPoint`` at the
-centre and at inner points does not hit the element), ``no_name`` (no accessible name with a letter or digit),
-``long_name`` (name over ``max_name_chars``), ``ambiguous`` (two or more elements of one screenshot share a name: the
-instruction would not identify one element, so all of them go), ``over_cap`` (beyond ``max_per_screenshot``).
+centre and at inner points does not hit the element), ``no_name`` (no accessible name with a letter or digit, or a
+name that is not valid Unicode text), ``long_name`` (name over ``max_name_chars``), ``ambiguous`` (two or more
+elements of one screenshot share a name: the instruction would not identify one element, so all of them go),
+``over_cap`` (beyond ``max_per_screenshot``).
 
 ``ui_type`` is ``text`` when the name is text shown inside the element (link text, button label, ``value`` of a
 submit button, placeholder, selected option) and ``icon`` when it comes from ``aria-labelledby``/``aria-label``/a
@@ -19,24 +20,59 @@ submit button, placeholder, selected option) and ``icon`` when it comes from ``a
 Boxes are screenshot pixels (CSS px at device scale factor 1), inclusive edges:
 ``x_min = round(left)``, ``x_max = round(right) - 1``, clipped to the image.
 
+Containment (what a page may load). Each page loads from its **folder**: the directory argument it was found in
+(subfolders included), or, for a page named as a file, the folder that file is in; ``resource_roots``
+(``--resource-root DIR``, repeatable) name the folders every page loads from instead (e.g. the documentation root
+when a list of its pages is given, so ``../_static/`` stays loadable; a page must lie inside one of them). Every
+request of every frame (``context.route``, which also sees iframes, popups and navigations) is checked: a ``file:``
+URL loads only when its path, with ``..`` and symlinks resolved (``os.path.realpath``), lies inside the page's
+folder(s); any other ``file:`` URL (``/etc/passwd``,
+``../outside.png``, a symlink pointing out, a ``file://host/`` URL) is aborted (``outside_folder``), every network
+scheme (http, https, ws, wss, ftp) is aborted (``network``), and so is any other scheme that reaches the router
+(``other_scheme``). ``data:``, ``blob:`` and ``about:`` URLs never reach the router (they are not requests: they hold
+only bytes the page itself contains) and stay allowed. As a second wall Chromium runs with a dead proxy
+(``127.0.0.1:9``, loopback included), so network traffic that routing does not see (WebSockets) fails too. A page
+whose own real path is outside its directory argument (a symlink) is skipped (``escapes_folder``), as is a page whose
+name is not valid UTF-8 (``bad_name``). Blocked requests are logged and counted per page load and in total (the
+result table and ``provenance.json`` ``blocked_requests``).
+
+Each page load (page x viewport) is one unit, with its own browser context and a time limit (``page_timeout``
+seconds for load, scrolling, extraction and screenshots together). A unit that fails (``timeout``, ``load_error``,
+``extract_error``, ``screenshot_error``, ``bad_extract``: the page's script returned a malformed element list, or
+``browser_error``) is logged and counted in the result table and in ``provenance.json`` ``failed_pages`` with its
+reason; nothing of it is written, and the other units go on (a crashed browser is relaunched).
+
+Outputs: ``--out`` is checked before anything is read (not an input, a writable folder), locked for one writer
+(:class:`vlm_r1.outputs.OutputLock`), screenshots are written atomically after their unit succeeded,
+``train.jsonl``/``test.jsonl`` atomically, and ``provenance.json`` (the summary) last. An earlier run's
+``provenance.json`` and the screenshots it lists are removed before rendering, so an interrupted run leaves no
+summary.
+
 Needs Playwright (``pip install -e .[collect]``) and a Chromium binary (Debian: ``apt-get install chromium``); no
-browser download and no network access: every non-``file:`` request is aborted.
+browser download and no network access.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import datetime as _dt
 import hashlib
 import json
 import logging
+import math
 import os
 import random
 import re
 import sys
+import urllib.parse
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from vlm_r1.argtypes import integer, number, with_range
+from vlm_r1.outputs import OutputError, OutputLock, check_outputs, write_bytes, write_json, write_lines
+from vlm_r1.validate import dumps, is_text
 
 logger = logging.getLogger(__name__)
 
@@ -46,8 +82,23 @@ DEFAULT_CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
     "--disable-component-update", "--disable-sync", "--hide-scrollbars", "--font-render-hinting=none",
+    # a dead proxy for everything, loopback included: network traffic that routing does not see fails too
+    "--proxy-server=http://127.0.0.1:9", "--proxy-bypass-list=<-loopback>",
 ]  # fmt: skip
 DROP_REASONS = ("hidden", "offscreen", "tiny", "wrapped", "occluded", "no_name", "long_name", "ambiguous", "over_cap")
+BLOCK_REASONS = ("outside_folder", "network", "other_scheme")
+FAIL_REASONS = ("timeout", "load_error", "extract_error", "screenshot_error", "bad_extract", "browser_error")
+SKIP_REASONS = ("escapes_folder", "bad_name")
+NETWORK_SCHEMES = frozenset({"http", "https", "ws", "wss", "ftp"})
+
+MAX_VIEWPORT_SIDE = 8192  # CSS px per side (a screenshot is side^2 * 4 bytes in memory)
+MAX_VIEWPORTS = 32
+MAX_SCROLL_OFFSET = 1_000_000  # px
+MAX_SCROLL_OFFSETS = 64
+MAX_PAGE_TIMEOUT = 86_400.0  # s
+DEFAULT_PAGE_TIMEOUT = 30.0  # s
+_CLOSE_TIMEOUT = 10.0  # s for closing a context or the browser
+_MAX_SLUG = 80  # characters of a page name in a screenshot file name (longer ones are cut and get a hash)
 
 # Runs inside the page. Returns {"elements": [...], "drops": {reason: n}} for the current viewport.
 # Each element: tag, role, kind, name, name_is_visible_text, rect (left, top, right, bottom in viewport CSS px).
@@ -147,6 +198,10 @@ _TEMPLATES = {
 _DEFAULT_TEMPLATES = ['Click "{n}"', 'Click on "{n}"']
 
 
+def _finite(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def make_instruction(kind: str, name: str, rng: random.Random) -> str:
     """A natural click instruction for an element of ``kind`` named ``name`` (template picked with ``rng``)."""
     safe = name.replace('"', "'")
@@ -154,7 +209,10 @@ def make_instruction(kind: str, name: str, rng: random.Random) -> str:
 
 
 def to_pixel_box(rect: list[float], width: int, height: int) -> dict | None:
-    """Viewport rect ``[left, top, right, bottom]`` (CSS px) -> inclusive pixel box, or None when degenerate."""
+    """Viewport rect ``[left, top, right, bottom]`` (CSS px) -> inclusive pixel box, or None when degenerate (or a
+    value is not a finite number)."""
+    if len(rect) != 4 or not all(_finite(v) for v in rect):
+        return None
     x_min, y_min = max(0, round(rect[0])), max(0, round(rect[1]))
     x_max, y_max = min(width - 1, round(rect[2]) - 1), min(height - 1, round(rect[3]) - 1)
     if x_min >= x_max or y_min >= y_max:
@@ -162,51 +220,213 @@ def to_pixel_box(rect: list[float], width: int, height: int) -> dict | None:
     return {"x_min": x_min, "y_min": y_min, "x_max": x_max, "y_max": y_max}
 
 
-def find_pages(paths: list[str]) -> list[tuple[str, str]]:
-    """``(absolute path, relative name)`` of the HTML pages in ``paths`` (files, or directories searched recursively).
+def _inside(path: str, folders: str | tuple[str, ...]) -> bool:
+    """``path`` (a real path) is one of ``folders`` (real paths) or lies under one."""
+    folders = (folders,) if isinstance(folders, str) else folders
+    return any(path == f or path.startswith(f.rstrip(os.sep) + os.sep) for f in folders)
 
-    Pages of a directory are named relative to it; explicit files relative to their common parent folder, so that
-    ``tutorial/index.html`` and ``library/index.html`` stay distinct. Sorted, without duplicates.
+
+def request_block_reason(url: str, folders: str | tuple[str, ...]) -> str | None:
+    """None when a page whose folder is ``folders`` (a real path, or several) may load ``url``; else the reason it is
+    blocked: ``outside_folder`` (a ``file:`` URL whose real path, ``..`` and symlinks resolved, is not inside a folder
+    of ``folders``, or one naming another host), ``network`` (http, https, ws, wss, ftp) or ``other_scheme``."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:
+        return "other_scheme"
+    scheme = parts.scheme.lower()
+    if scheme == "file":
+        if parts.netloc not in ("", "localhost"):
+            return "outside_folder"
+        path = os.fsdecode(urllib.parse.unquote_to_bytes(parts.path))
+        if not path.startswith("/") or "\0" in path:
+            return "outside_folder"
+        return None if _inside(os.path.realpath(path), folders) else "outside_folder"
+    return "network" if scheme in NETWORK_SCHEMES else "other_scheme"
+
+
+def _collection_root(paths: list[str]) -> str:
+    """The folder that the records' ``page`` names are relative to (as :func:`find_pages` names them)."""
+    folders = [os.path.realpath(p) if os.path.isdir(p) else os.path.dirname(os.path.realpath(p)) for p in paths]
+    return os.path.commonpath(folders)
+
+
+def _scan_pages(
+    paths: list[str], resource_roots: list[str] | None = None
+) -> tuple[list[tuple[str, str, tuple[str, ...]]], list[dict]]:
+    """``([(path, name, folders), ...], skipped)``: the pages of ``paths`` with the folder(s) each may load from.
+
+    Names are relative to :func:`_collection_root` (so two inputs never give one name twice). A folder is walked
+    with symlinks followed, each real folder once (a symlink loop ends), never into a folder whose real path is outside
+    the directory argument; a page whose real path is outside its folder (``escapes_folder``) or whose name is not
+    valid UTF-8 (``bad_name``) is skipped and listed in ``skipped``.
+    """
+    for p in paths:
+        if not os.path.isdir(p) and not os.path.isfile(p):
+            raise FileNotFoundError(f"no such HTML file or directory: {p}")
+        if not is_text(p) or not is_text(os.path.realpath(p)):
+            raise ValueError(f"input path {p!r} is not valid UTF-8 text; rename it")
+    roots = None
+    if resource_roots:
+        for folder in resource_roots:
+            if not isinstance(folder, str) or not is_text(folder) or not os.path.isdir(folder):
+                raise FileNotFoundError(f"--resource-root {folder!r} is not a folder")
+            if not is_text(os.path.realpath(folder)):
+                raise ValueError(f"--resource-root {folder!r} is not valid UTF-8 text")
+        roots = tuple(sorted({os.path.realpath(f) for f in resource_roots}))
+    root = _collection_root(paths)
+    found: dict[str, tuple[str, tuple[str, ...]]] = {}
+    skipped: list[dict] = []
+
+    def add(path: str, folder: tuple[str, ...]) -> None:
+        rel = os.path.relpath(path, root)
+        if not is_text(rel):
+            skipped.append({"path": os.fsencode(rel).decode("utf-8", "replace"), "reason": "bad_name"})
+            return
+        if roots is not None:
+            if not _inside(os.path.realpath(path), roots):
+                raise ValueError(f"page {path} is outside every --resource-root ({', '.join(roots)})")
+            folder = roots
+        if not _inside(os.path.realpath(path), folder):
+            skipped.append({"path": rel, "reason": "escapes_folder"})
+            return
+        if rel not in found or len(folder[0]) < len(found[rel][1][0]):  # the same page twice: the wider folder
+            found[rel] = (path, folder)
+
+    for p in paths:
+        if os.path.isdir(p):
+            top = os.path.realpath(p)
+            seen: set[str] = set()
+            for d, dirs, names in os.walk(top, followlinks=True):
+                real = os.path.realpath(d)
+                if real in seen or not _inside(real, top):
+                    if not _inside(real, top):
+                        rel = os.path.relpath(d, root)
+                        skipped.append({"path": rel if is_text(rel) else repr(rel), "reason": "escapes_folder"})
+                    dirs[:] = []
+                    continue
+                seen.add(real)
+                dirs.sort()
+                for f in sorted(names):
+                    if f.endswith((".html", ".htm")):
+                        add(os.path.join(d, f), (top,))
+        else:
+            f = os.path.realpath(p)
+            add(f, (os.path.dirname(f),))
+    for s in skipped:
+        logger.warning("skipped %s: %s", s["path"], s["reason"])
+    return sorted((path, rel, folder) for rel, (path, folder) in found.items()), skipped
+
+
+def find_pages(paths: list[str]) -> list[tuple[str, str]]:
+    """``(path, relative name)`` of the HTML pages in ``paths`` (files, or directories searched recursively).
+
+    Pages are named relative to the common folder of the inputs (a directory argument, or the folder of a file
+    argument), so ``tutorial/index.html`` and ``library/index.html`` stay distinct. Sorted by name, without
+    duplicates; pages that escape their directory through a symlink, or whose names are not UTF-8, are left out.
 
     Raises:
         FileNotFoundError: a path does not exist.
     """
-    pages, files = [], []
-    for p in paths:
-        if os.path.isdir(p):
-            root = os.path.realpath(p)
-            for d, _, names in sorted(os.walk(root, followlinks=True)):
-                pages += [(os.path.join(d, f), os.path.relpath(os.path.join(d, f), root))
-                          for f in sorted(names) if f.endswith((".html", ".htm"))]  # fmt: skip
-        elif os.path.isfile(p):
-            files.append(os.path.realpath(p))
-        else:
-            raise FileNotFoundError(f"no such HTML file or directory: {p}")
-    if files:
-        root = os.path.commonpath([os.path.dirname(f) for f in files])
-        pages += [(f, os.path.relpath(f, root)) for f in files]
-    return sorted(set(pages), key=lambda x: x[1])
+    return sorted(((path, rel) for path, rel, _ in _scan_pages(paths)[0]), key=lambda x: x[1])
 
 
 def _slug(rel: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", os.path.splitext(rel)[0]).strip("-").lower() or "page"
 
 
+def _shot_names(rels: list[str]) -> dict[str, str]:
+    """A distinct file-name stem per page name: its slug, or (when two pages share a slug, or the slug is long) the
+    slug cut to ``_MAX_SLUG`` characters plus a hash of the name."""
+    slugs = {rel: _slug(rel) for rel in rels}
+    count = Counter(slugs.values())
+    names = {rel: s for rel, s in slugs.items() if count[s] == 1 and len(s) <= _MAX_SLUG}
+    taken = set(names.values())
+    for rel in sorted(set(rels) - set(names)):
+        digest = hashlib.sha256(rel.encode("utf-8")).hexdigest()
+        for k in range(8, len(digest) + 1):
+            name = f"{slugs[rel][:_MAX_SLUG]}-{digest[:k]}"
+            if name not in taken:
+                break
+        names[rel] = name
+        taken.add(name)
+    return names
+
+
 @dataclass
 class CollectResult:
-    """What :func:`collect_web` wrote: samples per split, screenshots and drop counts."""
+    """What :func:`collect_web` wrote: samples per split, screenshots, drop counts, failed page loads, blocked
+    requests and skipped pages."""
 
     train: list[dict] = field(default_factory=list)
     test: list[dict] = field(default_factory=list)
     screenshots: list[dict] = field(default_factory=list)
     drops: Counter = field(default_factory=Counter)
+    page_loads: int = 0
+    failed: list[dict] = field(default_factory=list)  # {"page", "viewport", "reason", "detail"}
+    blocked: Counter = field(default_factory=Counter)  # reason -> requests
+    blocked_pages: list[dict] = field(default_factory=list)  # {"page", "viewport", "blocked", "by_reason", "examples"}
+    skipped: list[dict] = field(default_factory=list)  # {"path", "reason"}
 
     def table(self) -> str:
-        """Readable summary of kept samples and dropped elements per reason."""
-        lines = [f"screenshots: {len(self.screenshots)}   samples: {len(self.train) + len(self.test)} "
-                 f"(train {len(self.train)}, test {len(self.test)})", "dropped elements:"]  # fmt: skip
+        """Readable summary of kept samples, failed page loads, blocked requests and dropped elements per reason."""
+        lines = [
+            f"screenshots: {len(self.screenshots)}   samples: {len(self.train) + len(self.test)} "
+            f"(train {len(self.train)}, test {len(self.test)})",
+            f"page loads: {self.page_loads}   failed: {len(self.failed)}   skipped pages: {len(self.skipped)}",
+        ]
+        fails = Counter(f["reason"] for f in self.failed)
+        lines += [f"  failed {reason:<16} {fails[reason]:>6}" for reason in FAIL_REASONS if fails[reason]]
+        lines += [f"    {f['page']} @ {f['viewport'][0]}x{f['viewport'][1]}: {f['reason']}" for f in self.failed[:20]]
+        if len(self.failed) > 20:
+            lines.append(f"    ... and {len(self.failed) - 20} more (provenance.json failed_pages)")
+        lines.append(f"blocked requests: {sum(self.blocked.values())}")
+        lines += [f"  {reason:<16} {self.blocked[reason]:>6}" for reason in BLOCK_REASONS if self.blocked[reason]]
+        lines.append("dropped elements:")
         lines += [f"  {reason:<10} {self.drops.get(reason, 0):>6}" for reason in DROP_REASONS]
         return "\n".join(lines)
+
+
+def _check_int(name: str, value, lo: int, hi: int | None = None, *, none_ok: bool = False):
+    if value is None and none_ok:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < lo or (hi is not None and value > hi):
+        span = f"[{lo}, {hi}]" if hi is not None else f">= {lo}"
+        raise ValueError(f"{name} must be an integer {span}{' or None' if none_ok else ''}, got {value!r}")
+    return value
+
+
+def _check_settings(viewports, scroll_offsets, seed, max_pages, test_fraction, min_size, min_area, max_name_chars,
+                    max_per_screenshot, page_timeout) -> None:  # fmt: skip
+    """ValueError (one line, naming the setting) for a value the CLI types would refuse."""
+    if (not isinstance(viewports, (tuple, list)) or not 0 < len(viewports) <= MAX_VIEWPORTS
+            or any(not isinstance(v, (tuple, list)) or len(v) != 2 for v in viewports)):  # fmt: skip
+        raise ValueError(f"viewports must be 1..{MAX_VIEWPORTS} (width, height) pairs, got {viewports!r}")
+    for v in viewports:
+        for side in v:
+            _check_int("viewports: each side", side, 1, MAX_VIEWPORT_SIDE)
+    if len({tuple(v) for v in viewports}) != len(viewports):
+        raise ValueError(f"viewports holds one size twice: {viewports!r}")
+    if not isinstance(scroll_offsets, (tuple, list)) or not 0 < len(scroll_offsets) <= MAX_SCROLL_OFFSETS:
+        raise ValueError(f"scroll_offsets must be 1..{MAX_SCROLL_OFFSETS} offsets, got {scroll_offsets!r}")
+    for offset in scroll_offsets:
+        _check_int("scroll_offsets: each offset", offset, 0, MAX_SCROLL_OFFSET)
+    if len(set(scroll_offsets)) != len(scroll_offsets):
+        raise ValueError(f"scroll_offsets holds one offset twice: {scroll_offsets!r}")
+    _check_int("seed", seed, 0)
+    _check_int("max_pages", max_pages, 1, none_ok=True)
+    if not _finite(test_fraction) or not 0 <= test_fraction < 1:
+        raise ValueError(f"test_fraction must be in [0, 1), got {test_fraction!r}")
+    _check_int("min_size", min_size, 0, MAX_VIEWPORT_SIDE)
+    _check_int("min_area", min_area, 0, _MAX_AREA)
+    _check_int("max_name_chars", max_name_chars, 1, _MAX_NAME_CHARS)
+    _check_int("max_per_screenshot", max_per_screenshot, 1, none_ok=True)
+    if not _finite(page_timeout) or not 0 < page_timeout <= MAX_PAGE_TIMEOUT:
+        raise ValueError(f"page_timeout must be a number of seconds in (0, {MAX_PAGE_TIMEOUT:g}], got {page_timeout!r}")
+
+
+_MAX_AREA = 100_000_000
+_MAX_NAME_CHARS = 10_000
 
 
 def collect_web(
@@ -222,22 +442,29 @@ def collect_web(
     min_area: int = 64,
     max_name_chars: int = 60,
     max_per_screenshot: int | None = None,
+    page_timeout: float = DEFAULT_PAGE_TIMEOUT,
+    resource_roots: list[str] | tuple[str, ...] | None = None,
     chromium: str = DEFAULT_CHROMIUM,
 ) -> CollectResult:
     """Render ``paths`` and write ``out_dir/{images/*.png, train.jsonl, test.jsonl, provenance.json}``.
 
     Args:
         paths: HTML files or directories (searched recursively).
-        out_dir: output folder (created). Screenshots listed in an existing ``out_dir/provenance.json`` (an earlier
-            run) are deleted first, so the folder always matches the new provenance; nothing else is removed.
-        viewports: ``(width, height)`` in CSS px; screenshots have exactly this size.
+        out_dir: output folder (created; checked and locked before any input is read). The screenshots listed in an
+            existing ``out_dir/provenance.json`` (an earlier run) are deleted first, with that file, so the folder
+            always matches the new provenance; nothing else is removed.
+        viewports: ``(width, height)`` in CSS px (1..``MAX_VIEWPORT_SIDE``, distinct); screenshots have this size.
         seed: seeds page choice, split, instruction templates and capping.
-        scroll_offsets: vertical scroll positions (px) per page; an offset the page cannot reach is skipped.
+        scroll_offsets: distinct vertical scroll positions (px) per page; an offset the page cannot reach is skipped.
         max_pages: keep this many pages (seeded choice) when more are found.
         test_fraction: fraction of pages (not samples) in the test split; all screenshots of a page share a split.
         min_size, min_area: smallest element side (px) and area (px^2) kept.
         max_name_chars: longer accessible names are dropped (``long_name``).
         max_per_screenshot: keep at most this many samples per screenshot (seeded choice).
+        page_timeout: seconds one page load (page x viewport: load, scrolling, extraction, screenshots) may take;
+            a slower one fails with ``timeout`` and the others go on.
+        resource_roots: the folders every page may load from (default: each page's folder; see the module doc);
+            every page must lie inside one of them.
         chromium: Chromium executable.
 
     Returns:
@@ -247,23 +474,42 @@ def collect_web(
     Raises:
         ImportError: Playwright is not installed.
         FileNotFoundError: an input path or the Chromium binary is missing, or no HTML page was found.
-        ValueError: a viewport is not two positive ints, or ``test_fraction`` is outside [0, 1).
+        ValueError: a setting is out of range (a viewport not two ints in range, ``test_fraction`` outside [0, 1),
+            ...), or a page is outside every folder of ``resource_roots``.
+        OutputError: ``out_dir`` is an input, a file, not writable, or locked by another run; a write failed.
+        RuntimeError: Chromium does not start.
     """
     try:
-        from playwright.sync_api import sync_playwright
+        from playwright.async_api import async_playwright  # noqa: F401
     except ImportError as err:
         raise ImportError("the web collector needs Playwright: pip install -e .[collect]") from err
-    from tqdm.auto import tqdm
 
+    _check_settings(viewports, scroll_offsets, seed, max_pages, test_fraction, min_size, min_area, max_name_chars,
+                    max_per_screenshot, page_timeout)  # fmt: skip
+    viewports = tuple((int(w), int(h)) for w, h in viewports)
+    scroll_offsets = tuple(int(o) for o in scroll_offsets)
     if not os.path.exists(chromium):
         raise FileNotFoundError(f"Chromium not found at {chromium} (Debian: apt-get install chromium)")
-    if not viewports or any(len(v) != 2 or int(v[0]) <= 0 or int(v[1]) <= 0 for v in viewports):
-        raise ValueError(f"viewports must be (width, height) pairs of positive ints, got {viewports!r}")
-    if not 0 <= test_fraction < 1:
-        raise ValueError(f"test_fraction must be in [0, 1), got {test_fraction}")
-    pages = find_pages(paths)
-    if not pages:
+    if not isinstance(out_dir, str) or not is_text(out_dir):
+        raise OutputError(22, f"--out {out_dir!r} is not valid UTF-8 text")
+    check_outputs(folders=[out_dir], inputs=list(paths), what="--out")
+    with OutputLock(out_dir, folder=True):
+        return _collect_locked(list(paths), out_dir, viewports, seed, scroll_offsets, max_pages, test_fraction,
+                               min_size, min_area, max_name_chars, max_per_screenshot, page_timeout, resource_roots,
+                               chromium)  # fmt: skip
+
+
+def _collect_locked(
+    paths, out_dir, viewports, seed, scroll_offsets, max_pages, test_fraction, min_size, min_area, max_name_chars,
+    max_per_screenshot, page_timeout, resource_roots, chromium,
+) -> CollectResult:  # fmt: skip
+    if isinstance(resource_roots, str):
+        resource_roots = [resource_roots]
+    found, skipped = _scan_pages(paths, list(resource_roots) if resource_roots else None)
+    if not found:
         raise FileNotFoundError(f"no .html/.htm page found in {list(paths)}")
+    pages = [(path, rel) for path, rel, _ in found]
+    folders = {rel: folder for _, rel, folder in found}
     rng = random.Random(seed)
     if max_pages is not None and len(pages) > max_pages:
         pages = sorted(rng.sample(pages, max_pages))
@@ -271,76 +517,264 @@ def collect_web(
     random.Random(seed + 1).shuffle(order)
     n_test = round(test_fraction * len(pages)) if len(pages) > 1 else 0
     test_pages = {pages[i][1] for i in order[:n_test]}
+    shot_names = _shot_names([rel for _, rel in pages])
 
-    _remove_previous_screenshots(out_dir)
-    os.makedirs(os.path.join(out_dir, "images"), exist_ok=True)
-    result = CollectResult()
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        browser_version = browser.version
-        for vw, vh in viewports:
-            context = browser.new_context(viewport={"width": vw, "height": vh}, device_scale_factor=1)
-            page = context.new_page()
-            page.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file:")
-                       else route.abort())  # fmt: skip
-            for abs_path, rel in tqdm(pages, desc=f"pages @ {vw}x{vh}", unit="page"):
-                page.goto(Path(abs_path).as_uri(), wait_until="load")
-                for offset in scroll_offsets:
-                    page.evaluate("y => window.scrollTo({left: 0, top: y, behavior: 'instant'})", offset)
-                    found = page.evaluate(EXTRACT_JS, {"minSize": min_size, "minArea": min_area})
-                    if offset and round(found["scroll_y"]) != offset:
-                        continue  # the page is too short for this offset: it would repeat a screenshot
-                    shot_id = f"{_slug(rel)}__{vw}x{vh}" + (f"__s{offset}" if offset else "")
-                    image_rel = f"images/{shot_id}.png"
-                    page.screenshot(path=os.path.join(out_dir, image_rel), full_page=False)
-                    samples = _samples_for_screenshot(found, shot_id, image_rel, rel, (vw, vh), seed,
-                                                      max_name_chars, max_per_screenshot, result.drops)  # fmt: skip
-                    (result.test if rel in test_pages else result.train).extend(samples)
-                    result.screenshots.append({"file": image_rel, "page": rel, "viewport": [vw, vh],
-                                               "scroll_y": offset, "num_samples": len(samples),
-                                               "split": "test" if rel in test_pages else "train"})  # fmt: skip
-            context.close()
-        browser.close()
+    images = os.path.join(out_dir, "images")
+    if os.path.islink(images) or (os.path.exists(images) and not os.path.isdir(images)):
+        raise OutputError(20, f"--out {out_dir}: images is not a plain folder (a file or a symlink); remove it")
+    _remove_previous_outputs(out_dir)
+    os.makedirs(images, exist_ok=True)
+
+    result = CollectResult(skipped=skipped)
+    units = [(path, rel, folders[rel], (vw, vh)) for vw, vh in viewports for path, rel in pages]
+    opts = {"scroll_offsets": scroll_offsets, "min_size": min_size, "min_area": min_area,
+            "page_timeout": float(page_timeout)}  # fmt: skip
+
+    def commit(rel: str, viewport: tuple[int, int], shots: list) -> None:
+        split = "test" if rel in test_pages else "train"
+        for offset, extracted, png in shots:
+            shot_id = f"{shot_names[rel]}__{viewport[0]}x{viewport[1]}" + (f"__s{offset}" if offset else "")
+            image_rel = f"images/{shot_id}.png"
+            write_bytes(os.path.join(out_dir, image_rel), png)
+            samples = _samples_for_screenshot(extracted, shot_id, image_rel, rel, viewport, seed, max_name_chars,
+                                              max_per_screenshot, result.drops)  # fmt: skip
+            getattr(result, split).extend(samples)
+            result.screenshots.append({"file": image_rel, "page": rel, "viewport": list(viewport),
+                                       "scroll_y": offset, "num_samples": len(samples), "split": split})  # fmt: skip
+
+    browser_version = asyncio.run(_render_all(units, opts, chromium, result, commit))
 
     for split in ("train", "test"):
-        with open(os.path.join(out_dir, f"{split}.jsonl"), "w", encoding="utf-8") as f:
-            f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in getattr(result, split))
+        write_lines(os.path.join(out_dir, f"{split}.jsonl"),
+                    (dumps(r, ensure_ascii=False) for r in getattr(result, split)))  # fmt: skip
     provenance = {
         "tool": TOOL, "tool_version": TOOL_VERSION, "chromium": browser_version,
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), "seed": seed,
         "viewports": [list(v) for v in viewports], "scroll_offsets": list(scroll_offsets),
         "root": _collection_root(paths), "roots": [os.path.realpath(p) for p in paths],
+        "resource_roots": sorted({os.path.realpath(f) for f in resource_roots}) if resource_roots else None,
         "test_fraction": test_fraction,
         "settings": {"min_size": min_size, "min_area": min_area, "max_name_chars": max_name_chars,
-                     "max_per_screenshot": max_per_screenshot},
+                     "max_per_screenshot": max_per_screenshot, "page_timeout": page_timeout},
         "num_samples": {"train": len(result.train), "test": len(result.test)},
         "dropped": {r: result.drops.get(r, 0) for r in DROP_REASONS},
+        "page_loads": {"total": result.page_loads, "failed": len(result.failed)},
+        "failed_pages": result.failed,
+        "blocked_requests": {"total": sum(result.blocked.values()),
+                             "by_reason": {r: result.blocked.get(r, 0) for r in BLOCK_REASONS},
+                             "by_page": result.blocked_pages},
+        "skipped_pages": result.skipped,
         "screenshots": result.screenshots,
     }  # fmt: skip
-    with open(os.path.join(out_dir, "provenance.json"), "w", encoding="utf-8") as f:
-        json.dump(provenance, f, indent=1, ensure_ascii=False)
+    write_json(os.path.join(out_dir, "provenance.json"), provenance, indent=1)  # the summary, last
     logger.debug("collected into %s\n%s", out_dir, result.table())
     return result
 
 
-def _collection_root(paths: list[str]) -> str:
-    """The folder that the records' ``page`` names are relative to (as :func:`find_pages` names them)."""
-    folders = [os.path.realpath(p) if os.path.isdir(p) else os.path.dirname(os.path.realpath(p)) for p in paths]
-    return os.path.commonpath(folders)
+def _first_line(err: BaseException, limit: int = 300) -> str:
+    text = str(err).strip()
+    line = text.splitlines()[0] if text else type(err).__name__
+    return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
-def _remove_previous_screenshots(out_dir: str) -> None:
-    """Delete the screenshots an earlier run listed in ``out_dir/provenance.json`` (and only those)."""
+class _BadExtract(ValueError):
+    """The page's script returned something that is not the extraction result (a tampered page)."""
+
+
+class _Router:
+    """The per-unit request router: continue what :func:`request_block_reason` allows, abort and count the rest."""
+
+    def __init__(self, folders: tuple[str, ...]):
+        self.folders = folders
+        self.blocked: Counter = Counter()
+        self.examples: list[str] = []
+
+    async def __call__(self, route) -> None:
+        url = route.request.url
+        reason = request_block_reason(url, self.folders)
+        try:
+            if reason is None:
+                await route.continue_()
+                return
+            self.blocked[reason] += 1
+            if len(self.examples) < 3:
+                self.examples.append(url if len(url) <= 200 else url[:197] + "...")
+            await route.abort("blockedbyclient")
+        except Exception as err:  # noqa: BLE001 - the context closed under a pending request: nothing to route
+            logger.debug("routing %s: %s", url[:200], _first_line(err))
+
+
+async def _render_unit(context, path: str, opts: dict, stage: list[str]) -> list:
+    """Load ``path`` in ``context`` and return ``[(offset, extracted, png bytes), ...]`` (``stage[0]`` names the
+    step under way, for the failure reason)."""
+    timeout_ms = opts["page_timeout"] * 1000
+    stage[0] = "load"
+    page = await context.new_page()
+    page.set_default_timeout(timeout_ms)
+    page.set_default_navigation_timeout(timeout_ms)
+    await page.goto(Path(path).as_uri(), wait_until="load", timeout=timeout_ms)
+    shots = []
+    for offset in opts["scroll_offsets"]:
+        stage[0] = "extract"
+        await page.evaluate("y => window.scrollTo({left: 0, top: y, behavior: 'instant'})", offset)
+        raw = await page.evaluate(EXTRACT_JS, {"minSize": opts["min_size"], "minArea": opts["min_area"]})
+        extracted = _check_extracted(raw)
+        if offset and round(extracted["scroll_y"]) != offset:
+            continue  # the page is too short for this offset: it would repeat a screenshot
+        stage[0] = "screenshot"
+        shots.append((offset, extracted, await page.screenshot(type="png", full_page=False, timeout=timeout_ms)))
+    return shots
+
+
+async def _render_all(units: list, opts: dict, chromium: str, result: CollectResult, commit) -> str:
+    """Render every unit ``(path, name, folder, viewport)``, one browser context each, within ``page_timeout``;
+    ``commit(name, viewport, shots)`` writes a unit that succeeded. Returns the Chromium version."""
+    from playwright.async_api import Error as PlaywrightError
+    from playwright.async_api import TimeoutError as PlaywrightTimeout
+    from playwright.async_api import async_playwright
+    from tqdm.auto import tqdm
+
+    async with async_playwright() as pw:
+
+        async def launch():
+            try:
+                return await pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+            except PlaywrightError as err:
+                raise RuntimeError(f"cannot start Chromium {chromium}: {_first_line(err)}") from None
+
+        browser = await launch()
+        version = browser.version
+        for i, (path, rel, folder, viewport) in enumerate(tqdm(units, desc="page loads", unit="page")):
+            result.page_loads += 1
+            failure = None
+            if browser is None or not browser.is_connected():
+                try:
+                    browser = await launch()
+                except RuntimeError as err:
+                    for _, rel2, _, vp2 in units[i:]:
+                        result.failed.append({"page": rel2, "viewport": list(vp2), "reason": "browser_error",
+                                              "detail": _first_line(err)})  # fmt: skip
+                    result.page_loads += len(units) - i - 1
+                    logger.error("%s; %d page load(s) not done", err, len(units) - i)
+                    break
+            router = _Router(folder)
+            context = None
+            try:
+                context = await browser.new_context(viewport={"width": viewport[0], "height": viewport[1]},
+                                                    device_scale_factor=1, service_workers="block",
+                                                    accept_downloads=False)  # fmt: skip
+                await context.route("**/*", router)
+            except PlaywrightError as err:
+                failure = ("browser_error", _first_line(err))
+            stage = ["load"]
+            if failure is None:
+                try:
+                    shots = await asyncio.wait_for(_render_unit(context, path, opts, stage), opts["page_timeout"])
+                except (TimeoutError, asyncio.TimeoutError, PlaywrightTimeout):
+                    failure = ("timeout", f"{stage[0]} did not finish within {opts['page_timeout']:g} s")
+                except _BadExtract as err:
+                    failure = ("bad_extract", _first_line(err))
+                except PlaywrightError as err:
+                    failure = (f"{stage[0]}_error", _first_line(err))
+                else:
+                    commit(rel, viewport, shots)
+            if context is not None:
+                try:
+                    await asyncio.wait_for(context.close(), _CLOSE_TIMEOUT)
+                except (TimeoutError, asyncio.TimeoutError, PlaywrightError) as err:
+                    logger.warning("closing the context of %s failed (%s); restarting Chromium", rel, _first_line(err))
+                    try:
+                        await asyncio.wait_for(browser.close(), _CLOSE_TIMEOUT)
+                    except (TimeoutError, asyncio.TimeoutError, PlaywrightError):
+                        pass
+                    browser = None
+            if failure is not None:
+                reason, detail = failure
+                if browser is not None and not browser.is_connected():
+                    reason = "browser_error"
+                result.failed.append({"page": rel, "viewport": list(viewport), "reason": reason, "detail": detail})
+                logger.warning("page %s @ %dx%d failed (%s): %s", rel, *viewport, reason, detail)
+            if router.blocked:
+                n = sum(router.blocked.values())
+                result.blocked.update(router.blocked)
+                result.blocked_pages.append({"page": rel, "viewport": list(viewport), "blocked": n,
+                                             "by_reason": dict(sorted(router.blocked.items())),
+                                             "examples": router.examples})  # fmt: skip
+                by_reason = ", ".join(f"{k} {v}" for k, v in sorted(router.blocked.items()))
+                logger.warning("page %s @ %dx%d: blocked %d request(s) (%s), e.g. %s", rel, *viewport, n, by_reason,
+                               router.examples[0])  # fmt: skip
+        if browser is not None:
+            try:
+                await asyncio.wait_for(browser.close(), _CLOSE_TIMEOUT)
+            except (TimeoutError, asyncio.TimeoutError, PlaywrightError):
+                pass
+    return version
+
+
+def _check_extracted(raw) -> dict:
+    """The extraction result with every field checked (the page's own script can tamper with the DOM functions the
+    extractor calls). Names that are not valid Unicode text become ``""`` (dropped as ``no_name``); a role or kind
+    that is not a short text becomes None / ``clickable``.
+
+    Raises:
+        _BadExtract: the structure is not the one :data:`EXTRACT_JS` returns.
+    """
+    if not isinstance(raw, dict) or not isinstance(raw.get("elements"), list) or not isinstance(raw.get("drops"), dict):
+        raise _BadExtract("the extraction script returned no element list (the page replaced DOM functions?)")
+    if not _finite(raw.get("scroll_y")):
+        raise _BadExtract(f"the extraction script returned scroll_y {str(raw.get('scroll_y'))[:40]!r}")
+    drops = {}
+    for reason, n in raw["drops"].items():
+        if reason not in DROP_REASONS or not _finite(n) or n < 0 or n != int(n):
+            raise _BadExtract(f"the extraction script returned a bad drop count {str(reason)[:40]!r}")
+        drops[reason] = int(n)
+    elements = []
+    for el in raw["elements"]:
+        if not isinstance(el, dict):
+            raise _BadExtract("the extraction script returned an element that is not an object")
+        rect, name, tag = el.get("rect"), el.get("name"), el.get("tag")
+        if not isinstance(rect, list) or len(rect) != 4 or not all(_finite(v) for v in rect):
+            raise _BadExtract(f"the extraction script returned a bad element box {str(rect)[:60]!r}")
+        if not isinstance(name, str) or not isinstance(el.get("name_is_visible_text"), bool):
+            raise _BadExtract("the extraction script returned an element without a name")
+        if not isinstance(tag, str) or not is_text(tag) or not 0 < len(tag) <= 200:
+            raise _BadExtract(f"the extraction script returned a bad tag {str(tag)[:40]!r}")
+        role, kind = el.get("role"), el.get("kind")
+        elements.append({
+            "tag": tag,
+            "role": role if isinstance(role, str) and is_text(role) and len(role) <= 64 else None,
+            "kind": kind if isinstance(kind, str) and is_text(kind) and len(kind) <= 64 else "clickable",
+            "name": name if is_text(name) else "",
+            "name_is_visible_text": el["name_is_visible_text"],
+            "rect": [float(v) for v in rect],
+        })  # fmt: skip
+    return {"elements": elements, "drops": drops, "scroll_y": float(raw["scroll_y"])}
+
+
+def _remove_previous_outputs(out_dir: str) -> None:
+    """Delete an earlier run's ``provenance.json`` and the screenshots it lists (and only those), summary first.
+
+    An unreadable or malformed earlier provenance is logged and removes nothing but itself.
+    """
     path = os.path.join(out_dir, "provenance.json")
-    if not os.path.isfile(path):
+    if not os.path.lexists(path):
         return
-    with open(path, encoding="utf-8") as f:
-        old = json.load(f)
-    for shot in old.get("screenshots", []):
-        name = shot.get("file", "")
-        if name.startswith("images/") and "/" not in name[len("images/") :] and name.endswith(".png"):
+    names: list[str] = []
+    try:
+        with open(path, encoding="utf-8") as f:
+            old = json.load(f)
+        shots = old.get("screenshots") if isinstance(old, dict) else None
+        names = [s["file"] for s in shots if isinstance(s, dict) and isinstance(s.get("file"), str)]
+    except (OSError, ValueError, TypeError) as err:
+        logger.warning("the earlier %s is unreadable (%s); its screenshots are left in place", path, _first_line(err))
+    try:
+        os.remove(path)  # first: an interrupted run must not leave a complete-looking summary
+    except OSError as err:
+        raise OutputError(err.errno, f"cannot remove the earlier {path}: {err.strerror or err}") from None
+    for name in names:
+        if re.fullmatch(r"images/[^/\\\0]+\.png", name):
             target = os.path.join(out_dir, name)
-            if os.path.isfile(target):
+            if os.path.isfile(target) or os.path.islink(target):
                 os.remove(target)
 
 
@@ -392,25 +826,50 @@ def _samples_for_screenshot(found, shot_id, image_rel, page_rel, viewport, seed,
     return records
 
 
+_SIDE = integer(min=1, max=MAX_VIEWPORT_SIDE)
+_OFFSET = integer(min=0, max=MAX_SCROLL_OFFSET)
+
+
+def _short(text: str, limit: int = 60) -> str:
+    return repr(text) if len(text) <= limit else repr(text[:limit]) + f"... ({len(text)} characters)"
+
+
 def _parse_viewports(text: str) -> tuple[tuple[int, int], ...]:
-    """``"1280x720,1024x768"`` -> ``((1280, 720), (1024, 768))`` (argparse type; bad text is a usage error)."""
-    try:
-        sizes = tuple(tuple(int(v) for v in item.strip().lower().split("x")) for item in text.split(","))
-    except ValueError:
-        sizes = ()
-    if not sizes or any(len(s) != 2 or min(s) <= 0 for s in sizes):
-        raise argparse.ArgumentTypeError(f"expected WxH[,WxH...] like 1280x720,1024x768, got {text!r}")
-    return sizes  # type: ignore[return-value]
+    """``"1280x720,1024x768"`` -> ``((1280, 720), (1024, 768))`` (argparse type; each side an integer
+    1..``MAX_VIEWPORT_SIDE``, at most ``MAX_VIEWPORTS`` distinct sizes; anything else is a usage error)."""
+    usage = (f"expected WxH[,WxH...] like 1280x720,1024x768 (sides 1..{MAX_VIEWPORT_SIDE} px, at most "
+             f"{MAX_VIEWPORTS} distinct sizes), got {_short(str(text))}")  # fmt: skip
+    items = str(text).split(",")
+    if len(items) > MAX_VIEWPORTS:
+        raise argparse.ArgumentTypeError(usage)
+    sizes = []
+    for item in items:
+        parts = item.strip().lower().split("x")
+        if len(parts) != 2:
+            raise argparse.ArgumentTypeError(usage)
+        try:
+            sizes.append((_SIDE(parts[0]), _SIDE(parts[1])))
+        except argparse.ArgumentTypeError:
+            raise argparse.ArgumentTypeError(usage) from None
+    if len(set(sizes)) != len(sizes):
+        raise argparse.ArgumentTypeError(f"a viewport size is given twice in {_short(str(text))}")
+    return tuple(sizes)
 
 
 def _parse_offsets(text: str) -> tuple[int, ...]:
-    """``"0,600"`` -> ``(0, 600)`` (argparse type; negative or non-integer offsets are a usage error)."""
+    """``"0,600"`` -> ``(0, 600)`` (argparse type; integers 0..``MAX_SCROLL_OFFSET``, at most
+    ``MAX_SCROLL_OFFSETS`` distinct; anything else is a usage error)."""
+    usage = (f"expected distinct integers 0..{MAX_SCROLL_OFFSET} like 0,600 (at most {MAX_SCROLL_OFFSETS}), "
+             f"got {_short(str(text))}")  # fmt: skip
+    items = str(text).split(",")
+    if len(items) > MAX_SCROLL_OFFSETS:
+        raise argparse.ArgumentTypeError(usage)
     try:
-        offsets = tuple(int(v) for v in text.split(","))
-    except ValueError:
-        offsets = ()
-    if not offsets or min(offsets) < 0:
-        raise argparse.ArgumentTypeError(f"expected non-negative ints like 0,600, got {text!r}")
+        offsets = tuple(_OFFSET(v) for v in items)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(usage) from None
+    if len(set(offsets)) != len(offsets):
+        raise argparse.ArgumentTypeError(f"a scroll offset is given twice in {_short(str(text))}")
     return offsets
 
 
@@ -419,9 +878,14 @@ def _run_cli(args) -> None:
         args.paths, args.out, viewports=args.viewports,
         scroll_offsets=args.scroll_offsets, max_pages=args.max_pages,
         test_fraction=args.test_fraction, seed=args.seed, min_size=args.min_size, min_area=args.min_area,
-        max_name_chars=args.max_name_chars, max_per_screenshot=args.max_per_screenshot, chromium=args.chromium,
+        max_name_chars=args.max_name_chars, max_per_screenshot=args.max_per_screenshot,
+        page_timeout=args.page_timeout, resource_roots=args.resource_roots, chromium=args.chromium,
     )  # fmt: skip
     print(result.table())
+    if result.failed and not result.screenshots:
+        first = result.failed[0]
+        raise RuntimeError(f"all {len(result.failed)} page load(s) failed (first: {first['page']}: {first['reason']}, "
+                           f"{first['detail']}); see {os.path.join(args.out, 'provenance.json')}")  # fmt: skip
 
 
 def register_cli(subparsers) -> None:
@@ -433,7 +897,9 @@ def register_cli(subparsers) -> None:
         "collect-web", help="render local HTML in headless Chromium and write grounding samples",
         description="Render local HTML pages in headless Chromium (Playwright, no network), extract visible "
         "interactable elements with accessible names and boxes, write screenshots + canonical JSONL "
-        "(train.jsonl/test.jsonl split by page) + provenance.json.",
+        "(train.jsonl/test.jsonl split by page) + provenance.json. A page loads only files inside its own folder "
+        "(the directory argument it was found in, or a file argument's folder; --resource-root replaces it); every "
+        "other request is blocked and counted. A page that fails or exceeds --page-timeout is counted and skipped.",
     )  # fmt: skip
     p.add_argument("paths", nargs="+", metavar="PATH", help="HTML files or directories (searched recursively)")
     p.add_argument("--out", required=True, help="output directory")
@@ -441,27 +907,40 @@ def register_cli(subparsers) -> None:
         "--viewports",
         type=_parse_viewports,
         default=((1280, 720), (1024, 768)),
-        help="comma-separated WxH viewport sizes in CSS px (default 1280x720,1024x768)",
+        help=f"comma-separated distinct WxH viewport sizes in CSS px, sides 1..{MAX_VIEWPORT_SIDE}, at most "
+        f"{MAX_VIEWPORTS} (default 1280x720,1024x768)",
     )
     p.add_argument(
         "--scroll-offsets",
         type=_parse_offsets,
         default=(0,),
-        help="comma-separated vertical scroll offsets in px; each reachable one gives another screenshot (default 0)",
+        help="comma-separated distinct vertical scroll offsets in px (0.."
+        f"{MAX_SCROLL_OFFSET}, at most {MAX_SCROLL_OFFSETS}); each reachable one gives another screenshot (default 0)",
     )
-    p.add_argument("--max-pages", type=int, default=None, help="keep this many pages (seeded choice)")
-    p.add_argument("--test-fraction", type=float, default=0.2, help="fraction of PAGES in the test split")
-    p.add_argument("--seed", type=int, default=0, help="seed for page choice, split, templates, capping")
-    p.add_argument("--min-size", type=int, default=4, help="smallest element side kept (px, default 4)")
-    p.add_argument("--min-area", type=int, default=64, help="smallest element area kept (px^2, default 64)")
+    flags = [
+        ("--max-pages", integer(min=1), None, "keep this many pages (seeded choice; default: all)"),
+        ("--test-fraction", number(min=0, max=1, max_open=True), 0.2,
+         "fraction of PAGES in the test split (default 0.2)"),
+        ("--seed", integer(min=0), 0, "seed for page choice, split, templates, capping (default 0)"),
+        ("--min-size", integer(min=0, max=MAX_VIEWPORT_SIDE), 4, "smallest element side kept (px, default 4)"),
+        ("--min-area", integer(min=0, max=_MAX_AREA), 64, "smallest element area kept (px^2, default 64)"),
+        ("--max-name-chars", integer(min=1, max=_MAX_NAME_CHARS), 60,
+         "drop elements whose accessible name is longer (default 60)"),
+        ("--max-per-screenshot", integer(min=1), None, "cap samples per screenshot (seeded choice; default: no cap)"),
+        ("--page-timeout", number(min=0, min_open=True, max=MAX_PAGE_TIMEOUT), DEFAULT_PAGE_TIMEOUT,
+         f"seconds one page load (load, scrolling, extraction, screenshots) may take; a slower page is counted as "
+         f"failed and the run goes on (default {DEFAULT_PAGE_TIMEOUT:g})"),
+    ]  # fmt: skip
+    for flag, kind, default, text in flags:
+        p.add_argument(flag, type=kind, default=default, help=with_range(text, kind))
     p.add_argument(
-        "--max-name-chars", type=int, default=60, help="drop elements whose accessible name is longer (default 60)"
-    )
-    p.add_argument(
-        "--max-per-screenshot",
-        type=int,
+        "--resource-root",
+        dest="resource_roots",
+        action="append",
         default=None,
-        help="cap samples per screenshot (seeded choice; default: no cap)",
+        metavar="DIR",
+        help="a folder every page may load files from, instead of its own folder (repeatable); e.g. the documentation "
+        "root when a list of its pages is given, and /usr/share/javascript for Debian's symlinked jquery.js",
     )
     p.add_argument("--chromium", default=DEFAULT_CHROMIUM, help=f"Chromium executable (default {DEFAULT_CHROMIUM})")
     p.set_defaults(func=_run_cli)
@@ -471,4 +950,8 @@ if __name__ == "__main__":  # python -m gui_grounding.collect.web PATH... --out 
     _parser = argparse.ArgumentParser(prog="python -m gui_grounding.collect.web")
     register_cli(_parser.add_subparsers(dest="command", required=True))
     _args = _parser.parse_args(["collect-web", *sys.argv[1:]])
-    _args.func(_args)
+    try:
+        _args.func(_args)
+    except Exception as _err:  # noqa: BLE001 - one line, no traceback
+        print(f"collect-web: error: {_first_line(_err, 1000)}", file=sys.stderr)
+        sys.exit(1)
