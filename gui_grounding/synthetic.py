@@ -153,8 +153,23 @@ def make_synthetic(out_dir: str, cfg: SyntheticConfig | None = None) -> dict:
     Raises:
         ValueError: inconsistent settings (:meth:`SyntheticConfig.validate`).
     """
+    from vlm_r1 import outputs
+
     cfg = cfg or SyntheticConfig()
     cfg.validate()
+    outputs.check_outputs(folders=[out_dir])
+    with outputs.OutputLock(out_dir, folder=True):
+        return _write_synthetic(out_dir, cfg)
+
+
+def _write_synthetic(out_dir: str, cfg: SyntheticConfig) -> dict:
+    """:func:`make_synthetic` under its lock: images and splits written atomically, ``synthetic_config.json`` last
+    (an earlier one is removed first, so it always describes the files beside it)."""
+    from vlm_r1 import outputs
+
+    config_path = os.path.join(out_dir, "synthetic_config.json")
+    if os.path.lexists(config_path):
+        os.remove(config_path)
     rng = random.Random(cfg.seed)
     os.makedirs(os.path.join(out_dir, "images"), exist_ok=True)
     counts, index = {}, 0
@@ -163,7 +178,8 @@ def make_synthetic(out_dir: str, cfg: SyntheticConfig | None = None) -> dict:
         for _ in range(n_screens):
             img, buttons = _draw_screen(cfg, rng)
             rel = f"images/{index:05d}.png"
-            img.save(os.path.join(out_dir, rel))
+            with outputs.atomic_writer(os.path.join(out_dir, rel), "wb") as f:
+                img.save(f, "PNG")
             for k, (colour, cell, box) in enumerate(rng.sample(buttons, cfg.samples_per_image)):
                 template = rng.choice(INSTRUCTION_TEMPLATES)
                 lines.append({
@@ -176,10 +192,9 @@ def make_synthetic(out_dir: str, cfg: SyntheticConfig | None = None) -> dict:
                     "colour": colour, "cell": cell, "buttons": [b[0] for b in buttons],
                 })  # fmt: skip
             index += 1
-        with open(os.path.join(out_dir, f"{split}.jsonl"), "w", encoding="utf-8") as f:
-            f.writelines(json.dumps(line) + "\n" for line in lines)
+        outputs.write_lines(os.path.join(out_dir, f"{split}.jsonl"), (json.dumps(line) for line in lines))
         counts[split] = len(lines)
-    with open(os.path.join(out_dir, "synthetic_config.json"), "w", encoding="utf-8") as f:
+    with outputs.atomic_writer(config_path) as f:
         json.dump({"config": asdict(cfg), "counts": counts, "images": index}, f, indent=2)
     return {**counts, "images": index, "out_dir": out_dir}
 
@@ -191,22 +206,39 @@ def register_cli(sub) -> None:
                        description=__doc__.split("\n\n")[0] + " Canonical JSONL train/test splits + PNGs; same "
                        "arguments -> identical files.")  # fmt: skip
     p.add_argument("--out", required=True, help="output directory (images/, train.jsonl, test.jsonl)")
-    p.add_argument("--num-train", type=int, default=d.num_train, help="training screens")
-    p.add_argument("--num-test", type=int, default=d.num_test, help="test screens (disjoint from training)")
-    p.add_argument("--width", type=int, default=d.width, help="screen width in pixels (multiple of 28: no resize)")
-    p.add_argument("--height", type=int, default=d.height, help="screen height in pixels")
-    p.add_argument("--cols", type=int, default=d.cols, help="grid columns (one button per cell at most)")
-    p.add_argument("--rows", type=int, default=d.rows, help="grid rows")
+    from vlm_r1.argtypes import integer, number, with_range
+
+    screens, side, grid, count = (
+        integer(min=1, max=1_000_000),
+        integer(min=8, max=8192),
+        integer(min=1, max=256),
+        (integer(min=1, max=64)),
+    )
+    test_screens, fill = integer(min=0, max=1_000_000), number(min=0.1, max=1.0)
+    p.add_argument("--num-train", type=screens, default=d.num_train, help=with_range("training screens", screens))
+    p.add_argument("--num-test", type=test_screens, default=d.num_test,
+                   help=with_range("test screens (disjoint from training)", test_screens))  # fmt: skip
+    p.add_argument("--width", type=side, default=d.width,
+                   help=with_range("screen width in pixels (multiple of 28: no resize)", side))  # fmt: skip
+    p.add_argument("--height", type=side, default=d.height, help=with_range("screen height in pixels", side))
+    p.add_argument("--cols", type=grid, default=d.cols,
+                   help=with_range("grid columns (one button per cell at most)", grid))  # fmt: skip
+    p.add_argument("--rows", type=grid, default=d.rows, help=with_range("grid rows", grid))
     p.add_argument(
         "--buttons-per-image",
-        type=int,
+        type=count,
         default=d.buttons_per_image,
-        help="buttons per screen, each a different colour (the instruction names one)",
+        help=with_range("buttons per screen, each a different colour (the instruction names one)", count),
     )
     p.add_argument("--colours", default=",".join(d.colours), help=f"comma-separated colours from: {', '.join(COLOURS)}")
-    p.add_argument("--samples-per-image", type=int, default=d.samples_per_image, help="instructions per screen")
-    p.add_argument("--min-fill", type=float, default=d.min_fill, help="smallest button side / cell side")
-    p.add_argument("--max-fill", type=float, default=d.max_fill, help="largest button side / cell side")
+    p.add_argument("--samples-per-image", type=count, default=d.samples_per_image,
+                   help=with_range("instructions per screen", count))  # fmt: skip
+    p.add_argument(
+        "--min-fill", type=fill, default=d.min_fill, help=with_range("smallest button side / cell side", fill)
+    )
+    p.add_argument(
+        "--max-fill", type=fill, default=d.max_fill, help=with_range("largest button side / cell side", fill)
+    )
     p.add_argument(
         "--background",
         choices=BACKGROUNDS,
