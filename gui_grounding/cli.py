@@ -32,7 +32,12 @@ def _make_tiny_model(args: argparse.Namespace) -> None:
 def _eval(args: argparse.Namespace) -> None:
     from gui_grounding.eval import EvalInputError, run_eval
     from gui_grounding.schema import SampleError
+    from vlm_r1.outputs import OutputError
 
+    if args.min_pixels is not None and args.max_pixels is not None and args.min_pixels > args.max_pixels:
+        raise SystemExit(
+            f"gui-grounding eval: error: --min-pixels {args.min_pixels} exceeds --max-pixels {args.max_pixels}"
+        )
     options = {}
     if args.subset:
         options["subset"] = args.subset
@@ -49,9 +54,11 @@ def _eval(args: argparse.Namespace) -> None:
         run_eval(args.benchmark, args.data, args.out, model=args.model, predictions=args.predictions,
                  backend=args.backend, adapter=args.adapter, limit=args.limit, strict=args.strict,
                  benchmark_options=options, max_failures=args.max_failures, on_duplicate=args.on_duplicate,
-                 **kwargs)  # fmt: skip
-    except (EvalInputError, SampleError, FileNotFoundError) as err:  # input refused (or --strict): one line
-        raise SystemExit(f"gui-grounding eval: error: {err}") from None
+                 predictions_format=args.predictions_format, **kwargs)  # fmt: skip
+    except (EvalInputError, SampleError, FileNotFoundError, OutputError) as err:  # refused (or --strict): one line
+        text = err.strerror if isinstance(err, OutputError) and err.strerror else str(err)  # no "[Errno N]"
+        message = " ".join(text.split())
+        raise SystemExit(f"gui-grounding eval: error: {message}") from None
 
 
 class _NamesOrSpecs(list):
@@ -124,6 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     from gui_grounding.eval.adapters import ADAPTERS
     from gui_grounding.eval.backends import REGISTRY as BACKEND_REGISTRY
     from gui_grounding.eval.benchmarks import BENCHMARKS
+    from vlm_r1.argtypes import integer, with_range
 
     layouts = "\n\n".join(f"{name}:\n{getattr(cls, 'layout_help', '')}" for name, cls in BENCHMARKS.items())
     p = sub.add_parser("eval", help="evaluate a model or rescore predictions on a GUI grounding benchmark",
@@ -147,7 +155,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="predictions JSONL {sample_id, point: [x, y] | null (original pixels), "
         "raw_response} or an official ScreenSpot-Pro harness log, to rescore",
     )
-    p.add_argument("--out", required=True, help="output directory")
+    p.add_argument(
+        "--out",
+        required=True,
+        help="output folder (created; refused if it is an existing file or one of the inputs; locked "
+        "while the run writes it)",
+    )
     p.add_argument(
         "--backend",
         choices=_NamesOrSpecs(BACKEND_REGISTRY.names()),
@@ -164,22 +177,46 @@ def build_parser() -> argparse.ArgumentParser:
         "default from config.model_type (qwen2_5_vl -> gta1, qwen2_vl -> qwen2-vl, qwen3_vl -> qwen3-vl, "
         "internvl -> internvl)",
     )
-    p.add_argument("--batch-size", type=int, default=8, help="hf backend: prompts per generate call")
-    p.add_argument("--min-pixels", type=int, default=None, help="override the smart_resize min_pixels")
+    positive = integer(min=1)
+    p.add_argument(
+        "--batch-size", type=positive, default=8, help=with_range("hf backend: prompts per generate call", positive)
+    )
+    p.add_argument(
+        "--min-pixels",
+        type=positive,
+        default=None,
+        help=with_range("override the smart_resize min_pixels (at most --max-pixels)", positive),
+    )
     p.add_argument(
         "--max-pixels",
-        type=int,
+        type=positive,
         default=None,
-        help="override the smart_resize max_pixels (ScreenSpot-Pro wants near-native resolution, e.g. 12845056)",
+        help=with_range(
+            "override the smart_resize max_pixels (ScreenSpot-Pro wants near-native resolution, e.g. 12845056)",
+            positive,
+        ),
     )
-    p.add_argument("--max-new-tokens", type=int, default=32, help="generation budget per sample (GTA1: 32)")
+    p.add_argument(
+        "--max-new-tokens",
+        type=positive,
+        default=32,
+        help=with_range("generation budget per sample (GTA1: 32)", positive),
+    )
     p.add_argument(
         "--base-url",
         default="http://127.0.0.1:8000/v1",
         help="openai backend: endpoint base URL (API key from $OPENAI_API_KEY, default 'EMPTY')",
     )
-    p.add_argument("--concurrency", type=int, default=8, help="openai backend: requests in flight")
-    p.add_argument("--max-retries", type=int, default=5, help="openai backend: retries with exponential backoff")
+    concurrency, retries = integer(min=1, max=1024), integer(min=0, max=100)
+    p.add_argument(
+        "--concurrency", type=concurrency, default=8, help=with_range("openai backend: requests in flight", concurrency)
+    )
+    p.add_argument(
+        "--max-retries",
+        type=retries,
+        default=5,
+        help=with_range("openai backend: retries with exponential backoff (capped at 60 s)", retries),
+    )
     p.add_argument(
         "--subset",
         default=None,
@@ -191,13 +228,30 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="WebClick: folder for the images decoded from the parquet rows (default: DATA/.gui_grounding_images)",
     )
-    p.add_argument("--limit", type=int, default=None, help="evaluate only the first N samples")
+    p.add_argument(
+        "--limit", type=positive, default=None, help=with_range("evaluate only the first N samples", positive)
+    )
     p.add_argument("--strict", action="store_true", help="stop at the first bad record or prediction line")
     p.add_argument("--on-duplicate", choices=["first", "last"], default="error",
                    help="several predictions for one sample: by default the file is refused (naming them); 'first' or "
                    "'last' makes that line count (the others are counted in metrics.json). ScreenSpot-Pro harness "
                    "logs, which repeat keys legitimately, are never refused")  # fmt: skip
-    p.add_argument("--max-failures", type=int, default=200, help="wrong samples drawn in failures.html")
+    p.add_argument(
+        "--predictions-format",
+        choices=["auto", "jsonl", "json-list", "harness-log"],
+        default="auto",
+        help="how to read --predictions: auto (default) takes a file for a ScreenSpot-Pro harness log only "
+        "when it has the harness's full shape (one {details, metrics} object, every detail with the "
+        "harness's keys), else our predictions; jsonl / json-list: our predictions (any framing: JSONL, "
+        "a JSON list, both); harness-log: the harness's --log_path file",
+    )
+    not_negative = integer(min=0)
+    p.add_argument(
+        "--max-failures",
+        type=not_negative,
+        default=200,
+        help=with_range("wrong samples drawn in failures.html", not_negative),
+    )
     p.set_defaults(func=_eval)
 
     from gui_grounding.prompt_cli import register_cli as register_prompt
@@ -221,7 +275,10 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as err:  # any error of a subcommand: one line, non-zero (GUI_GROUNDING_TRACEBACK=1 shows it)
         if os.environ.get("GUI_GROUNDING_TRACEBACK"):
             raise
-        message = " ".join(str(err).split()) or type(err).__name__
+        from vlm_r1.outputs import OutputError
+
+        text = err.strerror if isinstance(err, OutputError) and err.strerror else str(err)  # no "[Errno N]"
+        message = " ".join(text.split()) or type(err).__name__
         raise SystemExit(f"gui-grounding {argv[0] if argv else ''}: error: {type(err).__name__}: {message}") from None
 
 

@@ -139,6 +139,8 @@ def clip_box(
 
 
 SOURCE_BOX_UNITS = ("pixel", "norm1000")
+# image reasons that ``record_to_sample(image_optional=True)`` tolerates (the pixels are not needed)
+_UNAVAILABLE = frozenset({"missing_image", "not_a_file", "unreadable_image", "image_too_large"})
 # the fields of a canonical record that Sample.to_record writes from the validated sample (never from ``extra``)
 CANONICAL_KEYS = frozenset(
     {
@@ -361,6 +363,7 @@ def record_to_sample(
     max_pixels: int | None = validate.DEFAULT_MAX_PIXELS,
     contain_paths: bool = True,
     limits: validate.ImageLimits | None = None,
+    image_optional: bool = False,
 ) -> Sample:
     """Turn one record (any supported format) into a validated :class:`Sample` in original pixels.
 
@@ -381,6 +384,10 @@ def record_to_sample(
         contain_paths: ``base_dir`` is an image root the user named: a relative path whose ``..`` climbs out of it
             is ``path_outside_root`` (False: ``base_dir`` is only the data file's folder; ``..`` is allowed).
         limits: the model family's image limits (``image_unsupported`` outside them); None: no family check.
+        image_optional: the pixels are not needed (rescoring predictions): an image that is missing or cannot be
+            read keeps the record, sized by its stated ``image_width``/``image_height`` (positive integers) or, when
+            it states none, ``0 x 0`` (size unknown: pixel boxes are kept unclipped; a 0-1000 box, which needs the
+            size, is still rejected with the image's reason).
 
     Every string of the record must be valid Unicode (``bad_text``); box values follow ``vlm_r1.validate.box4``
     (``bad_box``); a box of a pixel-unit record (canonical, VLM-R1) whose four values all lie in [0, 1] is
@@ -435,7 +442,14 @@ def record_to_sample(
             if validate.all_fractions(b):
                 raise SampleError(ref, "suspect_unit", f"pixel box {list(b)} has all four values in [0, 1]: "
                                                        "fractions of the image, not pixels")  # fmt: skip
-    width, height = read_image_size(image_path, ref, verify=verify_image, max_pixels=max_pixels, limits=limits)
+    try:
+        width, height = read_image_size(image_path, ref, verify=verify_image, max_pixels=max_pixels, limits=limits)
+    except SampleError as err:
+        if not image_optional or err.reason not in _UNAVAILABLE or norm1000:
+            raise
+        stated = (record.get("image_width"), record.get("image_height"))
+        ok = all(type(v) is int and 0 < v <= validate.MAX_COORD for v in stated)
+        width, height = stated if ok else (0, 0)
     raw_path = record.get("image_path") if fmt == "canonical" else record.get("image")
     raw_path = raw_path[0] if isinstance(raw_path, list) and raw_path else raw_path
     if stats is not None and isinstance(raw_path, str) and os.path.isabs(raw_path):
@@ -444,6 +458,11 @@ def record_to_sample(
     checked, any_clipped = [], False
     for b in boxes:
         what = "box"
+        if width == 0:  # image_optional and no size known: the box as published (inverted ones still refused)
+            if b[0] >= b[2] or b[1] >= b[3]:
+                raise SampleError(ref, "inverted_box", f"box {list(b)} is inverted or has zero area")
+            checked.append(b)
+            continue
         if norm1000:
             what = f"0-1000 box {list(b)} -> box"
             b = box_from_norm1000(b, width, height)

@@ -646,3 +646,58 @@ def test_fuzz_image_frame(tmp_path, case):
 @given(image_case)
 def test_fuzz_image_frame_deep(tmp_path, case):
     _check_image(tmp_path, case)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# own attack round: inputs that are not regular files, a line longer than any record
+
+
+def test_reader_refuses_what_is_not_a_regular_file(tmp_path):
+    fifo = tmp_path / "pipe.jsonl"
+    os.mkfifo(fifo)
+    for path in (str(fifo), "/dev/zero", str(tmp_path)):
+        ((ref, _, item),) = iter_records(path)  # returns at once: nothing is read from the FIFO or /dev/zero
+        assert isinstance(item, RecordError) and "not a regular file" in item.message
+
+
+def test_a_line_longer_than_any_record_is_one_error_and_the_next_line_is_read(tmp_path, monkeypatch):
+    import vlm_r1.data as data_mod
+
+    monkeypatch.setattr(data_mod, "MAX_DOCUMENT_CHARS", 64)
+    monkeypatch.setattr(data_mod, "JSON_LIST_CHUNK_CHARS", 16)
+    path = tmp_path / "long.jsonl"
+    path.write_text('{"a": 1}\n{"s": "' + "x" * 5000 + '"}\n{"a": 3}\n')
+    got = [
+        (os.path.basename(r), x if isinstance(x, dict) else x.message) for r, _, x in data_mod.iter_records(str(path))
+    ]
+    assert got == [("long.jsonl:1", {"a": 1}), ("long.jsonl:2", "a line of more than 64 characters"),
+                   ("long.jsonl:3", {"a": 3})]  # fmt: skip
+
+
+def test_rescoring_the_canonical_benchmark_keeps_samples_whose_image_is_missing(tmp_path, img_root):
+    from gui_grounding.eval import run_eval
+
+    recs = [_canonical(0, sample_id="s0"), {**_canonical(1, sample_id="s1"), "image_path": "gone.png"},
+            {**_canonical(2, sample_id="s2"), "image_path": "gone.png", "image_width": 64, "image_height": 48}]  # fmt: skip
+    data = img_root / "test.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    preds = tmp_path / "p.jsonl"
+    preds.write_text("".join(json.dumps({"sample_id": f"s{i}", "point": [3 + i, 3]}) + "\n" for i in range(3)))
+    doc = run_eval("canonical", str(data), str(tmp_path / "out"), predictions=str(preds))
+    assert (doc["data"]["num_samples"], doc["data"]["rejected"]) == (3, 0)
+    assert doc["data"]["notes"] == {"image_unavailable": 2}
+    metrics = json.load(open(tmp_path / "out" / "metrics.json"))
+    assert metrics["data"]["num_samples"] == 3
+
+
+def test_eval_model_refuses_images_the_family_cannot_take_before_any_request(tmp_path, make_image, tiny_qwen25_dir):
+    from gui_grounding.eval import EvalInputError, run_eval
+
+    root = tmp_path / "bench"
+    make_image(64, 48, "a.png", folder=root)
+    make_image(4200, 20, "thin.png", folder=root)
+    recs = [_canonical(0, sample_id="a"), {**_canonical(1, sample_id="t"), "image_path": "thin.png"}]
+    (root / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    with pytest.raises(EvalInputError, match=r"^1 sample\(s\) have images the qwen2_5_vl model cannot take"):
+        run_eval("canonical", str(root), str(tmp_path / "out"), model=tiny_qwen25_dir)
+    assert not (tmp_path / "out" / "predictions.jsonl").exists()

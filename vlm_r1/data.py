@@ -39,15 +39,16 @@ def _finite_float(token: str) -> float:
     return value
 
 
-def _loads(text: str, ref: str) -> Any:
+def _loads(text: str, ref: str, decoder: json.JSONDecoder | None = None) -> Any:
     """The JSON value in ``text``, or the :class:`RecordError` saying why there is none (never raises on content).
 
-    Strict JSON: ``NaN``/``Infinity`` tokens and floats beyond the float range (``1e999``) are errors, like bad
-    syntax."""
+    Strict JSON by default: ``NaN``/``Infinity`` tokens and floats beyond the float range (``1e999``) are errors,
+    like bad syntax (``decoder``: :data:`_LAX_DECODER` reads them as Python's json does, for the caller's value
+    checks)."""
     if _UNDECODABLE.search(text):
         return RecordError(ref, "not valid UTF-8")
     try:
-        return json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
+        return (decoder or _DECODER).decode(text)
     except RecursionError:
         return RecordError(ref, "invalid JSON: nested too deeply")
     except ValueError as err:  # JSONDecodeError, NaN/Infinity, ints of more than sys.get_int_max_str_digits() digits
@@ -64,8 +65,9 @@ _TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{},]|"', re.S)
 _CLOSER = {"]": "[", "}": "{"}
 _WHITESPACE = re.compile(r"[ \t\r\n]*")  # JSON's whitespace (RFC 8259 section 2): raw CRs are whitespace, not breaks
 JSON_LIST_CHUNK_CHARS = 1 << 20
-MAX_DOCUMENT_CHARS = 1 << 30  # one JSON document (not a list element) larger than this is an error, not a read
+MAX_DOCUMENT_CHARS = 1 << 28  # one JSON document or line (not a list element) larger than this is an error
 _DECODER = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite_float)
+_LAX_DECODER = json.JSONDecoder()  # NaN / Infinity / 1e999 read as floats (Python's json.load)
 
 # leading bytes of files that are not JSON text: named, so the reason says what the file is
 _CONTAINERS = (
@@ -83,8 +85,13 @@ _CONTAINERS = (
 
 
 def container_problem(path: str) -> str | None:
-    """Why ``path`` is not JSON text (compressed, an archive, parquet, UTF-16/32), or None. Reads 8 bytes."""
+    """Why ``path`` is not JSON text (not a regular file: a FIFO, ``/dev/zero``, a folder; compressed, an archive,
+    parquet, UTF-16/32), or None. Reads 8 bytes."""
+    import stat
+
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return "not a regular file (a folder, FIFO, device or socket cannot be read as data)"
         with open(path, "rb") as f:
             head = f.read(8)
     except OSError as err:
@@ -142,11 +149,26 @@ class _Text:
         return pos - cut
 
     def line_end(self, pos: int) -> int:
-        """The position of the line break after ``pos`` (reading on as needed), or the end of the text."""
+        """The position of the line break after ``pos`` (reading on as needed), the end of the text, or -1 when the
+        line is longer than ``MAX_DOCUMENT_CHARS`` (see :meth:`skip_line`)."""
         while True:
             end = self.buf.find(self.nl or "\n", pos)
+            if (end if end >= 0 else len(self.buf)) - pos > MAX_DOCUMENT_CHARS:
+                return -1
             if end >= 0 or self.eof:
                 return end if end >= 0 else len(self.buf)
+            if not self.more():
+                return len(self.buf)
+
+    def skip_line(self, pos: int) -> int:
+        """Discard the text from ``pos`` to the next line break without keeping it (a line too long to hold);
+        returns the position of the break (or the end of the text)."""
+        nl = self.nl or "\n"
+        while True:
+            end = self.buf.find(nl, pos)
+            if end >= 0 or (self.eof and not self.more()):
+                return end if end >= 0 else len(self.buf)
+            self.buf, pos, self.counted = self.buf[:pos], pos, min(self.counted, pos)  # drop the unfinished line
             if not self.more():
                 return len(self.buf)
 
@@ -224,16 +246,16 @@ def split_json_list(chunks: Iterable[str]) -> Iterator[str]:
     yield from _list_elements(text, pos)
 
 
-def _read_chunks(f, size: int = JSON_LIST_CHUNK_CHARS) -> Iterator[str]:
+def _read_chunks(f, size: int | None = None) -> Iterator[str]:
     while True:
-        piece = f.read(size)
+        piece = f.read(size or JSON_LIST_CHUNK_CHARS)
         if not piece:
             return
         yield piece
 
 
 def _documents(
-    path: str, text: _Text, start: int, stream_first_list: bool
+    path: str, text: _Text, start: int, stream_first_list: bool, decoder: json.JSONDecoder
 ) -> Iterator[tuple[str, int, dict | RecordError]]:
     """Every record of a JSON text (see :func:`iter_records`)."""
     index, doc, pos, last_line, wasted, read = 0, 0, 0, 0, 0, 0
@@ -253,7 +275,9 @@ def _documents(
                 if index >= start:
                     ref = f"{prefix}{k}]"
                     value = (
-                        _loads(piece, ref) if piece.strip() else RecordError(ref, "invalid JSON: empty list element")
+                        _loads(piece, ref, decoder)
+                        if piece.strip()
+                        else RecordError(ref, "invalid JSON: empty list element")
                     )
                     yield ref, index, _record(value, ref)
                 index += 1
@@ -262,14 +286,21 @@ def _documents(
             doc += 1
             continue
         eol = text.line_end(pos)
+        if eol < 0:  # a line longer than any record: one error, read past without holding it
+            if index >= start:
+                yield here, index, RecordError(here, f"a line of more than {MAX_DOCUMENT_CHARS:,} characters")
+            index += 1
+            doc += 1
+            pos = text.skip_line(pos)
+            continue
         while True:
             buf = text.buf
             try:
                 if wasted > 4 * (read + len(buf)) + (16 << 20):  # see below: one line per document from here on
-                    value, end = _DECODER.raw_decode(buf[pos:eol], 0)
+                    value, end = decoder.raw_decode(buf[pos:eol], 0)
                     end += pos
                 else:
-                    value, end = _DECODER.raw_decode(buf, pos)
+                    value, end = decoder.raw_decode(buf, pos)
                 value = RecordError(here, "not valid UTF-8") if _UNDECODABLE.search(buf, pos, end) else value
             except json.JSONDecodeError as err:
                 at = err.pos if err.pos >= pos else err.pos + pos
@@ -304,7 +335,9 @@ def _documents(
 _JSONL_SUFFIXES = (".jsonl", ".ndjson")
 
 
-def iter_records(path: str, *, start: int = 0) -> Iterator[tuple[str, int, dict | RecordError]]:
+def iter_records(
+    path: str, *, start: int = 0, allow_nan: bool = False
+) -> Iterator[tuple[str, int, dict | RecordError]]:
     """Yield ``(ref, index, record_or_error)`` for every record of a JSON or JSONL file: the one record reader.
 
     The whole file is read, whatever its name says: it is a sequence of JSON documents separated by JSON whitespace
@@ -324,7 +357,9 @@ def iter_records(path: str, *, start: int = 0) -> Iterator[tuple[str, int, dict 
 
     ``ref``: ``file:[i]`` for the elements of a file that starts with a list, ``file:LINE`` (1-based) for other
     documents (``file:LINE:COL`` when several start on one line), ``file:LINE[i]`` for elements of a later list.
-    ``index`` is the 0-based position among all records. Records before ``start`` are skipped.
+    ``index`` is the 0-based position among all records. Records before ``start`` are skipped. ``allow_nan``: read
+    ``NaN`` / ``Infinity`` / ``1e999`` as float values (Python's ``json.load``), so the caller's value checks reject
+    them with their own reason (the benchmark readers: ``bad_box``, as the published harnesses see a number there).
     """
     problem = container_problem(path)
     if problem is not None:
@@ -332,7 +367,8 @@ def iter_records(path: str, *, start: int = 0) -> Iterator[tuple[str, int, dict 
             yield path, 0, RecordError(path, problem)
         return
     with open(path, encoding="utf-8-sig", errors="surrogateescape", newline="") as f:
-        yield from _documents(path, _Text(_read_chunks(f)), start, not path.endswith(_JSONL_SUFFIXES))
+        decoder = _LAX_DECODER if allow_nan else _DECODER
+        yield from _documents(path, _Text(_read_chunks(f)), start, not path.endswith(_JSONL_SUFFIXES), decoder)
 
 
 def iter_json_list(path: str, *, start: int = 0) -> Iterator[tuple[str, int, dict | RecordError]]:

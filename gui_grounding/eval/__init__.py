@@ -29,6 +29,48 @@ class EvalInputError(ValueError):
     ``gui-grounding eval`` prints the message and exits with status 1 (no traceback)."""
 
 
+#: backend options checked by :func:`run_eval` (name -> smallest value); ``min_pixels <= max_pixels`` too
+_BACKEND_MINIMUMS = {
+    "batch_size": 1,
+    "max_new_tokens": 1,
+    "concurrency": 1,
+    "max_retries": 0,
+    "min_pixels": 1,
+    "max_pixels": 1,
+}
+
+
+def _check_int(name: str, value, minimum: int, *, optional: bool = False) -> None:
+    """``value`` is an integer (not a boolean) ``>= minimum`` (or None when ``optional``).
+
+    Raises:
+        ValueError: naming the option and the value.
+    """
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+
+
+def check_eval_options(limit, max_failures, backend_kwargs: dict) -> None:
+    """The numeric options of :func:`run_eval` (API callers get what ``gui-grounding eval``'s argparse types give
+    the command line).
+
+    Raises:
+        ValueError: ``limit`` < 1, ``max_failures`` < 0, a backend option out of range (``batch_size``,
+            ``max_new_tokens``, ``concurrency``, ``min_pixels``, ``max_pixels`` >= 1; ``max_retries`` >= 0), or
+            ``min_pixels`` > ``max_pixels``.
+    """
+    _check_int("limit", limit, 1, optional=True)
+    _check_int("max_failures", max_failures, 0)
+    for name, minimum in _BACKEND_MINIMUMS.items():
+        if name in backend_kwargs:
+            _check_int(name, backend_kwargs[name], minimum, optional=name in ("min_pixels", "max_pixels"))
+    lo, hi = backend_kwargs.get("min_pixels"), backend_kwargs.get("max_pixels")
+    if lo is not None and hi is not None and lo > hi:
+        raise ValueError(f"min_pixels ({lo}) must not exceed max_pixels ({hi})")
+
+
 def run_eval(
     benchmark: str,
     data: str,
@@ -43,9 +85,24 @@ def run_eval(
     benchmark_options: dict | None = None,
     max_failures: int = 200,
     on_duplicate: str = "error",
+    predictions_format: str = "auto",
     **backend_kwargs,
 ) -> dict:
     """Evaluate on ``benchmark``: predict with ``model`` (then score) or rescore a ``predictions`` file.
+
+    Outputs (``vlm_r1.outputs``): ``out_dir`` is checked before any input is read (it must not be an existing file,
+    the ``data`` folder/file or the ``predictions`` file, and must be writable) and locked for the whole run (a
+    second eval on the same folder fails at once). ``predictions.jsonl`` (model mode) is appended line by line and
+    resumable; ``results.md``, ``failures.html`` and ``metrics.json`` are written atomically, ``metrics.json`` last
+    (an earlier one is removed when the run starts), so a complete-looking summary never sits beside missing or
+    truncated outputs.
+
+    Images: predicting needs every screenshot, so a missing or unreadable image is an error of its record (not
+    scored, counted in ``metrics.json["data"]``). **Rescoring needs no pixels**: the benchmark is read with
+    ``need_pixels = False``, which keeps such a sample in the denominator (the official harness scores every
+    annotated record), with an ``image_unavailable`` warning; its size comes from the record where the benchmark
+    states one (ScreenSpot-Pro ``img_size``), otherwise it is unknown (0x0) and its box-vs-image checks are skipped
+    (``image_unavailable_size_unknown``). Its failure card says "image missing".
 
     Args:
         benchmark: a name of ``gui_grounding.eval.benchmarks.BENCHMARKS``.
@@ -53,59 +110,117 @@ def run_eval(
         out_dir: output folder: ``predictions.jsonl`` (model mode), ``metrics.json``, ``results.md``,
             ``failures.html``.
         model: checkpoint (hf, vllm) or served model name (openai) to predict with.
-        predictions: predictions JSONL (points in original pixels) or a ScreenSpot-Pro harness log to rescore.
+        predictions: predictions file (points in original pixels) or a ScreenSpot-Pro harness log to rescore.
         backend: ``hf``, ``openai`` or ``vllm``.
         adapter: adapter name; default: from the checkpoint's ``config.model_type`` (required for openai).
-        limit: evaluate only the first ``limit`` samples.
+        limit: evaluate only the first ``limit`` samples (an integer >= 1, or None for all).
         strict: stop at the first bad record / prediction line instead of counting it.
         benchmark_options: passed to the benchmark (e.g. OSWorld-G ``subset``, WebClick ``cache_dir``).
-        max_failures: at most this many wrong samples drawn in ``failures.html``.
+        max_failures: at most this many wrong samples drawn in ``failures.html`` (>= 0).
         on_duplicate: several predictions for one sample: ``"error"`` (default: refuse the file, naming them),
             ``"first"`` or ``"last"`` (that line counts; the others are counted in ``duplicates``). ScreenSpot-Pro
             harness logs are exempt from ``"error"`` (see ``gui_grounding.eval.predictions``).
+        predictions_format: ``"auto"`` (a harness log only by its full published shape), ``"jsonl"`` /
+            ``"json-list"`` (our predictions), ``"harness-log"`` (``gui_grounding.eval.predictions``).
         **backend_kwargs: backend options (batch_size, min_pixels, max_pixels, max_new_tokens, base_url, ...).
 
     Returns:
         the metrics document written to ``metrics.json``.
 
     Raises:
-        ValueError: neither or both of ``model`` and ``predictions``; unknown benchmark, backend or adapter.
+        ValueError: neither or both of ``model`` and ``predictions``; unknown benchmark, backend, adapter,
+            ``on_duplicate`` or ``predictions_format``; a numeric option out of range (:func:`check_eval_options`).
         EvalInputError: duplicate sample ids in the benchmark, duplicate predictions (``on_duplicate="error"``), an
             unreadable predictions file, or no usable sample.
+        OutputError: ``out_dir`` is unusable (a file, an input, not writable), locked by another run, or a write
+            fails (disk full); no ``metrics.json`` is left behind.
     """
     from gui_grounding.eval.benchmarks import get_benchmark
-    from gui_grounding.eval.predictions import load_predictions, results_from_predictions
-    from gui_grounding.eval.report import write_reports
+    from gui_grounding.eval.predictions import PREDICTION_FORMATS, load_predictions, results_from_predictions, show_path
+    from gui_grounding.eval.report import remove_summary, write_reports
+    from vlm_r1.outputs import OutputLock, check_outputs
 
     if (model is None) == (predictions is None):
         raise ValueError("give exactly one of model (predict, then score) or predictions (rescore a file)")
     if on_duplicate not in ON_DUPLICATE:
         raise ValueError(f"on_duplicate must be one of {', '.join(ON_DUPLICATE)}, got {on_duplicate!r}")
-    bench = get_benchmark(benchmark, **(benchmark_options or {}))
-    samples, load_report = bench.load(data, strict=strict)
-    if limit is not None:
-        samples = samples[:limit]
-    if not samples:
-        raise EvalInputError(f"no usable samples in {data} for {benchmark}: "
-                             + "; ".join(load_report.table().splitlines()[:4]))  # fmt: skip
-    os.makedirs(out_dir, exist_ok=True)
-    meta = {"benchmark": benchmark, "data": os.path.abspath(data), "num_samples": len(samples),
-            "on_duplicate": on_duplicate}  # fmt: skip
-    if model is not None:
-        from gui_grounding.eval.backends import predict
+    if predictions_format not in PREDICTION_FORMATS:
+        raise ValueError(
+            f"predictions_format must be one of {', '.join(PREDICTION_FORMATS)}, got {predictions_format!r}"
+        )
+    check_eval_options(limit, max_failures, backend_kwargs)
+    if model is not None and backend == "openai" and adapter is None:
+        raise ValueError("--backend openai needs --adapter (the served model's prompt/coordinate convention)")
+    names = ("metrics.json", "results.md", "failures.html") + (("predictions.jsonl",) if model is not None else ())
+    check_outputs(folders=[out_dir], inputs=[data, predictions])
+    check_outputs(files=[os.path.join(out_dir, n) for n in names], inputs=[data, predictions])
+    with OutputLock(out_dir, folder=True):
+        remove_summary(os.path.join(out_dir, "metrics.json"))  # an earlier run's summary must not outlive its outputs
+        bench = get_benchmark(benchmark, **(benchmark_options or {}))
+        bench.need_pixels = model is not None  # rescoring: a sample whose image is missing stays in the denominator
+        samples, load_report = bench.load(data, strict=strict)
+        if limit is not None:
+            samples = samples[:limit]
+        if not samples:
+            raise EvalInputError(_no_samples_message(benchmark, data, load_report, show_path))
+        meta = {"benchmark": benchmark, "data": os.path.abspath(data), "num_samples": len(samples),
+                "on_duplicate": on_duplicate, "predictions_format": predictions_format}  # fmt: skip
+        if model is not None:
+            from gui_grounding.eval.backends import predict
 
-        if backend == "openai" and adapter is None:
-            raise ValueError("--backend openai needs --adapter (the served model's prompt/coordinate convention)")
-        predictions = predict(backend, model, samples, os.path.join(out_dir, "predictions.jsonl"), adapter=adapter,
-                              **backend_kwargs)  # fmt: skip
-        meta.update(model=model, backend=backend, adapter=adapter or "default for config.model_type",
-                    backend_options={k: v for k, v in backend_kwargs.items() if k != "api_key"})  # fmt: skip
-    meta["predictions"] = os.path.abspath(predictions)
-    preds, pred_report = load_predictions(predictions, samples, strict=strict, on_duplicate=on_duplicate)
-    results = results_from_predictions(samples, preds, pred_report)
-    metrics = bench.metrics(samples, results)
-    doc = write_reports(out_dir, bench, samples, results, metrics, preds, prediction_report=pred_report,
-                        load_report=load_report, meta=meta, max_failures=max_failures)  # fmt: skip
+            _refuse_unsupported_images(model, backend, samples, show_path)
+
+            predictions = predict(backend, model, samples, os.path.join(out_dir, "predictions.jsonl"),
+                                  adapter=adapter, **backend_kwargs)  # fmt: skip
+            meta.update(model=model, backend=backend, adapter=adapter or "default for config.model_type",
+                        backend_options={k: v for k, v in backend_kwargs.items() if k != "api_key"})  # fmt: skip
+        meta["predictions"] = os.path.abspath(predictions)
+        preds, pred_report = load_predictions(predictions, samples, strict=strict, on_duplicate=on_duplicate,
+                                              format=predictions_format)  # fmt: skip
+        results = results_from_predictions(samples, preds, pred_report)
+        metrics = bench.metrics(samples, results)
+        doc = write_reports(out_dir, bench, samples, results, metrics, preds, prediction_report=pred_report,
+                            load_report=load_report, meta=meta, max_failures=max_failures)  # fmt: skip
     print(bench.table(metrics))
-    print(f"\nwrote {os.path.join(out_dir, 'metrics.json')}, results.md and failures.html")
+    print(f"\nwrote {show_path(os.path.join(out_dir, 'metrics.json'))}, results.md and failures.html")
     return doc
+
+
+def _refuse_unsupported_images(model: str, backend: str, samples, show_path) -> None:
+    """Before any request: every sample's image must be one the checkpoint's family can take
+    (``VLMBaseModule.image_limits``: aspect ratio, smallest side), else the run is refused with one line naming how
+    many and the first (a model call would fail mid-run, or the sample would need dropping, which changes the
+    official denominator). The openai backend serves a remote model whose family is not known here: not checked.
+
+    Raises:
+        EvalInputError: samples outside the family's limits.
+    """
+    if backend == "openai":
+        return
+    from vlm_r1 import validate
+    from vlm_r1.modules import get_vlm_module
+
+    try:
+        limits = get_vlm_module(model).image_limits()
+    except ValueError:  # not a checkpoint of a known family: the backend says what is wrong
+        return
+    bad = []
+    for s in samples:
+        try:
+            limits.check(s.width, s.height, f"{s.sample_id} ({show_path(s.image_path)})")
+        except validate.Invalid as err:
+            bad.append(err.message)
+    if bad:
+        raise EvalInputError(f"{len(bad)} sample(s) have images the {limits.family} model cannot take "
+                             f"(image_unsupported); first: {bad[0]}")  # fmt: skip
+
+
+def _no_samples_message(benchmark: str, data: str, report, show_path) -> str:
+    """One line: no usable sample, with the counts and the first error's own message (what is actually wrong)."""
+    rejects = getattr(report, "rejects", [])
+    line = f"no usable samples in {show_path(data)} for {benchmark}: {getattr(report, 'num_records', 0)} records read"
+    if rejects:
+        ref, reason, message = rejects[0]
+        counts = ", ".join(f"{k} {v}" for k, v in sorted(getattr(report, "counts", {}).items()))
+        line += f", {len(rejects)} errors ({counts}); first: {ref}: {reason}: {message}"
+    return " ".join(line.split())[:2000]

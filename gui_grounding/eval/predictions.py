@@ -1,19 +1,31 @@
 """Reading prediction files, and judging them against a benchmark's samples.
 
-Input formats, detected from the content (a UTF-8 byte-order mark is ignored):
+Every predictions file is read by the one record reader, :func:`vlm_r1.data.iter_records`: any framing (one object per
+line, a JSON list, a list followed by JSONL lines, concatenated objects), LF / CRLF / CR-only line endings (a raw CR
+inside a line never splits a record), a UTF-8 byte-order mark ignored. What is not JSON text (gzip, bzip2, a zip
+archive, parquet, UTF-16/32) is refused with one line naming what the file is.
 
-* **our JSONL** (what ``--model`` writes): one line per sample ``{"sample_id": str, "point": [x, y] | null,
-  "raw_response": str, ...}`` with ``point`` in **original-image pixels**; ``null`` = no valid answer (the
-  abstention on refusal items). Other keys (prompt, resized point, ...) are kept.
-* **a JSON list** of those same objects (refs ``file:[index]``). A list that does not parse as a whole (one bad
-  element: a 5000-digit number, deep nesting, bytes that are not UTF-8) is read element by element
-  (:func:`vlm_r1.data.iter_json_list`: a bad element is one malformed record, the others are read); a list of which
-  no element is an object is refused with a one-line :class:`EvalInputError`.
-* **the official ScreenSpot-Pro harness log** (``eval_screenspot_pro.py`` / ``_parallel.py`` ``--log_path``): one JSON
-  object ``{"metrics": ..., "details": [...]}``; each detail has ``img_path``, ``group``, ``platform``,
-  ``application``, ``lang``, ``instruction_style``, ``prompt_to_evaluate``, ``gt_type``, ``ui_type``,
-  ``task_filename``, ``pred`` (a **pixel** point of the original image, or null), ``raw_response``, ``bbox``,
-  ``correctness``, and ``id`` in the serial script only (``gta1_and_peers.md`` section 2.2).
+Formats (``format=`` / ``--predictions-format``):
+
+* ``auto`` (default): **a ScreenSpot-Pro harness log** when, and only when, the file holds exactly one JSON document
+  with the harness's full published shape (:func:`harness_shape_problem`: top-level keys exactly ``metrics`` (an
+  object) and ``details`` (a list), every detail an object with every key the harness writes); **our predictions**
+  otherwise. An extra key on a prediction (``details``, ``metrics``, ...) never changes how a file is read;
+* ``jsonl`` / ``json-list``: our predictions (the two names are synonyms: the reader takes any framing);
+* ``harness-log``: the file is a harness log (one object with a ``details`` list); a detail that lacks keys is one
+  malformed record rather than a reason to read the file another way.
+
+**Our predictions** (what ``--model`` writes): records ``{"sample_id": str | int, "point": [x, y] | null,
+"raw_response": str, ...}`` with ``point`` in **original-image pixels**; ``null`` = no valid answer (the abstention on
+refusal items). Other keys (prompt, adapter, resized point, ...) are kept, except the reader's own bookkeeping keys
+``ref``, ``malformed`` and ``harness_correctness``, which a record cannot set. ``report.format`` says how the file
+was framed: ``json_list`` (it starts with a JSON list; refs ``file:[index]``) or ``jsonl`` (refs ``file:line``).
+
+**The official ScreenSpot-Pro harness log** (``eval_screenspot_pro.py`` / ``_parallel.py`` ``--log_path``): one JSON
+object ``{"details": [...], "metrics": {...}}``; each detail has ``img_path``, ``group``, ``platform``,
+``application``, ``lang``, ``instruction_style``, ``prompt_to_evaluate``, ``gt_type``, ``ui_type``,
+``task_filename``, ``pred`` (a **pixel** point of the original image, or null), ``raw_response``, ``correctness``,
+``bbox`` (positives) and ``id`` in the serial script only (``gta1_and_peers.md`` section 2.2).
 
 Mapping harness details to sample_ids: by ``id`` when the detail has one; otherwise by the key
 ``(task_filename, file name of img_path, prompt_to_evaluate)`` matched against each sample's
@@ -23,30 +35,36 @@ key are assigned to them in annotation order (the order the harness evaluates th
 map to our samples; the others are counted in ``not_mapped`` with the reason. The harness's own ``correctness`` is
 kept per prediction and compared with ours by :func:`results_from_predictions` (``harness_disagreements``).
 
-Nothing is dropped silently, and no line makes eval crash:
+Nothing is dropped silently, and no record makes eval crash:
 
-* a **malformed** record (not JSON, not UTF-8, nested too deeply, a number over the parser's digit limit, not an
-  object, no ``sample_id``, no ``point`` key, a point that is not null or 2 finite numbers within +-1e7: NaN, inf,
-  ``"12"``, a 400-digit integer) is counted in ``malformed`` with its ``file:line``. When its sample can be told (the
-  parsed ``sample_id``, or for a line that does not parse, a ``"sample_id": ...`` found in its text) that sample is
-  scored as the harness scores an unparseable answer, ``wrong_format``, also on refusal items (an unreadable answer is
-  not an abstention). Strict mode raises :class:`EvalInputError` at the first one instead;
+* a **malformed** record (not JSON -- NaN, ``Infinity``, ``1e999``, bad syntax --, not UTF-8, nested too deeply, a
+  number over the parser's digit limit, not an object, no usable ``sample_id`` (:func:`vlm_r1.validate.explicit_id`),
+  no ``point`` key, a point that is not null or 2 finite numbers within +-1e7: ``"12"``, a 400-digit integer,
+  booleans) is counted in ``malformed`` with its ref. When its sample can be told (the parsed ``sample_id``, or for a
+  record that does not parse, a ``"sample_id": ...`` found in its text) that sample is scored as the harness scores
+  an unparseable answer, ``wrong_format``, also on refusal items (an unreadable answer is not an abstention). Strict
+  mode raises :class:`EvalInputError` at the first one instead;
 * a ``sample_id`` that matches no sample is counted in ``unknown_ids``;
 * several records for one sample (``duplicates``) refuse the file with an :class:`EvalInputError` naming them, unless
   ``on_duplicate`` is ``"first"`` or ``"last"`` (that record counts; the others are counted in ``duplicates``).
   ScreenSpot-Pro harness logs are exempt (the harness repeats keys legitimately): their duplicates are counted, and
   the later detail wins unless ``on_duplicate="first"``;
-* a sample without a prediction is counted in ``missing`` and judged ``wrong_format``.
+* a sample without a prediction is counted in ``missing`` and judged ``wrong_format``;
+* a file with records of which **not one** is a prediction (no object with a ``sample_id``, no unparseable record
+  naming one: a compressed file, a metrics file, a list of numbers) is refused as a whole with one
+  :class:`EvalInputError` line naming the file and what it holds; an empty file is zero predictions (every sample
+  ``missing``).
+
+Every sample of the benchmark gets exactly one result: the denominator is always the number of samples.
 """
 
 from __future__ import annotations
 
-import codecs
+import bisect
 import json
 import logging
 import os
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,15 +72,53 @@ from gui_grounding.eval import ON_DUPLICATE, EvalInputError
 from gui_grounding.eval.benchmarks import is_number, short_repr
 from gui_grounding.eval.judge import WRONG_FORMAT, judge
 from gui_grounding.schema import Sample
-from vlm_r1.data import RecordError, iter_json_list
+from vlm_r1 import validate
+from vlm_r1.data import RecordError, iter_records, split_json_list
 
 logger = logging.getLogger(__name__)
 
 JSONL, JSON_LIST, HARNESS_LOG = "jsonl", "json_list", "screenspot_pro_log"
+#: values of ``format=`` / ``--predictions-format``
+PREDICTION_FORMATS = ("auto", "jsonl", "json-list", "harness-log")
 
-# "sample_id": "..." or "sample_id": 123 in the text of a line that does not parse (linear: the string alternatives
+#: the top-level keys of the official harness's ``--log_path`` file (``evaluate()``'s ``result_report``)
+HARNESS_TOP_KEYS = frozenset({"details", "metrics"})
+#: the keys the harness writes on every detail (``sample_result``; ``lang`` may also be spelled ``language``; ``id``
+#: in the serial script only and ``bbox`` on positives only, so neither is required)
+HARNESS_DETAIL_KEYS = (
+    "img_path",
+    "group",
+    "platform",
+    "application",
+    "instruction_style",
+    "prompt_to_evaluate",
+    "gt_type",
+    "ui_type",
+    "task_filename",
+    "pred",
+    "raw_response",
+    "correctness",
+)
+#: the reader's own keys on a prediction (a record's keys of these names are not kept)
+INTERNAL_KEYS = ("ref", "malformed", "harness_correctness")
+
+# "sample_id": "..." or "sample_id": 123 in the text of a record that does not parse (linear: the string alternatives
 # are disjoint and the lengths bounded)
-_SAMPLE_ID_IN_TEXT = re.compile(r'"sample_id"\s{0,64}:\s{0,64}(?:"((?:[^"\\\n]|\\.){1,512})"|(-?\d{1,64})\b)')
+_SAMPLE_ID_IN_TEXT = re.compile(r'"sample_id"\s{0,64}:\s{0,64}(?:"((?:[^"\\\n\r]|\\.){1,512})"|(-?\d{1,64})\b)')
+# the text of a record that does not parse is searched for its sample_id up to this many characters
+_RECOVER_CHARS = 1 << 20
+# a ref of iter_records after "FILE:": [i] | LINE | LINE:COL, optionally followed by [i] (an element of a later list)
+_REF_TAIL = re.compile(r"(?:\[(\d+)\]|(\d+)(?::(\d+))?(?:\[(\d+)\])?)")
+_JSON_WHITESPACE = re.compile(r"[ \t\r\n]*")
+
+
+def show_path(path: str) -> str:
+    """``path`` for a message: bytes that are not UTF-8 (surrogate-escaped by the OS layer) as ``\\xNN``, so the
+    message itself can always be printed and written."""
+    try:
+        return os.fsencode(path).decode("utf-8", errors="backslashreplace")
+    except (TypeError, ValueError):
+        return repr(path)
 
 
 @dataclass
@@ -123,105 +179,218 @@ def parse_point(value: Any) -> tuple[bool, list[float] | None]:
     return False, None
 
 
-def _parse_json(text: str) -> tuple[Any, str | None]:
-    """``(value, None)`` or ``(None, why not)``; never raises on content (same rules as ``vlm_r1.data``'s reader)."""
-    try:
-        return json.loads(text), None
-    except RecursionError:
-        return None, "invalid JSON: nested too deeply"
-    except ValueError as err:  # JSONDecodeError, and ints of more than sys.get_int_max_str_digits() digits
-        return None, f"invalid JSON: {str(err)[:200]}"
+def harness_shape_problem(doc: Any) -> str | None:
+    """Why ``doc`` is not a ScreenSpot-Pro harness log as the harness writes it, or None when it is.
 
-
-def _decode(data: bytes) -> tuple[str, str | None]:
-    """``(text, None)`` for UTF-8 bytes, else ``(text with replacement characters, "not valid UTF-8")``."""
-    try:
-        return data.decode("utf-8"), None
-    except UnicodeDecodeError:
-        return data.decode("utf-8", errors="replace"), "not valid UTF-8"
-
-
-def _lines(path: str, raw: bytes) -> Iterator[tuple[str, Any, str | None, str]]:
-    """``(ref, value, error, text)`` per non-blank line (ref ``file:line``, 1-based; ``value`` None and ``error`` the
-    reason when it does not parse; ``text`` for recovering its sample_id)."""
-    for lineno, data in enumerate(raw.split(b"\n"), start=1):
-        text, err = _decode(data)
-        text = text.strip()
-        if not text:
-            continue
-        value, perr = (None, err) if err else _parse_json(text)
-        yield f"{path}:{lineno}", value, perr, text
-
-
-def _items(path: str, raw: bytes) -> tuple[str, Any]:
-    """``(format, items or harness log)`` of a predictions file's bytes (module docstring: formats).
-
-    Raises:
-        EvalInputError: a JSON object that is neither a harness log nor one prediction; a JSON list that cannot be
-            read.
+    The full published shape: an object whose keys are exactly ``details`` and ``metrics``; ``metrics`` an object;
+    ``details`` a list of objects, each holding every key of :data:`HARNESS_DETAIL_KEYS` and ``lang`` (or
+    ``language``). Nothing less is taken for a harness log by ``format="auto"``.
     """
-    head = raw.lstrip()[:1]
-    if head not in (b"{", b"["):
-        return JSONL, _lines(path, raw)
-    text, err = _decode(raw)
-    whole, perr = (None, err) if err else _parse_json(text)
-    if perr is None:
-        if isinstance(whole, dict) and "details" in whole:
-            return HARNESS_LOG, whole
-        if isinstance(whole, list):
-            return JSON_LIST, ((f"{path}:[{i}]", item, None, "") for i, item in enumerate(whole))
-        if isinstance(whole, dict) and "sample_id" not in whole:
-            raise EvalInputError(f"{path}: neither a predictions JSONL (one {{sample_id, point, ...}} per line), a JSON "
-                                 "list of such objects, nor a ScreenSpot-Pro harness log (an object with 'details'); "
-                                 f"its keys: {short_repr(sorted(whole), 200)}")  # fmt: skip
-        return JSONL, _lines(path, raw)
-    if head == b"{":
-        return JSONL, _lines(path, raw)  # several lines of JSONL (or a broken object: every line counts as malformed)
-    # a JSON list that does not parse as a whole: element by element (vlm_r1.data's recovering reader); refused when
-    # not one element is an object
-    items = [(ref, None, item.message, "") if isinstance(item, RecordError) else (ref, item, None, "")
-             for ref, _, item in iter_json_list(path)]  # fmt: skip
-    if any(value is not None for _, value, _, _ in items):
-        return JSON_LIST, items
-    raise EvalInputError(f"{path}: a JSON list that cannot be read ({perr}) and of which no element is a prediction "
-                         "object; write JSONL (one {sample_id, point} object per line)")  # fmt: skip
+    if not isinstance(doc, dict):
+        return f"not a JSON object but {type(doc).__name__}"
+    if set(doc) != HARNESS_TOP_KEYS:
+        return f"its top-level keys {short_repr(sorted(doc), 200)} are not exactly ['details', 'metrics']"
+    if not isinstance(doc["metrics"], dict):
+        return f"'metrics' is {type(doc['metrics']).__name__}, not an object"
+    if not isinstance(doc["details"], list):
+        return f"'details' is {type(doc['details']).__name__}, not a list"
+    for i, d in enumerate(doc["details"]):
+        if not isinstance(d, dict):
+            return f"details[{i}] is {type(d).__name__}, not an object"
+        missing = [k for k in HARNESS_DETAIL_KEYS if k not in d] + ([] if "lang" in d or "language" in d else ["lang"])
+        if missing:
+            return f"details[{i}] lacks the harness key(s) {missing}"
+    return None
+
+
+def _recover_id(text: str) -> str | None:
+    """The ``sample_id`` written in the text of a record that does not parse, if one can be read."""
+    m = _SAMPLE_ID_IN_TEXT.search(text, 0, _RECOVER_CHARS)
+    if m is None:
+        return None
+    if m.group(2) is not None:
+        return str(int(m.group(2)))
+    try:
+        value = json.loads(f'"{m.group(1)}"')
+    except (ValueError, RecursionError):
+        return None
+    return validate.explicit_id(value)
+
+
+def _error_texts(path: str, items: list) -> dict[str, str]:
+    """The text of each record of ``path`` that :func:`vlm_r1.data.iter_records` could not parse, by its ref (for
+    reading a sample_id out of it): for a document (``file:LINE``, ``file:LINE:COL``) the text from its start to the
+    next document starting on that line, or to the end of the line (what the reader's error covers); for a list
+    element (``file:[i]``, ``file:LINE[i]``) the element's text. Lines are counted as the reader counts them (by LF,
+    or by CR in a file whose first megabyte holds CRs and no LF)."""
+    parsed = {}
+    for ref, _, _ in items:
+        m = _REF_TAIL.fullmatch(ref[len(path) + 1 :]) if ref.startswith(f"{path}:") else None
+        if m is not None:
+            parsed[ref] = m.groups()
+    wanted = [ref for ref, _, item in items if isinstance(item, RecordError) and ref in parsed]
+    if not wanted:
+        return {}
+    try:
+        with open(path, encoding="utf-8-sig", errors="surrogateescape", newline="") as f:
+            text = f.read()
+    except OSError:
+        return {}
+    head = text[: 1 << 20]
+    nl = "\r" if "\r" in head and "\n" not in head else "\n"
+    starts = [0] + [m.end() for m in re.finditer(re.escape(nl), text)]
+
+    def line_end(n: int) -> int:
+        return starts[n] - len(nl) if n < len(starts) else len(text)
+
+    def doc_start(line: str, col: str | None) -> int | None:
+        n = int(line)
+        if not 1 <= n <= len(starts):
+            return None
+        return starts[n - 1] + int(col) - 1 if col is not None else _JSON_WHITESPACE.match(text, starts[n - 1]).end()
+
+    docs_on_line: dict[int, list[int]] = {}  # line -> start positions of the documents that begin on it
+    for _, line, col, _ in parsed.values():
+        if line is not None and (pos := doc_start(line, col)) is not None:
+            docs_on_line.setdefault(int(line), []).append(pos)
+    for starts_here in docs_on_line.values():
+        starts_here.sort()
+    out: dict[str, str] = {}
+    lists: dict[int, dict[int, str]] = {}  # position of a list's "[" -> {element index: ref}
+    for ref in wanted:
+        first_index, line, col, index = parsed[ref]
+        if first_index is not None:
+            lists.setdefault(_JSON_WHITESPACE.match(text, 0).end(), {})[int(first_index)] = ref
+            continue
+        pos = doc_start(line, col)
+        if pos is None:
+            continue
+        if index is not None:
+            lists.setdefault(pos, {})[int(index)] = ref
+            continue
+        later = docs_on_line.get(int(line), [])
+        k = bisect.bisect_right(later, pos)
+        end = later[k] if k < len(later) else line_end(int(line))
+        out[ref] = text[pos : max(end, pos)]
+    for pos, by_index in lists.items():
+        last = max(by_index)
+        try:
+            for i, piece in enumerate(split_json_list([text[pos:]])):
+                if i in by_index:
+                    out[by_index[i]] = piece
+                if i >= last:
+                    break
+        except ValueError:  # not a list there after all: nothing to read an id from
+            continue
+    return out
+
+
+def _with_type(message: str, text: str | None) -> str:
+    """The reader's "not a JSON object" with the type of the value it found (``not a JSON object: int``)."""
+    if message != "not a JSON object" or not text or len(text) > _RECOVER_CHARS:
+        return message
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return message
+    return f"{message}: {type(value).__name__}"
+
+
+def _describe_records(path: str, items: list) -> str:
+    """What a file that holds no prediction holds, for the one-line refusal."""
+    n = len(items)
+    first_ref, _, first = items[0]
+    if isinstance(first, RecordError) and first_ref == path:  # the reader's verdict on the whole file
+        return first.message
+    what = (
+        f"{first_ref}: {first.message}"
+        if isinstance(first, RecordError)
+        else f"{first_ref}: an object without sample_id, keys {short_repr(sorted(first), 200)}"
+    )
+    return f"none of its {n} record(s) is a JSON object with a sample_id (first: {what})"
+
+
+def _refusal(path: str, fmt: str, items: list) -> EvalInputError:
+    """The one-line error for a file with records of which not one is a prediction."""
+    shown = show_path(path)
+    first_ref, _, only = items[0]
+    if isinstance(only, RecordError) and first_ref == path:  # the reader's verdict on the whole file (gzip, UTF-16)
+        return EvalInputError(f"{shown}: {only.message}")
+    if len(items) == 1 and isinstance(only, dict):
+        problem = harness_shape_problem(only)
+        hint = (
+            f"; not read as a harness log because {problem} (pass --predictions-format harness-log to read it as one)"
+            if "details" in only
+            else ""
+        )
+        return EvalInputError(
+            f"{shown}: neither a predictions JSONL (one {{sample_id, point, ...}} object per line), "
+            "a JSON list of such objects, nor a ScreenSpot-Pro harness log (the harness's "
+            f"{{details, metrics}} object); its keys: {short_repr(sorted(only), 200)}{hint}"
+        )
+    if fmt == JSON_LIST:
+        return EvalInputError(
+            f"{shown}: a JSON list that cannot be read as predictions: "
+            f"{_describe_records(path, items)}; write JSONL (one {{sample_id, point}} object per "
+            "line)"
+        )
+    return EvalInputError(f"{shown}: no prediction in the file: {_describe_records(path, items)}")
 
 
 def load_predictions(
-    path: str, samples: list[Sample], *, strict: bool = False, on_duplicate: str = "error"
+    path: str, samples: list[Sample], *, strict: bool = False, on_duplicate: str = "error", format: str = "auto"
 ) -> tuple[dict[str, dict], PredictionReport]:
     """Predictions of ``path`` keyed by sample_id, with points in original pixels (module docstring: formats, rules).
 
     Args:
-        path: our predictions JSONL, a JSON list of the same objects, or an official ScreenSpot-Pro harness log
-            (detected from the content).
+        path: our predictions (JSONL, a JSON list, or both) or an official ScreenSpot-Pro harness log.
         samples: the benchmark's samples (known sample_ids; harness details are mapped onto them).
         strict: raise on the first malformed record or unknown sample_id instead of counting it.
         on_duplicate: several records for one sample: ``"error"`` (refuse), ``"first"`` or ``"last"``.
+        format: ``"auto"`` (a harness log only by its full shape), ``"jsonl"`` / ``"json-list"`` (our
+            predictions), ``"harness-log"``.
 
     Returns:
-        ``(predictions, report)``; each prediction is the record with ``point`` normalised to ``[x, y]`` floats or
-        ``None``, plus ``ref`` (``file:line``), ``malformed`` (the message, for a malformed record scored
-        ``wrong_format``) and, for harness logs, ``harness_correctness``.
+        ``(predictions, report)``; each prediction is the record (less :data:`INTERNAL_KEYS`) with ``point``
+        normalised to ``[x, y]`` floats or ``None``, plus ``ref``, ``malformed`` (the message, for a malformed record
+        scored ``wrong_format``) and, for harness logs, ``harness_correctness``.
 
     Raises:
         FileNotFoundError: ``path`` does not exist.
-        EvalInputError: duplicate predictions with ``on_duplicate="error"`` (not for harness logs); a file that is
-            none of the formats (one line, naming the file).
-        EvalInputError: also in strict mode, the first malformed record or unknown id (naming it).
-        ValueError: an unknown ``on_duplicate``.
+        EvalInputError: ``path`` is a folder; duplicate predictions with ``on_duplicate="error"`` (not for harness
+            logs); a file with records of which not one is a prediction (compressed, UTF-16, a metrics file, ...);
+            ``format="harness-log"`` on a file that is not one object with a ``details`` list (one line, naming the
+            file). Also, in strict mode, the first malformed record or unknown id (naming it).
+        ValueError: an unknown ``on_duplicate`` or ``format``.
     """
     if on_duplicate not in ON_DUPLICATE:
         raise ValueError(f"on_duplicate must be one of {', '.join(ON_DUPLICATE)}, got {on_duplicate!r}")
+    if format not in PREDICTION_FORMATS:
+        raise ValueError(f"predictions format must be one of {', '.join(PREDICTION_FORMATS)}, got {format!r}")
+    if os.path.isdir(path):
+        raise EvalInputError(f"predictions {show_path(path)} is a folder; name a predictions file")
     if not os.path.isfile(path):
-        raise FileNotFoundError(f"predictions file not found: {path}")
-    with open(path, "rb") as f:
-        raw = f.read()
-    raw = raw.removeprefix(codecs.BOM_UTF8)
-    fmt, content = _items(path, raw)
-    if fmt == HARNESS_LOG:
-        return _load_harness_log(path, content, samples, strict, on_duplicate)
-    return _load_records(path, fmt, content, samples, strict, on_duplicate)
+        raise FileNotFoundError(f"predictions file not found: {show_path(path)}")
+    items = list(iter_records(path))
+    only = items[0][2] if len(items) == 1 else None
+    if format == "harness-log":
+        if not (isinstance(only, dict) and isinstance(only.get("details"), list)):
+            found = (
+                f"{len(items)} documents/records"
+                if len(items) != 1
+                else only.message
+                if isinstance(only, RecordError)
+                else f"an object with keys {short_repr(sorted(only), 200)}"
+            )
+            raise EvalInputError(
+                f"{show_path(path)}: --predictions-format harness-log needs one JSON object with a "
+                f"'details' list (the ScreenSpot-Pro harness's --log_path file); found {found}"
+            )
+        return _load_harness_log(path, only, samples, strict, on_duplicate)
+    if format == "auto" and isinstance(only, dict) and harness_shape_problem(only) is None:
+        return _load_harness_log(path, only, samples, strict, on_duplicate)
+    fmt = JSON_LIST if items and items[0][0].startswith(f"{path}:[") else JSONL
+    return _load_records(path, fmt, items, samples, strict, on_duplicate)
 
 
 class _Collector:
@@ -281,34 +450,34 @@ class _Collector:
         return self.predictions, self.report
 
 
-def _recover_id(text: str) -> str | None:
-    """The ``sample_id`` written in the text of a record that does not parse, if one can be read."""
-    m = _SAMPLE_ID_IN_TEXT.search(text)
-    if m is None:
-        return None
-    if m.group(2) is not None:
-        return m.group(2)
-    value, err = _parse_json(f'"{m.group(1)}"')
-    return value if err is None and isinstance(value, str) else None
-
-
 def _load_records(
-    path: str, fmt: str, items, samples: list[Sample], strict: bool, on_duplicate: str
+    path: str, fmt: str, items: list, samples: list[Sample], strict: bool, on_duplicate: str
 ) -> tuple[dict[str, dict], PredictionReport]:
+    texts = _error_texts(path, items)
+    recovered = {ref: _recover_id(text) for ref, text in texts.items()}
+    usable = sum(
+        1
+        for ref, _, item in items
+        if (isinstance(item, dict) and "sample_id" in item)
+        or (isinstance(item, RecordError) and recovered.get(ref) is not None)
+    )
+    if items and not usable:
+        raise _refusal(path, fmt, items)
     c = _Collector(path, fmt, samples, strict, on_duplicate)
-    for ref, rec, error, text in items:
+    for ref, _, rec in items:
         c.report.num_records += 1
-        if error is not None:
-            c.malformed(ref, error, _recover_id(text))
+        if isinstance(rec, RecordError):
+            sid = recovered.get(ref)
+            message = _with_type(rec.message, texts.get(ref))
+            c.malformed(ref, message if sid is None else f"sample {sid}: {message}", sid)
             continue
-        if not isinstance(rec, dict):
+        if not isinstance(rec, dict):  # iter_records yields objects only; kept for other readers' items
             c.malformed(ref, f"not a JSON object: {type(rec).__name__}")
             continue
-        sid = rec.get("sample_id")
-        if not isinstance(sid, (str, int)) or isinstance(sid, bool) or sid == "":
-            c.malformed(ref, f"no usable sample_id (got {short_repr(sid)})")
+        sid = validate.explicit_id(rec.get("sample_id"))
+        if sid is None:
+            c.malformed(ref, f"no usable sample_id (got {short_repr(rec.get('sample_id'))})")
             continue
-        sid = str(sid)
         if "point" not in rec:
             c.malformed(ref, f"sample {sid}: no 'point' key (use null for no answer)", sid)
             continue
@@ -317,7 +486,7 @@ def _load_records(
             c.malformed(ref, f"sample {sid}: point must be null or [x, y] finite numbers (|v| <= 1e7), got "
                              f"{short_repr(rec['point'])}", sid)  # fmt: skip
             continue
-        c.add(ref, sid, rec, point)
+        c.add(ref, sid, {k: v for k, v in rec.items() if k not in INTERNAL_KEYS}, point)
     return c.finish()
 
 
@@ -349,9 +518,8 @@ def _load_harness_log(
                                              "(only positive / instruction / en map to benchmark samples)"))  # fmt: skip
             continue
         # the sample first (so a malformed pred still takes its place in the key order), then the point
-        if d.get("id") is not None:
-            sid = str(d["id"])
-        else:
+        sid = validate.explicit_id(d.get("id"))
+        if sid is None:
             missing_keys = [k for k in ("task_filename", "img_path", "prompt_to_evaluate") if k not in d]
             if missing_keys:
                 c.malformed(ref, f"detail has no id and lacks {missing_keys} to match it to a sample")

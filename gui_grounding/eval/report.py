@@ -12,7 +12,15 @@
   ``max_failures``, the number omitted stated): per failure a thumbnail of the screenshot (at most 800 px wide) with
   the target box(es) / polygon(s) in green and the predicted point in red, a zoom around the target, the
   instruction, the raw response, the sample_id and the correctness. Images are JPEG files under ``failures/``
-  referenced relatively, so the folder can be moved or archived as a whole. All text is HTML-escaped.
+  referenced relatively, so the folder can be moved or archived as a whole. All text is HTML-escaped. A sample whose
+  screenshot is missing or unreadable (rescoring needs no pixels, so such samples are scored) gets a card saying
+  "image missing" instead of pictures. Every target box, polygon edge and point is clipped to the picture before it
+  is drawn, so drawing costs what the picture's size allows, whatever the coordinates (a box 1e7 px wide).
+
+Writing (``vlm_r1.outputs``): every file is written atomically (a unique temporary name, then a rename); an earlier
+``metrics.json`` in the folder is removed first and the new one is written **last**, so a complete-looking summary
+never sits beside missing or truncated outputs. A full disk or a read-only folder raises
+:class:`vlm_r1.outputs.OutputError` (one line).
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ from __future__ import annotations
 import html
 import json
 import logging
+import math
 import os
 import re
 
@@ -28,12 +37,17 @@ from gui_grounding.eval.benchmarks.base import Benchmark
 from gui_grounding.eval.judge import CORRECT
 from gui_grounding.eval.predictions import PredictionReport
 from gui_grounding.schema import LoadReport, Sample
+from vlm_r1.outputs import OutputError, atomic_writer, write_bytes, write_text
 
 logger = logging.getLogger(__name__)
 
 TARGET, POINT = (0, 170, 0), (230, 0, 0)
 RESERVED = ("benchmark", "predictions", "data", "meta")
 _OWN_IMAGE = re.compile(r"^\d{4,}(_zoom)?\.jpg$")
+# drawn marks are clipped to the picture grown by this many pixels (line widths and the point marker stay whole)
+_MARGIN = 16
+# the zoom picture is at most this size (and magnifies at most 4x)
+ZOOM_SIZE = (480, 320)
 
 
 def write_reports(
@@ -67,24 +81,59 @@ def write_reports(
         the ``metrics.json`` content.
 
     Raises:
-        ValueError: ``metrics`` uses a reserved top-level key (``benchmark``, ``predictions``, ``data``, ``meta``).
+        ValueError: ``metrics`` uses a reserved top-level key (``benchmark``, ``predictions``, ``data``, ``meta``),
+            or is not strict JSON (NaN).
+        OutputError: a file cannot be written (disk full, read-only folder); ``metrics.json`` is then absent.
     """
     clash = [k for k in RESERVED if k in metrics]
     if clash:
         raise ValueError(f"benchmark metrics use reserved key(s) {clash}")
-    os.makedirs(out_dir, exist_ok=True)
     missing = sum(bool(r.get("missing")) for r in results.values())
     pred_summary = prediction_report.to_dict() if prediction_report else {"missing": missing}
     doc = {"benchmark": benchmark.name, **metrics, "predictions": pred_summary,
            "data": load_report_dict(load_report) if load_report else {"num_samples": len(samples)},
            "meta": meta or {}}  # fmt: skip
-    with open(os.path.join(out_dir, "metrics.json"), "w", encoding="utf-8") as f:
-        json.dump(doc, f, indent=2, allow_nan=False)
-    with open(os.path.join(out_dir, "results.md"), "w", encoding="utf-8", errors="replace") as f:
-        f.write(_results_md(benchmark, samples, metrics, pred_summary, load_report))
-    write_failures_html(out_dir, samples, results, predictions, title=f"{benchmark.name}: failures",
-                        max_failures=max_failures)  # fmt: skip
+    # strict JSON (no NaN), ASCII (a lone surrogate in a ref is escaped, never an encoding error): checked before
+    # anything is written
+    summary = json.dumps(doc, indent=2, allow_nan=False) + "\n"
+    try:
+        os.makedirs(out_dir, exist_ok=True)
+    except OSError as err:
+        raise OutputError(err.errno, f"cannot create {out_dir}: {err.strerror or err}") from None
+    metrics_path = os.path.join(out_dir, "metrics.json")
+    remove_summary(metrics_path)
+    write_text(
+        os.path.join(out_dir, "results.md"), _text(_results_md(benchmark, samples, metrics, pred_summary, load_report))
+    )
+    write_failures_html(
+        out_dir, samples, results, predictions, title=f"{benchmark.name}: failures", max_failures=max_failures
+    )
+    write_text(metrics_path, summary)  # last: its presence says every other output is complete
     return doc
+
+
+def remove_summary(path: str) -> None:
+    """Remove an earlier summary (``metrics.json``) before the outputs it summarises are rewritten.
+
+    Raises:
+        OutputError: it exists and cannot be removed.
+    """
+    try:
+        os.remove(path)
+    except FileNotFoundError:
+        pass
+    except OSError as err:
+        raise OutputError(err.errno, f"cannot remove the earlier {path}: {err.strerror or err}") from None
+
+
+def _text(text: str) -> str:
+    """``text`` with lone surrogates (undecodable bytes of a path or response) written as ``\\udcXX`` escapes, so
+    it encodes as UTF-8."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", errors="backslashreplace").decode("utf-8")
 
 
 def _results_md(benchmark: Benchmark, samples, metrics, pred_summary: dict, load_report) -> str:
@@ -132,10 +181,13 @@ def write_failures_html(
     pictures.
     """
     img_dir = os.path.join(out_dir, "failures")
-    os.makedirs(img_dir, exist_ok=True)
-    for name in os.listdir(img_dir):
-        if _OWN_IMAGE.match(name):
-            os.remove(os.path.join(img_dir, name))
+    try:
+        os.makedirs(img_dir, exist_ok=True)
+        for name in os.listdir(img_dir):
+            if _OWN_IMAGE.match(name):
+                os.remove(os.path.join(img_dir, name))
+    except OSError as err:
+        raise OutputError(err.errno, f"cannot prepare {img_dir}: {err.strerror or err}") from None
     failures = [s for s in samples if results[s.sample_id]["correctness"] != CORRECT]
     shown = failures[:max_failures]
     counts: dict[str, int] = {}
@@ -152,8 +204,7 @@ def write_failures_html(
         cards="\n".join(cards),
     )  # fmt: skip
     path = os.path.join(out_dir, "failures.html")
-    with open(path, "w", encoding="utf-8", errors="replace") as f:  # a lone surrogate in a response must not stop it
-        f.write(page)
+    write_bytes(path, page.encode("utf-8", errors="replace"))  # a lone surrogate in a response must not stop it
     return path
 
 
@@ -179,24 +230,47 @@ def _card(i: int, s: Sample, result: dict, pred: dict | None, img_dir: str, max_
         point_text = "no point (null)"
     else:
         point_text = f"({_fmt_num(point[0])}, {_fmt_num(point[1])}) px"
-        if not (0 <= point[0] <= s.width and 0 <= point[1] <= s.height):
+        if _known_size(s) and not (0 <= point[0] <= s.width and 0 <= point[1] <= s.height):
             point_text += f" -- outside the {s.width}x{s.height} image (marker at the edge)"
     raw = (pred or {}).get("raw_response")
     raw = "" if raw is None else str(raw)
     if len(raw) > 2000:
         raw = raw[:2000] + f" ... [{len(raw) - 2000} more characters]"
-    try:
-        images = _draw(s, point, img_dir, i, max_width)
-        imgs = "".join(f'<img src="failures/{html.escape(n)}" alt="{html.escape(a)}">' for n, a in images)
-    except Exception as err:  # a missing/corrupt screenshot must not stop the report
-        imgs = f'<p class="err">{html.escape(f"cannot draw {s.image_path}: {type(err).__name__}: {err}")}</p>'
+    problem = _image_problem(s)
+    if problem is not None:
+        imgs = f'<p class="err">{html.escape(f"cannot draw {s.image_path}: image missing ({problem})")}</p>'
+    else:
+        try:
+            images = _draw(s, point, img_dir, i, max_width)
+            imgs = "".join(f'<img src="failures/{html.escape(n)}" alt="{html.escape(a)}">' for n, a in images)
+        except OutputError:  # the disk, not the sample: the run fails with one line
+            raise
+        except Exception as err:  # a corrupt screenshot must not stop the report
+            imgs = f'<p class="err">{html.escape(f"cannot draw {s.image_path}: {type(err).__name__}: {err}")}</p>'
+    size = f"{s.width}x{s.height}" if _known_size(s) else "size unknown"
     e = html.escape
     return (f'<div class="card"><h3>#{i} <code>{e(s.sample_id)}</code> '
             f'<span class="{e(result["correctness"])}">{e(result["correctness"])}</span></h3>\n'
             f"<p><b>instruction</b>: {e(s.instruction)}</p>\n"
             f"<p><b>predicted</b>: {e(point_text)}<br><b>target</b>: {e(_describe_targets(s))}<br>"
-            f"<b>image</b>: {e(s.image_path)} ({s.width}x{s.height})</p>\n"
+            f"<b>image</b>: {e(s.image_path)} ({size})</p>\n"
             f"<p><b>raw response</b>:</p><pre>{e(raw) if raw else '(none)'}</pre>\n{imgs}</div>")  # fmt: skip
+
+
+def _known_size(s: Sample) -> bool:
+    return s.width > 0 and s.height > 0
+
+
+def _image_problem(s: Sample) -> str | None:
+    """Why the sample's screenshot cannot be drawn (missing, not a file, over the pixel limit, unreadable), or None;
+    read from its header only (``vlm_r1.validate``'s checker, so an oversized image is never decoded)."""
+    from gui_grounding.schema import SampleError, read_image_size
+
+    try:
+        read_image_size(s.image_path, s.sample_id, verify=False)
+    except SampleError as err:
+        return f"{err.reason}: {err.message}"
+    return None
 
 
 def _target_extent(s: Sample) -> tuple[float, float, float, float] | None:
@@ -210,15 +284,47 @@ def _target_extent(s: Sample) -> tuple[float, float, float, float] | None:
     return (min(xs), min(ys), max(xs), max(ys)) if xs else None
 
 
+def clip_segment(
+    p: tuple[float, float], q: tuple[float, float], size: tuple[int, int], margin: float = _MARGIN
+) -> tuple[tuple[float, float], tuple[float, float]] | None:
+    """The part of segment ``p``-``q`` inside ``[-margin, width + margin] x [-margin, height + margin]``
+    (Liang-Barsky), or None when none of it is; exact, so a clipped edge lies where the full one would."""
+    lo_x, lo_y, hi_x, hi_y = -margin, -margin, size[0] + margin, size[1] + margin
+    (x0, y0), (x1, y1) = p, q
+    dx, dy = x1 - x0, y1 - y0
+    t0, t1 = 0.0, 1.0
+    for den, num in ((-dx, x0 - lo_x), (dx, hi_x - x0), (-dy, y0 - lo_y), (dy, hi_y - y0)):
+        if den == 0:
+            if num < 0:
+                return None
+            continue
+        t = num / den
+        if den < 0:
+            t0 = max(t0, t)
+        else:
+            t1 = min(t1, t)
+        if t0 > t1:
+            return None
+    return (x0 + t0 * dx, y0 + t0 * dy), (x0 + t1 * dx, y0 + t1 * dy)
+
+
+def _draw_path(draw, points: list[tuple[float, float]], size: tuple[int, int], fill) -> None:
+    """A closed outline through ``points``, each edge clipped to the picture (so the cost is bounded by its size)."""
+    for p, q in zip(points, points[1:] + points[:1], strict=True):
+        seg = clip_segment(p, q, size)
+        if seg is not None:
+            draw.line(list(seg), fill=fill, width=2)
+
+
 def _draw_marks(draw, s: Sample, point, ox: float, oy: float, sx: float, sy: float, size: tuple[int, int]) -> None:
-    """Targets (green) and point (red) mapped by ``(v - o) * scale`` into an image of ``size``."""
+    """Targets (green) and point (red) mapped by ``(v - o) * scale`` into an image of ``size``, every mark clipped
+    to the image (the point marker clamped to its edge)."""
     for b in s.boxes:  # an inverted box (kept with a warning) is drawn over its corners
         x0, x1 = sorted(((b[0] - ox) * sx, (b[2] - ox) * sx))
         y0, y1 = sorted(((b[1] - oy) * sy, (b[3] - oy) * sy))
-        draw.rectangle([x0, y0, x1, y1], outline=TARGET, width=2)
+        _draw_path(draw, [(x0, y0), (x1, y0), (x1, y1), (x0, y1)], size, TARGET)
     for poly in s.polygons:
-        pts = [((x - ox) * sx, (y - oy) * sy) for x, y in poly]
-        draw.line(pts + pts[:1], fill=TARGET, width=2)
+        _draw_path(draw, [((x - ox) * sx, (y - oy) * sy) for x, y in poly], size, TARGET)
     if point is not None:
         px, py = (point[0] - ox) * sx, (point[1] - oy) * sy
         px, py = min(max(px, 0), size[0] - 1), min(max(py, 0), size[1] - 1)
@@ -228,13 +334,39 @@ def _draw_marks(draw, s: Sample, point, ox: float, oy: float, sx: float, sy: flo
         draw.line([px, py - r - 4, px, py + r + 4], fill=POINT, width=2)
 
 
+def zoom_box(s: Sample, point, width: int, height: int) -> tuple[int, int, int, int] | None:
+    """The crop ``(left, top, right, bottom)`` of the zoom picture, inside the ``width x height`` image, or None
+    when the target lies outside it (nothing to zoom on). Around the target extent (and the point when it is near),
+    at least 240x160 px."""
+    extent = _target_extent(s)
+    if extent is None:
+        return None
+    x0, y0, x1, y1 = extent
+    if point is not None and abs(point[0] - (x0 + x1) / 2) < 300 and abs(point[1] - (y0 + y1) / 2) < 200:
+        x0, y0, x1, y1 = min(x0, point[0]), min(y0, point[1]), max(x1, point[0]), max(y1, point[1])
+    cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
+    half_w, half_h = max(120, (x1 - x0) / 2 + 24), max(80, (y1 - y0) / 2 + 24)
+    box = (
+        max(0, min(width, math.floor(cx - half_w))),
+        max(0, min(height, math.floor(cy - half_h))),
+        max(0, min(width, math.floor(cx + half_w) + 1)),
+        max(0, min(height, math.floor(cy + half_h) + 1)),
+    )
+    return box if box[2] > box[0] and box[3] > box[1] else None
+
+
+def _save_jpeg(image, path: str) -> None:
+    with atomic_writer(path, "wb") as f:
+        image.save(f, format="JPEG", quality=85)
+
+
 def _draw(s: Sample, point, img_dir: str, i: int, max_width: int) -> list[tuple[str, str]]:
     """Save the thumbnail (and a zoom when there is a target); return ``[(file name, alt text)]``."""
     from PIL import Image, ImageDraw
 
-    out = []
     from vlm_r1.validate import open_image
 
+    out = []
     im = open_image(s.image_path)  # the displayed frame (EXIF applied), as boxes and points are
     w, h = im.size
     scale = min(1.0, max_width / w, 900 / h)
@@ -242,30 +374,19 @@ def _draw(s: Sample, point, img_dir: str, i: int, max_width: int) -> list[tuple[
     thumb = im.resize((tw, th), Image.Resampling.LANCZOS) if scale < 1 else im.copy()
     _draw_marks(ImageDraw.Draw(thumb), s, point, 0, 0, tw / w, th / h, (tw, th))
     name = f"{i:04d}.jpg"
-    thumb.save(os.path.join(img_dir, name), quality=85)
+    _save_jpeg(thumb, os.path.join(img_dir, name))
     out.append((name, "screenshot with target (green) and prediction (red)"))
-    extent = _target_extent(s)
-    if extent is not None:
-        x0, y0, x1, y1 = extent
-        if point is not None and abs(point[0] - (x0 + x1) / 2) < 300 and abs(point[1] - (y0 + y1) / 2) < 200:
-            x0, y0, x1, y1 = min(x0, point[0]), min(y0, point[1]), max(x1, point[0]), max(y1, point[1])
-        cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
-        half_w, half_h = max(120, (x1 - x0) / 2 + 24), max(80, (y1 - y0) / 2 + 24)
-        box = (
-            max(0, int(cx - half_w)),
-            max(0, int(cy - half_h)),
-            min(w, int(cx + half_w) + 1),
-            min(h, int(cy + half_h) + 1),
-        )
-        if box[2] > box[0] and box[3] > box[1]:
-            crop = im.crop(box)
-            zscale = min(4.0, 480 / crop.width, 320 / crop.height)
-            zw, zh = max(1, round(crop.width * zscale)), max(1, round(crop.height * zscale))
-            zoom = crop.resize((zw, zh), Image.Resampling.LANCZOS)
-            _draw_marks(ImageDraw.Draw(zoom), s, point, box[0], box[1], zw / crop.width, zh / crop.height, (zw, zh))
-            name = f"{i:04d}_zoom.jpg"
-            zoom.save(os.path.join(img_dir, name), quality=85)
-            out.append((name, "zoom around the target"))
+    box = zoom_box(s, point, w, h)
+    if box is not None:
+        crop = im.crop(box)
+        zscale = min(4.0, ZOOM_SIZE[0] / crop.width, ZOOM_SIZE[1] / crop.height)
+        zw = max(1, min(ZOOM_SIZE[0], round(crop.width * zscale)))
+        zh = max(1, min(ZOOM_SIZE[1], round(crop.height * zscale)))
+        zoom = crop.resize((zw, zh), Image.Resampling.LANCZOS)
+        _draw_marks(ImageDraw.Draw(zoom), s, point, box[0], box[1], zw / crop.width, zh / crop.height, (zw, zh))
+        name = f"{i:04d}_zoom.jpg"
+        _save_jpeg(zoom, os.path.join(img_dir, name))
+        out.append((name, "zoom around the target"))
     return out
 
 

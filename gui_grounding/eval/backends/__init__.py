@@ -29,6 +29,7 @@ import importlib
 import io
 import json
 import logging
+import math
 import os
 from collections.abc import Callable
 from typing import Any
@@ -153,14 +154,28 @@ def record(sample, request, text: str, adapter, *, error: str | None = None) -> 
 def prepare_resume(path: str) -> set[str]:
     """sample_ids already predicted in ``path`` (empty if there is no file), with the file made safe to append to.
 
-    A half-written last line (no trailing newline: the run was interrupted while writing it), lines that are not
-    prediction records, and lines of requests that failed for good (``"error"`` key) are removed from the file, so
-    those samples are predicted again; a warning counts each kind.
+    The file is our own output (:class:`vlm_r1.outputs.LineAppender`: whole LF-terminated lines), so it is read line
+    by line. A half-written last line (no trailing newline: the run was interrupted while writing it), lines that
+    are not prediction records (not JSON, not an object, no usable ``sample_id``, a ``point`` that is neither null
+    nor two finite numbers), and lines of requests that failed for good (``"error"`` key) are removed, so those
+    samples are predicted again; a warning counts each kind. The file is rewritten atomically
+    (:func:`vlm_r1.outputs.atomic_writer`: a unique temporary name in its folder, then a rename), so an interruption
+    leaves the old file or the new one. Callers hold the output's lock (``run_eval`` locks ``--out``).
+
+    Raises:
+        OutputError: the file cannot be read or rewritten (one line, naming it).
     """
+    from gui_grounding.eval.predictions import parse_point
+    from vlm_r1.outputs import OutputError, write_bytes
+    from vlm_r1.validate import explicit_id
+
     if not os.path.exists(path):
         return set()
-    with open(path, "rb") as f:
-        lines = f.read().split(b"\n")
+    try:
+        with open(path, "rb") as f:
+            lines = f.read().split(b"\n")
+    except OSError as err:
+        raise OutputError(err.errno, f"cannot read {path} to resume: {err.strerror or err}") from None
     tail = lines.pop()  # b"" when the file ends with a newline, else the half-written last line
     kept, done, dropped = [], set(), {"half-written last line": int(bool(tail.strip()))}
     for raw in lines:
@@ -168,8 +183,10 @@ def prepare_resume(path: str) -> set[str]:
             continue
         try:
             rec = json.loads(raw)
-            sid = str(rec["sample_id"])
-        except (ValueError, KeyError, TypeError, RecursionError):  # JSON / UTF-8 / digit-limit errors are ValueErrors
+        except (ValueError, RecursionError):  # JSON / UTF-8 / digit-limit errors are ValueErrors
+            rec = None
+        sid = explicit_id(rec.get("sample_id")) if isinstance(rec, dict) else None
+        if sid is None or "point" not in rec or not parse_point(rec["point"])[0]:
             dropped["unreadable line"] = dropped.get("unreadable line", 0) + 1
             continue
         if rec.get("error") is not None:
@@ -178,30 +195,57 @@ def prepare_resume(path: str) -> set[str]:
         kept.append(raw)
         done.add(sid)
     if any(dropped.values()):
-        tmp = path + ".tmp"
-        with open(tmp, "wb") as f:
-            f.write(b"".join(line + b"\n" for line in kept))
-        os.replace(tmp, path)
+        write_bytes(path, b"".join(line + b"\n" for line in kept))
         what = ", ".join(f"{n} {k}" for k, n in dropped.items() if n)
         logger.warning("%s: dropped %s; those samples are predicted again", path, what)
     return done
 
 
 def open_predictions(path: str, samples: list) -> tuple[Any, list]:
-    """``(file opened for appending, samples still to predict)`` for a resumable run on ``path``."""
+    """``(appender, samples still to predict)`` for a resumable run on ``path``: a
+    :class:`vlm_r1.outputs.LineAppender` (a context manager; pass it to :func:`write_records`).
+
+    Raises:
+        OutputError: the file cannot be read, rewritten or opened for appending.
+    """
+    from vlm_r1.outputs import LineAppender
+
     done = prepare_resume(path)
     todo = [s for s in samples if s.sample_id not in done]
     if done:
         logger.info("resuming: %d of %d samples already predicted in %s", len(samples) - len(todo), len(samples),
                     path)  # fmt: skip
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    return open(path, "a", encoding="utf-8"), todo
+    return LineAppender(path), todo
+
+
+def _line(rec: dict) -> str:
+    """One predictions line: strict JSON (a non-finite point becomes null with ``invalid_point``), UTF-8 text where
+    possible, ASCII escapes where a string holds a lone surrogate (so every line is valid UTF-8 and JSON)."""
+    point = rec.get("point")
+    if isinstance(point, (list, tuple)) and not all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in point
+    ):
+        rec = {**rec, "point": None, "invalid_point": repr(point)[:200]}
+    try:
+        line = json.dumps(rec, ensure_ascii=False, allow_nan=False)
+        line.encode("utf-8")
+    except UnicodeEncodeError:
+        line = json.dumps(rec, allow_nan=False)
+    return line
 
 
 def write_records(out, records: list[dict]) -> None:
-    """Append ``records`` as JSON lines and flush (a crash loses at most the batch being written)."""
-    out.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
-    out.flush()
+    """Append ``records`` as whole JSON lines, each written and flushed by ``out.write`` (a
+    :class:`vlm_r1.outputs.LineAppender` from :func:`open_predictions`), so a crash loses at most the line being
+    written, which the next resume drops.
+
+    Raises:
+        OutputError: the disk is full or the file cannot be written (one line).
+        ValueError: a record that is not JSON-serialisable (a bug in the backend).
+    """
+    for rec in records:
+        out.write(_line(rec))
 
 
 def image_data_url(image) -> str:

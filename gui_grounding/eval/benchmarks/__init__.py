@@ -18,13 +18,23 @@ Shared conventions (``gta1_and_peers.md`` section 2.1):
   as :class:`~gui_grounding.schema.SampleError` in strict mode): an unreadable annotation file or element, a record
   that is not an object or lacks a field, a box that is not 4 numbers (``bad_box``: finite, within +-1e7, no
   booleans; ``vlm_r1.validate``), an instruction that is not valid Unicode (``bad_text``), an image path that climbs
-  out of the image folder (``path_outside_root``), a missing, non-regular, oversized or corrupt image. Oddities the harness scores anyway are **kept and warned** (``notes`` + ``warnings``, listed in
+  out of the image folder or is absolute (``path_outside_root``: a published benchmark's images lie inside its
+  folder), a missing, non-regular, oversized or corrupt image. Oddities the harness scores anyway are **kept and
+  warned** (``notes`` + ``warnings``, listed in
   ``metrics.json``): a box partly (``box_partly_outside_image``) or entirely (``box_outside_image``, e.g. an image
   whose EXIF orientation turns it) outside the image as we read it, an inverted or zero-area box or polygon
   (``inverted_box``: no point can hit it, as in the harness), an empty instruction (``empty_instruction``),
   ScreenSpot-Pro's ``img_size`` differing from the file (``img_size_mismatch``). Boxes are never clipped;
-* duplicate sample ids in a benchmark file make the whole load fail (:class:`DuplicateIdError`, naming the ids and
-  their refs): predictions are matched by id, so a repeated id would score one answer twice;
+* **framing**: an annotation file is read with :func:`vlm_r1.data.iter_records`, the one record reader: every
+  document of the file is read (a JSON list, then more lists or JSONL lines; LF, CRLF or CR line endings), each
+  element that does not parse is one ``unparseable_record`` error and the elements after it are read. A file of a
+  JSON-list benchmark that does not start with a list (an object, garbage, an empty or compressed file) is one
+  ``unparseable_record`` error with the file as its ref;
+* **identity** (:class:`SampleIds`, the rule of :class:`vlm_r1.validate.IdRegistry`): a record's explicit id
+  (:func:`vlm_r1.validate.explicit_id`: ``7`` and ``"7"`` are one id; absent, null, a boolean, an empty string or a
+  non-scalar is no id) or else its generated id ``<file stem>:<index>`` (WebClick: the row index). Any id handed
+  out twice, explicit or generated, makes the whole load fail (:class:`DuplicateIdError`, naming the ids and their
+  refs): predictions are matched by id, so a repeated id would score one answer twice;
 * accuracies are percentages rounded to 2 decimals, except ScreenSpot-Pro's harness cells, which are fractions
   (0-1) as that harness writes them.
 """
@@ -33,6 +43,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -43,7 +54,7 @@ from gui_grounding.eval.judge import CORRECT, WRONG, WRONG_FORMAT
 from gui_grounding.frames import Box
 from gui_grounding.schema import LoadReport, Sample, SampleError, read_image_size
 from vlm_r1 import validate
-from vlm_r1.data import RecordError, iter_json_list
+from vlm_r1.data import RecordError, container_problem, iter_records
 from vlm_r1.registry import Registry
 
 logger = logging.getLogger(__name__)
@@ -132,10 +143,12 @@ def handle_reject(report: LoadReport, err: SampleError, strict: bool) -> None:
 
 
 def read_json_file(path: str) -> Any:
-    """Parsed JSON of an annotation file.
+    """Parsed JSON of a file that holds one JSON value (OSWorld-G's ``classification_result.json``; annotation
+    records are read by :func:`read_annotation_samples`).
 
     Raises:
-        SampleError: ``unparseable_record`` (ref = the path) when the file cannot be read or is not valid JSON.
+        SampleError: ``unparseable_record`` (ref = the path) when the file cannot be read or is not exactly one
+            valid JSON value (a second document after it is an error too).
     """
     try:
         with open(path, encoding="utf-8-sig") as f:  # a byte-order mark is accepted
@@ -148,107 +161,138 @@ def read_json_file(path: str) -> Any:
         ) from err
 
 
-def read_json_list(path: str) -> list:
-    """An annotation file that must hold a JSON list of records (ScreenSpot-V2/Pro, OSWorld-G).
+_JSON_WHITESPACE = b" \t\r\n"
 
-    Raises:
-        SampleError: ``unparseable_record`` for an unreadable file or one whose top level is not a list.
+
+def list_file_problem(path: str) -> str | None:
+    """Why ``path`` is not an annotation file of a JSON-list benchmark (it must start with ``[``, after an optional
+    UTF-8 byte-order mark and JSON whitespace), or None. Reads the file's head only."""
+    problem = container_problem(path)
+    if problem is not None:
+        return problem
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+            if head.startswith(b"\xef\xbb\xbf"):
+                head = head[3:]
+            while head and not head.lstrip(_JSON_WHITESPACE):  # a head of whitespace only: read on
+                head = f.read(1 << 16)
+    except OSError as err:
+        return f"cannot read annotation file: {err.strerror or err}"
+    first = head.lstrip(_JSON_WHITESPACE)[:1]
+    if not first:
+        return "the file is empty: expected a JSON list of records"
+    if first != b"[":
+        return f"expected a JSON list of records, the file starts with {first.decode('latin-1')!r}"
+    return None
+
+
+class SampleIds:
+    """The identity rule of one benchmark load (every file of it): :class:`vlm_r1.validate.IdRegistry`, plus the refs
+    of every id handed out twice, so that :meth:`check` names them all.
+
+    :meth:`assign` gives a record its explicit id (:func:`vlm_r1.validate.explicit_id`) or, when it has none, the
+    reader's deterministic ``generated`` id; an id handed out before (explicit or generated alike) is recorded as a
+    duplicate. :meth:`check` raises :class:`DuplicateIdError` when there is any.
     """
-    data = read_json_file(path)
-    if not isinstance(data, list):
-        raise SampleError(path, "unparseable_record", f"expected a JSON list of records, got {type(data).__name__}")
-    return data
+
+    def __init__(self) -> None:
+        self.registry = validate.IdRegistry()
+        self.first: dict[str, str] = {}
+        self.duplicates: list[tuple[str, str, str]] = []  # (id, first ref, repeated ref)
+
+    def assign(self, value: Any, generated: str, ref: str) -> str:
+        """The sample id of a record whose id field holds ``value`` (``None`` when it has no id field)."""
+        try:
+            sid = self.registry.assign(value, generated, ref)
+        except validate.Invalid:
+            sid = validate.explicit_id(value)
+            sid = generated if sid is None else sid
+            self.duplicates.append((sid, self.first[sid], ref))
+            return sid
+        self.first[sid] = ref
+        return sid
+
+    def __contains__(self, sid: str) -> bool:
+        return sid in self.registry
+
+    def __len__(self) -> int:
+        return len(self.registry)
+
+    def check(self, where: str) -> None:
+        """Raises :class:`DuplicateIdError` (one line: how many ids repeat, the first few with both refs)."""
+        dups = self.duplicates
+        if dups:
+            shown = "; ".join(f"id {validate.short_repr(sid)} at {a} and {b}" for sid, a, b in dups[:5])
+            more = f" (and {len(dups) - 5} more)" if len(dups) > 5 else ""
+            raise DuplicateIdError(
+                f"{where}: {len(dups)} duplicate sample id(s): {shown}{more}. Sample ids must be unique (predictions "
+                "are matched by id); fix the benchmark file"
+            )
 
 
 def read_annotation_samples(
     path: str,
-    make_sample,
+    make_sample: Callable[[str, dict, str], Sample],
     report: LoadReport,
     strict: bool,
     *,
-    id_refs: list[tuple[str, str]] | None = None,
-    id_key: str = "id",
-) -> tuple[list[Sample], list]:
-    """Samples of one JSON-list annotation file, with every bad record counted (or raised in strict mode).
+    ids: SampleIds,
+    id_key: str | None = "id",
+) -> list[Sample]:
+    """Samples of one annotation file of a JSON-list benchmark, with every bad record counted (or raised in strict
+    mode).
 
     Args:
-        path: the annotation file.
-        make_sample: ``(index, record, ref) -> Sample``, raising :class:`SampleError` for a bad record.
-        report: counts records and rejects (an unreadable file is one ``unparseable_record`` reject).
+        path: the annotation file; it must start with a JSON list (:func:`list_file_problem`, else the file is one
+            ``unparseable_record`` error, ref = the path). Every document of it is read
+            (:func:`vlm_r1.data.iter_records`): each record that does not parse or is not an object is one
+            ``unparseable_record`` error (ref ``file:[i]``, ``file:LINE`` or ``file:LINE[i]``), and the others are
+            scored.
+        make_sample: ``(sample_id, record, ref) -> Sample``, raising :class:`SampleError` for a bad record.
+        report: counts records and rejects.
         strict: raise the first :class:`SampleError` instead of counting it.
-        id_refs: when given, ``(str(record[id_key]), ref)`` is appended for every record that has ``id_key``
-            (scored or not), for :func:`check_unique_ids`.
-        id_key: the record's id field.
+        ids: the load's :class:`SampleIds`: every record that is an object, scored or not, is given its id there
+            (``record[id_key]``, or ``<file stem>:<index>``), so a repeated id is caught whatever else is wrong.
+        id_key: the record's id field; None for a format without ids (every id generated).
 
     Returns:
-        ``(samples, records)``: the good samples in file order and the raw records (empty if unreadable). A list
-        that does not parse as a whole is read element by element (:func:`vlm_r1.data.iter_json_list`): each bad
-        element is one ``unparseable_record`` error (a :class:`~vlm_r1.data.RecordError` in ``records``) and the
-        others are scored.
+        The good samples in file order.
     """
-    try:
-        records = read_json_list(path)
-    except SampleError as err:
-        records = _recover_list_elements(path)
-        if records is None:  # not a JSON list at all: the file is one error
-            report.num_records += 1
-            handle_reject(report, err, strict)
-            return [], []
-    samples = []
-    for i, rec in enumerate(records):
+    problem = list_file_problem(path)
+    if problem is not None:
         report.num_records += 1
-        ref = f"{path}:[{i}]"
+        handle_reject(report, SampleError(path, "unparseable_record", problem), strict)
+        return []
+    stem = os.path.splitext(os.path.basename(path))[0]
+    samples = []
+    for ref, index, rec in iter_records(path, allow_nan=True):  # NaN boxes: bad_box, as the harness reads them
+        report.num_records += 1
         if isinstance(rec, RecordError):
             handle_reject(report, SampleError(ref, "unparseable_record", rec.message), strict)
             continue
-        if id_refs is not None and isinstance(rec, dict) and rec.get(id_key) is not None:
-            id_refs.append((str(rec[id_key]), ref))
+        sample_id = ids.assign(rec.get(id_key) if id_key else None, f"{stem}:{index}", ref)
         mark = len(report.warnings) if isinstance(report, BenchmarkLoadReport) else 0
         try:
-            samples.append(make_sample(i, rec, ref))
+            samples.append(make_sample(sample_id, rec, ref))
         except SampleError as err:
             if isinstance(report, BenchmarkLoadReport):
                 report.rollback_warnings(mark)  # an error, not scored: its warnings would only confuse
             handle_reject(report, err, strict)
-    return samples, records
-
-
-def _recover_list_elements(path: str) -> list | None:
-    """The elements of a JSON list that does not parse as a whole (a 5000-digit number, deep nesting, a bad byte in
-    one element), each a record or a :class:`~vlm_r1.data.RecordError`, read by :func:`vlm_r1.data.iter_json_list`
-    (the elements after a bad one are kept); ``None`` when the file is not a JSON list."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(4096).removeprefix(b"\xef\xbb\xbf").lstrip()[:1]
-    except OSError:
-        return None
-    if head != b"[":
-        return None
-    return [item for _, _, item in iter_json_list(path)]
+    return samples
 
 
 def check_unique_ids(id_refs: list[tuple[str, str]], where: str) -> None:
-    """Refuse repeated ids.
-
-    Args:
-        id_refs: ``(sample_id, ref)`` in reading order.
-        where: the file or folder, for the message.
+    """Refuse repeated ids among ``(sample_id, ref)`` pairs in reading order (ids as :class:`SampleIds` handed them
+    out; readers use :class:`SampleIds` directly).
 
     Raises:
         DuplicateIdError: one line naming how many ids repeat and the first few with both refs.
     """
-    first: dict[str, str] = {}
-    dups: list[tuple[str, str, str]] = []
+    ids = SampleIds()
     for sid, ref in id_refs:
-        if sid in first:
-            dups.append((sid, first[sid], ref))
-        else:
-            first[sid] = ref
-    if dups:
-        shown = "; ".join(f"id {sid!r} at {a} and {b}" for sid, a, b in dups[:5])
-        more = f" (and {len(dups) - 5} more)" if len(dups) > 5 else ""
-        raise DuplicateIdError(f"{where}: {len(dups)} duplicate sample id(s): {shown}{more}. Sample ids must be unique "
-                               "(predictions are matched by id); fix the benchmark file")  # fmt: skip
+        ids.assign(sid, sid, ref)
+    ids.check(where)
 
 
 def is_number(value: Any) -> bool:
@@ -258,17 +302,24 @@ def is_number(value: Any) -> bool:
 
 
 def image_file(image_dir: str, name: Any, ref: str) -> str:
-    """The path of image ``name`` (as the record writes it) under ``image_dir``.
+    """The path of image ``name`` (as the record writes it) under ``image_dir``: the containment rule of
+    :func:`vlm_r1.validate.resolve_path` (``contain=True``; symbolic links inside the folder are followed), and no
+    absolute path, since a published benchmark's images lie inside its folder. Whether the file is a regular,
+    non-empty image is :class:`ImageSizes`' check (:func:`vlm_r1.validate.regular_file`).
 
     Raises:
         SampleError: ``bad_field`` for a non-string or empty name, ``bad_text`` for one that is not valid Unicode,
-            ``path_outside_root`` for a relative path whose ``..`` climbs out of ``image_dir``, ``not_a_file`` for a
-            NUL byte (:func:`vlm_r1.validate.resolve_path`).
+            ``path_outside_root`` for an absolute path or a relative one whose ``..`` climbs out of ``image_dir``,
+            ``not_a_file`` for a NUL byte.
     """
     if not isinstance(name, str) or not name.strip():
         raise SampleError(ref, "bad_field", f"image path must be a non-empty string, got {short_repr(name)}")
     try:
-        return validate.resolve_path(image_dir, validate.text(name, "image path"))
+        name = validate.text(name, "image path")
+        if validate.is_absolute(name) and "\0" not in name:
+            why = f"image path {short_repr(name)} is absolute: a benchmark's images lie inside its folder {image_dir}"
+            raise validate.Invalid("path_outside_root", why)
+        return validate.resolve_path(image_dir, name, contain=True)
     except validate.Invalid as err:
         raise SampleError(ref, err.reason, err.message) from None
 
@@ -371,6 +422,8 @@ def check_extent(extent: Box, width: int, height: int, ref: str, report: Benchma
     ``box_outside_image`` (e.g. an image whose EXIF orientation swaps its sides); partly: ``box_partly_outside_image``.
     The sample is kept and scored unclipped, as the official harnesses score it.
     """
+    if width <= 0 or height <= 0:  # UNKNOWN_SIZE: an unavailable image when rescoring (ImageSizes warned)
+        return
     x0, y0, x1, y1 = (min(extent[0], extent[2]), min(extent[1], extent[3]), max(extent[0], extent[2]),
                       max(extent[1], extent[3]))  # fmt: skip
     if x1 < 0 or y1 < 0 or x0 > width or y0 > height:
@@ -381,32 +434,57 @@ def check_extent(extent: Box, width: int, height: int, ref: str, report: Benchma
                                                      "image (kept, not clipped)")  # fmt: skip
 
 
+#: the size of a sample whose image is unavailable and whose record states none (rescoring only): unknown
+UNKNOWN_SIZE = (0, 0)
+
+
 class ImageSizes:
     """``(width, height)`` per image path, each image read (and integrity-checked) once per load.
 
     Many benchmark records share one screenshot; a missing or corrupt image is reported for every record using it,
     each with its own ref.
+
+    ``need_pixels=False`` (rescoring a predictions file: ``Benchmark.need_pixels``, set by ``run_eval``): images are
+    read for their size only (header, nothing decoded), and a missing, non-regular, oversized or unreadable image
+    does **not** drop the record (the official harness scores every annotated record): its size is the record's
+    stated size (``stated``, e.g. ScreenSpot-Pro ``img_size``) with an ``image_unavailable`` warning, or, when the
+    record states none, :data:`UNKNOWN_SIZE` with an ``image_unavailable_size_unknown`` warning
+    (:func:`check_extent` skips such samples).
     """
 
-    def __init__(self, verify: bool = True):
+    def __init__(self, verify: bool = True, *, need_pixels: bool = True):
         self.verify = verify
+        self.need_pixels = need_pixels
         self._cache: dict[str, tuple[int, int] | SampleError] = {}
 
-    def __call__(self, path: str, ref: str) -> tuple[int, int]:
-        """Size in pixels of the image at ``path``.
+    def __call__(
+        self, path: str, ref: str, *, stated: Any = None, report: BenchmarkLoadReport | None = None
+    ) -> tuple[int, int]:
+        """Size in pixels of the image at ``path`` (with ``need_pixels=False``, of an unavailable image: ``stated``
+        when it is 2 numbers > 0, else :data:`UNKNOWN_SIZE`; warned in ``report``).
 
         Raises:
-            SampleError: ``missing_image`` / ``unreadable_image`` (from ``read_image_size``) with ``ref``.
+            SampleError: ``missing_image`` / ``unreadable_image`` (from ``read_image_size``) with ``ref``, when
+                ``need_pixels``.
         """
         if path not in self._cache:
             try:
-                self._cache[path] = read_image_size(path, ref, verify=self.verify)
+                self._cache[path] = read_image_size(path, ref, verify=self.verify and self.need_pixels)
             except SampleError as err:
                 self._cache[path] = err
         value = self._cache[path]
-        if isinstance(value, SampleError):
+        if not isinstance(value, SampleError):
+            return value
+        if self.need_pixels:
             raise SampleError(ref, value.reason, value.message)
-        return value
+        known = isinstance(stated, (list, tuple)) and len(stated) == 2 and all(is_number(v) and v > 0 for v in stated)
+        if report is not None:
+            why = f"{value.reason}: {value.message}; kept (rescoring needs no pixels)"
+            if known:
+                report.warn(ref, "image_unavailable", f"{why}, size {stated[0]}x{stated[1]} as the record states it")
+            else:
+                report.warn(ref, "image_unavailable_size_unknown", f"{why}, size unknown: box-vs-image checks skipped")
+        return (stated[0], stated[1]) if known else UNKNOWN_SIZE
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -543,6 +621,7 @@ __all__ = [
     "Benchmark",
     "BenchmarkLoadReport",
     "DuplicateIdError",
+    "SampleIds",
     "get_benchmark",
     "load_report_dict",
 ]

@@ -15,6 +15,10 @@ class Benchmark:
     name = "base"
     # Where the benchmark is published and how to lay it out locally; shown by `gui-grounding eval --help`.
     layout_help = ""
+    # Whether ``load`` must be able to read every screenshot. ``run_eval`` sets it False when it only rescores a
+    # predictions file: a missing or unreadable image then keeps its record in the denominator, with a warning
+    # (``ImageSizes(need_pixels=False)``), since scoring a point against a box needs no pixels.
+    need_pixels = True
 
     def load(self, data_dir: str, *, strict: bool = False) -> tuple[list[Sample], LoadReport]:
         """Read ``data_dir`` (laid out as published) into samples in original pixels with stable ``sample_id``s.

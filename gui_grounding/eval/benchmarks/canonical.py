@@ -8,9 +8,16 @@ we read it (e.g. an EXIF-rotated photo), inverted, or within [0, 1] (fractions?)
 (``box_partly_outside_image``, ``box_outside_image``, ``inverted_box``, ``suspect_unit``). Errors (counted with ``file:line``, not scored): an unparseable line, an
 unknown format, a missing field, a box that is not 4 numbers (``bad_box``), an empty instruction, and whatever else
 ``record_to_sample`` rejects (text, paths, images).
-A ``sample_id`` (or ``id``) repeated in the file refuses the load (:class:`~gui_grounding.eval.benchmarks.
-DuplicateIdError`). Metrics: ``overall`` and ``by_platform`` / ``by_ui_type`` / ``by_source`` over the samples that
-carry each field, accuracy in percent.
+
+Image paths follow the canonical data rule (the training loader's and ``convert``'s): a relative path is resolved
+against the file's folder and must not climb out of it (``path_outside_root``); an absolute path is accepted, since
+``convert`` writes the images outside its ``--image-root`` that way, and counted (``absolute_image_path`` note).
+Identity (:class:`~gui_grounding.eval.benchmarks.SampleIds`): a record's ``sample_id``, else its ``id``
+(``vlm_r1.validate.explicit_id``: ``7`` and ``"7"`` are one id; null, a boolean, an empty string or a non-scalar is no
+id), else the generated ``<file stem>:<index>``; an id handed out twice (two equal ids, or an explicit id equal to
+another record's generated one) refuses the load (:class:`~gui_grounding.eval.benchmarks.DuplicateIdError`).
+Metrics: ``overall`` and ``by_platform`` / ``by_ui_type`` / ``by_source`` over the samples that carry each field,
+accuracy in percent.
 """
 
 from __future__ import annotations
@@ -22,11 +29,11 @@ from typing import Any
 
 from gui_grounding.eval.benchmarks import (
     BenchmarkLoadReport,
+    SampleIds,
     breakdown_table,
     cell,
     check_extent,
     check_results,
-    check_unique_ids,
     handle_reject,
     is_number,
     log_load_report,
@@ -112,7 +119,7 @@ class Canonical(Benchmark):
 
         Raises:
             FileNotFoundError: neither an existing file nor a folder with ``test.jsonl``.
-            DuplicateIdError: a sample id appears twice.
+            DuplicateIdError: a sample id is handed out twice.
             SampleError: in strict mode, the first error.
         """
         path = os.path.join(data_dir, "test.jsonl") if os.path.isdir(data_dir) else data_dir
@@ -120,34 +127,48 @@ class Canonical(Benchmark):
             raise FileNotFoundError(f"{path} not found. {self.layout_help}")
         base_dir = os.path.dirname(os.path.abspath(path))
         stem = os.path.splitext(os.path.basename(path))[0]
-        report, samples, id_refs = BenchmarkLoadReport(), [], []
+        report, samples, ids = BenchmarkLoadReport(), [], SampleIds()
         for ref, index, item in iter_records(path):
             report.num_records += 1
             mark = len(report.warnings)
             try:
                 if isinstance(item, RecordError):
                     raise SampleError(item.ref, "unparseable_record", item.message)
-                record_id = item.get("sample_id", item.get("id"))
-                if record_id is not None:  # every record with an id, scored or not, takes part in the check
-                    id_refs.append((str(record_id), ref))
-                samples.append(self._sample(item, ref, base_dir, f"{stem}:{index}", report))
+                # every record, scored or not, takes part in the identity check: sample_id, else id, else generated
+                value = item.get("sample_id")
+                value = value if validate.explicit_id(value) is not None else item.get("id")
+                sample_id = ids.assign(value, f"{stem}:{index}", ref)
+                sample = self._sample(item, ref, base_dir, sample_id, report, image_optional=not self.need_pixels)
+                sample.sample_id = sample_id  # the same rule as record_to_sample's; the registry's id is the one
+                samples.append(sample)
             except SampleError as err:
                 report.rollback_warnings(mark)
                 handle_reject(report, err, strict)
-        check_unique_ids(id_refs, path)
+        ids.check(path)
         report.num_samples = len(samples)
         log_load_report(report, path)
         return samples, report
 
     @staticmethod
-    def _sample(record: dict, ref: str, base_dir: str, default_id: str, report: BenchmarkLoadReport) -> Sample:
+    def _sample(
+        record: dict,
+        ref: str,
+        base_dir: str,
+        default_id: str,
+        report: BenchmarkLoadReport,
+        image_optional: bool = False,
+    ) -> Sample:
         fmt = detect_format(record)
         if fmt is None:
             raise SampleError(ref, "unknown_format", f"keys {short_repr(sorted(record), 300)} match no supported "
                                                      "format")  # fmt: skip
         boxes, probe = published_boxes(record, fmt, ref)
-        sample = record_to_sample(probe, ref, base_dir=base_dir, default_id=default_id)
+        sample = record_to_sample(probe, ref, base_dir=base_dir, default_id=default_id, contain_paths=True,
+                                  image_optional=image_optional)  # fmt: skip
         width, height = sample.width, sample.height
+        if image_optional and not os.path.isfile(sample.image_path):  # rescoring: kept, as the other readers keep it
+            report.warn(ref, "image_unavailable", f"image {sample.image_path} is not available (kept: rescoring needs "
+                                                  "no pixels)")  # fmt: skip
         pixel_boxes = [box_from_norm1000(b, width, height) for b in boxes] if fmt == "gta1" else list(boxes)
         for b in pixel_boxes:
             if b[0] >= b[2] or b[1] >= b[3]:
@@ -158,6 +179,10 @@ class Canonical(Benchmark):
             check_extent(b, width, height, ref, report, "box")
         sample.boxes = pixel_boxes
         sample.source_boxes = list(boxes)
+        raw = record.get("image_path") if fmt == "canonical" else record.get("image")
+        raw = raw[0] if isinstance(raw, list) and raw else raw
+        if isinstance(raw, str) and validate.is_absolute(raw):  # accepted, as the canonical data rule accepts it
+            report.notes["absolute_image_path"] += 1
         return sample
 
     def metrics(self, samples: list[Sample], results: dict[str, dict]) -> dict:

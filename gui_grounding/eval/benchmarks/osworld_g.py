@@ -10,8 +10,12 @@ Layout::
 Records: ``{"id", "image_path", "instruction", "box_type": "bbox"|"polygon"|"refusal", "box_coordinates"}`` with
 ``bbox`` = ``[x, y, w, h]`` pixels, ``polygon`` = vertices in pixels (flat ``[x1, y1, x2, y2, ...]`` or nested
 ``[[x, y], ...]``, both accepted), ``refusal`` = no target exists (its coordinates are ignored; the item is correct
-only when the prediction is null). The image size is read from the image file, as the official eval script does.
-``sample_id`` is the record's ``id``.
+only when the prediction is null). The image size is read from the image file (displayed frame), as the official
+eval script does; ``image_path`` must stay inside ``images/`` (no ``..`` out of it, no absolute path:
+``path_outside_root``). ``sample_id`` is the record's ``id`` (``vlm_r1.validate.explicit_id``: ``7`` and ``"7"`` are
+one id); a record whose ``id`` is absent, null, a boolean, empty or not a scalar is still scored (the official script
+scores it) under the generated id ``<file stem>:<index>`` and is ``unclassified``. An id handed out twice refuses
+the load (:class:`~gui_grounding.eval.benchmarks.DuplicateIdError`).
 
 Classes: an item counts in every class whose list in ``classification_result.json`` holds its id, and in
 ``unclassified`` when it is in none (the official script's rule). Metrics: ``overall`` (refusal items included),
@@ -26,12 +30,12 @@ import os
 from gui_grounding.eval.benchmarks import (
     BenchmarkLoadReport,
     ImageSizes,
+    SampleIds,
     box_from_xywh,
     breakdown_table,
     cell,
     check_extent,
     check_results,
-    check_unique_ids,
     image_file,
     instruction_text,
     is_number,
@@ -44,6 +48,7 @@ from gui_grounding.eval.benchmarks import (
 )
 from gui_grounding.eval.benchmarks.base import Benchmark
 from gui_grounding.schema import Sample, SampleError
+from vlm_r1 import validate
 
 logger = logging.getLogger(__name__)
 
@@ -135,11 +140,12 @@ class OSWorldG(Benchmark):
             if not isinstance(items, list):
                 raise ValueError(f"{path}: class {cls!r} must map to a list of items, got {type(items).__name__}")
             for j, item in enumerate(items):
-                if not isinstance(item, dict) or "id" not in item:
-                    report.warn(f"{path}:classified[{cls!r}][{j}]", "classification_item_without_id",
-                                f"item {item!r} has no id; ignored")  # fmt: skip
+                item_id = validate.explicit_id(item.get("id")) if isinstance(item, dict) else None
+                if item_id is None:  # the identity rule: null, booleans, empty strings and non-scalars are no id
+                    where = f"{path}:classified[{cls!r}][{j}]"
+                    report.warn(where, "classification_item_without_id", f"item {short_repr(item)} has no id; ignored")
                     continue
-                classes = by_id.setdefault(str(item["id"]), [])
+                classes = by_id.setdefault(item_id, [])
                 if cls not in classes:
                     classes.append(cls)
         return by_id, list(classified)
@@ -154,20 +160,19 @@ class OSWorldG(Benchmark):
         Raises:
             FileNotFoundError: no annotation file or no classification file.
             ValueError: unreadable classification file.
-            DuplicateIdError: an ``id`` appears twice in the annotation file.
+            DuplicateIdError: a sample id is handed out twice in the annotation file.
             SampleError: in strict mode, the first error.
         """
         path = self.annotation_path(data_dir)
-        report, samples, sizes, id_refs = BenchmarkLoadReport(), [], ImageSizes(), []
+        report, sizes, ids = BenchmarkLoadReport(), ImageSizes(need_pixels=self.need_pixels), SampleIds()
         classes_by_id, self.class_order = self.read_classes(data_dir, report)
         image_dir = os.path.join(data_dir, "images")
-        samples, records = read_annotation_samples(
-            path, lambda i, rec, ref: self._sample(rec, ref, image_dir, sizes, report, classes_by_id), report, strict,
-            id_refs=id_refs,
+        samples = read_annotation_samples(
+            path, lambda sid, rec, ref: self._sample(sid, rec, ref, image_dir, sizes, report, classes_by_id), report,
+            strict, ids=ids,
         )  # fmt: skip
-        check_unique_ids(id_refs, path)
-        ids = {str(rec.get("id")) for rec in records if isinstance(rec, dict)}
-        for item_id in classes_by_id:
+        ids.check(path)
+        for item_id in classes_by_id:  # every record's id, scored or not
             if item_id not in ids:
                 report.warn(os.path.join(data_dir, CLASSIFICATION_FILE), "classified_id_not_in_annotations",
                             f"id {item_id!r} is classified but not in {os.path.basename(path)}")  # fmt: skip
@@ -176,8 +181,8 @@ class OSWorldG(Benchmark):
         return samples, report
 
     @staticmethod
-    def _sample(rec, ref, image_dir, sizes, report, classes_by_id) -> Sample:
-        require(rec, ("id", "image_path", "instruction", "box_type"), ref)
+    def _sample(sample_id, rec, ref, image_dir, sizes, report, classes_by_id) -> Sample:
+        require(rec, ("image_path", "instruction", "box_type"), ref)
         instruction = instruction_text(rec, "instruction", ref, report)
         box_type = rec["box_type"]
         if not isinstance(box_type, str) or box_type not in BOX_TYPES:
@@ -190,13 +195,12 @@ class OSWorldG(Benchmark):
             boxes = [box_from_xywh(rec["box_coordinates"], ref, report, "box_coordinates")]
         elif box_type == "polygon":
             polygons = [parse_polygon(rec["box_coordinates"], ref, report)]
-        width, height = sizes(image_path, ref)
+        width, height = sizes(image_path, ref, stated=rec.get("image_size"), report=report)
         for box in boxes:
             check_extent(box, width, height, ref, report, "bbox")
         for poly in polygons:
             xs, ys = [p[0] for p in poly], [p[1] for p in poly]
             check_extent((min(xs), min(ys), max(xs), max(ys)), width, height, ref, report, "polygon extent")
-        sample_id = str(rec["id"])
         extra = {"box_type": box_type, "classes": classes_by_id.get(sample_id, [UNCLASSIFIED]),
                  "image_rel": rec["image_path"]}  # fmt: skip
         return Sample(sample_id, instruction, image_path, boxes, width, height, source="osworld-g",

@@ -8,7 +8,10 @@ Layout::
 
 Records: ``{"id", "img_filename", "bbox": [x1, y1, x2, y2] (pixels), "img_size": [w, h], "instruction",
 "instruction_cn", "application", "platform", "ui_type": "text"|"icon", "group"}``. ``sample_id`` is the record's
-``id``; the annotation file stem is kept as ``task_filename`` (what the harness logs).
+``id`` (``vlm_r1.validate.explicit_id``: ``7`` and ``"7"`` are one id); a record whose ``id`` is absent, null, a
+boolean, empty or not a scalar is still scored (the harness scores it) under the generated id ``<task>:<index>``.
+The annotation file stem is kept as ``task_filename`` (what the harness logs). ``img_filename`` must stay inside
+``images/`` (no ``..`` out of it, no absolute path: ``path_outside_root``).
 
 Metrics reproduce the official harness (``eval_screenspot_pro.py``, ``evaluate()``) in our own code, for the setting
 every leaderboard uses: instruction style ``instruction``, ground truth ``positive``, language ``en``. Each result
@@ -24,9 +27,10 @@ Correctness: the harness divides the GT box by ``img_size`` and tests the normal
 (``x1 <= x <= x2``); with the point in pixels of the same image this is our inclusive pixel test (``judge``). A record
 whose ``img_size`` differs from the image file as we read it (a resized copy, or an EXIF rotation) is kept with an
 ``img_size_mismatch`` warning and its box scaled by ``file size / img_size`` per axis: the harness compares
-``point / image size`` with ``bbox / img_size``, which is the same test. Duplicate ids across the annotation files
-refuse the load (:class:`~gui_grounding.eval.benchmarks.DuplicateIdError`). Not copied: the serial script's stale
-``gt_type`` variable and the ``lang``/``language`` filter mismatch (section 2.2).
+``point / image size`` with ``bbox / img_size``, which is the same test. An id handed out twice across the
+annotation files (two equal ids, or an id equal to a generated one) refuses the load
+(:class:`~gui_grounding.eval.benchmarks.DuplicateIdError`). Not copied: the serial script's stale ``gt_type``
+variable and the ``lang``/``language`` filter mismatch (section 2.2).
 """
 
 from __future__ import annotations
@@ -38,10 +42,10 @@ import os
 from gui_grounding.eval.benchmarks import (
     BenchmarkLoadReport,
     ImageSizes,
+    SampleIds,
     box_from_xyxy,
     check_extent,
     check_results,
-    check_unique_ids,
     image_file,
     instruction_text,
     is_number,
@@ -104,37 +108,35 @@ class ScreenSpotPro(Benchmark):
 
         Raises:
             FileNotFoundError: no ``annotations/*.json``.
-            DuplicateIdError: an ``id`` appears twice (in one file or across files).
+            DuplicateIdError: a sample id is handed out twice (in one file or across files).
             SampleError: in strict mode, the first error.
         """
         files = sorted(glob.glob(os.path.join(data_dir, "annotations", "*.json")))
         if not files:
             raise FileNotFoundError(f"no annotations/*.json in {data_dir}. {self.layout_help}")
         image_dir = os.path.join(data_dir, "images")
-        report, samples, sizes, id_refs = BenchmarkLoadReport(), [], ImageSizes(), []
+        report, samples, sizes, ids = BenchmarkLoadReport(), [], ImageSizes(need_pixels=self.need_pixels), SampleIds()
         for path in files:
             task = os.path.splitext(os.path.basename(path))[0]
-            got, _ = read_annotation_samples(
-                path, lambda i, rec, ref, t=task: self._sample(rec, ref, t, image_dir, sizes, report), report, strict,
-                id_refs=id_refs,
+            samples += read_annotation_samples(
+                path, lambda sid, rec, ref, t=task: self._sample(rec, ref, sid, t, image_dir, sizes, report), report,
+                strict, ids=ids,
             )  # fmt: skip
-            samples += got
-        check_unique_ids(id_refs, os.path.join(data_dir, "annotations"))
+        ids.check(os.path.join(data_dir, "annotations"))
         report.num_samples = len(samples)
         log_load_report(report, data_dir)
         return samples, report
 
     @staticmethod
-    def _sample(rec, ref, task, image_dir, sizes, report) -> Sample:
-        require(rec, ("id", "img_filename", "bbox", "img_size", "instruction", "application", "platform", "ui_type"),
-                ref)  # fmt: skip
+    def _sample(rec, ref, sample_id, task, image_dir, sizes, report) -> Sample:
+        require(rec, ("img_filename", "bbox", "img_size", "instruction", "application", "platform", "ui_type"), ref)
         instruction = instruction_text(rec, "instruction", ref, report)
         box = box_from_xyxy(rec["bbox"], ref, report)
         img_size = rec["img_size"]
         if not (isinstance(img_size, list) and len(img_size) == 2 and all(is_number(v) and v > 0 for v in img_size)):
             raise SampleError(ref, "bad_field", f"img_size must be [width, height] > 0, got {short_repr(img_size)}")
         image_path = image_file(image_dir, rec["img_filename"], ref)
-        width, height = sizes(image_path, ref)
+        width, height = sizes(image_path, ref, stated=img_size, report=report)
         if (width, height) != (img_size[0], img_size[1]):
             sx, sy = width / img_size[0], height / img_size[1]
             report.warn(ref, "img_size_mismatch", f"img_size {img_size} differs from the image file as read, "
@@ -145,7 +147,7 @@ class ScreenSpotPro(Benchmark):
         extra = {"group": rec.get("group"), "application": rec["application"], "task_filename": task,
                  "img_filename": rec["img_filename"], "img_size": [width, height],
                  "instruction_cn": rec.get("instruction_cn")}  # fmt: skip
-        return Sample(str(rec["id"]), instruction, image_path, [box], width, height, source=task,
+        return Sample(sample_id, instruction, image_path, [box], width, height, source=task,
                       platform=rec["platform"], ui_type=rec["ui_type"], extra=extra)  # fmt: skip
 
     @staticmethod

@@ -6,8 +6,11 @@ Published at https://huggingface.co/datasets/OS-Copilot/ScreenSpot-v2 (``gta1_an
     DIR/screenspotv2_image/<img_filename>        (unzipped screenspotv2_image.zip)
 
 Each file is a JSON list of ``{"img_filename", "bbox": [x, y, w, h] (pixels, top-left + size), "instruction",
-"data_type": "text"|"icon", "data_source"}``. The platform comes from the file name. ``sample_id`` is
-``<file stem>:<0-based index>`` (e.g. ``screenspot_web_v2:17``); the image size is read from the image file.
+"data_type": "text"|"icon", "data_source"}``. The platform comes from the file name. The format has no id field:
+``sample_id`` is always ``<file stem>:<0-based index>`` (e.g. ``screenspot_web_v2:17``; an ``id`` key in a record is
+ignored), the index counting every record of the file (``vlm_r1.data.iter_records``: a list, then any further
+documents). ``img_filename`` must stay inside ``screenspotv2_image/`` (no ``..`` out of it, no absolute path:
+``path_outside_root``). The image size is read from the image file, in its displayed frame.
 
 Metrics: the 6 platform x ui_type cells, per-platform and per-ui_type totals, and **both** averages, labelled
 (bytedance/UI-TARS#1 is the trap): ``micro_avg`` = correct / total over all samples; ``macro_avg`` = mean of the cell
@@ -22,6 +25,7 @@ import os
 from gui_grounding.eval.benchmarks import (
     BenchmarkLoadReport,
     ImageSizes,
+    SampleIds,
     box_from_xywh,
     cell,
     check_extent,
@@ -62,7 +66,8 @@ class ScreenSpotV2(Benchmark):
         A missing platform file is a counted warning (that platform is not evaluated); an unreadable file or element, a
         missing field, a box that is not 4 numbers or a missing/corrupt image is an error (the record is not scored,
         ``file:[index]`` ref); a box outside the image, an inverted box or an empty instruction is kept with a warning
-        (package docstring). Sample ids are ``<file stem>:<index>``, unique by construction.
+        (package docstring). Sample ids are ``<file stem>:<index>``, handed out by :class:`SampleIds` (unique by
+        construction; the check guards it).
 
         Raises:
             FileNotFoundError: ``data_dir`` holds none of the three files.
@@ -72,19 +77,17 @@ class ScreenSpotV2(Benchmark):
         if not any(os.path.isfile(p) for p in paths.values()):
             raise FileNotFoundError(f"no screenspot_{{mobile,desktop,web}}_v2.json in {data_dir}. {self.layout_help}")
         image_dir = os.path.join(data_dir, IMAGE_DIR)
-        report, samples, sizes = BenchmarkLoadReport(), [], ImageSizes()
+        report, samples, sizes, ids = BenchmarkLoadReport(), [], ImageSizes(need_pixels=self.need_pixels), SampleIds()
         for platform, path in paths.items():
             if not os.path.isfile(path):
                 report.warn(path, "missing_annotation_file", f"not found; platform {platform!r} is not evaluated")
                 logger.warning("%s not found: platform %r is not evaluated", path, platform)
                 continue
-            stem = os.path.splitext(os.path.basename(path))[0]
-            got, _ = read_annotation_samples(
-                path, lambda i, rec, ref, st=stem, pl=platform: self._sample(rec, ref, f"{st}:{i}", pl, image_dir,
-                                                                               sizes, report),
-                report, strict,
+            samples += read_annotation_samples(
+                path, lambda sid, rec, ref, pl=platform: self._sample(rec, ref, sid, pl, image_dir, sizes, report),
+                report, strict, ids=ids, id_key=None,
             )  # fmt: skip
-            samples += got
+        ids.check(data_dir)
         report.num_samples = len(samples)
         log_load_report(report, data_dir)
         return samples, report
@@ -96,7 +99,7 @@ class ScreenSpotV2(Benchmark):
         ui_type = require_str(rec, "data_type", ref)
         box = box_from_xywh(rec["bbox"], ref, report)
         image_path = image_file(image_dir, rec["img_filename"], ref)
-        width, height = sizes(image_path, ref)
+        width, height = sizes(image_path, ref, report=report)
         check_extent(box, width, height, ref, report, "bbox")
         extra = {"img_filename": rec["img_filename"], "data_source": rec.get("data_source")}
         return Sample(sample_id, instruction, image_path, [box], width, height, source=rec.get("data_source"),

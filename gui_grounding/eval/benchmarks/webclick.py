@@ -6,8 +6,13 @@ parquet file), or a ``datasets`` ``save_to_disk`` folder (``DIR/dataset_info.jso
 split). Columns: ``image`` (struct ``{bytes, path}``), ``instruction``, ``bbox`` (4 floats), ``bucket``.
 
 Images live inside the rows; each is written once to ``cache_dir`` (default ``<DIR>/.gui_grounding_images/``) as
-``<row index>_<sha1 prefix>.<format>``, so ``Sample.image_path`` is a real file and a changed dataset never reuses a
-stale image. ``sample_id`` is the 0-based row index (as a string), counted across the parquet files in name order.
+``<row index>_<sha1 prefix>.<format>`` (the format from the bytes' signature), so ``Sample.image_path`` is a real file
+and a changed dataset never reuses a stale image; its size is then read from that file by the one image-frame rule
+(``vlm_r1.validate.ImageChecker``: the displayed frame, EXIF orientation applied). A row without bytes may name an
+image file by ``path``: it must lie inside the data folder (relative, no ``..`` out of it, not absolute:
+``path_outside_root``; a regular non-empty file, ``not_a_file``), and is used where it is, never copied.
+``sample_id`` is the 0-based row index (as a string), counted across the parquet files in name order (the format has no
+id column; the ids go through :class:`~gui_grounding.eval.benchmarks.SampleIds` all the same).
 
 **bbox convention.** Loaders describe ``bbox`` as normalised ``[0, 1]`` ``x_min, y_min, x_max, y_max``; one
 third-party loader calls it absolute. We decide per row: all four values within ``[0, 1]`` -> normalised (multiplied
@@ -23,20 +28,22 @@ from __future__ import annotations
 
 import glob
 import hashlib
-import io
 import logging
 import os
+import stat
 from collections.abc import Iterator
 
 from gui_grounding.eval.benchmarks import (
     BenchmarkLoadReport,
     ImageSizes,
+    SampleIds,
     box_from_xyxy,
     breakdown_table,
     cell,
     check_extent,
     check_results,
     handle_reject,
+    image_file,
     instruction_text,
     is_number,
     log_load_report,
@@ -47,12 +54,30 @@ from gui_grounding.eval.benchmarks import (
 )
 from gui_grounding.eval.benchmarks.base import Benchmark
 from gui_grounding.schema import Sample, SampleError
+from vlm_r1.outputs import atomic_writer
 
 logger = logging.getLogger(__name__)
 
 COLUMNS = ("image", "instruction", "bbox", "bucket")
 BUCKETS = ("agentbrowse", "humanbrowse", "calendars")
 CACHE_NAME = ".gui_grounding_images"
+# file name extension of an image from its first bytes (the cache file's name only: the size is read by the checker)
+_SIGNATURES = (
+    (b"\x89PNG\r\n\x1a\n", "png"),
+    (b"\xff\xd8\xff", "jpg"),
+    (b"GIF87a", "gif"),
+    (b"GIF89a", "gif"),
+    (b"BM", "bmp"),
+    (b"II*\x00", "tiff"),
+    (b"MM\x00*", "tiff"),
+)
+
+
+def image_extension(data: bytes) -> str:
+    """``png``, ``jpg``, ``gif``, ``webp``, ``bmp`` or ``tiff`` from the signature of ``data``; ``img`` otherwise."""
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "webp"
+    return next((ext for magic, ext in _SIGNATURES if data.startswith(magic)), "img")
 
 
 class WebClick(Benchmark):
@@ -78,21 +103,25 @@ class WebClick(Benchmark):
 
         Raises:
             FileNotFoundError: no parquet file and no ``save_to_disk`` folder at ``data_dir``.
+            ValueError: a ``save_to_disk`` folder that cannot be read, or lacks the columns.
+            OSError: the image cache cannot be written (one line naming it).
             SampleError: in strict mode, the first bad row or unreadable file.
         """
         root = data_dir if os.path.isdir(data_dir) else os.path.dirname(os.path.abspath(data_dir))
         cache_dir = self.cache_dir or os.path.join(root, CACHE_NAME)
-        report, samples, sizes = BenchmarkLoadReport(), [], ImageSizes()
+        report, samples, sizes, ids = BenchmarkLoadReport(), [], ImageSizes(), SampleIds()
         index = 0
         for ref, row in self._rows(data_dir, report, strict):
             report.num_records += 1
             mark = len(report.warnings)
+            sample_id = ids.assign(None, str(index), ref)  # no id column: the row index (unique by construction)
             try:
-                samples.append(self._sample(row, ref, str(index), root, cache_dir, sizes, report))
+                samples.append(self._sample(row, ref, sample_id, root, cache_dir, sizes, report))
             except SampleError as err:
                 report.rollback_warnings(mark)
                 handle_reject(report, err, strict)
             index += 1
+        ids.check(data_dir)
         if report.notes["bbox_normalised"] and report.notes["bbox_pixels"]:
             report.warn(data_dir, "mixed_bbox_conventions", f"{report.notes['bbox_normalised']} rows normalised and "
                                                             f"{report.notes['bbox_pixels']} rows in pixels")  # fmt: skip
@@ -147,7 +176,11 @@ class WebClick(Benchmark):
     def _rows_from_disk(path: str) -> Iterator[tuple[str, dict]]:
         import datasets
 
-        ds = datasets.load_from_disk(path)
+        try:
+            ds = datasets.load_from_disk(path)
+        except Exception as err:  # datasets raises many types for a broken folder (FileNotFoundError, JSON, Arrow)
+            why = f"{type(err).__name__}: {str(err)[:300]}"
+            raise ValueError(f"{path}: cannot read the datasets save_to_disk folder: {why}") from None
         if isinstance(ds, datasets.DatasetDict):
             if "test" in ds:
                 ds = ds["test"]
@@ -168,35 +201,41 @@ class WebClick(Benchmark):
 
     @staticmethod
     def _image_file(image, ref: str, sample_id: str, root: str, cache_dir: str) -> str:
-        """Path of the row's image: its bytes written to the cache, or an existing file named by ``path``."""
-        from PIL import Image
+        """Path of the row's image: its bytes written to the cache, or the file named by ``path`` inside ``root``
+        (:func:`~gui_grounding.eval.benchmarks.image_file`: no ``..`` out of it, no absolute path; never copied).
+        Whether the file is a readable image, and its displayed size, is :class:`ImageSizes`' check.
 
-        data = image.get("bytes") if isinstance(image, dict) else image if isinstance(image, bytes) else None
-        if data is None:
+        Raises:
+            SampleError: ``bad_field`` for image bytes of another type, ``missing_image`` for a row with neither,
+                ``path_outside_root`` / ``not_a_file`` / ``bad_text`` for its path.
+        """
+        data = image.get("bytes") if isinstance(image, dict) else image
+        if data is not None and not isinstance(data, (bytes, bytearray, memoryview)):
+            if not isinstance(image, dict):
+                raise SampleError(ref, "bad_field", f"image must be {{bytes, path}} or bytes, got {short_repr(image)}")
+            raise SampleError(ref, "bad_field", f"image bytes must be binary, got {short_repr(data)}")
+        if not data:  # no bytes (None or empty): the row may name a file
             path = image.get("path") if isinstance(image, dict) else None
-            if isinstance(path, str) and path:
-                full = path if os.path.isabs(path) else os.path.join(root, path)
-                if os.path.isfile(full):
-                    return full
-            raise SampleError(ref, "missing_image", f"row has no image bytes and no existing image path ({path!r})")
-        try:
-            with Image.open(io.BytesIO(data)) as im:
-                fmt = (im.format or "img").lower()
-        except Exception as err:  # PIL raises many types for corrupt data
-            raise SampleError(ref, "unreadable_image", f"image bytes cannot be decoded: {type(err).__name__}") from err
+            if path is None or path == "":
+                raise SampleError(ref, "missing_image", "row has no image bytes and no image path")
+            return image_file(root, path, ref)
+        data = bytes(data)
         digest = hashlib.sha1(data).hexdigest()[:12]
-        target = os.path.join(cache_dir, f"{int(sample_id):06d}_{digest}.{'jpg' if fmt == 'jpeg' else fmt}")
-        if not os.path.isfile(target):
+        target = os.path.join(cache_dir, f"{int(sample_id):06d}_{digest}.{image_extension(data)}")
+        try:
+            st = os.lstat(target)
+            cached = stat.S_ISREG(st.st_mode) and st.st_size == len(data)  # a link or a short file is rewritten
+        except OSError:
+            cached = False
+        if not cached:
             try:
                 os.makedirs(cache_dir, exist_ok=True)
-                tmp = f"{target}.tmp{os.getpid()}"
-                with open(tmp, "wb") as f:
+                with atomic_writer(target, "wb") as f:
                     f.write(data)
-                os.replace(tmp, target)
             except OSError as err:
                 raise OSError(
                     f"cannot write WebClick images to {cache_dir} ({err}); give a writable cache_dir"
-                ) from err
+                ) from None
         return target
 
     def _sample(self, row, ref, sample_id, root, cache_dir, sizes, report) -> Sample:
