@@ -189,7 +189,7 @@ def _image_size_arg(text: str) -> tuple[int, int]:
 
 def register_cli(sub) -> None:
     """Add the ``prompt`` subcommand to the ``gui-grounding`` subparsers ``sub``."""
-    from vlm_r1.argtypes import integer, with_range
+    from vlm_r1.argtypes import integer, text, with_range
 
     budgets = "; ".join(f"{name}: {cls.default_budget.min_pixels:,}..{cls.default_budget.max_pixels:,}"
                         for name, cls in ADAPTERS.items())  # fmt: skip
@@ -202,7 +202,8 @@ def register_cli(sub) -> None:
                    "with --model: the checkpoint's config.model_type default (as gui-grounding eval)")  # fmt: skip
     p.add_argument("--image-size", required=True, type=_image_size_arg, metavar="WxH",
                    help="screenshot size in pixels, e.g. 1920x1080")  # fmt: skip
-    p.add_argument("--instruction", required=True, help="the element description, e.g. 'Click the search box'")
+    p.add_argument("--instruction", required=True, type=text,
+                   help="the element description, e.g. 'Click the search box' (UTF-8 text)")  # fmt: skip
     p.add_argument("--model", default=None, help="local checkpoint: also print chat_template_text and num_tokens")
     px = integer(min=1)
     p.add_argument("--min-pixels", type=px, default=None,

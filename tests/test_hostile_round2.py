@@ -701,3 +701,17 @@ def test_eval_model_refuses_images_the_family_cannot_take_before_any_request(tmp
     with pytest.raises(EvalInputError, match=r"^1 sample\(s\) have images the qwen2_5_vl model cannot take"):
         run_eval("canonical", str(root), str(tmp_path / "out"), model=tiny_qwen25_dir)
     assert not (tmp_path / "out" / "predictions.jsonl").exists()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [[b"prompt", b"--adapter", b"gta1", b"--image-size", b"100x100", b"--instruction", b"click \xff\xfe"],
+     [b"convert", b"--format", b"canonical", b"x.jsonl", b"--image-root", b".", b"--out", b"o.jsonl", b"--source",
+      b"web\xc3"]],
+)  # fmt: skip
+def test_text_flags_that_are_not_utf8_are_refused_by_argparse(tmp_path, argv):
+    rep = subprocess.run([sys.executable.encode(), b"-m", b"gui_grounding.cli", *argv], capture_output=True,
+                         cwd=str(tmp_path), env={**os.environ, "PYTHONPATH": REPO})  # fmt: skip
+    err = rep.stderr.decode("utf-8", "replace")
+    assert rep.returncode == 2 and "is not valid UTF-8 text" in err and "Traceback" not in err
+    assert not (tmp_path / "o.jsonl").exists()

@@ -65,6 +65,19 @@ def integer(*, min: int | None = None, max: int | None = None) -> Callable[[str]
     return parse
 
 
+def text(value: str) -> str:
+    """A text flag (``--instruction``, ``--source``): valid Unicode. A byte of argv that is not UTF-8 arrives as a
+    lone surrogate (PEP 383) and would be written into JSON outputs as invalid text; it is refused here, naming the
+    bytes."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise argparse.ArgumentTypeError(
+            f"{value.encode('utf-8', 'surrogateescape')[:60]!r} is not valid UTF-8 text"
+        ) from None
+    return value
+
+
 def with_range(help_text: str, parse: Callable) -> str:
     """``help_text`` followed by the accepted range of ``parse`` (``number`` / ``integer``)."""
     return f"{help_text} ({getattr(parse, 'range_text', '')})" if getattr(parse, "range_text", "") else help_text

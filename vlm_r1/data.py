@@ -69,6 +69,16 @@ MAX_DOCUMENT_CHARS = 1 << 28  # one JSON document or line (not a list element) l
 _DECODER = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite_float)
 _LAX_DECODER = json.JSONDecoder()  # NaN / Infinity / 1e999 read as floats (Python's json.load)
 
+
+def strict_loads(text: str) -> Any:
+    """One JSON value, strictly (no ``NaN`` / ``Infinity`` tokens, no float beyond the float range).
+
+    Raises:
+        ValueError: not such JSON (``json.JSONDecodeError`` included); RecursionError: nested too deeply.
+    """
+    return _DECODER.decode(text)
+
+
 # leading bytes of files that are not JSON text: named, so the reason says what the file is
 _CONTAINERS = (
     (b"\x1f\x8b", "gzip-compressed (decompress it first: gunzip -k FILE)"),

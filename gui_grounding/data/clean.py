@@ -60,6 +60,7 @@ from gui_grounding.frames import Box, box_iou
 from gui_grounding.schema import Sample, load_samples
 from vlm_r1 import validate
 from vlm_r1.argtypes import number, with_range
+from vlm_r1.data import strict_loads
 from vlm_r1.outputs import LineAppender, OutputError, OutputLock, atomic_writer, check_outputs, write_json
 
 logger = logging.getLogger(__name__)
@@ -174,17 +175,6 @@ class CacheLineError(ValueError):
         super().__init__(f"{reason}: {message}")
 
 
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON value")
-
-
-def _finite_float(token: str) -> float:
-    value = float(token)
-    if not math.isfinite(value):
-        raise ValueError(f"number {token[:40]} is out of range for a float")
-    return value
-
-
 def _is_number(value: Any) -> bool:
     return validate.is_coord(value)  # an int/float (not a bool), finite, within +-1e7
 
@@ -240,7 +230,7 @@ def parse_cache_line(line: bytes) -> dict:
     except UnicodeDecodeError as err:
         raise CacheLineError("not_utf8", f"byte {err.start} is not UTF-8") from None
     try:
-        entry = json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
+        entry = strict_loads(text)
     except RecursionError:
         raise CacheLineError("not_json", "nested too deeply") from None
     except ValueError as err:  # JSONDecodeError, NaN/Infinity, 1e999, ints of too many digits

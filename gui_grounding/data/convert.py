@@ -680,13 +680,6 @@ def _limits(args: argparse.Namespace) -> validate.ImageLimits | None:
         raise ValueError(f"--family/--model {which!r}: {err}") from None
 
 
-def _text_arg(value: str) -> str:
-    """An argparse type: text that is valid Unicode (a byte that is not UTF-8 in argv arrives as a lone surrogate)."""
-    if not validate.is_text(value):
-        raise argparse.ArgumentTypeError(f"{value.encode('utf-8', 'surrogateescape')!r} is not valid UTF-8 text")
-    return value
-
-
 def register_cli(subparsers) -> None:
     """Add the ``convert`` subcommand to an argparse ``subparsers`` object (from ``add_subparsers()``).
 
@@ -723,6 +716,7 @@ def register_cli(subparsers) -> None:
         "[index]); nothing is written",
     )
     from vlm_r1.argtypes import integer, number, with_range
+    from vlm_r1.argtypes import text as text_arg
     from vlm_r1.modules import available_modules
 
     workers_t, tol_t, max_px_t = integer(min=1, max=1024), number(min=0, max=validate.MAX_COORD), integer(min=0)
@@ -738,7 +732,7 @@ def register_cli(subparsers) -> None:
     )
     p.add_argument(
         "--source",
-        type=_text_arg,
+        type=text_arg,
         default=None,
         help="source label written on every sample (default: the format name, "
         "or the record's own source for canonical records)",
