@@ -310,20 +310,23 @@ def test_rec_task_strict_names_file_and_line(tmp_path, tiny_qwen25_dir):
 
 def test_rec_task_unreadable_and_degenerate_images(tmp_path, tiny_qwen25_dir, make_image):
     (tmp_path / "corrupt.png").write_bytes(b"not a png")
-    make_image(10, 10, "tiny.png")  # under min_pixels: smart_resize scales it up to 56x56, so it is kept
-    make_image(6000, 28, "thin.png")  # aspect ratio 214 > 200: smart_resize (and so the processor) rejects it
+    make_image(20, 20, "tiny.png")  # under min_pixels: smart_resize scales it up to 56x56, so it is kept
+    make_image(6000, 28, "thin.png")  # aspect ratio 214 > 200: the family's limit (smart_resize's) rejects it
+    make_image(10, 40, "under_a_patch.png")  # a side under one 14-px vision patch: rejected before step 1
     make_image(100, 60, "ok.png")
     path = tmp_path / "d.jsonl"
-    names = ("corrupt.png", "corrupt.png", "tiny.png", "thin.png", "ok.png")
+    names = ("corrupt.png", "corrupt.png", "tiny.png", "thin.png", "under_a_patch.png", "ok.png")
     path.write_text("\n".join(_rec_line(n, "q", [1, 2, 8, 9]) for n in names) + "\n")
     processor, module = load_processor(tiny_qwen25_dir), get_vlm_module(tiny_qwen25_dir)
     ds = RECTask().build_dataset(_task_args([str(path)], image_folder_list=None), processor, module)
     rows = ds.with_format(None).to_list()
-    assert [(r["image_size"], r["resized_size"]) for r in rows] == [([10, 10], [56, 56]), ([100, 60], [112, 56])]
+    assert [(r["image_size"], r["resized_size"]) for r in rows] == [([20, 20], [56, 56]), ([100, 60], [112, 56])]
     with pytest.raises(ValueError, match=r"d.jsonl:1: unreadable_image: unreadable image .*corrupt.png"):
         RECTask().build_dataset(_task_args([str(path)], image_folder_list=None, strict_data=True), processor, module)
     path.write_text(_rec_line("thin.png", "q", [1, 2, 8, 9]) + "\n")
-    with pytest.raises(ValueError, match=r"d.jsonl:1: bad_image_size: absolute aspect ratio must be smaller than 200"):
+    with pytest.raises(
+        ValueError, match=r"d.jsonl:1: image_unsupported: .*aspect ratio 214.3:1 is over the qwen2_5_vl"
+    ):
         RECTask().build_dataset(_task_args([str(path)], image_folder_list=None, strict_data=True), processor, module)
 
 
