@@ -213,11 +213,13 @@ class Sample:
                 rec[key] = getattr(self, key)
         # the converted fields win: a stray key of the source record (an unchecked ``target_bbox`` beside a VLM-R1
         # conversation, an ``image_width`` that disagrees with the image) never replaces them (see shadowed_keys)
-        return {**{k: v for k, v in self.extra.items() if k not in CANONICAL_KEYS}, **rec}
+        if CANONICAL_KEYS.isdisjoint(self.extra):
+            return {**rec, **self.extra}
+        return {**rec, **{k: v for k, v in self.extra.items() if k not in CANONICAL_KEYS}}
 
     def shadowed_keys(self) -> list[str]:
         """Keys of ``extra`` that :meth:`to_record` leaves out because a converted field has the same name."""
-        return [k for k in self.extra if k in CANONICAL_KEYS]
+        return sorted(CANONICAL_KEYS.intersection(self.extra))
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -570,7 +572,7 @@ def load_samples(
                                               verify_image=verify_images, stats=clip_stats, max_pixels=max_pixels,
                                               contain_paths=image_folders is not None, limits=limits)  # fmt: skip
                     try:
-                        ids.assign(sample.sample_id, sample.sample_id, ref)
+                        ids.claim(sample.sample_id, ref)
                     except validate.Invalid as err:
                         raise SampleError(ref, err.reason, err.message) from None
                     samples.append(sample)

@@ -152,27 +152,44 @@ class IdRegistry:
     none, ``generated`` (the caller's deterministic id, e.g. ``"train:12"``), and raises :class:`Invalid`
     ``duplicate_id`` when that id was already handed out (to an explicit or a generated id alike, so a record whose
     explicit id equals another record's generated id is never merged with it). The first record keeps the id.
+
+    ``keep_refs=False`` (a streaming conversion of millions of records) keeps the ids only, not their first refs
+    (the message then names the id only).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, keep_refs: bool = True) -> None:
         self._refs: dict[str, str] = {}
+        self._ids: set[str] = set()
+        self._keep = keep_refs
 
     def assign(self, value: Any, generated: str, ref: str = "") -> str:
         sid = explicit_id(value)
-        how = "id"
         if sid is None:
-            sid, how = generated, "generated id"
-        first = self._refs.get(sid)
-        if first is not None:
-            raise Invalid("duplicate_id", f"{how} {short_repr(sid)} is already the id of {first}")
-        self._refs[sid] = ref or sid
+            self.claim(generated, ref, "generated id")
+            return generated
+        self.claim(sid, ref)
         return sid
 
+    def claim(self, sid: str, ref: str = "", how: str = "id") -> None:
+        """Hand out ``sid``, an id already decided by the rule (e.g. ``Sample.sample_id``).
+
+        Raises:
+            Invalid: ``duplicate_id`` when it was handed out before.
+        """
+        if sid in self._ids or sid in self._refs:
+            first = self._refs.get(sid)
+            where = f"the id of {first}" if first else "the id of an earlier record"
+            raise Invalid("duplicate_id", f"{how} {short_repr(sid)} is already {where}")
+        if self._keep:
+            self._refs[sid] = ref or sid
+        else:
+            self._ids.add(sid)
+
     def __contains__(self, sid: str) -> bool:
-        return sid in self._refs
+        return sid in self._refs or sid in self._ids
 
     def __len__(self) -> int:
-        return len(self._refs)
+        return len(self._refs) + len(self._ids)
 
 
 # --------------------------------------------------------------------------------------------------------------------

@@ -41,6 +41,7 @@ from typing import Any
 from gui_grounding.data.formats import DIRECT_FORMATS, FORMATS, PLATFORMS, UNITS, EmbeddedImage, ReadContext, Target
 from gui_grounding.frames import Box, box_from_norm1000
 from gui_grounding.schema import (
+    CANONICAL_KEYS,
     CLIP_TOLERANCE_PX,
     CLIP_TOLERANCE_RATIO,
     FIELD_ERRORS,
@@ -310,7 +311,7 @@ class _Converter:
         self.verify, self.max_pixels = verify_images, max_pixels
         self.checker = image_checker(verify_images, max_pixels, limits)  # one check per image (path, size, mtime)
         self.limits, self.parquet = limits, parquet
-        self.ids = validate.IdRegistry()  # the identity rule: every written sample has its own id
+        self.ids = validate.IdRegistry(keep_refs=False)  # the identity rule: every written sample has its own id
         self.sizes: dict[str, tuple] = {}  # image path -> (w, h) or (reason, message)
         self.paths: dict[str, str | validate.Invalid] = {}  # image name in a record -> resolved path, or why not
         self.rels: dict[str, str] = {}  # resolved path -> path relative to the image root (written in the output)
@@ -470,11 +471,6 @@ class _Converter:
         return box_from_norm1000(scaled, width, height), f"{label} box {list(box)} -> box"
 
     def _emit(self, sample: Sample, clipped: bool, ref: str, absolute: bool = False) -> None:
-        if sample.sample_id in self.ids:  # the identity rule: a second record with a taken id is rejected
-            try:
-                self.ids.assign(sample.sample_id, sample.sample_id, ref)
-            except validate.Invalid as err:
-                raise SampleError(ref, err.reason, err.message) from None
         rec = sample.to_record()
         if self.parquet:  # parquet values JSON cannot hold (binary, timestamps, dates, decimals) as JSON values
             try:
@@ -506,10 +502,15 @@ class _Converter:
                 raise SampleError(ref, "duplicate", f"same image, instruction and box(es) as the sample on line {first} "
                                                     f"of {os.path.basename(self.report.out)} "
                                                     f"({sample.image_path})")  # fmt: skip
+        try:  # the identity rule: a second record with a taken id is rejected
+            self.ids.claim(sample.sample_id, ref)
+        except validate.Invalid as err:
+            raise SampleError(ref, err.reason, err.message) from None
+        if not self.keep_duplicates:
             self.seen[digest] = self.report.samples + 1
-        self.ids.assign(sample.sample_id, sample.sample_id, ref)
-        for key in sample.shadowed_keys():
-            self.report.shadowed[key] += 1
+        if not CANONICAL_KEYS.isdisjoint(sample.extra):
+            for key in sample.shadowed_keys():
+                self.report.shadowed[key] += 1
         self.out_f.write(line + "\n")
         self.report.samples += 1
         self.report.clipped += clipped
