@@ -227,9 +227,14 @@ class Sample:
 
 
 def detect_format(record: dict) -> str | None:
-    """``"canonical"``, ``"gta1"``, ``"vlm_r1"`` or ``None`` from a record's keys."""
+    """``"canonical"``, ``"gta1"``, ``"vlm_r1"`` or ``None`` from a record's keys.
+
+    A record with both ``target_bbox`` (canonical) and ``conversations`` (GTA1 / VLM-R1) is ambiguous: None (its
+    boxes could be read from either, and a stray key must not decide which). ``gui-grounding convert --format``
+    names the format explicitly instead.
+    """
     if "target_bbox" in record:
-        return "canonical"
+        return None if "conversations" in record else "canonical"
     if "bbox" in record and "conversations" in record and "image" in record:
         return "gta1"
     if "conversations" in record and "image" in record:
@@ -430,6 +435,9 @@ def record_to_sample(
                 raise SampleError(ref, "bad_field", f"gpt turn is not a bbox list: {text[:80]!r}") from None
         boxes = _boxes_field(answer, ref, "gpt turn bbox")
         norm1000 = False
+    elif "target_bbox" in record and "conversations" in record:
+        raise SampleError(ref, "unknown_format", "ambiguous record: 'target_bbox' (canonical) and 'conversations' "
+                                                 "(GTA1 / VLM-R1) both present; keep one, or convert with --format")  # fmt: skip
     else:
         raise SampleError(ref, "unknown_format", f"keys {sorted(record)} match no supported format")
 

@@ -715,3 +715,19 @@ def test_text_flags_that_are_not_utf8_are_refused_by_argparse(tmp_path, argv):
     err = rep.stderr.decode("utf-8", "replace")
     assert rep.returncode == 2 and "is not valid UTF-8 text" in err and "Traceback" not in err
     assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_a_record_of_two_formats_is_ambiguous_not_guessed(tmp_path, img_root):
+    """Format detection by keys: a VLM-R1 record carrying a stray ``target_bbox`` is neither read as canonical (the
+    stray box) nor as VLM-R1 (silently): it is refused as ambiguous; convert --format vlm-r1 reads it as VLM-R1."""
+    rec = {"image": "a.png", "conversations": [{"from": "human", "value": "<image>cat"},
+                                               {"from": "gpt", "value": "[2, 3, 20, 30]"}],
+           "target_bbox": {"x_min": 0, "y_min": 0, "x_max": 60, "y_max": 40}, "instruction": "x",
+           "image_path": "a.png"}  # fmt: skip
+    data = tmp_path / "d.jsonl"
+    data.write_text(json.dumps(rec) + "\n")
+    samples, report = load_samples([str(data)], [str(img_root)])
+    assert samples == [] and [(r, m[:17]) for _, r, m in report.rejects] == [("unknown_format", "ambiguous record:")]
+    rep = convert("vlm-r1", [str(data)], str(img_root), str(tmp_path / "o.jsonl"), progress=False)
+    (line,) = [json.loads(x) for x in open(tmp_path / "o.jsonl")]
+    assert rep.samples == 1 and line["target_bbox"] == {"x_min": 2.0, "y_min": 3.0, "x_max": 20.0, "y_max": 30.0}
