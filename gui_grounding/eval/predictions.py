@@ -25,7 +25,8 @@ was framed: ``json_list`` (it starts with a JSON list; refs ``file:[index]``) or
 object ``{"details": [...], "metrics": {...}}``; each detail has ``img_path``, ``group``, ``platform``,
 ``application``, ``lang``, ``instruction_style``, ``prompt_to_evaluate``, ``gt_type``, ``ui_type``,
 ``task_filename``, ``pred`` (a **pixel** point of the original image, or null), ``raw_response``, ``correctness``,
-``bbox`` (positives) and ``id`` in the serial script only (``gta1_and_peers.md`` section 2.2).
+``bbox`` (positives) and ``id`` in the serial script only (likaixin2000/ScreenSpot-Pro-GUI-Grounding
+``eval_screenspot_pro.py`` at d66d7a8 and ``eval_screenspot_pro_parallel.py`` at 6ca3cf9).
 
 Mapping harness details to sample_ids: by ``id`` when the detail has one; otherwise by the key
 ``(task_filename, file name of img_path, prompt_to_evaluate)`` matched against each sample's
