@@ -15,12 +15,19 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+ERROR_TEXT_CHARS = 1 << 20  # a RecordError keeps at most this much of the record's text
+
 
 class RecordError(ValueError):
-    """An unparseable record; ``ref`` names it as ``file:line`` (JSONL, 1-based) or ``file:[index]`` (JSON)."""
+    """An unparseable record; ``ref`` names it as ``file:line`` (JSONL, 1-based) or ``file:[index]`` (JSON).
 
-    def __init__(self, ref: str, message: str):
+    ``text``: the record's own text as the reader saw it (what the error covers; at most ``ERROR_TEXT_CHARS``
+    characters, or None when there is none, e.g. a compressed file), for callers that recover something from it
+    (``gui_grounding.eval.predictions`` reads a sample_id out of it)."""
+
+    def __init__(self, ref: str, message: str, text: str | None = None):
         self.ref, self.message = ref, message
+        self.text = text[:ERROR_TEXT_CHARS] if text is not None else None
         super().__init__(f"{ref}: {message}")
 
 
@@ -46,17 +53,20 @@ def _loads(text: str, ref: str, decoder: json.JSONDecoder | None = None) -> Any:
     like bad syntax (``decoder``: :data:`_LAX_DECODER` reads them as Python's json does, for the caller's value
     checks)."""
     if _UNDECODABLE.search(text):
-        return RecordError(ref, "not valid UTF-8")
+        return RecordError(ref, "not valid UTF-8", text)
     try:
         return (decoder or _DECODER).decode(text)
     except RecursionError:
-        return RecordError(ref, "invalid JSON: nested too deeply")
+        return RecordError(ref, "invalid JSON: nested too deeply", text)
     except ValueError as err:  # JSONDecodeError, NaN/Infinity, ints of more than sys.get_int_max_str_digits() digits
-        return RecordError(ref, f"invalid JSON: {str(err)[:200]}")
+        return RecordError(ref, f"invalid JSON: {str(err)[:200]}", text)
 
 
-def _record(value: Any, ref: str) -> dict | RecordError:
-    return value if isinstance(value, (dict, RecordError)) else RecordError(ref, "not a JSON object")
+def _record(value: Any, ref: str, text: str | None = None) -> dict | RecordError:
+    """``value`` when it is an object; a value of another type is the error ``not a JSON object``."""
+    if isinstance(value, (dict, RecordError)):
+        return value
+    return RecordError(ref, "not a JSON object", text)
 
 
 # one token of a JSON text for splitting a list into its elements: a complete string, a bracket or a comma, or a lone
@@ -287,9 +297,9 @@ def _documents(
                     value = (
                         _loads(piece, ref, decoder)
                         if piece.strip()
-                        else RecordError(ref, "invalid JSON: empty list element")
+                        else RecordError(ref, "invalid JSON: empty list element", piece)
                     )
-                    yield ref, index, _record(value, ref)
+                    yield ref, index, _record(value, ref, piece)
                 index += 1
             pos = text.end
             last_line = text.line_at(pos)
@@ -311,7 +321,8 @@ def _documents(
                     end += pos
                 else:
                     value, end = decoder.raw_decode(buf, pos)
-                value = RecordError(here, "not valid UTF-8") if _UNDECODABLE.search(buf, pos, end) else value
+                if _UNDECODABLE.search(buf, pos, end):
+                    value = RecordError(here, "not valid UTF-8", buf[pos:end])
             except json.JSONDecodeError as err:
                 at = err.pos if err.pos >= pos else err.pos + pos
                 more = not text.eof and not buf[at:].strip() and len(buf) - pos < MAX_DOCUMENT_CHARS
@@ -320,13 +331,16 @@ def _documents(
                 # text parsed past this line by a document that failed: bounded, so lines that each open a document
                 # to the end of the file cannot make reading quadratic (past the budget, a document is one line)
                 wasted += max(at - eol, 0)
-                value, end = RecordError(here, f"invalid JSON: {err.msg[:200]}"), max(eol, pos + 1)
+                end = max(eol, pos + 1)
+                value = RecordError(here, f"invalid JSON: {err.msg[:200]}", buf[pos:end])
                 if _UNDECODABLE.search(buf, pos, end):
-                    value = RecordError(here, "not valid UTF-8")
+                    value = RecordError(here, "not valid UTF-8", buf[pos:end])
             except RecursionError:
-                value, end = RecordError(here, "invalid JSON: nested too deeply"), max(eol, pos + 1)
+                end = max(eol, pos + 1)
+                value = RecordError(here, "invalid JSON: nested too deeply", buf[pos:end])
             except ValueError as err:  # NaN/Infinity, a float beyond the float range, an int of too many digits
-                value, end = RecordError(here, f"invalid JSON: {str(err)[:200]}"), max(eol, pos + 1)
+                end = max(eol, pos + 1)
+                value = RecordError(here, f"invalid JSON: {str(err)[:200]}", buf[pos:end])
             break
         if isinstance(value, list) and any(isinstance(item, dict) for item in value):  # a list of records
             for k, item in enumerate(value):
@@ -336,7 +350,7 @@ def _documents(
                 index += 1
         else:
             if index >= start:
-                yield here, index, _record(value, here)
+                yield here, index, _record(value, here, buf[pos:end])
             index += 1
         doc += 1
         pos = end

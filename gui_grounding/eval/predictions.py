@@ -61,7 +61,6 @@ Every sample of the benchmark gets exactly one result: the denominator is always
 
 from __future__ import annotations
 
-import bisect
 import json
 import logging
 import os
@@ -74,7 +73,7 @@ from gui_grounding.eval.benchmarks import is_number, short_repr
 from gui_grounding.eval.judge import WRONG_FORMAT, judge
 from gui_grounding.schema import Sample
 from vlm_r1 import validate
-from vlm_r1.data import RecordError, iter_records, split_json_list
+from vlm_r1.data import RecordError, iter_records
 
 logger = logging.getLogger(__name__)
 
@@ -108,9 +107,6 @@ INTERNAL_KEYS = ("ref", "malformed", "harness_correctness")
 _SAMPLE_ID_IN_TEXT = re.compile(r'"sample_id"\s{0,64}:\s{0,64}(?:"((?:[^"\\\n\r]|\\.){1,512})"|(-?\d{1,64})\b)')
 # the text of a record that does not parse is searched for its sample_id up to this many characters
 _RECOVER_CHARS = 1 << 20
-# a ref of iter_records after "FILE:": [i] | LINE | LINE:COL, optionally followed by [i] (an element of a later list)
-_REF_TAIL = re.compile(r"(?:\[(\d+)\]|(\d+)(?::(\d+))?(?:\[(\d+)\])?)")
-_JSON_WHITESPACE = re.compile(r"[ \t\r\n]*")
 
 
 def show_path(path: str) -> str:
@@ -216,74 +212,6 @@ def _recover_id(text: str) -> str | None:
     except (ValueError, RecursionError):
         return None
     return validate.explicit_id(value)
-
-
-def _error_texts(path: str, items: list) -> dict[str, str]:
-    """The text of each record of ``path`` that :func:`vlm_r1.data.iter_records` could not parse, by its ref (for
-    reading a sample_id out of it): for a document (``file:LINE``, ``file:LINE:COL``) the text from its start to the
-    next document starting on that line, or to the end of the line (what the reader's error covers); for a list
-    element (``file:[i]``, ``file:LINE[i]``) the element's text. Lines are counted as the reader counts them (by LF,
-    or by CR in a file whose first megabyte holds CRs and no LF)."""
-    parsed = {}
-    for ref, _, _ in items:
-        m = _REF_TAIL.fullmatch(ref[len(path) + 1 :]) if ref.startswith(f"{path}:") else None
-        if m is not None:
-            parsed[ref] = m.groups()
-    wanted = [ref for ref, _, item in items if isinstance(item, RecordError) and ref in parsed]
-    if not wanted:
-        return {}
-    try:
-        with open(path, encoding="utf-8-sig", errors="surrogateescape", newline="") as f:
-            text = f.read()
-    except OSError:
-        return {}
-    head = text[: 1 << 20]
-    nl = "\r" if "\r" in head and "\n" not in head else "\n"
-    starts = [0] + [m.end() for m in re.finditer(re.escape(nl), text)]
-
-    def line_end(n: int) -> int:
-        return starts[n] - len(nl) if n < len(starts) else len(text)
-
-    def doc_start(line: str, col: str | None) -> int | None:
-        n = int(line)
-        if not 1 <= n <= len(starts):
-            return None
-        return starts[n - 1] + int(col) - 1 if col is not None else _JSON_WHITESPACE.match(text, starts[n - 1]).end()
-
-    docs_on_line: dict[int, list[int]] = {}  # line -> start positions of the documents that begin on it
-    for _, line, col, _ in parsed.values():
-        if line is not None and (pos := doc_start(line, col)) is not None:
-            docs_on_line.setdefault(int(line), []).append(pos)
-    for starts_here in docs_on_line.values():
-        starts_here.sort()
-    out: dict[str, str] = {}
-    lists: dict[int, dict[int, str]] = {}  # position of a list's "[" -> {element index: ref}
-    for ref in wanted:
-        first_index, line, col, index = parsed[ref]
-        if first_index is not None:
-            lists.setdefault(_JSON_WHITESPACE.match(text, 0).end(), {})[int(first_index)] = ref
-            continue
-        pos = doc_start(line, col)
-        if pos is None:
-            continue
-        if index is not None:
-            lists.setdefault(pos, {})[int(index)] = ref
-            continue
-        later = docs_on_line.get(int(line), [])
-        k = bisect.bisect_right(later, pos)
-        end = later[k] if k < len(later) else line_end(int(line))
-        out[ref] = text[pos : max(end, pos)]
-    for pos, by_index in lists.items():
-        last = max(by_index)
-        try:
-            for i, piece in enumerate(split_json_list([text[pos:]])):
-                if i in by_index:
-                    out[by_index[i]] = piece
-                if i >= last:
-                    break
-        except ValueError:  # not a list there after all: nothing to read an id from
-            continue
-    return out
 
 
 def _with_type(message: str, text: str | None) -> str:
@@ -454,7 +382,7 @@ class _Collector:
 def _load_records(
     path: str, fmt: str, items: list, samples: list[Sample], strict: bool, on_duplicate: str
 ) -> tuple[dict[str, dict], PredictionReport]:
-    texts = _error_texts(path, items)
+    texts = {ref: item.text for ref, _, item in items if isinstance(item, RecordError) and item.text}
     recovered = {ref: _recover_id(text) for ref, text in texts.items()}
     usable = sum(
         1
