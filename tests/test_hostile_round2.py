@@ -278,10 +278,10 @@ def test_family_limits_reject_before_step_1(tmp_path, make_image):
     assert [os.path.basename(s.image_path) for s in samples] == ["edge.png"]
     assert report.counts == {"image_unsupported": 3}
     assert validate.module_limits(get_vlm_module("internvl")).max_aspect_ratio is None
-    rep = subprocess.run([sys.executable, "-m", "gui_grounding.cli", "convert", "--format", "canonical", str(data),
-                          "--image-root", str(root), "--out", str(tmp_path / "o.jsonl"), "--family", "qwen3_vl"],
-                         capture_output=True, text=True)  # fmt: skip
-    assert rep.returncode == 0, rep.stderr
+    from gui_grounding.cli import main
+
+    main(["convert", "--format", "canonical", str(data), "--image-root", str(root), "--out", str(tmp_path / "o.jsonl"),
+          "--family", "qwen3_vl"])  # fmt: skip
     summary = json.load(open(tmp_path / "o.summary.json"))
     assert (summary["samples"], summary["reasons"]) == (0, {"image_unsupported": 4})  # qwen3_vl: a 16-px patch
 
@@ -295,16 +295,18 @@ def test_default_task_checker_applies_the_limits(make_image, tmp_path):
     assert checker.check(make_image(40, 20, "u.png")) == (40, 20)
 
 
-def test_prompt_image_size_limits_and_huge_sizes_without_a_canvas():
+def test_prompt_image_size_limits_and_huge_sizes_without_a_canvas(capsys):
+    from gui_grounding.cli import main
     from gui_grounding.prompt_cli import describe_prompt
 
     info = describe_prompt("gta1", (30000, 30000), "Click menu")
     assert info["image_size"] == [30000, 30000] and info["resized_size"][0] * info["resized_size"][1] <= 8_847_360
     with pytest.raises(ValueError, match="aspect ratio 250.0:1"):
         describe_prompt("gta1", (5000, 20), "Click menu")
-    rep = subprocess.run([sys.executable, "-m", "gui_grounding.cli", "prompt", "--adapter", "gta1", "--image-size",
-                          "5000x20", "--instruction", "x"], capture_output=True, text=True)  # fmt: skip
-    assert rep.returncode != 0 and "Traceback" not in rep.stderr and len(rep.stderr.strip().splitlines()) == 1
+    with pytest.raises(SystemExit) as exit_:
+        main(["prompt", "--adapter", "gta1", "--image-size", "5000x20", "--instruction", "x"])
+    message = str(exit_.value.code)
+    assert message.startswith("gui-grounding prompt: error: ") and "\n" not in message and "250.0:1" in message
 
 
 # --------------------------------------------------------------------------------------------------------------------
