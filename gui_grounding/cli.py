@@ -9,6 +9,8 @@
     gui-grounding train --config recipes/gta1/7b.yaml --dataset_name data.json --image_root imgs ...  (GTA1 entry)
     gui-grounding eval --data data/web_sample/test.jsonl --model runs/demo --out runs/demo/eval
     gui-grounding prompt --adapter gta1 --image-size 1920x1080 --instruction "Click the search box"
+    gui-grounding profiles                      (pinned settings of published checkpoints, with sources)
+    gui-grounding eval --profile gta1-7b-2507 --benchmark screenspot-pro --data ScreenSpot-Pro --model ... --out ...
 
 ``gui-grounding <subcommand> --help`` explains every flag.
 """
@@ -45,7 +47,8 @@ def _eval(args: argparse.Namespace) -> None:
         options["cache_dir"] = args.image_cache
     kwargs = {}
     if args.model:
-        kwargs = dict(max_new_tokens=args.max_new_tokens, min_pixels=args.min_pixels, max_pixels=args.max_pixels)
+        kwargs = dict(max_new_tokens=args.max_new_tokens, min_pixels=args.min_pixels, max_pixels=args.max_pixels,
+                      max_tiles=args.max_tiles)  # fmt: skip
         if args.backend == "hf":
             kwargs["batch_size"] = args.batch_size
         elif args.backend == "openai":
@@ -54,7 +57,7 @@ def _eval(args: argparse.Namespace) -> None:
         run_eval(args.benchmark, args.data, args.out, model=args.model, predictions=args.predictions,
                  backend=args.backend, adapter=args.adapter, limit=args.limit, strict=args.strict,
                  benchmark_options=options, max_failures=args.max_failures, on_duplicate=args.on_duplicate,
-                 predictions_format=args.predictions_format, **kwargs)  # fmt: skip
+                 predictions_format=args.predictions_format, profile=args.profile, **kwargs)  # fmt: skip
     except (EvalInputError, SampleError, FileNotFoundError, OutputError) as err:  # refused (or --strict): one line
         text = err.strerror if isinstance(err, OutputError) and err.strerror else str(err)  # no "[Errno N]"
         message = " ".join(text.split())
@@ -67,6 +70,21 @@ class _NamesOrSpecs(list):
 
     def __contains__(self, value) -> bool:
         return list.__contains__(self, value) or (isinstance(value, str) and ":" in value)
+
+
+def _profiles(args: argparse.Namespace) -> None:
+    import json
+
+    from gui_grounding.profiles import PROFILES, get_profile, profile_dict, profiles_table
+
+    if args.json:
+        names = [args.name] if args.name else list(PROFILES)
+        print(json.dumps({n: profile_dict(get_profile(n)) for n in names}, indent=2, ensure_ascii=False))
+    elif args.name:
+        print(get_profile(args.name).describe())
+    else:
+        print(profiles_table())
+        print("\n" + "\n\n".join(p.describe() for p in PROFILES.values()))
 
 
 def _train(argv: list[str]) -> None:
@@ -181,26 +199,47 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--batch-size", type=positive, default=8, help=with_range("hf backend: prompts per generate call", positive)
     )
+    from gui_grounding.profiles import PROFILES
+
+    p.add_argument(
+        "--profile",
+        choices=list(PROFILES),
+        default=None,
+        help="a published checkpoint's pinned settings (adapter, pixel budget, max_new_tokens, benchmark options; "
+        "`gui-grounding profiles` lists them with their sources); flags given here win; metrics.json and "
+        "results.md then show its published numbers next to ours",
+    )
     p.add_argument(
         "--min-pixels",
         type=positive,
         default=None,
-        help=with_range("override the smart_resize min_pixels (at most --max-pixels)", positive),
+        help=with_range(
+            "smart_resize min_pixels of the pixel budget (default: --profile, else the budget recorded with the "
+            "checkpoint, else the adapter's published one; at most --max-pixels)",
+            positive,
+        ),
     )
     p.add_argument(
         "--max-pixels",
         type=positive,
         default=None,
         help=with_range(
-            "override the smart_resize max_pixels (ScreenSpot-Pro wants near-native resolution, e.g. 12845056)",
+            "smart_resize max_pixels of the pixel budget (same defaults as --min-pixels; a value other than the "
+            "checkpoint's recorded training budget is warned about)",
             positive,
         ),
     )
     p.add_argument(
+        "--max-tiles",
+        type=positive,
+        default=None,
+        help=with_range("InternVL: at most this many 448-px tiles per image (same defaults as --min-pixels)", positive),
+    )
+    p.add_argument(
         "--max-new-tokens",
         type=positive,
-        default=32,
-        help=with_range("generation budget per sample (GTA1: 32)", positive),
+        default=None,
+        help=with_range("generation budget per sample (default: --profile's, else 32 as GTA1)", positive),
     )
     p.add_argument(
         "--base-url",
@@ -253,6 +292,14 @@ def build_parser() -> argparse.ArgumentParser:
         help=with_range("wrong samples drawn in failures.html", not_negative),
     )
     p.set_defaults(func=_eval)
+
+    p = sub.add_parser("profiles", help="list the pinned, cited evaluation settings of published checkpoints",
+                       description="List the profiles `gui-grounding eval --profile NAME` and `gui-grounding prompt "
+                       "--profile NAME` use: adapter (prompt, frame, parser), pixel budget, decoding, benchmark "
+                       "options, backends and published numbers, each value with its source.")  # fmt: skip
+    p.add_argument("name", nargs="?", default=None, help="one profile (default: all, as a table, then each in full)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    p.set_defaults(func=_profiles)
 
     from gui_grounding.prompt_cli import register_cli as register_prompt
 

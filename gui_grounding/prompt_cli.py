@@ -33,7 +33,6 @@ import json
 import re
 
 from gui_grounding.eval.adapters import ADAPTERS, get_adapter
-from gui_grounding.frames import Frame
 from gui_grounding.schema import Sample
 
 MAX_SIDE = 1_000_000  # a screenshot side beyond this is not a screen (and would not fit in memory)
@@ -71,33 +70,50 @@ def describe_prompt(
     model: str | None = None,
     min_pixels: int | None = None,
     max_pixels: int | None = None,
+    max_tiles: int | None = None,
+    profile: str | None = None,
+    parse: str | None = None,
 ) -> dict:
     """The JSON object ``gui-grounding prompt`` prints (see the module docstring).
 
     Args:
-        adapter: adapter name (``gui_grounding.eval.adapters.ADAPTERS``); ``None``: the default of ``model``'s
-            ``config.model_type`` (``gui_grounding.eval.backends.checkpoint_adapter``).
+        adapter: adapter name (``gui_grounding.eval.adapters.ADAPTERS``); ``None``: the profile's, else the default
+            of ``model``'s ``config.model_type`` (``gui_grounding.eval.backends.checkpoint_adapter``).
         image_size: ``(W, H)`` of the screenshot.
         instruction: the element description, sent as given.
-        model: local checkpoint whose processor renders and counts the prompt (optional).
-        min_pixels, max_pixels: override the adapter's ``default_budget`` bounds.
+        model: local checkpoint whose processor renders and counts the prompt (optional); its recorded training
+            budget is used as ``gui-grounding eval`` uses it.
+        min_pixels, max_pixels, max_tiles: pixel-budget flags (resolved as ``gui-grounding eval`` resolves them:
+            flag, else ``profile``, else the checkpoint's recorded budget, else the adapter's published one).
+        profile: a :mod:`gui_grounding.profiles` name (adapter and budget).
+        parse: an answer in the model's format: ``parsed_point`` is the point it means in original pixels
+            (``Adapter.parse``, the inference rules; ``null`` when it holds no point), ``answer_point`` the same in the
+            answer frame.
 
     Only the sizes are needed to build the messages: no image of the screenshot's size is ever allocated (with
-    ``model``, the processor gets a blank image of the size the adapter sends, at most the decode guard of
-    ``vlm_r1.validate.DEFAULT_MAX_PIXELS``).
+    ``model``, the processor gets a blank image of the size the budget sends, at most the decode guard
+    ``vlm_r1.validate.DECODE_PIXEL_LIMIT``).
 
     Raises:
-        ValueError: unknown adapter, neither ``adapter`` nor ``model``, non-positive image size,
-            ``min_pixels > max_pixels``, an image the model family cannot take (aspect ratio, smallest side:
+        ValueError: unknown adapter or profile, neither ``adapter``, ``profile`` nor ``model``, non-positive image
+            size, ``min_pixels > max_pixels``, an image the model family cannot take (aspect ratio, smallest side:
             ``VLMBaseModule.image_limits``), or (with ``model``) a sent image over the decode guard.
     """
     from PIL import Image
 
+    from gui_grounding.adapters import Request
+    from gui_grounding.eval.budget import resolve_eval_budget
     from vlm_r1 import validate
 
+    prof = None
+    if profile is not None:
+        from gui_grounding.profiles import get_profile
+
+        prof = get_profile(profile)
+        adapter = adapter or prof.adapter
     if adapter is None:
         if model is None:
-            raise ValueError("give --adapter, or --model to use its family's adapter")
+            raise ValueError("give --adapter, --profile, or --model to use its family's adapter")
         from gui_grounding.eval.backends import checkpoint_adapter
 
         ad = checkpoint_adapter(model)
@@ -106,75 +122,74 @@ def describe_prompt(
     width, height = int(image_size[0]), int(image_size[1])
     if width <= 0 or height <= 0:
         raise ValueError(f"image size must be positive, got {width}x{height}")
-    budget = ad.default_budget
-    factor = budget.factor
-    lo = budget.min_pixels if min_pixels is None else int(min_pixels)
-    hi = budget.max_pixels if max_pixels is None else int(max_pixels)
-    if lo <= 0:
-        raise ValueError(f"min_pixels must be positive, got {lo}")
-    if lo > hi:
-        raise ValueError(f"min_pixels {lo} > max_pixels {hi}")
     limits = _family_limits(ad, model)
     if limits is not None:
         try:
             limits.check(width, height, "the screenshot")
         except validate.Invalid as err:
             raise ValueError(err.message) from None
-    processor = None
-    if model is not None:
-        from vlm_r1.modules import get_vlm_module, load_processor
-
-        processor = load_processor(model, min_pixels=lo, max_pixels=hi)
-        try:
-            factor, lo, hi = get_vlm_module(model).get_image_resize_params(processor)
-        except ValueError:  # no smart_resize frame (InternVL tiling): the adapter's documented budget stays
-            pass
-    # Adapters that pre-resize get the budget; 0-1000 adapters send the original and the processor resizes it.
-    resize = (factor, lo, hi) if ad.default_resize is not None else None
+    flags = {"min_pixels": min_pixels, "max_pixels": max_pixels, "max_tiles": max_tiles}
+    budget, warnings = resolve_eval_budget(ad, model=model, flags=flags, profile=prof, limits=limits)
     try:
-        answer_frame = ad.frame_for(width, height, resize)
-        sent_w, sent_h = ad.image_size_sent(answer_frame)
-        frame = Frame.for_image(sent_w, sent_h, factor=factor, min_pixels=lo, max_pixels=hi)
+        frame = budget.frame(width, height)
     except ValueError as err:  # smart_resize: an aspect ratio over 200
         raise ValueError(f"a {width}x{height} screenshot cannot be resized for the model: {err}") from None
+    sent_w, sent_h = frame.resized_width, frame.resized_height
     out = {
         "adapter": ad.name,
+        "profile": prof.name if prof else None,
         "image_size": [width, height],
-        "resized_size": [frame.resized_width, frame.resized_height],
-        "messages": ad.messages(instruction, answer_frame, image_block=True),
+        "resized_size": [sent_w, sent_h],
+        "answer_frame": {"name": ad.answer_frame, "size": list(ad.answer_size(frame))},
+        "pixel_budget": budget.to_dict(),
+        "messages": ad.messages(instruction, frame, image_block=True),
     }
-    if processor is not None:
-        if sent_w * sent_h > validate.DEFAULT_MAX_PIXELS:
-            raise ValueError(f"the {ad.name} adapter sends the {sent_w}x{sent_h} image unresized; over "
-                             f"{validate.DEFAULT_MAX_PIXELS:,} pixels, it is not rendered for --model")  # fmt: skip
-        sample = Sample("prompt", instruction, "", [], sent_w, sent_h)
-        request = ad.build_request(sample, Image.new("RGB", (sent_w, sent_h), (255, 255, 255)), resize=resize)
-        if request.messages != out["messages"]:  # the request for the sent size must be the request for the original
-            request = ad.build_request(Sample("prompt", instruction, "", [], width, height),
-                                       Image.new("RGB", (width, height), (255, 255, 255)), resize=resize)  # fmt: skip
-        text = processor.apply_chat_template(request.messages, tokenize=False, add_generation_prompt=True)
-        batch = processor(text=[text], images=[request.image], return_tensors="pt")
-        if "image_grid_thw" not in batch:  # not a Qwen-VL processor: its own expansion, decoded
-            out["chat_template_text"] = processor.tokenizer.decode(batch["input_ids"][0], skip_special_tokens=False)
-            out["num_tokens"] = len(batch["input_ids"][0])
-            return out
-        _, grid_h, grid_w = (int(v) for v in batch["image_grid_thw"][0])
-        merge = int(processor.image_processor.merge_size)
-        if (grid_w * factor // merge, grid_h * factor // merge) != (frame.resized_width, frame.resized_height):
-            raise RuntimeError(f"processor grid {grid_w}x{grid_h} does not match the resized size "
-                               f"{frame.resized_width}x{frame.resized_height}")  # fmt: skip
-        n_image_tokens = grid_h * grid_w // (merge * merge)
-        out["chat_template_text"] = text.replace(IMAGE_PAD, IMAGE_PAD * n_image_tokens)
+    if warnings:
+        out["pixel_budget_warnings"] = warnings
+    if parse is not None:
+        point = ad.parse_answer(parse, strict=False)
+        original = ad.parse(parse, Request(out["messages"], None, {"frame": frame}))
+        out["answer"] = parse
+        out["answer_point"] = list(point) if point is not None else None
+        out["parsed_point"] = [round(float(v), 4) for v in original] if original is not None else None
+    if model is None:
+        return out
+    from vlm_r1.modules import get_vlm_module
+
+    module = get_vlm_module(model)
+    processor = module.load_processor(model)
+    budget.apply(processor, module)
+    if sent_w * sent_h > validate.DECODE_PIXEL_LIMIT:
+        raise ValueError(f"the {ad.name} adapter sends a {sent_w}x{sent_h} image; over "
+                         f"{validate.DECODE_PIXEL_LIMIT:,} pixels, it is not rendered for --model")  # fmt: skip
+    sample = Sample("prompt", instruction, "", [], sent_w, sent_h)
+    request = ad.build_request(sample, Image.new("RGB", (sent_w, sent_h), (255, 255, 255)), budget=budget)
+    if request.messages != out["messages"]:  # the request for the sent size must be the request for the original
+        raise RuntimeError(f"the {ad.name} adapter's messages depend on more than the frame")
+    text = processor.apply_chat_template(request.messages, tokenize=False, add_generation_prompt=True)
+    batch = processor(text=[text], images=[request.image], return_tensors="pt")
+    if "image_grid_thw" not in batch:  # not a Qwen-VL processor: its own expansion, decoded
+        out["chat_template_text"] = processor.tokenizer.decode(batch["input_ids"][0], skip_special_tokens=False)
         out["num_tokens"] = len(batch["input_ids"][0])
+        return out
+    _, grid_h, grid_w = (int(v) for v in batch["image_grid_thw"][0])
+    merge = int(processor.image_processor.merge_size)
+    if (grid_w * budget.factor // merge, grid_h * budget.factor // merge) != (sent_w, sent_h):
+        raise RuntimeError(f"processor grid {grid_w}x{grid_h} does not match the resized size {sent_w}x{sent_h}")
+    n_image_tokens = grid_h * grid_w // (merge * merge)
+    out["chat_template_text"] = text.replace(IMAGE_PAD, IMAGE_PAD * n_image_tokens)
+    out["num_tokens"] = len(batch["input_ids"][0])
     return out
 
 
 def _run(args: argparse.Namespace) -> None:
-    if args.adapter is None and args.model is None:
-        raise SystemExit("gui-grounding prompt: error: give --adapter, or --model to use its family's adapter")
+    if args.adapter is None and args.model is None and args.profile is None:
+        raise SystemExit("gui-grounding prompt: error: give --adapter, --profile, or --model to use its family's "
+                         "adapter")  # fmt: skip
     try:
         info = describe_prompt(args.adapter, args.image_size, args.instruction, model=args.model,
-                               min_pixels=args.min_pixels, max_pixels=args.max_pixels)  # fmt: skip
+                               min_pixels=args.min_pixels, max_pixels=args.max_pixels, max_tiles=args.max_tiles,
+                               profile=args.profile, parse=args.parse)  # fmt: skip
     except ValueError as err:
         raise SystemExit(f"gui-grounding prompt: error: {err}") from None
     print(json.dumps(info, ensure_ascii=False, indent=2))
@@ -191,23 +206,33 @@ def register_cli(sub) -> None:
     """Add the ``prompt`` subcommand to the ``gui-grounding`` subparsers ``sub``."""
     from vlm_r1.argtypes import integer, text, with_range
 
-    budgets = "; ".join(f"{name}: {cls.default_budget.min_pixels:,}..{cls.default_budget.max_pixels:,}"
-                        for name, cls in ADAPTERS.items())  # fmt: skip
+    budgets = "; ".join(f"{name}: " + (f"{b.min_pixels:,}..{b.max_pixels:,}" if b.resizes else f"{b.max_tiles} tiles")
+                        for name, b in ((n, c.default_budget) for n, c in ADAPTERS.items()))  # fmt: skip
     p = sub.add_parser("prompt", help="print the chat messages (and, with --model, the tokens) an adapter sends",
                        description="Print, as JSON, the resized image size and the chat messages an adapter sends for "
                        "a screenshot of the given size; with --model also the chat-template text the model reads "
                        "(image pad tokens expanded) and its token count. Default pixel budgets (published inference "
                        f"settings, see gui_grounding/eval/adapters.py): {budgets}.")  # fmt: skip
-    p.add_argument("--adapter", default=None, choices=sorted(ADAPTERS), help="prompt + coordinate convention; default "
-                   "with --model: the checkpoint's config.model_type default (as gui-grounding eval)")  # fmt: skip
+    from gui_grounding.profiles import PROFILES
+
+    p.add_argument("--adapter", default=None, choices=sorted(ADAPTERS), help="prompt + coordinate convention; default: "
+                   "--profile's, else with --model the checkpoint's config.model_type default (as gui-grounding "
+                   "eval)")  # fmt: skip
+    p.add_argument("--profile", default=None, choices=list(PROFILES), help="a published checkpoint's pinned "
+                   "settings (adapter and pixel budget; `gui-grounding profiles` lists them)")  # fmt: skip
+    p.add_argument("--parse", default=None, type=text, metavar="ANSWER", help="also print the point this answer "
+                   "(in the model's format) means, in the answer frame and in original pixels")  # fmt: skip
     p.add_argument("--image-size", required=True, type=_image_size_arg, metavar="WxH",
                    help="screenshot size in pixels, e.g. 1920x1080")  # fmt: skip
     p.add_argument("--instruction", required=True, type=text,
                    help="the element description, e.g. 'Click the search box' (UTF-8 text)")  # fmt: skip
     p.add_argument("--model", default=None, help="local checkpoint: also print chat_template_text and num_tokens")
     px = integer(min=1)
-    p.add_argument("--min-pixels", type=px, default=None,
-                   help=with_range("override the adapter's default min_pixels", px))  # fmt: skip
+    p.add_argument("--min-pixels", type=px, default=None, help=with_range(
+        "pixel budget min_pixels (default: --profile's, else the checkpoint's recorded budget, else the adapter's "
+        "published one)", px))  # fmt: skip
     p.add_argument("--max-pixels", type=px, default=None,
-                   help=with_range("override the adapter's default max_pixels", px))  # fmt: skip
+                   help=with_range("pixel budget max_pixels (same defaults as --min-pixels)", px))  # fmt: skip
+    p.add_argument("--max-tiles", type=px, default=None,
+                   help=with_range("InternVL: pixel budget max_tiles (same defaults as --min-pixels)", px))  # fmt: skip
     p.set_defaults(func=_run)

@@ -247,14 +247,14 @@ _CHECKERS: dict[tuple, validate.ImageChecker] = {}
 
 def image_checker(
     verify: str = "decode",
-    max_pixels: int | None = validate.DEFAULT_MAX_PIXELS,
+    max_image_pixels: int | None = validate.DECODE_PIXEL_LIMIT,
     limits: validate.ImageLimits | None = None,
 ) -> validate.ImageChecker:
-    """The process-wide :class:`vlm_r1.validate.ImageChecker` for ``verify`` / ``max_pixels`` / the family's
+    """The process-wide :class:`vlm_r1.validate.ImageChecker` for ``verify`` / ``max_image_pixels`` / the family's
     ``limits`` (one cache each, keyed by path, size and mtime: each image is checked once)."""
-    key = (verify, max_pixels, limits)
+    key = (verify, max_image_pixels, limits)
     if key not in _CHECKERS:
-        _CHECKERS[key] = validate.ImageChecker(verify, max_pixels, limits)
+        _CHECKERS[key] = validate.ImageChecker(verify, max_image_pixels, limits)
     return _CHECKERS[key]
 
 
@@ -267,7 +267,7 @@ def read_image_size(
     ref: str,
     *,
     verify: bool | str = True,
-    max_pixels: int | None = validate.DEFAULT_MAX_PIXELS,
+    max_image_pixels: int | None = validate.DECODE_PIXEL_LIMIT,
     limits: validate.ImageLimits | None = None,
 ) -> tuple[int, int]:
     """``(width, height)`` of an image in its displayed frame (EXIF orientation applied, ``vlm_r1.validate``).
@@ -277,11 +277,11 @@ def read_image_size(
 
     Raises:
         SampleError: ``missing_image``, ``not_a_file`` (not a regular non-empty file), ``image_too_large`` (over
-            ``max_pixels``, nothing decoded), ``unreadable_image`` or ``image_unsupported`` (outside the model
+            ``max_image_pixels``, nothing decoded), ``unreadable_image`` or ``image_unsupported`` (outside the model
             family's ``limits``: aspect ratio, smallest side).
     """
     try:
-        return image_checker(_verify_mode(verify), max_pixels, limits).check(path)
+        return image_checker(_verify_mode(verify), max_image_pixels, limits).check(path)
     except validate.Invalid as err:
         raise SampleError(ref, err.reason, err.message) from None
 
@@ -367,7 +367,7 @@ def record_to_sample(
     verify_image: bool | str = True,
     clip_tolerance_px: float = CLIP_TOLERANCE_PX,
     stats: Counter | None = None,
-    max_pixels: int | None = validate.DEFAULT_MAX_PIXELS,
+    max_image_pixels: int | None = validate.DECODE_PIXEL_LIMIT,
     contain_paths: bool = True,
     limits: validate.ImageLimits | None = None,
     image_optional: bool = False,
@@ -387,7 +387,7 @@ def record_to_sample(
         clip_tolerance_px: the pixel tolerance of :func:`clip_box` (0 rejects any overshoot).
         stats: when given, ``stats["clipped"]`` is incremented for a sample whose box(es) were clipped and
             ``stats["absolute_paths"]`` for a sample whose image path is absolute.
-        max_pixels: ``image_too_large`` above this many pixels (header-declared; nothing decoded).
+        max_image_pixels: ``image_too_large`` above this many pixels (header-declared; nothing decoded).
         contain_paths: ``base_dir`` is an image root the user named: a relative path whose ``..`` climbs out of it
             is ``path_outside_root`` (False: ``base_dir`` is only the data file's folder; ``..`` is allowed).
         limits: the model family's image limits (``image_unsupported`` outside them); None: no family check.
@@ -453,7 +453,7 @@ def record_to_sample(
                 raise SampleError(ref, "suspect_unit", f"pixel box {list(b)} has all four values in [0, 1]: "
                                                        "fractions of the image, not pixels")  # fmt: skip
     try:
-        width, height = read_image_size(image_path, ref, verify=verify_image, max_pixels=max_pixels, limits=limits)
+        width, height = read_image_size(image_path, ref, verify=verify_image, max_image_pixels=max_image_pixels, limits=limits)
     except SampleError as err:
         if not image_optional or err.reason not in _UNAVAILABLE or norm1000:
             raise
@@ -531,7 +531,7 @@ def load_samples(
     *,
     strict: bool = False,
     verify_images: bool | str = True,
-    max_pixels: int | None = validate.DEFAULT_MAX_PIXELS,
+    max_image_pixels: int | None = validate.DECODE_PIXEL_LIMIT,
     limits: validate.ImageLimits | None = None,
 ) -> tuple[list[Sample], LoadReport]:
     """Read and validate samples from JSON/JSONL files (boxes clipped or rejected by :func:`clip_box`).
@@ -544,7 +544,7 @@ def load_samples(
         strict: raise on the first bad record instead of skipping and counting it.
         verify_images: ``True``/``"decode"`` (default): decode every image once, so no training run meets a broken
             image mid-run; ``False``/``"header"``/``"none"``: read headers only.
-        max_pixels: ``image_too_large`` above this many pixels (header-declared, checked before decoding).
+        max_image_pixels: ``image_too_large`` above this many pixels (header-declared, checked before decoding).
         limits: the model family's image limits (``image_unsupported`` outside them, before step 1).
 
     Sample ids follow the identity rule (``vlm_r1.validate.IdRegistry``): a record without a usable id gets
@@ -577,7 +577,7 @@ def load_samples(
                     raise SampleError(item.ref, "unparseable_record", item.message)
                 try:
                     sample = record_to_sample(item, ref, base_dir=base_dir, default_id=f"{stem}:{index}",
-                                              verify_image=verify_images, stats=clip_stats, max_pixels=max_pixels,
+                                              verify_image=verify_images, stats=clip_stats, max_image_pixels=max_image_pixels,
                                               contain_paths=image_folders is not None, limits=limits)  # fmt: skip
                     try:
                         ids.claim(sample.sample_id, ref)

@@ -6,8 +6,8 @@ model family's **adapter** (``gui_grounding.adapters``: chosen by ``config.model
 the original image for the 0-1000 families), its prompt, the image it is sent, and the target boxes in its answer
 frame. Bad records are skipped and counted, or stop the run with ``--strict_data``.
 
-Row columns: ``prompt``, ``image_path``, ``resized_size`` ``[W', H']`` (the size of the image the model is sent: the
-smart_resize frame for resized-pixel adapters, the original size otherwise; the image transform resizes to it),
+Row columns: ``prompt``, ``image_path``, ``resized_size`` ``[W', H']`` (the size of the image the model is sent:
+``PixelBudget.size_sent``; the image transform resizes to it with the same budget),
 ``image_size`` ``[W, H]``, ``target_boxes_resized`` (boxes in pixels of that sent image, float edges),
 ``target_boxes`` (original pixels), ``instruction``, ``sample_id``, ``prompt_mode``; the adapter's format:
 ``adapter`` (name), ``answer_frame`` (``resized`` / ``norm1000`` / ``original``), ``target_boxes_answer`` (targets in
@@ -92,34 +92,36 @@ def row_adapter(row: dict) -> Adapter:
     return get_adapter(name)
 
 
-def row_request(row: dict, adapter: Adapter | None = None):
+def row_request(row: dict, budget, adapter: Adapter | None = None):
     """The :class:`gui_grounding.adapters.Request` of a task row, exactly as it was trained: the row's prompt (plain
     strings turned into content blocks with the image before the first user text, TRL's
-    ``prepare_multimodal_messages`` rule), its screenshot resized once (bicubic) to ``resized_size``, and the frame
-    ``image_size`` -> ``resized_size`` for parsing."""
-    from PIL import Image
+    ``prepare_multimodal_messages`` rule), its screenshot resized once by the run's ``budget``
+    (:func:`vlm_r1.pixel_budget.resize_for_model`, as the training image transform does), and the frame
+    ``image_size`` -> ``resized_size`` for parsing.
+
+    Raises:
+        ValueError: ``budget`` gives another size than the row's ``resized_size`` (the rows were built under another
+            pixel budget).
+    """
     from trl.data_utils import prepare_multimodal_messages
 
     from gui_grounding.adapters import Request, messages_to_text
+    from vlm_r1.pixel_budget import resize_for_model
     from vlm_r1.validate import open_image
 
     adapter = adapter or row_adapter(row)
     image = open_image(row["image_path"])
-    image = image if image.mode == "RGB" else image.convert("RGB")
+    image = resize_for_model(image if image.mode == "RGB" else image.convert("RGB"), budget)
     size = tuple(int(v) for v in row["resized_size"])
     if image.size != size:
-        image = image.resize(size, Image.Resampling.BICUBIC)
+        raise ValueError(f"row {row.get('sample_id')}: the pixel budget gives {image.size[0]}x{image.size[1]}, the row "
+                         f"was built at {size[0]}x{size[1]} (another budget)")  # fmt: skip
     messages = prepare_multimodal_messages(row["prompt"], images=[image])
     for message in messages:  # the image goes separately to the processor; keep the placeholder only
         for part in message["content"]:
             part.pop("image", None)
     width, height = (int(v) for v in row["image_size"])
-    frame = (
-        Frame(width, height, size[0], size[1])
-        if adapter.answer_frame == "resized"
-        else Frame(width, height, width, height)
-    )
-    return Request(messages, image, {"frame": frame}, messages_to_text(row["prompt"]))
+    return Request(messages, image, {"frame": Frame(width, height, size[0], size[1])}, messages_to_text(row["prompt"]))
 
 
 @dataclass
@@ -214,11 +216,11 @@ class GUIGroundingTask(Task):
         logger.info("gui_grounding data:\n%s", report.table())
         if not samples:
             raise ValueError(f"no usable samples in {script_args.data_file_list}:\n{report.table()}")
-        resize = vlm_module.get_image_resize_params(processing_class) if adapter.needs_resize else None
-        logger.info("adapter %s: answers in %s%s", adapter.name, adapter.answer_frame,
-                    f" (smart_resize factor {resize[0]}, {resize[1]}..{resize[2]} pixels)" if resize else "")  # fmt: skip
-        rows = [sample_to_row(s, adapter.frame_for(s.width, s.height, resize), adapter, box_rounding) for s in samples]
-        return Dataset.from_list(rows).with_transform(load_images_transform(resize_column="resized_size"))
+        budget = self.budget(processing_class, vlm_module)
+        logger.info("adapter %s: answers in %s; images sent under the run's pixel budget (factor %s, %s..%s pixels)",
+                    adapter.name, adapter.answer_frame, budget.factor, budget.min_pixels, budget.max_pixels)  # fmt: skip
+        rows = [sample_to_row(s, adapter.frame_for(s.width, s.height, budget), adapter, box_rounding) for s in samples]
+        return Dataset.from_list(rows).with_transform(load_images_transform(budget))
 
     def sft_completion(self, row: dict) -> str:
         """SFT target for a row (``python -m vlm_r1.sft``): the row's adapter's answer for its first target box
@@ -247,6 +249,7 @@ class GUIGroundingTask(Task):
                 rows,
                 processing_class,
                 vlm_module,
+                self.budget(processing_class, vlm_module),
                 max_new_tokens=getattr(training_args, "max_completion_length", None) or 32,
             )
         ]

@@ -48,7 +48,13 @@ GTA1_DEFAULTS: dict = {
     # grpo_grounding.py:232 passes --torch_dtype (default None) to the trainer, whose None means from_pretrained's
     # default under transformers 4.49: float32. The README passes --torch_dtype bfloat16 (recipes/gta1/*.yaml).
     "dtype": "float32",
+    # GRPOScriptArguments: max_pixels 12845056 (grpo_grounding.py:61-64), min_pixels 3136 (:65-68); the README run's
+    # 4096*2160 is in recipes/gta1/*.yaml
+    "max_pixels": 12_845_056,
+    "min_pixels": 3136,
 }
+#: where the pixel budget comes from when neither a flag nor the recipe sets it (PixelBudget.sources)
+GTA1_BUDGET_SOURCE = "default of gui_grounding.train (GTA1 src/grpo_grounding.py:61-68 GRPOScriptArguments, 81f0c4c)"
 # GTA1's reward names -> ours (grpo_grounding.py:198-201: accuracy = click_reward, format = format_reward)
 GTA1_REWARD_NAMES = {"accuracy": "click", "format": "click_format"}
 
@@ -61,7 +67,9 @@ def parse_args(argv: list[str] | None = None):
     """``(script_args, training_args, model_args)`` with GTA1's defaults and reward names applied."""
     from vlm_r1.grpo_jsonl import parse_args as core_parse_args
 
-    script_args, training_args, model_args = core_parse_args(argv, defaults=GTA1_DEFAULTS, dataset_name_as_data=True)
+    script_args, training_args, model_args = core_parse_args(
+        argv, defaults=GTA1_DEFAULTS, dataset_name_as_data=True, default_source=GTA1_BUDGET_SOURCE
+    )
     names = script_args.reward_funcs or list(GTA1_DEFAULTS["reward_funcs"])
     mapped = [GTA1_REWARD_NAMES.get(n, n) for n in names]
     for old, new in zip(names, mapped, strict=True):
@@ -90,6 +98,8 @@ def objective(script_args, training_args, model_args) -> dict:
     out.update(
         task_type=script_args.task_type, **_options(script_args), reward_funcs=script_args.reward_funcs,
         max_pixels=script_args.max_pixels, min_pixels=script_args.min_pixels,
+        pixel_budget_sources={k: v for k, v in (getattr(script_args, "budget_sources", None) or {}).items()
+                              if k in ("max_pixels", "min_pixels")},
         freeze_vision_modules=model_args.freeze_vision_modules, ban_vision_tokens=training_args.ban_vision_tokens,
         dtype=model_args.dtype, bf16=training_args.bf16, max_steps=training_args.max_steps,
         per_device_train_batch_size=training_args.per_device_train_batch_size,

@@ -40,13 +40,15 @@ class ClickAccuracyCallback(TrainerCallback):
         rows: held-out ``gui_grounding`` task rows (``gui_grounding.task.sample_to_row``; the image is read from
             ``image_path``).
         processor, vlm_module: the training run's processor and VLM module.
+        budget: the training run's :class:`vlm_r1.pixel_budget.PixelBudget` (the rows' images are resized with it).
         batch_size, max_new_tokens: generation settings.
 
     ``trainer`` must be set (``callback.trainer = trainer``) before training starts.
     """
 
-    def __init__(self, rows, processor, vlm_module, *, batch_size: int = 8, max_new_tokens: int = 32):
+    def __init__(self, rows, processor, vlm_module, budget, *, batch_size: int = 8, max_new_tokens: int = 32):
         self.rows, self.processor, self.vlm_module = [dict(r) for r in rows], processor, vlm_module
+        self.budget = budget
         for row in self.rows:
             row.pop("image", None)  # the callback reads the screenshot itself, as trained
         self.batch_size, self.max_new_tokens = batch_size, max_new_tokens
@@ -66,7 +68,7 @@ class ClickAccuracyCallback(TrainerCallback):
         mine = self.rows[acc.process_index :: acc.num_processes]
         with unwrap_model_for_generation(trainer.model_wrapped, acc,
                                          gather_deepspeed3_params=getattr(trainer.args, "ds3_gather_for_generation", True)) as model:  # fmt: skip
-            preds = predict_rows(model, self.processor, self.vlm_module, mine, batch_size=self.batch_size,
+            preds = predict_rows(model, self.processor, self.vlm_module, mine, self.budget, batch_size=self.batch_size,
                                  max_new_tokens=self.max_new_tokens)  # fmt: skip
         preds = gather_object(preds) if acc.num_processes > 1 else preds
         by_id = {p["sample_id"]: p for p in preds}

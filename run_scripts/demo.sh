@@ -50,10 +50,10 @@ timed train bash run_scripts/train_grpo.sh \
   --freeze_vision_modules true --logging_steps 1 --save_strategy steps --save_steps 10 \
   --report_to tensorboard --seed 0
 
-banner "4/5 reload the checkpoint and evaluate on $DATA/test.jsonl"
+banner "4/5 reload the checkpoint and evaluate on $DATA/test.jsonl (at the pixel budget it was trained at)"
 rm -rf "$OUT/eval"
 timed eval "$PY" -m gui_grounding.cli eval --benchmark canonical --data "$DATA/test.jsonl" \
-  --model "$OUT/checkpoints" --out "$OUT/eval" --batch-size 16 --max-new-tokens 16 --max-pixels 200704
+  --model "$OUT/checkpoints" --out "$OUT/eval" --batch-size 16 --max-new-tokens 16
 
 TOY_LINE="stage 5 skipped (DEMO_TOY=0)"
 if [ "${DEMO_TOY:-1}" != 0 ]; then

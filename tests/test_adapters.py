@@ -25,13 +25,14 @@ from gui_grounding.frames import point_in_box
 from gui_grounding.rewards import click_reward, distance_reward
 from gui_grounding.schema import Sample
 from gui_grounding.task import GUIGroundingOptions, GUIGroundingTask, sample_to_row
+from vlm_r1.pixel_budget import PixelBudget
 
 SAMPLE = Sample("s0", "Open the menu", "unused.png", [(100.0, 50.0, 300.0, 150.0)], 1280, 720)
-RESIZE = (28, 3136, 200704)  # 1280x720 -> 588x336
+BUDGET = PixelBudget.published("test", factor=28, min_pixels=3136, max_pixels=200704)  # 1280x720 -> 588x336
 
 
-def _row(adapter, resize=RESIZE):
-    frame = adapter.frame_for(SAMPLE.width, SAMPLE.height, resize)
+def _row(adapter, budget=BUDGET):
+    frame = adapter.frame_for(SAMPLE.width, SAMPLE.height, budget)
     return sample_to_row(SAMPLE, frame, adapter), frame
 
 
@@ -47,7 +48,7 @@ def test_round_trip_every_adapter(name):
     # evaluation: the same text parsed on the request maps back inside the original box
     from PIL import Image
 
-    request = adapter.build_request(SAMPLE, Image.new("RGB", (1280, 720)), resize=RESIZE)
+    request = adapter.build_request(SAMPLE, Image.new("RGB", (1280, 720)), budget=BUDGET)
     original = adapter.parse(target, request)
     assert point_in_box(original, SAMPLE.boxes[0]), (name, original)
     # the row's prompt and the request's prompt are the same text (plain strings vs content blocks)
@@ -61,13 +62,16 @@ def test_frames_exact():
     row, _ = _row(gta1)
     assert (row["answer_frame"], row["answer_size"], row["resized_size"]) == ("resized", [588.0, 336.0], [588, 336])
     assert row["target_boxes_answer"] == row["target_boxes_resized"] == [[45.9375, 23.333333333333332, 137.8125, 70.0]]
-    for adapter in (qwen3, internvl):
-        row, _ = _row(adapter)
-        # 0-1000 grid of the original image; the original image is sent (the processor resizes or tiles it)
-        assert (row["answer_frame"], row["answer_size"], row["resized_size"]) == ("norm1000", [1000.0, 1000.0],
-                                                                                  [1280, 720])  # fmt: skip
+    # 0-1000 grid of the original image; the image sent is the budget's: smart_resized under a budget with a factor
+    # (Qwen3-VL here at factor 28, 588x336), the original under InternVL's (no factor: the processor tiles it)
+    for adapter, budget, sent, boxes in (
+        (qwen3, BUDGET, [588, 336], [[45.9375, 23.333333333333332, 137.8125, 70.0]]),
+        (internvl, internvl.default_budget, [1280, 720], [[100.0, 50.0, 300.0, 150.0]]),
+    ):
+        row, _ = _row(adapter, budget)
+        assert (row["answer_frame"], row["answer_size"], row["resized_size"]) == ("norm1000", [1000.0, 1000.0], sent)
         assert row["target_boxes_answer"] == [[78.125, 69.44444444444444, 234.375, 208.33333333333334]]
-        assert row["target_boxes_resized"] == [[100.0, 50.0, 300.0, 150.0]]  # pixels of the sent image
+        assert row["target_boxes_resized"] == boxes  # pixels of the sent image
 
 
 def test_prompts_and_parsers_exact():
@@ -146,17 +150,20 @@ def test_task_builds_rows_with_the_model_types_adapter(tmp_path, make_image):
     class Module:
         model_type = "qwen3_vl"
 
-        def get_image_resize_params(self, processor):  # never asked for a 0-1000 family
-            raise AssertionError("a norm1000 adapter needs no smart_resize frame")
+    def task(options=None, budget=BUDGET):  # the entry point binds the run's pixel budget to the task
+        t = GUIGroundingTask(options)
+        t.pixel_budget = budget
+        return t
 
     args = SimpleNamespace(data_file_list=[str(data)], image_folder_list=[str(tmp_path)], strict_data=False)
-    row = GUIGroundingTask().build_dataset(args, None, Module())[0]
-    assert (row["adapter"], row["answer_frame"], row["image"].size) == ("qwen3-vl", "norm1000", (1280, 720))
+    # Qwen3-VL budget (factor 32): round(720 / 32) = 22 -> 704 rows, 1280 / 32 = 40 -> 1280 columns
+    qwen3 = PixelBudget.published("test", factor=32, min_pixels=65536, max_pixels=16777216)
+    row = task(budget=qwen3).build_dataset(args, None, Module())[0]
+    assert (row["adapter"], row["answer_frame"], row["image"].size) == ("qwen3-vl", "norm1000", (1280, 704))
     Module.model_type = "qwen2_5_vl"
-    Module.get_image_resize_params = lambda self, processor: RESIZE
-    row = GUIGroundingTask().build_dataset(args, None, Module())[0]
+    row = task().build_dataset(args, None, Module())[0]
     assert (row["adapter"], row["answer_frame"], row["image"].size) == ("gta1", "resized", (588, 336))
-    row = GUIGroundingTask(GUIGroundingOptions(adapter="ui-tars-1.5")).build_dataset(args, None, Module())[0]
+    row = task(GUIGroundingOptions(adapter="ui-tars-1.5")).build_dataset(args, None, Module())[0]
     assert row["adapter"] == "ui-tars-1.5" and row["prompt"][0]["content"].startswith("Output only the coordinate")
     assert GUIGroundingTask().sft_completion(row) == "(92,47)"
 

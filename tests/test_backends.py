@@ -25,11 +25,13 @@ from gui_grounding.eval.adapters import (
     get_adapter,
     messages_to_text,
 )
-from gui_grounding.eval.backends import BACKENDS, pixel_budget, predict, prepare_resume
+from gui_grounding.eval.backends import BACKENDS, predict, prepare_resume
 from gui_grounding.schema import Sample, load_samples
+from vlm_r1.pixel_budget import PixelBudget
 
 TEST_DATA = "data/web_sample/test.jsonl"
-RESIZE = (28, 3136, 200_704)  # the tiny checkpoints' processor budget: 1280x720 -> 588x336
+# the tiny checkpoints' processor budget: 1280x720 -> 588x336
+BUDGET = PixelBudget.published("test", factor=28, min_pixels=3136, max_pixels=200_704)
 GTA1_PROMPT_588x336 = (
     "You are an expert UI element locator. Given a GUI image and a user's element description, provide the "
     "coordinates of the specified element as a single (x,y) point. The image resolution is height 336 and width 588. "
@@ -41,10 +43,10 @@ def _sample(instruction="Click the search box", width=1280, height=720, sample_i
     return Sample(sample_id, instruction, image_path, [(0.0, 0.0, 10.0, 10.0)], width, height)
 
 
-def _request(name, width=1280, height=720, resize=RESIZE) -> tuple:
+def _request(name, width=1280, height=720, budget=BUDGET) -> tuple:
     adapter = get_adapter(name)
     return adapter, adapter.build_request(_sample(width=width, height=height), Image.new("RGB", (width, height)),
-                                          resize=resize)  # fmt: skip
+                                          budget=budget)  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -63,9 +65,9 @@ def test_gta1_prompt_frame_and_parse():
     assert adapter.parse("(147, 84) then (1,1)", req) == (320.0, 180.0)  # first pair (GTA1 inference rule)
     assert adapter.parse("(147.0,84.0)", req) == (320.0, 180.0)  # decimals allowed at inference
     assert adapter.parse("I cannot find it", req) is None
-    # no processor (API backends): factor 28, GTA1's published inference bounds 3136 .. 8847360
-    assert _request("gta1", resize=None)[1].image.size == (1288, 728)
-    assert _request("gta1", width=200, height=100, resize=None)[1].image.size == (196, 112)
+    # no budget given (API backends without flags): GTA1's published inference budget, factor 28, 3136 .. 8847360
+    assert _request("gta1", budget=None)[1].image.size == (1288, 728)
+    assert _request("gta1", width=200, height=100, budget=None)[1].image.size == (196, 112)
 
 
 def test_gta1_thinking_parses_only_the_answer_block():
@@ -86,14 +88,14 @@ def test_ui_tars_prompt_frame_and_answer_syntaxes():
                    "click(start_box='<|box_start|>(147,84),(441,252)<|box_end|>')"):  # fmt: skip
         assert adapter.parse(answer, req) == (640.0, 360.0), answer
     assert adapter.parse("finished()", req) is None
-    # no processor: UI-TARS's own bounds (min 100*28*28 upscales a small image, unlike GTA1's 3136)
-    assert _request("ui-tars-1.5", resize=None)[1].image.size == (1288, 728)
-    assert _request("ui-tars-1.5", width=200, height=100, resize=None)[1].image.size == (420, 224)
+    # no budget given: UI-TARS's published bounds (min 100*28*28 upscales a small image, unlike GTA1's 3136)
+    assert _request("ui-tars-1.5", budget=None)[1].image.size == (1288, 728)
+    assert _request("ui-tars-1.5", width=200, height=100, budget=None)[1].image.size == (420, 224)
 
 
 def test_qwen2_vl_relative_points_and_boxes():
     adapter, req = _request("qwen2-vl")
-    assert req.image.size == (1280, 720)  # original image: 0-1000 does not depend on the resize
+    assert req.image.size == (588, 336)  # the run's budget resizes every family; 0-1000 answers do not depend on it
     assert req.messages[0]["content"][1]["text"] == (
         'In this UI screenshot, what is the position of the element corresponding to the command '
         '"Click the search box" (with point)?')  # fmt: skip
@@ -106,7 +108,7 @@ def test_qwen2_vl_relative_points_and_boxes():
 
 def test_qwen3_vl_json_points():
     adapter, req = _request("qwen3-vl")
-    assert req.image.size == (1280, 720)
+    assert req.image.size == (588, 336)
     assert req.messages[0]["content"][1]["text"] == (
         'Locate the UI element that matches the instruction "Click the search box" in this screenshot. '
         'Output the point coordinates in JSON format like {"point_2d": [x, y], "label": "element"}.')  # fmt: skip
@@ -139,12 +141,11 @@ def test_registry_and_defaults():
         default_adapter_for("llava")
     with pytest.raises(ValueError, match=r"unknown backend 'tgi'; registered: hf, openai, vllm"):
         predict("tgi", "m", [], "x.jsonl", adapter="gta1")
-    # processor budget: the family's published inference bounds unless overridden; others keep the processor's
-    assert pixel_budget(get_adapter("ui-tars-1.5"), None, None) == (UI_TARS_MIN_PIXELS, UI_TARS_MAX_PIXELS)
-    assert pixel_budget(get_adapter("ui-tars-1.5"), None, 1_000_000) == (78_400, 1_000_000)
-    assert pixel_budget(get_adapter("gta1"), None, None) == (3136, GTA1_MAX_PIXELS) == (3136, 8_847_360)
-    assert pixel_budget(get_adapter("gta1"), None, 200_704) == (3136, 200_704)
-    assert pixel_budget(get_adapter("qwen2-vl"), None, None) == (None, None)
+    # each family's published inference budget (the last layer of gui_grounding.eval.budget.resolve_eval_budget)
+    budgets = {n: tuple(get_adapter(n).default_budget.values().values()) for n in ("ui-tars-1.5", "gta1", "qwen2-vl")}
+    assert budgets == {"ui-tars-1.5": (28, UI_TARS_MIN_PIXELS, UI_TARS_MAX_PIXELS, None),
+                       "gta1": (28, 3136, GTA1_MAX_PIXELS, None), "qwen2-vl": (28, 3136, 12_845_056, None)}  # fmt: skip
+    assert (UI_TARS_MIN_PIXELS, UI_TARS_MAX_PIXELS, GTA1_MAX_PIXELS) == (78_400, 12_845_056, 8_847_360)
     msgs = [
         {"role": "system", "content": "S"},
         {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "T"}]},
@@ -193,8 +194,8 @@ def test_hf_backend_writes_resumes_and_redoes_a_half_written_line(tiny_qwen25_di
     samples = _five_screenshots()
     assert sorted({(s.width, s.height) for s in samples}) == [(1024, 768), (1280, 720)]
     out = tmp_path / "preds.jsonl"
-    # max_pixels = the tiny checkpoint's budget (the gta1 adapter would otherwise apply GTA1's published 8,847,360)
-    assert predict("hf", tiny_qwen25_dir, samples, str(out), batch_size=4, max_pixels=200_704) == str(out)
+    # the tiny checkpoint's budget (without one the gta1 adapter's published 8,847,360 would apply)
+    assert predict("hf", tiny_qwen25_dir, samples, str(out), batch_size=4, budget=BUDGET) == str(out)
     lines = [json.loads(x) for x in out.read_text().splitlines()]
     assert [r["sample_id"] for r in lines] == [s.sample_id for s in samples]
     assert all(set(r) == {"sample_id", "point", "raw_response", "prompt", "adapter"} for r in lines)
@@ -204,11 +205,11 @@ def test_hf_backend_writes_resumes_and_redoes_a_half_written_line(tiny_qwen25_di
     assert lines[0]["prompt"].endswith(f"user: <image>{samples[0].instruction}")
     first = out.read_bytes()
 
-    predict("hf", tiny_qwen25_dir, samples, str(out), batch_size=4, max_pixels=200_704)  # resume: nothing to do
+    predict("hf", tiny_qwen25_dir, samples, str(out), batch_size=4, budget=BUDGET)  # resume: nothing to do
     assert out.read_bytes() == first
 
     out.write_bytes(first[: first.rstrip(b"\n").rfind(b"\n") + 1] + b'{"sample_id": "cut mid-wr')  # interrupted run
-    predict("hf", tiny_qwen25_dir, samples, str(out), batch_size=4, max_pixels=200_704)
+    predict("hf", tiny_qwen25_dir, samples, str(out), batch_size=4, budget=BUDGET)
     assert out.read_bytes() == first  # the half-written line is dropped and the sample predicted again, identically
 
 
@@ -330,7 +331,7 @@ def test_openai_backend_retries_concurrency_order_and_failures(fake_server, tmp_
     url = user["content"][0]["image_url"]["url"]
     assert url.startswith("data:image/png;base64,")
     with Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1]))) as im:
-        assert (im.format, im.size) == ("PNG", (1280, 720))  # qwen2-vl sends the original image
+        assert (im.format, im.size) == ("PNG", (1288, 728))  # qwen2-vl: its published budget, 3136..12845056
     assert user["content"][1]["text"] == ('In this UI screenshot, what is the position of the element corresponding '
                                           'to the command "FAIL target 9" (with point)?')  # fmt: skip
 
@@ -348,7 +349,7 @@ def test_openai_backend_sends_the_gta1_frame(fake_server, tmp_path):
                Sample("b", "Click target 2", path, [(0.0, 0.0, 1.0, 1.0)], 1280, 720)]  # fmt: skip
     out = tmp_path / "gta1.jsonl"
     predict("openai", "m", samples, str(out), adapter="gta1", base_url=f"http://127.0.0.1:{srv.server_address[1]}/v1",
-            concurrency=2, max_pixels=200_704)  # fmt: skip
+            concurrency=2, budget=BUDGET)  # fmt: skip
     body = srv.bodies[0]
     assert body["messages"][0] == {"role": "system", "content": GTA1_PROMPT_588x336}
     url = body["messages"][1]["content"][0]["image_url"]["url"]

@@ -572,7 +572,7 @@ def test_cli_every_flag_has_help():
     p = sub.choices["convert"]
     flags = {a.dest: a.help for a in p._actions if a.dest != "help"}
     assert sorted(flags) == ["box_unit", "clip_tolerance", "family", "format", "image_root", "inputs",
-                             "keep_duplicates", "max_pixels", "model", "out", "platform", "source", "strict",
+                             "keep_duplicates", "max_image_pixels", "model", "out", "platform", "source", "strict",
                              "verify_images", "workers"]  # fmt: skip
     assert all(h and len(h) > 20 for h in flags.values())
     assert p.get_default("func").__name__ == "_run"

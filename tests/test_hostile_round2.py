@@ -426,13 +426,13 @@ def test_stray_source_keys_never_replace_converted_fields(tmp_path, img_root):
 
 @pytest.mark.parametrize(
     "flag, value",
-    [("--clip-tolerance", "nan"), ("--clip-tolerance", "inf"), ("--clip-tolerance", "-1"), ("--max-pixels", "-5"),
+    [("--clip-tolerance", "nan"), ("--clip-tolerance", "inf"), ("--clip-tolerance", "-1"), ("--max-image-pixels", "-5"),
      ("--workers", "0"), ("--workers", "1e3"), ("--max-pixels", "nan")],
 )  # fmt: skip
 def test_convert_numeric_flags_refused_by_argparse(tmp_path, flag, value):
     rep = _convert_cli("--format", "canonical", "x.jsonl", "--image-root", ".", "--out", str(tmp_path / "o.jsonl"),
                        flag, value)  # fmt: skip
-    assert rep.returncode == 2 and f"argument {flag}" in rep.stderr and "Traceback" not in rep.stderr
+    assert rep.returncode == 2 and "argument " in rep.stderr and flag in rep.stderr and "Traceback" not in rep.stderr
     assert not (tmp_path / "o.jsonl").exists()
 
 

@@ -10,7 +10,6 @@ from PIL import Image
 
 from gui_grounding.cli import main
 from gui_grounding.eval.adapters import ADAPTERS, get_adapter
-from gui_grounding.eval.backends import pixel_budget
 from gui_grounding.prompt_cli import describe_prompt, parse_image_size
 
 # GTA1's SYSTEM_PROMPT (Yan98/GTA1 src/grpo_grounding.py:78-84) for a 1932x1092 resized image, typed out.
@@ -29,11 +28,17 @@ def _run(capsys, argv) -> dict:
 
 def test_gta1_prompt_exact_json(capsys):
     out = _run(capsys, ARGS)
+    budget = out.pop("pixel_budget")
+    assert {k: budget[k] for k in ("factor", "min_pixels", "max_pixels", "max_tiles")} == {
+        "factor": 28, "min_pixels": 3136, "max_pixels": 8_847_360, "max_tiles": None}  # fmt: skip
+    assert all("Yan98/GTA1 README.md:149-153" in budget["sources"][k] for k in ("factor", "min_pixels", "max_pixels"))
     # 1920x1080 = 2,073,600 px is inside GTA1's 3,136 .. 8,847,360: each side rounds to a multiple of 28
     assert out == {
         "adapter": "gta1",
+        "profile": None,
         "image_size": [1920, 1080],
         "resized_size": [1932, 1092],
+        "answer_frame": {"name": "resized", "size": [1932.0, 1092.0]},
         "messages": [
             {"role": "system", "content": [{"type": "text", "text": GTA1_SYSTEM_1932x1092}]},
             {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "Click the search box"}]},
@@ -46,7 +51,8 @@ def test_gta1_prompt_with_model_tokens(capsys, tiny_qwen25_dir):
     from vlm_r1.modules import load_processor
 
     out = _run(capsys, [*ARGS, "--model", tiny_qwen25_dir])
-    assert set(out) == {"adapter", "image_size", "resized_size", "messages", "chat_template_text", "num_tokens"}
+    assert set(out) == {"adapter", "profile", "image_size", "resized_size", "answer_frame", "pixel_budget", "messages",
+                        "chat_template_text", "num_tokens"}  # fmt: skip
     assert out["resized_size"] == [1932, 1092]  # GTA1's budget is applied to the tiny checkpoint's processor
 
     # what the model sees, computed here independently: the processor under GTA1's budget, the unexpanded template
@@ -96,7 +102,7 @@ def test_budget_overrides_and_other_adapters_messages(capsys):
     ui = _run(capsys, ["prompt", "--adapter", "ui-tars-1.5", "--image-size", "1920x1080", "--instruction", "Open"])
     assert ui["messages"] == [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": (
         "Output only the coordinate of one point in your response. What element matches the following task: Open")}]}]  # fmt: skip
-    with pytest.raises(ValueError, match=r"^min_pixels 9000000 > max_pixels 8847360$"):
+    with pytest.raises(ValueError, match=r"^pixel budget: min_pixels 9,000,000 exceeds max_pixels 8,847,360$"):
         describe_prompt("gta1", (1920, 1080), "x", min_pixels=9_000_000)
 
 
@@ -111,28 +117,20 @@ def test_image_size_argument():
 
 
 def test_default_budgets_are_the_published_settings():
-    budgets = {name: (cls.default_budget.factor, cls.default_budget.min_pixels, cls.default_budget.max_pixels)
-               for name, cls in ADAPTERS.items()}  # fmt: skip
-    assert budgets == {
-        "gta1": (28, 3136, 8_847_360),  # GTA1 README inference: min_pixels=3136, max_pixels=4096*2160
-        "gta1-thinking": (28, 3136, 8_847_360),
-        "gta1-box": (28, 3136, 8_847_360),
-        "ui-tars-1.5": (28, 78_400, 12_845_056),  # UI-TARS README_coordinates.md: 100*28*28 .. 16384*28*28
-        "qwen2-vl": (28, 3136, 12_845_056),  # processor default (no published grounding budget)
-        "qwen3-vl": (32, 65_536, 16_777_216),  # processor default (no published grounding budget)
-        "internvl": (448, 200_704, 2_408_448),  # 448 tiles, 1 .. 12 of them (no smart_resize; documents the tiling)
+    budgets = {name: tuple(cls.default_budget.values().values()) for name, cls in ADAPTERS.items()}
+    assert budgets == {  # (factor, min_pixels, max_pixels, max_tiles)
+        "gta1": (28, 3136, 8_847_360, None),  # GTA1 README inference: min_pixels=3136, max_pixels=4096*2160
+        "gta1-thinking": (28, 3136, 8_847_360, None),
+        "gta1-box": (28, 3136, 8_847_360, None),
+        "ui-tars-1.5": (28, 78_400, 12_845_056, None),  # UI-TARS README_coordinates.md: 100*28*28 .. 16384*28*28
+        "qwen2-vl": (28, 3136, 12_845_056, None),  # processor default (no published grounding budget)
+        "qwen3-vl": (32, 65_536, 16_777_216, None),  # processor default (no published grounding budget)
+        "internvl": (None, None, None, 12),  # 448-px tiles, up to 12 (no smart_resize)
     }
     for name, cls in ADAPTERS.items():
-        assert cls.default_budget.source, name
-        # adapters that resize the image themselves use the budget when no processor is there (API backends)
-        assert cls.default_resize in (None, cls.default_budget.resize), name
-    assert [n for n, c in ADAPTERS.items() if c.default_resize is None] == ["internvl", "qwen2-vl", "qwen3-vl"]
-    # hf/vllm backends apply the published inference budget of GTA1 and UI-TARS; other families keep the checkpoint's
-    assert pixel_budget(get_adapter("gta1"), None, None) == (3136, 8_847_360)
-    assert pixel_budget(get_adapter("qwen2-vl"), None, None) == (None, None)
-    assert pixel_budget(get_adapter("ui-tars-1.5"), None, None) == (78_400, 12_845_056)
-    assert pixel_budget(get_adapter("gta1"), 6272, 1_000_000) == (6272, 1_000_000)
-    # API backends (no processor) resize GTA1 requests under the published budget: 7680x4320 -> 3948x2212
+        b = cls.default_budget
+        assert all(b.sources[k] for k, v in b.values().items() if v is not None), name  # every value cited
+    # no budget given (API backends without flags): GTA1 requests under the published budget, 7680x4320 -> 3948x2212
     req = get_adapter("gta1").build_request(
-        type("S", (), {"instruction": "x"})(), Image.new("RGB", (7680, 4320)), resize=None)  # fmt: skip
+        type("S", (), {"instruction": "x"})(), Image.new("RGB", (7680, 4320)), budget=None)  # fmt: skip
     assert req.image.size == (3948, 2212)

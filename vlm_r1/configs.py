@@ -460,6 +460,12 @@ class VLMGRPOConfig(GRPOConfig):
 def explicitly_given(dataclass_types: Sequence[type], argv: Sequence[str]) -> set[str]:
     """Names of the fields set on the command line ``argv`` (any spelling argparse accepts, e.g. ``--x=1``,
     ``--no_x``, unique prefixes) or as keys of its ``--config`` YAML; values equal to the defaults count too."""
+    return set(given_sources(dataclass_types, argv))
+
+
+def given_sources(dataclass_types: Sequence[type], argv: Sequence[str]) -> dict[str, str]:
+    """``{field: where it was set}`` for the fields :func:`explicitly_given` names: ``"flag --NAME"`` for the command
+    line (it wins over the YAML, as in TRL's parser), ``"--config PATH"`` for a key of the ``--config`` YAML."""
     import yaml
     from trl import TrlParser
 
@@ -470,14 +476,15 @@ def explicitly_given(dataclass_types: Sequence[type], argv: Sequence[str]) -> se
             action.default = argparse.SUPPRESS
             action.required = False
     args = list(argv)
-    from_config: set[str] = set()
+    out: dict[str, str] = {}
     if "--config" in args:
         i = args.index("--config")
         with open(args[i + 1]) as f:
-            from_config = {k for k in (yaml.safe_load(f) or {}) if k != "env"}
+            out = {k: f"--config {args[i + 1]}" for k in (yaml.safe_load(f) or {}) if k != "env"}
         del args[i : i + 2]
     namespace, _ = parser.parse_known_args(args)
-    return set(vars(namespace)) | from_config
+    out.update({name: f"flag --{name}" for name in vars(namespace)})
+    return out
 
 
 @dataclass

@@ -26,6 +26,11 @@ logger = logging.getLogger("vlm_r1")
 
 
 ARG_DATACLASSES = (GRPOScriptArguments, VLMGRPOConfig, GRPOModelConfig, UpstreamCompatArguments)
+#: where an entry point's pixel-budget defaults come from (``PixelBudget.sources`` of values no flag or recipe set)
+DEFAULT_BUDGET_SOURCE = ("default of vlm_r1.grpo_jsonl (upstream VLM-R1 src/open-r1-multimodal/src/open_r1/grpo_jsonl.py "
+                         "GRPOScriptArguments, commit 90052f4)")  # fmt: skip
+#: script flag -> PixelBudget field
+BUDGET_FLAGS = {"min_pixels": "min_pixels", "max_pixels": "max_pixels", "max_anyres_num": "max_tiles"}
 
 
 def _usage_error(message: str) -> None:
@@ -35,7 +40,13 @@ def _usage_error(message: str) -> None:
     argparse.ArgumentParser(prog=os.path.basename(sys.argv[0]) or "vlm_r1.grpo_jsonl", add_help=False).error(message)
 
 
-def parse_args(argv: list[str] | None = None, *, defaults: dict | None = None, dataset_name_as_data: bool = False):
+def parse_args(
+    argv: list[str] | None = None,
+    *,
+    defaults: dict | None = None,
+    dataset_name_as_data: bool = False,
+    default_source: str = DEFAULT_BUDGET_SOURCE,
+):
     """Parse the command line (and ``--config``) into ``(script_args, training_args, model_args)``.
 
     Two phases (``vlm_r1.configs.parse_task_command_line``): the task is read first (``--task_type``, else the
@@ -57,8 +68,10 @@ def parse_args(argv: list[str] | None = None, *, defaults: dict | None = None, d
         defaults: field defaults that replace the dataclasses' own (an entry point's defaults, e.g. GTA1's).
         dataset_name_as_data: a ``--dataset_name`` that is not a YAML is the data file (GTA1's
             ``src/grpo_grounding.py`` form: ``--dataset_name FILE.json --image_root DIR``).
+        default_source: where the entry point's pixel-budget defaults come from (``script_args.budget_sources``,
+            ``{flag: "flag --NAME" | "--config PATH" | default_source}``, read by :func:`load_processor_and_budget`).
     """
-    from vlm_r1.configs import explicitly_given, parse_task_command_line
+    from vlm_r1.configs import given_sources, parse_task_command_line
 
     argv = list(argv) if argv is not None else sys.argv[1:]
     (script_args, training_args, model_args, compat), options, notices = parse_task_command_line(
@@ -67,7 +80,9 @@ def parse_args(argv: list[str] | None = None, *, defaults: dict | None = None, d
     script_args.task_options = options
     for line in notices:
         logger.warning("UPSTREAM FLAG: %s", line)
-    given = explicitly_given(ARG_DATACLASSES, argv)
+    where = given_sources(ARG_DATACLASSES, argv)
+    given = set(where)
+    script_args.budget_sources = {flag: where.get(flag, default_source) for flag in BUDGET_FLAGS}
     dataset_name = compat.dataset_name
     if (
         dataset_name
@@ -161,25 +176,34 @@ def build_train_dataset(script_args, training_args, task, processor, vlm_module)
     return with_transform_of(parts[0], concatenate_record_datasets(parts, logger=logger)), mixture
 
 
-def load_image_processor(vlm_module, model_path: str, script_args, default_pixels: tuple) -> object:
-    """The run's processor (GRPO and SFT): the pixel budget (``--min_pixels``/``--max_pixels``) and InternVL's tiling
-    (``--max_anyres_num``, upstream's flag) applied, and the resulting frame logged. A family without a smart_resize
-    frame (InternVL) ignores the pixel budget: when it differs from the entry point's ``default_pixels`` ``(min,
-    max)`` (so the user gave it), that is said as a warning."""
-    processor = vlm_module.load_processor(model_path, min_pixels=script_args.min_pixels,
-                                          max_pixels=script_args.max_pixels)  # fmt: skip
-    if script_args.max_anyres_num is not None and callable(getattr(vlm_module, "set_max_tiles", None)):
-        vlm_module.set_max_tiles(processor, script_args.max_anyres_num)
+def load_processor_and_budget(vlm_module, model_path: str, script_args):
+    """``(processor, budget)``: the run's processor and its :class:`vlm_r1.pixel_budget.PixelBudget`, resolved once
+    (GRPO and SFT) and written into the processor (:meth:`PixelBudget.apply`).
+
+    Each value: the flag (``--min_pixels``/``--max_pixels``/``--max_anyres_num``), else the ``--config`` recipe, else
+    the entry point's default (``script_args.budget_sources`` names which, set by :func:`parse_args`), else the
+    checkpoint's processor; ``factor`` is always the checkpoint's (patch x merge). A family without a smart_resize
+    frame (InternVL) ignores min/max pixels: when a flag or recipe set them, that is said as a warning. The budget is
+    logged with every value's source.
+    """
+    from vlm_r1 import pixel_budget
+
+    processor = vlm_module.load_processor(model_path)
+    checkpoint = vlm_module.processor_budget(processor)
+    sources = getattr(script_args, "budget_sources", None) or {}
+    layers = [(f"checkpoint {model_path} image processor", {"factor": checkpoint["factor"]})]
+    for flag, name in BUDGET_FLAGS.items():
+        layers.append((sources.get(flag, DEFAULT_BUDGET_SOURCE), {name: getattr(script_args, flag, None)}))
+    layers.append((f"checkpoint {model_path} image processor", checkpoint))
+    budget = pixel_budget.resolve(layers, limits=vlm_module.image_limits())
+    budget.apply(processor, vlm_module)
     name = f"model_type={vlm_module.model_type} module={type(vlm_module).__name__}"
-    try:
-        factor, min_px, max_px = vlm_module.get_image_resize_params(processor)
-        logger.info("%s smart_resize factor=%d min_pixels=%d max_pixels=%d", name, factor, min_px, max_px)
-    except ValueError as err:  # no smart_resize frame (InternVL: 448x448 tiles, answers on a 0-1000 grid)
-        logger.info("%s: %s", name, err)
-        if (script_args.min_pixels, script_args.max_pixels) != tuple(default_pixels):
-            logger.warning("--min_pixels/--max_pixels have NO effect for model_type %s (no smart_resize frame; "
-                           "--max_anyres_num bounds its tiles)", vlm_module.model_type)  # fmt: skip
-    return processor
+    logger.info("%s %s", name, budget.describe())
+    if not budget.resizes and any(str(sources.get(f, "")).startswith(("flag", "--config")) for f in
+                                  ("min_pixels", "max_pixels")):  # fmt: skip
+        logger.warning("--min_pixels/--max_pixels have NO effect for model_type %s (no smart_resize frame; "
+                       "--max_anyres_num bounds its tiles)", vlm_module.model_type)  # fmt: skip
+    return processor, budget
 
 
 def replace_data(script_args, **changes):
@@ -278,11 +302,9 @@ def write_run_info(output_dir, trainer, script_args, task, vlm_module, processor
     import transformers
     import trl
 
-    try:
-        factor, min_px, max_px = vlm_module.get_image_resize_params(processor)
-        smart_resize = {"factor": factor, "min_pixels": min_px, "max_pixels": max_px}
-    except ValueError:  # a family without a smart_resize frame (InternVL tiles)
-        smart_resize = None
+    budget = task.pixel_budget
+    smart_resize = ({"factor": budget.factor, "min_pixels": budget.min_pixels, "max_pixels": budget.max_pixels}
+                    if budget.resizes else None)  # fmt: skip
     args = trainer.args
     info = {
         "world_size": trainer.accelerator.num_processes,
@@ -293,6 +315,7 @@ def write_run_info(output_dir, trainer, script_args, task, vlm_module, processor
         "num_train_rows": num_rows,
         "data_mixture": list(mixture),
         "smart_resize": smart_resize,
+        "pixel_budget": budget.to_dict(),
         **task.run_info(script_args, vlm_module),
         "banned_token_ids": vlm_module.get_banned_token_ids(processor) if args.ban_vision_tokens else [],
         "generation_kwargs": args.generation_kwargs,
@@ -341,11 +364,10 @@ def train(script_args, training_args, model_args) -> None:
 
     model_path = model_args.model_name_or_path
     vlm_module = get_vlm_module(model_path)
-    defaults = {f.name: f.default for f in dataclasses.fields(GRPOScriptArguments)}
-    processor = load_image_processor(vlm_module, model_path, script_args,
-                                     default_pixels=(defaults["min_pixels"], defaults["max_pixels"]))  # fmt: skip
+    processor, budget = load_processor_and_budget(vlm_module, model_path, script_args)
 
     task = get_task(script_args.task_type, getattr(script_args, "task_options", None))
+    task.pixel_budget = budget  # the one budget of the run: rows, image transform, training-time eval
     if script_args.reward_method is not None and not getattr(task, "uses_reward_method", False):
         logger.warning("--reward_method=%s has NO effect with task_type %s", script_args.reward_method, task.name)
     dataset, eval_dataset, mixture = build_datasets(script_args, training_args, task, processor, vlm_module)
@@ -413,6 +435,7 @@ def train(script_args, training_args, model_args) -> None:
         vlm_module,
         training_args.output_dir,
         f"{model_path} on {script_args.data_config or script_args.data_file_paths}",
+        budget=budget,
     )
 
 

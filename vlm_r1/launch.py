@@ -72,8 +72,12 @@ def load_policy_model(model_args: Any, training_args: Any, vlm_module: Any):
     return model_cls.from_pretrained(path, **{k: v for k, v in init_kwargs.items() if v is not None})
 
 
-def save_final(trainer: Any, processor: Any, vlm_module: Any, output_dir: str, title: str) -> None:
-    """Save model, processor (tidied by the module), ``trainer_state.json`` and ``training_curves.png``."""
+def save_final(
+    trainer: Any, processor: Any, vlm_module: Any, output_dir: str, title: str, budget: Any = None
+) -> None:
+    """Save model, processor (tidied by the module; it holds the run's pixel budget), ``trainer_state.json``,
+    ``training_curves.png`` and, with ``budget`` (the run's :class:`vlm_r1.pixel_budget.PixelBudget`), the budget in
+    ``vlm_r1_run.json`` (what ``gui-grounding eval`` of this checkpoint uses by default)."""
     from vlm_r1.plots import plot_training_curves
 
     trainer.save_model(output_dir)
@@ -87,6 +91,10 @@ def save_final(trainer: Any, processor: Any, vlm_module: Any, output_dir: str, t
     except ValueError as err:  # e.g. fewer steps than --logging_steps: nothing to draw, the run itself is fine
         logger.warning("no training curves: %s (log more often with --logging_steps)", err)
     processor.save_pretrained(output_dir)
+    if budget is not None:
+        from vlm_r1.pixel_budget import record
+
+        record(output_dir, budget)
     if hasattr(vlm_module, "tidy_saved_processor"):
         vlm_module.tidy_saved_processor(output_dir)
     logger.info("saved model and processor to %s", output_dir)

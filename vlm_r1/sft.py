@@ -90,7 +90,8 @@ def parse_args(argv: list[str] | None = None):
     """
     import argparse
 
-    from vlm_r1.configs import parse_task_command_line
+    from vlm_r1.configs import given_sources, parse_task_command_line
+    from vlm_r1.grpo_jsonl import BUDGET_FLAGS
 
     argv = list(argv) if argv is not None else sys.argv[1:]
     (script_args, training_args, model_args), options, notices = parse_task_command_line(
@@ -99,6 +100,8 @@ def parse_args(argv: list[str] | None = None):
     script_args.task_options = options
     for line in notices:
         logger.warning("UPSTREAM FLAG: %s", line)
+    where = given_sources((DataArguments, VLMSFTConfig, GRPOModelConfig), argv)
+    script_args.budget_sources = {flag: where.get(flag, "default of vlm_r1.sft") for flag in BUDGET_FLAGS}
     script_args.apply_image_root()
     error = argparse.ArgumentParser(prog="vlm_r1.sft", add_help=False).error
     if not script_args.data_file_list and not script_args.data_config:
@@ -147,7 +150,7 @@ def main(argv: list[str] | None = None) -> None:
 
     from trl import get_peft_config
 
-    from vlm_r1.grpo_jsonl import build_datasets, load_image_processor
+    from vlm_r1.grpo_jsonl import build_datasets, load_processor_and_budget
     from vlm_r1.modules import get_vlm_module
     from vlm_r1.tasks import get_task
     from vlm_r1.trainer import freeze_vision_modules
@@ -156,10 +159,9 @@ def main(argv: list[str] | None = None) -> None:
 
     model_path = model_args.model_name_or_path
     vlm_module = get_vlm_module(model_path)
-    processor = load_image_processor(
-        vlm_module, model_path, script_args, default_pixels=(SFT_DEFAULTS["min_pixels"], SFT_DEFAULTS["max_pixels"])
-    )
+    processor, budget = load_processor_and_budget(vlm_module, model_path, script_args)
     task = get_task(script_args.task_type, getattr(script_args, "task_options", None))
+    task.pixel_budget = budget
     dataset, eval_dataset, _ = build_datasets(script_args, training_args, task, processor, vlm_module)
     dataset = add_completions(task, dataset)
     if eval_dataset is not None:
@@ -190,6 +192,7 @@ def main(argv: list[str] | None = None) -> None:
         vlm_module,
         training_args.output_dir,
         f"SFT {model_path} on {script_args.data_config or script_args.data_file_paths}",
+        budget=budget,
     )
 
 

@@ -71,6 +71,9 @@ class Task:
     metric_aliases: dict[str, str] = {}
     console_metrics: tuple[tuple[str, str, str], ...] = ()
     debug_columns: dict[str, tuple[str, ...]] = {}
+    #: the run's :class:`vlm_r1.pixel_budget.PixelBudget`, bound by the entry point (``vlm_r1.grpo_jsonl`` / ``vlm_r1.sft``)
+    #: before ``build_dataset``; read it through :meth:`budget`
+    pixel_budget: Any = None
 
     def __init__(self, options: Any = None):
         """``options``: an instance of ``options_class`` (None: its defaults; ignored when the task has none)."""
@@ -83,6 +86,15 @@ class Task:
         import dataclasses
 
         return dataclasses.asdict(self.options) if dataclasses.is_dataclass(self.options) else {}
+
+    def budget(self, processing_class: Any, vlm_module: Any):
+        """The run's pixel budget: :attr:`pixel_budget` when the entry point bound one, else the processor's own
+        settings (:func:`vlm_r1.pixel_budget.from_processor`; a task built directly)."""
+        if self.pixel_budget is None:
+            from vlm_r1.pixel_budget import from_processor
+
+            self.pixel_budget = from_processor(vlm_module, processing_class)
+        return self.pixel_budget
 
     def build_dataset(self, script_args: Any, processing_class: Any, vlm_module: Any):
         """Return a ``datasets.Dataset`` with a ``prompt`` column and lazily loaded ``image``/``images``.
@@ -105,30 +117,28 @@ class Task:
         return []
 
 
-def load_images_transform(resize_column: str | None = None):
+def load_images_transform(budget: Any = None):
     """A ``Dataset.with_transform`` function adding PIL images from the ``image_path`` column.
 
     ``image_path`` holds a path or a list of paths. One path gives an ``image`` column; a list gives ``images``.
-    With ``resize_column`` (a ``[width, height]`` per row), each image is resized to that size once, here, so the
-    processor's own resize is the identity. Images are converted to RGB, in their displayed frame
-    (``ImageOps.exif_transpose``, the convention of ``vlm_r1.validate``: the frame sizes and boxes are read in; upstream
-    VLM-R1 and GTA1 ignore the EXIF orientation tag).
+    With ``budget`` (the run's :class:`vlm_r1.pixel_budget.PixelBudget`), each image is resized once, here, by
+    :func:`vlm_r1.pixel_budget.resize_for_model`, so the processor's own smart_resize (set to the same budget) is the
+    identity. Images are converted to RGB, in their displayed frame (``ImageOps.exif_transpose``, the convention of
+    ``vlm_r1.validate``: the frame sizes and boxes are read in; upstream VLM-R1 and GTA1 ignore the EXIF orientation
+    tag).
     """
-    from PIL import Image
+    from vlm_r1.pixel_budget import resize_for_model
 
-    def load(path: str, size) -> Image.Image:
+    def load(path: str):
         im = validate.open_image(path)
-        if size is not None and tuple(im.size) != tuple(size):
-            im = im.resize((int(size[0]), int(size[1])), Image.Resampling.BICUBIC)
-        return im
+        return resize_for_model(im, budget) if budget is not None else im
 
     def transform(batch: dict) -> dict:
-        sizes = batch[resize_column] if resize_column else [None] * len(batch["image_path"])
         paths = batch["image_path"]
         if paths and isinstance(paths[0], list):
-            batch["images"] = [[load(p, s) for p in ps] for ps, s in zip(paths, sizes, strict=True)]
+            batch["images"] = [[load(p) for p in ps] for ps in paths]
         else:
-            batch["image"] = [load(p, s) for p, s in zip(paths, sizes, strict=True)]
+            batch["image"] = [load(p) for p in paths]
         return batch
 
     return transform
@@ -330,7 +340,10 @@ class DefaultTask(Task):
         warn_dropped(dropped, self.name, logger)
         if not rows:
             raise ValueError(f"no usable records in {files} (skipped: {dict(skipped)})")
-        return rows_to_dataset(rows, extras, what=self.name, logger=logger).with_transform(load_images_transform())
+        budget = self.budget(processing_class, vlm_module)
+        return rows_to_dataset(rows, extras, what=self.name, logger=logger).with_transform(
+            load_images_transform(budget)
+        )
 
     @staticmethod
     def _row(rec: dict | RecordError, ref: str, folder: str, method: str, template: str,
@@ -430,10 +443,10 @@ class RECTask(Task):
     or a string holding one, optionally in ``<answer>`` tags (:func:`parse_rec_gt`).
 
     Rows: ``prompt`` (the module's ``rec`` question template, as upstream), ``image_path`` (the original image, resized
-    by the processor itself as upstream), ``problem``, ``solution`` (``<answer> [x1, y1, x2, y2] </answer>``),
+    once by the run's budget, :func:`load_images_transform`; the same size the processor itself would pick), ``problem``, ``solution`` (``<answer> [x1, y1, x2, y2] </answer>``),
     ``gt_bbox`` (original pixels, floats), ``image_size`` ``[W, H]`` (original pixels), ``resized_size`` ``[W', H']``
-    (the processor's smart_resize of ``image_size`` with ``vlm_module.get_image_resize_params``: the frame the model
-    answers in) and ``id`` (the record's ``id`` as a string, else its ``file:line`` / ``file:[index]``). Every other
+    (the frame the model answers in: ``vlm_module.answer_frame_size`` under the run's pixel budget, i.e. the
+    smart_resize frame for Qwen2/2.5-VL, ``[1000, 1000]`` for 0-1000 families) and ``id`` (the record's ``id`` as a string, else its ``file:line`` / ``file:[index]``). Every other
     record key (``normal_caption``, ...) is a pass-through column, with the column rules of
     :func:`vlm_r1.data.rows_to_dataset`; keys named like the task's columns are dropped with a warning.
 
@@ -468,6 +481,7 @@ class RECTask(Task):
         # original (W, H) in the displayed frame; each image decoded once (REC files reuse images many times)
         checker = validate.ImageChecker("decode", limits=validate.module_limits(vlm_module))
         rows, extras, skipped, first, dropped, absolute = [], [], Counter(), {}, Counter(), Counter()
+        budget = self.budget(processing_class, vlm_module)
 
         def row_of(rec: dict | RecordError, ref: str, folder: str) -> tuple[dict, frozenset]:
             if isinstance(rec, RecordError):
@@ -493,7 +507,7 @@ class RECTask(Task):
             (image_path,) = image_paths(folder, images, absolute, script_args.image_folder_list is not None)
             width, height = check_image(image_path, checker)
             try:  # the frame the family answers in: smart_resize (Qwen), or a 0-1000 grid (InternVL)
-                frame = Frame(width, height, *vlm_module.answer_frame_size(processing_class, width, height))
+                frame = Frame(width, height, *vlm_module.answer_frame_size(budget, width, height))
             except ValueError as err:  # smart_resize rejects an aspect ratio > 200
                 raise SkipRecord("bad_image_size", str(err)) from None
             try:
@@ -525,7 +539,9 @@ class RECTask(Task):
         warn_dropped(dropped, self.name, logger)
         if not rows:
             raise ValueError(f"no usable REC records in {files} (skipped: {dict(skipped)})")
-        return rows_to_dataset(rows, extras, what=self.name, logger=logger).with_transform(load_images_transform())
+        return rows_to_dataset(rows, extras, what=self.name, logger=logger).with_transform(
+            load_images_transform(budget)
+        )
 
 
 BUILTIN_TASKS = {"default": DefaultTask, "rec": RECTask, **{t: DefaultTask for t in UPSTREAM_TASK_TYPES}}

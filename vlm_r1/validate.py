@@ -17,7 +17,7 @@ Rules:
   only a regular, non-empty file is opened: a directory, device, FIFO, socket or an empty file (``/proc`` entries
   report size 0) is ``not_a_file``;
 * **images** (:class:`ImageChecker`): checked once per unique image (cache keyed by path, size and mtime); the pixel
-  count declared by the header above ``max_pixels`` (default 64 Mpx) is ``image_too_large``, before anything is
+  count declared by the header above ``max_image_pixels`` (default 64 Mpx) is ``image_too_large``, before anything is
   decoded; ``verify="decode"`` decodes every pixel (a truncated PNG/JPEG, or a PNG whose IDAT is not a zlib stream,
   is ``unreadable_image``), ``"header"`` reads the header only, ``"none"`` reads the header too (the size is
   needed) and is kept as its own mode name for the command line;
@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 MAX_COORD = 1e7  # any box number beyond +-1e7 is bad_box (no screen is that large, in any unit)
-DEFAULT_MAX_PIXELS = 64_000_000  # image_too_large above this many pixels (header-declared width x height)
+DECODE_PIXEL_LIMIT = 64_000_000  # image_too_large above this many pixels (header-declared width x height)
 VERIFY_MODES = ("none", "header", "decode")
 
 REASONS = {
@@ -392,13 +392,13 @@ def module_limits(vlm_module: Any) -> ImageLimits | None:
     return fn() if callable(fn) else None
 
 
-def _replace_pil_bomb_limit(max_pixels: int | None) -> None:
+def _replace_pil_bomb_limit(max_image_pixels: int | None) -> None:
     """Our pixel limit replaces PIL's (a warning above 89 Mpx, an error above 179 Mpx): its warning is silenced, and
     a limit above PIL's (or none) lifts PIL's process-wide ``Image.MAX_IMAGE_PIXELS``."""
     from PIL import Image
 
     warnings.filterwarnings("ignore", category=Image.DecompressionBombWarning)
-    if Image.MAX_IMAGE_PIXELS and (not max_pixels or max_pixels > Image.MAX_IMAGE_PIXELS):
+    if Image.MAX_IMAGE_PIXELS and (not max_image_pixels or max_image_pixels > Image.MAX_IMAGE_PIXELS):
         Image.MAX_IMAGE_PIXELS = None
 
 
@@ -444,20 +444,20 @@ class ImageChecker:
     Args:
         verify: ``"decode"`` (default; every pixel decoded: truncated or corrupt data is ``unreadable_image``),
             ``"header"`` (header only) or ``"none"`` (header only as well: the size is still needed).
-        max_pixels: header-declared ``width * height`` above this is ``image_too_large`` (checked before decoding);
+        max_image_pixels: header-declared ``width * height`` above this is ``image_too_large`` (checked before decoding);
             None or 0 disables the limit.
         limits: the model family's :class:`ImageLimits`; a displayed size outside them is ``image_unsupported``.
     """
 
     def __init__(
-        self, verify: str = "decode", max_pixels: int | None = DEFAULT_MAX_PIXELS, limits: ImageLimits | None = None
+        self, verify: str = "decode", max_image_pixels: int | None = DECODE_PIXEL_LIMIT, limits: ImageLimits | None = None
     ):
         if verify not in VERIFY_MODES:
             raise ValueError(f"verify must be one of {VERIFY_MODES}, got {verify!r}")
-        self.verify, self.max_pixels, self.limits = verify, max_pixels, limits
+        self.verify, self.max_image_pixels, self.limits = verify, max_image_pixels, limits
         self._cache: dict[tuple, tuple[int, int] | Invalid] = {}
         self._lock = threading.Lock()
-        _replace_pil_bomb_limit(max_pixels)
+        _replace_pil_bomb_limit(max_image_pixels)
 
     def check(self, path: str) -> tuple[int, int]:
         """``(width, height)`` of the image at ``path`` in its displayed frame (EXIF orientation applied).
@@ -487,9 +487,9 @@ class ImageChecker:
                 width, height = int(im.width), int(im.height)
                 if width <= 0 or height <= 0:
                     return Invalid("unreadable_image", f"{path} declares a {width}x{height} image")
-                if self.max_pixels and width * height > self.max_pixels:
+                if self.max_image_pixels and width * height > self.max_image_pixels:
                     return Invalid("image_too_large", f"{path} declares {width}x{height} = {width * height} pixels, "
-                                                      f"over the limit of {self.max_pixels}")  # fmt: skip
+                                                      f"over the limit of {self.max_image_pixels}")  # fmt: skip
                 width, height, _ = image_frame(im, path, decode=self.verify == "decode")
         except Image.DecompressionBombError as err:
             return Invalid("image_too_large", f"{path}: {err}")

@@ -20,18 +20,19 @@ qwen2-vl, qwen3_vl -> qwen3-vl, internvl -> internvl); training picks the GTA1 p
 group ``gui_grounding.adapters`` (name -> ``module:Class``).
 
 Pixel budgets: every adapter names its family's published inference budget in ``default_budget`` (a
-:class:`PixelBudget`: smart_resize factor, min and max pixels of the resized image, and where the numbers come from).
-How ``resize`` reaches an adapter: a backend with a processor (hf, vllm) passes the processor's
-``(factor, min_pixels, max_pixels)``, and a ``resized``-frame adapter resizes the image to exactly that smart_resize
-frame, so the processor's own smart_resize is the identity and the frame the prompt states is the frame the model sees.
-API backends pass ``None``: adapters then use their ``default_resize``. Adapters whose family fixes its own pixel
-bounds for every checkpoint (GTA1: 3,136 .. 8,847,360; UI-TARS-1.5) say so in ``fixed_pixel_bounds``.
+:class:`vlm_r1.pixel_budget.PixelBudget`: smart_resize factor, min and max pixels of the resized image or InternVL's
+max tiles, each value citing its source). Evaluation resolves one budget per run (``gui_grounding.eval.budget``: the
+flag, else ``--profile``, else the budget recorded with the checkpoint, else ``default_budget``) and hands it to
+:meth:`Adapter.build_request`, which resizes the screenshot with :func:`vlm_r1.pixel_budget.resize_for_model`; the
+processor (hf, vllm) is set to the same budget, so its own smart_resize is the identity and the frame the prompt states
+is the frame the model sees.
 """
 
 from __future__ import annotations
 
 from gui_grounding.adapters import qwen2_5_vl
-from gui_grounding.adapters.base import ANSWER_FRAMES, Adapter, PixelBudget, Request, messages_to_text
+from gui_grounding.adapters.base import ANSWER_FRAMES, Adapter, Request, messages_to_text
+from vlm_r1.pixel_budget import PixelBudget
 from gui_grounding.adapters.qwen2_5_vl import (
     GTA1_BUDGET,
     GTA1_MAX_PIXELS,

@@ -22,24 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gui_grounding.frames import Frame
+from vlm_r1.pixel_budget import PixelBudget, resize_for_model
 
 ANSWER_FRAMES = ("resized", "norm1000", "original")
-
-
-@dataclass(frozen=True)
-class PixelBudget:
-    """A family's smart_resize budget at inference: ``factor`` (patch x merge), the resized image's pixel bounds, and
-    ``source``, where the numbers come from (cited, or "processor default" when the family publishes none)."""
-
-    factor: int
-    min_pixels: int
-    max_pixels: int
-    source: str
-
-    @property
-    def resize(self) -> tuple[int, int, int]:
-        """``(factor, min_pixels, max_pixels)``, the ``resize`` argument of :meth:`Adapter.build_request`."""
-        return self.factor, self.min_pixels, self.max_pixels
 
 
 @dataclass
@@ -47,7 +32,7 @@ class Request:
     """One model call. ``messages`` hold ``{"type": "image"}`` where the image goes; ``image`` is what is sent."""
 
     messages: list[dict]
-    image: Any  # PIL.Image.Image, already resized when the adapter's frame requires it
+    image: Any  # PIL.Image.Image, resized by the run's pixel budget (vlm_r1.pixel_budget.resize_for_model)
     context: dict = field(default_factory=dict)  # e.g. original and resized sizes, used by parse()
     prompt_text: str = ""  # the full prompt as text, stored per sample in the predictions file
 
@@ -84,12 +69,9 @@ class Adapter:
         model_types: ``config.model_type`` values this adapter is the default for (``default_adapter_for``).
         prompt_mode: the ``--prompt_mode`` this adapter implements (GTA1 family: non_thinking / thinking / box;
             other families: non_thinking).
-        default_budget: the family's published inference budget (:class:`PixelBudget`, cited in its ``source``).
-        default_resize: ``(factor, min_pixels, max_pixels)`` used when a backend passes ``resize=None`` (API
-            backends): ``default_budget.resize`` for adapters that resize the image themselves; ``None`` when the
-            adapter's frame does not depend on smart_resize (0-1000 families: the server resizes).
-        fixed_pixel_bounds: ``(min_pixels, max_pixels)`` the model family's own inference code fixes; hf/vllm
-            backends set their processor to these unless the user overrides them. ``None``: use the processor's.
+        default_budget: the family's published inference budget (:class:`vlm_r1.pixel_budget.PixelBudget`, each
+            value citing its source): what evaluation uses when no flag, profile or checkpoint record sets one
+            (``gui_grounding.eval.budget.resolve_eval_budget``).
     """
 
     name = "base"
@@ -97,28 +79,23 @@ class Adapter:
     model_types: tuple[str, ...] = ()
     prompt_mode = "non_thinking"
     default_budget: PixelBudget | None = None  # every registered adapter sets one
-    default_resize: tuple[int, int, int] | None = None
-    fixed_pixel_bounds: tuple[int, int] | None = None
 
-    # ---- the frame and the resize rule --------------------------------------------------------------------------------
-    @property
-    def needs_resize(self) -> bool:
-        """True when the answer frame depends on the processor's smart_resize (the image is pre-resized to it)."""
-        return self.answer_frame == "resized"
+    # ---- the frame ---------------------------------------------------------------------------------------------------
+    def frame_for(self, width: int, height: int, budget: PixelBudget | None = None) -> Frame:
+        """The frame of an original ``width x height`` screenshot under ``budget`` (the run's; ``None``:
+        ``default_budget``): original size and the size of the image the model is sent (``budget.size_sent``: the
+        smart_resize frame, or the original size for a family without one). Every family is sent that image, so the
+        processor's own resize is the identity; the answer frame (:attr:`answer_frame`) says how answers map back.
 
-    def frame_for(self, width: int, height: int, resize: tuple[int, int, int] | None = None) -> Frame:
-        """The frame of an original ``width x height`` screenshot: its smart_resize frame under ``resize`` (or
-        ``default_resize``) when :attr:`needs_resize`, else the identity frame (resized == original: the processor
-        resizes internally and the answer frame does not depend on it)."""
-        if not self.needs_resize:
-            return Frame(int(width), int(height), int(width), int(height))
-        factor, min_px, max_px = resize if resize is not None else self.default_resize
-        return Frame.for_image(width, height, factor=factor, min_pixels=min_px, max_pixels=max_px)
+        Raises:
+            ValueError: an aspect ratio smart_resize refuses (over 200).
+        """
+        return (budget or self.default_budget).frame(width, height)
 
-    def image_size_sent(self, frame: Frame) -> tuple[int, int]:
-        """``(W, H)`` of the image this family is sent: the resized size when :attr:`needs_resize`, else the
-        original (the training rows' ``model_image_size`` column; the image transform resizes to it)."""
-        return (frame.resized_width, frame.resized_height) if self.needs_resize else (frame.width, frame.height)
+    @staticmethod
+    def image_size_sent(frame: Frame) -> tuple[int, int]:
+        """``(W', H')`` of the image the model is sent (the training rows' ``resized_size`` column)."""
+        return frame.resized_width, frame.resized_height
 
     def answer_size(self, frame: Frame) -> tuple[float, float]:
         """Extent ``(W, H)`` of the answer frame: resized pixels, ``(1000, 1000)`` or original pixels."""
@@ -168,17 +145,19 @@ class Adapter:
         raise NotImplementedError
 
     # ---- evaluation ------------------------------------------------------------------------------------------------
-    def build_request(self, sample, image, *, resize: tuple[int, int, int] | None = None) -> Request:
-        """Request for ``sample`` with its original ``image``; ``resize`` = ``(factor, min_pixels, max_pixels)`` of
-        the processor when the adapter's frame depends on smart_resize (ignored otherwise)."""
-        from PIL import Image
+    def build_request(self, sample, image, *, budget: PixelBudget | None = None) -> Request:
+        """Request for ``sample`` with its original ``image`` (PIL, displayed frame): the image resized once by
+        ``budget`` (the run's; ``None``: ``default_budget``) with :func:`vlm_r1.pixel_budget.resize_for_model`, and
+        the adapter's messages for that frame.
 
+        Raises:
+            ValueError: an aspect ratio smart_resize refuses (over 200).
+        """
+        budget = budget or self.default_budget
         width, height = image.size
-        frame = self.frame_for(width, height, resize)
+        frame = budget.frame(width, height)
         rgb = image if image.mode == "RGB" else image.convert("RGB")
-        size = self.image_size_sent(frame)
-        if size != (width, height):
-            rgb = rgb.resize(size, Image.Resampling.BICUBIC)  # once, bicubic, as GTA1
+        rgb = resize_for_model(rgb, budget)
         messages = self.messages(sample.instruction, frame, image_block=True)
         return Request(messages, rgb, {"frame": frame}, messages_to_text(messages))
 

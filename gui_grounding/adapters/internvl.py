@@ -12,16 +12,19 @@ defined (on the 0-1000 grid). Asking for a point instead would mean a format Int
 
 from __future__ import annotations
 
-from gui_grounding.adapters.base import Adapter, PixelBudget, _fmt
+from gui_grounding.adapters.base import Adapter, _fmt
 from gui_grounding.prompts import parse_box, parse_point_or_box
+from vlm_r1.pixel_budget import PixelBudget
 
 # InternVL does not smart_resize: it tiles the image into 448x448 crops (+ a thumbnail), up to max_patches tiles
-# (transformers got_ocr2 image processor, crop_to_patches). The budget below only documents that (factor = the tile
-# side); nothing is pre-resized for this family (answer frame norm1000).
+# (transformers got_ocr2 image processor, crop_to_patches). The budget has no smart_resize factor, so nothing is
+# pre-resized for this family (answer frame norm1000); max_tiles bounds the tiling.
 INTERNVL_TILE = 448
-INTERNVL_BUDGET = PixelBudget(INTERNVL_TILE, INTERNVL_TILE * INTERNVL_TILE, 12 * INTERNVL_TILE * INTERNVL_TILE,
-                              "InternVL tiling: 448x448 tiles, up to 12 (max_patches, upstream VLM-R1 "
-                              "--max_anyres_num) plus a thumbnail; no smart_resize")  # fmt: skip
+INTERNVL_BUDGET = PixelBudget.published(
+    "InternVL tiling: 448x448 tiles, up to 12 (max_patches, the InternVL3 default; upstream VLM-R1 --max_anyres_num "
+    "12) plus a thumbnail; no smart_resize",
+    max_tiles=12,
+)  # fmt: skip
 
 # InternVL's grounding request (OpenGVLab/InternVL internvl_chat/eval/refcoco/evaluate_grounding.py prompt).
 INTERNVL_GROUNDING_PROMPT = (

@@ -4,7 +4,8 @@ variants) and UI-TARS-1.5. All answer in **absolute pixels of the smart_resized 
 
 from __future__ import annotations
 
-from gui_grounding.adapters.base import Adapter, PixelBudget, _fmt
+from gui_grounding.adapters.base import Adapter, _fmt
+from vlm_r1.pixel_budget import PixelBudget
 from gui_grounding.prompts import build_messages, parse_answer_point, parse_point_or_box, parse_point_tag
 
 # Qwen2/2.5-VL: patch 14 x spatial merge 2 (``gta1_and_peers.md`` 1.2 and 4).
@@ -19,11 +20,15 @@ GTA1_MIN_PIXELS, GTA1_MAX_PIXELS = 3136, 4096 * 2160  # 8,847,360
 # UI-TARS-1.5: MIN_PIXELS = 100*28*28, MAX_PIXELS = 16384*28*28 (UI-TARS README_coordinates.md; gta1_and_peers.md 4).
 UI_TARS_MIN_PIXELS, UI_TARS_MAX_PIXELS = 100 * 28 * 28, 16384 * 28 * 28
 
-GTA1_BUDGET = PixelBudget(QWEN_FACTOR, GTA1_MIN_PIXELS, GTA1_MAX_PIXELS,
-                          "GTA1 README inference snippet: min_pixels=3136, max_pixels=4096*2160 "
-                          "(Yan98/GTA1 README.md:149-153)")  # fmt: skip
-UI_TARS_BUDGET = PixelBudget(QWEN_FACTOR, UI_TARS_MIN_PIXELS, UI_TARS_MAX_PIXELS,
-                             "UI-TARS README_coordinates.md: MIN_PIXELS=100*28*28, MAX_PIXELS=16384*28*28")  # fmt: skip
+GTA1_BUDGET = PixelBudget.published(
+    "GTA1 README inference snippet: min_pixels=3136, max_pixels=4096*2160 (Yan98/GTA1 README.md:149-153, 81f0c4c); "
+    "factor: Qwen2.5-VL patch 14 x merge 2",
+    factor=QWEN_FACTOR, min_pixels=GTA1_MIN_PIXELS, max_pixels=GTA1_MAX_PIXELS,
+)  # fmt: skip
+UI_TARS_BUDGET = PixelBudget.published(
+    "UI-TARS README_coordinates.md: MIN_PIXELS=100*28*28, MAX_PIXELS=16384*28*28, IMAGE_FACTOR=28",
+    factor=QWEN_FACTOR, min_pixels=UI_TARS_MIN_PIXELS, max_pixels=UI_TARS_MAX_PIXELS,
+)  # fmt: skip
 
 # UI-TARS grounding prompt. Source: the grounding template of bytedance/UI-TARS README_v1.md (L319-320, linked in
 # bytedance/UI-TARS#157, where the maintainers answer "the prompt for ui-tars-1.5 follows the same way as the previous
@@ -41,16 +46,16 @@ class GTA1Adapter(Adapter):
 
     Source: GTA1 ``src/grpo_grounding.py`` and its README inference recipe (``gta1_and_peers.md`` 1.2).
 
-    * Image: resized **once** with smart_resize (``resize`` = the processor's ``(factor, min_pixels, max_pixels)``;
-      ``None`` -> ``default_budget``, GTA1's published inference budget: factor 28, 3,136 .. 4096*2160 = 8,847,360
-      pixels, README.md:149-153) to ``W' x H'``; that resized image is sent.
+    * Image: resized **once** with smart_resize under the run's pixel budget (``default_budget``: GTA1's published
+      inference budget, factor 28, 3,136 .. 4096*2160 = 8,847,360 pixels, README.md:149-153) to ``W' x H'``; that
+      resized image is sent.
     * Prompt: system = GTA1's prompt stating "height {H'} and width {W'}" (``gui_grounding.prompts``, byte for byte);
       user = image, then the instruction.
     * Parse: the **first** ``(x,y)`` pair (training: integers, GTA1's reward regex; inference: decimals allowed,
       ``parse_point(strict=False)``), in resized pixels, mapped back per axis: ``x * W / W'``, ``y * H / H'``.
     * SFT target: ``(x,y)``, the rounded centre of the target box in resized pixels.
 
-    Example: a 1280x720 screenshot with resize ``(28, 3136, 200704)`` is sent at 588x336; answer ``"(294,168)"`` ->
+    Example: a 1280x720 screenshot under the budget factor 28, 3136 .. 200704 is sent at 588x336; answer ``"(294,168)"`` ->
     ``(640.0, 360.0)``.
     """
 
@@ -59,10 +64,8 @@ class GTA1Adapter(Adapter):
     model_types = ("qwen2_5_vl",)  # Qwen2.5-VL, UI-TARS-1.5, GTA1 and OpenCUA share it (use ui-tars-1.5 explicitly)
     prompt_mode = "non_thinking"
     default_budget = GTA1_BUDGET
-    default_resize = GTA1_BUDGET.resize
     # GTA1's inference code fixes the processor budget (AutoProcessor(min_pixels=3136, max_pixels=4096*2160),
     # README.md:149-153): hf/vllm backends use it unless --min-pixels/--max-pixels override it.
-    fixed_pixel_bounds = (GTA1_BUDGET.resize[1], GTA1_BUDGET.resize[2])
 
     @property
     def mode(self) -> str:  # the prompt mode of gui_grounding.prompts (kept for callers of the old attribute)
@@ -120,9 +123,8 @@ class UITars15Adapter(Adapter):
     """UI-TARS-1.5: absolute pixels in the smart_resize frame with UI-TARS's own pixel bounds, grounding prompt.
 
     * Image: smart_resized once (factor 28) with UI-TARS's bounds MIN 100*28*28 = 78,400 and MAX 16384*28*28 =
-      12,845,056 pixels (UI-TARS ``README_coordinates.md``; ``gta1_and_peers.md`` 4). hf/vllm backends apply these
-      bounds to the processor unless ``--min_pixels``/``--max_pixels`` override them, and pass the result as
-      ``resize``; ``resize=None`` (API backends) uses them directly.
+      12,845,056 pixels (UI-TARS ``README_coordinates.md``), the ``default_budget`` evaluation uses unless a flag,
+      profile or checkpoint record sets another (``gui_grounding.eval.budget``).
     * Prompt: no system prompt (the chat template's default applies); user = image, then
       ``"Output only the coordinate of one point in your response. What element matches the following task:
       {instruction}"``. Source: the grounding template of bytedance/UI-TARS README_v1.md, which the maintainers
@@ -136,8 +138,6 @@ class UITars15Adapter(Adapter):
     name = "ui-tars-1.5"
     answer_frame = "resized"
     default_budget = UI_TARS_BUDGET
-    default_resize = UI_TARS_BUDGET.resize
-    fixed_pixel_bounds = (UI_TARS_MIN_PIXELS, UI_TARS_MAX_PIXELS)
 
     def messages(self, instruction, frame, *, image_block=True):
         return self._user_turn(UI_TARS_GROUNDING_PROMPT.format(instruction=instruction), image_block)

@@ -3,13 +3,16 @@
 
 from __future__ import annotations
 
-from gui_grounding.adapters.base import Adapter, PixelBudget, _fmt
+from gui_grounding.adapters.base import Adapter, _fmt
 from gui_grounding.adapters.qwen2_5_vl import QWEN_FACTOR, QWEN_PROCESSOR_MAX_PIXELS, QWEN_PROCESSOR_MIN_PIXELS
 from gui_grounding.prompts import parse_point_or_box
+from vlm_r1.pixel_budget import PixelBudget
 
-QWEN2_VL_BUDGET = PixelBudget(QWEN_FACTOR, QWEN_PROCESSOR_MIN_PIXELS, QWEN_PROCESSOR_MAX_PIXELS,
-                              "no published grounding budget: the Qwen2-VL processor default "
-                              "(preprocessor_config.json min_pixels 3136, max_pixels 12845056)")  # fmt: skip
+QWEN2_VL_BUDGET = PixelBudget.published(
+    "no published grounding budget: the Qwen2-VL processor default (preprocessor_config.json min_pixels 3136, "
+    "max_pixels 12845056; patch 14 x merge 2)",
+    factor=QWEN_FACTOR, min_pixels=QWEN_PROCESSOR_MIN_PIXELS, max_pixels=QWEN_PROCESSOR_MAX_PIXELS,
+)  # fmt: skip
 
 # OS-Atlas point-grounding question (OS-Atlas's "(with bbox)" / "(with point)" prompts, gta1_and_peers.md section 4,
 # Qwen2-VL row).

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import json
 
-from gui_grounding.adapters.base import PixelBudget, _fmt
+from gui_grounding.adapters.base import _fmt
 from gui_grounding.adapters.qwen2_vl import Norm1000Adapter
 from gui_grounding.prompts import parse_json_point, parse_point_or_box
+from vlm_r1.pixel_budget import PixelBudget
 
 # Qwen3-VL: patch 16 x spatial merge 2 (transformers Qwen3VLVisionConfig patch_size 16, spatial_merge_size 2). API
 # backends only; the training/hf path reads the factor from the loaded processor (vlm_r1.modules).
@@ -16,9 +17,11 @@ QWEN3_FACTOR = 32
 # (Qwen3-VL-8B-Instruct's file as quoted in QwenLM/Qwen3-VL#1836; huggingface/transformers#41955 names 16,777,216 as
 # the Qwen3-VL default max_pixels). Not re-read from the hub here.
 QWEN3_VL_MIN_PIXELS, QWEN3_VL_MAX_PIXELS = 65_536, 16_777_216
-QWEN3_VL_BUDGET = PixelBudget(QWEN3_FACTOR, QWEN3_VL_MIN_PIXELS, QWEN3_VL_MAX_PIXELS,
-                              "no published grounding budget: the Qwen3-VL processor default (preprocessor_config.json "
-                              "size shortest_edge 65536, longest_edge 16777216; QwenLM/Qwen3-VL#1836)")  # fmt: skip
+QWEN3_VL_BUDGET = PixelBudget.published(
+    "no published grounding budget: the Qwen3-VL processor default (preprocessor_config.json size shortest_edge "
+    "65536, longest_edge 16777216; QwenLM/Qwen3-VL#1836; patch 16 x merge 2)",
+    factor=QWEN3_FACTOR, min_pixels=QWEN3_VL_MIN_PIXELS, max_pixels=QWEN3_VL_MAX_PIXELS,
+)  # fmt: skip
 
 # Qwen3-VL pointing request. Source: QwenLM/Qwen3-VL cookbooks/spatial_understanding.ipynb, which states the point
 # format `{"point_2d": [x, y], "label": "object name/description"}` and prompts e.g. "Locate the free space on the white
@@ -32,9 +35,9 @@ QWEN3_VL_POINT_PROMPT = (
 class Qwen3VLAdapter(Norm1000Adapter):
     """Qwen3-VL convention (also Gelato, Holo2): 0-1000 relative coordinates, JSON points.
 
-    * Image: the original screenshot (Qwen3-VL's processor smart_resizes internally and relative values map straight
-      onto the original: QwenLM/Qwen3-VL#1640, ``gta1_and_peers.md`` 4); ``resize`` is ignored. ``default_budget`` is
-      the Qwen3-VL processor default, factor 32, 65,536 .. 16,777,216 pixels (no published grounding budget).
+    * Image: smart_resized once under the run's pixel budget (``default_budget``: the Qwen3-VL processor default,
+      factor 32, 65,536 .. 16,777,216 pixels; no published grounding budget), exactly what the processor would do
+      itself; relative values map straight onto the original (QwenLM/Qwen3-VL#1640).
     * Prompt: no system prompt; user = image, then ``Locate the UI element that matches the instruction
       "{instruction}" in this screenshot. Output the point coordinates in JSON format like {"point_2d": [x, y],
       "label": "element"}.`` Source: QwenLM/Qwen3-VL ``cookbooks/spatial_understanding.ipynb`` (point format

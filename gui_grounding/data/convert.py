@@ -27,6 +27,7 @@ rejected``. Files are written under temporary names and renamed at the end, so a
 from __future__ import annotations
 
 import argparse
+import logging
 import hashlib
 import math
 import os
@@ -59,6 +60,8 @@ CHUNK_TARGETS = 2048  # targets resolved together (one batch of header reads on 
 CHUNK_BYTES = 64 << 20  # ... or fewer, when their embedded images add up to this many bytes
 MAX_REJECT_RECORD_CHARS = 20_000  # a rejected record longer than this (as JSON) is stored as a truncated string
 PARQUET_BATCH_ROWS = 256
+
+logger = logging.getLogger(__name__)
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -211,7 +214,7 @@ class ConvertReport:
     workers: int = 1
     clip_tolerance_px: float = CLIP_TOLERANCE_PX
     verify_images: str = "decode"
-    max_pixels: int | None = validate.DEFAULT_MAX_PIXELS
+    max_image_pixels: int | None = validate.DECODE_PIXEL_LIMIT
     records: int = 0
     targets: int = 0
     samples: int = 0
@@ -236,7 +239,7 @@ class ConvertReport:
             "clipped": self.clipped, "reasons": dict(sorted(self.reasons.items())),
             "first_reject_refs": dict(sorted(self.first_refs.items())), "workers": self.workers,
             "clip_tolerance_px": self.clip_tolerance_px, "absolute_image_paths": self.absolute_paths,
-            "verify_images": self.verify_images, "max_pixels": self.max_pixels, "elapsed_s": round(self.elapsed_s, 3),
+            "verify_images": self.verify_images, "max_image_pixels": self.max_image_pixels, "elapsed_s": round(self.elapsed_s, 3),
             "records_per_s": round(rate, 1), "shadowed_source_keys": dict(sorted(self.shadowed.items())),
             "samples_per_s": round(self.samples / self.elapsed_s, 1) if self.elapsed_s > 0 else 0.0,
         }  # fmt: skip
@@ -301,15 +304,15 @@ class _Converter:
     def __init__(self, fmt: str, image_root: str, report: ConvertReport, *, strict: bool, source: str | None,
                  platform: str | None, clip_tolerance_px: float, box_unit: str | None, keep_duplicates: bool,
                  pool: ThreadPoolExecutor | None, out_f, rej_f, verify_images: str = "decode",
-                 max_pixels: int | None = validate.DEFAULT_MAX_PIXELS, limits: validate.ImageLimits | None = None,
+                 max_image_pixels: int | None = validate.DECODE_PIXEL_LIMIT, limits: validate.ImageLimits | None = None,
                  parquet: bool = False):  # fmt: skip
         self.spec, self.fmt, self.image_root, self.report = FORMATS[fmt], fmt, image_root, report
         self.strict, self.source, self.platform = strict, source, platform
         self.tol, self.box_unit, self.keep_duplicates = clip_tolerance_px, box_unit, keep_duplicates
         self.pool, self.out_f, self.rej_f = pool, out_f, rej_f
         self.workers = report.workers
-        self.verify, self.max_pixels = verify_images, max_pixels
-        self.checker = image_checker(verify_images, max_pixels, limits)  # one check per image (path, size, mtime)
+        self.verify, self.max_image_pixels = verify_images, max_image_pixels
+        self.checker = image_checker(verify_images, max_image_pixels, limits)  # one check per image (path, size, mtime)
         self.limits, self.parquet = limits, parquet
         self.ids = validate.IdRegistry(keep_refs=False)  # the identity rule: every written sample has its own id
         self.sizes: dict[str, tuple] = {}  # image path -> (w, h) or (reason, message)
@@ -379,7 +382,7 @@ class _Converter:
         try:
             sample = record_to_sample(t.record, ctx.ref, base_dir=self.image_root, default_id=f"{ctx.stem}:{ctx.index}",
                                       verify_image=self.verify, clip_tolerance_px=self.tol, stats=stats,
-                                      max_pixels=self.max_pixels, limits=self.limits)  # fmt: skip
+                                      max_image_pixels=self.max_image_pixels, limits=self.limits)  # fmt: skip
         except SampleError as err:
             return err
         except FIELD_ERRORS as err:  # e.g. a field of an odd type: a reject, never a crash of the run
@@ -546,7 +549,7 @@ def convert(
     progress: bool | None = None,
     stream_json: bool = True,
     verify_images: str = "decode",
-    max_pixels: int | None = validate.DEFAULT_MAX_PIXELS,
+    max_image_pixels: int | None = validate.DECODE_PIXEL_LIMIT,
     limits: validate.ImageLimits | None = None,
 ) -> ConvertReport:
     """Convert ``inputs`` in format ``fmt`` to canonical JSONL at ``out`` (plus ``.rejects.jsonl`` and
@@ -572,7 +575,7 @@ def convert(
         verify_images: ``decode`` (default: every unique image decoded once; truncated or corrupt data is
             ``unreadable_image``), ``header`` (header only) or ``none`` (header only, for the size; same as
             ``header`` today). See ``vlm_r1.validate.ImageChecker``.
-        max_pixels: ``image_too_large`` when the header declares more pixels (default 64 Mpx; None/0: no limit).
+        max_image_pixels: ``image_too_large`` when the header declares more pixels (default 64 Mpx; None/0: no limit).
         limits: the target model family's image limits (``--family`` / ``--model``): an image outside them (aspect
             ratio, smallest side) is ``image_unsupported``, so no training run meets it at step 1.
 
@@ -613,7 +616,7 @@ def convert(
     if len({os.path.abspath(p) for p in (out, rejects_path, summary_path)}) < 3:
         raise outputs.OutputError(f"--out {out}: its rejects or summary file would be the output itself")
     report = ConvertReport(fmt, list(inputs), out, rejects_path, summary_path, workers, clip_tolerance_px,
-                           verify_images, max_pixels)  # fmt: skip
+                           verify_images, max_image_pixels)  # fmt: skip
     stems = Counter()
     start = time.perf_counter()
     pool = ThreadPoolExecutor(max_workers=workers) if workers > 1 else None
@@ -626,7 +629,7 @@ def convert(
                 conv = _Converter(fmt, os.path.abspath(image_root), report, strict=strict, source=source,
                                   platform=platform, clip_tolerance_px=clip_tolerance_px, box_unit=box_unit,
                                   keep_duplicates=keep_duplicates, pool=pool, out_f=out_f, rej_f=rej_f,
-                                  verify_images=verify_images, max_pixels=max_pixels, limits=limits,
+                                  verify_images=verify_images, max_image_pixels=max_image_pixels, limits=limits,
                                   parquet=any(p.endswith(".parquet") for p in inputs))  # fmt: skip
                 for path in inputs:
                     stem = os.path.splitext(os.path.basename(path))[0]
@@ -654,13 +657,23 @@ def convert(
 # command line
 
 
+class _DecodeGuardFlag(argparse.Action):
+    """``--max-image-pixels`` (and its deprecated old name ``--max-pixels``, which logs a one-line warning)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if option_string == "--max-pixels":
+            logger.warning("convert: --max-pixels is deprecated: use --max-image-pixels (the decode guard on the "
+                           "original image; the model's smart_resize max_pixels is a training/eval flag)")  # fmt: skip
+        setattr(namespace, self.dest, values)
+
+
 def _run(args: argparse.Namespace) -> None:
     try:
         report = convert(args.format, args.inputs, args.image_root, args.out, strict=args.strict,
                          workers=args.workers, source=args.source, platform=args.platform,
                          clip_tolerance_px=args.clip_tolerance, box_unit=args.box_unit,
                          keep_duplicates=args.keep_duplicates, verify_images=args.verify_images,
-                         max_pixels=args.max_pixels or None, limits=_limits(args))  # fmt: skip
+                         max_image_pixels=args.max_image_pixels or None, limits=_limits(args))  # fmt: skip
     except SampleError as err:
         raise SystemExit(f"convert --strict: stopped at the first bad record: {err}") from None
     except (ValueError, OSError) as err:  # FileNotFoundError, vlm_r1.outputs.OutputError, disk full, ...
@@ -775,12 +788,16 @@ def register_cli(subparsers) -> None:
         "for the size)",
     )
     p.add_argument(
-        "--max-pixels",
+        "--max-image-pixels",
+        "--max-pixels",  # its name before issue 19; deprecated (it is not the model's smart_resize max_pixels)
+        dest="max_image_pixels",
+        action=_DecodeGuardFlag,
         type=max_px_t,
-        default=validate.DEFAULT_MAX_PIXELS,
+        default=validate.DECODE_PIXEL_LIMIT,
         metavar="N",
-        help="reject an image whose header declares more than N pixels as image_too_large, before decoding "
-        "(default %(default)s; 0: no limit; an integer >= 0)",
+        help="decode guard: reject an image whose header declares more than N pixels (of the ORIGINAL image) as "
+        "image_too_large, before decoding (default %(default)s; 0: no limit; an integer >= 0). Not the model's "
+        "smart_resize max_pixels. --max-pixels is its deprecated old name",
     )
     family = p.add_mutually_exclusive_group()
     family.add_argument(

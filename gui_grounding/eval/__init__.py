@@ -20,6 +20,8 @@ import os
 logger = logging.getLogger(__name__)
 
 ON_DUPLICATE = ("error", "first", "last")
+#: ``max_new_tokens`` when neither the flag nor a profile gives one (GTA1's inference snippet: 32)
+DEFAULT_MAX_NEW_TOKENS = 32
 
 
 class EvalInputError(ValueError):
@@ -37,6 +39,7 @@ _BACKEND_MINIMUMS = {
     "max_retries": 0,
     "min_pixels": 1,
     "max_pixels": 1,
+    "max_tiles": 1,
 }
 
 
@@ -65,7 +68,8 @@ def check_eval_options(limit, max_failures, backend_kwargs: dict) -> None:
     _check_int("max_failures", max_failures, 0)
     for name, minimum in _BACKEND_MINIMUMS.items():
         if name in backend_kwargs:
-            _check_int(name, backend_kwargs[name], minimum, optional=name in ("min_pixels", "max_pixels"))
+            _check_int(name, backend_kwargs[name], minimum,
+                       optional=name in ("min_pixels", "max_pixels", "max_tiles", "max_new_tokens"))  # fmt: skip
     lo, hi = backend_kwargs.get("min_pixels"), backend_kwargs.get("max_pixels")
     if lo is not None and hi is not None and lo > hi:
         raise ValueError(f"min_pixels ({lo}) must not exceed max_pixels ({hi})")
@@ -86,6 +90,7 @@ def run_eval(
     max_failures: int = 200,
     on_duplicate: str = "error",
     predictions_format: str = "auto",
+    profile: str | None = None,
     **backend_kwargs,
 ) -> dict:
     """Evaluate on ``benchmark``: predict with ``model`` (then score) or rescore a ``predictions`` file.
@@ -122,7 +127,13 @@ def run_eval(
             harness logs are exempt from ``"error"`` (see ``gui_grounding.eval.predictions``).
         predictions_format: ``"auto"`` (a harness log only by its full published shape), ``"jsonl"`` /
             ``"json-list"`` (our predictions), ``"harness-log"`` (``gui_grounding.eval.predictions``).
-        **backend_kwargs: backend options (batch_size, min_pixels, max_pixels, max_new_tokens, base_url, ...).
+        profile: a :mod:`gui_grounding.profiles` name: its adapter, pixel budget, ``max_new_tokens`` and benchmark
+            options apply unless given explicitly, and ``metrics.json``/``results.md`` show its published numbers
+            next to ours (``published``).
+        **backend_kwargs: backend options (batch_size, max_new_tokens, base_url, ...) and the pixel-budget flags
+            ``min_pixels``, ``max_pixels``, ``max_tiles``, which are resolved once with the profile, the checkpoint's
+            recorded budget and the adapter's published one (``gui_grounding.eval.budget``) and given to the
+            backend as ``budget``.
 
     Returns:
         the metrics document written to ``metrics.json``.
@@ -149,6 +160,19 @@ def run_eval(
             f"predictions_format must be one of {', '.join(PREDICTION_FORMATS)}, got {predictions_format!r}"
         )
     check_eval_options(limit, max_failures, backend_kwargs)
+    budget_flags = {k: backend_kwargs.pop(k, None) for k in ("min_pixels", "max_pixels", "max_tiles")}
+    prof = None
+    if profile is not None:
+        from gui_grounding.profiles import get_profile
+
+        prof = get_profile(profile)
+        adapter = adapter or prof.adapter
+        benchmark_options = {**prof.options_for(benchmark), **(benchmark_options or {})}
+        if model is not None and backend not in prof.backends:
+            logger.warning("profile %s lists the backends %s for %s; --backend %s may not fit it", prof.name,
+                           ", ".join(prof.backends), prof.model, backend)  # fmt: skip
+    if backend_kwargs.get("max_new_tokens") is None:
+        backend_kwargs["max_new_tokens"] = prof.max_new_tokens if prof else DEFAULT_MAX_NEW_TOKENS
     if model is not None and backend == "openai" and adapter is None:
         raise ValueError("--backend openai needs --adapter (the served model's prompt/coordinate convention)")
     names = ("metrics.json", "results.md", "failures.html") + (("predictions.jsonl",) if model is not None else ())
@@ -168,17 +192,23 @@ def run_eval(
         if model is not None:
             from gui_grounding.eval.backends import predict
 
-            _refuse_unsupported_images(model, backend, samples, show_path)
-
+            limits = _refuse_unsupported_images(model, backend, samples, show_path)
+            run_adapter, budget, budget_warnings = _resolve_model_settings(model, backend, adapter, budget_flags,
+                                                                           prof, limits)  # fmt: skip
             predictions = predict(backend, model, samples, os.path.join(out_dir, "predictions.jsonl"),
-                                  adapter=adapter, **backend_kwargs)  # fmt: skip
-            meta.update(model=model, backend=backend, adapter=adapter or "default for config.model_type",
-                        backend_options={k: v for k, v in backend_kwargs.items() if k != "api_key"})  # fmt: skip
+                                  adapter=run_adapter, budget=budget, **backend_kwargs)  # fmt: skip
+            meta.update(model=model, backend=backend, adapter=run_adapter.name,
+                        backend_options={k: v for k, v in backend_kwargs.items() if k != "api_key"},
+                        pixel_budget=budget.to_dict(), pixel_budget_warnings=budget_warnings)  # fmt: skip
         meta["predictions"] = os.path.abspath(predictions)
         preds, pred_report = load_predictions(predictions, samples, strict=strict, on_duplicate=on_duplicate,
                                               format=predictions_format)  # fmt: skip
         results = results_from_predictions(samples, preds, pred_report)
         metrics = bench.metrics(samples, results)
+        if prof is not None:
+            meta["profile"] = prof.name
+            metrics["published"] = {"profile": prof.name, "model": prof.model,
+                                    "rows": prof.comparison(benchmark, benchmark_options or {}, metrics)}  # fmt: skip
         doc = write_reports(out_dir, bench, samples, results, metrics, preds, prediction_report=pred_report,
                             load_report=load_report, meta=meta, max_failures=max_failures)  # fmt: skip
     print(bench.table(metrics))
@@ -186,24 +216,27 @@ def run_eval(
     return doc
 
 
-def _refuse_unsupported_images(model: str, backend: str, samples, show_path) -> None:
+def _refuse_unsupported_images(model: str, backend: str, samples, show_path):
     """Before any request: every sample's image must be one the checkpoint's family can take
     (``VLMBaseModule.image_limits``: aspect ratio, smallest side), else the run is refused with one line naming how
     many and the first (a model call would fail mid-run, or the sample would need dropping, which changes the
     official denominator). The openai backend serves a remote model whose family is not known here: not checked.
 
+    Returns:
+        the family's :class:`vlm_r1.validate.ImageLimits`, or ``None`` when the family is not known here.
+
     Raises:
         EvalInputError: samples outside the family's limits.
     """
     if backend == "openai":
-        return
+        return None
     from vlm_r1 import validate
     from vlm_r1.modules import get_vlm_module
 
     try:
         limits = get_vlm_module(model).image_limits()
-    except ValueError:  # not a checkpoint of a known family: the backend says what is wrong
-        return
+    except (ValueError, OSError):  # not a checkpoint of a known family: the backend says what is wrong
+        return None
     bad = []
     for s in samples:
         try:
@@ -213,6 +246,23 @@ def _refuse_unsupported_images(model: str, backend: str, samples, show_path) -> 
     if bad:
         raise EvalInputError(f"{len(bad)} sample(s) have images the {limits.family} model cannot take "
                              f"(image_unsupported); first: {bad[0]}")  # fmt: skip
+    return limits
+
+
+def _resolve_model_settings(model: str, backend: str, adapter, budget_flags: dict, profile, limits):
+    """``(adapter, budget, warnings)`` of a model run: the adapter (given, else the checkpoint's default; the openai
+    backend needs one) and the pixel budget resolved once (``gui_grounding.eval.budget.resolve_eval_budget``), logged
+    with every value's source."""
+    from gui_grounding.eval.adapters import resolve_adapter
+    from gui_grounding.eval.backends import checkpoint_adapter
+    from gui_grounding.eval.budget import resolve_eval_budget
+
+    run_adapter = resolve_adapter(adapter) if adapter is not None else checkpoint_adapter(model)
+    local = model if backend != "openai" else None
+    budget, warnings = resolve_eval_budget(run_adapter, model=local, flags=budget_flags, profile=profile,
+                                           limits=limits)  # fmt: skip
+    logger.info("adapter %s, %s", run_adapter.name, budget.describe())
+    return run_adapter, budget, warnings
 
 
 def _no_samples_message(benchmark: str, data: str, report, show_path) -> str:

@@ -183,6 +183,27 @@ class VLMBaseModule(UpstreamModuleMixin, ABC):
         limits = type(self).IMAGE_LIMITS
         return limits if limits.family else replace(limits, family=self.model_type or type(self).__name__)
 
+    def processor_budget(self, processing_class: Any) -> dict:
+        """The pixel-budget values ``processing_class`` holds, as a :func:`vlm_r1.pixel_budget.resolve` layer:
+        ``{factor, min_pixels, max_pixels, max_tiles}`` (``None`` where the family has no such value). Default: the
+        smart_resize parameters (:meth:`get_image_resize_params`), or none for a family without a smart_resize
+        frame."""
+        try:
+            factor, min_px, max_px = self.get_image_resize_params(processing_class)
+        except ValueError:
+            return {"factor": None, "min_pixels": None, "max_pixels": None, "max_tiles": None}
+        return {"factor": factor, "min_pixels": min_px, "max_pixels": max_px, "max_tiles": None}
+
+    def apply_pixel_budget(self, processing_class: Any, budget: Any) -> None:
+        """Write a :class:`vlm_r1.pixel_budget.PixelBudget` into ``processing_class`` (once per run). Default:
+        upstream's way, each ``get_custom_processing_keywords()`` pair named ``min_pixels``/``max_pixels`` set on its
+        component (grpo_trainer.py:313-318). Families override it (Qwen: the image processor's ``size``; InternVL:
+        ``max_patches``)."""
+        values = {"min_pixels": budget.min_pixels, "max_pixels": budget.max_pixels}
+        for component, keyword in self.get_custom_processing_keywords():
+            if values.get(keyword) is not None:
+                setattr(getattr(processing_class, component, processing_class), keyword, values[keyword])
+
     def get_image_resize_params(self, processing_class: Any) -> tuple[int, int, int]:
         """``(factor, min_pixels, max_pixels)`` the processor's ``smart_resize`` uses (factor in pixels).
 
@@ -232,20 +253,16 @@ class VLMBaseModule(UpstreamModuleMixin, ABC):
         """
         raise NotImplementedError(f"{type(self).__name__} has no shared-prompt prefill")
 
-    def answer_frame_size(self, processing_class: Any, width: int, height: int) -> tuple[int, int]:
+    def answer_frame_size(self, budget: Any, width: int, height: int) -> tuple[int, int]:
         """``(W', H')``: the frame this family answers coordinates in for an original ``width x height`` image, as a
         per-axis scaling of it (the REC task's ``resized_size``; its IoU reward maps answers back with it). Default:
-        the processor's smart_resize frame (Qwen2/2.5-VL answer in resized pixels); families answering on a
-        0-1000 grid return ``(1000, 1000)``.
+        the run's smart_resize frame, ``budget.size_sent`` of the :class:`vlm_r1.pixel_budget.PixelBudget` (Qwen2/2.5-VL
+        answer in resized pixels); families answering on a 0-1000 grid return ``(1000, 1000)``.
 
         Raises:
-            ValueError: the processor has no smart_resize settings, or smart_resize rejects the aspect ratio.
+            ValueError: smart_resize rejects the aspect ratio.
         """
-        from vlm_r1.geometry import smart_resize
-
-        factor, min_px, max_px = self.get_image_resize_params(processing_class)
-        h, w = smart_resize(int(height), int(width), factor=factor, min_pixels=min_px, max_pixels=max_px)
-        return w, h
+        return budget.size_sent(int(width), int(height))
 
     def get_banned_token_ids(self, processing_class: Any) -> list[int]:
         """Token ids generation must never emit. Default: the processor's image token, as GTA1 bans

@@ -275,6 +275,18 @@ class InternVLModule(VLMBaseModule):
             raise ValueError(f"max_tiles must be >= 1 and >= min_patches ({getattr(ip, 'min_patches', 1)}), got {n}")
         ip.max_patches = n
 
+    def processor_budget(self, processing_class: Any) -> dict:
+        """No smart_resize values; ``max_tiles`` = the image processor's ``max_patches``."""
+        max_patches = getattr(getattr(processing_class, "image_processor", None), "max_patches", None)
+        return {"factor": None, "min_pixels": None, "max_pixels": None,
+                "max_tiles": int(max_patches) if max_patches is not None else None}  # fmt: skip
+
+    def apply_pixel_budget(self, processing_class: Any, budget: Any) -> None:
+        """The budget's ``max_tiles`` into ``image_processor.max_patches`` (:meth:`set_max_tiles`); InternVL has no
+        smart_resize bounds, so ``min_pixels``/``max_pixels`` are not written."""
+        if budget.max_tiles is not None:
+            self.set_max_tiles(processing_class, budget.max_tiles)
+
     def num_tiles(self, processor: Any, width: int, height: int) -> int:
         """Tiles one ``width x height`` image becomes (thumbnail included), by the image processor's own rule."""
         return int(processor.image_processor.get_number_of_image_patches(int(height), int(width),
@@ -297,7 +309,7 @@ class InternVLModule(VLMBaseModule):
             "InternVLModule.answer_frame_size (1000 x 1000) instead of get_image_resize_params"
         )
 
-    def answer_frame_size(self, processing_class: Any, width: int, height: int) -> tuple[int, int]:
+    def answer_frame_size(self, budget: Any, width: int, height: int) -> tuple[int, int]:
         """``(W', H')`` of the frame InternVL answers coordinates in, for an original ``width x height`` image:
         always ``(1000, 1000)`` (a per-axis scaling of the original image, so ``vlm_r1.geometry``'s resized->original
         mapping with ``resized_size = [1000, 1000]`` is exact)."""

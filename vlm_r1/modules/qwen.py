@@ -180,6 +180,18 @@ class Qwen2VLModule(VLMBaseModule):
             raise ValueError(f"min_pixels {size['shortest_edge']} > max_pixels {size['longest_edge']}")
         ip.size = type(ip.size)(**size) if not isinstance(ip.size, dict) else size
 
+    def apply_pixel_budget(self, processing_class: Any, budget: Any) -> None:
+        """The budget's smart_resize bounds into the image processor's ``size`` (:meth:`set_pixel_budget`).
+
+        Raises:
+            ValueError: the budget's factor differs from the processor's (patch x merge of the checkpoint).
+        """
+        ip = processing_class.image_processor
+        if budget.factor is not None and budget.factor != ip.patch_size * ip.merge_size:
+            raise ValueError(f"pixel budget factor {budget.factor} does not match the checkpoint's patch_size x "
+                             f"merge_size = {ip.patch_size * ip.merge_size}")  # fmt: skip
+        self.set_pixel_budget(processing_class, min_pixels=budget.min_pixels, max_pixels=budget.max_pixels)
+
     def get_image_resize_params(self, processing_class: Any) -> tuple[int, int, int]:
         ip = processing_class.image_processor
         return ip.patch_size * ip.merge_size, int(ip.size["shortest_edge"]), int(ip.size["longest_edge"])

@@ -82,7 +82,7 @@ class Qwen3VLModule(Qwen2VLModule):
     def __init__(self, model_type: str = "qwen3_vl"):
         super().__init__(model_type)
 
-    def answer_frame_size(self, processing_class: Any, width: int, height: int) -> tuple[int, int]:
+    def answer_frame_size(self, budget: Any, width: int, height: int) -> tuple[int, int]:
         """Qwen3-VL answers coordinates on a 0-1000 grid relative to the image (QwenLM/Qwen3-VL
         ``cookbooks/spatial_understanding.ipynb``: ``point_2d`` / ``bbox_2d`` mapped with ``x/1000*W``), not in
         resized pixels as Qwen2.5-VL: the REC task's frame is ``(1000, 1000)``."""

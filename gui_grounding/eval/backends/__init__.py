@@ -126,13 +126,6 @@ def checkpoint_adapter(model_path: str, adapter=None):
     return default_adapter_for(AutoConfig.from_pretrained(model_path).model_type)
 
 
-def pixel_budget(adapter, min_pixels: int | None, max_pixels: int | None) -> tuple[int | None, int | None]:
-    """The processor's smart_resize bounds for ``adapter``: the user's overrides, else the family's fixed bounds
-    (``adapter.fixed_pixel_bounds``, e.g. UI-TARS-1.5), else ``None`` (keep the processor's own)."""
-    fixed = adapter.fixed_pixel_bounds or (None, None)
-    return (min_pixels if min_pixels is not None else fixed[0], max_pixels if max_pixels is not None else fixed[1])
-
-
 def load_image(sample) -> Any:
     """The sample's screenshot as an RGB ``PIL.Image`` in its displayed frame (EXIF orientation applied, the frame
     sizes and boxes are read in: ``vlm_r1.validate.open_image``), fully loaded (file closed)."""

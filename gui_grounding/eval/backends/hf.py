@@ -1,8 +1,8 @@
 """``hf`` backend: transformers ``generate`` in this process, batched, greedy, resumable.
 
-* Requests come from the adapter (prompt, image already in its frame, parse rule); the adapter gets the processor's
-  ``(factor, min_pixels, max_pixels)`` as ``resize``, so frame-dependent adapters (gta1, ui-tars-1.5) resize each
-  screenshot once to exactly the frame the processor then keeps (its smart_resize is the identity).
+* Requests come from the adapter (prompt, image already in its frame, parse rule) under the run's pixel budget
+  (:class:`vlm_r1.pixel_budget.PixelBudget`): the adapter resizes each screenshot once with it, and the processor is
+  set to the same budget, so its own smart_resize is the identity.
 * Generation: greedy (``do_sample=False``), ``max_new_tokens`` (GTA1 inference: 32), **left padding** (the
   processor pads on the left; ``vlm_r1.modules`` ``prepare_model_inputs``), vision tokens banned
   (``<|image_pad|>``, ``<|video_pad|>``, ``<|vision_start|>``, ``<|vision_end|>`` via ``bad_words_ids``, as GTA1
@@ -23,7 +23,6 @@ from gui_grounding.eval.backends import (
     checkpoint_adapter,
     load_image,
     open_predictions,
-    pixel_budget,
     record,
     write_records,
 )
@@ -38,12 +37,12 @@ def _batches(items: list, size: int) -> Iterable[list]:
         yield items[i : i + size]
 
 
-def _build_requests(samples: list, adapter, resize, pool: ThreadPoolExecutor | None) -> list:
+def _build_requests(samples: list, adapter, budget, pool: ThreadPoolExecutor | None) -> list:
     """The adapter's requests for ``samples``, in order. With a ``pool`` the screenshots are decoded and resized on
     its threads (PIL releases the GIL there; adapters keep no per-call state), else in the calling thread."""
 
     def build(sample):
-        return adapter.build_request(sample, load_image(sample), resize=resize)
+        return adapter.build_request(sample, load_image(sample), budget=budget)
 
     return list(pool.map(build, samples)) if pool is not None and len(samples) > 1 else [build(s) for s in samples]
 
@@ -62,7 +61,7 @@ def _predict_batch(model, processor, vlm_module, samples: list, requests: list, 
 
 
 def _iter_predictions(model, processor, vlm_module, samples: list, adapter, *, batch_size: int, max_new_tokens: int,
-                      device, requests_fn=None) -> Iterable[list[dict]]:  # fmt: skip
+                      device, budget=None, requests_fn=None) -> Iterable[list[dict]]:  # fmt: skip
     """Record lists, one per batch; the model is in eval mode under ``torch.inference_mode`` meanwhile, and every
     submodule's previous ``training`` flag is restored afterwards (also on error).
 
@@ -74,9 +73,6 @@ def _iter_predictions(model, processor, vlm_module, samples: list, adapter, *, b
     """
     import torch
 
-    # only resized-pixel adapters need the processor's smart_resize frame (families without one, e.g. InternVL's
-    # tiling, answer on the 0-1000 grid)
-    resize = vlm_module.get_image_resize_params(processor) if adapter.needs_resize else None
     banned = [[i] for i in vlm_module.get_banned_token_ids(processor)]
     batches = list(_batches(samples, batch_size))
     modes = [(m, m.training) for m in model.modules()]
@@ -86,7 +82,7 @@ def _iter_predictions(model, processor, vlm_module, samples: list, adapter, *, b
     prefetch = torch.device(device).type == "cuda"
     ahead = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hf-prefetch") if prefetch else None
     try:
-        build = requests_fn or (lambda batch: _build_requests(batch, adapter, resize, images))
+        build = requests_fn or (lambda batch: _build_requests(batch, adapter, budget, images))
         pending = ahead.submit(build, batches[0]) if prefetch and batches else None
         for i, batch in enumerate(batches):
             requests = pending.result() if prefetch else build(batch)
@@ -104,7 +100,7 @@ def _iter_predictions(model, processor, vlm_module, samples: list, adapter, *, b
             m.training = training
 
 
-def predict_points(model, processor, vlm_module, samples: list, adapter, *, batch_size: int = 8,
+def predict_points(model, processor, vlm_module, samples: list, adapter, *, budget=None, batch_size: int = 8,
                    max_new_tokens: int = 32, progress: bool = False) -> list[dict]:  # fmt: skip
     """Predict with an already-loaded (possibly training) model; returns the predictions records (no file).
 
@@ -114,10 +110,12 @@ def predict_points(model, processor, vlm_module, samples: list, adapter, *, batc
 
     Args:
         model: a Qwen2/2.5-VL ``...ForConditionalGeneration`` (inputs are moved to its device).
-        processor: its processor; its smart_resize budget defines the frame (``resize`` given to the adapter).
+        processor: its processor, set to ``budget`` (the caller's run already applied it).
         vlm_module: the ``vlm_r1.modules`` module of the model (``get_vlm_module(model_type)``).
         samples: canonical samples (original pixels).
         adapter: adapter name or instance, e.g. ``"gta1"`` (GTA1 prompt, resized-pixel answers).
+        budget: the run's :class:`vlm_r1.pixel_budget.PixelBudget` (``None``: the processor's own settings,
+            :func:`vlm_r1.pixel_budget.from_processor`).
         batch_size: prompts per ``generate`` call (greedy, left padded).
         max_new_tokens: generation budget per sample.
         progress: show a tqdm bar.
@@ -130,22 +128,26 @@ def predict_points(model, processor, vlm_module, samples: list, adapter, *, batc
 
     from gui_grounding.eval.adapters import resolve_adapter
 
+    from vlm_r1.pixel_budget import from_processor
+
     adapter = resolve_adapter(adapter)
+    budget = budget or from_processor(vlm_module, processor)
     device = next(model.parameters()).device
     out = []
     with tqdm(total=len(samples), desc="predict", unit="sample", disable=not progress) as bar:
         for records in _iter_predictions(model, processor, vlm_module, samples, adapter, batch_size=batch_size,
-                                         max_new_tokens=max_new_tokens, device=device):  # fmt: skip
+                                         max_new_tokens=max_new_tokens, device=device, budget=budget):  # fmt: skip
             out.extend(records)
             bar.update(len(records))
     return out
 
 
-def predict_rows(model, processor, vlm_module, rows: list[dict], *, batch_size: int = 8,
+def predict_rows(model, processor, vlm_module, rows: list[dict], budget, *, batch_size: int = 8,
                  max_new_tokens: int = 32) -> list[dict]:  # fmt: skip
     """Predict on task rows as they were trained on (``gui_grounding.task`` rows: ``prompt``, ``image_path``,
-    ``resized_size``, ``image_size``, ``adapter``): the row's own prompt and the image resized to the row's
-    ``resized_size`` (as the training image transform does), parsed by the row's adapter. No prompt is rebuilt.
+    ``resized_size``, ``image_size``, ``adapter``): the row's own prompt and the image resized by the training run's
+    ``budget`` (as the training image transform does: ``gui_grounding.task.row_request``), parsed by the row's
+    adapter. No prompt is rebuilt.
     Same generation settings and model handling as :func:`predict_points`.
 
     Returns:
@@ -166,7 +168,7 @@ def predict_rows(model, processor, vlm_module, rows: list[dict], *, batch_size: 
     out = []
     for records in _iter_predictions(model, processor, vlm_module, ids, adapter, batch_size=batch_size,
                                      max_new_tokens=max_new_tokens, device=device,
-                                     requests_fn=lambda batch: [row_request(x.row, adapter) for x in batch]):  # fmt: skip
+                                     requests_fn=lambda batch: [row_request(x.row, budget, adapter) for x in batch]):  # fmt: skip
         out.extend(records)
     return out
 
@@ -177,9 +179,8 @@ def predict_hf(
     out_path: str,
     *,
     adapter=None,
+    budget=None,
     batch_size: int = 8,
-    min_pixels: int | None = None,
-    max_pixels: int | None = None,
     max_new_tokens: int = 32,
     device: str | None = None,
     prompt_mode: str | None = None,
@@ -193,24 +194,27 @@ def predict_hf(
         out_path: predictions JSONL; sample_ids already there are skipped, a half-written last line is redone.
         adapter: adapter name or instance; ``None`` -> ``default_adapter_for(config.model_type)`` (qwen2_5_vl ->
             ``gta1``, qwen2_vl -> ``qwen2-vl``).
+        budget: the run's :class:`vlm_r1.pixel_budget.PixelBudget` (``run_eval`` resolves it:
+            ``gui_grounding.eval.budget.resolve_eval_budget``); ``None``: resolved here the same way without flags
+            or profile (the checkpoint's recorded budget, else the adapter's published one). Written into the
+            processor and used to resize every screenshot.
         batch_size: prompts per ``generate`` call (greedy, left padded).
-        min_pixels, max_pixels: override the processor's smart_resize bounds (resized-image pixels). Without them
-            the processor keeps its own, except for adapters with ``fixed_pixel_bounds`` (ui-tars-1.5: 78,400 ..
-            12,845,056), whose bounds are applied.
         max_new_tokens: generation budget per sample (GTA1 inference: 32).
         device: torch device; default ``cuda`` when available, else ``cpu`` (bf16 on cuda, fp32 on cpu).
-        prompt_mode: ``"thinking"`` / ``"box"`` select the ``gta1-thinking`` / ``gta1-box`` adapter when ``adapter`` is None (for the CLI's
-            ``--prompt-mode``); ``None``/``"non_thinking"`` change nothing.
+        prompt_mode: ``"thinking"`` / ``"box"`` select the ``gta1-thinking`` / ``gta1-box`` adapter when ``adapter``
+            is None (for the CLI's ``--prompt-mode``); ``None``/``"non_thinking"`` change nothing.
 
     Returns:
         ``out_path``.
 
     Raises:
-        ValueError: ``prompt_mode`` thinking/box together with an adapter, or an unknown prompt mode.
+        ValueError: ``prompt_mode`` thinking/box together with an adapter, an unknown prompt mode, or a budget whose
+            smart_resize factor is not the checkpoint's.
     """
     import torch
     from tqdm.auto import tqdm
 
+    from gui_grounding.eval.budget import resolve_eval_budget
     from vlm_r1.modules import get_vlm_module
 
     if prompt_mode not in (None, *PROMPT_MODE_ADAPTERS):
@@ -222,21 +226,19 @@ def predict_hf(
         adapter = PROMPT_MODE_ADAPTERS[prompt_mode]
     adapter = checkpoint_adapter(model_path, adapter)
     module = get_vlm_module(model_path)
-    min_px, max_px = pixel_budget(adapter, min_pixels, max_pixels)
-    processor = module.load_processor(model_path, min_pixels=min_px, max_pixels=max_px)
+    if budget is None:
+        budget, _ = resolve_eval_budget(adapter, model=model_path, limits=module.image_limits())
+    processor = module.load_processor(model_path)
+    budget.apply(processor, module)
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     dtype = torch.bfloat16 if str(device).startswith("cuda") else torch.float32
     model = module.get_model_class(model_path, {}).from_pretrained(model_path, dtype=dtype).to(device)
-    # the smart_resize frame exists only for families that have one and matters only to resized-pixel adapters (as in
-    # _iter_predictions); InternVL's module raises there (448-px tiles, 0-1000 answers)
-    frame = module.get_image_resize_params(processor) if adapter.needs_resize else f"not used ({adapter.answer_frame})"
-    logger.info("hf backend: %s, adapter %s, smart_resize (factor, min, max) = %s, batch %d", model_path,
-                adapter.name, frame, batch_size)  # fmt: skip
+    logger.info("hf backend: %s, adapter %s, batch %d, %s", model_path, adapter.name, batch_size, budget.describe())
 
     out, todo = open_predictions(out_path, samples)
     with out, tqdm(total=len(todo), desc="predict", unit="sample") as bar:
         for records in _iter_predictions(model, processor, module, todo, adapter, batch_size=batch_size,
-                                         max_new_tokens=max_new_tokens, device=device):  # fmt: skip
+                                         max_new_tokens=max_new_tokens, device=device, budget=budget):  # fmt: skip
             write_records(out, records)
             bar.update(len(records))
     return out_path

@@ -9,10 +9,10 @@
   exponential backoff (``retry_backoff * 2**attempt`` seconds, at most 60); other HTTP errors (400, 401, 404, ...)
   are not. A request that still fails is written with ``point: null``, the error text in ``raw_response`` and an
   ``"error"`` key; failures are logged and counted, and the next run on the same file retries them.
-* Frames: no processor runs here, so frame-dependent adapters (gta1, ui-tars-1.5) resize with factor 28 and their
-  default pixel bounds (``adapter.default_resize``) or ``min_pixels``/``max_pixels`` given here. The server must not
-  resize again: its processor's bounds must contain the image (Qwen2.5-VL's default, 3,136 .. 12,845,056 pixels,
-  does for the defaults; for larger budgets start the server with e.g.
+* Frames: no processor runs here; every screenshot is resized by the run's pixel budget (``budget``, resolved by
+  ``run_eval``: flag, profile, else the adapter's published budget) before it is sent. The server must not resize
+  again: its processor's bounds must contain the image (Qwen2.5-VL's default, 3,136 .. 12,845,056 pixels, does for
+  the published budgets; for larger ones start the server with e.g.
   ``vllm serve MODEL --mm-processor-kwargs '{"max_pixels": 99999999}'``).
 
 Needs the ``openai`` package: ``pip install -e .[api]``.
@@ -63,8 +63,7 @@ def predict_openai(
     retry_backoff: float = 1.0,
     max_new_tokens: int = 32,
     timeout: float = 120.0,
-    min_pixels: int | None = None,
-    max_pixels: int | None = None,
+    budget=None,
     extra_body: dict | None = None,
 ) -> str:
     """Write predictions of the served ``model`` for ``samples`` to ``out_path`` (resumable; appends).
@@ -82,8 +81,8 @@ def predict_openai(
         retry_backoff: first backoff delay in seconds; doubles per retry, capped at 60 s.
         max_new_tokens: generation budget per answer (sent as ``max_tokens``).
         timeout: seconds per HTTP request.
-        min_pixels, max_pixels: smart_resize bounds for frame-dependent adapters (default: the adapter's own, i.e.
-            3,136 .. 12,845,056 for gta1 and 78,400 .. 12,845,056 for ui-tars-1.5; factor 28).
+        budget: the run's :class:`vlm_r1.pixel_budget.PixelBudget` (``None``: the adapter's published
+            ``default_budget``).
         extra_body: extra JSON fields for the server (e.g. vLLM's ``{"top_k": 1}``).
 
     Returns:
@@ -103,17 +102,14 @@ def predict_openai(
     if concurrency < 1 or max_retries < 0:
         raise ValueError(f"need concurrency >= 1 and max_retries >= 0, got {concurrency}, {max_retries}")
     adapter = resolve_adapter(adapter)
-    resize = None
-    if adapter.default_resize is not None and (min_pixels is not None or max_pixels is not None):
-        factor, lo, hi = adapter.default_resize
-        resize = (factor, min_pixels if min_pixels is not None else lo, max_pixels if max_pixels is not None else hi)
+    budget = budget or adapter.default_budget
     client = openai.OpenAI(base_url=base_url or os.environ.get("OPENAI_BASE_URL") or "http://localhost:8000/v1",
                            api_key=api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY",
                            max_retries=0, timeout=timeout)  # fmt: skip
     stats = {"retries": 0, "failed": 0}
 
     def call(sample) -> dict:
-        request = adapter.build_request(sample, load_image(sample), resize=resize)
+        request = adapter.build_request(sample, load_image(sample), budget=budget)
         messages = openai_messages(request)
         for attempt in range(max_retries + 1):
             try:

@@ -4,10 +4,9 @@
   chats go through ``llm.chat`` (OpenAI-format messages, the image as a base64 PNG data URL) with greedy
   ``SamplingParams(temperature=0, max_tokens=max_new_tokens)``; vLLM decodes with ``skip_special_tokens=True``, as
   the hf backend does.
-* Frames: for frame-dependent adapters (gta1, ui-tars-1.5) the checkpoint's processor bounds are read (with the
-  ``min_pixels``/``max_pixels`` overrides, or the adapter's ``fixed_pixel_bounds``) and given both to the adapter
-  (``resize``: it resizes each screenshot once to that frame) and to vLLM's processor (``mm_processor_kwargs``), whose
-  smart_resize is then the identity. 0-1000 adapters send the original image; overrides still reach vLLM.
+* Frames: the run's pixel budget (:class:`vlm_r1.pixel_budget.PixelBudget`, resolved by ``run_eval``) resizes each
+  screenshot once (the adapter's request) and is given to vLLM's processor (``mm_processor_kwargs`` min/max pixels),
+  whose smart_resize is then the identity.
 * Resumable like the other backends; samples go to the engine in chunks of ``chunk_size`` (vLLM batches inside a
   chunk) and each chunk's lines are written before the next starts.
 
@@ -23,8 +22,7 @@ from gui_grounding.eval.backends import (
     load_image,
     open_predictions,
     openai_messages,
-    pixel_budget,
-    record,
+        record,
     write_records,
 )
 
@@ -46,8 +44,7 @@ def predict_vllm(
     out_path: str,
     *,
     adapter=None,
-    min_pixels: int | None = None,
-    max_pixels: int | None = None,
+    budget=None,
     max_new_tokens: int = 32,
     chunk_size: int = 256,
     tensor_parallel_size: int = 1,
@@ -63,7 +60,8 @@ def predict_vllm(
         samples: canonical samples (original pixels).
         out_path: predictions JSONL.
         adapter: adapter name or instance; ``None`` -> ``default_adapter_for(config.model_type)``.
-        min_pixels, max_pixels: smart_resize bounds (resized-image pixels) for the adapter and vLLM's processor.
+        budget: the run's :class:`vlm_r1.pixel_budget.PixelBudget` (``None``: resolved as ``run_eval`` does without
+            flags or profile: the checkpoint's recorded budget, else the adapter's published one).
         max_new_tokens: generation budget per answer (greedy).
         chunk_size: samples per ``llm.chat`` call (and per file write).
         tensor_parallel_size, gpu_memory_utilization, max_model_len, dtype: ``vllm.LLM`` arguments.
@@ -79,27 +77,25 @@ def predict_vllm(
     from tqdm.auto import tqdm
 
     adapter = checkpoint_adapter(model_path, adapter)
-    lo, hi = pixel_budget(adapter, min_pixels, max_pixels)
-    resize = None
-    mm_processor_kwargs = {k: v for k, v in (("min_pixels", lo), ("max_pixels", hi)) if v is not None}
-    if adapter.default_resize is not None:
-        from vlm_r1.modules import get_vlm_module
+    if budget is None:
+        from gui_grounding.eval.budget import resolve_eval_budget
 
-        module = get_vlm_module(model_path)
-        resize = module.get_image_resize_params(module.load_processor(model_path, min_pixels=lo, max_pixels=hi))
-        mm_processor_kwargs = {"min_pixels": resize[1], "max_pixels": resize[2]}
+        budget, _ = resolve_eval_budget(adapter, model=model_path)
+    mm_processor_kwargs = (
+        {"min_pixels": budget.min_pixels, "max_pixels": budget.max_pixels} if budget.resizes else {}
+    )
     llm = vllm.LLM(model=model_path, limit_mm_per_prompt={"image": 1}, mm_processor_kwargs=mm_processor_kwargs or None,
                    tensor_parallel_size=tensor_parallel_size, gpu_memory_utilization=gpu_memory_utilization,
                    max_model_len=max_model_len, dtype=dtype, **(llm_kwargs or {}))  # fmt: skip
     params = vllm.SamplingParams(temperature=0.0, max_tokens=max_new_tokens)
-    logger.info("vllm backend: %s, adapter %s, resize %s, mm_processor_kwargs %s", model_path, adapter.name, resize,
-                mm_processor_kwargs)  # fmt: skip
+    logger.info("vllm backend: %s, adapter %s, mm_processor_kwargs %s, %s", model_path, adapter.name,
+                mm_processor_kwargs, budget.describe())  # fmt: skip
 
     out, todo = open_predictions(out_path, samples)
     with out, tqdm(total=len(todo), desc="predict", unit="sample") as bar:
         for i in range(0, len(todo), chunk_size):
             chunk = todo[i : i + chunk_size]
-            requests = [adapter.build_request(s, load_image(s), resize=resize) for s in chunk]
+            requests = [adapter.build_request(s, load_image(s), budget=budget) for s in chunk]
             outputs = llm.chat([openai_messages(r) for r in requests], sampling_params=params, use_tqdm=False)
             write_records(out, [record(s, r, o.outputs[0].text, adapter)
                                 for s, r, o in zip(chunk, requests, outputs, strict=True)])  # fmt: skip

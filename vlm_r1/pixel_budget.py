@@ -1,0 +1,264 @@
+"""The pixel budget: one object from the ``--max_pixels`` flag to the resize, in training and in evaluation.
+
+A :class:`PixelBudget` holds everything that decides the image a model is sent, and where each value came from:
+
+* ``factor``: the smart_resize factor in pixels (vision patch x spatial merge: 28 for Qwen2/2.5-VL, 32 for Qwen3-VL),
+  read from the checkpoint's image processor (``VLMBaseModule.get_image_resize_params``), or given by an adapter or
+  profile when no processor is loaded (API backends). ``None`` for families without a smart_resize frame (InternVL:
+  448-px tiles; the image is sent as it is and the processor tiles it);
+* ``min_pixels`` / ``max_pixels``: the bounds of the resized image's ``H' * W'`` (transformers' ``smart_resize``);
+* ``max_tiles``: InternVL's tile bound (upstream's ``--max_anyres_num``; ``image_processor.max_patches``);
+* ``limits``: the images the family can take at all (:class:`vlm_r1.validate.ImageLimits`: aspect ratio, side);
+* ``sources``: for each of the fields above, where its value came from (``"flag --max_pixels"``, ``"recipe
+  recipes/gta1/7b.yaml"``, ``"default of vlm_r1.grpo_jsonl (upstream VLM-R1 grpo_jsonl.py GRPOScriptArguments)"``,
+  ``"checkpoint runs/x (vlm_r1_run.json)"``, ``"profile gta1-7b"``, ...).
+
+It is resolved once per run (:func:`resolve`: the first layer that sets a value wins), printed with its sources
+(:meth:`PixelBudget.describe`), written into the processor once (:meth:`PixelBudget.apply`, so the processor's own
+smart_resize of an image this object resized is the identity), saved with every checkpoint (``vlm_r1_run.json``
+``pixel_budget``: :meth:`PixelBudget.to_dict`; :func:`recorded_budget` reads it back), and it is the only thing that
+resizes: :func:`resize_for_model` (training rows, the image transform, every eval backend, the training-time eval and
+``gui-grounding prompt`` call it or :meth:`PixelBudget.size_sent`).
+
+This is not the 64 Mpx decode guard (``vlm_r1.validate.DECODE_PIXEL_LIMIT``), which bounds the *original* image a
+reader may decode.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from vlm_r1.geometry import Frame, smart_resize
+from vlm_r1.validate import ImageLimits
+
+#: the budget fields that carry a source (``PixelBudget.sources`` keys)
+BUDGET_FIELDS = ("factor", "min_pixels", "max_pixels", "max_tiles")
+#: the key of the budget in ``vlm_r1_run.json``
+RUN_INFO_KEY = "pixel_budget"
+RUN_INFO_FILE = "vlm_r1_run.json"
+
+
+@dataclass(frozen=True, eq=True)
+class PixelBudget:
+    """The resize rule of one run (see the module docstring). Sizes are pixels of the resized image (``H' * W'``).
+
+    Build with :func:`resolve` (or the constructor, for a fixed published budget). Frozen: a change is a new object
+    (:meth:`with_values`), which records the new sources.
+    """
+
+    factor: int | None
+    min_pixels: int | None
+    max_pixels: int | None
+    max_tiles: int | None = None
+    limits: ImageLimits = ImageLimits()
+    sources: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        for name in BUDGET_FIELDS:
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise ValueError(f"pixel budget: {name} must be a positive integer or None, got {value!r}")
+        if self.factor is not None and (self.min_pixels is None or self.max_pixels is None):
+            raise ValueError("pixel budget: a smart_resize factor needs min_pixels and max_pixels")
+        if self.min_pixels is not None and self.max_pixels is not None and self.min_pixels > self.max_pixels:
+            raise ValueError(f"pixel budget: min_pixels {self.min_pixels:,} exceeds max_pixels {self.max_pixels:,}")
+        object.__setattr__(self, "sources", dict(self.sources))
+
+    @classmethod
+    def published(cls, source: str, *, factor: int | None = None, min_pixels: int | None = None,
+                  max_pixels: int | None = None, max_tiles: int | None = None) -> PixelBudget:  # fmt: skip
+        """A fixed, published budget (an adapter's or a profile's), every value set citing ``source``."""
+        values = {"factor": factor, "min_pixels": min_pixels, "max_pixels": max_pixels, "max_tiles": max_tiles}
+        return cls(**values, sources={k: source for k, v in values.items() if v is not None})
+
+    # ---- the resize rule ----------------------------------------------------------------------------------------------
+    @property
+    def resizes(self) -> bool:
+        """True when the family has a smart_resize frame (a ``factor``); False for tiling families (InternVL)."""
+        return self.factor is not None
+
+    def size_sent(self, width: int, height: int) -> tuple[int, int]:
+        """``(W', H')`` of the image the model is sent for an original ``width x height`` image: transformers'
+        ``smart_resize`` under this budget (:func:`vlm_r1.geometry.smart_resize`), or the original size for a family
+        without a smart_resize frame.
+
+        Raises:
+            ValueError: an aspect ratio smart_resize refuses (over 200).
+        """
+        if not self.resizes:
+            return int(width), int(height)
+        h, w = smart_resize(int(height), int(width), factor=self.factor, min_pixels=self.min_pixels,
+                            max_pixels=self.max_pixels)  # fmt: skip
+        return w, h
+
+    def frame(self, width: int, height: int) -> Frame:
+        """The :class:`vlm_r1.geometry.Frame` of an original ``width x height`` image: original and sent sizes."""
+        return Frame(int(width), int(height), *self.size_sent(width, height))
+
+    def apply(self, processor: Any, vlm_module: Any) -> None:
+        """Write this budget into ``processor`` (once per run): ``vlm_module.apply_pixel_budget`` (Qwen: the image
+        processor's ``size`` bounds; InternVL: ``max_patches``). An image resized by :func:`resize_for_model` is then
+        left as it is by the processor's own smart_resize."""
+        vlm_module.apply_pixel_budget(processor, self)
+
+    # ---- records --------------------------------------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        """JSON form (``vlm_r1_run.json`` ``pixel_budget``; eval's ``metrics.json`` ``meta.pixel_budget``)."""
+        return {"factor": self.factor, "min_pixels": self.min_pixels, "max_pixels": self.max_pixels,
+                "max_tiles": self.max_tiles, "sources": dict(self.sources),
+                "limits": {"max_aspect_ratio": self.limits.max_aspect_ratio, "min_side": self.limits.min_side}}  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, data: Any, source: str) -> PixelBudget:
+        """The budget a :meth:`to_dict` record holds, every value's source set to ``source`` (where it was read).
+
+        Raises:
+            ValueError: ``data`` is not such a record (one line naming ``source``).
+        """
+        if not isinstance(data, Mapping):
+            raise ValueError(f"{source}: pixel budget record must be an object, got {type(data).__name__}")
+        values = {}
+        for name in BUDGET_FIELDS:
+            value = data.get(name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                raise ValueError(f"{source}: pixel budget {name} must be an integer or null, got {value!r}")
+            values[name] = value
+        try:
+            return cls(**values, sources={k: source for k, v in values.items() if v is not None})
+        except ValueError as err:
+            raise ValueError(f"{source}: {err}") from None
+
+    def with_values(self, source: str, **values: int | None) -> PixelBudget:
+        """A copy with ``values`` (the ``None`` ones ignored) replaced and their source set to ``source``."""
+        given = {k: v for k, v in values.items() if v is not None}
+        unknown = set(given) - set(BUDGET_FIELDS)
+        if unknown:
+            raise TypeError(f"not pixel budget fields: {sorted(unknown)}")
+        return replace(self, **given, sources={**self.sources, **dict.fromkeys(given, source)})
+
+    def values(self) -> dict:
+        """``{factor, min_pixels, max_pixels, max_tiles}`` (what decides the image; no sources)."""
+        return {name: getattr(self, name) for name in BUDGET_FIELDS}
+
+    def differences(self, other: PixelBudget) -> list[str]:
+        """Readable differences of the values that decide the image (``["max_pixels 200,704 vs 8,847,360"]``);
+        fields either side leaves unset are not compared."""
+        out = []
+        for name in BUDGET_FIELDS:
+            a, b = getattr(self, name), getattr(other, name)
+            if a is not None and b is not None and a != b:
+                out.append(f"{name} {a:,} vs {b:,}")
+        return out
+
+    def describe(self) -> str:
+        """Multi-line text: each value with its source (printed by every run)."""
+        lines = ["pixel budget:"]
+        for name in BUDGET_FIELDS:
+            value = getattr(self, name)
+            shown = f"{value:,}" if value is not None else "-"
+            source = self.sources.get(name, "not used by this family" if value is None else "unknown")
+            lines.append(f"  {name:<10} {shown:>12}   <- {source}")
+        if self.limits.max_aspect_ratio or self.limits.min_side > 1:
+            lines.append(f"  image limits: aspect ratio <= {self.limits.max_aspect_ratio}, side >= "
+                         f"{self.limits.min_side} px ({self.limits.source or self.limits.family or 'family'})")  # fmt: skip
+        return "\n".join(lines)
+
+
+def resize_for_model(image: Any, budget: PixelBudget) -> Any:
+    """``image`` (PIL, original pixels, displayed frame) as the model is sent it: resized once, bicubic (as GTA1 and
+    the Qwen image processor resample), to :meth:`PixelBudget.size_sent`; returned unchanged when the size already
+    matches (and for families without a smart_resize frame). The one resize of the project.
+
+    Raises:
+        ValueError: an aspect ratio smart_resize refuses (over 200).
+    """
+    from PIL import Image
+
+    size = budget.size_sent(*image.size)
+    if tuple(image.size) == size:
+        return image
+    return image.resize(size, Image.Resampling.BICUBIC)
+
+
+def resolve(layers: list[tuple[str, Mapping[str, Any]]], *, limits: ImageLimits | None = None) -> PixelBudget:
+    """The budget from ``layers`` ``[(source, {field: value or None}), ...]``, highest priority first: each field takes
+    the first non-``None`` value, with that layer's ``source``.
+
+    Example: ``resolve([("flag --max_pixels", {"max_pixels": 200704}), ("default of vlm_r1.grpo_jsonl",
+    {"min_pixels": 3136, "max_pixels": 12845056}), ("checkpoint preprocessor_config.json", {"factor": 28})])``.
+
+    Raises:
+        ValueError: the resolved values are inconsistent (``min_pixels > max_pixels``, a non-positive value).
+    """
+    values: dict[str, int | None] = dict.fromkeys(BUDGET_FIELDS)
+    sources: dict[str, str] = {}
+    for source, layer in layers:
+        for name in BUDGET_FIELDS:
+            value = layer.get(name)
+            if values[name] is None and value is not None:
+                values[name], sources[name] = int(value), source
+    if values["factor"] is None:  # a tiling family: the smart_resize bounds do not apply
+        for name in ("min_pixels", "max_pixels"):
+            if values[name] is not None:
+                sources[name] = f"{sources[name]} (no effect: this family has no smart_resize frame)"
+    return PixelBudget(**values, limits=limits or ImageLimits(), sources=sources)
+
+
+def from_processor(vlm_module: Any, processing_class: Any, source: str = "the processor's own settings") -> PixelBudget:
+    """The budget ``processing_class`` holds (``vlm_module.processor_budget``), every value from ``source``: what a
+    task uses when the entry point bound no budget (a task built directly, e.g. in a notebook or test)."""
+    return resolve([(source, vlm_module.processor_budget(processing_class))], limits=vlm_module.image_limits())
+
+
+def recorded_budget(model_path: str) -> PixelBudget | None:
+    """The budget a checkpoint of ours was trained at: ``pixel_budget`` of ``vlm_r1_run.json`` in ``model_path`` or,
+    for a ``checkpoint-N`` folder, in its parent (the run's output folder). ``None`` for a checkpoint without one (a
+    published checkpoint, or a hub id).
+
+    Raises:
+        ValueError: the file exists but its budget record is malformed (one line naming the file).
+    """
+    if not os.path.isdir(model_path):
+        return None
+    folders = [model_path]
+    if os.path.basename(os.path.abspath(model_path)).startswith("checkpoint-"):
+        folders.append(os.path.dirname(os.path.abspath(model_path)))
+    for folder in folders:
+        path = os.path.join(folder, RUN_INFO_FILE)
+        if not os.path.isfile(path):
+            continue
+        try:
+            with open(path, encoding="utf-8") as f:
+                info = json.load(f)
+        except (OSError, ValueError) as err:
+            raise ValueError(f"{path}: cannot read the recorded pixel budget: {err}") from None
+        if isinstance(info, dict) and RUN_INFO_KEY in info:
+            return PixelBudget.from_dict(info[RUN_INFO_KEY], f"checkpoint {path}")
+    return None
+
+
+def record(output_dir: str, budget: PixelBudget) -> str:
+    """Write ``budget`` as ``pixel_budget`` into ``output_dir/vlm_r1_run.json`` (the file's other keys kept; created
+    when absent; written atomically), so :func:`recorded_budget` finds it. Returns the file's path.
+
+    Raises:
+        OutputError: the file cannot be written.
+    """
+    from vlm_r1.outputs import write_json
+
+    path = os.path.join(output_dir, RUN_INFO_FILE)
+    info: dict = {}
+    try:
+        with open(path, encoding="utf-8") as f:
+            loaded = json.load(f)
+        info = loaded if isinstance(loaded, dict) else {}
+    except (OSError, ValueError):
+        pass
+    info[RUN_INFO_KEY] = budget.to_dict()
+    write_json(path, info)
+    return path
+
