@@ -10,6 +10,7 @@
     gui-grounding eval --data data/web_sample/test.jsonl --model runs/demo --out runs/demo/eval
     gui-grounding prompt --adapter gta1 --image-size 1920x1080 --instruction "Click the search box"
     gui-grounding profiles                      (pinned settings of published checkpoints, with sources)
+    gui-grounding compare runs/baseline/eval runs/ours/eval --out runs/compare   (paired, sample by sample)
     gui-grounding eval --profile gta1-7b-2507 --benchmark screenspot-pro --data ScreenSpot-Pro --model ... --out ...
 
 ``gui-grounding <subcommand> --help`` explains every flag.
@@ -300,6 +301,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name", nargs="?", default=None, help="one profile (default: all, as a table, then each in full)")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.set_defaults(func=_profiles)
+
+    from gui_grounding.eval.compare import add_parser as register_compare
+
+    register_compare(sub)
 
     from gui_grounding.prompt_cli import register_cli as register_prompt
 

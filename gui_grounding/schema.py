@@ -453,7 +453,9 @@ def record_to_sample(
                 raise SampleError(ref, "suspect_unit", f"pixel box {list(b)} has all four values in [0, 1]: "
                                                        "fractions of the image, not pixels")  # fmt: skip
     try:
-        width, height = read_image_size(image_path, ref, verify=verify_image, max_image_pixels=max_image_pixels, limits=limits)
+        width, height = read_image_size(
+            image_path, ref, verify=verify_image, max_image_pixels=max_image_pixels, limits=limits
+        )
     except SampleError as err:
         if not image_optional or err.reason not in _UNAVAILABLE or norm1000:
             raise

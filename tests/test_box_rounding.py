@@ -21,6 +21,7 @@ from gui_grounding.frames import Frame, gta1_box_to_resized
 from gui_grounding.rewards import click_reward
 from gui_grounding.schema import load_samples
 from gui_grounding.task import GUIGroundingOptions, GUIGroundingTask, sample_to_row
+from vlm_r1.pixel_budget import PixelBudget
 
 N = 100_000
 SEED = 20250705
@@ -151,11 +152,14 @@ def test_build_dataset_reads_box_rounding(tmp_path):
     record = {"image": "shot.png", "bbox": [100, 100, 300, 300],
               "conversations": [{"from": "human", "value": "<image>Click the logo"}]}  # fmt: skip
     (tmp_path / "d.jsonl").write_text(json.dumps(record) + "\n")
-    module = SimpleNamespace(get_image_resize_params=lambda processor: (28, 3136, 200_704))
+    module = SimpleNamespace(get_image_resize_params=lambda processor: (28, 3136, 200_704), model_type="qwen2_5_vl")
+    budget = PixelBudget.published("test", factor=28, min_pixels=3136, max_pixels=200_704)
 
     args = SimpleNamespace(data_file_list=[str(tmp_path / "d.jsonl")], image_folder_list=None, strict_data=False)
     for kw, expected in (({}, "float"), ({"box_rounding": "float"}, "float"), ({"box_rounding": "gta1"}, "gta1")):
-        row = GUIGroundingTask(GUIGroundingOptions(**kw)).build_dataset(args, None, module)[0]
+        task = GUIGroundingTask(GUIGroundingOptions(**kw))
+        task.pixel_budget = budget  # what the entry point binds
+        row = task.build_dataset(args, None, module)[0]
         assert (row["box_rounding"], row["target_boxes_source"], row["image"].size) == (
             expected, [[100.0, 100.0, 300.0, 300.0]], (588, 336))  # fmt: skip
     with pytest.raises(ValueError, match=r"^unknown box_rounding 'exact'; expected one of float, gta1$"):

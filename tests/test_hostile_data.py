@@ -247,7 +247,10 @@ def test_verify_modes_and_pixel_limit(root):
     for checker in (header, decode):
         with pytest.raises(validate.Invalid, match="image_too_large"):
             checker.check(os.path.join(shots, "bomb.png"))
-    assert validate.ImageChecker("header", max_image_pixels=None).check(os.path.join(shots, "bomb.png")) == (20_000, 20_000)
+    assert validate.ImageChecker("header", max_image_pixels=None).check(os.path.join(shots, "bomb.png")) == (
+        20_000,
+        20_000,
+    )
     with pytest.raises(validate.Invalid, match="image_too_large"):
         validate.ImageChecker("decode", max_image_pixels=1000).check(os.path.join(shots, "a.png"))
     report = convert("gta1", [], root, os.path.join(root, "..", "empty.jsonl"), progress=False)

@@ -277,24 +277,25 @@ def test_pixel_budget_given_for_internvl_warns_and_tiles_are_set(tiny_internvl, 
     import logging
     from types import SimpleNamespace
 
-    from vlm_r1.grpo_jsonl import load_image_processor
+    from vlm_r1.grpo_jsonl import load_processor_and_budget
     from vlm_r1.modules import get_vlm_module
 
     module = get_vlm_module(tiny_internvl)
-    defaults = (3136, 12845056)
+    default = "default of vlm_r1.grpo_jsonl"
     with caplog.at_level(logging.INFO, logger="vlm_r1"):
-        args = SimpleNamespace(min_pixels=3136, max_pixels=12845056, max_anyres_num=3)
-        processor = load_image_processor(module, tiny_internvl, args, default_pixels=defaults)
+        args = SimpleNamespace(min_pixels=3136, max_pixels=12845056, max_anyres_num=3,
+                               budget_sources={"min_pixels": default, "max_pixels": default,
+                                               "max_anyres_num": "flag --max_anyres_num"})  # fmt: skip
+        processor, budget = load_processor_and_budget(module, tiny_internvl, args)
     assert processor.image_processor.max_patches == 3
+    assert (budget.factor, budget.max_tiles, budget.sources["max_tiles"]) == (None, 3, "flag --max_anyres_num")
+    assert budget.size_sent(1280, 720) == (1280, 720)  # no smart_resize frame: the processor tiles the original
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="vlm_r1"):
-        load_image_processor(
-            module,
-            tiny_internvl,
-            SimpleNamespace(min_pixels=3136, max_pixels=100352, max_anyres_num=None),
-            default_pixels=defaults,
-        )
+        args = SimpleNamespace(min_pixels=3136, max_pixels=100352, max_anyres_num=None,
+                               budget_sources={"min_pixels": default, "max_pixels": "flag --max_pixels"})  # fmt: skip
+        load_processor_and_budget(module, tiny_internvl, args)
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == [
         "--min_pixels/--max_pixels have NO effect for model_type internvl (no smart_resize frame; --max_anyres_num "
         "bounds its tiles)"]  # fmt: skip

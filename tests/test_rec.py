@@ -277,7 +277,9 @@ def test_rec_task_rows_and_skip_counts(rec_jsonl, tiny_qwen25_dir, caplog):
     assert row0["image_path"] == os.path.join(SAMPLE, "images/installing-index__1280x720.png")
     assert (row0["image_size"], row0["resized_size"]) == ([1280, 720], [588, 336])
     assert (row3["image_size"], row3["resized_size"]) == ([1024, 768], [504, 364])
-    assert row0["image"].size == (1280, 720)  # the original image: the processor resizes it, as upstream
+    # resized once by the run's budget to exactly the size the processor would pick itself (upstream lets the
+    # processor resize the original): 1280x720 under 3136 .. 200704 -> 588x336
+    assert row0["image"].size == (588, 336)
     # the resized size written in the row is exactly the frame the processor produces (grid * patch size 14)
     for row in (row0, row3):
         batch = processor(text=["<|vision_start|><|image_pad|><|vision_end|>"], images=[row["image"]],
@@ -376,7 +378,7 @@ def test_rec_task_reads_rec_annotation_json(coco_root, tiny_qwen25_dir, caplog):
     # extra keys pass through as columns (union of keys: None where a record lacks one)
     assert [r["normal_caption"] for r in rows] == ["man", "woman", "bowl", "car"]
     assert [r["normal_solution"] for r in rows] == [[12, 30, 210, 400], None, None, None]
-    assert ds[0]["image"].size == (640, 480)
+    assert ds[0]["image"].size == (504, 364)  # 640x480 smart_resized under 3136 .. 200704 (the processor's frame)
 
 
 def test_rec_annotation_and_conversation_forms_give_the_same_row(coco_root, tmp_path, tiny_qwen25_dir):

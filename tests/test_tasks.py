@@ -40,7 +40,9 @@ def test_default_task_reads_upstream_records(tmp_path, tiny_qwen25_dir):
     assert row0["prompt"][0]["content"] == module.get_question_template("gui").format(Question="Which defect?")
     assert row0["solution"] == "<answer> Operation No Response </answer>"
     assert row0["accu_reward_method"] == "yes_no" and row0["id"] == "7"
-    assert [im.size for im in row0["images"]] == [(64, 48), (64, 48)]
+    # each image resized once by the run's pixel budget (the processor's own, here: 3136 .. 200704, factor 28):
+    # 64x48 = 3,072 px < min_pixels 3,136, so both sides round up to 56, exactly what the processor would do
+    assert [im.size for im in row0["images"]] == [(56, 56), (56, 56)]
     assert row1["solution"] == "<answer> [1, 2, 30, 40] </answer>"
     assert row1["accu_reward_method"] == "all_match"  # per-line value wins over --reward_method
 
@@ -98,6 +100,7 @@ def test_gui_task_rows_resize_once_into_the_prompt_frame(tmp_path, tiny_qwen25_d
 def test_images_load_in_their_displayed_frame(tmp_path):
     """EXIF orientation 6 (stored landscape, displayed portrait): the pixels fed to the model are the displayed ones,
     as sizes and boxes are read (vlm_r1.validate); upstream VLM-R1 and GTA1 ignore the tag."""
+    from vlm_r1.pixel_budget import PixelBudget
     from vlm_r1.tasks import load_images_transform
     from vlm_r1.validate import ImageChecker
 
@@ -111,5 +114,6 @@ def test_images_load_in_their_displayed_frame(tmp_path):
     (loaded,) = load_images_transform()({"image_path": [path]})["image"]
     assert loaded.size == (100, 200)
     assert loaded.getpixel((50, 5))[0] > 200 and loaded.getpixel((50, 195))[2] > 200  # stored left half on top
-    (resized,) = load_images_transform("size")({"image_path": [path], "size": [[50, 100]]})["image"]
-    assert resized.size == (50, 100)
+    budget = PixelBudget.published("test", factor=28, min_pixels=3136, max_pixels=200_704)
+    (resized,) = load_images_transform(budget)({"image_path": [path]})["image"]
+    assert resized.size == (112, 196)  # smart_resize of the displayed 100x200: round(100/28)*28, round(200/28)*28

@@ -113,6 +113,18 @@ def test_grpo_cli_two_steps(tiny_qwen25_dir, train_subset, tmp_path):
     assert info["world_size"] == 1
     assert info["reward_funcs"] == ["click_reward", "completion_length_reward"]
     assert info["smart_resize"] == {"factor": 28, "min_pixels": 3136, "max_pixels": 100352}
+    # the run's pixel budget is recorded with every value's source, and evaluating the checkpoint uses it (issue 19)
+    budget = info["pixel_budget"]
+    assert (budget["factor"], budget["min_pixels"], budget["max_pixels"]) == (28, 3136, 100352)
+    assert budget["sources"]["max_pixels"] == "flag --max_pixels"
+    assert budget["sources"]["factor"] == f"checkpoint {tiny_qwen25_dir} image processor"
+    from gui_grounding.adapters import get_adapter
+    from gui_grounding.eval.budget import resolve_eval_budget
+
+    for model in (out, os.path.join(out, "checkpoint-2")):
+        resolved, warnings = resolve_eval_budget(get_adapter("gta1"), model=model)
+        assert (resolved.max_pixels, warnings) == (100352, []), model  # not GTA1's published 8,847,360
+        assert resolved.sources["max_pixels"] == f"checkpoint {os.path.join(out, 'vlm_r1_run.json')}"
     assert sorted(info["banned_token_ids"]) == sorted(
         info["generation_kwargs"]["bad_words_ids"][i][0] for i in range(4)
     )

@@ -164,7 +164,9 @@ def test_default_task_keeps_every_extra_key_as_a_column(image_dir, tiny_qwen25_d
     for key in ("completions", "image_path", "images", "problem", "prompt", "solution", "trainer_state"):
         assert f"default: record key {key!r} dropped from 1 record(s): the name is reserved" in caplog.text
     assert [r["id"] for r in rows] == ["1", "b", f"{path}:3"]
-    assert len(ds[2]["images"]) == 1 and ds[2]["images"][0].size == (64, 48)  # from image_path, not the record
+    # from image_path, not the record; resized once by the run's budget as the processor would (64x48 = 3,072 px is
+    # under min_pixels 3,136: both sides round up to 56)
+    assert len(ds[2]["images"]) == 1 and ds[2]["images"][0].size == (56, 56)
 
 
 def test_extra_columns_are_capped(monkeypatch, caplog):

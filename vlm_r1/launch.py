@@ -72,9 +72,7 @@ def load_policy_model(model_args: Any, training_args: Any, vlm_module: Any):
     return model_cls.from_pretrained(path, **{k: v for k, v in init_kwargs.items() if v is not None})
 
 
-def save_final(
-    trainer: Any, processor: Any, vlm_module: Any, output_dir: str, title: str, budget: Any = None
-) -> None:
+def save_final(trainer: Any, processor: Any, vlm_module: Any, output_dir: str, title: str, budget: Any = None) -> None:
     """Save model, processor (tidied by the module; it holds the run's pixel budget), ``trainer_state.json``,
     ``training_curves.png`` and, with ``budget`` (the run's :class:`vlm_r1.pixel_budget.PixelBudget`), the budget in
     ``vlm_r1_run.json`` (what ``gui-grounding eval`` of this checkpoint uses by default)."""

@@ -261,4 +261,3 @@ def record(output_dir: str, budget: PixelBudget) -> str:
     info[RUN_INFO_KEY] = budget.to_dict()
     write_json(path, info)
     return path
-

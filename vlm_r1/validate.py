@@ -450,7 +450,10 @@ class ImageChecker:
     """
 
     def __init__(
-        self, verify: str = "decode", max_image_pixels: int | None = DECODE_PIXEL_LIMIT, limits: ImageLimits | None = None
+        self,
+        verify: str = "decode",
+        max_image_pixels: int | None = DECODE_PIXEL_LIMIT,
+        limits: ImageLimits | None = None,
     ):
         if verify not in VERIFY_MODES:
             raise ValueError(f"verify must be one of {VERIFY_MODES}, got {verify!r}")

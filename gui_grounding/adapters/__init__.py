@@ -32,7 +32,6 @@ from __future__ import annotations
 
 from gui_grounding.adapters import qwen2_5_vl
 from gui_grounding.adapters.base import ANSWER_FRAMES, Adapter, Request, messages_to_text
-from vlm_r1.pixel_budget import PixelBudget
 from gui_grounding.adapters.qwen2_5_vl import (
     GTA1_BUDGET,
     GTA1_MAX_PIXELS,
@@ -50,6 +49,7 @@ from gui_grounding.adapters.qwen2_5_vl import (
     UITars15Adapter,
 )
 from gui_grounding.adapters.qwen2_vl import OS_ATLAS_POINT_PROMPT, QWEN2_VL_BUDGET, Norm1000Adapter, Qwen2VLAdapter
+from vlm_r1.pixel_budget import PixelBudget
 from vlm_r1.registry import Registry
 
 ENTRY_POINT_GROUP = "gui_grounding.adapters"

@@ -35,6 +35,9 @@ class Request:
     image: Any  # PIL.Image.Image, resized by the run's pixel budget (vlm_r1.pixel_budget.resize_for_model)
     context: dict = field(default_factory=dict)  # e.g. original and resized sizes, used by parse()
     prompt_text: str = ""  # the full prompt as text, stored per sample in the predictions file
+    # text the assistant turn starts with, forced before generation (the ScreenSpot-Pro harness's Qwen2.5-VL
+    # "<tool_call>..." guide); the answer parsed and stored is this prefix + the generated text
+    assistant_prefix: str = ""
 
 
 def messages_to_text(messages: list[dict]) -> str:
@@ -79,6 +82,8 @@ class Adapter:
     model_types: tuple[str, ...] = ()
     prompt_mode = "non_thinking"
     default_budget: PixelBudget | None = None  # every registered adapter sets one
+    #: forced start of the assistant turn (``Request.assistant_prefix``); "" for most families
+    assistant_prefix = ""
 
     # ---- the frame ---------------------------------------------------------------------------------------------------
     def frame_for(self, width: int, height: int, budget: PixelBudget | None = None) -> Frame:
@@ -159,7 +164,16 @@ class Adapter:
         rgb = image if image.mode == "RGB" else image.convert("RGB")
         rgb = resize_for_model(rgb, budget)
         messages = self.messages(sample.instruction, frame, image_block=True)
-        return Request(messages, rgb, {"frame": frame}, messages_to_text(messages))
+        prompt_text = messages_to_text(messages) + (
+            f"\nassistant: {self.assistant_prefix}" if self.assistant_prefix else ""
+        )
+        return Request(messages, rgb, {"frame": frame}, prompt_text, self.assistant_prefix)
+
+    def is_refusal(self, text: str) -> bool:
+        """True when ``text`` (the full answer, assistant prefix included) is the family's explicit "no target"
+        answer (e.g. UI-Venus ``[-1,-1]``). The predictions line then carries ``"refusal": true`` with a null point,
+        which OSWorld-G scores by its refusal rule. Default: the family has no such answer."""
+        return False
 
     def parse(self, text: str, request: Request) -> tuple[float, float] | None:
         """The answer's point in original-image pixels, or ``None`` (inference parse rules)."""
@@ -167,6 +181,13 @@ class Adapter:
         return self.point_to_original(point, request.context["frame"]) if point is not None else None
 
     # ---- helpers ---------------------------------------------------------------------------------------------------
+    @staticmethod
+    def _system_turn(texts: Sequence[str], image_block: bool = True) -> list[dict]:
+        """A system turn of one or more text parts (content blocks; plain string when ``image_block`` is False)."""
+        if not image_block:
+            return [{"role": "system", "content": "".join(texts)}]
+        return [{"role": "system", "content": [{"type": "text", "text": t} for t in texts]}]
+
     @staticmethod
     def _user_turn(text: str, image_block: bool = True) -> list[dict]:
         """A single user turn: the image, then ``text`` (image-before-text, as the Qwen-VL families are prompted)."""

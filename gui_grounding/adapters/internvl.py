@@ -12,6 +12,8 @@ defined (on the 0-1000 grid). Asking for a point instead would mean a format Int
 
 from __future__ import annotations
 
+import re
+
 from gui_grounding.adapters.base import Adapter, _fmt
 from gui_grounding.prompts import parse_box, parse_point_or_box
 from vlm_r1.pixel_budget import PixelBudget
@@ -63,4 +65,60 @@ class InternVLAdapter(Adapter):
         return f"<ref>{instruction}</ref><box>[[{', '.join(_fmt(v) for v in box)}]]</box>"
 
 
-ADAPTERS = (InternVLAdapter,)
+# The ScreenSpot-Pro harness's InternVL request (likaixin2000/ScreenSpot-Pro-GUI-Grounding models/internvl.py:124,
+# commit bd8bbbb; the trailing "ß" is in the harness's text and is kept, as it is what the published numbers saw),
+# sent after "<image>\n" (the image part here); at most 12 tiles of 448 px (internvl.py:121), max_new_tokens 256
+# (internvl.py:104), greedy.
+INTERNVL_GUI_PROMPT = (
+    "Please provide the bounding box coordinate of the UI element this user instruction describes: "
+    "<ref>{instruction}</ref>. Answer in the format of [[x1, y1, x2, y2]]\u00df"
+)
+INTERNVL_HARNESS_BUDGET = PixelBudget.published(
+    "likaixin2000/ScreenSpot-Pro-GUI-Grounding models/internvl.py:121 (bd8bbbb): internvl_preprocess_image(image, "
+    "max_num=12), 448-px tiles plus a thumbnail",
+    max_tiles=12,
+)  # fmt: skip
+_HARNESS_POINT_RE = re.compile(r"\[\[(\d+),(\d+)\]\]")
+_HARNESS_BOX_RE = re.compile(
+    r"\[\[\s*(-?\d+(?:\.\d+)?)\s*,\s*(-?\d+(?:\.\d+)?)\s*,\s*(-?\d+(?:\.\d+)?)\s*,\s*(-?\d+(?:\.\d+)?)\s*\]\]"
+)
+
+
+class InternVLGUIAdapter(InternVLAdapter):
+    """InternVL as the ScreenSpot-Pro harness grounds it (``models/internvl.py``, commit bd8bbbb): a UI-element box
+    request on the 0-1000 grid.
+
+    * Image: the original screenshot, tiled by the processor (at most ``max_tiles`` 448-px tiles; 12 in the harness).
+    * Prompt: no system prompt of ours (the checkpoint's chat template decides); user = image, then
+      ``Please provide the bounding box coordinate of the UI element this user instruction describes:
+      <ref>{instruction}</ref>. Answer in the format of [[x1, y1, x2, y2]]ß`` (INTERNVL_GUI_PROMPT).
+    * Parse, as the harness: the first ``[[x,y]]`` point if any (``extract_first_point``), else the LAST
+      ``[[x1,y1,x2,y2]]`` box's centre (``extract_last_bounding_box``); 0-1000 -> original pixels. A box in another
+      syntax falls back to :class:`InternVLAdapter`'s parser.
+    * SFT target: ``[[x1, y1, x2, y2]]`` on the 0-1000 grid.
+    """
+
+    name = "internvl-gui"
+    model_types = ()
+    default_budget = INTERNVL_HARNESS_BUDGET
+
+    def messages(self, instruction, frame, *, image_block=True):
+        return self._user_turn(INTERNVL_GUI_PROMPT.format(instruction=instruction), image_block)
+
+    def parse_answer(self, text, *, strict=True):
+        point = _HARNESS_POINT_RE.search(text)
+        if point is not None:
+            return float(point.group(1)), float(point.group(2))
+        last = next(reversed(list(_HARNESS_BOX_RE.finditer(text))), None)  # the harness takes the last box
+        if last is not None:
+            x1, y1, x2, y2 = (float(v) for v in last.groups())
+            if not strict or (x1 <= x2 and y1 <= y2):
+                return (x1 + x2) / 2, (y1 + y2) / 2
+            return None
+        return super().parse_answer(text, strict=strict)
+
+    def sft_target(self, box, instruction):
+        return f"[[{', '.join(_fmt(v) for v in box)}]]"
+
+
+ADAPTERS = (InternVLAdapter, InternVLGUIAdapter)

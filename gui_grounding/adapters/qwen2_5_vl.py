@@ -4,9 +4,11 @@ variants) and UI-TARS-1.5. All answer in **absolute pixels of the smart_resized 
 
 from __future__ import annotations
 
+import re
+
 from gui_grounding.adapters.base import Adapter, _fmt
+from gui_grounding.prompts import build_messages, parse_answer_point, parse_box, parse_point_or_box, parse_point_tag
 from vlm_r1.pixel_budget import PixelBudget
-from gui_grounding.prompts import build_messages, parse_answer_point, parse_point_or_box, parse_point_tag
 
 # Qwen2/2.5-VL: patch 14 x spatial merge 2 (``gta1_and_peers.md`` 1.2 and 4).
 QWEN_FACTOR = 28
@@ -149,4 +151,178 @@ class UITars15Adapter(Adapter):
         return f"({_fmt((box[0] + box[2]) / 2)},{_fmt((box[1] + box[3]) / 2)})"
 
 
-ADAPTERS = (GTA1Adapter, GTA1ThinkingAdapter, GTA1BoxAdapter, UITars15Adapter)
+# ---- UI-Venus-Ground-7B and GUI-G²-7B: one box request, absolute pixels of the smart_resized image -----------------
+# The request both official scripts send (user turn: the image, then this text; no system prompt): inclusionAI/UI-Venus
+# models/grounding/ui_venus_ground_7b.py:39 (commit fc7670d) and ZJU-REAL/GUI-G2 README.md:174 (commit 5c5c365).
+OUTLINE_BOX_PROMPT = (
+    "Outline the position corresponding to the instruction: {instruction}. The output should be only [x1,y1,x2,y2]."
+)
+UI_VENUS_GROUND_BUDGET = PixelBudget.published(
+    "inclusionAI/UI-Venus models/grounding/ui_venus_ground_7b.py:42-43 (fc7670d): min_pixels = 2000000, max_pixels = "
+    "4800000 in the image message (qwen_vl_utils smart_resize, factor 28)",
+    factor=QWEN_FACTOR, min_pixels=2_000_000, max_pixels=4_800_000,
+)  # fmt: skip
+GUI_G2_BUDGET = PixelBudget.published(
+    "ZJU-REAL/GUI-G2 README.md:177-186 (5c5c365): the image message sets no bounds, so qwen_vl_utils' defaults apply "
+    "(vision_process.py MIN_PIXELS = 4*28*28, MAX_PIXELS = 16384*28*28, IMAGE_FACTOR = 28)",
+    factor=QWEN_FACTOR, min_pixels=4 * 28 * 28, max_pixels=16384 * 28 * 28,
+)  # fmt: skip
+# UI-Venus's explicit "no target" answer: UI-Venus-1.5's grounding prompt asks for [-1,-1] when the task is infeasible
+# and its parser returns it as "infeasible" (inclusionAI/UI-Venus models/grounding/ui_venus1_5_gd.py:75 and 164-165,
+# commit c3a1442); the box form [-1,-1,-1,-1] is read the same way
+_REFUSAL_RE = re.compile(r"\[\s*-1\s*,\s*-1\s*(?:,\s*-1\s*,\s*-1\s*)?\]")
+
+
+class OutlineBoxAdapter(Adapter):
+    """UI-Venus-Ground-7B / GUI-G²-7B convention: one box ``[x1,y1,x2,y2]`` in absolute pixels of the smart_resized
+    image, scored by its centre.
+
+    * Image: smart_resized once under the run's budget (``default_budget``: the family's official script's, see the
+      subclasses); the frame is ``image_grid_thw * 14``, which the official scripts divide the box by.
+    * Prompt: no system prompt (the chat template's default applies); user = image, then ``Outline the position
+      corresponding to the instruction: {instruction}. The output should be only [x1,y1,x2,y2].`` (OUTLINE_BOX_PROMPT).
+    * Parse: the official scripts ``eval`` the whole answer as a list of four numbers and take the box centre; here the
+      first ``[x1,y1,x2,y2]`` box (inference: decimals allowed; training: exactly one box of integers, ordered) ->
+      its centre, resized pixels -> original (``Frame.point_to_original``). ``[-1,-1]`` (or ``[-1,-1,-1,-1]``) alone
+      is UI-Venus's "no target" answer: a refusal (:meth:`is_refusal`), not a point.
+    * SFT target: the box, rounded, ``[x1,y1,x2,y2]``.
+
+    Example: a 1920x1080 screenshot under UI-Venus's budget (2,000,000 .. 4,800,000) is sent at 1932x1092 (2.1 Mpx is
+    inside the bounds); the answer ``[956,536,976,556]`` has centre (966, 546) -> (960.0, 540.0).
+    """
+
+    answer_frame = "resized"
+
+    def messages(self, instruction, frame, *, image_block=True):
+        return self._user_turn(OUTLINE_BOX_PROMPT.format(instruction=instruction), image_block)
+
+    def parse_answer(self, text, *, strict=True):
+        box = parse_box(text, "box", strict=strict)
+        return self._centre(box) if box is not None else None
+
+    def is_refusal(self, text: str) -> bool:
+        return _REFUSAL_RE.fullmatch(text.strip()) is not None
+
+    def sft_target(self, box, instruction):
+        return "[" + ",".join(_fmt(v) for v in box) + "]"
+
+
+class UIVenusGroundAdapter(OutlineBoxAdapter):
+    """UI-Venus-Ground-7B (inclusionAI/UI-Venus models/grounding/ui_venus_ground_7b.py, commit fc7670d): the outline
+    box request at 2,000,000 .. 4,800,000 pixels, ``max_new_tokens=128``, greedy. See :class:`OutlineBoxAdapter`."""
+
+    name = "ui-venus-ground"
+    default_budget = UI_VENUS_GROUND_BUDGET
+
+
+class GUIG2Adapter(OutlineBoxAdapter):
+    """GUI-G²-7B (ZJU-REAL/GUI-G2 README.md:150-230 inference snippet, commit 5c5c365): the same outline box request as
+    UI-Venus at qwen_vl_utils' default bounds 3,136 .. 12,845,056 pixels, ``max_new_tokens=128``, greedy. See
+    :class:`OutlineBoxAdapter`."""
+
+    name = "gui-g2"
+    default_budget = GUI_G2_BUDGET
+
+
+# ---- Qwen2.5-VL-Instruct: the ScreenSpot-Pro harness's computer_use request -----------------------------------------
+# The system turn of likaixin2000/ScreenSpot-Pro-GUI-Grounding models/qwen2_5vl.py:20-67 (commit bd8bbbb): two text
+# parts, "You are a helpful assistant." and this Qwen computer_use tool description, with the screen resolution set to
+# the RESIZED size W'xH' (qwen2_5vl.py:154); {width}/{height} are filled here, every other brace is literal.
+QWEN25VL_SYSTEM_HEAD = "You are a helpful assistant."
+QWEN25VL_COMPUTER_USE_SYSTEM = (
+    "\n\n\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided"
+    ' with function signatures within <tools></tools> XML tags:\n<tools>\n{{"type": "function", "funct'
+    'ion": {{"name_for_human": "computer_use", "name": "computer_use", "description": "Use a mouse a'
+    "nd keyboard to interact with a computer, and take screenshots.\n* This is an interface to a desk"
+    "top GUI. You do not have access to a terminal or applications menu. You must click on desktop i"
+    "cons to start applications.\n* Some applications may take time to start or process actions, so y"
+    "ou may need to wait and take successive screenshots to see the results of your actions. E.g. if"
+    " you click on Firefox and a window doesn't open, try wait and taking another screenshot.\n* The "
+    "screen's resolution is {width}x{height}.\n* Whenever you intend to move the cursor to click on a"
+    "n element like an icon, you should consult a screenshot to determine the coordinates of the ele"
+    "ment before moving the cursor.\n* If you tried clicking on a program or link but it failed to lo"
+    "ad, even after waiting, try adjusting your cursor position so that the tip of the cursor visual"
+    "ly falls on the element that you want to click.\n* Make sure to click any buttons, links, icons,"
+    " etc with the cursor tip in the center of the element. Don't click boxes on their edges unless "
+    'asked.", "parameters": {{"properties": {{"action": {{"description": "The action to perform. The'
+    " available actions are:\n* `key`: Performs key down presses on the arguments passed in order, th"
+    "en performs key releases in reverse order.\n* `type`: Type a string of text on the keyboard.\n* `"
+    "mouse_move`: Move the cursor to a specified (x, y) pixel coordinate on the screen.\n* `left_clic"
+    "k`: Click the left mouse button.\n* `left_click_drag`: Click and drag the cursor to a specified "
+    "(x, y) pixel coordinate on the screen.\n* `right_click`: Click the right mouse button.\n* `middle"
+    "_click`: Click the middle mouse button.\n* `double_click`: Double-click the left mouse button.\n*"
+    " `scroll`: Performs a scroll of the mouse scroll wheel.\n* `wait`: Wait specified seconds for th"
+    "e change to happen.\n* `terminate`: Terminate the current task and report its completion status."
+    '", "enum": ["key", "type", "mouse_move", "left_click", "left_click_drag", "right_click", "middl'
+    'e_click", "double_click", "scroll", "wait", "terminate"], "type": "string"}}, "keys": {{"descri'
+    'ption": "Required only by `action=key`.", "type": "array"}}, "text": {{"description": "Required'
+    ' only by `action=type`.", "type": "string"}}, "coordinate": {{"description": "(x, y): The x (pi'
+    "xels from the left edge) and y (pixels from the top edge) coordinates to move the mouse to. Req"
+    'uired only by `action=mouse_move` and `action=left_click_drag`.", "type": "array"}}, "pixels": '
+    '{{"description": "The amount of scrolling to perform. Positive values scroll up, negative value'
+    's scroll down. Required only by `action=scroll`.", "type": "number"}}, "time": {{"description":'
+    ' "The seconds to wait. Required only by `action=wait`.", "type": "number"}}, "status": {{"descr'
+    'iption": "The status of the task. Required only by `action=terminate`.", "type": "string", "enu'
+    'm": ["success", "failure"]}}}}, "required": ["action"], "type": "object"}}, "args_format": "For'
+    'mat the arguments as a JSON object."}}}}\n</tools>\n\nFor each function call, return a json object'
+    ' with function name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{{"name"'
+    ': <function-name>, "arguments": <args-json-object>}}\n</tool_call>'
+)
+# The assistant turn is forced to start with this guide (qwen2_5vl.py:160-162); the model continues with the coordinate.
+QWEN25VL_GUIDE = '<tool_call>\n{"name": "computer_use", "arguments": {"action": "left_click", "coordinate": ['
+QWEN25VL_HARNESS_BUDGET = PixelBudget.published(
+    "likaixin2000/ScreenSpot-Pro-GUI-Grounding models/qwen2_5vl.py:143-150 (bd8bbbb): smart_resize with the "
+    "processor's min_pixels (3136) and max_pixels=99999999, factor patch_size x merge_size = 28",
+    factor=QWEN_FACTOR, min_pixels=3136, max_pixels=99_999_999,
+)  # fmt: skip
+_COORDINATE_RE = re.compile(
+    r'"coordinate"\s*:\s*\[\s*(-?\d+(?:\.\d+)?)\s*,\s*(-?\d+(?:\.\d+)?)'
+    r"(?:\s*,\s*(-?\d+(?:\.\d+)?)\s*,\s*(-?\d+(?:\.\d+)?))?\s*\]"
+)
+
+
+class Qwen25VLComputerUseAdapter(Adapter):
+    """Qwen2.5-VL-Instruct as the ScreenSpot-Pro harness grounds it: a ``computer_use`` tool call in absolute pixels
+    of the smart_resized image.
+
+    Source: likaixin2000/ScreenSpot-Pro-GUI-Grounding ``models/qwen2_5vl.py`` (commit bd8bbbb), ``ground_only_positive``.
+
+    * Image: smart_resized once (factor 28, 3,136 .. 99,999,999 pixels: a screenshot is practically never scaled
+      down) and sent at that size.
+    * Prompt: system = two text parts, ``You are a helpful assistant.`` and the computer_use tool description whose
+      "screen's resolution is W'xH'" states the resized size (``QWEN25VL_COMPUTER_USE_SYSTEM``); user = image, then
+      the instruction; the assistant turn is forced to start with ``<tool_call>\n{"name": "computer_use",
+      "arguments": {"action": "left_click", "coordinate": [`` (``assistant_prefix``), so the model writes the
+      coordinate next.
+    * Parse (prefix + generated text): the first ``"coordinate": [x, y]`` (or ``[x1, y1, x2, y2]`` -> its centre) in
+      resized pixels -> original. The harness ``json.loads`` the whole tool call after cutting at its last ``}``; a
+      tool call with a coordinate but broken JSON elsewhere scores a point here and none there (documented in
+      docs/EVALUATION.md).
+    * SFT target: ``x, y]}}\n</tool_call>`` (the continuation of the guide).
+    """
+
+    name = "qwen2.5-vl"
+    answer_frame = "resized"
+    assistant_prefix = QWEN25VL_GUIDE
+    default_budget = QWEN25VL_HARNESS_BUDGET
+
+    def messages(self, instruction, frame, *, image_block=True):
+        tools = QWEN25VL_COMPUTER_USE_SYSTEM.format(width=frame.resized_width, height=frame.resized_height)
+        return self._system_turn([QWEN25VL_SYSTEM_HEAD, tools], image_block) + self._user_turn(instruction, image_block)
+
+    def parse_answer(self, text, *, strict=True):
+        match = _COORDINATE_RE.search(text if text.startswith("<tool_call>") else QWEN25VL_GUIDE + text)
+        if match is None:
+            return None
+        values = [float(v) for v in match.groups() if v is not None]
+        if len(values) == 4:
+            return (values[0] + values[2]) / 2, (values[1] + values[3]) / 2
+        return values[0], values[1]
+
+    def sft_target(self, box, instruction):
+        x, y = self._centre(box)
+        return f"{_fmt(x)}, {_fmt(y)}]}}}}\n</tool_call>"
+
+
+ADAPTERS = (GTA1Adapter, GTA1ThinkingAdapter, GTA1BoxAdapter, UITars15Adapter, UIVenusGroundAdapter, GUIG2Adapter,
+            Qwen25VLComputerUseAdapter)  # fmt: skip

@@ -27,8 +27,8 @@ rejected``. Files are written under temporary names and renamed at the end, so a
 from __future__ import annotations
 
 import argparse
-import logging
 import hashlib
+import logging
 import math
 import os
 import re

@@ -175,7 +175,9 @@ def run_eval(
         backend_kwargs["max_new_tokens"] = prof.max_new_tokens if prof else DEFAULT_MAX_NEW_TOKENS
     if model is not None and backend == "openai" and adapter is None:
         raise ValueError("--backend openai needs --adapter (the served model's prompt/coordinate convention)")
-    names = ("metrics.json", "results.md", "failures.html") + (("predictions.jsonl",) if model is not None else ())
+    names = ("metrics.json", "results.md", "failures.html", "scores.jsonl") + (
+        ("predictions.jsonl",) if model is not None else ()
+    )
     check_outputs(folders=[out_dir], inputs=[data, predictions])
     check_outputs(files=[os.path.join(out_dir, n) for n in names], inputs=[data, predictions])
     with OutputLock(out_dir, folder=True):
@@ -207,12 +209,16 @@ def run_eval(
         metrics = bench.metrics(samples, results)
         if prof is not None:
             meta["profile"] = prof.name
+            measured_with = {
+                **(benchmark_options or {}),
+                **({"subset": metrics["subset"]} if "subset" in metrics else {}),
+            }
             metrics["published"] = {"profile": prof.name, "model": prof.model,
-                                    "rows": prof.comparison(benchmark, benchmark_options or {}, metrics)}  # fmt: skip
+                                    "rows": prof.comparison(benchmark, measured_with, metrics)}  # fmt: skip
         doc = write_reports(out_dir, bench, samples, results, metrics, preds, prediction_report=pred_report,
                             load_report=load_report, meta=meta, max_failures=max_failures)  # fmt: skip
     print(bench.table(metrics))
-    print(f"\nwrote {show_path(os.path.join(out_dir, 'metrics.json'))}, results.md and failures.html")
+    print(f"\nwrote {show_path(os.path.join(out_dir, 'metrics.json'))}, results.md, scores.jsonl and failures.html")
     return doc
 
 

@@ -17,7 +17,9 @@ Formats (``format=`` / ``--predictions-format``):
 
 **Our predictions** (what ``--model`` writes): records ``{"sample_id": str | int, "point": [x, y] | null,
 "raw_response": str, ...}`` with ``point`` in **original-image pixels**; ``null`` = no valid answer (the abstention on
-refusal items). Other keys (prompt, adapter, resized point, ...) are kept, except the reader's own bookkeeping keys
+refusal items); optional ``"refusal": true`` (with a null point) = the model's explicit "no target" answer (UI-Venus
+``[-1,-1]``; ``Adapter.is_refusal``), which abstains on refusal items and is ``wrong`` on the others
+(``gui_grounding.eval.judge``); a ``refusal`` that is not a boolean (or null), or true beside a point, is malformed. Other keys (prompt, adapter, resized point, ...) are kept, except the reader's own bookkeeping keys
 ``ref``, ``malformed`` and ``harness_correctness``, which a record cannot set. ``report.format`` says how the file
 was framed: ``json_list`` (it starts with a JSON list; refs ``file:[index]``) or ``jsonl`` (refs ``file:line``).
 
@@ -415,6 +417,13 @@ def _load_records(
             c.malformed(ref, f"sample {sid}: point must be null or [x, y] finite numbers (|v| <= 1e7), got "
                              f"{short_repr(rec['point'])}", sid)  # fmt: skip
             continue
+        refusal = rec.get("refusal", False)
+        if refusal is not True and refusal is not False and refusal is not None:
+            c.malformed(ref, f"sample {sid}: refusal must be true, false or null, got {short_repr(refusal)}", sid)
+            continue
+        if refusal is True and point is not None:
+            c.malformed(ref, f"sample {sid}: a refusal has no point (got refusal true and point {point})", sid)
+            continue
         c.add(ref, sid, {k: v for k, v in rec.items() if k not in INTERNAL_KEYS}, point)
     return c.finish()
 
@@ -496,7 +505,7 @@ def results_from_predictions(
             results[s.sample_id] = {"correctness": WRONG_FORMAT, "point": None, "missing": False,
                                     "malformed": pred["malformed"]}  # fmt: skip
             continue
-        correctness = judge(s, pred["point"])
+        correctness = judge(s, pred["point"], refusal=pred.get("refusal") is True)
         results[s.sample_id] = {"correctness": correctness, "point": pred["point"], "missing": False}
         harness = pred.get("harness_correctness")
         if report is not None and harness is not None and harness != correctness:

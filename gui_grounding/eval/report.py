@@ -32,7 +32,7 @@ import math
 import os
 import re
 
-from gui_grounding.eval.benchmarks import load_report_dict
+from gui_grounding.eval.benchmarks import load_report_dict, md_table
 from gui_grounding.eval.benchmarks.base import Benchmark
 from gui_grounding.eval.judge import CORRECT
 from gui_grounding.eval.predictions import PredictionReport
@@ -43,6 +43,8 @@ logger = logging.getLogger(__name__)
 
 TARGET, POINT = (0, 170, 0), (230, 0, 0)
 RESERVED = ("benchmark", "predictions", "data", "meta")
+#: per-sample results (``write_scores``), read by ``gui-grounding compare``
+SCORES_FILE = "scores.jsonl"
 _OWN_IMAGE = re.compile(r"^\d{4,}(_zoom)?\.jpg$")
 # drawn marks are clipped to the picture grown by this many pixels (line widths and the point marker stay whole)
 _MARGIN = 16
@@ -102,6 +104,7 @@ def write_reports(
         raise OutputError(err.errno, f"cannot create {out_dir}: {err.strerror or err}") from None
     metrics_path = os.path.join(out_dir, "metrics.json")
     remove_summary(metrics_path)
+    write_scores(os.path.join(out_dir, SCORES_FILE), samples, results, predictions)
     write_text(
         os.path.join(out_dir, "results.md"), _text(_results_md(benchmark, samples, metrics, pred_summary, load_report))
     )
@@ -110,6 +113,19 @@ def write_reports(
     )
     write_text(metrics_path, summary)  # last: its presence says every other output is complete
     return doc
+
+
+def write_scores(path: str, samples: list[Sample], results: dict[str, dict], predictions: dict[str, dict]) -> None:
+    """``scores.jsonl``: one line per sample, in sample order, ``{"sample_id", "correctness", "point", "refusal"}``
+    (``point`` in original pixels or null; ``refusal``: the answer was an explicit "no target"), written atomically.
+    ``gui-grounding compare`` reads it to compare two runs sample by sample."""
+    lines = []
+    for s in samples:
+        r = results[s.sample_id]
+        pred = predictions.get(s.sample_id) or {}
+        lines.append(json.dumps({"sample_id": s.sample_id, "correctness": r["correctness"], "point": r.get("point"),
+                                 "refusal": pred.get("refusal") is True}, allow_nan=False))  # fmt: skip
+    write_text(path, "".join(line + "\n" for line in lines))
 
 
 def remove_summary(path: str) -> None:
@@ -156,7 +172,17 @@ def _results_md(benchmark: Benchmark, samples, metrics, pred_summary: dict, load
         if warnings:
             notes = ", ".join(f"{k} {v}" for k, v in sorted(load_report.notes.items()))
             lines.append(f"Warnings (kept and scored): {len(warnings)} ({notes}); listed in metrics.json.")
-    lines += ["", benchmark.table(metrics), "", "Failures: see `failures.html`.", ""]
+    lines += ["", benchmark.table(metrics), ""]
+    published = metrics.get("published")
+    if published:
+        lines += [f"**Published vs ours** (profile `{published['profile']}`, {published['model']}; within 1 point "
+                  "counts as reproduced)", ""]  # fmt: skip
+        rows = [[r["published"], r["ours"], f"{r['difference']:+.2f}", "yes" if r["within_1_point"] else "no",
+                 " ".join(f"{k}={v}" for k, v in r["options"].items()) or "-", r["source"]]
+                for r in published["rows"]]  # fmt: skip
+        lines += [md_table(["published %", "ours %", "difference", "within 1 point", "options", "source"], rows, left=0)
+                  if rows else "No published number of this profile for this benchmark (and options).", ""]  # fmt: skip
+    lines += ["Failures: see `failures.html`. Per-sample results: `scores.jsonl` (`gui-grounding compare`).", ""]
     return "\n".join(lines)
 
 

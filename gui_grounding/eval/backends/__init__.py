@@ -135,10 +135,17 @@ def load_image(sample) -> Any:
 
 
 def record(sample, request, text: str, adapter, *, error: str | None = None) -> dict:
-    """The predictions line for one answer: ``point`` parsed by ``adapter`` (original pixels) or ``None``."""
-    point = None if error is not None else adapter.parse(text, request)
+    """The predictions line for one answer: ``point`` parsed by ``adapter`` (original pixels) or ``None``, and
+    ``"refusal": true`` when the answer is the family's explicit "no target" (``Adapter.is_refusal``). The answer
+    parsed and stored as ``raw_response`` is the request's ``assistant_prefix`` followed by the generated ``text``."""
+    if error is None:
+        text = (getattr(request, "assistant_prefix", "") or "") + text
+    refusal = error is None and adapter.is_refusal(text)
+    point = None if error is not None or refusal else adapter.parse(text, request)
     rec = {"sample_id": sample.sample_id, "point": [float(point[0]), float(point[1])] if point is not None else None,
            "raw_response": text, "prompt": request.prompt_text, "adapter": adapter.name}  # fmt: skip
+    if refusal:
+        rec["refusal"] = True
     if error is not None:
         rec["error"] = error
     return rec
@@ -250,7 +257,9 @@ def image_data_url(image) -> str:
 
 def openai_messages(request) -> list[dict]:
     """``request.messages`` in OpenAI chat format: the image placeholder becomes an ``image_url`` part holding the
-    request's image as a base64 PNG data URL; text-only contents become plain strings."""
+    request's image as a base64 PNG data URL; text-only contents become plain strings. A request with an
+    ``assistant_prefix`` ends with an assistant message holding it (the caller asks the server to continue it:
+    vLLM's ``continue_final_message``)."""
     out = []
     for m in request.messages:
         content = m["content"]
@@ -265,4 +274,6 @@ def openai_messages(request) -> list[dict]:
             else:
                 parts.append({"type": "text", "text": p["text"]})
         out.append({"role": m["role"], "content": parts})
+    if getattr(request, "assistant_prefix", ""):
+        out.append({"role": "assistant", "content": request.assistant_prefix})
     return out

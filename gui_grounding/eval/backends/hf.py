@@ -50,7 +50,10 @@ def _build_requests(samples: list, adapter, budget, pool: ThreadPoolExecutor | N
 def _predict_batch(model, processor, vlm_module, samples: list, requests: list, adapter, *, banned,
                    max_new_tokens: int, device) -> list[dict]:  # fmt: skip
     """Prediction records for one batch (one left-padded greedy ``generate`` call). Caller sets eval/inference mode."""
-    texts = [processor.apply_chat_template(r.messages, tokenize=False, add_generation_prompt=True) for r in requests]
+    # a forced assistant prefix (Request.assistant_prefix) is appended after the generation prompt, as the ScreenSpot-Pro
+    # harness does for Qwen2.5-VL; record() puts it back in front of the generated text
+    texts = [processor.apply_chat_template(r.messages, tokenize=False, add_generation_prompt=True) + r.assistant_prefix
+             for r in requests]  # fmt: skip
     inputs, _ = vlm_module.prepare_model_inputs(processor, texts, [r.image for r in requests])
     inputs = inputs.to(device)
     tokenizer = processor.tokenizer
@@ -127,7 +130,6 @@ def predict_points(model, processor, vlm_module, samples: list, adapter, *, budg
     from tqdm.auto import tqdm
 
     from gui_grounding.eval.adapters import resolve_adapter
-
     from vlm_r1.pixel_budget import from_processor
 
     adapter = resolve_adapter(adapter)

@@ -113,8 +113,11 @@ def predict_openai(
         messages = openai_messages(request)
         for attempt in range(max_retries + 1):
             try:
+                body = extra_body
+                if request.assistant_prefix:  # continue the forced assistant prefix (vLLM's chat extension)
+                    body = {**(extra_body or {}), "continue_final_message": True, "add_generation_prompt": False}
                 resp = client.chat.completions.create(model=model, messages=messages, temperature=0.0,
-                                                      max_tokens=max_new_tokens, extra_body=extra_body)  # fmt: skip
+                                                      max_tokens=max_new_tokens, extra_body=body)  # fmt: skip
                 text = (resp.choices[0].message.content or "") if resp.choices else ""
                 return record(sample, request, text, adapter)
             except Exception as err:  # noqa: BLE001  (classified below; anything else is recorded, not raised)

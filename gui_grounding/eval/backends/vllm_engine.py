@@ -22,7 +22,7 @@ from gui_grounding.eval.backends import (
     load_image,
     open_predictions,
     openai_messages,
-        record,
+    record,
     write_records,
 )
 
@@ -81,9 +81,7 @@ def predict_vllm(
         from gui_grounding.eval.budget import resolve_eval_budget
 
         budget, _ = resolve_eval_budget(adapter, model=model_path)
-    mm_processor_kwargs = (
-        {"min_pixels": budget.min_pixels, "max_pixels": budget.max_pixels} if budget.resizes else {}
-    )
+    mm_processor_kwargs = {"min_pixels": budget.min_pixels, "max_pixels": budget.max_pixels} if budget.resizes else {}
     llm = vllm.LLM(model=model_path, limit_mm_per_prompt={"image": 1}, mm_processor_kwargs=mm_processor_kwargs or None,
                    tensor_parallel_size=tensor_parallel_size, gpu_memory_utilization=gpu_memory_utilization,
                    max_model_len=max_model_len, dtype=dtype, **(llm_kwargs or {}))  # fmt: skip
@@ -96,7 +94,9 @@ def predict_vllm(
         for i in range(0, len(todo), chunk_size):
             chunk = todo[i : i + chunk_size]
             requests = [adapter.build_request(s, load_image(s), budget=budget) for s in chunk]
-            outputs = llm.chat([openai_messages(r) for r in requests], sampling_params=params, use_tqdm=False)
+            prefix = bool(requests and requests[0].assistant_prefix)  # one adapter per run: all or none
+            outputs = llm.chat([openai_messages(r) for r in requests], sampling_params=params, use_tqdm=False,
+                               continue_final_message=prefix, add_generation_prompt=not prefix)  # fmt: skip
             write_records(out, [record(s, r, o.outputs[0].text, adapter)
                                 for s, r, o in zip(chunk, requests, outputs, strict=True)])  # fmt: skip
             bar.update(len(chunk))

@@ -508,9 +508,14 @@ def check_results(samples: list[Sample], results: dict[str, dict]) -> None:
 
 
 def cell(correct: int, total: int, wrong_format: int) -> dict:
-    """``{"num_correct", "num_total", "wrong_format", "accuracy"}``; accuracy in percent, 2 decimals (0.0 if empty)."""
+    """``{"num_correct", "num_total", "wrong_format", "accuracy", "ci95"}``; accuracy in percent, 2 decimals (0.0 if
+    empty); ``ci95`` its 95% Wilson interval ``[low, high]`` in percent (``None`` when empty:
+    :func:`gui_grounding.eval.stats.wilson_interval`)."""
+    from gui_grounding.eval.stats import wilson_interval
+
     return {"num_correct": correct, "num_total": total, "wrong_format": wrong_format,
-            "accuracy": round(100.0 * correct / total, 2) if total else 0.0}  # fmt: skip
+            "accuracy": round(100.0 * correct / total, 2) if total else 0.0,
+            "ci95": wilson_interval(correct, total)}  # fmt: skip
 
 
 def tally(
@@ -540,9 +545,15 @@ def md_table(header: list[str], rows: list[list[Any]], left: int = 1) -> str:
     return "\n".join(lines)
 
 
+def fmt_ci(c: dict) -> str:
+    """``"low-high"`` of a :func:`cell`'s 95% interval (``"-"`` when it has none)."""
+    ci = c.get("ci95")
+    return f"{ci[0]:.2f}-{ci[1]:.2f}" if ci else "-"
+
+
 def fmt_cell(c: dict) -> str:
-    """``"acc% (correct/total)"`` for a :func:`cell`."""
-    return f"{c['accuracy']:.2f} ({c['num_correct']}/{c['num_total']})"
+    """``"acc% [low-high] (correct/total)"`` for a :func:`cell` (the 95% Wilson interval in brackets)."""
+    return f"{c['accuracy']:.2f} [{fmt_ci(c)}] ({c['num_correct']}/{c['num_total']})"
 
 
 def breakdown_table(title: str, metrics: dict, sections: list[tuple[str, str]]) -> str:
@@ -551,11 +562,17 @@ def breakdown_table(title: str, metrics: dict, sections: list[tuple[str, str]]) 
     for key, label in sections:
         for value, c in metrics.get(key, {}).items():
             rows.append([label, value, *_cell_cols(c)])
-    return f"**{title}**\n\n" + md_table(["group", "value", "correct", "total", "no point", "accuracy %"], rows, left=2)
+    header = ["group", "value", "correct", "total", "no point", "accuracy %", "95% CI"]
+    return f"**{title}**\n\n" + md_table(header, rows, left=2)
+
+
+def fmt_cell_columns(c: dict) -> list:
+    """The columns of one accuracy cell in :func:`breakdown_table` (correct, total, no point, accuracy %)."""
+    return _cell_cols(c)
 
 
 def _cell_cols(c: dict) -> list:
-    return [c["num_correct"], c["num_total"], c["wrong_format"], f"{c['accuracy']:.2f}"]
+    return [c["num_correct"], c["num_total"], c["wrong_format"], f"{c['accuracy']:.2f}", fmt_ci(c)]
 
 
 # ---------------------------------------------------------------------------------------------------------------------

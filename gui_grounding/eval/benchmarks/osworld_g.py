@@ -103,6 +103,7 @@ class OSWorldG(Benchmark):
         if subset not in ("auto", *SUBSETS):
             raise ValueError(f"OSWorld-G subset must be auto, plain or refined, got {subset!r}")
         self.subset = subset
+        self.resolved_subset: str | None = None  # set by load(): the file read ("plain" or "refined")
         self.class_order: list[str] = []  # set by load(), from classification_result.json
 
     def annotation_path(self, data_dir: str) -> str:
@@ -164,6 +165,7 @@ class OSWorldG(Benchmark):
             SampleError: in strict mode, the first error.
         """
         path = self.annotation_path(data_dir)
+        self.resolved_subset = next(k for k, v in SUBSETS.items() if v == os.path.basename(path))
         report, sizes, ids = BenchmarkLoadReport(), ImageSizes(need_pixels=self.need_pixels), SampleIds()
         classes_by_id, self.class_order = self.read_classes(data_dir, report)
         image_dir = os.path.join(data_dir, "images")
@@ -207,19 +209,46 @@ class OSWorldG(Benchmark):
                       platform="desktop", extra=extra, polygons=polygons, refusal=box_type == "refusal")  # fmt: skip
 
     def metrics(self, samples: list[Sample], results: dict[str, dict]) -> dict:
-        """``{"overall": cell, "by_class": {class: cell}, "by_box_type": {box_type: cell}}``, accuracy in percent.
+        """``{"subset", "overall", "overall_without_refusal", "refusal", "by_class", "by_box_type"}``, accuracy in
+        percent.
 
-        Classes come in ``classification_result.json`` order (those with samples), ``unclassified`` last.
+        ``overall`` counts every item, refusal items included (the official denominator: an item is correct when the
+        model abstains on a refusal item, ``gui_grounding.eval.judge``); ``overall_without_refusal`` leaves the
+        refusal items out (the number papers report as "w/o refusal", and what harnesses that exclude refusal items by
+        default report, e.g. ZJU-REAL/ClawGUI clawgui-eval/metric/osworldg_metric.py:95-98, d990d3e); ``refusal``
+        is the refusal items alone. ``subset`` names the annotation file scored: ``plain`` (``OSWorld-G.json``) or
+        ``refined`` (``OSWorld-G_refined.json``), which are reported separately, one run each. Classes come in
+        ``classification_result.json`` order (those with samples), ``unclassified`` last.
         """
         check_results(samples, results)
         order = [*self.class_order, UNCLASSIFIED]
+        empty = cell(0, 0, 0)
         return {
-            "overall": tally(samples, results, lambda s: ["all"]).get("all", cell(0, 0, 0)),
+            "subset": self.resolved_subset or self.subset,
+            "overall": tally(samples, results, lambda s: ["all"]).get("all", empty),
+            "overall_without_refusal": tally(samples, results, lambda s: [] if s.refusal else ["all"]).get(
+                "all", empty
+            ),
+            "refusal": tally(samples, results, lambda s: ["all"] if s.refusal else []).get("all", empty),
             "by_class": tally(samples, results, lambda s: s.extra.get("classes", [UNCLASSIFIED]), order=order),
             "by_box_type": tally(samples, results, lambda s: [s.extra.get("box_type")], order=BOX_TYPES),
         }
 
     def table(self, metrics: dict) -> str:
-        """Overall, per class and per box type (accuracy in percent)."""
-        return breakdown_table("OSWorld-G accuracy (refusal items included; correct only when no point)", metrics,
-                               [("by_class", "class"), ("by_box_type", "box_type")])  # fmt: skip
+        """Overall (with and without the refusal items), per class and per box type (accuracy in percent)."""
+        subset = metrics.get("subset", "?")
+        rows = breakdown_table(
+            f"OSWorld-G ({subset}) accuracy (refusal items correct only when the model abstains)", metrics,
+            [("by_class", "class"), ("by_box_type", "box_type")],
+        )  # fmt: skip
+        extra = [f"| without refusal items | | {_cols(metrics.get('overall_without_refusal'))} |",
+                 f"| refusal items only | | {_cols(metrics.get('refusal'))} |"]  # fmt: skip
+        lines = rows.split("\n")
+        return "\n".join(lines[:5] + extra + lines[5:]) if len(lines) >= 5 else rows
+
+
+def _cols(c: dict | None) -> str:
+    """The table cells of one accuracy cell (``breakdown_table``'s columns)."""
+    from gui_grounding.eval.benchmarks import fmt_cell_columns
+
+    return " | ".join(str(v) for v in fmt_cell_columns(c or cell(0, 0, 0)))

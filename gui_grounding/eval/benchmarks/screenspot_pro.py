@@ -56,6 +56,7 @@ from gui_grounding.eval.benchmarks import (
     short_repr,
 )
 from gui_grounding.eval.benchmarks.base import Benchmark
+from gui_grounding.eval.stats import wilson_interval
 from gui_grounding.eval.judge import CORRECT, WRONG_FORMAT
 from gui_grounding.schema import Sample, SampleError
 
@@ -77,7 +78,11 @@ def calc(rows: list[dict]) -> dict:
             "wrong_format_num": sum(r["correctness"] == WRONG_FORMAT for r in rows),
             "action_acc": correct / total if total else 0,
             "text_acc": text_correct / len(text) if text else 0,
-            "icon_acc": icon_correct / len(icon) if icon else 0}  # fmt: skip
+            "icon_acc": icon_correct / len(icon) if icon else 0,
+            # ours, beside the harness's keys: 95% Wilson intervals in percent (gui_grounding.eval.stats)
+            "action_ci95": wilson_interval(correct, total),
+            "text_ci95": wilson_interval(text_correct, len(text)),
+            "icon_ci95": wilson_interval(icon_correct, len(icon))}  # fmt: skip
 
 
 def _breakdown(rows: list[dict], fields: tuple[str, ...], key_format: str) -> dict:
@@ -178,13 +183,15 @@ class ScreenSpotPro(Benchmark):
         """Leaderboard-style tables in percent: per group and per application text / icon / avg, then overall."""
 
         def row(label: str, c: dict) -> list:
+            ci = c.get("action_ci95")
             return [label, f"{100 * c['text_acc']:.2f}", f"{100 * c['icon_acc']:.2f}", f"{100 * c['action_acc']:.2f}",
-                    c["num_correct_action"], c["num_total"], c["wrong_format_num"]]  # fmt: skip
+                    f"{ci[0]:.2f}-{ci[1]:.2f}" if ci else "-", c["num_correct_action"], c["num_total"],
+                    c["wrong_format_num"]]  # fmt: skip
 
-        header = ["text %", "icon %", "avg %", "correct", "total", "no point"]
+        header = ["text %", "icon %", "avg %", "avg 95% CI", "correct", "total", "no point"]
         groups = [row(k.removeprefix("group:"), c) for k, c in metrics["leaderboard_simple_style"].items()]
         groups.append(row("overall", metrics["overall"]))
         apps = [row(k.removeprefix("app:"), c) for k, c in metrics["leaderboard_detailed_style"].items()]
         return (md_table(["group", *header], groups) + "\n\n" + md_table(["application", *header], apps)
                 + "\n\nAccuracies are micro averages (correct / total), as the ScreenSpot-Pro harness and leaderboard "
-                "report them.")  # fmt: skip
+                "report them; the interval is the 95% Wilson interval of the average.")  # fmt: skip

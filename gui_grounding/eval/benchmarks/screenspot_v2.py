@@ -144,5 +144,6 @@ class ScreenSpotV2(Benchmark):
                      fmt_cell(metrics["micro_avg"])])  # fmt: skip
         macro = metrics["macro_avg"]
         return (md_table(["platform", "text", "icon", "all"], rows)
-                + f"\n\n**micro avg** (correct / total): {metrics['micro_avg']['accuracy']:.2f}  \n"
-                f"**macro avg** (mean of {macro['num_cells']} platform x ui_type cells): {macro['accuracy']:.2f}")  # fmt: skip
+                + f"\n\n**micro avg** (correct / total): {fmt_cell(metrics['micro_avg'])}  \n"
+                f"**macro avg** (mean of {macro['num_cells']} platform x ui_type cells): {macro['accuracy']:.2f} (no interval: "
+                "a mean of cell accuracies is not one proportion)")  # fmt: skip
