@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from gui_grounding.adapters import Request, get_adapter
+from gui_grounding.adapters import get_adapter
 from gui_grounding.cli import main
 from gui_grounding.profiles import PROFILES, get_profile, profiles_table
 

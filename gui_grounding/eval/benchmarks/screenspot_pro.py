@@ -56,8 +56,8 @@ from gui_grounding.eval.benchmarks import (
     short_repr,
 )
 from gui_grounding.eval.benchmarks.base import Benchmark
-from gui_grounding.eval.stats import wilson_interval
 from gui_grounding.eval.judge import CORRECT, WRONG_FORMAT
+from gui_grounding.eval.stats import wilson_interval
 from gui_grounding.schema import Sample, SampleError
 
 logger = logging.getLogger(__name__)
