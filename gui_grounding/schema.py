@@ -178,7 +178,7 @@ class Sample:
     ui_type: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     # benchmarks only (OSWorld-G): target polygons in original pixels, and refusal items (no target exists; correct
-    # only when the prediction is null)
+    # only on a refusal answer: gui_grounding.eval.judge)
     polygons: list[list[tuple[float, float]]] = field(default_factory=list)
     refusal: bool = False
     source_boxes: list[Box] = field(default_factory=list)
@@ -277,7 +277,7 @@ def read_image_size(
 
     Raises:
         SampleError: ``missing_image``, ``not_a_file`` (not a regular non-empty file), ``image_too_large`` (over
-            ``max_image_pixels``, nothing decoded), ``unreadable_image`` or ``image_unsupported`` (outside the model
+            ``max_image_pixels``, the decode guard, nothing decoded), ``unreadable_image`` or ``image_unsupported`` (outside the model
             family's ``limits``: aspect ratio, smallest side).
     """
     try:
@@ -387,7 +387,8 @@ def record_to_sample(
         clip_tolerance_px: the pixel tolerance of :func:`clip_box` (0 rejects any overshoot).
         stats: when given, ``stats["clipped"]`` is incremented for a sample whose box(es) were clipped and
             ``stats["absolute_paths"]`` for a sample whose image path is absolute.
-        max_image_pixels: ``image_too_large`` above this many pixels (header-declared; nothing decoded).
+        max_image_pixels: the decode guard: ``image_too_large`` above this many pixels of the original image
+            (header-declared; nothing decoded; None/0: no limit). Not the model's smart_resize ``max_pixels``.
         contain_paths: ``base_dir`` is an image root the user named: a relative path whose ``..`` climbs out of it
             is ``path_outside_root`` (False: ``base_dir`` is only the data file's folder; ``..`` is allowed).
         limits: the model family's image limits (``image_unsupported`` outside them); None: no family check.
@@ -546,7 +547,8 @@ def load_samples(
         strict: raise on the first bad record instead of skipping and counting it.
         verify_images: ``True``/``"decode"`` (default): decode every image once, so no training run meets a broken
             image mid-run; ``False``/``"header"``/``"none"``: read headers only.
-        max_image_pixels: ``image_too_large`` above this many pixels (header-declared, checked before decoding).
+        max_image_pixels: the decode guard: ``image_too_large`` above this many pixels of the original image
+            (header-declared, checked before decoding; None/0: no limit). Not the model's smart_resize ``max_pixels``.
         limits: the model family's image limits (``image_unsupported`` outside them, before step 1).
 
     Sample ids follow the identity rule (``vlm_r1.validate.IdRegistry``): a record without a usable id gets

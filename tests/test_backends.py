@@ -131,7 +131,8 @@ def test_gta1_box_adapter_prompt_and_centre():
 
 
 def test_registry_and_defaults():
-    assert set(ADAPTERS) == {"gta1", "gta1-thinking", "gta1-box", "ui-tars-1.5", "qwen2-vl", "qwen3-vl", "internvl"}
+    registered = "gta1 gta1-thinking gta1-box ui-tars-1.5 ui-venus-ground gui-g2 qwen2.5-vl internvl internvl-gui"
+    assert " ".join(ADAPTERS) == registered + " qwen2-vl qwen3-vl"
     assert BACKENDS == ("hf", "openai", "vllm")
     with pytest.raises(ValueError, match=r"unknown adapter 'nope'; registered adapters: gta1, gta1-thinking"):
         get_adapter("nope")

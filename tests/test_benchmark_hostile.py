@@ -13,6 +13,7 @@ import os
 import shutil
 
 import pytest
+from helpers.wilson import expected_cell
 from PIL import Image
 
 from gui_grounding.cli import main as cli_main
@@ -27,8 +28,8 @@ SSV2, SSPRO, OSWG = (os.path.join(MINI, n) for n in ("screenspot_v2", "screenspo
 
 
 def c(correct, total, wf=0):
-    return {"num_correct": correct, "num_total": total, "wrong_format": wf,
-            "accuracy": round(100.0 * correct / total, 2) if total else 0.0}  # fmt: skip
+    """Expected accuracy cell, with its 95% Wilson interval from the closed form (tests/helpers/wilson.py)."""
+    return expected_cell(correct, total, wf)
 
 
 def centre(s):
@@ -314,8 +315,10 @@ def test_malformed_answer_on_a_refusal_item_is_not_an_abstention(tmp_path):
     path = write_lines(tmp_path / "p.jsonl", [raw_line("mini_3", "[NaN, 1]"),
                                               {"sample_id": "mini_7", "point": None}])  # fmt: skip
     m, results, _ = rescore(bench, samples, path)
-    assert (results["mini_3"]["correctness"], results["mini_7"]["correctness"]) == (WRONG_FORMAT, CORRECT)
-    assert m["by_box_type"]["refusal"] == c(1, 2, 1) and m["overall"] == c(1, 8, 7)
+    # a null point is no answer, not the refusal answer (the official rule: only a refusal answer, parsed to negative
+    # coordinates, abstains; gui_grounding.eval.judge)
+    assert (results["mini_3"]["correctness"], results["mini_7"]["correctness"]) == (WRONG_FORMAT, WRONG_FORMAT)
+    assert m["by_box_type"]["refusal"] == c(0, 2, 2) and m["overall"] == c(0, 8, 8)
 
 
 # ---------------------------------------------------------------------------------------------------------------------

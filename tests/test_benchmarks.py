@@ -14,6 +14,7 @@ import shutil
 from dataclasses import replace
 
 import pytest
+from helpers.wilson import ci_text, expected_cell, wilson_closed_form
 
 from gui_grounding.eval import EvalInputError
 from gui_grounding.eval.benchmarks import BENCHMARKS, BenchmarkLoadReport, DuplicateIdError, get_benchmark
@@ -89,15 +90,24 @@ def score_points(bench, samples, points, tmp_path, name="preds.jsonl"):
 
 
 def c(correct, total, wf=0):
-    """Expected accuracy cell (percent, 2 decimals)."""
-    return {"num_correct": correct, "num_total": total, "wrong_format": wf,
-            "accuracy": round(100.0 * correct / total, 2) if total else 0.0}  # fmt: skip
+    """Expected accuracy cell (percent, 2 decimals), with its 95% Wilson interval from the closed form."""
+    return expected_cell(correct, total, wf)
 
 
 def h(correct, total, wf, text, icon):
-    """Expected ScreenSpot-Pro harness cell (fractions)."""
-    return {"num_correct_action": correct, "num_total": total, "wrong_format_num": wf,
-            "action_acc": correct / total, "text_acc": text, "icon_acc": icon}  # fmt: skip
+    """Expected ScreenSpot-Pro harness cell (fractions) with our 95% Wilson intervals (percent, closed form);
+    ``text``, ``icon``: (correct, total) of the text and icon samples."""
+    return {
+        "num_correct_action": correct,
+        "num_total": total,
+        "wrong_format_num": wf,
+        "action_acc": correct / total,
+        "text_acc": text[0] / text[1],
+        "icon_acc": icon[0] / icon[1],
+        "action_ci95": wilson_closed_form(correct, total),
+        "text_ci95": wilson_closed_form(*text),
+        "icon_ci95": wilson_closed_form(*icon),
+    }
 
 
 @pytest.fixture(scope="module")
@@ -220,14 +230,18 @@ def test_ssv2_mixed_micro_differs_from_macro(ssv2, tmp_path):
     assert bench.table(m) == (
         "| platform | text | icon | all |\n"
         "|:---|---:|---:|---:|\n"
-        "| mobile | 33.33 (1/3) | 100.00 (1/1) | 50.00 (2/4) |\n"
-        "| desktop | 100.00 (2/2) | 0.00 (0/1) | 66.67 (2/3) |\n"
-        "| web | 50.00 (1/2) | 100.00 (1/1) | 66.67 (2/3) |\n"
-        "| all platforms | 57.14 (4/7) | 66.67 (2/3) | 60.00 (6/10) |\n"
+        f"| mobile | 33.33 [{ci_text(1, 3)}] (1/3) | 100.00 [{ci_text(1, 1)}] (1/1) | 50.00 [{ci_text(2, 4)}] (2/4) |\n"
+        f"| desktop | 100.00 [{ci_text(2, 2)}] (2/2) | 0.00 [{ci_text(0, 1)}] (0/1) | 66.67 [{ci_text(2, 3)}] (2/3) |\n"
+        f"| web | 50.00 [{ci_text(1, 2)}] (1/2) | 100.00 [{ci_text(1, 1)}] (1/1) | 66.67 [{ci_text(2, 3)}] (2/3) |\n"
+        f"| all platforms | 57.14 [{ci_text(4, 7)}] (4/7) | 66.67 [{ci_text(2, 3)}] (2/3) | 60.00 [{ci_text(6, 10)}] "
+        "(6/10) |\n"
         "\n"
-        "**micro avg** (correct / total): 60.00  \n"
-        "**macro avg** (mean of 6 platform x ui_type cells): 63.89"
+        f"**micro avg** (correct / total): 60.00 [{ci_text(6, 10)}] (6/10)  \n"
+        "**macro avg** (mean of 6 platform x ui_type cells): 63.89 (no interval: a mean of cell accuracies is not one "
+        "proportion)  \n"
+        "Cells: accuracy % [95% Wilson interval] (correct/total)."
     )
+    assert ci_text(1, 3) == "6.15-79.23" and ci_text(6, 10) == "31.27-83.18"  # the closed form, by hand
 
 
 def test_ssv2_bad_input_counted_with_refs(tmp_path):
@@ -324,10 +338,10 @@ def test_sspro_centres_edges_outside_nulls(sspro, tmp_path):
         ("nulls", {s.sample_id: None for s in samples}, 0, 1),
     ]:
         m = score_points(bench, samples, points, tmp_path, f"{name}.jsonl")
-        app = h(3 * n_ok, 3, 3 * n_wf, float(n_ok), float(n_ok))
-        expected = _sspro_expected({"pycharm": app, "vscode": app, "word": app,
-                                    "macos": h(6 * n_ok, 6, 6 * n_wf, float(n_ok), float(n_ok)),
-                                    "overall": h(9 * n_ok, 9, 9 * n_wf, float(n_ok), float(n_ok))})  # fmt: skip
+        app = h(3 * n_ok, 3, 3 * n_wf, (2 * n_ok, 2), (n_ok, 1))  # per application: 2 text, 1 icon sample
+        macos = h(6 * n_ok, 6, 6 * n_wf, (4 * n_ok, 4), (2 * n_ok, 2))
+        overall = h(9 * n_ok, 9, 9 * n_wf, (6 * n_ok, 6), (3 * n_ok, 3))
+        expected = _sspro_expected({"pycharm": app, "vscode": app, "word": app, "macos": macos, "overall": overall})
         assert m == expected, name
 
 
@@ -335,8 +349,8 @@ SSPRO_MIXED = {"vscode_macos_0": "c", "vscode_macos_1": "n", "vscode_macos_2": "
                "pycharm_macos_1": "c", "pycharm_macos_2": "c", "word_windows_0": "c", "word_windows_1": "o",
                "word_windows_2": "n"}  # fmt: skip
 SSPRO_MIXED_METRICS = _sspro_expected({
-    "pycharm": h(2, 3, 0, 1.0, 0.0), "vscode": h(1, 3, 1, 0.0, 1.0), "word": h(1, 3, 1, 0.0, 1.0),
-    "macos": h(3, 6, 1, 0.5, 0.5), "overall": h(4, 9, 2, 2 / 6, 2 / 3),
+    "pycharm": h(2, 3, 0, (2, 2), (0, 1)), "vscode": h(1, 3, 1, (0, 2), (1, 1)), "word": h(1, 3, 1, (0, 2), (1, 1)),
+    "macos": h(3, 6, 1, (2, 4), (1, 2)), "overall": h(4, 9, 2, (2, 6), (2, 3)),
 })  # fmt: skip
 
 
@@ -351,12 +365,13 @@ def test_sspro_mixed_exact_harness_dicts_and_table(sspro, tmp_path):
     assert m == SSPRO_MIXED_METRICS
     assert m["overall"]["action_acc"] == 4 / 9
     assert bench.table(m).splitlines()[:5] == [
-        "| group | text % | icon % | avg % | correct | total | no point |",
-        "|:---|---:|---:|---:|---:|---:|---:|",
-        "| Dev | 50.00 | 50.00 | 50.00 | 3 | 6 | 1 |",
-        "| Office | 0.00 | 100.00 | 33.33 | 1 | 3 | 1 |",
-        "| overall | 33.33 | 66.67 | 44.44 | 4 | 9 | 2 |",
+        "| group | text % | text 95% CI | icon % | icon 95% CI | avg % | avg 95% CI | correct | total | no point |",
+        "|:---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        f"| Dev | 50.00 | {ci_text(2, 4)} | 50.00 | {ci_text(1, 2)} | 50.00 | {ci_text(3, 6)} | 3 | 6 | 1 |",
+        f"| Office | 0.00 | {ci_text(0, 2)} | 100.00 | {ci_text(1, 1)} | 33.33 | {ci_text(1, 3)} | 1 | 3 | 1 |",
+        f"| overall | 33.33 | {ci_text(2, 6)} | 66.67 | {ci_text(2, 3)} | 44.44 | {ci_text(4, 9)} | 4 | 9 | 2 |",
     ]
+    assert m["overall"]["action_ci95"] == [18.88, 73.33]  # 4 of 9: the closed form, by hand
 
 
 def _harness_log(samples, points, *, with_id: bool, extra_details=(), flip=None):
@@ -465,29 +480,43 @@ def test_oswg_load(oswg):
                                  "fine_grained_manipulation", "refusal"]  # fmt: skip
 
 
-def _oswg_expected(overall, classes, box_types):
+def _oswg_expected(overall, without_refusal, classes, box_types):
+    """The metrics of the plain mini OSWorld-G; the refusal cell is the refusal box type's."""
     names = ["text_matching", "element_recognition", "layout_understanding", "fine_grained_manipulation", "refusal",
              "unclassified"]  # fmt: skip
-    return {"overall": overall, "by_class": dict(zip(names, classes, strict=True)),
-            "by_box_type": dict(zip(["bbox", "polygon", "refusal"], box_types, strict=True))}  # fmt: skip
+    return {
+        "subset": "plain",
+        "overall": overall,
+        "overall_without_refusal": without_refusal,
+        "refusal": box_types[2],
+        "by_class": dict(zip(names, classes, strict=True)),
+        "by_box_type": dict(zip(["bbox", "polygon", "refusal"], box_types, strict=True)),
+    }
+
+
+# the official refusal answer: a point off the screen at negative coordinates (gui_grounding.eval.judge)
+OSWG_OFF_SCREEN = {"mini_3": [-1, -1], "mini_7": [-2, -5]}
 
 
 def test_oswg_centres_edges_outside_nulls(oswg, tmp_path):
     bench, samples, _ = oswg
     by = {s.sample_id: s for s in samples}
-    full = _oswg_expected(c(8, 8), [c(2, 2), c(2, 2), c(1, 1), c(2, 2), c(2, 2), c(1, 1)], [c(4, 4), c(2, 2), c(2, 2)])
-    assert score_points(bench, samples, {s.sample_id: centre(s) for s in samples}, tmp_path, "centre.jsonl") == full
-    edges = {s.sample_id: corner(s, i) for i, s in enumerate(samples)}
+    classes = [c(2, 2), c(2, 2), c(1, 1), c(2, 2), c(2, 2), c(1, 1)]
+    full = _oswg_expected(c(8, 8), c(6, 6), classes, [c(4, 4), c(2, 2), c(2, 2)])
+    centres = {**{s.sample_id: centre(s) for s in samples}, **OSWG_OFF_SCREEN}
+    assert score_points(bench, samples, centres, tmp_path, "centre.jsonl") == full
+    edges = {**{s.sample_id: corner(s, i) for i, s in enumerate(samples)}, **OSWG_OFF_SCREEN}
     edges["mini_5"] = [160, 182.5]  # midpoint of the slanted hexagon edge (158, 179)-(162, 186)
     assert score_points(bench, samples, edges, tmp_path, "edges.jsonl") == full
     out = {s.sample_id: outside(s, i) for i, s in enumerate(samples)}
     out["mini_5"] = [161, 181]  # inside the hexagon's bounding box, outside the slanted edge
     assert by["mini_5"].polygons and score_points(bench, samples, out, tmp_path, "out.jsonl") == _oswg_expected(
-        c(0, 8), [c(0, 2), c(0, 2), c(0, 1), c(0, 2), c(0, 2), c(0, 1)], [c(0, 4), c(0, 2), c(0, 2)]
+        c(0, 8), c(0, 6), [c(0, 2), c(0, 2), c(0, 1), c(0, 2), c(0, 2), c(0, 1)], [c(0, 4), c(0, 2), c(0, 2)]
     )
+    # no point is no answer, on refusal items too (the official scorer never credits an unreadable answer)
     nulls = score_points(bench, samples, {s.sample_id: None for s in samples}, tmp_path, "nulls.jsonl")
-    assert nulls == _oswg_expected(c(2, 8, 6), [c(0, 2, 2), c(0, 2, 2), c(0, 1, 1), c(0, 2, 2), c(2, 2), c(0, 1, 1)],
-                                   [c(0, 4, 4), c(0, 2, 2), c(2, 2)])  # fmt: skip
+    no_answer = [c(0, n, n) for n in (2, 2, 1, 2, 2, 1)]
+    assert nulls == _oswg_expected(c(0, 8, 8), c(0, 6, 6), no_answer, [c(0, 4, 4), c(0, 2, 2), c(0, 2, 2)])
 
 
 def test_oswg_mixed_multi_class_and_missing_refusal(oswg, tmp_path):
@@ -502,12 +531,14 @@ def test_oswg_mixed_multi_class_and_missing_refusal(oswg, tmp_path):
         "mini_5": centre(by["mini_5"]),
         "mini_6": None,
     }
-    # mini_7 (refusal) has no prediction: counted missing and wrong_format, not a correct abstention
+    # mini_7 (refusal) has no prediction: counted missing and wrong_format, not a correct abstention; mini_3's null
+    # point is no answer either (wrong_format)
     m, results, _, report = rescore(bench, samples, write_jsonl(tmp_path / "p.jsonl", points))
     assert results["mini_7"] == {"correctness": WRONG_FORMAT, "point": None, "missing": True}
+    assert results["mini_3"] == {"correctness": WRONG_FORMAT, "point": None, "missing": False}
     assert report.missing == ["mini_7"]
-    assert m == _oswg_expected(c(3, 8, 2), [c(1, 2), c(1, 2), c(1, 1), c(1, 2), c(1, 2, 1), c(0, 1, 1)],
-                               [c(1, 4, 1), c(1, 2), c(1, 2, 1)])  # fmt: skip
+    classes = [c(1, 2), c(1, 2), c(1, 1), c(1, 2), c(0, 2, 2), c(0, 1, 1)]
+    assert m == _oswg_expected(c(2, 8, 3), c(2, 6, 1), classes, [c(1, 4, 1), c(1, 2), c(0, 2, 2)])
     assert "| class | layout_understanding | 1 | 1 | 0 | 100.00 |" in bench.table(m)
 
 
@@ -733,6 +764,16 @@ def test_write_reports(ssv2, tmp_path):
     }
     assert saved["predictions"]["examples"]["unknown_ids"] == [[f"{path}:10", "ghost"]]
     assert saved["data"]["num_samples"] == 10 and saved["meta"] == {"model": "none"}
+    assert saved["micro_avg"]["ci95"] == wilson_closed_form(6, 10) == [31.27, 83.18]
+    scores = [json.loads(line) for line in (out / "scores.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [x["sample_id"] for x in scores] == [s.sample_id for s in samples]
+    first = {"sample_id": samples[0].sample_id, "correctness": CORRECT, "point": centre(samples[0]), "refusal": False}
+    assert scores[0] == first
+    assert [x["correctness"] for x in scores].count(CORRECT) == 6
+    by_id = {x["sample_id"]: x for x in scores}
+    outside_image = {"sample_id": "screenspot_desktop_v2:0", "correctness": WRONG, "point": [-50, 10], "refusal": False}
+    assert by_id["screenspot_desktop_v2:0"] == outside_image
+    assert by_id["screenspot_web_v2:1"]["correctness"] == WRONG_FORMAT and by_id["screenspot_web_v2:1"]["point"] is None
     md = (out / "results.md").read_text(encoding="utf-8")
     assert md.startswith("# screenspot-v2: 10 samples\n") and bench.table(m) in md
     assert "1 samples without a prediction (counted wrong_format); 1 unknown sample_ids" in md
@@ -768,7 +809,7 @@ def test_failures_html_refusal_polygon_and_missing_image(oswg, tmp_path):
     write_reports(str(tmp_path), bench, broken, results, bench.metrics(broken, results), {})
     page = (tmp_path / "failures.html").read_text(encoding="utf-8")
     assert page.count('<div class="card">') == 3
-    assert "refusal item: correct only when the model gives no point" in page
+    assert "refusal item: correct only on a refusal answer" in page
     assert "polygon of 6 vertices" in page and "no prediction for this sample" in page
     assert "cannot draw" in page and "gone.png" in page
     # refusal: thumbnail only; polygon: thumbnail + zoom; missing image: none

@@ -46,6 +46,9 @@ FAMILIES = {
         "model_class": "Qwen3VLForConditionalGeneration",
         # gui-grounding prompt, 1920x1080 under the qwen3-vl budget: 1920x1088 (factor 32), one pad per 32x32 pixels
         "prompt_image_tokens": ("<|image_pad|>", 60 * 34),
+        # the image sent under the runs' budget (factor 32, 3136 .. 100352): 1280x720 is over budget, scaled by
+        # sqrt(921600 / 100352) = 3.03 and floored to multiples of 32: 13*32 x 7*32
+        "sent0": [416, 224],
     },
     "internvl": {
         "adapter": "internvl",
@@ -54,6 +57,7 @@ FAMILIES = {
         "model_class": "InternVLForConditionalGeneration",
         # 1920x1080, at most 2 tiles: a 2x1 grid + the thumbnail = 3 tiles of 256 context tokens
         "prompt_image_tokens": ("<IMG_CONTEXT>", 3 * 256),
+        "sent0": [1280, 720],  # tiles: the original screenshot is sent (the processor tiles it)
     },
 }
 # InternVL: at most 2 tiles per image (1280x720 -> 2x1 grid + thumbnail = 3 tiles instead of 9 under the default 12).
@@ -166,7 +170,7 @@ def _check_row0(rows, spec):
     row = rows[0]
     assert (row["sample_id"], row["instruction"]) == ("about__1280x720:0", INSTRUCTION0)
     assert row["prompt"] == [{"role": "user", "content": spec["request"].format(INSTRUCTION0)}]
-    assert row["image_size"] == row["resized_size"] == [1280, 720]  # the original screenshot is sent
+    assert (row["image_size"], row["resized_size"]) == ([1280, 720], spec["sent0"])  # sent under the run's budget
     assert row["answer_size"] == [1000, 1000]
     assert row["target_boxes"] == [[537, 144, 654, 160]]
     assert row["target_boxes_answer"] == [pytest.approx(NORM1000_BOX0, rel=1e-12)]
@@ -280,8 +284,10 @@ def test_sft_result_reloads_and_evaluates(family, sft_run):
 
 def test_prompt_cli_picks_family_adapter(family):
     _, spec, model, _ = family
+    # the tiny checkpoint records no training budget, so the pixel budget is the adapter's published one; InternVL's
+    # tile bound is given as the runs give it (INTERNVL_MAX_TILES; Qwen3-VL ignores it)
     proc = _run(["gui_grounding.cli", "prompt", "--model", model, "--image-size", "1920x1080", "--instruction",
-                 "Click the search box"])  # fmt: skip
+                 "Click the search box", "--max-tiles", str(INTERNVL_MAX_TILES)])  # fmt: skip
     out = json.loads(proc.stdout)
     assert out["adapter"] == spec["adapter"]
     assert out["image_size"] == [1920, 1080]

@@ -125,6 +125,16 @@ def test_grpo_cli_two_steps(tiny_qwen25_dir, train_subset, tmp_path):
         resolved, warnings = resolve_eval_budget(get_adapter("gta1"), model=model)
         assert (resolved.max_pixels, warnings) == (100352, []), model  # not GTA1's published 8,847,360
         assert resolved.sources["max_pixels"] == f"checkpoint {os.path.join(out, 'vlm_r1_run.json')}"
+    # `gui-grounding eval --model RUN` without --max-pixels evaluates at the recorded training budget (one sample)
+    from gui_grounding.cli import main as gui_grounding_main
+
+    eval_args = ["eval", "--data", str(held_out), "--model", out, "--out", str(tmp_path / "eval")]
+    gui_grounding_main([*eval_args, "--limit", "1", "--max-new-tokens", "4"])
+    with open(tmp_path / "eval" / "metrics.json") as f:
+        meta = json.load(f)["meta"]
+    assert (meta["pixel_budget"]["factor"], meta["pixel_budget"]["min_pixels"]) == (28, 3136)
+    assert meta["pixel_budget"]["max_pixels"] == 100352 and meta["pixel_budget_warnings"] == []
+    assert meta["pixel_budget"]["sources"]["max_pixels"] == f"checkpoint {os.path.join(out, 'vlm_r1_run.json')}"
     assert sorted(info["banned_token_ids"]) == sorted(
         info["generation_kwargs"]["bad_words_ids"][i][0] for i in range(4)
     )
@@ -226,7 +236,8 @@ def test_eval_predict_and_rescore(tiny_qwen25_dir, tmp_path):
     pred_file = tmp_path / "preds.jsonl"
     pred_file.write_text("".join(json.dumps(x) + "\n" for x in lines))
     m = run_eval("canonical", test_file, str(tmp_path / "rescored"), predictions=str(pred_file), limit=4)
-    assert m["overall"] == {"num_correct": 2, "num_total": 4, "wrong_format": 1, "accuracy": 50.0}
+    # Wilson 95% interval of 2/4 (z = 1.959964): centre 0.5, half-width z / (1 + z^2/4) * sqrt(1/16 + z^2/64) = 0.35
+    assert m["overall"] == {"num_correct": 2, "num_total": 4, "wrong_format": 1, "accuracy": 50.0, "ci95": [15.0, 85.0]}
     with open(pred_file, "a") as f:
         f.write(json.dumps({"sample_id": "not-in-data:0", "point": [1, 1], "raw_response": ""}) + "\n")
     m = run_eval("canonical", test_file, str(tmp_path / "rescored2"), predictions=str(pred_file), limit=4)

@@ -17,8 +17,9 @@ Rules:
   only a regular, non-empty file is opened: a directory, device, FIFO, socket or an empty file (``/proc`` entries
   report size 0) is ``not_a_file``;
 * **images** (:class:`ImageChecker`): checked once per unique image (cache keyed by path, size and mtime); the pixel
-  count declared by the header above ``max_image_pixels`` (default 64 Mpx) is ``image_too_large``, before anything is
-  decoded; ``verify="decode"`` decodes every pixel (a truncated PNG/JPEG, or a PNG whose IDAT is not a zlib stream,
+  count declared by the header above ``max_image_pixels`` (the decode guard, default :data:`DECODE_PIXEL_LIMIT` =
+  64 Mpx of the original image; unrelated to the model's smart_resize ``max_pixels``) is ``image_too_large``, before
+  anything is decoded; ``verify="decode"`` decodes every pixel (a truncated PNG/JPEG, or a PNG whose IDAT is not a zlib stream,
   is ``unreadable_image``), ``"header"`` reads the header only, ``"none"`` reads the header too (the size is
   needed) and is kept as its own mode name for the command line;
 * **EXIF orientation**: sizes are those of the **displayed frame** (``PIL.ImageOps.exif_transpose``: orientations
@@ -39,7 +40,10 @@ from dataclasses import dataclass
 from typing import Any
 
 MAX_COORD = 1e7  # any box number beyond +-1e7 is bad_box (no screen is that large, in any unit)
-DECODE_PIXEL_LIMIT = 64_000_000  # image_too_large above this many pixels (header-declared width x height)
+# The decode guard (a decompression-bomb guard): image_too_large above this many pixels (header-declared width x
+# height of the ORIGINAL image, before decoding). Unrelated to the model's smart_resize max_pixels budget
+# (vlm_r1.pixel_budget), which sizes the image the model sees.
+DECODE_PIXEL_LIMIT = 64_000_000
 VERIFY_MODES = ("none", "header", "decode")
 
 REASONS = {
@@ -444,8 +448,9 @@ class ImageChecker:
     Args:
         verify: ``"decode"`` (default; every pixel decoded: truncated or corrupt data is ``unreadable_image``),
             ``"header"`` (header only) or ``"none"`` (header only as well: the size is still needed).
-        max_image_pixels: header-declared ``width * height`` above this is ``image_too_large`` (checked before decoding);
-            None or 0 disables the limit.
+        max_image_pixels: the decode guard: a header-declared ``width * height`` (pixels of the original image) above
+            this is ``image_too_large``, checked before decoding; None or 0 disables it. Unrelated to the model's
+            smart_resize ``max_pixels`` (:mod:`vlm_r1.pixel_budget`).
         limits: the model family's :class:`ImageLimits`; a displayed size outside them is ``image_unsupported``.
     """
 

@@ -204,7 +204,9 @@ def _probe_or_reason(path: str, embedded: bytes | None, checker) -> tuple[int, i
 class ConvertReport:
     """Counts of one conversion. ``targets`` (instruction/box pairs found; a record that cannot be read counts as
     one) == ``samples + rejected``; ``reasons`` counts rejects per reason code, ``first_refs`` names the first reject
-    of each reason; ``clipped`` counts written samples whose box(es) were clipped to the image."""
+    of each reason; ``clipped`` counts written samples whose box(es) were clipped to the image. ``max_image_pixels``
+    is the decode guard the run used (summary key ``max_image_pixels``; ``None``: no limit), not the model's
+    smart_resize ``max_pixels``."""
 
     format: str
     inputs: list[str]
@@ -575,7 +577,9 @@ def convert(
         verify_images: ``decode`` (default: every unique image decoded once; truncated or corrupt data is
             ``unreadable_image``), ``header`` (header only) or ``none`` (header only, for the size; same as
             ``header`` today). See ``vlm_r1.validate.ImageChecker``.
-        max_image_pixels: ``image_too_large`` when the header declares more pixels (default 64 Mpx; None/0: no limit).
+        max_image_pixels: the decode guard: ``image_too_large`` when the header declares more pixels of the original
+            image (default ``vlm_r1.validate.DECODE_PIXEL_LIMIT``, 64 Mpx; None/0: no limit). Unrelated to the
+            model's smart_resize ``max_pixels``.
         limits: the target model family's image limits (``--family`` / ``--model``): an image outside them (aspect
             ratio, smallest side) is ``image_unsupported``, so no training run meets it at step 1.
 

@@ -1,18 +1,33 @@
 """``gui-grounding compare RUN_A RUN_B``: two eval runs on the same benchmark, sample by sample.
 
-Each run is an output folder of ``gui-grounding eval`` (``metrics.json`` and ``scores.jsonl``, the per-sample results
-every eval run writes). The comparison gives:
+Each run is an output folder of ``gui-grounding eval``: ``metrics.json`` (benchmark, OSWorld-G ``subset``, ``meta``)
+and ``scores.jsonl``, the per-sample results eval writes before ``metrics.json``
+(:func:`gui_grounding.eval.report.write_scores`: ``{"sample_id", "correctness", "point", "refusal"}``, the point in
+original pixels). The comparison gives:
 
-* both accuracies with their 95% Wilson intervals, and the difference B - A in points;
-* the paired counts (both right, A only, B only, both wrong) and McNemar's test on the discordant samples (exact for
-  fewer than 25, :func:`gui_grounding.eval.stats.mcnemar`);
-* the samples each run alone got right (listed up to ``--max-listed``);
-* with ``--out DIR``: ``compare.json``, ``compare.md`` and ``compare.html``, a side-by-side gallery of the samples the
-  runs disagree on (each run's point drawn on the screenshot, target in green), all written atomically.
+* both accuracies (correct / samples compared, percent) with their 95% Wilson intervals, and the difference B - A in
+  points;
+* the paired counts (both right, right only in A, right only in B, both wrong) and McNemar's test on the discordant
+  samples (:func:`gui_grounding.eval.stats.mcnemar`: exact binomial below 25 discordant samples, else chi-square with
+  continuity correction);
+* the ids of the samples each run alone got right (at most ``--max-listed`` per side);
+* with ``--out DIR``: ``compare.json`` (the numbers), ``compare.md`` (what is printed) and ``compare.html``, a gallery
+  of the samples the runs disagree on: each screenshot (and a zoom on the target) with the target in green, A's point
+  in blue and B's in orange (drawn by :mod:`gui_grounding.eval.report`'s helpers; images under ``DIR/compare/``).
+  The gallery reads the screenshots from the benchmark data that A's ``metrics.json`` names (``meta.data``, else B's);
+  when it cannot be read, the page says so and the numbers stand. Every file is written atomically,
+  ``compare.json`` last.
 
-Refused (one line, exit status 2): a folder without ``metrics.json`` or ``scores.jsonl`` (eval writes both; rescore
-an older folder with ``gui-grounding eval --predictions``), runs on different benchmarks (or OSWorld-G subsets), or
-different sample sets unless ``--intersect`` (then only the common samples count, and how many were left out is said).
+Refused, with one line on stderr and exit status 2:
+
+* a folder without ``metrics.json`` (not a finished eval), or with a malformed ``metrics.json`` / ``scores.jsonl``
+  line (named by file and line);
+* a folder without ``scores.jsonl`` (written by eval since issue 19): compare does not rescore on its own (that would
+  write into a run folder as a side effect); the message gives the ``gui-grounding eval --predictions`` command, built
+  from the folder's ``meta``, that rescores it in place and writes ``scores.jsonl``;
+* runs on different benchmarks, or on different OSWorld-G subsets (``plain`` vs ``refined``);
+* different sample sets (the message says how many samples are only in A and only in B), unless ``--intersect``:
+  then only the common samples are compared and the numbers of those left out are reported.
 """
 
 from __future__ import annotations
@@ -20,186 +35,348 @@ from __future__ import annotations
 import argparse
 import html
 import json
+import math
 import os
+import shlex
 import sys
 from typing import Any
 
-from gui_grounding.eval.judge import CORRECT
+from gui_grounding.eval.judge import CORRECT, WRONG, WRONG_FORMAT
 from gui_grounding.eval.stats import mcnemar, wilson_interval
+
+#: point colours in compare.html (RGB); the target is report.TARGET (green)
+COLOUR_A, COLOUR_B = (0, 90, 230), (240, 140, 0)
+SCORES_FILE = "scores.jsonl"
+GALLERY_DIR = "compare"
 
 
 class CompareError(ValueError):
     """Two runs that cannot be compared, with a one-line reason."""
 
 
+def _point_ok(point: Any) -> bool:
+    """``None`` or ``[x, y]`` of two finite numbers (not booleans)."""
+    if point is None:
+        return True
+    return (
+        isinstance(point, list)
+        and len(point) == 2
+        and all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in point)
+    )
+
+
+def rescore_command(folder: str, metrics: dict) -> str:
+    """The ``gui-grounding eval`` command that rescores ``folder`` in place (writing ``scores.jsonl``), from its
+    ``metrics.json`` (``meta.benchmark``, ``meta.data``, ``meta.predictions``, ``subset``); placeholders in capitals
+    where the folder does not say."""
+    meta = metrics.get("meta") if isinstance(metrics.get("meta"), dict) else {}
+
+    def arg(value: Any, placeholder: str) -> str:
+        return shlex.quote(value) if isinstance(value, str) and value else placeholder
+
+    words = ["gui-grounding eval", "--benchmark", arg(meta.get("benchmark") or metrics.get("benchmark"), "NAME")]
+    words += ["--data", arg(meta.get("data"), "DATA"), "--predictions", arg(meta.get("predictions"), "PREDICTIONS")]
+    if isinstance(metrics.get("subset"), str):
+        words += ["--subset", shlex.quote(metrics["subset"])]
+    return " ".join([*words, "--out", shlex.quote(folder)])
+
+
 def read_run(folder: str) -> dict:
-    """``{"folder", "metrics", "scores": {sample_id: line}, "order": [sample_id, ...]}`` of an eval output folder.
+    """Read an eval output folder.
+
+    Returns:
+        ``{"folder", "metrics": the metrics.json object, "scores": {sample_id: scores line}, "order": [sample_id,
+        ...] in data order}``.
 
     Raises:
-        CompareError: no ``metrics.json`` or ``scores.jsonl``, or an unreadable or malformed line.
+        CompareError: no or malformed ``metrics.json`` (an object with a string ``benchmark``); no ``scores.jsonl``
+            (the message gives the command that writes it); an unreadable file; a scores line that is not JSON, not
+            an object, without a string ``sample_id``, with a ``correctness`` other than correct / wrong /
+            wrong_format or a ``point`` other than null or two finite numbers, or a sample id twice; no sample.
     """
-    metrics_path, scores_path = os.path.join(folder, "metrics.json"), os.path.join(folder, "scores.jsonl")
-    for path in (metrics_path, scores_path):
-        if not os.path.isfile(path):
-            raise CompareError(f"{path} not found: compare needs the outputs of `gui-grounding eval` (rescore an older "
-                               "folder with `gui-grounding eval --predictions` to write scores.jsonl)")  # fmt: skip
+    metrics_path, scores_path = os.path.join(folder, "metrics.json"), os.path.join(folder, SCORES_FILE)
+    if not os.path.isfile(metrics_path):
+        raise CompareError(f"{metrics_path} not found: {folder} is not a finished `gui-grounding eval` output folder")
     try:
         with open(metrics_path, encoding="utf-8") as f:
             metrics = json.load(f)
-        scores, order = {}, []
+    except (OSError, UnicodeDecodeError, ValueError) as err:
+        raise CompareError(f"cannot read {metrics_path}: {type(err).__name__}: {err}") from None
+    if not isinstance(metrics, dict) or not isinstance(metrics.get("benchmark"), str):
+        raise CompareError(f"{metrics_path}: not the metrics.json of `gui-grounding eval` (no benchmark name)")
+    if not os.path.isfile(scores_path):
+        raise CompareError(
+            f"{scores_path} not found (eval runs older than scores.jsonl): re-run eval on its predictions to write "
+            f"it: {rescore_command(folder, metrics)}"
+        )
+    scores: dict[str, dict] = {}
+    try:
         with open(scores_path, encoding="utf-8") as f:
             for n, line in enumerate(f, start=1):
-                if not line.strip():
-                    continue
-                rec = json.loads(line)
-                if not isinstance(rec, dict) or not isinstance(rec.get("sample_id"), str) or "correctness" not in rec:
-                    raise CompareError(f"{scores_path}:{n}: not a scores line")
-                if rec["sample_id"] in scores:
-                    raise CompareError(f"{scores_path}:{n}: sample {rec['sample_id']!r} twice")
-                scores[rec["sample_id"]] = rec
-                order.append(rec["sample_id"])
-    except (OSError, UnicodeDecodeError, ValueError) as err:
-        if isinstance(err, CompareError):
-            raise
-        raise CompareError(f"cannot read the run in {folder}: {err}") from None
-    if not isinstance(metrics, dict):
-        raise CompareError(f"{metrics_path}: not a metrics object")
-    return {"folder": folder, "metrics": metrics, "scores": scores, "order": order}
+                if line.strip():
+                    rec = _scores_line(line, f"{scores_path}:{n}")
+                    if rec["sample_id"] in scores:
+                        raise CompareError(f"{scores_path}:{n}: sample {rec['sample_id']!r} a second time")
+                    scores[rec["sample_id"]] = rec
+    except (OSError, UnicodeDecodeError) as err:
+        raise CompareError(f"cannot read {scores_path}: {type(err).__name__}: {err}") from None
+    if not scores:
+        raise CompareError(f"{scores_path}: no sample")
+    return {"folder": folder, "metrics": metrics, "scores": scores, "order": list(scores)}
+
+
+def _scores_line(line: str, ref: str) -> dict:
+    try:
+        rec = json.loads(line)
+    except ValueError as err:
+        raise CompareError(f"{ref}: not JSON ({err})") from None
+    if not isinstance(rec, dict) or not isinstance(rec.get("sample_id"), str):
+        raise CompareError(f"{ref}: not a scores line (an object with a string sample_id)")
+    if rec.get("correctness") not in (CORRECT, WRONG, WRONG_FORMAT):
+        raise CompareError(f"{ref}: correctness must be correct, wrong or wrong_format, got {rec.get('correctness')!r}")
+    if not _point_ok(rec.get("point")):
+        raise CompareError(f"{ref}: point must be null or [x, y] (finite numbers), got {rec.get('point')!r}")
+    return rec
 
 
 def _benchmark_key(run: dict) -> tuple:
-    m = run["metrics"]
-    return m.get("benchmark"), m.get("subset")
+    return run["metrics"]["benchmark"], run["metrics"].get("subset")
+
+
+def _describe(key: tuple) -> str:
+    return key[0] + (f" ({key[1]})" if key[1] is not None else "")
 
 
 def compare_runs(a: dict, b: dict, *, intersect: bool = False, max_listed: int = 50) -> dict:
-    """The comparison document of two runs read by :func:`read_run` (module docstring).
+    """The comparison document (``compare.json``) of two runs read by :func:`read_run`.
+
+    Returns:
+        ``{"benchmark", "subset", "num_samples": samples compared, "left_out": {"only_in_a", "only_in_b"},
+        "a"/"b": {"folder", "model", "num_correct", "accuracy" (percent, 2 decimals), "ci95" ([low, high] percent)},
+        "difference_b_minus_a" (points, 2 decimals), "paired": {"both_right", "only_a", "only_b", "both_wrong"},
+        "mcnemar": {"method", "statistic", "p_value", "discordant"}, "only_a_right"/"only_b_right": sample ids in
+        data order (at most ``max_listed``), "max_listed"}``. A sample counts as right when its correctness is
+        ``correct`` (``wrong`` and ``wrong_format`` are both wrong).
 
     Raises:
-        CompareError: different benchmarks or subsets, no common sample, or different sample sets without
-            ``intersect``.
+        CompareError: different benchmarks or OSWorld-G subsets; different sample sets without ``intersect``; no
+            sample in common.
     """
-    if _benchmark_key(a) != _benchmark_key(b):
-        raise CompareError(f"different benchmarks: {a['folder']} is {_benchmark_key(a)}, {b['folder']} is "
-                           f"{_benchmark_key(b)}")  # fmt: skip
+    key_a, key_b = _benchmark_key(a), _benchmark_key(b)
+    if key_a != key_b:
+        raise CompareError(
+            f"different benchmarks: {a['folder']} is {_describe(key_a)}, {b['folder']} is {_describe(key_b)}"
+        )
     only_in_a = [s for s in a["order"] if s not in b["scores"]]
     only_in_b = [s for s in b["order"] if s not in a["scores"]]
     if (only_in_a or only_in_b) and not intersect:
-        raise CompareError(f"different sample sets: {len(only_in_a)} samples only in {a['folder']} (e.g. "
-                           f"{only_in_a[:3]}), {len(only_in_b)} only in {b['folder']} (e.g. {only_in_b[:3]}); "
-                           "--intersect compares the common samples")  # fmt: skip
+        raise CompareError(
+            f"different sample sets: {len(only_in_a)} samples only in {a['folder']} (e.g. {only_in_a[:3]}), "
+            f"{len(only_in_b)} only in {b['folder']} (e.g. {only_in_b[:3]}); --intersect compares the common samples"
+        )
     common = [s for s in a["order"] if s in b["scores"]]
     if not common:
-        raise CompareError("the runs have no sample in common")
-    counts = {"both_right": 0, "only_a": 0, "only_b": 0, "both_wrong": 0}
-    only_a, only_b = [], []
-    for sid in common:
-        ra, rb = a["scores"][sid]["correctness"] == CORRECT, b["scores"][sid]["correctness"] == CORRECT
-        if ra and rb:
-            counts["both_right"] += 1
-        elif ra:
-            counts["only_a"] += 1
-            only_a.append(sid)
-        elif rb:
-            counts["only_b"] += 1
-            only_b.append(sid)
-        else:
-            counts["both_wrong"] += 1
+        raise CompareError(f"{a['folder']} and {b['folder']} have no sample in common")
+    right_only_a, right_only_b = _disagreements(a, b, common)
+    both_right = sum(a["scores"][s]["correctness"] == CORRECT == b["scores"][s]["correctness"] for s in common)
     n = len(common)
-    right_a, right_b = counts["both_right"] + counts["only_a"], counts["both_right"] + counts["only_b"]
+    paired = {
+        "both_right": both_right,
+        "only_a": len(right_only_a),
+        "only_b": len(right_only_b),
+        "both_wrong": n - both_right - len(right_only_a) - len(right_only_b),
+    }
+    right_a, right_b = both_right + paired["only_a"], both_right + paired["only_b"]
 
     def run_doc(run: dict, right: int) -> dict:
-        return {"folder": run["folder"], "model": run["metrics"].get("meta", {}).get("model"),
-                "num_correct": right, "accuracy": round(100.0 * right / n, 2), "ci95": wilson_interval(right, n)}  # fmt: skip
+        meta = run["metrics"].get("meta")
+        model = meta.get("model") if isinstance(meta, dict) else None
+        accuracy = round(100.0 * right / n, 2)
+        return {"folder": run["folder"], "model": model, "num_correct": right, "accuracy": accuracy}
 
     return {
-        "benchmark": a["metrics"].get("benchmark"), "subset": a["metrics"].get("subset"), "num_samples": n,
+        "benchmark": key_a[0],
+        "subset": key_a[1],
+        "num_samples": n,
         "left_out": {"only_in_a": len(only_in_a), "only_in_b": len(only_in_b)},
-        "a": run_doc(a, right_a), "b": run_doc(b, right_b),
+        "a": {**run_doc(a, right_a), "ci95": wilson_interval(right_a, n)},
+        "b": {**run_doc(b, right_b), "ci95": wilson_interval(right_b, n)},
         "difference_b_minus_a": round(100.0 * (right_b - right_a) / n, 2),
-        "paired": counts, "mcnemar": mcnemar(counts["only_a"], counts["only_b"]),
-        "only_a_right": only_a[:max_listed], "only_b_right": only_b[:max_listed],
-    }  # fmt: skip
+        "paired": paired,
+        "mcnemar": {**mcnemar(paired["only_a"], paired["only_b"]), "discordant": paired["only_a"] + paired["only_b"]},
+        "only_a_right": right_only_a[:max_listed],
+        "only_b_right": right_only_b[:max_listed],
+        "max_listed": max_listed,
+    }
+
+
+def _disagreements(a: dict, b: dict, common: list[str]) -> tuple[list[str], list[str]]:
+    """The common sample ids right only in A, and right only in B, in A's order."""
+    only_a, only_b = [], []
+    for sid in common:
+        right_a, right_b = a["scores"][sid]["correctness"] == CORRECT, b["scores"][sid]["correctness"] == CORRECT
+        if right_a != right_b:
+            (only_a if right_a else only_b).append(sid)
+    return only_a, only_b
 
 
 def markdown(doc: dict) -> str:
-    """``compare.md``: the accuracies, the paired table and the test."""
-    from gui_grounding.eval.benchmarks import md_table
-
-    def ci(run: dict) -> str:
-        return f"{run['ci95'][0]:.2f}-{run['ci95'][1]:.2f}" if run["ci95"] else "-"
+    """``compare.md`` (also printed): the accuracies with intervals, the difference, the paired table, the test and
+    the samples right in one run only."""
+    from gui_grounding.eval.benchmarks import fmt_ci, md_table
 
     p, test = doc["paired"], doc["mcnemar"]
     subset = f" ({doc['subset']})" if doc.get("subset") else ""
-    lines = [f"# {doc['benchmark']}{subset}: A vs B on {doc['num_samples']} samples", "",
-             md_table(["run", "folder", "correct", "accuracy %", "95% CI"],
-                      [["A", doc["a"]["folder"], doc["a"]["num_correct"], f"{doc['a']['accuracy']:.2f}", ci(doc["a"])],
-                       ["B", doc["b"]["folder"], doc["b"]["num_correct"], f"{doc['b']['accuracy']:.2f}", ci(doc["b"])]]),
-             "", f"Difference B - A: {doc['difference_b_minus_a']:+.2f} points.", "",
-             md_table(["", "B right", "B wrong"], [["A right", p["both_right"], p["only_a"]],
-                                                   ["A wrong", p["only_b"], p["both_wrong"]]]),
-             "", f"McNemar ({test['method']}, {p['only_a'] + p['only_b']} discordant samples): p = {test['p_value']:.4g}.",
-             ""]  # fmt: skip
+    runs = [
+        [tag, doc[k]["folder"], doc[k]["num_correct"], f"{doc[k]['accuracy']:.2f}", fmt_ci(doc[k])]
+        for tag, k in (("A", "a"), ("B", "b"))
+    ]
+    method = "exact binomial" if test["method"] == "exact" else "chi-square with continuity correction"
+    statistic = f", statistic {test['statistic']:.4g}" if test["statistic"] is not None else ""
+    lines = [
+        f"# {doc['benchmark']}{subset}: A vs B on {doc['num_samples']} samples",
+        "",
+        md_table(["run", "folder", "correct", "accuracy %", "95% CI"], runs),
+        "",
+        f"Difference B - A: {doc['difference_b_minus_a']:+.2f} points.",
+        "",
+        md_table(
+            ["", "B right", "B wrong"],
+            [["A right", p["both_right"], p["only_a"]], ["A wrong", p["only_b"], p["both_wrong"]]],
+        ),
+        "",
+        f"McNemar's test ({method}, {test['discordant']} discordant samples{statistic}): p = {test['p_value']:.4g}.",
+        "",
+    ]
     left = doc["left_out"]
     if left["only_in_a"] or left["only_in_b"]:
-        lines += [f"Compared on the common samples only: {left['only_in_a']} only in A and {left['only_in_b']} only "
-                  "in B left out.", ""]  # fmt: skip
-    lines += [f"Right only in A ({p['only_a']}): {', '.join(doc['only_a_right']) or '-'}", "",
-              f"Right only in B ({p['only_b']}): {', '.join(doc['only_b_right']) or '-'}", ""]  # fmt: skip
+        lines += [
+            f"Compared on the common samples only (--intersect): {left['only_in_a']} samples only in A and "
+            f"{left['only_in_b']} only in B left out.",
+            "",
+        ]
+    for tag, key, count in (("A", "only_a_right", p["only_a"]), ("B", "only_b_right", p["only_b"])):
+        more = f" (first {len(doc[key])})" if count > len(doc[key]) else ""
+        lines += [f"Right only in {tag} ({count}){more}: {', '.join(doc[key]) or '-'}", ""]
     return "\n".join(lines)
 
 
-def write_gallery(out_dir: str, doc: dict, a: dict, b: dict, *, max_cards: int = 100) -> str:
-    """``compare.html``: the samples the runs disagree on, A's point and B's point each drawn on the screenshot (target
-    in green), side by side; screenshots are read from the benchmark as run A's ``metrics.json`` names it
-    (``meta.data``). A sample whose image cannot be read gets a line saying so. Returns the path."""
+def _load_samples(a: dict, b: dict, doc: dict) -> tuple[dict, str]:
+    """``({sample_id: Sample}, "")`` of the benchmark data named by A's (else B's) ``meta.data``, or ``({}, why
+    not)``."""
     from gui_grounding.eval.benchmarks import get_benchmark
-    from gui_grounding.eval.report import _draw
-    from vlm_r1.outputs import write_bytes
 
-    meta = a["metrics"].get("meta", {})
-    samples: dict[str, Any] = {}
-    problem = ""
+    problems = []
+    for run in (a, b):
+        meta = run["metrics"].get("meta")
+        data = meta.get("data") if isinstance(meta, dict) else None
+        if not isinstance(data, str) or not data:
+            problems.append(f"{run['folder']}: metrics.json names no benchmark data (meta.data)")
+            continue
+        try:
+            bench = get_benchmark(doc["benchmark"], **({"subset": doc["subset"]} if doc.get("subset") else {}))
+            bench.need_pixels = False
+            samples, _ = bench.load(data)
+            return {s.sample_id: s for s in samples}, ""
+        except Exception as err:  # noqa: BLE001  (the gallery is optional: the numbers stand without it)
+            problems.append(f"cannot read {data}: {type(err).__name__}: {' '.join(str(err).split())[:300]}")
+    return {}, "; ".join(problems)
+
+
+def write_gallery(out_dir: str, doc: dict, a: dict, b: dict, *, max_cards: int = 100) -> str:
+    """Write ``out_dir/compare.html`` (and its pictures under ``out_dir/compare/``): one card per sample the runs
+    disagree on (data order, at most ``max_cards``), with the screenshot and a zoom on the target, the target in
+    green, A's point in blue and B's in orange (points in original pixels, drawn scaled). A sample missing from the
+    benchmark data, or whose screenshot is missing or unreadable, gets a line saying so. Pictures an earlier run wrote
+    there are removed first. Returns the HTML path.
+
+    Raises:
+        OutputError: a file cannot be written.
+    """
+    from gui_grounding.eval.report import _OWN_IMAGE, _draw, _image_problem
+    from vlm_r1.outputs import OutputError, write_bytes
+
+    img_dir = os.path.join(out_dir, GALLERY_DIR)
     try:
-        options = {"subset": doc["subset"]} if doc.get("subset") else {}
-        bench = get_benchmark(doc["benchmark"], **options)
-        bench.need_pixels = False
-        loaded, _ = bench.load(meta.get("data", ""))
-        samples = {s.sample_id: s for s in loaded}
-    except Exception as err:  # noqa: BLE001  (the gallery is optional: the numbers stand without it)
-        problem = f"benchmark data not readable ({type(err).__name__}: {err}); no pictures"
-    disagree = doc["only_a_right"] + doc["only_b_right"]
+        os.makedirs(img_dir, exist_ok=True)
+        for name in os.listdir(img_dir):
+            if _OWN_IMAGE.match(name):
+                os.remove(os.path.join(img_dir, name))
+    except OSError as err:
+        raise OutputError(err.errno, f"cannot prepare {img_dir}: {err.strerror or err}") from None
+    common = [s for s in a["order"] if s in b["scores"]]
+    only_a, only_b = _disagreements(a, b, common)
+    winners = {**dict.fromkeys(only_a, "A"), **dict.fromkeys(only_b, "B")}
+    disagree = [s for s in common if s in winners]
+    samples, problem = _load_samples(a, b, doc) if disagree[:max_cards] else ({}, "")
+    e = html.escape
     cards = []
     for i, sid in enumerate(disagree[:max_cards], start=1):
         s = samples.get(sid)
-        winner = "A" if sid in doc["only_a_right"] else "B"
-        pictures = []
-        for tag, run in (("a", a), ("b", b)):
-            point = run["scores"][sid].get("point")
-            folder = os.path.join(out_dir, "compare", tag)
-            os.makedirs(folder, exist_ok=True)
+        pa, pb = a["scores"][sid].get("point"), b["scores"][sid].get("point")
+        lines = [
+            f"<b>A</b> ({e(a['scores'][sid]['correctness'])}): {e(_fmt_point(pa))}",
+            f"<b>B</b> ({e(b['scores'][sid]['correctness'])}): {e(_fmt_point(pb))}",
+        ]
+        if s is None:
+            pictures = "<p class='err'>sample not in the benchmark data: no picture</p>"
+        elif (why := _image_problem(s)) is not None:
+            pictures = f"<p class='err'>{e(f'cannot draw {s.image_path}: image missing ({why})')}</p>"
+        else:
             try:
-                (name, _), *_ = _draw(s, point, folder, i, 560) if s is not None else [(None, None)]
-                pictures.append(f'<figure><img src="compare/{tag}/{html.escape(name)}"><figcaption>{tag.upper()}: '
-                                f"{html.escape(str(point))}</figcaption></figure>" if name else "")  # fmt: skip
+                images = _draw(s, None, img_dir, i, 800, marks=[(pa, COLOUR_A), (pb, COLOUR_B)])
+                pictures = "".join(f'<img src="{GALLERY_DIR}/{e(n)}" alt="{e(alt)}">' for n, alt in images)
+            except OutputError:  # the disk, not the sample
+                raise
             except Exception as err:  # noqa: BLE001  (one unreadable screenshot must not stop the page)
-                pictures.append(f"<p>{tag.upper()}: cannot draw ({html.escape(type(err).__name__)})</p>")
-        instruction = html.escape(s.instruction) if s is not None else "(sample not in the benchmark data)"
-        cards.append(f'<div class="card"><h3>#{i} <code>{html.escape(sid)}</code>: right only in {winner}</h3>'
-                     f"<p>{instruction}</p>{''.join(pictures)}</div>")  # fmt: skip
-    page = (f"<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>compare</title><style>body{{font-family:"
-            f"sans-serif}} figure{{display:inline-block;margin:0.3em}} .card{{border:1px solid #ccc;padding:0.5em;"
-            f"margin:0.8em 0}}</style></head><body><h1>{html.escape(doc['benchmark'] or '')}: A vs B</h1>"
-            f"<p>A = {html.escape(a['folder'])}, B = {html.escape(b['folder'])}; {len(disagree)} samples right in one "
-            f"run only (showing {min(len(disagree), max_cards)}). Green: target; red: the run's point.</p>"
-            f"<p>{html.escape(problem)}</p>{''.join(cards)}</body></html>")  # fmt: skip
+                pictures = f"<p class='err'>{e(f'cannot draw {s.image_path}: {type(err).__name__}: {err}')}</p>"
+        instruction = e(s.instruction) if s is not None else ""
+        cards.append(
+            f'<div class="card"><h3>#{i} <code>{e(sid)}</code>: right only in {winners[sid]}</h3>'
+            f"<p><b>instruction</b>: {instruction}<br>{'<br>'.join(lines)}</p>{pictures}</div>"
+        )
+    shown = min(len(disagree), max_cards)
+    summary = (
+        f"A = {a['folder']}, B = {b['folder']}; {len(disagree)} of {len(common)} samples right in one run only "
+        f"({len(only_a)} only in A, {len(only_b)} only in B); showing {shown}"
+        + (f", {len(disagree) - shown} omitted (--max-gallery {max_cards})" if shown < len(disagree) else "")
+    )
+    page = _PAGE.format(
+        title=e(f"{doc['benchmark']}: A vs B"),
+        summary=e(summary),
+        problem=f"<p class='err'>{e(problem)}</p>" if problem else "",
+        cards="\n".join(cards),
+    )
     path = os.path.join(out_dir, "compare.html")
-    write_bytes(path, page.encode("utf-8", errors="replace"))
+    write_bytes(path, page.encode("utf-8", errors="backslashreplace"))
     return path
 
 
+def _fmt_point(point) -> str:
+    return "no point" if point is None else f"({point[0]:g}, {point[1]:g}) px"
+
+
+_PAGE = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
+<style>
+body {{ font-family: sans-serif; margin: 1.5em; max-width: 1400px; }}
+.card {{ border: 1px solid #ccc; border-radius: 6px; padding: 0.6em 1em; margin: 1em 0; }}
+.card img {{ max-width: 800px; margin: 0.3em 0.6em 0.3em 0; vertical-align: top; border: 1px solid #ddd; }}
+.err {{ color: #b00; }} .legend span {{ font-weight: bold; }}
+</style></head><body>
+<h1>{title}</h1>
+<p>{summary}</p>
+<p class="legend"><span style="color:#0a0">green</span>: target; <span style="color:#005ae6">blue</span>: A's point;
+<span style="color:#f08c00">orange</span>: B's point (original-image pixels, drawn scaled).</p>
+{problem}
+{cards}
+</body></html>
+"""
+
+
 def main(args: argparse.Namespace) -> None:
-    """Run the comparison, print the table, write the outputs with ``--out``."""
+    """Compare, print ``compare.md``, and with ``--out`` write the gallery, ``compare.md`` and ``compare.json``
+    (last). A refusal (:class:`CompareError`) is one line on stderr and exit status 2."""
     from vlm_r1.outputs import OutputLock, check_outputs, write_json, write_text
 
     try:
@@ -219,20 +396,45 @@ def main(args: argparse.Namespace) -> None:
         print(f"wrote {os.path.join(args.out, 'compare.json')}, compare.md and compare.html")
 
 
-def add_parser(sub) -> None:
-    """Add the ``compare`` subcommand to the ``gui-grounding`` subparsers ``sub``."""
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    """Add the ``compare`` subcommand to the ``gui-grounding`` subparsers; returns its parser."""
     from vlm_r1.argtypes import integer, with_range
 
-    p = sub.add_parser("compare", help="compare two eval runs on the same benchmark, sample by sample",
-                       description=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
-    p.add_argument("run_a", help="eval output folder of run A (metrics.json, scores.jsonl), e.g. the upstream baseline")
-    p.add_argument("run_b", help="eval output folder of run B")
-    p.add_argument("--out", default=None, help="write compare.json, compare.md and compare.html here")
-    p.add_argument("--intersect", action="store_true",
-                   help="compare on the samples both runs scored (default: refuse different sample sets)")  # fmt: skip
-    listed, cards = integer(min=0), integer(min=0)
-    p.add_argument("--max-listed", type=listed, default=50,
-                   help=with_range("sample ids listed per side (right only in A / only in B)", listed))  # fmt: skip
-    p.add_argument("--max-gallery", type=cards, default=100,
-                   help=with_range("disagreeing samples drawn in compare.html", cards))  # fmt: skip
+    p = subparsers.add_parser(
+        "compare",
+        help="compare two eval runs on the same benchmark, sample by sample (intervals, McNemar, gallery)",
+        description=__doc__.split("\n\n", 1)[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("run_a", help="eval output folder of run A (metrics.json, scores.jsonl), e.g. the baseline")
+    p.add_argument("run_b", help="eval output folder of run B (same benchmark and samples as A)")
+    p.add_argument(
+        "--out",
+        default=None,
+        help="write compare.json, compare.md and compare.html (+ compare/*.jpg) into this folder (created; locked "
+        "while written; refused if it is one of the runs)",
+    )
+    p.add_argument(
+        "--intersect",
+        action="store_true",
+        help="compare on the samples both runs scored, reporting how many were left out (default: refuse runs "
+        "whose sample sets differ)",
+    )
+    count = integer(min=0)
+    p.add_argument(
+        "--max-listed",
+        type=count,
+        default=50,
+        help=with_range("sample ids listed per side (right only in A, right only in B)", count),
+    )
+    p.add_argument(
+        "--max-gallery",
+        type=count,
+        default=100,
+        help=with_range("disagreeing samples drawn in compare.html (the rest are counted)", count),
+    )
     p.set_defaults(func=main)
+    return p
+
+
+__all__ = ["CompareError", "add_parser", "compare_runs", "main", "markdown", "read_run", "write_gallery"]

@@ -16,10 +16,13 @@ Formats (``format=`` / ``--predictions-format``):
   malformed record rather than a reason to read the file another way.
 
 **Our predictions** (what ``--model`` writes): records ``{"sample_id": str | int, "point": [x, y] | null,
-"raw_response": str, ...}`` with ``point`` in **original-image pixels**; ``null`` = no valid answer (the abstention on
-refusal items); optional ``"refusal": true`` (with a null point) = the model's explicit "no target" answer (UI-Venus
-``[-1,-1]``; ``Adapter.is_refusal``), which abstains on refusal items and is ``wrong`` on the others
-(``gui_grounding.eval.judge``); a ``refusal`` that is not a boolean (or null), or true beside a point, is malformed. Other keys (prompt, adapter, resized point, ...) are kept, except the reader's own bookkeeping keys
+"raw_response": str, "refusal": bool, ...}`` with ``point`` in **original-image pixels**; ``null`` = no answer could
+be read (``wrong_format``, on OSWorld-G refusal items too: the official scorer never credits an unparsable answer as
+a refusal, ``gui_grounding.eval.judge``); optional ``"refusal": true`` (with a null point) = the model's explicit
+"no target" answer (UI-Venus ``[-1,-1]``; ``Adapter.is_refusal``), ``correct`` on refusal items and ``wrong`` (not
+``wrong_format``) on the others. ``refusal`` absent, ``false`` or ``null`` = no refusal; any other value (a string,
+a number, ``1``, a list, an object) or ``true`` beside a point is a malformed record (reason given, the sample scored
+``wrong_format``). Other keys (prompt, adapter, resized point, ...) are kept, except the reader's own bookkeeping keys
 ``ref``, ``malformed`` and ``harness_correctness``, which a record cannot set. ``report.format`` says how the file
 was framed: ``json_list`` (it starts with a JSON list; refs ``file:[index]``) or ``jsonl`` (refs ``file:line``).
 
@@ -487,9 +490,11 @@ def results_from_predictions(
     """Judge every sample: ``{sample_id: {"correctness", "point", "missing"}}`` (``point`` in original pixels).
 
     A sample without a prediction is ``wrong_format`` with ``missing: True`` -- also on refusal items, where only an
-    explicit null counts as abstaining; a sample whose record was malformed is ``wrong_format`` with ``malformed``
-    (the message), on refusal items too. With ``report``, fills ``report.missing`` and, for harness logs,
-    ``report.harness_disagreements`` (samples where the log's ``correctness`` differs from ours).
+    explicit refusal (``"refusal": true``) counts as abstaining; a sample whose record was malformed is
+    ``wrong_format`` with ``malformed`` (the message), on refusal items too. Every other prediction is scored by
+    :func:`gui_grounding.eval.judge.judge` with its point and ``refusal`` flag. With ``report``, fills
+    ``report.missing`` and, for harness logs, ``report.harness_disagreements`` (samples where the log's
+    ``correctness`` differs from ours).
     """
     results = {}
     if report is not None:

@@ -1,4 +1,4 @@
-"""Evaluation outputs: ``metrics.json``, ``results.md`` and ``failures.html`` (a failure gallery).
+"""Evaluation outputs: ``metrics.json``, ``results.md``, ``scores.jsonl`` and ``failures.html`` (a failure gallery).
 
 * ``metrics.json``: ``{"benchmark": name, <the benchmark's metrics at top level, e.g. ScreenSpot-Pro's fine_grained /
   seeclick_style / leaderboard_* / overall>, "predictions": counts of records, predictions, missing, unknown ids,
@@ -6,6 +6,8 @@
   harness details and harness disagreements (with examples and refs), "data": the load report (records read,
   ``num_samples`` = the denominator, errors per reason (``rejected``, ``reject_reasons``, ``rejects``), ``notes``,
   ``num_warnings`` and every warning with its ref), "meta": caller's extras}``. Strict JSON (no NaN).
+* ``scores.jsonl``: one line per sample in data order, ``{"sample_id", "correctness", "point" ([x, y] original
+  pixels or null), "refusal"}`` (:func:`write_scores`); ``gui-grounding compare`` pairs two runs with it.
 * ``results.md``: a short header (samples, prediction problems, errors and warnings of the data) and
   ``benchmark.table(metrics)``.
 * ``failures.html``: one self-contained page over the ``wrong`` and ``wrong_format`` samples in data order (at most
@@ -65,7 +67,8 @@ def write_reports(
     meta: dict | None = None,
     max_failures: int = 200,
 ) -> dict:
-    """Write ``metrics.json``, ``results.md`` and ``failures.html`` (+ ``failures/*.jpg``) to ``out_dir``.
+    """Write ``scores.jsonl``, ``results.md``, ``failures.html`` (+ ``failures/*.jpg``) and, last, ``metrics.json``
+    to ``out_dir``.
 
     Args:
         out_dir: output folder (created).
@@ -117,14 +120,20 @@ def write_reports(
 
 def write_scores(path: str, samples: list[Sample], results: dict[str, dict], predictions: dict[str, dict]) -> None:
     """``scores.jsonl``: one line per sample, in sample order, ``{"sample_id", "correctness", "point", "refusal"}``
-    (``point`` in original pixels or null; ``refusal``: the answer was an explicit "no target"), written atomically.
-    ``gui-grounding compare`` reads it to compare two runs sample by sample."""
+    (``correctness`` one of ``correct`` / ``wrong`` / ``wrong_format``; ``point`` ``[x, y]`` in original pixels or
+    null; ``refusal``: the answer was an explicit "no target"), written atomically before ``metrics.json``.
+    ``gui-grounding compare`` (:mod:`gui_grounding.eval.compare`) reads it to compare two runs sample by sample."""
     lines = []
     for s in samples:
         r = results[s.sample_id]
         pred = predictions.get(s.sample_id) or {}
-        lines.append(json.dumps({"sample_id": s.sample_id, "correctness": r["correctness"], "point": r.get("point"),
-                                 "refusal": pred.get("refusal") is True}, allow_nan=False))  # fmt: skip
+        line = {
+            "sample_id": s.sample_id,
+            "correctness": r["correctness"],
+            "point": r.get("point"),
+            "refusal": pred.get("refusal") is True,
+        }
+        lines.append(json.dumps(line, allow_nan=False))
     write_text(path, "".join(line + "\n" for line in lines))
 
 
@@ -240,7 +249,7 @@ def _fmt_num(v: float) -> str:
 
 def _describe_targets(s: Sample) -> str:
     if s.refusal:
-        return "none (refusal item: correct only when the model gives no point)"
+        return "none (refusal item: correct only on a refusal answer)"
     parts = [f"box ({', '.join(_fmt_num(v) for v in b)})" for b in s.boxes]
     parts += [f"polygon of {len(p)} vertices" for p in s.polygons]
     return "; ".join(parts) + " (x_min, y_min, x_max, y_max px)" if s.boxes else "; ".join(parts)
@@ -342,34 +351,41 @@ def _draw_path(draw, points: list[tuple[float, float]], size: tuple[int, int], f
             draw.line(list(seg), fill=fill, width=2)
 
 
-def _draw_marks(draw, s: Sample, point, ox: float, oy: float, sx: float, sy: float, size: tuple[int, int]) -> None:
+def _draw_marks(
+    draw, s: Sample, point, ox: float, oy: float, sx: float, sy: float, size: tuple[int, int], *, marks=None
+) -> None:
     """Targets (green) and point (red) mapped by ``(v - o) * scale`` into an image of ``size``, every mark clipped
-    to the image (the point marker clamped to its edge)."""
+    to the image (the point marker clamped to its edge). ``marks``: ``[(point or None, (r, g, b))]`` drawn instead of
+    the red ``point`` (``gui-grounding compare`` draws each run's point in its own colour)."""
     for b in s.boxes:  # an inverted box (kept with a warning) is drawn over its corners
         x0, x1 = sorted(((b[0] - ox) * sx, (b[2] - ox) * sx))
         y0, y1 = sorted(((b[1] - oy) * sy, (b[3] - oy) * sy))
         _draw_path(draw, [(x0, y0), (x1, y0), (x1, y1), (x0, y1)], size, TARGET)
     for poly in s.polygons:
         _draw_path(draw, [((x - ox) * sx, (y - oy) * sy) for x, y in poly], size, TARGET)
-    if point is not None:
-        px, py = (point[0] - ox) * sx, (point[1] - oy) * sy
+    for p, colour in [(point, POINT)] if marks is None else marks:
+        if p is None:
+            continue
+        px, py = (p[0] - ox) * sx, (p[1] - oy) * sy
         px, py = min(max(px, 0), size[0] - 1), min(max(py, 0), size[1] - 1)
         r = 7
-        draw.ellipse([px - r, py - r, px + r, py + r], outline=POINT, width=2)
-        draw.line([px - r - 4, py, px + r + 4, py], fill=POINT, width=2)
-        draw.line([px, py - r - 4, px, py + r + 4], fill=POINT, width=2)
+        draw.ellipse([px - r, py - r, px + r, py + r], outline=colour, width=2)
+        draw.line([px - r - 4, py, px + r + 4, py], fill=colour, width=2)
+        draw.line([px, py - r - 4, px, py + r + 4], fill=colour, width=2)
 
 
-def zoom_box(s: Sample, point, width: int, height: int) -> tuple[int, int, int, int] | None:
+def zoom_box(s: Sample, point, width: int, height: int, *, more=()) -> tuple[int, int, int, int] | None:
     """The crop ``(left, top, right, bottom)`` of the zoom picture, inside the ``width x height`` image, or None
-    when the target lies outside it (nothing to zoom on). Around the target extent (and the point when it is near),
-    at least 240x160 px."""
+    when the target lies outside it (nothing to zoom on). Around the target extent (and each of ``point`` and the
+    points in ``more`` that is near it), at least 240x160 px."""
     extent = _target_extent(s)
     if extent is None:
         return None
     x0, y0, x1, y1 = extent
-    if point is not None and abs(point[0] - (x0 + x1) / 2) < 300 and abs(point[1] - (y0 + y1) / 2) < 200:
-        x0, y0, x1, y1 = min(x0, point[0]), min(y0, point[1]), max(x1, point[0]), max(y1, point[1])
+    cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
+    for p in (point, *more):
+        if p is not None and abs(p[0] - cx) < 300 and abs(p[1] - cy) < 200:
+            x0, y0, x1, y1 = min(x0, p[0]), min(y0, p[1]), max(x1, p[0]), max(y1, p[1])
     cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
     half_w, half_h = max(120, (x1 - x0) / 2 + 24), max(80, (y1 - y0) / 2 + 24)
     box = (
@@ -386,8 +402,9 @@ def _save_jpeg(image, path: str) -> None:
         image.save(f, format="JPEG", quality=85)
 
 
-def _draw(s: Sample, point, img_dir: str, i: int, max_width: int) -> list[tuple[str, str]]:
-    """Save the thumbnail (and a zoom when there is a target); return ``[(file name, alt text)]``."""
+def _draw(s: Sample, point, img_dir: str, i: int, max_width: int, *, marks=None) -> list[tuple[str, str]]:
+    """Save the thumbnail (and a zoom when there is a target); return ``[(file name, alt text)]``. ``marks``:
+    ``[(point or None, (r, g, b))]`` drawn instead of the red ``point`` (:func:`_draw_marks`)."""
     from PIL import Image, ImageDraw
 
     from vlm_r1.validate import open_image
@@ -398,18 +415,20 @@ def _draw(s: Sample, point, img_dir: str, i: int, max_width: int) -> list[tuple[
     scale = min(1.0, max_width / w, 900 / h)
     tw, th = max(1, round(w * scale)), max(1, round(h * scale))
     thumb = im.resize((tw, th), Image.Resampling.LANCZOS) if scale < 1 else im.copy()
-    _draw_marks(ImageDraw.Draw(thumb), s, point, 0, 0, tw / w, th / h, (tw, th))
+    _draw_marks(ImageDraw.Draw(thumb), s, point, 0, 0, tw / w, th / h, (tw, th), marks=marks)
     name = f"{i:04d}.jpg"
     _save_jpeg(thumb, os.path.join(img_dir, name))
-    out.append((name, "screenshot with target (green) and prediction (red)"))
-    box = zoom_box(s, point, w, h)
+    what = "prediction (red)" if marks is None else "the runs' points"
+    out.append((name, f"screenshot with target (green) and {what}"))
+    box = zoom_box(s, point, w, h, more=[p for p, _ in marks or []])
     if box is not None:
         crop = im.crop(box)
         zscale = min(4.0, ZOOM_SIZE[0] / crop.width, ZOOM_SIZE[1] / crop.height)
         zw = max(1, min(ZOOM_SIZE[0], round(crop.width * zscale)))
         zh = max(1, min(ZOOM_SIZE[1], round(crop.height * zscale)))
         zoom = crop.resize((zw, zh), Image.Resampling.LANCZOS)
-        _draw_marks(ImageDraw.Draw(zoom), s, point, box[0], box[1], zw / crop.width, zh / crop.height, (zw, zh))
+        zoom_scale = (zw / crop.width, zh / crop.height)
+        _draw_marks(ImageDraw.Draw(zoom), s, point, box[0], box[1], *zoom_scale, (zw, zh), marks=marks)
         name = f"{i:04d}_zoom.jpg"
         _save_jpeg(zoom, os.path.join(img_dir, name))
         out.append((name, "zoom around the target"))

@@ -8,8 +8,13 @@
 * :func:`mcnemar`: McNemar's test (McNemar 1947, Psychometrika 12:153-157) of two runs scored on the same samples:
   only the discordant samples count (``b`` right only in A, ``c`` right only in B). Exact (two-sided binomial test of
   ``b`` out of ``b + c`` at p = 0.5, ``scipy.stats.binomtest``) when ``b + c < 25``; otherwise the chi-square
-  statistic with continuity correction, ``(|b - c| - 1)^2 / (b + c)``, on 1 degree of freedom (``scipy.stats.chi2``).
-  The cut at 25 follows the usual rule that the chi-square approximation needs ``b + c >= 25``.
+  statistic with continuity correction (Edwards 1948, Psychometrika 13:185-187), ``(|b - c| - 1)^2 / (b + c)``, on 1
+  degree of freedom (``scipy.stats.chi2``, https://docs.scipy.org/doc/scipy/reference/generated/scipy.stats.chi2.html).
+  The cut at 25 follows the usual rule that the chi-square approximation needs ``b + c >= 25``
+  (https://en.wikipedia.org/wiki/McNemar%27s_test, "Definition").
+
+An empty cell (``n = 0``) has no interval: :func:`wilson_interval` gives ``None`` (``null`` in ``metrics.json``,
+``-`` in the tables). scipy is imported on first use, so importing the benchmarks stays cheap.
 """
 
 from __future__ import annotations

@@ -508,14 +508,22 @@ def check_results(samples: list[Sample], results: dict[str, dict]) -> None:
 
 
 def cell(correct: int, total: int, wrong_format: int) -> dict:
-    """``{"num_correct", "num_total", "wrong_format", "accuracy", "ci95"}``; accuracy in percent, 2 decimals (0.0 if
-    empty); ``ci95`` its 95% Wilson interval ``[low, high]`` in percent (``None`` when empty:
-    :func:`gui_grounding.eval.stats.wilson_interval`)."""
+    """``{"num_correct", "num_total", "wrong_format", "accuracy", "ci95"}``: ``accuracy`` in percent, 2 decimals
+    (0.0 when ``total`` is 0); ``ci95`` its 95% Wilson score interval ``[low, high]`` in percent, 2 decimals, or
+    ``None`` when ``total`` is 0 (no samples, no interval) (:func:`gui_grounding.eval.stats.wilson_interval`).
+
+    Raises:
+        ValueError: ``correct`` outside ``0..total``.
+    """
     from gui_grounding.eval.stats import wilson_interval
 
-    return {"num_correct": correct, "num_total": total, "wrong_format": wrong_format,
-            "accuracy": round(100.0 * correct / total, 2) if total else 0.0,
-            "ci95": wilson_interval(correct, total)}  # fmt: skip
+    return {
+        "num_correct": correct,
+        "num_total": total,
+        "wrong_format": wrong_format,
+        "accuracy": round(100.0 * correct / total, 2) if total else 0.0,
+        "ci95": wilson_interval(correct, total),
+    }
 
 
 def tally(
@@ -545,9 +553,10 @@ def md_table(header: list[str], rows: list[list[Any]], left: int = 1) -> str:
     return "\n".join(lines)
 
 
-def fmt_ci(c: dict) -> str:
-    """``"low-high"`` of a :func:`cell`'s 95% interval (``"-"`` when it has none)."""
-    ci = c.get("ci95")
+def fmt_ci(c: dict, key: str = "ci95") -> str:
+    """``"low-high"`` (percent, 2 decimals) of the 95% interval ``c[key]`` of a :func:`cell` (``"-"`` when it has
+    none)."""
+    ci = c.get(key)
     return f"{ci[0]:.2f}-{ci[1]:.2f}" if ci else "-"
 
 
@@ -557,7 +566,8 @@ def fmt_cell(c: dict) -> str:
 
 
 def breakdown_table(title: str, metrics: dict, sections: list[tuple[str, str]]) -> str:
-    """Markdown table of ``metrics["overall"]`` then each ``metrics[key]`` section (``(key, label)``) of cells."""
+    """Markdown table of ``metrics["overall"]`` then each ``metrics[key]`` section (``(key, label)``) of cells; columns
+    group, value, correct, total, no point, accuracy %, 95% CI (:func:`fmt_cell_columns`)."""
     rows = [["overall", "", *_cell_cols(metrics["overall"])]]
     for key, label in sections:
         for value, c in metrics.get(key, {}).items():
@@ -567,7 +577,8 @@ def breakdown_table(title: str, metrics: dict, sections: list[tuple[str, str]]) 
 
 
 def fmt_cell_columns(c: dict) -> list:
-    """The columns of one accuracy cell in :func:`breakdown_table` (correct, total, no point, accuracy %)."""
+    """The columns of one accuracy cell in :func:`breakdown_table`: correct, total, no point, accuracy % and its 95%
+    Wilson interval ``"low-high"`` (``"-"`` for an empty cell)."""
     return _cell_cols(c)
 
 

@@ -187,7 +187,8 @@ class Canonical(Benchmark):
 
     def metrics(self, samples: list[Sample], results: dict[str, dict]) -> dict:
         """``{"overall": cell, "by_platform": ..., "by_ui_type": ..., "by_source": ...}`` (breakdowns only for fields
-        some sample has); a cell is ``{"num_correct", "num_total", "wrong_format", "accuracy"}`` in percent."""
+        some sample has); a cell is ``{"num_correct", "num_total", "wrong_format", "accuracy", "ci95"}`` in percent
+        (``gui_grounding.eval.benchmarks.cell``)."""
         check_results(samples, results)
         out = {"overall": tally(samples, results, lambda s: ["all"]).get("all", cell(0, 0, 0))}
         for key in BREAKDOWN_KEYS:

@@ -10,7 +10,8 @@ Layout::
 Records: ``{"id", "image_path", "instruction", "box_type": "bbox"|"polygon"|"refusal", "box_coordinates"}`` with
 ``bbox`` = ``[x, y, w, h]`` pixels, ``polygon`` = vertices in pixels (flat ``[x1, y1, x2, y2, ...]`` or nested
 ``[[x, y], ...]``, both accepted), ``refusal`` = no target exists (its coordinates are ignored; the item is correct
-only when the prediction is null). The image size is read from the image file (displayed frame), as the official
+only on an explicit refusal answer, or a point with both coordinates negative: the official rule,
+``gui_grounding.eval.judge``). The image size is read from the image file (displayed frame), as the official
 eval script does; ``image_path`` must stay inside ``images/`` (no ``..`` out of it, no absolute path:
 ``path_outside_root``). ``sample_id`` is the record's ``id`` (``vlm_r1.validate.explicit_id``: ``7`` and ``"7"`` are
 one id); a record whose ``id`` is absent, null, a boolean, empty or not a scalar is still scored (the official script
@@ -18,8 +19,17 @@ scores it) under the generated id ``<file stem>:<index>`` and is ``unclassified`
 the load (:class:`~gui_grounding.eval.benchmarks.DuplicateIdError`).
 
 Classes: an item counts in every class whose list in ``classification_result.json`` holds its id, and in
-``unclassified`` when it is in none (the official script's rule). Metrics: ``overall`` (refusal items included),
+``unclassified`` when it is in none (the official script's rule). Metrics (:meth:`OSWorldG.metrics`): ``subset``,
+``overall`` (refusal items included: the official denominator), ``overall_without_refusal``, ``refusal``,
 ``by_class`` and ``by_box_type``, accuracy in percent.
+
+Plain vs Refined: ``OSWorld-G_refined.json`` is the same benchmark with the instructions rewritten (a longer
+description of the target); each file is read with its own box types, refusal items included. Published numbers
+differ a lot between the two (GTA1-7B-2507: 55.1 plain vs 67.7 Refined, https://huggingface.co/Salesforce/GTA1-7B-2507
+README "Grounding Performance", columns OSWORLD-G and OSWORLD-G-Refined), so a run scores one file and names it in
+``metrics["subset"]`` and the table title. The two are reported separately, one run each (``subset="plain"`` /
+``"refined"``, CLI ``--subset``); with ``subset="auto"`` and both files present the plain file is scored and the
+load says so.
 """
 
 from __future__ import annotations
@@ -166,6 +176,14 @@ class OSWorldG(Benchmark):
         """
         path = self.annotation_path(data_dir)
         self.resolved_subset = next(k for k, v in SUBSETS.items() if v == os.path.basename(path))
+        if self.subset == "auto" and all(os.path.isfile(os.path.join(data_dir, f)) for f in SUBSETS.values()):
+            logger.warning(
+                "%s holds both %s and %s: scoring the plain set; the Refined set is a separate run "
+                "(subset='refined', gui-grounding eval --subset refined)",
+                data_dir,
+                SUBSETS["plain"],
+                SUBSETS["refined"],
+            )
         report, sizes, ids = BenchmarkLoadReport(), ImageSizes(need_pixels=self.need_pixels), SampleIds()
         classes_by_id, self.class_order = self.read_classes(data_dir, report)
         image_dir = os.path.join(data_dir, "images")
@@ -212,12 +230,16 @@ class OSWorldG(Benchmark):
         """``{"subset", "overall", "overall_without_refusal", "refusal", "by_class", "by_box_type"}``, accuracy in
         percent.
 
-        ``overall`` counts every item, refusal items included (the official denominator: an item is correct when the
-        model abstains on a refusal item, ``gui_grounding.eval.judge``); ``overall_without_refusal`` leaves the
-        refusal items out (the number papers report as "w/o refusal", and what harnesses that exclude refusal items by
-        default report, e.g. ZJU-REAL/ClawGUI clawgui-eval/metric/osworldg_metric.py:95-98, d990d3e); ``refusal``
-        is the refusal items alone. ``subset`` names the annotation file scored: ``plain`` (``OSWorld-G.json``) or
-        ``refined`` (``OSWorld-G_refined.json``), which are reported separately, one run each. Classes come in
+        ``overall`` counts every item, refusal items included: the official denominator (``accuracy = correct / lt``
+        with ``lt`` every record, open-compass/VLMEvalKit ``vlmeval/dataset/GUI/osworld_g.py:252,315`` at
+        ae5fdb19c321c4900a189506fedf27e9992b6eda, the OSWorld-G authors' port); a refusal item is correct on a
+        refusal answer: the explicit ``"refusal": true``, or a point with both coordinates negative
+        (``gui_grounding.eval.judge``). ``overall_without_refusal`` leaves the refusal items out (denominator: the
+        bbox and polygon items), the number harnesses that skip refusal items report, e.g. ClawGUI's default
+        (gta886/ClawGUI ``clawgui-eval/metric/osworldg_metric.py:97-98`` at faa266512e4756b8a491ef4c18f266cbbfac5f04:
+        "By default, refusal samples ... are EXCLUDED from the Overall accuracy"); ``refusal`` is the refusal items
+        alone. ``subset`` names the annotation file scored: ``plain`` (``OSWorld-G.json``) or ``refined``
+        (``OSWorld-G_refined.json``), which are reported separately, one run each. Classes come in
         ``classification_result.json`` order (those with samples), ``unclassified`` last.
         """
         check_results(samples, results)
@@ -238,11 +260,11 @@ class OSWorldG(Benchmark):
         """Overall (with and without the refusal items), per class and per box type (accuracy in percent)."""
         subset = metrics.get("subset", "?")
         rows = breakdown_table(
-            f"OSWorld-G ({subset}) accuracy (refusal items correct only when the model abstains)", metrics,
+            f"OSWorld-G ({subset}) accuracy (refusal items correct only on a refusal answer)", metrics,
             [("by_class", "class"), ("by_box_type", "box_type")],
         )  # fmt: skip
-        extra = [f"| without refusal items | | {_cols(metrics.get('overall_without_refusal'))} |",
-                 f"| refusal items only | | {_cols(metrics.get('refusal'))} |"]  # fmt: skip
+        extra = [f"| without refusal items |  | {_cols(metrics.get('overall_without_refusal'))} |",
+                 f"| refusal items only |  | {_cols(metrics.get('refusal'))} |"]  # fmt: skip
         lines = rows.split("\n")
         return "\n".join(lines[:5] + extra + lines[5:]) if len(lines) >= 5 else rows
 

@@ -17,7 +17,9 @@ Metrics reproduce the official harness (``eval_screenspot_pro.py``, ``evaluate()
 every leaderboard uses: instruction style ``instruction``, ground truth ``positive``, language ``en``. Each result
 carries platform, application, group, ui_type and those three constants; :func:`calc` gives a harness cell
 ``{"num_correct_action", "num_total", "wrong_format_num", "action_acc", "text_acc", "icon_acc"}`` with accuracies as
-**fractions** (0-1, unrounded; 0 when the subset is empty). Breakdowns, keyed exactly like the harness:
+**fractions** (0-1, unrounded; 0 when the subset is empty), and beside them (ours, not the harness's)
+``action_ci95`` / ``text_ci95`` / ``icon_ci95``, their 95% Wilson intervals ``[low, high]`` in **percent** (null when
+empty; :mod:`gui_grounding.eval.stats`). Breakdowns, keyed exactly like the harness:
 ``fine_grained`` "plat:{platform} app:{application} inst_style:{inst_style} gt_type:{gt_type}", ``seeclick_style``
 "plat:{platform} inst_style:{inst_style} gt_type:{gt_type}", ``leaderboard_simple_style`` "group:{group}",
 ``leaderboard_detailed_style`` "app:{application}", and ``overall``. The harness enumerates every combination of the
@@ -46,6 +48,7 @@ from gui_grounding.eval.benchmarks import (
     box_from_xyxy,
     check_extent,
     check_results,
+    fmt_ci,
     image_file,
     instruction_text,
     is_number,
@@ -183,15 +186,21 @@ class ScreenSpotPro(Benchmark):
         """Leaderboard-style tables in percent: per group and per application text / icon / avg, then overall."""
 
         def row(label: str, c: dict) -> list:
-            ci = c.get("action_ci95")
-            return [label, f"{100 * c['text_acc']:.2f}", f"{100 * c['icon_acc']:.2f}", f"{100 * c['action_acc']:.2f}",
-                    f"{ci[0]:.2f}-{ci[1]:.2f}" if ci else "-", c["num_correct_action"], c["num_total"],
-                    c["wrong_format_num"]]  # fmt: skip
+            accuracies = [f"{100 * c['text_acc']:.2f}", fmt_ci(c, "text_ci95"), f"{100 * c['icon_acc']:.2f}"]
+            accuracies += [fmt_ci(c, "icon_ci95"), f"{100 * c['action_acc']:.2f}", fmt_ci(c, "action_ci95")]
+            return [label, *accuracies, c["num_correct_action"], c["num_total"], c["wrong_format_num"]]
 
-        header = ["text %", "icon %", "avg %", "avg 95% CI", "correct", "total", "no point"]
+        header = [
+            *("text %", "text 95% CI", "icon %", "icon 95% CI", "avg %", "avg 95% CI"),
+            *("correct", "total", "no point"),
+        ]
         groups = [row(k.removeprefix("group:"), c) for k, c in metrics["leaderboard_simple_style"].items()]
         groups.append(row("overall", metrics["overall"]))
         apps = [row(k.removeprefix("app:"), c) for k, c in metrics["leaderboard_detailed_style"].items()]
-        return (md_table(["group", *header], groups) + "\n\n" + md_table(["application", *header], apps)
-                + "\n\nAccuracies are micro averages (correct / total), as the ScreenSpot-Pro harness and leaderboard "
-                "report them; the interval is the 95% Wilson interval of the average.")  # fmt: skip
+        return (
+            md_table(["group", *header], groups)
+            + "\n\n"
+            + md_table(["application", *header], apps)
+            + "\n\nAccuracies are micro averages (correct / total), as the ScreenSpot-Pro harness and leaderboard "
+            "report them; each 95% CI is the Wilson interval of the accuracy before it."
+        )

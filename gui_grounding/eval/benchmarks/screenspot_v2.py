@@ -111,7 +111,7 @@ class ScreenSpotV2(Benchmark):
         Returns:
             ``{"by_platform_ui_type": {platform: {ui_type: cell}}, "by_platform": {platform: cell},
             "by_ui_type": {ui_type: cell}, "micro_avg": cell + definition, "macro_avg": {"accuracy", "num_cells",
-            "definition"}}``; a cell is ``{"num_correct", "num_total", "wrong_format", "accuracy"}``. The macro
+            "definition"}}``; a cell is ``{"num_correct", "num_total", "wrong_format", "accuracy", "ci95"}``. The macro
             average is computed from unrounded cell accuracies, then rounded.
         """
         check_results(samples, results)
@@ -140,10 +140,13 @@ class ScreenSpotV2(Benchmark):
             cols = [fmt_cell(by_ui[u]) if u in by_ui else "-" for u in UI_TYPES]
             rows.append([platform, *cols, fmt_cell(metrics["by_platform"][platform])])
         ui = metrics["by_ui_type"]
-        rows.append(["all platforms", *[fmt_cell(ui[u]) if u in ui else "-" for u in UI_TYPES],
-                     fmt_cell(metrics["micro_avg"])])  # fmt: skip
+        by_ui = [fmt_cell(ui[u]) if u in ui else "-" for u in UI_TYPES]
+        rows.append(["all platforms", *by_ui, fmt_cell(metrics["micro_avg"])])
         macro = metrics["macro_avg"]
-        return (md_table(["platform", "text", "icon", "all"], rows)
-                + f"\n\n**micro avg** (correct / total): {fmt_cell(metrics['micro_avg'])}  \n"
-                f"**macro avg** (mean of {macro['num_cells']} platform x ui_type cells): {macro['accuracy']:.2f} (no interval: "
-                "a mean of cell accuracies is not one proportion)")  # fmt: skip
+        return (
+            md_table(["platform", "text", "icon", "all"], rows)
+            + f"\n\n**micro avg** (correct / total): {fmt_cell(metrics['micro_avg'])}  \n"
+            f"**macro avg** (mean of {macro['num_cells']} platform x ui_type cells): {macro['accuracy']:.2f} (no "
+            "interval: a mean of cell accuracies is not one proportion)  \n"
+            "Cells: accuracy % [95% Wilson interval] (correct/total)."
+        )
