@@ -219,7 +219,21 @@ class GUIGroundingTask(Task):
         budget = self.budget(processing_class, vlm_module)
         logger.info("adapter %s: answers in %s; images sent under the run's pixel budget (factor %s, %s..%s pixels)",
                     adapter.name, adapter.answer_frame, budget.factor, budget.min_pixels, budget.max_pixels)  # fmt: skip
-        rows = [sample_to_row(s, adapter.frame_for(s.width, s.height, budget), adapter, box_rounding) for s in samples]
+        rows, unsendable = [], []
+        for s in samples:
+            try:
+                frame = adapter.frame_for(s.width, s.height, budget)
+            except ValueError as err:  # too thin for the budget: the processor would resize it again, or refuse it
+                if script_args.strict_data:
+                    raise ValueError(f"{s.sample_id}: image_unsupported: {err}") from None
+                unsendable.append((s.sample_id, str(err)))
+                continue
+            rows.append(sample_to_row(s, frame, adapter, box_rounding))
+        if unsendable:
+            logger.warning("gui_grounding: %d sample(s) skipped as image_unsupported (cannot be sent under the pixel "
+                           "budget), e.g. %s: %s", len(unsendable), *unsendable[0])  # fmt: skip
+        if not rows:
+            raise ValueError(f"no sample of {script_args.data_file_list} can be sent under the pixel budget")
         return Dataset.from_list(rows).with_transform(load_images_transform(budget))
 
     def sft_completion(self, row: dict) -> str:

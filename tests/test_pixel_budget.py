@@ -264,3 +264,27 @@ def test_training_budget_sources_from_the_command_line(tmp_path):
     script, _, _ = gta1_parse(["--model_name_or_path", "m", "--data_file_paths", "d.jsonl"])
     assert (script.max_pixels, script.budget_sources["max_pixels"]) == (
         12_845_056, "default of gui_grounding.train (GTA1 src/grpo_grounding.py:61-68 GRPOScriptArguments, 81f0c4c)")  # fmt: skip
+
+
+def test_too_thin_for_the_budget_is_refused_not_resized_twice():
+    """A very thin image has no faithful size under some budgets: smart_resize forces its short side to one factor, so
+    the sent image is either over the 200:1 ratio the processor accepts (GTA1: 5615x41 -> 5628x28, 201:1) or over the
+    budget, which the processor would shrink again (factor 32 at 100,352: 9701x97 -> 3168x32 -> 3136x32)."""
+    with pytest.raises(ValueError, match=r"^a 5615x41 image cannot be sent under this pixel budget: smart_resize gives "
+                                         r"5628x28, which the processor would not keep \(absolute aspect ratio"):  # fmt: skip
+        GTA1.size_sent(5615, 41)
+    small32 = PixelBudget.published("test", factor=32, min_pixels=3136, max_pixels=100_352)
+    with pytest.raises(ValueError, match=r"smart_resize gives 3168x32, which the processor would not keep \(3136x32\)"):
+        small32.size_sent(9701, 97)
+
+
+@settings(max_examples=300, deadline=None)
+@given(w=st.integers(1, 20_000), h=st.integers(1, 200), budget=st.sampled_from([GTA1, TINY]), swap=st.booleans())
+def test_any_size_is_sent_faithfully_or_refused(w, h, budget, swap):
+    """Thin images included: size_sent either refuses (ValueError) or returns a size the processor keeps."""
+    w, h = (h, w) if swap else (w, h)
+    try:
+        sent = budget.size_sent(w, h)
+    except ValueError:
+        return
+    assert budget.size_sent(*sent) == sent

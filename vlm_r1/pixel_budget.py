@@ -86,13 +86,29 @@ class PixelBudget:
         ``smart_resize`` under this budget (:func:`vlm_r1.geometry.smart_resize`), or the original size for a family
         without a smart_resize frame.
 
+        The result is checked to be a fixed point (smart_resize of ``(W', H')`` is ``(W', H')``), so the processor, set
+        to the same budget, leaves the image as it is and the frame the prompt states is the one the model sees. A very
+        thin image breaks that: its short side is forced up to one ``factor`` (its long side may then exceed the
+        budget, and the processor would shrink it again) or rounded so that the sent image's aspect ratio passes
+        smart_resize's 200 (the processor would refuse it). Such an image cannot be sent faithfully under this budget
+        and is refused here (readers count it as ``image_unsupported``).
+
         Raises:
-            ValueError: an aspect ratio smart_resize refuses (over 200).
+            ValueError: an aspect ratio smart_resize refuses (over 200), or an image whose sent size is not a fixed
+                point (the message names both sizes).
         """
         if not self.resizes:
             return int(width), int(height)
         h, w = smart_resize(int(height), int(width), factor=self.factor, min_pixels=self.min_pixels,
                             max_pixels=self.max_pixels)  # fmt: skip
+        try:
+            again = smart_resize(h, w, factor=self.factor, min_pixels=self.min_pixels, max_pixels=self.max_pixels)
+        except ValueError as err:
+            again = err
+        if again != (h, w):
+            raise ValueError(f"a {int(width)}x{int(height)} image cannot be sent under this pixel budget: smart_resize "
+                             f"gives {w}x{h}, which the processor would not keep ({again if isinstance(again, ValueError) else f'{again[1]}x{again[0]}'}); "
+                             "the image is too thin for the budget")  # fmt: skip
         return w, h
 
     def frame(self, width: int, height: int) -> Frame:

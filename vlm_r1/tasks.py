@@ -326,11 +326,12 @@ class DefaultTask(Task):
         template = vlm_module.get_question_template(script_args.task_type)
         rows, extras, skipped, first, dropped, absolute = [], [], Counter(), {}, Counter(), Counter()
         checker = validate.ImageChecker("decode", limits=validate.module_limits(vlm_module))
+        budget = self.budget(processing_class, vlm_module)
         for path, folder, method in zip(files, folders, methods, strict=True):
             for ref, _, rec in iter_records(path):
                 try:
                     row = self._row(rec, ref, folder, method, template, checker, absolute,
-                                    script_args.image_folder_list is not None)  # fmt: skip
+                                    script_args.image_folder_list is not None, budget)  # fmt: skip
                 except SkipRecord as err:
                     _skip(err, ref, skipped, script_args.strict_data, first)
                     continue
@@ -340,14 +341,13 @@ class DefaultTask(Task):
         warn_dropped(dropped, self.name, logger)
         if not rows:
             raise ValueError(f"no usable records in {files} (skipped: {dict(skipped)})")
-        budget = self.budget(processing_class, vlm_module)
         return rows_to_dataset(rows, extras, what=self.name, logger=logger).with_transform(
             load_images_transform(budget)
         )
 
     @staticmethod
     def _row(rec: dict | RecordError, ref: str, folder: str, method: str, template: str,
-             checker: validate.ImageChecker, absolute: Counter, contain: bool = True) -> dict:  # fmt: skip
+             checker: validate.ImageChecker, absolute: Counter, contain: bool = True, budget: Any = None) -> dict:  # fmt: skip
         if isinstance(rec, RecordError):
             raise SkipRecord("unparseable_record", rec.message)
         if "conversations" not in rec:
@@ -374,7 +374,12 @@ class DefaultTask(Task):
         _check_text(image=paths, question=question, solution=row["solution"], id=row["id"],
                     accu_reward_method=row["accu_reward_method"])  # fmt: skip
         for p in paths:
-            check_image(p, checker)
+            width, height = check_image(p, checker)
+            if budget is not None:
+                try:  # the image must be sendable under the run's budget (a too-thin one is resized twice or refused)
+                    budget.size_sent(width, height)
+                except ValueError as err:
+                    raise SkipRecord("image_unsupported", str(err)) from None
         return row
 
     def sft_completion(self, row: dict) -> str:
@@ -507,8 +512,11 @@ class RECTask(Task):
             (image_path,) = image_paths(folder, images, absolute, script_args.image_folder_list is not None)
             width, height = check_image(image_path, checker)
             try:  # the frame the family answers in: smart_resize (Qwen), or a 0-1000 grid (InternVL)
+                budget.size_sent(width, height)  # sendable under the run's budget (not too thin for it)
                 frame = Frame(width, height, *vlm_module.answer_frame_size(budget, width, height))
-            except ValueError as err:  # smart_resize rejects an aspect ratio > 200
+            except (
+                ValueError
+            ) as err:  # smart_resize rejects an aspect ratio > 200, or the image is too thin for the budget
                 raise SkipRecord("bad_image_size", str(err)) from None
             try:
                 box = parse_rec_gt(gpt)

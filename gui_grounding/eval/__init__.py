@@ -197,6 +197,7 @@ def run_eval(
             limits = _refuse_unsupported_images(model, backend, samples, show_path)
             run_adapter, budget, budget_warnings = _resolve_model_settings(model, backend, adapter, budget_flags,
                                                                            prof, limits)  # fmt: skip
+            _refuse_unsendable_images(budget, samples, show_path)
             predictions = predict(backend, model, samples, os.path.join(out_dir, "predictions.jsonl"),
                                   adapter=run_adapter, budget=budget, **backend_kwargs)  # fmt: skip
             meta.update(model=model, backend=backend, adapter=run_adapter.name,
@@ -253,6 +254,26 @@ def _refuse_unsupported_images(model: str, backend: str, samples, show_path):
         raise EvalInputError(f"{len(bad)} sample(s) have images the {limits.family} model cannot take "
                              f"(image_unsupported); first: {bad[0]}")  # fmt: skip
     return limits
+
+
+def _refuse_unsendable_images(budget, samples, show_path) -> None:
+    """Before any request: every sample's image must be sendable under the run's pixel budget
+    (``PixelBudget.size_sent``: a too-thin image would be resized twice by the processor, or refused by it), else the
+    run is refused with one line naming how many and the first (``image_unsupported``; dropping them would change the
+    official denominator).
+
+    Raises:
+        EvalInputError: samples the budget cannot send.
+    """
+    bad = []
+    for s in samples:
+        try:
+            budget.size_sent(s.width, s.height)
+        except ValueError as err:
+            bad.append(f"{s.sample_id} ({show_path(s.image_path)}): {err}")
+    if bad:
+        raise EvalInputError(f"{len(bad)} sample(s) have images that cannot be sent under the pixel budget "
+                             f"(image_unsupported; a larger --max-pixels may fit them); first: {bad[0]}")  # fmt: skip
 
 
 def _resolve_model_settings(model: str, backend: str, adapter, budget_flags: dict, profile, limits):
