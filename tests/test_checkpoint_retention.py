@@ -164,6 +164,7 @@ def test_no_complete_checkpoint_is_said_loudly(tmp_path, caplog):
     assert not caplog.records
 
 
+@pytest.mark.slow  # a torchrun recipe run (~17 s): the default suite keeps the unit checks of the retention rule (issue 19 time budget)
 def test_tiny_recipe_with_save_total_limit_one(tmp_path, tiny_qwen25_dir):
     """VLMGRPOTrainer itself (2 gloo processes through the recipe launcher): one complete checkpoint at the end."""
     out = tmp_path / "run"

@@ -76,6 +76,7 @@ def test_batch_math_and_dry_run():
     assert "= 8 processes x 4 completions/micro-step x 32 gradient accumulation steps" in one.stderr
 
 
+@pytest.mark.slow  # several launcher subprocesses (~10 s; issue 19 time budget)
 def test_rendezvous_ports_do_not_collide():
     """Multi-node: port and id from SLURM_JOB_ID (two jobs sharing a node differ). One node: port 0 (torchrun's store
     binds a free port itself: no probe-then-release race), this node hosts the store (a taken port fails instead of

@@ -17,6 +17,8 @@ import struct
 import subprocess
 import sys
 
+import pytest
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BLOCK = 32768
 HEADER = 7  # ":W&B" + magic (2) + version (1); each record header is 7 bytes too
@@ -53,6 +55,7 @@ def _items(items) -> dict:
     return {(it.key or "/".join(it.nested_key)): json.loads(it.value_json) for it in items}
 
 
+@pytest.mark.slow  # a full GRPO run with wandb offline (~12 s; issue 19 time budget)
 def test_report_to_wandb_offline(tmp_path, make_image, tiny_qwen25_dir):
     make_image(84, 84, "a.png", folder=tmp_path / "img")
     data = tmp_path / "d.jsonl"
