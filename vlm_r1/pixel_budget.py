@@ -221,6 +221,8 @@ def resolve(layers: list[tuple[str, Mapping[str, Any]]], *, limits: ImageLimits 
         for name in ("min_pixels", "max_pixels"):
             if values[name] is not None:
                 sources[name] = f"{sources[name]} (no effect: this family has no smart_resize frame)"
+    elif values["max_tiles"] is not None:  # a smart_resize family: the tile bound does not apply
+        sources["max_tiles"] = f"{sources['max_tiles']} (no effect: this family is not tiled)"
     return PixelBudget(**values, limits=limits or ImageLimits(), sources=sources)
 
 
