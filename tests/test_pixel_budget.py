@@ -288,3 +288,12 @@ def test_any_size_is_sent_faithfully_or_refused(w, h, budget, swap):
     except ValueError:
         return
     assert budget.size_sent(*sent) == sent
+
+
+def test_a_flag_the_family_cannot_use_is_warned_about():
+    _, warnings = resolve_eval_budget(get_adapter("gta1"), flags={"max_tiles": 4})
+    assert warnings == ["pixel budget: --max-tiles has NO effect: the gta1 adapter's family is resized with "
+                        "smart_resize (no tiles)"]  # fmt: skip
+    budget, warnings = resolve_eval_budget(get_adapter("internvl"), flags={"max_pixels": 100_352})
+    assert budget.max_tiles == 12 and warnings == [
+        "pixel budget: --max-pixels has NO effect: the internvl adapter's family is tiled (no smart_resize)"]  # fmt: skip

@@ -69,6 +69,13 @@ def resolve_eval_budget(
     layers += budget_layers(adapter.default_budget)
     budget = resolve(layers, limits=limits)
     warnings = []
+    ignored = ["max_tiles"] if budget.resizes else ["min_pixels", "max_pixels"]
+    for name in ignored:  # a flag the family cannot use: said, not silently dropped
+        if name in flags:
+            kind = "is resized with smart_resize (no tiles)" if budget.resizes else "is tiled (no smart_resize)"
+            msg = f"pixel budget: {FLAG_NAMES[name]} has NO effect: the {adapter.name} adapter's family {kind}"
+            warnings.append(msg)
+            logger.warning(msg)
     if recorded is not None:
         for name in BUDGET_FIELDS:
             ours, theirs = getattr(budget, name), getattr(recorded, name)

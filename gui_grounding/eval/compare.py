@@ -293,17 +293,10 @@ def write_gallery(out_dir: str, doc: dict, a: dict, b: dict, *, max_cards: int =
     Raises:
         OutputError: a file cannot be written.
     """
-    from gui_grounding.eval.report import _OWN_IMAGE, _draw, _image_problem
+    from gui_grounding.eval.report import _draw, _image_problem, prepare_image_dir
     from vlm_r1.outputs import OutputError, write_bytes
 
-    img_dir = os.path.join(out_dir, GALLERY_DIR)
-    try:
-        os.makedirs(img_dir, exist_ok=True)
-        for name in os.listdir(img_dir):
-            if _OWN_IMAGE.match(name):
-                os.remove(os.path.join(img_dir, name))
-    except OSError as err:
-        raise OutputError(err.errno, f"cannot prepare {img_dir}: {err.strerror or err}") from None
+    img_dir = prepare_image_dir(os.path.join(out_dir, GALLERY_DIR))
     common = [s for s in a["order"] if s in b["scores"]]
     only_a, only_b = _disagreements(a, b, common)
     winners = {**dict.fromkeys(only_a, "A"), **dict.fromkeys(only_b, "B")}

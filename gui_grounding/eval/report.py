@@ -215,14 +215,7 @@ def write_failures_html(
     Images this function wrote earlier (``NNNN.jpg``, ``NNNN_zoom.jpg``) are removed first, so a rerun leaves no stale
     pictures.
     """
-    img_dir = os.path.join(out_dir, "failures")
-    try:
-        os.makedirs(img_dir, exist_ok=True)
-        for name in os.listdir(img_dir):
-            if _OWN_IMAGE.match(name):
-                os.remove(os.path.join(img_dir, name))
-    except OSError as err:
-        raise OutputError(err.errno, f"cannot prepare {img_dir}: {err.strerror or err}") from None
+    img_dir = prepare_image_dir(os.path.join(out_dir, "failures"))
     failures = [s for s in samples if results[s.sample_id]["correctness"] != CORRECT]
     shown = failures[:max_failures]
     counts: dict[str, int] = {}
@@ -241,6 +234,23 @@ def write_failures_html(
     path = os.path.join(out_dir, "failures.html")
     write_bytes(path, page.encode("utf-8", errors="replace"))  # a lone surrogate in a response must not stop it
     return path
+
+
+def prepare_image_dir(img_dir: str) -> str:
+    """Create ``img_dir`` and remove the pictures an earlier gallery wrote there (``NNNN.jpg``, ``NNNN_zoom.jpg``), so
+    a rerun leaves no stale pictures; returns ``img_dir``. Shared by the failure gallery and ``gui-grounding compare``.
+
+    Raises:
+        OutputError: the folder cannot be created or cleaned.
+    """
+    try:
+        os.makedirs(img_dir, exist_ok=True)
+        for name in os.listdir(img_dir):
+            if _OWN_IMAGE.match(name):
+                os.remove(os.path.join(img_dir, name))
+    except OSError as err:
+        raise OutputError(err.errno, f"cannot prepare {img_dir}: {err.strerror or err}") from None
+    return img_dir
 
 
 def _fmt_num(v: float) -> str:
