@@ -58,11 +58,51 @@ def _eval(args: argparse.Namespace) -> None:
         run_eval(args.benchmark, args.data, args.out, model=args.model, predictions=args.predictions,
                  backend=args.backend, adapter=args.adapter, limit=args.limit, strict=args.strict,
                  benchmark_options=options, max_failures=args.max_failures, on_duplicate=args.on_duplicate,
-                 predictions_format=args.predictions_format, profile=args.profile, **kwargs)  # fmt: skip
+                 predictions_format=args.predictions_format, profile=args.profile, tts=_tts_config(args),
+                 **kwargs)  # fmt: skip
     except (EvalInputError, SampleError, FileNotFoundError, OutputError) as err:  # refused (or --strict): one line
         text = err.strerror if isinstance(err, OutputError) and err.strerror else str(err)  # no "[Errno N]"
         message = " ".join(text.split())
         raise SystemExit(f"gui-grounding eval: error: {message}") from None
+
+
+def _add_tts_flags(p: argparse.ArgumentParser) -> None:
+    """``--tts`` and its settings (``gui_grounding.eval.tts``)."""
+    from gui_grounding.consensus import DEFAULT_REGION, MAX_SAMPLES
+    from gui_grounding.eval.tts import DEFAULT_SAMPLES, DEFAULT_TEMPERATURE, DEFAULT_ZOOM, TTS_MODES
+    from vlm_r1.argtypes import integer, number, with_range
+
+    g = p.add_argument_group("test-time grounding (greedy and the mode side by side in one run)")
+    g.add_argument("--tts", choices=TTS_MODES, default="greedy",
+                   help="greedy (default: one greedy answer, the run as before); consensus: K sampled answers voted "
+                   "by GUI-RC's region rule (agreement stored as confidence); zoom: the greedy answer picks a "
+                   "window, the crop is asked again; zoom+consensus: both. With --predictions: consensus re-votes "
+                   "each line's 'samples', zoom modes score its tts.point")  # fmt: skip
+    k = integer(min=1, max=MAX_SAMPLES)
+    g.add_argument("--tts-samples", type=k, default=DEFAULT_SAMPLES,
+                   help=with_range("K, answers sampled per screenshot (consensus modes)", k))  # fmt: skip
+    temp = number(min=0, max=100, min_open=True)
+    g.add_argument("--tts-temperature", type=temp, default=DEFAULT_TEMPERATURE,
+                   help=with_range("sampling temperature (GUI-RC: 0.7)", temp))  # fmt: skip
+    top_p = number(min=0, max=1, min_open=True)
+    g.add_argument("--tts-top-p", type=top_p, default=1.0, help=with_range("nucleus sampling mass", top_p))
+    seed = integer(min=0, max=2**31 - 1)
+    g.add_argument("--tts-seed", type=seed, default=0,
+                   help=with_range("sampling seed (recorded; per sample and pass from it and the sample_id)", seed))  # fmt: skip
+    region = number(min=0, max=1e6, min_open=True)
+    g.add_argument("--tts-region", type=region, default=DEFAULT_REGION,
+                   help=with_range("side of each sampled point's voting square, original pixels (GUI-RC: 50)",
+                                   region))  # fmt: skip
+    zoom = number(min=0, max=1, min_open=True)
+    g.add_argument("--tts-zoom", type=zoom, default=DEFAULT_ZOOM,
+                   help=with_range("zoom window side as a fraction of the screenshot's side (clamped to it)", zoom))  # fmt: skip
+
+
+def _tts_config(args: argparse.Namespace):
+    from gui_grounding.eval.tts import TTSConfig
+
+    return TTSConfig(mode=args.tts, samples=args.tts_samples, temperature=args.tts_temperature, top_p=args.tts_top_p,
+                     seed=args.tts_seed, region=args.tts_region, zoom=args.tts_zoom)  # fmt: skip
 
 
 class _NamesOrSpecs(list):
@@ -285,6 +325,7 @@ def build_parser() -> argparse.ArgumentParser:
         "harness's keys), else our predictions; jsonl / json-list: our predictions (any framing: JSONL, "
         "a JSON list, both); harness-log: the harness's --log_path file",
     )
+    _add_tts_flags(p)
     not_negative = integer(min=0)
     p.add_argument(
         "--max-failures",

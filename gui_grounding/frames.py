@@ -14,12 +14,15 @@ then the identity, so the frame the model sees is exactly the frame the reward u
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from vlm_r1.geometry import Box, Frame, Point, box_iou, smart_resize
 
 # smart_resize, Frame, box_iou and the Box/Point types live in vlm_r1.geometry (shared with vlm_r1's REC task) and are
 # re-exported here, so ``from gui_grounding.frames import Frame, box_iou, smart_resize`` keeps working.
 __all__ = [
     "Box",
+    "CropWindow",
     "Frame",
     "Point",
     "box_from_norm1000",
@@ -28,6 +31,7 @@ __all__ = [
     "point_in_box",
     "point_in_polygon",
     "smart_resize",
+    "zoom_window",
 ]
 
 
@@ -90,3 +94,61 @@ def point_in_polygon(point: Point, polygon: list[Point]) -> bool:
         if (y1 > y) != (y2 > y) and x < x1 + (y - y1) * (x2 - x1) / (y2 - y1):
             inside = not inside
     return inside
+
+
+@dataclass(frozen=True)
+class CropWindow:
+    """A window of an image in its displayed frame (EXIF orientation applied, as every box and point is), integer
+    pixel edges ``(x_min, y_min, x_max, y_max)``, ``x_max``/``y_max`` exclusive (PIL's ``crop`` box).
+
+    Pixel ``(i, j)`` of the crop is pixel ``(x_min + i, y_min + j)`` of the image, so points map by a plain offset:
+    :meth:`to_image` and :meth:`to_window` are exact inverses (integer offsets; floats round-trip exactly for
+    coordinates below 2**52)."""
+
+    x_min: int
+    y_min: int
+    x_max: int
+    y_max: int
+
+    @property
+    def width(self) -> int:
+        return self.x_max - self.x_min
+
+    @property
+    def height(self) -> int:
+        return self.y_max - self.y_min
+
+    def to_image(self, point: Point) -> Point:
+        """A point in the crop's pixels -> the image's pixels."""
+        return point[0] + self.x_min, point[1] + self.y_min
+
+    def to_window(self, point: Point) -> Point:
+        """A point in the image's pixels -> the crop's pixels."""
+        return point[0] - self.x_min, point[1] - self.y_min
+
+    def crop(self, image):
+        """The window of a PIL ``image`` (its displayed frame), a new image of ``width x height``."""
+        return image.crop((self.x_min, self.y_min, self.x_max, self.y_max))
+
+    def as_list(self) -> list[int]:
+        return [self.x_min, self.y_min, self.x_max, self.y_max]
+
+
+def zoom_window(point: Point, width: int, height: int, fraction: float) -> CropWindow:
+    """The zoom-in window around ``point`` (original pixels) of a ``width x height`` image: sides
+    ``round(fraction * width)`` x ``round(fraction * height)`` (at least 1 pixel, at most the image), centred on the
+    point as nearly as integer edges allow (``x_min = round(x - side / 2)``), then shifted (never shrunk) to lie inside
+    the image. A point outside the image gives the window at that edge.
+
+    Raises:
+        ValueError: ``fraction`` not in ``(0, 1]``, or a size below 1 pixel.
+    """
+    if not 0 < fraction <= 1:
+        raise ValueError(f"zoom fraction must be in (0, 1], got {fraction!r}")
+    if width < 1 or height < 1:
+        raise ValueError(f"image size must be at least 1x1, got {width}x{height}")
+    side_w = min(width, max(1, round(fraction * width)))
+    side_h = min(height, max(1, round(fraction * height)))
+    x0 = min(max(round(point[0] - side_w / 2), 0), width - side_w)
+    y0 = min(max(round(point[1] - side_h / 2), 0), height - side_h)
+    return CropWindow(int(x0), int(y0), int(x0 + side_w), int(y0 + side_h))

@@ -91,6 +91,7 @@ def run_eval(
     on_duplicate: str = "error",
     predictions_format: str = "auto",
     profile: str | None = None,
+    tts=None,
     **backend_kwargs,
 ) -> dict:
     """Evaluate on ``benchmark``: predict with ``model`` (then score) or rescore a ``predictions`` file.
@@ -130,6 +131,12 @@ def run_eval(
         profile: a :mod:`gui_grounding.profiles` name: its adapter, pixel budget, ``max_new_tokens`` and benchmark
             options apply unless given explicitly, and ``metrics.json``/``results.md`` show its published numbers
             next to ours (``published``).
+        tts: a :class:`gui_grounding.eval.tts.TTSConfig` (``None``: greedy). A test-time mode predicts (model mode)
+            or reads (rescoring: ``"samples"`` for consensus, ``tts.point`` for zoom modes) the mode's answer per
+            sample, and the run writes both: ``metrics.json``'s tables are the mode's, ``"greedy"`` holds the
+            greedy tables of the same predictions, ``"tts"`` the settings, cost per answer, agreement calibration
+            and the samples the two disagree on; ``results.md`` shows both tables, ``calibration.png`` the
+            calibration (consensus modes). Greedy (the default) writes exactly what it wrote before.
         **backend_kwargs: backend options (batch_size, max_new_tokens, base_url, ...) and the pixel-budget flags
             ``min_pixels``, ``max_pixels``, ``max_tiles``, which are resolved once with the profile, the checkpoint's
             recorded budget and the adapter's published one (``gui_grounding.eval.budget``) and given to the
@@ -198,8 +205,9 @@ def run_eval(
             run_adapter, budget, budget_warnings = _resolve_model_settings(model, backend, adapter, budget_flags,
                                                                            prof, limits)  # fmt: skip
             _refuse_unsendable_images(budget, samples, show_path)
+            extra = {"tts": tts} if tts is not None and tts.mode != "greedy" else {}
             predictions = predict(backend, model, samples, os.path.join(out_dir, "predictions.jsonl"),
-                                  adapter=run_adapter, budget=budget, **backend_kwargs)  # fmt: skip
+                                  adapter=run_adapter, budget=budget, **extra, **backend_kwargs)  # fmt: skip
             meta.update(model=model, backend=backend, adapter=run_adapter.name,
                         backend_options={k: v for k, v in backend_kwargs.items() if k != "api_key"},
                         pixel_budget=budget.to_dict(), pixel_budget_warnings=budget_warnings)  # fmt: skip
@@ -216,8 +224,18 @@ def run_eval(
             }
             metrics["published"] = {"profile": prof.name, "model": prof.model,
                                     "rows": prof.comparison(benchmark, measured_with, metrics)}  # fmt: skip
+        tts_report = None
+        if tts is not None and tts.mode != "greedy":
+            from gui_grounding.eval.tts import tts_run
+
+            tts_report = tts_run(bench, samples, preds, results, metrics, tts)
+            meta["tts"] = tts.to_dict()
+            results, metrics = tts_report["results"], tts_report["metrics"]
         doc = write_reports(out_dir, bench, samples, results, metrics, preds, prediction_report=pred_report,
-                            load_report=load_report, meta=meta, max_failures=max_failures)  # fmt: skip
+                            load_report=load_report, meta=meta, max_failures=max_failures,
+                            tts=tts_report)  # fmt: skip
+    if tts_report is not None:
+        print(f"greedy (same run):\n{bench.table(tts_report['greedy_metrics'])}\n\n{tts_report['label']}:")
     print(bench.table(metrics))
     print(f"\nwrote {show_path(os.path.join(out_dir, 'metrics.json'))}, results.md, scores.jsonl and failures.html")
     return doc

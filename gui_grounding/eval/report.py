@@ -44,6 +44,7 @@ from vlm_r1.outputs import OutputError, atomic_writer, write_bytes, write_text
 logger = logging.getLogger(__name__)
 
 TARGET, POINT = (0, 170, 0), (230, 0, 0)
+OTHER_POINT = (30, 90, 230)  # the greedy point on the cards of a test-time run where the two answers disagree
 RESERVED = ("benchmark", "predictions", "data", "meta")
 #: per-sample results (``write_scores``), read by ``gui-grounding compare``
 SCORES_FILE = "scores.jsonl"
@@ -66,6 +67,7 @@ def write_reports(
     load_report: LoadReport | None = None,
     meta: dict | None = None,
     max_failures: int = 200,
+    tts: dict | None = None,
 ) -> dict:
     """Write ``scores.jsonl``, ``results.md``, ``failures.html`` (+ ``failures/*.jpg``) and, last, ``metrics.json``
     to ``out_dir``.
@@ -81,6 +83,11 @@ def write_reports(
         load_report: the benchmark's load report (records read, rejects, notes).
         meta: extra JSON-able facts for ``metrics.json["meta"]`` (model, backend, adapter, files, ...).
         max_failures: failures drawn in ``failures.html``; the rest are counted as omitted.
+        tts: a test-time run (:func:`gui_grounding.eval.tts.tts_run`; ``results``/``metrics`` are then the mode's):
+            ``metrics.json`` gains ``"greedy"`` (the greedy tables) and ``"tts"`` (the summary); ``results.md`` shows
+            the greedy table, the cost per answer, the disagreements and ``calibration.png`` (consensus modes);
+            ``scores.jsonl`` lines gain ``greedy_correctness`` and ``agreement``; failure cards of samples greedy got
+            right are marked, with the greedy point drawn in blue beside the mode's in red.
 
     Returns:
         the ``metrics.json`` content.
@@ -98,6 +105,8 @@ def write_reports(
     doc = {"benchmark": benchmark.name, **metrics, "predictions": pred_summary,
            "data": load_report_dict(load_report) if load_report else {"num_samples": len(samples)},
            "meta": meta or {}}  # fmt: skip
+    if tts is not None:
+        doc["greedy"], doc["tts"] = tts["greedy_metrics"], tts["summary"]
     # strict JSON (no NaN), ASCII (a lone surrogate in a ref is escaped, never an encoding error): checked before
     # anything is written
     summary = json.dumps(doc, indent=2, allow_nan=False) + "\n"
@@ -107,18 +116,24 @@ def write_reports(
         raise OutputError(err.errno, f"cannot create {out_dir}: {err.strerror or err}") from None
     metrics_path = os.path.join(out_dir, "metrics.json")
     remove_summary(metrics_path)
-    write_scores(os.path.join(out_dir, SCORES_FILE), samples, results, predictions)
-    write_text(
-        os.path.join(out_dir, "results.md"), _text(_results_md(benchmark, samples, metrics, pred_summary, load_report))
-    )
-    write_failures_html(
-        out_dir, samples, results, predictions, title=f"{benchmark.name}: failures", max_failures=max_failures
-    )
+    write_scores(os.path.join(out_dir, SCORES_FILE), samples, results, predictions, tts=tts)
+    md = _results_md(benchmark, samples, metrics, pred_summary, load_report)
+    notes, answers = None, predictions
+    if tts is not None:
+        md = _tts_md(out_dir, benchmark, tts, md)
+        answers = {sid: {**predictions.get(sid, {}), **a} for sid, a in tts["answers"].items()}
+        notes = {sid: (f"greedy: correct; {tts['summary']['mode']}: {results[sid]['correctness']}",
+                       predictions.get(sid, {}).get("point"))
+                 for sid in tts["summary"]["disagreements"]["greedy_only_correct_ids"]}  # fmt: skip
+    write_text(os.path.join(out_dir, "results.md"), _text(md))
+    write_failures_html(out_dir, samples, results, answers, title=f"{benchmark.name}: failures",
+                        max_failures=max_failures, notes=notes)  # fmt: skip
     write_text(metrics_path, summary)  # last: its presence says every other output is complete
     return doc
 
 
-def write_scores(path: str, samples: list[Sample], results: dict[str, dict], predictions: dict[str, dict]) -> None:
+def write_scores(path: str, samples: list[Sample], results: dict[str, dict], predictions: dict[str, dict], *,
+                 tts: dict | None = None) -> None:  # fmt: skip
     """``scores.jsonl``: one line per sample, in sample order, ``{"sample_id", "correctness", "point", "refusal"}``
     (``correctness`` one of ``correct`` / ``wrong`` / ``wrong_format``; ``point`` ``[x, y]`` in original pixels or
     null; ``refusal``: the answer was an explicit "no target"), written atomically before ``metrics.json``.
@@ -133,6 +148,11 @@ def write_scores(path: str, samples: list[Sample], results: dict[str, dict], pre
             "point": r.get("point"),
             "refusal": pred.get("refusal") is True,
         }
+        if tts is not None:
+            answer = tts["answers"].get(s.sample_id) or {}
+            line["refusal"] = answer.get("refusal") is True
+            line["greedy_correctness"] = tts["greedy_results"][s.sample_id]["correctness"]
+            line["agreement"] = answer.get("agreement")
         lines.append(json.dumps(line, allow_nan=False))
     write_text(path, "".join(line + "\n" for line in lines))
 
@@ -195,6 +215,46 @@ def _results_md(benchmark: Benchmark, samples, metrics, pred_summary: dict, load
     return "\n".join(lines)
 
 
+def _tts_md(out_dir: str, benchmark: Benchmark, tts: dict, md: str) -> str:
+    """``results.md`` of a test-time run: the mode's page (``md``) followed by the greedy table of the same run, the
+    cost per answer, the disagreements and the calibration plot (written here as ``calibration.png``)."""
+    from gui_grounding.eval.tts import plot_calibration
+
+    summary = tts["summary"]
+    lines = [md.rstrip("\n"), "", f"## Test-time mode: {summary['label']}", "",
+             f"The tables above score the {summary['mode']} answer; the greedy answer of the same run "
+             "(same checkpoint, same prompts) scores:", "", benchmark.table(tts["greedy_metrics"]), ""]  # fmt: skip
+    cost = summary["cost"]
+    rows = []
+    for name in ("greedy", summary["mode"]):
+        c = cost.get(name) or {}
+        rows.append([name, c.get("calls", 0), c.get("sequences", 0), c.get("prompt_tokens", 0),
+                     c.get("generated_tokens", 0), c.get("wall_s", 0), c.get("calls_per_sample", "-"),
+                     c.get("wall_s_per_sample", "-")])  # fmt: skip
+    lines += [f"**Cost per answer** ({cost['lines_with_cost']} lines with a cost record; a {summary['mode']} run "
+              "also pays the greedy pass where the mode does not use it)", "",
+              md_table(["answer", "model calls", "sequences", "prompt tokens", "generated tokens", "wall s",
+                        "calls / sample", "wall s / sample"], rows, left=1), ""]  # fmt: skip
+    d = summary["disagreements"]
+    lines += [f"**Disagreements**: greedy right and {summary['mode']} wrong on {d['greedy_only_correct']} samples "
+              f"(marked in `failures.html`, greedy point in blue); {summary['mode']} right and greedy wrong on "
+              f"{d['tts_only_correct']}.", ""]  # fmt: skip
+    if summary["fallbacks"]:
+        shown = ", ".join(f"{k}: {v}" for k, v in sorted(summary["fallbacks"].items()))
+        lines += [f"Zoom fallbacks (first-pass point kept): {shown}.", ""]
+    bins = summary["agreement"]["calibration"]
+    if bins:
+        plot_calibration(bins, os.path.join(out_dir, "calibration.png"),
+                         title=f"{benchmark.name}: accuracy vs agreement, {summary['label']}")  # fmt: skip
+        rows = [[f"{b['low']:.1f}-{b['high']:.1f}", b["samples"], b["correct"],
+                 "-" if b["accuracy"] is None else f"{b['accuracy']:.2f}"] for b in bins]  # fmt: skip
+        lines += [f"**Calibration** (agreement = share of the K samples in the winning region; mean "
+                  f"{summary['agreement']['mean']})", "", md_table(["agreement", "samples", "correct", "accuracy %"],
+                                                                   rows, left=1), "",
+                  "![accuracy against agreement](calibration.png)", ""]  # fmt: skip
+    return "\n".join(lines)
+
+
 # ---------------------------------------------------------------------------------------------------------------------
 # failure gallery
 
@@ -208,12 +268,14 @@ def write_failures_html(
     title: str = "failures",
     max_failures: int = 200,
     max_width: int = 800,
+    notes: dict[str, tuple[str, list | None]] | None = None,
 ) -> str:
     """Write ``out_dir/failures.html`` and its images under ``out_dir/failures/``; return the HTML path.
 
     Thumbnails are at most ``max_width`` pixels wide (and 900 high); zooms show the target's neighbourhood at up to 4x.
     Images this function wrote earlier (``NNNN.jpg``, ``NNNN_zoom.jpg``) are removed first, so a rerun leaves no stale
-    pictures.
+    pictures. ``notes``: ``{sample_id: (text, other point)}`` marks a card (a test-time run: the samples greedy got
+    right) with the text, and draws the other point in blue beside the card's point in red.
     """
     img_dir = prepare_image_dir(os.path.join(out_dir, "failures"))
     failures = [s for s in samples if results[s.sample_id]["correctness"] != CORRECT]
@@ -221,8 +283,9 @@ def write_failures_html(
     counts: dict[str, int] = {}
     for s in failures:
         counts[results[s.sample_id]["correctness"]] = counts.get(results[s.sample_id]["correctness"], 0) + 1
-    cards = [_card(i, s, results[s.sample_id], predictions.get(s.sample_id), img_dir, max_width)
-             for i, s in enumerate(shown, start=1)]  # fmt: skip
+    notes = notes or {}
+    cards = [_card(i, s, results[s.sample_id], predictions.get(s.sample_id), img_dir, max_width,
+                   note=notes.get(s.sample_id)) for i, s in enumerate(shown, start=1)]  # fmt: skip
     summary = ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "none"
     omitted = len(failures) - len(shown)
     page = _PAGE.format(
@@ -265,7 +328,8 @@ def _describe_targets(s: Sample) -> str:
     return "; ".join(parts) + " (x_min, y_min, x_max, y_max px)" if s.boxes else "; ".join(parts)
 
 
-def _card(i: int, s: Sample, result: dict, pred: dict | None, img_dir: str, max_width: int) -> str:
+def _card(i: int, s: Sample, result: dict, pred: dict | None, img_dir: str, max_width: int, *,
+          note: tuple[str, list | None] | None = None) -> str:  # fmt: skip
     point = result.get("point")
     if result.get("missing"):
         point_text = "no prediction for this sample"
@@ -286,7 +350,8 @@ def _card(i: int, s: Sample, result: dict, pred: dict | None, img_dir: str, max_
         imgs = f'<p class="err">{html.escape(f"cannot draw {s.image_path}: image missing ({problem})")}</p>'
     else:
         try:
-            images = _draw(s, point, img_dir, i, max_width)
+            marks = None if note is None else [(note[1], OTHER_POINT), (point, POINT)]
+            images = _draw(s, point, img_dir, i, max_width, marks=marks)
             imgs = "".join(f'<img src="failures/{html.escape(n)}" alt="{html.escape(a)}">' for n, a in images)
         except OutputError:  # the disk, not the sample: the run fails with one line
             raise
@@ -294,8 +359,9 @@ def _card(i: int, s: Sample, result: dict, pred: dict | None, img_dir: str, max_
             imgs = f'<p class="err">{html.escape(f"cannot draw {s.image_path}: {type(err).__name__}: {err}")}</p>'
     size = f"{s.width}x{s.height}" if _known_size(s) else "size unknown"
     e = html.escape
+    flag = "" if note is None else f' <span class="disagree">{e(note[0])} (greedy point in blue)</span>'
     return (f'<div class="card"><h3>#{i} <code>{e(s.sample_id)}</code> '
-            f'<span class="{e(result["correctness"])}">{e(result["correctness"])}</span></h3>\n'
+            f'<span class="{e(result["correctness"])}">{e(result["correctness"])}</span>{flag}</h3>\n'
             f"<p><b>instruction</b>: {e(s.instruction)}</p>\n"
             f"<p><b>predicted</b>: {e(point_text)}<br><b>target</b>: {e(_describe_targets(s))}<br>"
             f"<b>image</b>: {e(s.image_path)} ({size})</p>\n"
@@ -453,6 +519,7 @@ body {{ font-family: sans-serif; margin: 1.5em; max-width: 1400px; }}
 .card img {{ max-width: 800px; margin: 0.3em 0.6em 0.3em 0; vertical-align: top; border: 1px solid #ddd; }}
 pre {{ background: #f5f5f5; padding: 0.5em; white-space: pre-wrap; word-break: break-word; }}
 .wrong {{ color: #b00; }} .wrong_format {{ color: #a60; }} .err {{ color: #b00; }}
+.disagree {{ color: #1e5ae6; font-size: 0.8em; border: 1px solid #1e5ae6; border-radius: 4px; padding: 0 0.3em; }}
 .legend span {{ font-weight: bold; }}
 </style></head><body>
 <h1>{title}</h1>

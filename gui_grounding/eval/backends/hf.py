@@ -47,20 +47,122 @@ def _build_requests(samples: list, adapter, budget, pool: ThreadPoolExecutor | N
     return list(pool.map(build, samples)) if pool is not None and len(samples) > 1 else [build(s) for s in samples]
 
 
+def _model_inputs(processor, vlm_module, requests: list, device):
+    """The processor's batch for ``requests`` (chat template + forced assistant prefix, images), on ``device``."""
+    texts = [processor.apply_chat_template(r.messages, tokenize=False, add_generation_prompt=True) + r.assistant_prefix
+             for r in requests]  # fmt: skip
+    inputs, _ = vlm_module.prepare_model_inputs(processor, texts, [r.image for r in requests])
+    return inputs.to(device)
+
+
 def _predict_batch(model, processor, vlm_module, samples: list, requests: list, adapter, *, banned,
                    max_new_tokens: int, device) -> list[dict]:  # fmt: skip
     """Prediction records for one batch (one left-padded greedy ``generate`` call). Caller sets eval/inference mode."""
     # a forced assistant prefix (Request.assistant_prefix) is appended after the generation prompt, as the ScreenSpot-Pro
     # harness does for Qwen2.5-VL; record() puts it back in front of the generated text
-    texts = [processor.apply_chat_template(r.messages, tokenize=False, add_generation_prompt=True) + r.assistant_prefix
-             for r in requests]  # fmt: skip
-    inputs, _ = vlm_module.prepare_model_inputs(processor, texts, [r.image for r in requests])
-    inputs = inputs.to(device)
+    inputs = _model_inputs(processor, vlm_module, requests, device)
     tokenizer = processor.tokenizer
     output = model.generate(**inputs, do_sample=False, max_new_tokens=max_new_tokens, bad_words_ids=banned,
                             pad_token_id=tokenizer.pad_token_id, use_cache=True)  # fmt: skip
     answers = tokenizer.batch_decode(output[:, inputs["input_ids"].shape[1] :], skip_special_tokens=True)
     return [record(s, r, text, adapter) for s, r, text in zip(samples, requests, answers, strict=True)]
+
+
+class HFEngine:
+    """Test-time grounding on a loaded model (:class:`gui_grounding.eval.tts.Engine`).
+
+    * greedy: the same left-padded ``generate(do_sample=False)`` call as a greedy run, ``batch_size`` prompts each;
+    * K samples: where the family has the shared-prompt prefill hook (``VLMBaseModule.shared_prompt_prefill``: the
+      Qwen families), each prompt is prefilled **once** and its K continuations are sampled from the repeated cache
+      (one call per batch); otherwise K independent ``generate`` calls with the same inputs (said once in the log and
+      in ``sampling_note``). ``do_sample=True``, ``temperature``, ``top_p``, ``top_k=0`` (no top-k cut: a
+      checkpoint's ``generation_config`` may hold ``top_k=1``, which would make sampling greedy).
+    * seeding: ``torch.manual_seed`` of the batch's first per-sample seed before each sampling call, so the same seed,
+      samples and batch size give the same answers.
+    * cost: prompt tokens are the non-padding prompt tokens run through the model (once per prompt with the shared
+      prefill, K times without); generated tokens count up to and including the first end token.
+    """
+
+    name = "hf"
+
+    def __init__(self, model, processor, vlm_module, *, device, batch_size: int, max_new_tokens: int):
+        self.model, self.processor, self.module = model, processor, vlm_module
+        self.device, self.chunk_size, self.max_new_tokens = device, batch_size, max_new_tokens
+        self.banned = [[i] for i in vlm_module.get_banned_token_ids(processor)]
+        tok = processor.tokenizer
+        eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+        eos = [eos] if isinstance(eos, int) else list(eos or [])
+        self.stop_ids = sorted({*eos, *([tok.eos_token_id] if tok.eos_token_id is not None else [])})
+        self.shared = type(vlm_module).shared_prompt_prefill is not _base_prefill()
+        self.sampling_note = ("K samples per prompt from one shared prefill (shared_prompt_prefill)" if self.shared
+                              else f"{type(vlm_module).__name__} has no shared-prompt prefill: K independent "
+                                   "generate calls per batch")  # fmt: skip
+
+    def _lengths(self, ids) -> list[int]:
+        """Generated tokens per row, up to and including the first stop token."""
+        import torch
+
+        stop = torch.isin(ids, torch.tensor(self.stop_ids, device=ids.device)) if self.stop_ids else None
+        out = []
+        for r in range(ids.size(0)):
+            hit = stop[r].nonzero() if stop is not None else []
+            out.append(int(hit[0]) + 1 if len(hit) else int(ids.size(1)))
+        return out
+
+    def generate(self, requests, *, n, temperature, top_p=1.0, seeds=None):
+        import torch
+
+        from gui_grounding.eval.tts import Draw
+
+        tok = self.processor.tokenizer
+        draws = []
+        modes = [(m, m.training) for m in self.model.modules()]
+        self.model.eval()
+        try:
+            for start in range(0, len(requests), self.chunk_size):
+                batch = requests[start : start + self.chunk_size]
+                with torch.inference_mode():
+                    inputs = _model_inputs(self.processor, self.module, batch, self.device)
+                    P = inputs["input_ids"].shape[1]
+                    prompt = [int(v) for v in inputs["attention_mask"].sum(dim=1)]
+                    common = {"max_new_tokens": self.max_new_tokens, "bad_words_ids": self.banned,
+                              "pad_token_id": tok.pad_token_id, "use_cache": True}  # fmt: skip
+                    if n == 1 and not temperature:
+                        out = self.model.generate(**inputs, do_sample=False, **common)[:, P:]
+                        texts = tok.batch_decode(out, skip_special_tokens=True)
+                        lengths = self._lengths(out)
+                        draws += [Draw([t], 1, p, g) for t, p, g in zip(texts, prompt, lengths, strict=True)]
+                        continue
+                    sampling = {"do_sample": True, "temperature": temperature, "top_p": top_p, "top_k": 0, **common}
+                    torch.manual_seed(int(seeds[start]) if seeds else 0)
+                    if self.shared:
+                        kwargs = self.module.shared_prompt_prefill(self.model, dict(inputs), n)
+                        out = self.model.generate(**kwargs, **sampling)[:, P:]
+                        texts = tok.batch_decode(out, skip_special_tokens=True)
+                        lengths = self._lengths(out)
+                        for j, p in enumerate(prompt):
+                            rows = slice(j * n, (j + 1) * n)
+                            draws.append(Draw(texts[rows], 1, p, sum(lengths[rows])))
+                    else:
+                        per = [[] for _ in batch]
+                        gen = [0] * len(batch)
+                        for _ in range(n):
+                            out = self.model.generate(**inputs, **sampling)[:, P:]
+                            for j, (t, g) in enumerate(zip(tok.batch_decode(out, skip_special_tokens=True),
+                                                           self._lengths(out), strict=True)):  # fmt: skip
+                                per[j].append(t)
+                                gen[j] += g
+                        draws += [Draw(per[j], n, p * n, gen[j]) for j, p in enumerate(prompt)]
+        finally:
+            for m, training in modes:
+                m.training = training
+        return draws
+
+
+def _base_prefill():
+    from vlm_r1.modules.base import VLMBaseModule
+
+    return VLMBaseModule.shared_prompt_prefill
 
 
 def _iter_predictions(model, processor, vlm_module, samples: list, adapter, *, batch_size: int, max_new_tokens: int,
@@ -186,6 +288,7 @@ def predict_hf(
     max_new_tokens: int = 32,
     device: str | None = None,
     prompt_mode: str | None = None,
+    tts=None,
 ) -> str:
     """Write predictions of checkpoint ``model_path`` for ``samples`` to ``out_path`` (resumable; appends).
 
@@ -205,6 +308,8 @@ def predict_hf(
         device: torch device; default ``cuda`` when available, else ``cpu`` (bf16 on cuda, fp32 on cpu).
         prompt_mode: ``"thinking"`` / ``"box"`` select the ``gta1-thinking`` / ``gta1-box`` adapter when ``adapter``
             is None (for the CLI's ``--prompt-mode``); ``None``/``"non_thinking"`` change nothing.
+        tts: a :class:`gui_grounding.eval.tts.TTSConfig` (``None`` or mode ``greedy``: the greedy run above);
+            other modes run :func:`gui_grounding.eval.tts.predict_tts` with :class:`HFEngine`.
 
     Returns:
         ``out_path``.
@@ -237,6 +342,12 @@ def predict_hf(
     model = module.get_model_class(model_path, {}).from_pretrained(model_path, dtype=dtype).to(device)
     logger.info("hf backend: %s, adapter %s, batch %d, %s", model_path, adapter.name, batch_size, budget.describe())
 
+    if tts is not None and tts.mode != "greedy":
+        from gui_grounding.eval.tts import predict_tts
+
+        engine = HFEngine(model, processor, module, device=device, batch_size=batch_size,
+                          max_new_tokens=max_new_tokens)  # fmt: skip
+        return predict_tts(engine, samples, out_path, adapter=adapter, budget=budget, tts=tts)
     out, todo = open_predictions(out_path, samples)
     with out, tqdm(total=len(todo), desc="predict", unit="sample") as bar:
         for records in _iter_predictions(model, processor, module, todo, adapter, batch_size=batch_size,

@@ -50,6 +50,83 @@ def _retryable(openai, err: Exception) -> bool:
     return False
 
 
+class _Failed(Exception):
+    """A request that failed for good (after retries, or not retryable)."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
+def _with_retries(openai, stats: dict, sample_id: str, max_retries: int, retry_backoff: float, send):
+    """``send()`` with up to ``max_retries`` retries of retryable errors (exponential backoff, capped at
+    :data:`MAX_BACKOFF_S`); counts ``stats["retries"]``.
+
+    Raises:
+        _Failed: the last error (``"Type: message"``), logged as a warning.
+    """
+    for attempt in range(max_retries + 1):
+        try:
+            return send()
+        except Exception as err:  # noqa: BLE001  (classified below; anything else is recorded, not raised)
+            if attempt < max_retries and _retryable(openai, err):
+                delay = min(MAX_BACKOFF_S, retry_backoff * 2**attempt)
+                stats["retries"] += 1
+                logger.info("%s: %s: %s; retry %d/%d in %.2f s", sample_id, type(err).__name__, err, attempt + 1,
+                            max_retries, delay)  # fmt: skip
+                time.sleep(delay)
+                continue
+            message = f"{type(err).__name__}: {err}"
+            logger.warning("%s: request failed after %d attempt(s): %s", sample_id, attempt + 1, message)
+            raise _Failed(message) from None
+    raise AssertionError("unreachable")
+
+
+class OpenAIEngine:
+    """Test-time grounding against an OpenAI-compatible endpoint (:class:`gui_grounding.eval.tts.Engine`): requests in
+    a thread pool (``concurrency``); K samples asked as ``n=K`` with the sample's ``seed`` (vLLM and OpenAI honour
+    both); a server that returns fewer choices than asked (one that ignores ``n``) is asked again, ``n`` = the
+    shortfall and ``seed + calls``, until K answers are in (at most K calls). Cost from each response's ``usage``
+    (``prompt_tokens``, ``completion_tokens``; 0 when a server sends none)."""
+
+    name = "openai"
+    sampling_note = "n=K per request with a seed; repeated calls fill a shortfall"
+
+    def __init__(self, create, *, concurrency: int, stats: dict):
+        self.create, self.concurrency, self.stats = create, concurrency, stats
+        self.chunk_size = max(8, 4 * concurrency)
+        self.requests = 0
+
+    def _one(self, request, n, temperature, top_p, seed):
+        from gui_grounding.eval.tts import Draw
+
+        sid = request.context.get("sample_id", "?")
+        texts, calls, prompt_tokens, generated = [], 0, 0, 0
+        try:
+            while len(texts) < n and calls < n:
+                ask = n - len(texts)
+                params = {"temperature": temperature}
+                if temperature:
+                    params.update(n=ask, top_p=top_p, seed=None if seed is None else (seed + calls) & 0x7FFFFFFF)
+                resp = self.create(sid, request, **params)
+                calls += 1
+                usage = getattr(resp, "usage", None)
+                prompt_tokens += int(getattr(usage, "prompt_tokens", 0) or 0)
+                generated += int(getattr(usage, "completion_tokens", 0) or 0)
+                texts += [(c.message.content or "") for c in (resp.choices or [])][:ask]
+        except _Failed as err:
+            self.stats["failed"] += 1
+            return Draw([], calls, prompt_tokens, generated, error=err.message)
+        return Draw(texts, calls, prompt_tokens, generated)
+
+    def generate(self, requests, *, n, temperature, top_p=1.0, seeds=None):
+        self.requests += len(requests)
+        with ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="openai-tts") as pool:
+            futures = [pool.submit(self._one, r, n, temperature, top_p, seeds[i] if seeds else None)
+                       for i, r in enumerate(requests)]  # fmt: skip
+            return [f.result() for f in futures]
+
+
 def predict_openai(
     model: str,
     samples: list,
@@ -65,6 +142,7 @@ def predict_openai(
     timeout: float = 120.0,
     budget=None,
     extra_body: dict | None = None,
+    tts=None,
 ) -> str:
     """Write predictions of the served ``model`` for ``samples`` to ``out_path`` (resumable; appends).
 
@@ -84,6 +162,8 @@ def predict_openai(
         budget: the run's :class:`vlm_r1.pixel_budget.PixelBudget` (``None``: the adapter's published
             ``default_budget``).
         extra_body: extra JSON fields for the server (e.g. vLLM's ``{"top_k": 1}``).
+        tts: a :class:`gui_grounding.eval.tts.TTSConfig` (``None`` or mode ``greedy``: one greedy request per
+            sample); other modes run :func:`gui_grounding.eval.tts.predict_tts` with :class:`OpenAIEngine`.
 
     Returns:
         ``out_path``.
@@ -108,31 +188,40 @@ def predict_openai(
                            max_retries=0, timeout=timeout)  # fmt: skip
     stats = {"retries": 0, "failed": 0}
 
+    def create(sample_id: str, request, **params):
+        """One chat completion with retries (retryable errors only); raises :class:`_Failed` after the last."""
+        body = extra_body
+        if request.assistant_prefix:  # continue the forced assistant prefix (vLLM's chat extension)
+            body = {**(extra_body or {}), "continue_final_message": True, "add_generation_prompt": False}
+        return _with_retries(
+            openai,
+            stats,
+            sample_id,
+            max_retries,
+            retry_backoff,
+            lambda: client.chat.completions.create(
+                model=model, messages=openai_messages(request), max_tokens=max_new_tokens, extra_body=body, **params
+            ),
+        )
+
     def call(sample) -> dict:
         request = adapter.build_request(sample, load_image(sample), budget=budget)
-        messages = openai_messages(request)
-        for attempt in range(max_retries + 1):
-            try:
-                body = extra_body
-                if request.assistant_prefix:  # continue the forced assistant prefix (vLLM's chat extension)
-                    body = {**(extra_body or {}), "continue_final_message": True, "add_generation_prompt": False}
-                resp = client.chat.completions.create(model=model, messages=messages, temperature=0.0,
-                                                      max_tokens=max_new_tokens, extra_body=body)  # fmt: skip
-                text = (resp.choices[0].message.content or "") if resp.choices else ""
-                return record(sample, request, text, adapter)
-            except Exception as err:  # noqa: BLE001  (classified below; anything else is recorded, not raised)
-                if attempt < max_retries and _retryable(openai, err):
-                    delay = min(MAX_BACKOFF_S, retry_backoff * 2**attempt)
-                    stats["retries"] += 1
-                    logger.info("%s: %s: %s; retry %d/%d in %.2f s", sample.sample_id, type(err).__name__, err,
-                                attempt + 1, max_retries, delay)  # fmt: skip
-                    time.sleep(delay)
-                    continue
-                message = f"{type(err).__name__}: {err}"
-                stats["failed"] += 1
-                logger.warning("%s: request failed after %d attempt(s): %s", sample.sample_id, attempt + 1, message)
-                return record(sample, request, f"ERROR: {message}", adapter, error=message)
-        raise AssertionError("unreachable")
+        try:
+            resp = create(sample.sample_id, request, temperature=0.0)
+        except _Failed as err:
+            stats["failed"] += 1
+            return record(sample, request, f"ERROR: {err.message}", adapter, error=err.message)
+        text = (resp.choices[0].message.content or "") if resp.choices else ""
+        return record(sample, request, text, adapter)
+
+    if tts is not None and tts.mode != "greedy":
+        from gui_grounding.eval.tts import predict_tts
+
+        engine = OpenAIEngine(create, concurrency=concurrency, stats=stats)
+        predict_tts(engine, samples, out_path, adapter=adapter, budget=budget, tts=tts)
+        logger.info("openai backend: %d requests, %d retries, %d failed", engine.requests, stats["retries"],
+                    stats["failed"])  # fmt: skip
+        return out_path
 
     out, todo = open_predictions(out_path, samples)
     pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="openai-predict")

@@ -38,6 +38,37 @@ def _import_vllm():
     return vllm
 
 
+class VLLMEngine:
+    """Test-time grounding on an offline ``vllm.LLM`` (:class:`gui_grounding.eval.tts.Engine`): one ``llm.chat`` per
+    chunk; greedy with the greedy run's ``SamplingParams(temperature=0, max_tokens)``, K samples with one
+    ``SamplingParams(n=K, temperature, top_p, seed=<the sample's seed>, max_tokens)`` per request (vLLM prefills the
+    prompt once for its n sequences; a per-request seed makes the draws independent of batching). Cost: one call per
+    request, ``len(prompt_token_ids)`` prompt tokens, the sum of ``len(token_ids)`` over the n outputs."""
+
+    name = "vllm"
+    sampling_note = "SamplingParams(n=K, seed per sample): one prefill per prompt"
+
+    def __init__(self, vllm, llm, *, max_new_tokens: int, chunk_size: int):
+        self.vllm, self.llm, self.max_new_tokens, self.chunk_size = vllm, llm, max_new_tokens, chunk_size
+
+    def generate(self, requests, *, n, temperature, top_p=1.0, seeds=None):
+        from gui_grounding.eval.tts import Draw
+
+        if not requests:
+            return []
+        if n == 1 and not temperature:
+            params = self.vllm.SamplingParams(temperature=0.0, max_tokens=self.max_new_tokens)
+        else:
+            params = [self.vllm.SamplingParams(n=n, temperature=temperature, top_p=top_p,
+                                               seed=int(seeds[i]) if seeds else None, max_tokens=self.max_new_tokens)
+                      for i in range(len(requests))]  # fmt: skip
+        prefix = bool(requests[0].assistant_prefix)  # one adapter per run: all or none
+        outputs = self.llm.chat([openai_messages(r) for r in requests], sampling_params=params, use_tqdm=False,
+                                continue_final_message=prefix, add_generation_prompt=not prefix)  # fmt: skip
+        return [Draw([o.text for o in out.outputs], 1, len(getattr(out, "prompt_token_ids", None) or []),
+                     sum(len(getattr(o, "token_ids", None) or []) for o in out.outputs)) for out in outputs]  # fmt: skip
+
+
 def predict_vllm(
     model_path: str,
     samples: list,
@@ -52,6 +83,7 @@ def predict_vllm(
     max_model_len: int | None = None,
     dtype: str = "auto",
     llm_kwargs: dict | None = None,
+    tts=None,
 ) -> str:
     """Write predictions of checkpoint ``model_path`` for ``samples`` to ``out_path`` with vLLM (resumable).
 
@@ -66,6 +98,8 @@ def predict_vllm(
         chunk_size: samples per ``llm.chat`` call (and per file write).
         tensor_parallel_size, gpu_memory_utilization, max_model_len, dtype: ``vllm.LLM`` arguments.
         llm_kwargs: further ``vllm.LLM`` keyword arguments.
+        tts: a :class:`gui_grounding.eval.tts.TTSConfig` (``None`` or mode ``greedy``: the greedy run above); other
+            modes run :func:`gui_grounding.eval.tts.predict_tts` with :class:`VLLMEngine`.
 
     Returns:
         ``out_path``.
@@ -89,6 +123,11 @@ def predict_vllm(
     logger.info("vllm backend: %s, adapter %s, mm_processor_kwargs %s, %s", model_path, adapter.name,
                 mm_processor_kwargs, budget.describe())  # fmt: skip
 
+    if tts is not None and tts.mode != "greedy":
+        from gui_grounding.eval.tts import predict_tts
+
+        engine = VLLMEngine(vllm, llm, max_new_tokens=max_new_tokens, chunk_size=chunk_size)
+        return predict_tts(engine, samples, out_path, adapter=adapter, budget=budget, tts=tts)
     out, todo = open_predictions(out_path, samples)
     with out, tqdm(total=len(todo), desc="predict", unit="sample") as bar:
         for i in range(0, len(todo), chunk_size):

@@ -1,0 +1,576 @@
+"""Test-time grounding (``gui-grounding eval --tts MODE``): K-sample consensus, zoom-in, and both, with the greedy
+answer of the same run beside them.
+
+Modes (:data:`TTS_MODES`):
+
+* ``greedy`` (default): one greedy answer per screenshot; the run is exactly what it was before test-time modes
+  existed (same predictions lines, same ``metrics.json``).
+* ``consensus``: K answers sampled per screenshot (``--tts-samples``, ``--tts-temperature``, ``--tts-top-p``,
+  ``--tts-seed``), voted by GUI-RC's region rule (:mod:`gui_grounding.consensus`: the centre of the largest max-vote
+  region, ties to the region first in raster order); the **agreement** (share of the K samples covering the winner)
+  is stored per sample as a confidence. GUI-RC samples 64 at temperature 0.7 (ZJU-REAL/GUI-RCPO
+  ``GUI-RC/evaluation.py:23-24``); our defaults are K=8 at 0.7.
+* ``zoom``: two passes. The greedy answer picks a window of the **original** screenshot (``--tts-zoom``: each side
+  that fraction of the screenshot's, centred on the answer and shifted inside the image:
+  :func:`gui_grounding.frames.zoom_window`); the crop is sent under the run's resolved pixel budget (the same
+  :class:`vlm_r1.pixel_budget.PixelBudget` as every request: the adapter's ``build_request``), and the second greedy
+  answer is mapped back through the crop (:class:`gui_grounding.frames.CropWindow`: a plain integer offset). Crops
+  are taken from the displayed frame (EXIF orientation applied), the frame every box and point is in.
+* ``zoom+consensus``: the consensus answer picks the window, and K samples on the crop are voted again (in the crop's
+  pixels, clipped to the crop); its agreement is the second vote's.
+
+When the first pass has no point (nothing parsed, or a refusal) there is no window and the answer is the first
+pass's; when the crop pass has no point, or the crop cannot be sent under the budget (a too-thin window), the answer
+falls back to the first pass's point (``tts.fallback`` in the predictions line says why).
+
+Every backend draws with its own mechanism (:class:`Engine`): ``hf`` samples K continuations of one prefill per
+prompt where the family has the shared-prompt prefill hook (``VLMBaseModule.shared_prompt_prefill``: the Qwen
+families), else K independent ``generate`` calls (logged); ``vllm`` uses ``SamplingParams(n=K, seed=...)``;
+``openai`` asks for ``n=K`` with a ``seed`` and fills any shortfall with repeated calls (servers that ignore ``n``).
+Sampling is seeded per sample and pass (:func:`seed_for`: the run's ``--tts-seed`` and the sample_id), and the
+seed is recorded: the same seed gives the same answers on the same backend and batch size.
+
+Predictions line of a test-time run (``point``, ``raw_response``, ``prompt``, ``adapter`` are the **greedy**
+answer, exactly as a greedy run writes them, so rescoring the file with ``--tts greedy`` gives the greedy numbers)::
+
+    {"sample_id", "point", "raw_response", "prompt", "adapter",
+     "samples": [[x, y] | null, ...],                 # K sampled points, original pixels (consensus modes)
+     "sample_responses": ["...", ...],
+     "tts": {"mode", "point": [x, y] | null, "agreement", "votes", "region": [x0, y0, x1, y1] | null,
+             "window": [x0, y0, x1, y1] | null, "zoom_point", "zoom_responses": [...], "fallback": null | "..."},
+     "cost": {"greedy" | "sampling" | "zoom": {"calls", "sequences", "prompt_tokens", "generated_tokens",
+              "wall_s"}}}
+
+**Rescoring without a model**: ``--tts consensus --predictions FILE`` applies the same rule to each line's
+``"samples"`` (original pixels, beside ``point``), so K points sampled on other infrastructure get the same answer;
+``zoom`` modes score the line's ``tts.point`` (written by a ``--model`` run of that mode).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+
+from gui_grounding.consensus import DEFAULT_REGION, MAX_SAMPLES, consensus
+
+logger = logging.getLogger(__name__)
+
+TTS_MODES = ("greedy", "consensus", "zoom", "zoom+consensus")
+#: GUI-RC's sampling temperature (ZJU-REAL/GUI-RCPO GUI-RC/evaluation.py:23)
+DEFAULT_TEMPERATURE = 0.7
+DEFAULT_SAMPLES = 8
+DEFAULT_ZOOM = 0.5
+#: cost phases of a predictions line: the greedy pass, K samples on the screenshot, the crop pass
+PHASES = ("greedy", "sampling", "zoom")
+#: agreement bins of the calibration table and plot (left-closed; the last bin includes 1.0)
+CALIBRATION_BINS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
+
+
+@dataclass(frozen=True)
+class TTSConfig:
+    """A test-time mode and its settings (see the module docstring).
+
+    Attributes:
+        mode: one of :data:`TTS_MODES`.
+        samples: K sampled answers per pass (consensus modes), 1 .. :data:`gui_grounding.consensus.MAX_SAMPLES`.
+        temperature: sampling temperature (> 0).
+        top_p: nucleus sampling mass in ``(0, 1]``.
+        seed: the run's sampling seed (recorded in ``metrics.json``).
+        region: side of each sample's square voting region, original pixels (GUI-RC: 50).
+        zoom: zoom window side as a fraction of the screenshot's side, ``(0, 1]``.
+    """
+
+    mode: str = "greedy"
+    samples: int = DEFAULT_SAMPLES
+    temperature: float = DEFAULT_TEMPERATURE
+    top_p: float = 1.0
+    seed: int = 0
+    region: float = DEFAULT_REGION
+    zoom: float = DEFAULT_ZOOM
+
+    def __post_init__(self):
+        if self.mode not in TTS_MODES:
+            raise ValueError(f"unknown test-time mode {self.mode!r}; expected one of {', '.join(TTS_MODES)}")
+        if isinstance(self.samples, bool) or not isinstance(self.samples, int) or not 1 <= self.samples <= MAX_SAMPLES:
+            raise ValueError(f"tts samples must be an integer in 1..{MAX_SAMPLES}, got {self.samples!r}")
+        for name, lo, hi, lo_open in (("temperature", 0.0, 100.0, True), ("top_p", 0.0, 1.0, True),
+                                      ("region", 0.0, 1e6, True), ("zoom", 0.0, 1.0, True)):  # fmt: skip
+            v = getattr(self, name)
+            if (
+                isinstance(v, bool)
+                or not isinstance(v, (int, float))
+                or not math.isfinite(v)
+                or not ((lo < v if lo_open else lo <= v) and v <= hi)
+            ):
+                raise ValueError(f"tts {name} must be a number in ({lo}, {hi}], got {v!r}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or not 0 <= self.seed < 2**31:
+            raise ValueError(f"tts seed must be an integer in 0..2**31-1, got {self.seed!r}")
+
+    @property
+    def uses_consensus(self) -> bool:
+        return self.mode in ("consensus", "zoom+consensus")
+
+    @property
+    def uses_zoom(self) -> bool:
+        return self.mode in ("zoom", "zoom+consensus")
+
+    @property
+    def phases(self) -> tuple[str, ...]:
+        """The cost phases this mode's answer needs (the greedy pass of a consensus run is only for the
+        side-by-side greedy numbers)."""
+        return {"greedy": ("greedy",), "consensus": ("sampling",), "zoom": ("greedy", "zoom"),
+                "zoom+consensus": ("sampling", "zoom")}[self.mode]  # fmt: skip
+
+    def label(self) -> str:
+        """``consensus (K=8, T=0.7)``-style name for tables."""
+        bits = []
+        if self.uses_consensus:
+            bits.append(f"K={self.samples}, T={self.temperature:g}")
+        if self.uses_zoom:
+            bits.append(f"window {self.zoom:g}")
+        return f"{self.mode} ({', '.join(bits)})" if bits else self.mode
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def seed_for(seed: int, sample_id: str, stage: str) -> int:
+    """A 31-bit sampling seed for one sample and pass (``stage``: ``"sampling"`` / ``"zoom"``), from the run's
+    ``seed``: stable across runs, processes and batch compositions (SHA-256, not Python's salted ``hash``)."""
+    digest = hashlib.sha256(f"{seed}\x00{sample_id}\x00{stage}".encode("utf-8", "surrogatepass")).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
+@dataclass
+class Draw:
+    """One request's answers from an :class:`Engine`: ``texts`` (generated text, ``n`` of them, or empty on error)
+    and what they cost: model ``calls`` (a ``generate`` call / HTTP request; one prefill shared by K samples is one
+    call), prompt tokens processed, generated tokens."""
+
+    texts: list[str]
+    calls: int = 1
+    prompt_tokens: int = 0
+    generated_tokens: int = 0
+    error: str | None = None
+
+
+class Engine:
+    """What a backend gives test-time grounding: :meth:`generate` answers for a list of requests.
+
+    Attributes:
+        name: backend name (``hf``, ``vllm``, ``openai``).
+        sampling_note: how K samples are drawn (logged and written to ``metrics.json``).
+        chunk_size: samples per :func:`predict_tts` chunk (one write per chunk).
+    """
+
+    name = "engine"
+    sampling_note = ""
+    chunk_size = 8
+
+    def generate(self, requests: list, *, n: int, temperature: float, top_p: float = 1.0,
+                 seeds: Sequence[int] | None = None) -> list[Draw]:  # fmt: skip
+        """``n`` answers per request (``temperature`` 0: greedy, ``n`` 1), in request order. ``seeds``: one per
+        request (sampling only)."""
+        raise NotImplementedError
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# the driver: one loop for every backend
+
+
+def _cost(draws: list[Draw], wall: float, index: int) -> dict:
+    d = draws[index]
+    return {"calls": d.calls, "sequences": len(d.texts), "prompt_tokens": d.prompt_tokens,
+            "generated_tokens": d.generated_tokens, "wall_s": round(wall / max(1, len(draws)), 6)}  # fmt: skip
+
+
+def _add_cost(a: dict | None, b: dict) -> dict:
+    return b if a is None else {k: a.get(k, 0) + b.get(k, 0) for k in b}
+
+
+def _run_phase(engine, tts, phase, reqs, n, seeds, idx, costs, errors) -> list[Draw]:
+    """One engine call for the requests of samples ``idx`` (greedy when ``n == 1`` without seeds); adds its cost
+    (wall time shared equally) to ``costs[i][phase]`` and the first error to ``errors[i]``."""
+    t0 = time.perf_counter()
+    if n == 1 and seeds is None:
+        draws = engine.generate(reqs, n=1, temperature=0.0)
+    else:
+        draws = engine.generate(reqs, n=n, temperature=tts.temperature, top_p=tts.top_p, seeds=seeds)
+    wall = time.perf_counter() - t0
+    for j, i in enumerate(idx):
+        costs[i][phase] = _add_cost(costs[i].get(phase), _cost(draws, wall, j))
+        if draws[j].error and errors[i] is None:
+            errors[i] = draws[j].error
+    return draws
+
+
+def _parse_all(sample, request, texts: list[str], adapter) -> list:
+    """Each text -> its point in original pixels (``None`` when it does not parse or is a refusal), by the one parse
+    path of every backend (:func:`gui_grounding.eval.backends.record`)."""
+    from gui_grounding.eval.backends import record
+
+    return [record(sample, request, t, adapter)["point"] for t in texts]
+
+
+def _vote(points: list, width: int, height: int, region: float):
+    return consensus(points, width, height, region=region)
+
+
+def predict_tts(engine: Engine, samples: list, out_path: str, *, adapter, budget, tts: TTSConfig) -> str:
+    """Write test-time predictions of ``engine`` for ``samples`` to ``out_path`` (resumable; appends).
+
+    Per chunk of ``engine.chunk_size`` samples: the greedy pass, the K samples (consensus modes), the zoom pass (zoom
+    modes), then one line per sample (module docstring). A request that failed for good (API backends) writes the
+    line with ``"error"``, which the next run on the same file redoes.
+
+    Returns:
+        ``out_path``.
+
+    Raises:
+        OutputError: the predictions file cannot be read, rewritten or appended to.
+    """
+    from tqdm.auto import tqdm
+
+    from gui_grounding.eval.backends import load_image, open_predictions, record, write_records
+    from gui_grounding.frames import zoom_window
+
+    logger.info("test-time mode %s on %s; %s", tts.label(), engine.name, engine.sampling_note or "")
+    out, todo = open_predictions(out_path, samples)
+    size = max(1, int(engine.chunk_size))
+    with out, tqdm(total=len(todo), desc=f"predict ({tts.mode})", unit="sample") as bar:
+        for start in range(0, len(todo), size):
+            chunk = todo[start : start + size]
+            images = [load_image(s) for s in chunk]
+            requests = [adapter.build_request(s, im, budget=budget) for s, im in zip(chunk, images, strict=True)]
+            for s, r in zip(chunk, requests, strict=True):
+                r.context["sample_id"] = s.sample_id  # for the engines' logs
+            costs: list[dict] = [{} for _ in chunk]
+            errors: list[str | None] = [None] * len(chunk)
+
+            def run(phase, reqs, n, seeds, idx, costs=costs, errors=errors):
+                return _run_phase(engine, tts, phase, reqs, n, seeds, idx, costs, errors)
+
+            everyone = list(range(len(chunk)))
+            greedy = run("greedy", requests, 1, None, everyone)
+            lines = []
+            for s, r, d in zip(chunk, requests, greedy, strict=True):
+                text = d.texts[0] if d.texts else f"ERROR: {d.error}"
+                lines.append(record(s, r, text, adapter, error=d.error))
+            first = {i: (lines[i]["point"], lines[i].get("refusal") is True) for i in everyone}
+            tts_info = [{"mode": tts.mode, "point": None, "agreement": None, "votes": None, "region": None,
+                         "window": None, "zoom_point": None, "fallback": None} for _ in chunk]  # fmt: skip
+            if tts.uses_consensus:
+                seeds = [seed_for(tts.seed, s.sample_id, "sampling") for s in chunk]
+                draws = run("sampling", requests, tts.samples, seeds, everyone)
+                for i, (s, r, d) in enumerate(zip(chunk, requests, draws, strict=True)):
+                    points = _parse_all(s, r, d.texts, adapter)
+                    vote = _vote(points, s.width, s.height, tts.region)
+                    lines[i]["samples"] = [list(p) if p is not None else None for p in points]
+                    lines[i]["sample_responses"] = list(d.texts)
+                    tts_info[i].update(point=list(vote.point) if vote.point else None, agreement=vote.agreement,
+                                       votes=vote.votes, region=list(vote.region) if vote.region else None)  # fmt: skip
+                    first[i] = (vote.point, False)
+            else:
+                for i in everyone:
+                    tts_info[i]["point"] = lines[i]["point"]
+            if tts.uses_zoom:
+                zoom_idx, zoom_reqs, windows = [], [], {}
+                for i, s in enumerate(chunk):
+                    point = first[i][0]
+                    if point is None:
+                        tts_info[i]["fallback"] = "no first-pass point: no window"
+                        continue
+                    window = zoom_window(point, images[i].width, images[i].height, tts.zoom)
+                    try:
+                        budget.size_sent(window.width, window.height)
+                    except ValueError as err:
+                        tts_info[i]["fallback"] = f"window {window.as_list()} cannot be sent: {err}"
+                        continue
+                    crop_sample = _CropSample(s, window)
+                    zoom_idx.append(i)
+                    zoom_reqs.append(adapter.build_request(crop_sample, window.crop(images[i]), budget=budget))
+                    zoom_reqs[-1].context["sample_id"] = s.sample_id
+                    windows[i] = window
+                if zoom_idx:
+                    n = tts.samples if tts.uses_consensus else 1
+                    seeds = [seed_for(tts.seed, chunk[i].sample_id, "zoom") for i in zoom_idx] if n > 1 else None
+                    draws = run("zoom", zoom_reqs, n, seeds, zoom_idx)
+                    for j, i in enumerate(zoom_idx):
+                        window, s = windows[i], chunk[i]
+                        crop_points = _parse_all(_CropSample(s, window), zoom_reqs[j], draws[j].texts, adapter)
+                        tts_info[i]["window"] = window.as_list()
+                        tts_info[i]["zoom_responses"] = list(draws[j].texts)
+                        if n > 1:
+                            vote = _vote(crop_points, window.width, window.height, tts.region)
+                            tts_info[i].update(agreement=vote.agreement, votes=vote.votes,
+                                               region=[*window.to_image(vote.region[:2]),
+                                                       *window.to_image(vote.region[2:])] if vote.region else None)  # fmt: skip
+                            crop_point = vote.point
+                        else:
+                            crop_point = crop_points[0] if crop_points else None
+                        if crop_point is None:
+                            tts_info[i]["fallback"] = "no point in the crop: first-pass point kept"
+                            tts_info[i]["point"] = list(first[i][0])
+                        else:
+                            tts_info[i]["point"] = list(window.to_image(crop_point))
+                            tts_info[i]["zoom_point"] = list(crop_point)
+                for i in everyone:
+                    if tts_info[i]["window"] is None and tts_info[i]["point"] is None and first[i][0] is not None:
+                        tts_info[i]["point"] = list(first[i][0])
+            for i, line in enumerate(lines):
+                line["tts"] = tts_info[i]
+                line["cost"] = costs[i]
+                if errors[i] is not None:
+                    line["error"] = errors[i]
+            write_records(out, lines)
+            bar.update(len(chunk))
+    return out_path
+
+
+@dataclass
+class _CropSample:
+    """A sample seen through a zoom window: the same instruction; ``width``/``height`` of the crop."""
+
+    sample: object
+    window: object
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def sample_id(self):
+        return self.sample.sample_id
+
+    @property
+    def instruction(self):
+        return self.sample.instruction
+
+    @property
+    def width(self):
+        return self.window.width
+
+    @property
+    def height(self):
+        return self.window.height
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# scoring a file: the answers of a mode, the cost, the calibration
+
+
+def _samples_problem(value) -> tuple[str | None, list]:
+    """``(problem or None, points)`` of a line's ``"samples"`` (each null or [x, y] finite within +-1e7)."""
+    from gui_grounding.eval.predictions import parse_point
+
+    if not isinstance(value, list):
+        return f"'samples' must be a list of [x, y] / null, got {type(value).__name__}", []
+    if len(value) > MAX_SAMPLES:
+        return f"'samples' holds {len(value)} points; at most {MAX_SAMPLES}", []
+    if not value:
+        return "'samples' is empty", []
+    points = []
+    for i, p in enumerate(value):
+        ok, point = parse_point(p)
+        if not ok:
+            return f"samples[{i}] must be null or [x, y] finite numbers (|v| <= 1e7), got {str(p)[:60]}", []
+        points.append(point)
+    return None, points
+
+
+def tts_predictions(predictions: dict[str, dict], samples: list, tts: TTSConfig) -> dict[str, dict]:
+    """The answers of ``tts.mode`` as predictions (``{sample_id: {"point", "refusal", "agreement", ...}}``), read
+    from the greedy-keyed ``predictions`` of :func:`gui_grounding.eval.predictions.load_predictions`.
+
+    * ``consensus``: the vote over the line's ``"samples"`` with the sample's size and ``tts.region`` (the same rule
+      a model run applied); a line without usable ``samples`` is malformed for this mode (scored ``wrong_format``,
+      with the reason);
+    * ``zoom`` / ``zoom+consensus``: the line's ``tts.point`` when ``tts.mode`` is this mode, else malformed;
+    * a line that was already malformed, or an explicit greedy refusal with no sampled point, keeps that.
+    """
+    from gui_grounding.eval.predictions import parse_point
+
+    out = {}
+    for s in samples:
+        pred = predictions.get(s.sample_id)
+        if pred is None:
+            continue
+        if pred.get("malformed") is not None:
+            out[s.sample_id] = pred
+            continue
+        new = {k: v for k, v in pred.items() if k not in ("point", "refusal")}
+        if tts.mode == "consensus":
+            problem, points = _samples_problem(pred.get("samples")) if "samples" in pred else (
+                "no 'samples' (K sampled points) for --tts consensus", [])  # fmt: skip
+            if problem is None:
+                vote = consensus(points, s.width or None, s.height or None, region=tts.region)
+                new.update(point=list(vote.point) if vote.point else None, agreement=vote.agreement)
+                if vote.point is None and pred.get("refusal") is True:
+                    new["refusal"] = True
+        else:
+            info = pred.get("tts")
+            problem = None
+            if not isinstance(info, dict) or info.get("mode") != tts.mode:
+                problem = f"no {tts.mode} answer in this record (a --model run with --tts {tts.mode} writes one)"
+            else:
+                ok, point = parse_point(info.get("point"))
+                agreement = info.get("agreement")
+                if not ok:
+                    problem = f"tts.point must be null or [x, y], got {str(info.get('point'))[:60]}"
+                else:
+                    new["point"] = point
+                    if (
+                        isinstance(agreement, (int, float))
+                        and not isinstance(agreement, bool)
+                        and math.isfinite(agreement)
+                    ):
+                        new["agreement"] = float(agreement)
+                    if point is None and pred.get("refusal") is True:
+                        new["refusal"] = True
+        if problem is not None:
+            new.update(point=None, malformed=problem)
+        out[s.sample_id] = new
+    return out
+
+
+def cost_summary(predictions: dict[str, dict], tts: TTSConfig) -> dict:
+    """Totals and per-sample means of each phase's cost over the lines' ``"cost"``, and per answer: ``greedy`` and
+    the mode's (the sum of :attr:`TTSConfig.phases`). Lines without a ``cost`` (a file sampled elsewhere) are not
+    counted (``lines_with_cost``)."""
+    phases: dict[str, dict] = {}
+    counted = 0
+    for pred in predictions.values():
+        cost = pred.get("cost")
+        if not isinstance(cost, dict):
+            continue
+        counted += 1
+        for phase in PHASES:
+            c = cost.get(phase)
+            if isinstance(c, dict):
+                acc = phases.setdefault(phase, {})
+                for k, v in c.items():
+                    if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
+                        acc[k] = acc.get(k, 0) + v
+
+    def per_answer(names):
+        total: dict = {}
+        for n in names:
+            for k, v in phases.get(n, {}).items():
+                total[k] = total.get(k, 0) + v
+        total = {k: round(v, 3) if k == "wall_s" else v for k, v in total.items()}
+        means = {f"{k}_per_sample": round(v / counted, 4) for k, v in total.items()} if counted else {}
+        return {**total, **means}
+
+    return {"lines_with_cost": counted, "greedy": per_answer(["greedy"]), tts.mode: per_answer(tts.phases),
+            "phases": {k: per_answer([k]) for k in phases}}  # fmt: skip
+
+
+def calibration(results: dict[str, dict], answers: dict[str, dict]) -> list[dict]:
+    """Accuracy per agreement bin (:data:`CALIBRATION_BINS`): ``[{"low", "high", "samples", "correct",
+    "accuracy"}]`` over the samples whose answer has an agreement (accuracy ``None`` for an empty bin)."""
+    from gui_grounding.eval.judge import CORRECT
+
+    bins = [
+        {"low": lo, "high": hi, "samples": 0, "correct": 0}
+        for lo, hi in zip(CALIBRATION_BINS[:-1], CALIBRATION_BINS[1:], strict=True)
+    ]
+    for sid, ans in answers.items():
+        a = ans.get("agreement")
+        if not isinstance(a, (int, float)) or isinstance(a, bool) or not math.isfinite(a) or sid not in results:
+            continue
+        k = min(len(bins) - 1, max(0, int(a * (len(bins)))))
+        bins[k]["samples"] += 1
+        bins[k]["correct"] += results[sid]["correctness"] == CORRECT
+    for b in bins:
+        b["accuracy"] = round(100 * b["correct"] / b["samples"], 2) if b["samples"] else None
+    return bins
+
+
+def plot_calibration(bins: list[dict], path: str, *, title: str) -> str:
+    """``calibration.png``: accuracy (%) against agreement, one bar per bin labelled with its sample count, and the
+    diagonal (a calibrated confidence). Written atomically."""
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from vlm_r1.outputs import write_bytes
+
+    fig, ax = plt.subplots(figsize=(5.5, 4))
+    centres = [(b["low"] + b["high"]) / 2 for b in bins]
+    heights = [b["accuracy"] or 0 for b in bins]
+    width = (bins[0]["high"] - bins[0]["low"]) * 0.9 if bins else 0.18
+    ax.bar(centres, heights, width=width, color="#4a7bd0", alpha=0.8, label="accuracy of the bin")
+    for c, h, b in zip(centres, heights, bins, strict=True):
+        ax.text(c, h + 1, f"n={b['samples']}", ha="center", fontsize=8)
+    ax.plot([0, 1], [0, 100], "--", color="grey", lw=1, label="calibrated")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 108)
+    ax.set_xlabel("agreement (share of the K samples in the winning region)")
+    ax.set_ylabel("accuracy (%)")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8, loc="upper left")
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100)
+    plt.close(fig)
+    write_bytes(path, buf.getvalue())
+    return path
+
+
+def tts_run(bench, samples: list, predictions: dict[str, dict], greedy_results: dict[str, dict], greedy_metrics: dict,
+            tts: TTSConfig) -> dict:  # fmt: skip
+    """Score a test-time mode beside greedy on the same predictions: the mode's answers (:func:`tts_predictions`),
+    its results and metric tables, and the ``metrics.json["tts"]`` summary (settings, cost per answer, agreement
+    calibration, the samples the two answers disagree on). The profile's published comparison (greedy numbers)
+    moves to the mode's metrics unchanged, marked ``"answer": "greedy"``.
+
+    Returns:
+        ``{"label", "results", "metrics", "greedy_results", "greedy_metrics", "answers", "summary"}``.
+    """
+    from gui_grounding.eval.judge import CORRECT
+    from gui_grounding.eval.predictions import results_from_predictions
+
+    answers = tts_predictions(predictions, samples, tts)
+    results = results_from_predictions(samples, answers)
+    metrics = bench.metrics(samples, results)
+    greedy_metrics = dict(greedy_metrics)
+    if "published" in greedy_metrics:
+        metrics["published"] = {**greedy_metrics.pop("published"), "answer": "greedy"}
+    only_greedy = [s.sample_id for s in samples if greedy_results[s.sample_id]["correctness"] == CORRECT
+                   and results[s.sample_id]["correctness"] != CORRECT]  # fmt: skip
+    only_tts = [s.sample_id for s in samples if results[s.sample_id]["correctness"] == CORRECT
+                and greedy_results[s.sample_id]["correctness"] != CORRECT]  # fmt: skip
+    bins = calibration(results, answers) if tts.uses_consensus else []
+    agreements = [a["agreement"] for a in answers.values() if isinstance(a.get("agreement"), float)]
+    fallbacks: dict[str, int] = {}
+    for pred in predictions.values():
+        info = pred.get("tts")
+        reason = info.get("fallback") if isinstance(info, dict) else None
+        if isinstance(reason, str):
+            key = reason.split(":")[0]
+            fallbacks[key] = fallbacks.get(key, 0) + 1
+    malformed = sum(1 for a in answers.values() if a.get("malformed") is not None)
+    summary = {
+        "mode": tts.mode,
+        "label": tts.label(),
+        "config": tts.to_dict(),
+        "cost": cost_summary(predictions, tts),
+        "agreement": {
+            "mean": round(sum(agreements) / len(agreements), 4) if agreements else None,
+            "calibration": bins,
+        },  # fmt: skip
+        "disagreements": {
+            "greedy_only_correct": len(only_greedy),
+            "tts_only_correct": len(only_tts),
+            "greedy_only_correct_ids": only_greedy[:50],
+            "tts_only_correct_ids": only_tts[:50],
+        },  # fmt: skip
+        "fallbacks": fallbacks,
+        "malformed_for_mode": malformed,
+    }
+    return {"label": tts.label(), "results": results, "metrics": metrics, "greedy_results": greedy_results,
+            "greedy_metrics": greedy_metrics, "answers": answers, "summary": summary}  # fmt: skip
