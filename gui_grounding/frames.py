@@ -102,8 +102,8 @@ class CropWindow:
     pixel edges ``(x_min, y_min, x_max, y_max)``, ``x_max``/``y_max`` exclusive (PIL's ``crop`` box).
 
     Pixel ``(i, j)`` of the crop is pixel ``(x_min + i, y_min + j)`` of the image, so points map by a plain offset:
-    :meth:`to_image` and :meth:`to_window` are exact inverses (integer offsets; floats round-trip exactly for
-    coordinates below 2**52)."""
+    :meth:`to_image` and :meth:`to_window` add and subtract the integer offset: exact for integer and dyadic
+    coordinates (``0.5``, ``0.25``, ...), within one rounding of the addition for other floats."""
 
     x_min: int
     y_min: int

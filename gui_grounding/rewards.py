@@ -17,6 +17,7 @@ name                        wrapper                                 answer      
 ``gaussian_point``          :func:`gaussian_point_reward`           point (box: centre)  GUI-G²
 ``gaussian_coverage``       :func:`gaussian_coverage_reward`        box                  GUI-G²
 ``click_distance_bonus``    :func:`click_distance_bonus_reward`     point (box: centre)  SE-GUI
+``consensus``               :func:`consensus_reward`                point (box: centre)  GUI-RCPO (label-free)
 ==========================  ======================================  ===================  =========================
 
 Frames: rows built through an adapter (``gui_grounding.adapters``; every row the ``gui_grounding`` task writes) carry
@@ -33,6 +34,8 @@ targets are then GTA1's integer boxes, each published edge ``int(edge * (resized
 (strict GTA1 rules; in ``box`` mode the centre of the strictly parsed box); box rewards read
 :func:`gui_grounding.prompts.parse_box` (strict) and need ``prompt_mode == "box"``. An answer that does not parse
 scores 0.0 in every reward. Several target boxes: the best one counts (max over boxes); no target box: 0.0.
+``consensus`` is the exception: it reads no target at all (label-free, test-time RL); it pays a rollout for agreeing
+with the other rollouts of its prompt (:func:`consensus_reward`), voting in original-image pixels.
 
 Every reward is total (TRL calls it on every rank; one that raises kills the step): any completion and any row give one
 finite float. A number whose integer part has more than 12 digits is not an answer (the parsers, so every parsed
@@ -47,8 +50,10 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
 from collections.abc import Sequence
 
+from gui_grounding.consensus import DEFAULT_REGION, MAX_SAMPLES, consensus
 from gui_grounding.frames import box_iou, gta1_box_to_resized, point_in_box
 from gui_grounding.prompts import check_mode, is_thinking_format, parse_answer_point, parse_box
 from vlm_r1.geometry import valid_box, valid_size
@@ -586,6 +591,124 @@ def click_distance_bonus_reward(
     ]
 
 
+def _group_key(sample_id, prompt) -> str:
+    """The vote a rollout takes part in: its row's ``sample_id`` (one prompt), else the ``repr`` of its prompt."""
+    return f"sample_id:{sample_id!r}" if sample_id is not None else f"prompt:{prompt!r}"
+
+
+def _consensus_entries(completions: list, prompts, prompt_mode, image_size, resized_size, columns: dict) -> list:
+    """Per completion, ``(key, point, W, H)``: its group key, its answered point in original pixels (``None`` when
+    nothing parses) and the original image size; ``None`` for a row whose sizes are unusable (no vote).
+
+    Raises:
+        ValueError: no image size column, no group key (neither ``sample_id`` nor ``prompts``), columns of
+            different lengths, unknown mode or adapter.
+    """
+    n = len(completions)
+    answer_sizes = _answer_sizes(resized_size, columns)
+    if image_size is None or answer_sizes is None:
+        raise ValueError("reward 'consensus' needs the columns image_size and answer_size (or resized_size), "
+                         "written by the gui_grounding task")  # fmt: skip
+    sample_ids = columns.get("sample_id")
+    if sample_ids is None and prompts is None:
+        raise ValueError("reward 'consensus' groups rollouts by the sample_id column or by prompts; neither given")
+    none = [None] * n
+    rows = zip(completions, _modes(prompt_mode, n, "non_thinking"), _adapters(columns, n), image_size, answer_sizes,
+               sample_ids if sample_ids is not None else none, prompts if prompts is not None else none,
+               strict=True)  # fmt: skip
+    entries = []
+    for c, mode, adapter, size, answer_size, sample_id, prompt in rows:
+        point = answer_point(completion_text(c), mode, adapter)
+        original, answer = valid_size(size), valid_size(answer_size)
+        if original is None or answer is None:
+            entries.append(None)
+            continue
+        (w, h), (aw, ah) = original, answer
+        if point is not None:
+            point = (point[0] * w / aw, point[1] * h / ah)
+        entries.append((_group_key(sample_id, prompt), point, w, h))
+    return entries
+
+
+def _gather(payload) -> tuple[list, int]:
+    """Every process's ``payload`` (``torch.distributed.all_gather_object``, a collective: every process must call
+    it) and this process's rank; ``([payload], 0)`` without an initialised process group of more than one process."""
+    dist = sys.modules.get("torch.distributed")  # not imported: no process group can exist, and torch stays unloaded
+    if dist is None or not dist.is_available() or not dist.is_initialized() or dist.get_world_size() <= 1:
+        return [payload], 0
+    gathered = [None] * dist.get_world_size()
+    dist.all_gather_object(gathered, payload)
+    return gathered, dist.get_rank()
+
+
+def consensus_reward(
+    completions: list,
+    prompts: list | None = None,
+    prompt_mode: list | None = None,
+    image_size: list | None = None,
+    resized_size: list | None = None,
+    **kwargs,
+) -> list:
+    """TRL reward function ``consensus`` (GUI-RCPO, label-free): 1.0 when the rollout's point lies in its group's
+    majority region, else 0.0. No target box is read: it trains on unlabeled data (test-time RL).
+
+    Rule: each completion's point is parsed as ``click`` does (:func:`answer_point` with the row's ``prompt_mode``,
+    default ``non_thinking``, and ``adapter``), then mapped from the answer frame to original pixels,
+    ``x * W / W_a``, ``y * H / H_a`` (``[W, H]`` the column ``image_size``; ``[W_a, H_a]`` the column ``answer_size``,
+    else ``resized_size``). The completions of one group vote by GUI-RC's region rule
+    (:func:`gui_grounding.consensus.consensus` with the image size, squares of
+    :data:`~gui_grounding.consensus.DEFAULT_REGION` = 50 original pixels), and a completion earns 1.0 when it is a
+    member of the winning region (``Consensus.members``: its pixel ``(floor x, floor y)`` is in the winning
+    component). An answer that does not parse counts in the group but casts no vote and scores 0.0; a row whose
+    ``image_size`` or answer size is unusable (:func:`vlm_r1.geometry.valid_size`) casts no vote and scores 0.0; a
+    group of more than :data:`~gui_grounding.consensus.MAX_SAMPLES` completions scores 0.0 throughout.
+
+    Groups: the completions of one prompt, keyed by the row's ``sample_id`` (rows without one: the ``repr`` of the
+    ``prompts`` entry) and the original image size. Two rows of one generation batch with the same ``sample_id``
+    (a prompt drawn twice) vote together.
+
+    Processes: TRL calls a reward on every process with that process's slice of the generation batch, and a group
+    may be split across processes (the batch need only divide by ``num_generations``). So this reward **gathers
+    the group across processes**: with an initialised ``torch.distributed`` group of more than one process, every
+    process's ``(key, point, W, H)`` list is all-gathered (``torch.distributed.all_gather_object``), each group votes
+    over every process's completions, and each process returns the rewards of its own completions -- the values a
+    single process would give on the whole batch. **Every process must call it** (a collective), which TRL does;
+    do not call it on one process alone while a process group is initialised. A configuration error on any process
+    is raised on every process, after the gather, so none is left waiting.
+
+    Returns:
+        list of floats in {0.0, 1.0}, one per completion.
+
+    Raises:
+        ValueError: no ``image_size`` or answer-size column, neither ``sample_id`` nor ``prompts``, columns of
+            different lengths, unknown mode or adapter (on any process).
+    """
+    try:
+        local, error = _consensus_entries(completions, prompts, prompt_mode, image_size, resized_size, kwargs), None
+    except Exception as err:  # re-raised below, after every process has joined the gather
+        local, error = [], err
+    payloads, rank = _gather((None if error is None else f"{type(error).__name__}: {error}", local))
+    if error is not None:
+        raise error
+    failed = [(r, message) for r, (message, _) in enumerate(payloads) if message is not None]
+    if failed:
+        raise ValueError(f"reward 'consensus' failed on process {failed[0][0]}: {failed[0][1]}")
+    groups: dict = {}  # (key, W, H) -> [(process, index)], in process order then batch order
+    for r, (_, entries) in enumerate(payloads):
+        for i, entry in enumerate(entries):
+            if entry is not None:
+                groups.setdefault((entry[0], entry[2], entry[3]), []).append((r, i))
+    out = [0.0] * len(local)
+    for (_, w, h), members in groups.items():
+        own = [(j, i) for j, (r, i) in enumerate(members) if r == rank]
+        if not own or len(members) > MAX_SAMPLES:
+            continue
+        vote = consensus([payloads[r][1][i][1] for r, i in members], w, h, region=DEFAULT_REGION)
+        for j, i in own:
+            out[i] = 1.0 if vote.members[j] else 0.0
+    return out
+
+
 #: ``--reward_funcs`` name -> reward function, declared by the ``gui_grounding`` task (``GUIGroundingTask.rewards``)
 REWARDS = {
     "click": click_reward,
@@ -595,4 +718,5 @@ REWARDS = {
     "gaussian_point": gaussian_point_reward,
     "gaussian_coverage": gaussian_coverage_reward,
     "click_distance_bonus": click_distance_bonus_reward,
+    "consensus": consensus_reward,
 }

@@ -182,9 +182,9 @@ def run_eval(
         backend_kwargs["max_new_tokens"] = prof.max_new_tokens if prof else DEFAULT_MAX_NEW_TOKENS
     if model is not None and backend == "openai" and adapter is None:
         raise ValueError("--backend openai needs --adapter (the served model's prompt/coordinate convention)")
-    names = ("metrics.json", "results.md", "failures.html", "scores.jsonl") + (
-        ("predictions.jsonl",) if model is not None else ()
-    )
+    names = ("metrics.json", "results.md", "failures.html", "scores.jsonl")
+    names += ("predictions.jsonl",) if model is not None else ()
+    names += ("calibration.png",) if tts is not None and tts.uses_consensus else ()
     check_outputs(folders=[out_dir], inputs=[data, predictions])
     check_outputs(files=[os.path.join(out_dir, n) for n in names], inputs=[data, predictions])
     with OutputLock(out_dir, folder=True):
