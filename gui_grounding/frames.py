@@ -8,6 +8,10 @@ Three frames appear in GUI grounding (``gta1_and_peers.md`` section 4):
   UI-TARS-1.5 and GTA1 answer in this frame; GTA1's prompt states ``H'``/``W'``; the click reward scores here.
 * **norm1000**: ``[0, 1000]`` relative coordinates (Qwen2-VL, Qwen3-VL, GTA1's training records).
 
+Test-time zoom adds a fourth: a **crop window** of the original screenshot (:class:`CropWindow`, from
+:func:`zoom_window`), whose pixels map to the screenshot's by an integer offset; the crop is then sent like any
+screenshot (its own resized frame).
+
 Following GTA1, the image is resized **once** (in the dataset) to ``(W', H')``; the processor's own smart_resize is
 then the identity, so the frame the model sees is exactly the frame the reward uses.
 """

@@ -1,7 +1,8 @@
 """Learning experiments on the synthetic toy set (``gui-grounding toy``): proof that the pipeline learns, SFT vs GRPO,
 and the seed's ablations, each as real runs of ``python -m vlm_r1.sft`` / ``python -m vlm_r1.grpo_jsonl``.
 
-Experiments (each writes ``OUT/<experiment>/results.json``, ``results.md`` and a PNG of the curves):
+Experiments (each writes ``OUT/<experiment>/results.json``, ``results.md`` and a PNG of the curves; ``tts`` writes
+the results and one eval folder per mode):
 
 * ``learning``: tiny model -> SFT warm start -> GRPO with the ``click`` reward, and the same GRPO with a deliberately
   broken reward (:func:`random_reward`: a coin flip that ignores the answer). Greedy test click accuracy is measured
@@ -10,6 +11,8 @@ Experiments (each writes ``OUT/<experiment>/results.json``, ``results.md`` and a
 * ``sft-vs-grpo``: same data and the same number of optimisation steps after the shared short SFT: SFT alone (more
   SFT steps), SFT + GRPO, and GRPO from a weaker start (a shorter SFT that learned the answer format but little
   skill, then GRPO for the remaining steps).
+* ``tts``: greedy vs test-time grounding (``gui-grounding eval --tts``: consensus with K=8 and K=16, zoom,
+  zoom+consensus) on the toy test set with the cost of each (:meth:`ToyExperiments.tts`).
 * ``ablations``: GRPO from the same SFT checkpoint with one switch changed per run (reward function, KL, rollouts per
   prompt, prompts per step, dynamic sampling, loss preset), table of final accuracy, reward curve and completion length.
 
@@ -85,6 +88,16 @@ class ToyRecipe:
 # learning rate (2e-3, even with 5 warm-up steps) and 3e-3 made the hit rate fall, 8 prompts per step left it in noise.
 DEMO_RECIPE = ToyRecipe(sft_epochs=4.0, grpo_steps=60, prompts_per_step=16, grpo_lr=1e-3, eval_steps=10**6,
                         eval_samples=100)  # fmt: skip
+# `gui-grounding toy tts`: the test-time runs (name, TTSConfig settings). The toy's 112-px screens have ~30-px buttons,
+# so the voting square is 10 px (GUI-RC's 50 px is for full-resolution screenshots; --tts-region)
+TTS_RUNS = [
+    ("greedy", {"mode": "greedy"}),
+    ("consensus_k8", {"mode": "consensus", "samples": 8}),
+    ("consensus_k16", {"mode": "consensus", "samples": 16}),
+    ("zoom", {"mode": "zoom"}),
+    ("zoom_consensus_k8", {"mode": "zoom+consensus", "samples": 8}),
+]
+TOY_TTS_REGION = 10.0
 # tiny model: activation checkpointing only costs time (TRL's SFT default is on)
 DEMO_FAST_FLAGS = ["--activation_checkpointing", "false"]
 
@@ -380,6 +393,58 @@ class ToyExperiments:
         print(rise["line"])
         return results
 
+    def tts(self, model: str | None = None) -> dict:
+        """Test-time grounding on the toy test set (:data:`TTS_RUNS`): greedy, consensus (K=8, K=16), zoom and
+        zoom+consensus, each one ``gui-grounding eval --tts`` run on the same checkpoint, with accuracy, the greedy
+        accuracy of the same run, the cost per sample and the mean agreement. ``model``: a checkpoint; default the
+        GRPO(click) model of ``toy learning`` when present under ``OUT/runs/grpo_click``, else the shared SFT warm
+        start (trained once, reused when ``OUT/runs/sft`` holds it). Writes ``OUT/tts/results.{json,md}`` and each
+        run's eval folder under ``OUT/tts/<name>/``."""
+        from gui_grounding.eval import run_eval
+        from gui_grounding.eval.tts import TTSConfig
+
+        self.prepare()
+        if model is None:
+            for name in ("grpo_click", "sft"):
+                path = os.path.join(self.out, "runs", name)
+                if os.path.exists(os.path.join(path, "config.json")):
+                    model = path
+                    break
+            else:
+                model = self.warm_start()["dir"]
+        r = self.recipe
+        rows, results = [], {"model": model, "runs": {}}
+        for name, settings in TTS_RUNS:
+            cfg = TTSConfig(seed=r.seed, region=TOY_TTS_REGION, **settings)
+            t0 = time.time()
+            doc = run_eval("canonical", os.path.join(self.data_dir, "test.jsonl"), os.path.join(self.out, "tts", name),
+                           model=model, backend="hf", tts=cfg, batch_size=16,
+                           max_new_tokens=r.max_completion_length)  # fmt: skip
+            wall = round(time.time() - t0, 1)
+            acc, ci = doc["overall"]["accuracy"], doc["overall"]["ci95"]
+            info = doc.get("tts") or {}
+            greedy = (doc.get("greedy") or doc)["overall"]["accuracy"]
+            cost = (info.get("cost") or {}).get(cfg.mode, {})
+            agreement = (info.get("agreement") or {}).get("mean")
+            results["runs"][name] = {"config": cfg.to_dict(), "accuracy": acc, "ci95": ci, "greedy_accuracy": greedy,
+                                     "cost": cost, "agreement": agreement, "wall_s": wall}  # fmt: skip
+            rows.append(f"| {cfg.label()} | {acc:.1f} ({ci[0]:.1f}-{ci[1]:.1f}) | {greedy:.1f} | "
+                        f"{cost.get('calls_per_sample', 1.0)} | {cost.get('sequences_per_sample', 1.0)} | "
+                        f"{cost.get('generated_tokens_per_sample', '-')} | {cost.get('wall_s_per_sample', '-')} | "
+                        f"{'-' if agreement is None else agreement} | {wall} |")  # fmt: skip
+        table = ["| mode | test click accuracy % (95% CI) | greedy, same run % | model calls / sample | "
+                 "sequences / sample | generated tokens / sample | model wall s / sample | mean agreement | "
+                 "run wall s |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|", *rows]  # fmt: skip
+        out = os.path.join(self.out, "tts")
+        os.makedirs(out, exist_ok=True)
+        with open(os.path.join(out, "results.json"), "w", encoding="utf-8") as f:
+            json.dump(results, f, indent=2)
+        with open(os.path.join(out, "results.md"), "w", encoding="utf-8") as f:
+            f.write(f"# toy experiment: test-time grounding\n\nCheckpoint `{model}`; {r.synthetic['num_test']} test "
+                    f"screens; seed {r.seed}; voting square {TOY_TTS_REGION:g} px.\n\n" + "\n".join(table) + "\n")  # fmt: skip
+        print("\n".join(table))
+        return results
+
     # output --------------------------------------------------------------------------------------------------------
     def _write(self, name: str, results: dict, table: list[str], curves: dict, sft: dict, offsets=None,
                starts=None) -> None:  # fmt: skip
@@ -438,8 +503,10 @@ def register_cli(sub) -> None:
                        description=__doc__.split("\n\n")[0])  # fmt: skip
     p.add_argument(
         "experiment",
-        choices=["learning", "sft-vs-grpo", "ablations", "demo"],
-        help="which experiment ('demo': the short SFT -> GRPO stage of run_scripts/demo.sh, its own sizes)",
+        choices=["learning", "sft-vs-grpo", "ablations", "demo", "tts"],
+        help="which experiment ('demo': the short SFT -> GRPO stage of run_scripts/demo.sh, its own sizes; 'tts': "
+        "greedy vs test-time grounding (consensus K=8/16, zoom, zoom+consensus) on the toy test set, with the cost "
+        "of each, on --model or the toy's GRPO / SFT checkpoint)",
     )
     p.add_argument("--out", required=True, help="output folder (shared tiny model + data reused between experiments)")
     p.add_argument("--grpo-steps", type=int, default=d.grpo_steps, help="GRPO steps per run")
@@ -449,6 +516,8 @@ def register_cli(sub) -> None:
     p.add_argument("--seed", type=int, default=d.seed, help="training seed")
     p.add_argument("--only", action="append", default=None, help="ablations: run only this setting (repeatable)")
     p.add_argument("--no-thinking", action="store_true", help="ablations: skip the thinking-mode SFT+GRPO pair")
+    p.add_argument("--model", default=None, help="tts: the checkpoint to evaluate (default: OUT/runs/grpo_click, "
+                   "else OUT/runs/sft, trained when absent)")  # fmt: skip
 
     def run(args) -> None:
         if args.experiment == "demo":  # DEMO_RECIPE's sizes; only the seed is taken from the command line
@@ -461,6 +530,8 @@ def register_cli(sub) -> None:
         exp = ToyExperiments(args.out, recipe)
         if args.experiment == "learning":
             exp.learning()
+        elif args.experiment == "tts":
+            exp.tts(args.model)
         elif args.experiment == "sft-vs-grpo":
             exp.sft_vs_grpo()
         else:

@@ -269,6 +269,11 @@ def test_hf_consensus_shared_prefill_seeded(tmp_path, tiny_qwen25_dir):
     other = tmp_path / "other.jsonl"
     predict("hf", tiny_qwen25_dir, samples, str(other), batch_size=2, max_new_tokens=6,
             tts=TTSConfig(mode="consensus", samples=3, seed=4))  # fmt: skip
+    zoom = tmp_path / "zoom.jsonl"
+    predict("hf", tiny_qwen25_dir, samples, str(zoom), batch_size=2, max_new_tokens=6, tts=TTSConfig(mode="zoom"))
+    for line in map(json.loads, zoom.read_text().splitlines()):
+        assert set(line["cost"]) <= {"greedy", "zoom"} and line["tts"]["mode"] == "zoom" and "samples" not in line
+        assert (line["tts"]["window"] is None) == (line["point"] is None)  # a window exactly when greedy has a point
     assert [json.loads(x)["sample_responses"] for x in other.read_text().splitlines()] != [
         r["sample_responses"] for r in runs[0]
     ]
