@@ -435,30 +435,31 @@ class ToyExperiments:
         table = ["| mode | test click accuracy % (95% CI) | greedy, same run % | model calls / sample | "
                  "sequences / sample | generated tokens / sample | model wall s / sample | mean agreement | "
                  "run wall s |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|", *rows]  # fmt: skip
-        out = os.path.join(self.out, "tts")
-        os.makedirs(out, exist_ok=True)
-        with open(os.path.join(out, "results.json"), "w", encoding="utf-8") as f:
-            json.dump(results, f, indent=2)
-        with open(os.path.join(out, "results.md"), "w", encoding="utf-8") as f:
-            f.write(f"# toy experiment: test-time grounding\n\nCheckpoint `{model}`; {r.synthetic['num_test']} test "
-                    f"screens; seed {r.seed}; voting square {TOY_TTS_REGION:g} px.\n\n" + "\n".join(table) + "\n")  # fmt: skip
-        print("\n".join(table))
+        self._write_results("tts", results, f"Checkpoint `{model}`; {r.synthetic['num_test']} test screens; seed "
+                            f"{r.seed}; voting square {TOY_TTS_REGION:g} px.", table)  # fmt: skip
         return results
 
     # output --------------------------------------------------------------------------------------------------------
     def _write(self, name: str, results: dict, table: list[str], curves: dict, sft: dict, offsets=None,
                starts=None) -> None:  # fmt: skip
+        out = self._write_results(name, results, f"SFT warm start: {sft['steps']} steps, test click accuracy "
+                                  f"{sft['accuracy']}%.", table)  # fmt: skip
+        plot_curves(curves, os.path.join(out, "curves.png"), title=f"toy experiment: {name}",
+                    start=sft["accuracy"], offsets=offsets or {}, starts=starts)  # fmt: skip
+        logger.info("wrote %s/curves.png", out)
+
+    def _write_results(self, name: str, results: dict, intro: str, table: list[str]) -> str:
+        """``OUT/<name>/results.json`` and ``results.md`` (``intro`` then ``table``); prints the table; returns
+        the folder."""
         out = os.path.join(self.out, name)
         os.makedirs(out, exist_ok=True)
         with open(os.path.join(out, "results.json"), "w", encoding="utf-8") as f:
             json.dump(results, f, indent=2)
         with open(os.path.join(out, "results.md"), "w", encoding="utf-8") as f:
-            f.write(f"# toy experiment: {name}\n\nSFT warm start: {sft['steps']} steps, test click accuracy "
-                    f"{sft['accuracy']}%.\n\n" + "\n".join(table) + "\n")  # fmt: skip
-        plot_curves(curves, os.path.join(out, "curves.png"), title=f"toy experiment: {name}",
-                    start=sft["accuracy"], offsets=offsets or {}, starts=starts)  # fmt: skip
+            f.write(f"# toy experiment: {name}\n\n{intro}\n\n" + "\n".join(table) + "\n")
         print("\n".join(table))
-        logger.info("wrote %s/results.{json,md} and curves.png", out)
+        logger.info("wrote %s/results.{json,md}", out)
+        return out
 
 
 def plot_curves(runs: dict, out_png: str, *, title: str, start: float | None = None, offsets: dict | None = None,
