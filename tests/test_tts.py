@@ -291,3 +291,22 @@ def test_hf_without_a_prefill_hook_draws_k_independent_samples(tmp_path, tmp_pat
     sampling, greedy = line["cost"]["sampling"], line["cost"]["greedy"]
     assert sampling["calls"] == 3 and sampling["sequences"] == 3 and len(line["samples"]) == 3
     assert sampling["prompt_tokens"] == 3 * greedy["prompt_tokens"] > 0  # the prompt is run K times
+
+
+def test_hostile_tts_fields_are_reason_coded_never_a_crash(tmp_path, screen):
+    data = _write_data(tmp_path, screen)
+    preds = tmp_path / "hostile.jsonl"
+    lines = [
+        {"sample_id": "a", "point": None, "samples": [[1, 2]] * 1025,
+         "cost": {"greedy": {"calls": 10**400, "wall_s": "x"}, "zoom": [1]}},
+        {"sample_id": "b", "point": [5, 5], "samples": [[1, 2], [3, "4"]], "tts": "nope",
+         "cost": {"sampling": {"calls": True, "prompt_tokens": 7}}},
+    ]  # fmt: skip
+    preds.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    doc = run_eval("canonical", str(data), str(tmp_path / "ev"), predictions=str(preds),
+                   tts=TTSConfig(mode="consensus"))  # fmt: skip
+    assert doc["overall"]["num_correct"] == 0 and doc["overall"]["wrong_format"] == 2
+    assert doc["tts"]["malformed_for_mode"] == 2
+    assert doc["tts"]["cost"]["phases"]["sampling"]["prompt_tokens"] == 7
+    assert "calls" not in doc["tts"]["cost"]["phases"].get("greedy", {})
+    assert doc["greedy"]["overall"]["num_correct"] == 1  # b's greedy point (5, 5) lies in its box

@@ -66,6 +66,9 @@ DEFAULT_SAMPLES = 8
 DEFAULT_ZOOM = 0.5
 #: cost phases of a predictions line: the greedy pass, K samples on the screenshot, the crop pass
 PHASES = ("greedy", "sampling", "zoom")
+#: a cost value beyond this (or not a number) in a predictions line is not counted (a hostile file must not overflow
+#: the per-sample means)
+MAX_COST_VALUE = 1e15
 #: agreement bins of the calibration table and plot (left-closed; the last bin includes 1.0)
 CALIBRATION_BINS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 
@@ -258,7 +261,7 @@ def predict_tts(engine: Engine, samples: list, out_path: str, *, adapter, budget
             greedy = run("greedy", requests, 1, None, everyone)
             lines = []
             for s, r, d in zip(chunk, requests, greedy, strict=True):
-                text = d.texts[0] if d.texts else f"ERROR: {d.error}"
+                text = d.texts[0] if d.texts else ("" if d.error is None else f"ERROR: {d.error}")
                 lines.append(record(s, r, text, adapter, error=d.error))
             first = {i: (lines[i]["point"], lines[i].get("refusal") is True) for i in everyone}
             tts_info = [{"mode": tts.mode, "point": None, "agreement": None, "votes": None, "region": None,
@@ -450,8 +453,8 @@ def cost_summary(predictions: dict[str, dict], tts: TTSConfig) -> dict:
             if isinstance(c, dict):
                 acc = phases.setdefault(phase, {})
                 for k, v in c.items():
-                    if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
-                        acc[k] = acc.get(k, 0) + v
+                    if isinstance(v, (int, float)) and not isinstance(v, bool) and abs(v) <= MAX_COST_VALUE:
+                        acc[k] = acc.get(k, 0) + v  # NaN fails the comparison
 
     def per_answer(names):
         total: dict = {}
