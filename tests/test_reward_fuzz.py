@@ -18,6 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from gui_grounding.adapters import ADAPTERS
+from gui_grounding.consensus import MAX_SAMPLES
 from gui_grounding.prompts import PROMPT_MODES
 from gui_grounding.rewards import BOX_ROUNDINGS
 from gui_grounding.task import GUIGroundingTask
@@ -34,6 +36,7 @@ TASK_OF = {
     "distance": "gui",
     "gaussian_point": "gui",
     "click_distance_bonus": "gui",
+    "consensus": "gui",  # label-free: reads the answer frame, image size and sample_id, no target
     "iou": "gui_box",
     "gaussian_coverage": "gui_box",
 }
@@ -173,6 +176,42 @@ def test_reward_is_total_on_hostile_completions_and_rows(name, data):
     texts = data.draw(st.lists(completions(), min_size=1, max_size=3), label="texts")
     row_list = [data.draw(rows(task), label="row") for _ in texts]
     call_like_trl(name, texts, row_list)
+
+
+# the consensus reward votes per group: hostile group keys (sample_id), answer frames and adapters, groups of many
+GROUP_KEYS = ["s0", "s1", "", None, 0, 1.0, float("nan"), [1, 2], {"id": 1}, "\ud800", "9" * 1000]
+FAMILIES = [None, *sorted(ADAPTERS)]
+PLAUSIBLE_ANSWERS = ["(5,5)", "(6,5)", "[1,2,9,9]", "(-3,4)", '{"point_2d": [500, 500]}', "<answer>(5,5)</answer>"]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(data=st.data())
+def test_consensus_is_total_on_hostile_groups(data):
+    k = data.draw(st.integers(1, 12), label="k")
+    answer = st.one_of(completions(), st.sampled_from(PLAUSIBLE_ANSWERS))  # plausible ones vote, so groups form
+    texts = data.draw(st.lists(answer, min_size=k, max_size=k), label="texts")
+    family = data.draw(st.sampled_from(FAMILIES), label="adapter")
+    row_list = []
+    for _ in texts:
+        row = _gui_row(data.draw, list(PROMPT_MODES))
+        row["sample_id"] = data.draw(st.sampled_from(GROUP_KEYS), label="sample_id")
+        row["answer_size"] = data.draw(st.one_of(size, st.just([1000, 1000])), label="answer_size")
+        row["image_size"] = data.draw(st.one_of(size, st.just([1920, 1080])), label="image_size")
+        if family is not None:
+            row["adapter"] = family
+        row_list.append(row)
+    out = call_like_trl("consensus", texts, row_list)
+    assert set(out) <= {0.0, 1.0}
+
+
+def test_consensus_is_total_on_a_large_group():
+    # MAX_SAMPLES answers in one group, nearly all distinct (the O(K^2) worst case), then one more: every value 0.0
+    # or 1.0, and the 8 equal answers win (no other answer lies within 50 original pixels of theirs)
+    texts = [f"({i},{(7 * i) % 1000})" for i in range(MAX_SAMPLES - 8)] + ["(250,333)"] * 8
+    row = {**GOOD_GUI, "answer_size": [1000, 1000], "image_size": [4000, 4000]}
+    out = call_like_trl("consensus", texts, [row] * len(texts))
+    assert set(out) <= {0.0, 1.0} and out[-8:] == [1.0] * 8 and sum(out) < 12
+    assert call_like_trl("consensus", texts + ["(1,1)"], [row] * (len(texts) + 1)) == [0.0] * (len(texts) + 1)
 
 
 # --------------------------------------------------------------------------------------------------------------------

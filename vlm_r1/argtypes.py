@@ -15,12 +15,19 @@ import math
 from collections.abc import Callable
 
 
+def _bound(value: float) -> str:
+    """A bound as text: integers exactly (``2147483647``, not ``2.14748e+09``), other values with ``:g``."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) < 10**16:
+        return str(value)
+    return f"{value:g}"
+
+
 def _describe(kind: str, lo: float | None, hi: float | None, lo_open: bool, hi_open: bool) -> str:
     parts = []
     if lo is not None:
-        parts.append(f"{'>' if lo_open else '>='} {lo:g}")
+        parts.append(f"{'>' if lo_open else '>='} {_bound(lo)}")
     if hi is not None:
-        parts.append(f"{'<' if hi_open else '<='} {hi:g}")
+        parts.append(f"{'<' if hi_open else '<='} {_bound(hi)}")
     return f"{kind} {' and '.join(parts)}" if parts else f"a finite {kind}"
 
 

@@ -300,14 +300,18 @@ def predict_tts(engine: Engine, samples: list, out_path: str, *, adapter, budget
                     windows[i] = window
                 if zoom_idx:
                     n = tts.samples if tts.uses_consensus else 1
-                    seeds = [seed_for(tts.seed, chunk[i].sample_id, "zoom") for i in zoom_idx] if n > 1 else None
+                    seeds = (
+                        [seed_for(tts.seed, chunk[i].sample_id, "zoom") for i in zoom_idx]
+                        if tts.uses_consensus
+                        else None
+                    )
                     draws = run("zoom", zoom_reqs, n, seeds, zoom_idx)
                     for j, i in enumerate(zoom_idx):
                         window, s = windows[i], chunk[i]
                         crop_points = _parse_all(_CropSample(s, window), zoom_reqs[j], draws[j].texts, adapter)
                         tts_info[i]["window"] = window.as_list()
                         tts_info[i]["zoom_responses"] = list(draws[j].texts)
-                        if n > 1:
+                        if tts.uses_consensus:
                             vote = _vote(crop_points, window.width, window.height, tts.region)
                             tts_info[i].update(agreement=vote.agreement, votes=vote.votes,
                                                region=[*window.to_image(vote.region[:2]),

@@ -108,8 +108,8 @@ class OpenAIEngine:
                 params = {"temperature": temperature}
                 if temperature:
                     params.update(n=ask, top_p=top_p, seed=None if seed is None else (seed + calls) & 0x7FFFFFFF)
+                calls += 1  # an attempted request counts, also when it fails for good
                 resp = self.create(sid, request, **params)
-                calls += 1
                 usage = getattr(resp, "usage", None)
                 prompt_tokens += int(getattr(usage, "prompt_tokens", 0) or 0)
                 generated += int(getattr(usage, "completion_tokens", 0) or 0)
