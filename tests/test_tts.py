@@ -310,3 +310,22 @@ def test_hostile_tts_fields_are_reason_coded_never_a_crash(tmp_path, screen):
     assert doc["tts"]["cost"]["phases"]["sampling"]["prompt_tokens"] == 7
     assert "calls" not in doc["tts"]["cost"]["phases"].get("greedy", {})
     assert doc["greedy"]["overall"]["num_correct"] == 1  # b's greedy point (5, 5) lies in its box
+
+
+@pytest.mark.slow
+def test_toy_tts_table(tmp_path, tiny_qwen25_dir):
+    """`gui-grounding toy tts` on a small synthetic set with a given checkpoint: one eval folder per mode, the table's
+    rows in order, each row's accuracy equal to its run's metrics.json, greedy measured in every run."""
+    from gui_grounding.toy import TTS_RUNS, ToyExperiments, ToyRecipe
+
+    recipe = ToyRecipe(synthetic={"num_train": 2, "num_test": 6, "buttons_per_image": 1, "background": "panels"},
+                       max_completion_length=6)  # fmt: skip
+    results = ToyExperiments(str(tmp_path), recipe).tts(model=tiny_qwen25_dir)
+    assert list(results["runs"]) == [name for name, _ in TTS_RUNS]
+    for name, run in results["runs"].items():
+        doc = json.loads((tmp_path / "tts" / name / "metrics.json").read_text())
+        assert run["accuracy"] == doc["overall"]["accuracy"]
+        assert run["greedy_accuracy"] == (doc.get("greedy") or doc)["overall"]["accuracy"]
+        assert (run["cost"] is None) == (name == "greedy")
+    md = (tmp_path / "tts" / "results.md").read_text()
+    assert md.count("\n| ") == 1 + len(TTS_RUNS) and "| consensus (K=16, T=0.7) |" in md
