@@ -17,7 +17,7 @@ Modes (:data:`TTS_MODES`):
   answer is mapped back through the crop (:class:`gui_grounding.frames.CropWindow`: a plain integer offset). Crops
   are taken from the displayed frame (EXIF orientation applied), the frame every box and point is in.
 * ``zoom+consensus``: the consensus answer picks the window, and K samples on the crop are voted again (in the crop's
-  pixels, clipped to the crop); its agreement is the second vote's.
+  pixels, clipped to the crop); its agreement is the second vote's (the first's when the crop gives no point).
 
 When the first pass has no point (nothing parsed, or a refusal) there is no window and the answer is the first
 pass's; when the crop pass has no point, or the crop cannot be sent under the budget (a too-thin window), the answer
@@ -263,7 +263,7 @@ def predict_tts(engine: Engine, samples: list, out_path: str, *, adapter, budget
             for s, r, d in zip(chunk, requests, greedy, strict=True):
                 text = d.texts[0] if d.texts else ("" if d.error is None else f"ERROR: {d.error}")
                 lines.append(record(s, r, text, adapter, error=d.error))
-            first = {i: (lines[i]["point"], lines[i].get("refusal") is True) for i in everyone}
+            first = {i: lines[i]["point"] for i in everyone}  # the point that picks the zoom window
             tts_info = [{"mode": tts.mode, "point": None, "agreement": None, "votes": None, "region": None,
                          "window": None, "zoom_point": None, "fallback": None} for _ in chunk]  # fmt: skip
             if tts.uses_consensus:
@@ -276,14 +276,14 @@ def predict_tts(engine: Engine, samples: list, out_path: str, *, adapter, budget
                     lines[i]["sample_responses"] = list(d.texts)
                     tts_info[i].update(point=list(vote.point) if vote.point else None, agreement=vote.agreement,
                                        votes=vote.votes, region=list(vote.region) if vote.region else None)  # fmt: skip
-                    first[i] = (vote.point, False)
+                    first[i] = vote.point
             else:
                 for i in everyone:
                     tts_info[i]["point"] = lines[i]["point"]
             if tts.uses_zoom:
                 zoom_idx, zoom_reqs, windows = [], [], {}
                 for i, s in enumerate(chunk):
-                    point = first[i][0]
+                    point = first[i]
                     if point is None:
                         tts_info[i]["fallback"] = "no first-pass point: no window"
                         continue
@@ -313,21 +313,19 @@ def predict_tts(engine: Engine, samples: list, out_path: str, *, adapter, budget
                         tts_info[i]["zoom_responses"] = list(draws[j].texts)
                         if tts.uses_consensus:
                             vote = _vote(crop_points, window.width, window.height, tts.region)
-                            tts_info[i].update(agreement=vote.agreement, votes=vote.votes,
-                                               region=[*window.to_image(vote.region[:2]),
-                                                       *window.to_image(vote.region[2:])] if vote.region else None)  # fmt: skip
+                            if vote.point is not None:  # else the first vote's agreement stays with its point
+                                tts_info[i].update(agreement=vote.agreement, votes=vote.votes,
+                                                   region=[*window.to_image(vote.region[:2]),
+                                                           *window.to_image(vote.region[2:])])  # fmt: skip
                             crop_point = vote.point
                         else:
                             crop_point = crop_points[0] if crop_points else None
                         if crop_point is None:
                             tts_info[i]["fallback"] = "no point in the crop: first-pass point kept"
-                            tts_info[i]["point"] = list(first[i][0])
+                            tts_info[i]["point"] = list(first[i])
                         else:
                             tts_info[i]["point"] = list(window.to_image(crop_point))
                             tts_info[i]["zoom_point"] = list(crop_point)
-                for i in everyone:
-                    if tts_info[i]["window"] is None and tts_info[i]["point"] is None and first[i][0] is not None:
-                        tts_info[i]["point"] = list(first[i][0])
             for i, line in enumerate(lines):
                 line["tts"] = tts_info[i]
                 line["cost"] = costs[i]
