@@ -66,8 +66,8 @@ SCRIPT = {
 }
 
 
-def _run(tmp_path, samples, mode, name="p.jsonl"):
-    engine = ScriptEngine(SCRIPT)
+def _run(tmp_path, samples, mode, name="p.jsonl", script=None):
+    engine = ScriptEngine(script or SCRIPT)
     engine.full_size = {s.sample_id: (s.width, s.height) for s in samples}
     cfg = TTSConfig(mode=mode, samples=5, temperature=0.9, top_p=0.8, seed=7)
     out = tmp_path / name
@@ -329,3 +329,13 @@ def test_toy_tts_table(tmp_path, tiny_qwen25_dir):
         assert (run["cost"] is None) == (name == "greedy")
     md = (tmp_path / "tts" / "results.md").read_text()
     assert md.count("\n| ") == 1 + len(TTS_RUNS) and "| consensus (K=16, T=0.7) |" in md
+
+
+def test_zoom_consensus_without_a_crop_point_keeps_the_first_vote(tmp_path, screen):
+    script = {**SCRIPT, ("c", "full", "greedy"): ["(500,500)"], ("c", "full", "sampled"): ["(500,500)"] * 4 + ["x"],
+              ("c", "crop", "sampled"): ["none"] * 5}  # fmt: skip
+    c = Sample("c", "Click c", screen[0].image_path, [(90.0, 40.0, 110.0, 60.0)], 200, 100)
+    _, (line,) = _run(tmp_path, [c], "zoom+consensus", script=script)
+    assert line["tts"]["fallback"] == "no point in the crop: first-pass point kept"
+    assert line["tts"]["point"] == [100.0, 50.0] and line["tts"]["agreement"] == 0.8 and line["tts"]["votes"] == 4
+    assert line["tts"]["region"] == [75, 25, 125, 75] and line["tts"]["window"] == [50, 25, 150, 75]
