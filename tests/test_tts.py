@@ -339,3 +339,14 @@ def test_zoom_consensus_without_a_crop_point_keeps_the_first_vote(tmp_path, scre
     assert line["tts"]["fallback"] == "no point in the crop: first-pass point kept"
     assert line["tts"]["point"] == [100.0, 50.0] and line["tts"]["agreement"] == 0.8 and line["tts"]["votes"] == 4
     assert line["tts"]["region"] == [75, 25, 125, 75] and line["tts"]["window"] == [50, 25, 150, 75]
+
+
+def test_compare_rescore_command_keeps_the_test_time_mode():
+    from gui_grounding.eval.compare import rescore_command
+
+    meta = {"benchmark": "canonical", "data": "d.jsonl", "predictions": "p.jsonl"}
+    assert rescore_command("out", {"meta": {**meta, "tts": TTSConfig(mode="consensus", region=12.5).to_dict()}}) == (
+        "gui-grounding eval --benchmark canonical --data d.jsonl --predictions p.jsonl --tts consensus "
+        "--tts-region 12.5 --out out"
+    )
+    assert rescore_command("out", {"meta": meta}).endswith("--predictions p.jsonl --out out")

@@ -78,6 +78,11 @@ def rescore_command(folder: str, metrics: dict) -> str:
     words += ["--data", arg(meta.get("data"), "DATA"), "--predictions", arg(meta.get("predictions"), "PREDICTIONS")]
     if isinstance(metrics.get("subset"), str):
         words += ["--subset", shlex.quote(metrics["subset"])]
+    tts = meta.get("tts") if isinstance(meta.get("tts"), dict) else {}
+    if isinstance(tts.get("mode"), str) and tts["mode"] != "greedy":  # a test-time run scores its mode's answers
+        words += ["--tts", shlex.quote(tts["mode"])]
+        if isinstance(tts.get("region"), (int, float)) and not isinstance(tts.get("region"), bool):
+            words += ["--tts-region", shlex.quote(f"{tts['region']:g}")]
     return " ".join([*words, "--out", shlex.quote(folder)])
 
 
