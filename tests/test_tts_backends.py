@@ -678,3 +678,29 @@ def test_tts_config_refuses_what_the_flags_refuse():
         with pytest.raises(ValueError):
             TTSConfig(**kw)
     assert TTSConfig(seed=2**31 - 1, zoom=1.0, top_p=1.0, samples=1024).seed == 2**31 - 1
+
+
+@pytest.mark.parametrize("mode", ["zoom", "zoom+consensus"])
+def test_openai_zoom_modes_map_the_crop_answer_back(server, tmp_path, mode):
+    from gui_grounding.frames import zoom_window
+
+    srv = server(honour_n=True, usage=True)
+    samples = _samples(tmp_path)
+    cfg = TTSConfig(mode=mode, samples=5, temperature=0.9, seed=11)
+    out = tmp_path / "api.jsonl"
+    _predict_openai(srv, samples, out, cfg)
+    for k, line in enumerate(_lines(out), start=1):
+        first = _px(GREEDY[k], W, H) if mode == "zoom" else CLUSTER_PX.get(k)
+        if first is None:  # target 3's greedy answer does not parse: no window, no crop request
+            assert line["tts"]["window"] is None and line["tts"]["fallback"] == "no first-pass point: no window"
+            continue
+        window = zoom_window(first, W, H, cfg.zoom)
+        assert line["tts"]["window"] == window.as_list() and (window.width, window.height) == CROP
+        if mode == "zoom":
+            crop_point = _px(CROP_GREEDY, *CROP)
+        else:
+            texts = _answers(_user_text(samples[k - 1]), CROP, 5, seed_for(11, samples[k - 1].sample_id, "zoom"))
+            crop_point = list(consensus([_px(t, *CROP) for t in texts], *CROP, region=50.0).point)
+        assert line["tts"]["zoom_point"] == crop_point
+        assert line["tts"]["point"] == list(window.to_image(crop_point))
+        assert set(line["cost"]) == ({"greedy", "zoom"} if mode == "zoom" else {"greedy", "sampling", "zoom"})
