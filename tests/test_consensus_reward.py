@@ -197,3 +197,31 @@ def test_two_processes_gather_split_groups(tmp_path):
         assert results[rank][0] == whole[lo:hi]
     assert "nope" in results[1][1]
     assert results[0][1].startswith("reward 'consensus' failed on process 1")
+
+
+@pytest.mark.slow
+def test_torchrun_grpo_with_groups_split_across_two_processes(tiny_qwen25_dir, tmp_path):
+    """The reward's gather under real TRL: 2 processes, 6 completions each, groups of 4 (3 groups over 12 rows, so
+    group 2 is split 2/2 across the processes); the run finishes (no process left waiting in the collective) and logs
+    the consensus reward every step."""
+    import json
+    import subprocess
+
+    from tests.test_train_pipeline import REPO, _env, _grpo_args
+
+    data = tmp_path / "train.jsonl"
+    with open(os.path.join(REPO, "data", "web_sample", "train.jsonl"), encoding="utf-8") as f:
+        data.write_text("".join([line for line in f if line.strip()][:6]))
+    out = str(tmp_path / "ddp")
+    args = _grpo_args(tiny_qwen25_dir, str(data), out, 2, extra=["--reward_funcs", "consensus", "click",
+                      "--reward_weights", "1", "0", "--per_device_train_batch_size", "6", "--num_generations", "4",
+                      "--save_strategy", "no"])  # fmt: skip
+    proc = subprocess.run(["bash", "run_scripts/train_grpo.sh", *args], cwd=REPO, env={**_env(), "NPROC_PER_NODE": "2"},
+                          capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    with open(os.path.join(out, "vlm_r1_run.json")) as f:
+        info = json.load(f)
+    assert info["world_size"] == 2 and info["global_completions_per_step"] == 12
+    with open(os.path.join(out, "logs.jsonl")) as f:
+        steps = [json.loads(line) for line in f if '"rewards/consensus_reward/mean"' in line]
+    assert [s["step"] for s in steps] == [1, 2]
