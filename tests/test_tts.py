@@ -140,6 +140,8 @@ def test_rescoring_a_model_runs_file_gives_its_answers(tmp_path, screen):
     md = (tmp_path / "ev" / "results.md").read_text()
     assert "## Test-time mode: consensus (K=5, T=0.7)" in md and "calibration.png" in md
     assert os.path.getsize(tmp_path / "ev" / "calibration.png") > 1000
+    page = (tmp_path / "ev" / "failures.html").read_text()
+    assert "greedy: no answer\nsamples: junk | junk | junk | junk | junk" in page  # b's card: every answer of the run
     # zoom is scored from tts.point, and a file of another mode is malformed for it
     doc = run_eval("canonical", str(data), str(tmp_path / "ev2"), predictions=str(tmp_path / "p.jsonl"),
                    tts=TTSConfig(mode="zoom"))  # fmt: skip

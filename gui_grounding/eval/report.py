@@ -121,7 +121,8 @@ def write_reports(
     notes, answers = None, predictions
     if tts is not None:
         md = _tts_md(out_dir, benchmark, tts, md)
-        answers = {sid: {**predictions.get(sid, {}), **a} for sid, a in tts["answers"].items()}
+        answers = {sid: {**predictions.get(sid, {}), **a, "raw_response": _tts_raw(predictions.get(sid, {}))}
+                   for sid, a in tts["answers"].items()}  # fmt: skip
         notes = {sid: (f"greedy: correct; {tts['summary']['mode']}: {results[sid]['correctness']}",
                        predictions.get(sid, {}).get("point"))
                  for sid in tts["summary"]["disagreements"]["greedy_only_correct_ids"]}  # fmt: skip
@@ -213,6 +214,17 @@ def _results_md(benchmark: Benchmark, samples, metrics, pred_summary: dict, load
                   if rows else "No published number of this profile for this benchmark (and options).", ""]  # fmt: skip
     lines += ["Failures: see `failures.html`. Per-sample results: `scores.jsonl` (`gui-grounding compare`).", ""]
     return "\n".join(lines)
+
+
+def _tts_raw(pred: dict) -> str:
+    """A failure card's raw text in a test-time run: the greedy answer, the K sampled answers, the crop answers."""
+    parts = [f"greedy: {pred.get('raw_response')}"]
+    for key, label in (("sample_responses", "samples"), ("zoom_responses", "crop")):
+        source = pred if key == "sample_responses" else (pred.get("tts") if isinstance(pred.get("tts"), dict) else {})
+        texts = source.get(key)
+        if isinstance(texts, list) and texts:
+            parts.append(f"{label}: " + " | ".join(str(t) for t in texts[:64]))
+    return "\n".join(parts)
 
 
 def _tts_md(out_dir: str, benchmark: Benchmark, tts: dict, md: str) -> str:
