@@ -166,7 +166,7 @@ class Engine:
 
     Attributes:
         name: backend name (``hf``, ``vllm``, ``openai``).
-        sampling_note: how K samples are drawn (logged and written to ``metrics.json``).
+        sampling_note: how K samples are drawn (logged at the start of the run).
         chunk_size: samples per :func:`predict_tts` chunk (one write per chunk).
     """
 
