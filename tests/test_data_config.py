@@ -22,13 +22,20 @@ def test_sampling_strategies_exact():
     assert sampling_indices(10, "random:3", 7) == sorted(random.Random(7).sample(range(10), 3))
     assert sampling_indices(10, "random:3", 7) == sampling_indices(10, "random:3", 7)  # seeded
     assert sampling_indices(10, "random:3", 7) != sampling_indices(10, "random:3", 8)
-    assert len(sampling_indices(10, "random:25%", 0)) == 3  # 2.5 rounds half up
+    assert len(sampling_indices(10, "random:25%", 0)) == 3  # ceil(2.5), upstream's math.ceil
     assert len(sampling_indices(7, "random:50%", 0)) == 4
+    assert len(sampling_indices(10, "random:21%", 0)) == 3  # ceil(2.1): upstream rounds up, never half up
+    assert len(sampling_indices(1000, "random:1%", 0)) == 10  # exact in integers (no float error)
     assert sampling_indices(4, "random:100%", 1) == [0, 1, 2, 3]
+    assert sampling_indices(10, "first:15%", 0) == [0, 1] and sampling_indices(10, "end:15%", 0) == [8, 9]
+    assert sampling_indices(5, "end:0", 0) == [0, 1, 2, 3, 4]  # upstream's records[-0:]: all of them
+    assert sampling_indices(5, "first:0", 0) == [] and sampling_indices(5, "random:0", 0) == []
+    assert sampling_indices(4, "first:150%", 0) == [0, 1, 2, 3]  # over 100%: all, as upstream's slice
     assert requested_count("first:12") == 12 and requested_count("random:5%") is None and requested_count("all") is None
 
 
-@pytest.mark.parametrize("bad", ["sample:3", "first:x", "first:-1", "end:5%", "random:150%", "first", "all:3"])
+@pytest.mark.parametrize("bad", ["sample:3", "first:x", "first:-1", "random:12.5%", "end:-5%", "first", "all:3",
+                                 "first:٣"])  # fmt: skip
 def test_sampling_strategy_errors_name_the_entry(bad):
     with pytest.raises(ValueError, match=r"mix.yaml: datasets\[0\]"):
         sampling_indices(10, bad, 0, where="mix.yaml: datasets[0]")

@@ -60,7 +60,7 @@ class DataArguments:
         default=None,
         metadata={
             "help": "A data mixture YAML (VLM-R1 data_config): 'datasets:' entries with json_path, optional "
-            "image_folder and sampling_strategy (all, first:N, end:N, random:N, random:P%%), optional top-level "
+            "image_folder and sampling_strategy (all, first:N, end:N, random:N; N a count or an integer P%% rounded up, end:0 = all, as upstream), optional top-level "
             "seed (default --seed); paths relative to the YAML file. Replaces --data_file_paths."
         },
     )

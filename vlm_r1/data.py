@@ -556,7 +556,8 @@ class DataSource:
     """One ``datasets:`` entry of a data_config YAML.
 
     ``json_path`` and ``image_folder`` are resolved relative to the YAML file's folder when relative;
-    ``sampling_strategy`` is one of ``all``, ``first:N``, ``end:N``, ``random:N``, ``random:P%``.
+    ``sampling_strategy`` is one of ``all``, ``first:N``, ``end:N``, ``random:N``, N a count or ``P%``
+    (:func:`sampling_indices`).
     """
 
     json_path: str
@@ -610,9 +611,15 @@ def load_data_config(path: str) -> tuple[list[DataSource], int | None]:
 def sampling_indices(n: int, strategy: str, seed: int, *, where: str = "") -> list[int]:
     """Indices of the ``n`` records that ``strategy`` keeps, in record order (random ones are sorted).
 
-    ``all``; ``first:N`` (the first N); ``end:N`` (the last N); ``random:N`` (N chosen with ``random.Random(seed)``);
-    ``random:P%`` (``n * P / 100`` rounded half up, chosen the same way). A count above ``n`` keeps all ``n`` (the caller
-    reports it).
+    Upstream VLM-R1's data-config rule (om-ai-lab/VLM-R1 ``src/open-r1-multimodal/src/open_r1/grpo_rec.py:128-143`` at
+    90052f4): ``all``; ``first:N`` (the first N); ``end:N`` (the last N; ``end:0`` keeps **all** records, as upstream's
+    ``records[-0:]`` does); ``random:N`` (N chosen with ``random.Random(seed)``: upstream shuffles unseeded, so only
+    the count can match); a count may be a percentage for every kind, ``first:P%`` / ``end:P%`` / ``random:P%``, an
+    integer ``P`` giving ``ceil(P * n / 100)`` records (upstream's ``math.ceil(int(P) * n / 100)``). A count above ``n``
+    keeps all ``n`` (the caller reports it), as upstream's slicing does.
+
+    Refused where upstream would crash or do something no config means: an unknown kind, a negative or non-integer
+    count or percentage (upstream: ``int()`` raises, or a negative slice drops records from the other end).
 
     Raises:
         ValueError: an unknown strategy or a malformed count (naming ``where``).
@@ -623,21 +630,14 @@ def sampling_indices(n: int, strategy: str, seed: int, *, where: str = "") -> li
     if kind == "all" and not arg:
         return list(range(n))
     if kind not in ("first", "end", "random") or not arg:
-        raise ValueError(f"{where}: unknown sampling_strategy {strategy!r} (all, first:N, end:N, random:N, random:P%)")
-    try:
-        if arg.endswith("%"):
-            if kind != "random":
-                raise ValueError
-            pct = float(arg[:-1])
-            if not 0 <= pct <= 100:
-                raise ValueError
-            k = int(n * pct / 100 + 0.5)  # round half up (not Python's banker's rounding)
-        else:
-            k = int(arg)
-            if k < 0:
-                raise ValueError
-    except ValueError:
-        raise ValueError(f"{where}: malformed sampling_strategy {strategy!r}") from None
+        raise ValueError(f"{where}: unknown sampling_strategy {strategy!r} (all, first:N, end:N, random:N, with N a "
+                         "count or an integer percentage P%)")  # fmt: skip
+    digits = arg[:-1] if arg.endswith("%") else arg
+    if not (digits.isascii() and digits.isdigit()):
+        raise ValueError(f"{where}: malformed sampling_strategy {strategy!r} (a count or an integer percentage P%)")
+    k = -(-int(digits) * n // 100) if arg.endswith("%") else int(digits)  # ceil, in integers
+    if kind == "end" and k == 0:
+        return list(range(n))  # upstream: records[-0:] is every record
     k = min(k, n)
     if kind == "first":
         return list(range(k))
