@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import fields
 
 import pytest
 
@@ -298,3 +299,13 @@ def test_get_task_unknown_lists_names():
     assert str(info.value) == (
         "unknown task_type 'no_such_task'; registered: default, rec, ic, odLength, gui, gui_defect, gui_grounding"
     )
+
+
+def test_beta_help_states_one_default_and_cites_the_repository():
+    """--beta's help keeps TRL's text without TRL's "(default)" mark (TRL's default is 0.0, ours upstream's 0.04) and
+    cites upstream's grpo_config.py:291-292 at 90052f4 with its repository."""
+    from vlm_r1.configs import VLMGRPOConfig
+
+    help_text = next(f for f in fields(VLMGRPOConfig) if f.name == "beta").metadata["help"]
+    assert "(default)" not in help_text and "If `0.0`, the reference model is not loaded" in help_text
+    assert "om-ai-lab/VLM-R1@90052f4 src/open-r1-multimodal/src/open_r1/trainer/grpo_config.py:291-292" in help_text

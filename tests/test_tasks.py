@@ -48,7 +48,7 @@ def test_default_task_reads_upstream_records(tmp_path, tiny_qwen25_dir):
 
 
 def test_default_task_question_and_solution_follow_upstream_exactly(tmp_path, tiny_qwen25_dir):
-    """upstream grpo_jsonl.py:960-969: problem = human.replace('<image>', '') and nothing else; a string gpt value
+    """upstream grpo_jsonl.py:979-987 (at 90052f4): problem = human.replace('<image>', '') and nothing else; a string gpt value
     loses its answer tags and is stripped, any other value is str()-ed."""
     Image.new("RGB", (64, 48), "white").save(tmp_path / "a.png")
     cases = [

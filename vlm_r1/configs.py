@@ -243,9 +243,9 @@ def _preset_help() -> str:
 # transformers 4.49.0) actually ran, the core takes upstream's effective value (docs/UPSTREAM.md "Defaults" has the
 # full table with every upstream flag; tests/test_upstream_defaults.py pins it). field -> (value, where it comes from).
 UPSTREAM_EFFECTIVE_DEFAULTS: dict[str, tuple[Any, str]] = {
-    "beta": (0.04, "omm/src/open_r1/trainer/grpo_config.py:271-272 (beta 0.04)"),
+    "beta": (0.04, "omm/src/open_r1/trainer/grpo_config.py:291-292 (beta 0.04)"),
     "loss_type": ("grpo", "omm/src/open_r1/trainer/grpo_trainer.py:771: per-sequence token mean, then batch mean"),
-    "max_completion_length": (256, "omm/src/open_r1/trainer/grpo_config.py:160-161"),
+    "max_completion_length": (256, "omm/src/open_r1/trainer/grpo_config.py:177-178"),
     "top_k": (
         50,
         "grpo_trainer.py:373-377 samples from GenerationConfig(do_sample=True, temperature=1), whose "
@@ -261,16 +261,21 @@ UPSTREAM_EFFECTIVE_DEFAULTS: dict[str, tuple[Any, str]] = {
     "use_bias_correction_kl": (False, "grpo_trainer.py:760-764: plain k3 KL per token, no importance-ratio factor"),
     "resume_from_checkpoint": (
         "latest",
-        "grpo_jsonl.py:1047-1050 resumes from output_dir's checkpoint-* whenever "
+        "grpo_jsonl.py:1058-1061 resumes from output_dir's checkpoint-* whenever "
         "one exists; ours takes the newest COMPLETE one; 'false' starts fresh",
     ),
 }
 
 
 def _trl_help(name: str, note: str) -> dict:
-    """Metadata for a re-declared ``GRPOConfig`` field: TRL's own help plus why our default differs."""
+    """Metadata for a re-declared ``GRPOConfig`` field: TRL's own help, less what it says about TRL's default (a
+    ``(default)`` mark, as in ``If `0.0` (default)``: ours differs), plus why our default is what it is."""
+    import re
+
     base = next(f for f in fields(GRPOConfig) if f.name == name).metadata
-    return {**base, "help": f"{base.get('help', '')} Default here: upstream VLM-R1's effective value ({note})."}
+    trl_help = re.sub(r" \(default\)", "", base.get("help", ""))
+    note = note.replace("omm/", "om-ai-lab/VLM-R1@90052f4 src/open-r1-multimodal/")  # the repository, pinned
+    return {**base, "help": f"{trl_help} Default here: upstream VLM-R1's effective value ({note})."}
 
 
 def _up(name: str) -> Any:

@@ -159,7 +159,7 @@ def upstream_turns(rec: dict | RecordError) -> tuple[Any, Any]:
 def clean_question(human: Any) -> str:
     """The question text of an upstream human turn: every ``<image>`` tag removed and nothing else (no strip, no
     whitespace change), exactly upstream ``item['conversations'][0]['value'].replace('<image>', '')``
-    (``src/open-r1-multimodal/src/open_r1/grpo_jsonl.py:960``); the images go before the text in the prompt.
+    (``src/open-r1-multimodal/src/open_r1/grpo_jsonl.py:979`` at 90052f4); the images go before the text in the prompt.
 
     Raises:
         TypeError: ``human`` is not a string (upstream's ``.replace`` would fail on it too).
@@ -172,7 +172,7 @@ def clean_question(human: Any) -> str:
 def upstream_solution(value: Any) -> str:
     """Upstream's ``solution`` column from a gpt value: a string loses its ``<answer>``/``</answer>`` tags and is
     ``.strip()``-ed, any other value is ``str()``-ed (a bbox list ``[1, 2, 3, 4]`` stays ``[1, 2, 3, 4]``); then it is
-    wrapped as ``<answer> {value} </answer>`` (``grpo_jsonl.py:963-969`` and ``:1002``)."""
+    wrapped as ``<answer> {value} </answer>`` (``grpo_jsonl.py:982-987`` and ``:1002``)."""
     if isinstance(value, str):
         value = value.replace("<answer>", "").replace("</answer>", "").strip()
     else:
@@ -433,7 +433,7 @@ class RECTask(Task):
              describes: the man on the left."},
             {"from": "gpt", "value": [12.5, 30.0, 210.3, 400.9]}]}
 
-      ``problem`` is the human turn with ``<image>`` removed and nothing else changed (upstream ``grpo_jsonl.py:960``);
+      ``problem`` is the human turn with ``<image>`` removed and nothing else changed (upstream ``grpo_jsonl.py:979``);
     * ``grpo_rec.py`` annotation records (upstream's published ``rec_jsons_processed/*.json``, read by
       ``LazySupervisedDataset``, ``src/open-r1-multimodal/src/open_r1/grpo_rec.py:92-195``)::
 
