@@ -45,6 +45,8 @@ GTA1_DEFAULTS: dict = {
     "reward_funcs": ["accuracy", "format"],  # grpo_grounding.py:57-60 (the README passes --reward_funcs accuracy)
     "prompt_mode": "non_thinking",  # SYSTEM_PROMPT, grpo_grounding.py:78-84
     "box_rounding": "gta1",  # click_reward's int() edges, grpo_grounding.py:160-164
+    # GTA1's trainer bans its image token from generation: bad_words_ids=[[image_token_id]] (src/trainer/grpo_trainer.py:520)
+    "ban_vision_tokens": True,
     # grpo_grounding.py:232 passes --torch_dtype (default None) to the trainer, whose None means from_pretrained's
     # default under transformers 4.49: float32. The README passes --torch_dtype bfloat16 (recipes/gta1/*.yaml).
     "dtype": "float32",

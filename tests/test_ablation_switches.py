@@ -213,7 +213,8 @@ def test_merge_generation_rows_repads_and_keeps_images_per_row():
 
 # ---- training runs -----------------------------------------------------------------------------------------------
 def _trainer(model_dir, data, out, reward_funcs, **overrides):
-    """The CLI's trainer (gui_grounding task, frozen vision, vision tokens banned), built in this process."""
+    """The CLI's trainer (gui_grounding task, frozen vision, the image token banned as GTA1 bans it), built in this
+    process."""
     from vlm_r1.configs import GRPOScriptArguments, VLMGRPOConfig
     from vlm_r1.modules import get_vlm_module
     from vlm_r1.rewards import resolve_rewards
@@ -226,7 +227,8 @@ def _trainer(model_dir, data, out, reward_funcs, **overrides):
     task = get_task("gui_grounding")
     dataset = task.build_dataset(script_args, processor, vlm_module)
     config = dict(output_dir=out, report_to="none", bf16=False, max_steps=3, logging_steps=1, save_strategy="no",
-                  seed=0, per_device_train_batch_size=8, num_generations=8, max_completion_length=8)  # fmt: skip
+                  seed=0, per_device_train_batch_size=8, num_generations=8, max_completion_length=8,
+                  ban_vision_tokens=True)  # fmt: skip
     args = VLMGRPOConfig(**{**config, **overrides})
     model = vlm_module.get_model_class(model_dir, {}).from_pretrained(model_dir)
     return VLMGRPOTrainer(model=model, reward_funcs=resolve_rewards(reward_funcs, task), args=args, vlm_module=vlm_module,
@@ -264,7 +266,7 @@ def test_kl_one_process_reference_model(tiny_qwen25_dir, train6, tmp_path, plugi
     trainer = _trainer(tiny_qwen25_dir, train6, str(tmp_path / "kl"), ["click", "toy_rewards:completion_length_reward"],
                        beta=0.04, learning_rate=1e-2)  # fmt: skip
     assert trainer.ref_model is not None and trainer.ref_model is not trainer.model
-    assert [[i] for i in trainer.vlm_module.get_banned_token_ids(trainer.processing_class)] == \
+    assert [[i] for i in trainer.vlm_module.get_image_token_ids(trainer.processing_class)] == \
         trainer.args.generation_kwargs["bad_words_ids"]  # fmt: skip
     trainer.train()
     logs = _step_logs(trainer.state.log_history)

@@ -58,7 +58,7 @@ def test_core_defaults_are_upstream_vlm_r1s(tmp_path):
     assert (training.temperature, training.top_k, training.top_p) == (1.0, 50, 1.0)
     assert training.num_generations == 8
     assert training.learning_rate == 1e-6
-    assert training.ban_vision_tokens is True
+    assert training.ban_vision_tokens is False  # upstream bans nothing (TRL suppresses the image token itself)
     assert training.use_vllm is False
     assert training.bf16 is False
     assert script.task_type is None and script.reward_funcs is None

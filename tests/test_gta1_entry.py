@@ -22,6 +22,7 @@ def test_gta1_script_defaults_and_flags(tmp_path):
     assert (training.beta, training.max_completion_length, training.num_generations) == (0.04, 256, 8)
     assert (training.loss_type, training.temperature, training.top_k, training.top_p) == ("grpo", 1.0, 50, 1.0)
     assert model.dtype == GTA1_DEFAULTS["dtype"] == "float32"
+    assert training.ban_vision_tokens is True  # GTA1 bans its image token (src/trainer/grpo_trainer.py:520)
     script, _, _ = parse_args([*argv, "--reward_funcs", "accuracy"])
     assert script.reward_funcs == ["click"]
 

@@ -172,12 +172,16 @@ def test_banned_generation_kwargs_hf_and_vllm(tiny_qwen25_dir):
     image_pad, video_pad, v_start, v_end = module.get_banned_token_ids(processor)
     ns = types.SimpleNamespace
 
+    # default: what GTA1 bans, the image token (bad_words_ids=[[image_token_id]])
     gen = banned_generation_kwargs(ns(generation_kwargs=None, use_vllm=False), module, processor)
+    assert gen == {"bad_words_ids": [[image_pad]]}
+    every = [image_pad, video_pad, v_start, v_end]
+    gen = banned_generation_kwargs(ns(generation_kwargs=None, use_vllm=False), module, processor, ids=every)
     assert gen == {"bad_words_ids": [[image_pad], [video_pad], [v_start], [v_end]]}
 
     # user kwargs kept, existing bad words kept first and not duplicated
     user = {"bad_words_ids": [[video_pad], [5, 6]], "top_k": 5}
-    gen = banned_generation_kwargs(ns(generation_kwargs=user, use_vllm=False), module, processor)
+    gen = banned_generation_kwargs(ns(generation_kwargs=user, use_vllm=False), module, processor, ids=every)
     assert gen == {"bad_words_ids": [[video_pad], [5, 6], [image_pad], [v_start], [v_end]], "top_k": 5}
     assert user == {"bad_words_ids": [[video_pad], [5, 6]], "top_k": 5}  # the caller's dict is not mutated
 
@@ -187,9 +191,9 @@ def test_banned_generation_kwargs_hf_and_vllm(tiny_qwen25_dir):
 
     # vLLM takes strings
     gen = banned_generation_kwargs(ns(generation_kwargs=None, use_vllm=True), module, processor)
-    assert gen == {"bad_words": VISION_TOKENS}
+    assert gen == {"bad_words": ["<|image_pad|>"]}
     gen = banned_generation_kwargs(ns(generation_kwargs={"bad_words": ["<|video_pad|>", "foo"]}, use_vllm=True),
-                                   module, processor)  # fmt: skip
+                                   module, processor, ids=every)  # fmt: skip
     assert gen == {"bad_words": ["<|video_pad|>", "foo", "<|image_pad|>", "<|vision_start|>", "<|vision_end|>"]}
 
 
@@ -261,7 +265,8 @@ def test_without_ban_the_biased_model_samples_vision_tokens(biased_qwen25):
 
 def test_bad_words_ids_ban_every_vision_token(biased_qwen25):
     module, processor, model, banned, inputs = biased_qwen25
-    gen = banned_generation_kwargs(types.SimpleNamespace(generation_kwargs=None, use_vllm=False), module, processor)
+    gen = banned_generation_kwargs(types.SimpleNamespace(generation_kwargs=None, use_vllm=False), module, processor,
+                                   ids=banned)  # fmt: skip
     tokens = []
     for seed in range(4):
         tokens += _sample(model, inputs, seed, **gen)
@@ -304,21 +309,34 @@ def _train_one_step(biased, tmp_path, make_image, *, ban: bool):
     return trainer, seen
 
 
-def test_trainer_never_generates_banned_tokens(biased_qwen25, tmp_path, make_image):
-    _, _, model, banned, inputs = biased_qwen25
+def test_trainer_bans_what_gta1_bans(biased_qwen25, tmp_path, make_image):
+    """--ban_vision_tokens true bans the image token with bad_words_ids, as GTA1's trainer does
+    (bad_words_ids=[[image_token_id]]); the other vision specials stay allowed, as in GTA1."""
+    module, processor, model, banned, inputs = biased_qwen25
+    image_pad = banned[0]
+    assert module.get_image_token_ids(processor) == [image_pad] == [processor.tokenizer.convert_tokens_to_ids(
+        "<|image_pad|>")]  # fmt: skip
     trainer, seen = _train_one_step(biased_qwen25, tmp_path, make_image, ban=True)
-    assert trainer.generation_config.bad_words_ids == [[i] for i in banned]
-    assert trainer.generation_kwargs["bad_words_ids"] == [[i] for i in banned]
+    assert trainer.generation_config.bad_words_ids == [[image_pad]]
+    assert trainer.generation_kwargs["bad_words_ids"] == [[image_pad]]
     assert trainer.model is model and _next_token_argmax(model, inputs) in banned  # bias still on after the step
     assert len(seen) == 8
     assert sum(map(len, seen)) >= 64
-    assert [t for ids in seen for t in ids if t in banned] == []
+    flat = [t for ids in seen for t in ids]
+    assert flat.count(image_pad) == 0 and sum(flat.count(t) for t in banned[1:]) > 0
+
+
+def _core_default_ban() -> bool:
+    from vlm_r1.configs import VLMGRPOConfig
+
+    return VLMGRPOConfig(output_dir="unused").ban_vision_tokens
 
 
 def test_trainer_without_ban_leaks_vision_tokens(biased_qwen25, tmp_path, make_image):
     """Control for the test above: same biased model, --ban_vision_tokens false -> only TRL's image-pad suppression."""
     _, _, _, banned, _ = biased_qwen25
     trainer, seen = _train_one_step(biased_qwen25, tmp_path, make_image, ban=False)
+    assert _core_default_ban() is False  # the core's default: upstream bans nothing
     assert trainer.generation_config.bad_words_ids is None
     assert trainer.generation_config.suppress_tokens == [banned[0]]
     flat = [t for ids in seen for t in ids]

@@ -324,10 +324,12 @@ class VLMGRPOConfig(GRPOConfig):
     )
 
     ban_vision_tokens: bool = field(
-        default=True,
+        default=False,
         metadata={
-            "help": "Forbid generating the vision special tokens (image pad, video pad, vision start/end) via "
-            "bad_words_ids (GTA1: a sampled image token corrupts training)."
+            "help": "Ban the image token from generation with bad_words_ids (HF) / bad_words (vLLM), as GTA1 does "
+            "(Yan98/GTA1 src/trainer/grpo_trainer.py:520 at 81f0c4c: a sampled image token corrupts training). "
+            "Default false, as upstream VLM-R1, which bans nothing (TRL 1.16 still suppresses the image token in HF "
+            "generation on its own, grpo_trainer.py:1168-1170); the GTA1 recipes and entry point set it true."
         },
     )
     loss_preset: str = field(

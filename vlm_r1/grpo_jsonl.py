@@ -317,7 +317,7 @@ def write_run_info(output_dir, trainer, script_args, task, vlm_module, processor
         "smart_resize": smart_resize,
         "pixel_budget": budget.to_dict(),
         **task.run_info(script_args, vlm_module),
-        "banned_token_ids": vlm_module.get_banned_token_ids(processor) if args.ban_vision_tokens else [],
+        "banned_token_ids": vlm_module.get_image_token_ids(processor) if args.ban_vision_tokens else [],
         "generation_kwargs": args.generation_kwargs,
         "generation": resolved_generation_params(trainer),
         "max_completion_length": args.max_completion_length,

@@ -140,10 +140,14 @@ def resolve_lora_targets(peft_config: Any, model: Any, vlm_module: Any, args: An
     return peft_config
 
 
-def banned_generation_kwargs(args: Any, vlm_module: Any, processing_class: Any) -> dict:
-    """``args.generation_kwargs`` with the vision tokens banned (HF ``bad_words_ids`` or vLLM ``bad_words``)."""
+def banned_generation_kwargs(args: Any, vlm_module: Any, processing_class: Any, ids: list[int] | None = None) -> dict:
+    """``args.generation_kwargs`` with ``ids`` banned (HF ``bad_words_ids`` or vLLM ``bad_words``). ``ids``: default
+    what GTA1 bans, the image token (``vlm_module.get_image_token_ids``; Yan98/GTA1 ``src/trainer/grpo_trainer.py:520``
+    at 81f0c4c)."""
     gen = dict(args.generation_kwargs or {})
-    ids = vlm_module.get_banned_token_ids(processing_class)
+    ids = vlm_module.get_image_token_ids(processing_class) if ids is None else list(ids)
+    if not ids:
+        return gen
     if getattr(args, "use_vllm", False):
         tokenizer = getattr(processing_class, "tokenizer", processing_class)
         words = list(gen.get("bad_words") or [])
@@ -355,9 +359,9 @@ class VLMGRPOTrainer(FindUnusedParametersFromModel, SharedPromptMixin, GRPOTrain
         self.vlm_module = vlm_module
         if kwargs.get("peft_config") is not None:
             kwargs["peft_config"] = resolve_lora_targets(kwargs["peft_config"], model, vlm_module, args)
-        if getattr(args, "ban_vision_tokens", True):
+        if getattr(args, "ban_vision_tokens", False):
             args.generation_kwargs = banned_generation_kwargs(args, vlm_module, processing_class)
-            logger.info("vision tokens banned from generation: %s", args.generation_kwargs)
+            logger.info("image token banned from generation (GTA1's bad_words_ids): %s", args.generation_kwargs)
         if freeze_vision and not isinstance(model, str):
             n = freeze_vision_modules(model, vlm_module.get_vision_modules_keywords())
             logger.info("froze %d vision parameters", n)

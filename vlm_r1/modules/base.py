@@ -264,8 +264,15 @@ class VLMBaseModule(UpstreamModuleMixin, ABC):
         """
         return budget.size_sent(int(width), int(height))
 
+    def get_image_token_ids(self, processing_class: Any) -> list[int]:
+        """The processor's image token, what GTA1 bans from generation (``bad_words_ids=[[image_token_id]]``,
+        Yan98/GTA1 ``src/trainer/grpo_trainer.py:520`` at 81f0c4c): what ``--ban_vision_tokens true`` bans in
+        training (:func:`vlm_r1.trainer.banned_generation_kwargs`); none when the processor names no image token."""
+        return VLMBaseModule.get_banned_token_ids(self, processing_class)
+
     def get_banned_token_ids(self, processing_class: Any) -> list[int]:
-        """Token ids generation must never emit. Default: the processor's image token, as GTA1 bans
+        """Token ids evaluation never lets a model emit (the eval backends' ``bad_words_ids``; families override it
+        with all their vision special tokens). Default: the processor's image token, as GTA1 bans
         (``bad_words_ids=[[image_token_id]]``); none when the processor names no image token."""
         tokenizer = getattr(processing_class, "tokenizer", processing_class)
         token_id = getattr(processing_class, "image_token_id", None)
