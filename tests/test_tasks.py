@@ -117,3 +117,19 @@ def test_images_load_in_their_displayed_frame(tmp_path):
     budget = PixelBudget.published("test", factor=28, min_pixels=3136, max_pixels=200_704)
     (resized,) = load_images_transform(budget)({"image_path": [path]})["image"]
     assert resized.size == (112, 196)  # smart_resize of the displayed 100x200: round(100/28)*28, round(200/28)*28
+
+
+def test_ic_and_od_length_question_templates_are_upstreams():
+    """Upstream's Qwen templates per task type (qwen_module.py:70-85 at 90052f4; checked against that file's
+    get_question_template when written): ``ic`` puts the instruction after the question, ``odLength`` before it."""
+    from vlm_r1.modules.qwen import Qwen2VLModule
+
+    ic = Qwen2VLModule.get_question_template("ic")
+    od = Qwen2VLModule.get_question_template("odLength")
+    assert ic.startswith("{Question} First thinks about the reasoning process in the mind") and ic.endswith(
+        "<answer> json format answer here </answer>"
+    )
+    assert od.startswith("First thinks about the reasoning process") and od.endswith(
+        "<answer> answer here </answer>\n{Question}"
+    )
+    assert Qwen2VLModule.get_question_template("gui") == Qwen2VLModule.get_question_template(None) != ic

@@ -23,6 +23,18 @@ _THINK_ANSWER_TEMPLATE = (
     "<answer> </answer> tags."
 )
 _REC_TEMPLATE = _THINK_ANSWER_TEMPLATE + " Output the final answer in JSON format."
+# upstream's `ic` and `odLength` question templates, verbatim (the prompt a run trains on; om-ai-lab/VLM-R1
+# src/open-r1-multimodal/src/open_r1/vlm_modules/qwen_module.py:74-83 at 90052f4)
+_IC_TEMPLATE = (
+    "{Question} First thinks about the reasoning process in the mind and then provides the user with the answer. The "
+    "reasoning process and answer are enclosed within <think> </think> and <answer> </answer> tags, respectively, "
+    "i.e., <think> reasoning process here </think><answer> json format answer here </answer>"
+)
+_OD_LENGTH_TEMPLATE = (
+    "First thinks about the reasoning process in the mind and then provides the user with the answer. The reasoning "
+    "process and answer are enclosed within <think> </think> and <answer> </answer> tags, respectively, i.e., "
+    "<think> reasoning process here </think><answer> answer here </answer>\n{Question}"
+)
 # select_reward_func for task_type "rec": CLI name -> vlm_r1.rewards function
 _REC_REWARDS = {"accuracy": "iou_reward", "format": "format_reward_rec"}
 
@@ -116,9 +128,11 @@ class Qwen2VLModule(VLMBaseModule):
 
     @staticmethod
     def get_question_template(task_type: str | None) -> str:
-        if task_type == "rec":
-            return _REC_TEMPLATE
-        return _THINK_ANSWER_TEMPLATE
+        """Upstream's Qwen templates per task type (qwen_module.py:70-85 at 90052f4): ``rec``, ``ic``,
+        ``odLength``, and the think/answer template for every other type."""
+        return {"rec": _REC_TEMPLATE, "ic": _IC_TEMPLATE, "odLength": _OD_LENGTH_TEMPLATE}.get(
+            task_type, _THINK_ANSWER_TEMPLATE
+        )
 
     # upstream's model-specific REC rewards, duck-typed as static methods (vlm_r1.rewards holds the one implementation)
     iou_reward = staticmethod(rewards.iou_reward)
