@@ -35,6 +35,7 @@ from gui_grounding.adapters.base import Adapter
 from gui_grounding.frames import Frame
 from gui_grounding.prompts import PROMPT_MODES, check_mode
 from gui_grounding.rewards import BOX_ROUNDINGS, REWARDS, check_box_rounding
+from gui_grounding.rows import row_adapter
 from gui_grounding.schema import Sample, load_samples
 from vlm_r1.tasks import Task, load_images_transform
 from vlm_r1.validate import module_limits
@@ -82,46 +83,6 @@ def sample_to_row(sample: Sample, frame: Frame, adapter: Adapter | str = "non_th
         "source_box_scale": [float(sx), float(sy)],
         "box_rounding": rounding,
     }
-
-
-def row_adapter(row: dict) -> Adapter:
-    """The adapter a row was built with (column ``adapter``; rows without it: the gta1 adapter of ``prompt_mode``)."""
-    from gui_grounding.adapters import PROMPT_MODE_ADAPTERS, get_adapter
-
-    name = row.get("adapter") or PROMPT_MODE_ADAPTERS[check_mode(row.get("prompt_mode") or "non_thinking")]
-    return get_adapter(name)
-
-
-def row_request(row: dict, budget, adapter: Adapter | None = None):
-    """The :class:`gui_grounding.adapters.Request` of a task row, exactly as it was trained: the row's prompt (plain
-    strings turned into content blocks with the image before the first user text, TRL's
-    ``prepare_multimodal_messages`` rule), its screenshot resized once by the run's ``budget``
-    (:func:`vlm_r1.pixel_budget.resize_for_model`, as the training image transform does), and the frame
-    ``image_size`` -> ``resized_size`` for parsing.
-
-    Raises:
-        ValueError: ``budget`` gives another size than the row's ``resized_size`` (the rows were built under another
-            pixel budget).
-    """
-    from trl.data_utils import prepare_multimodal_messages
-
-    from gui_grounding.adapters import Request, messages_to_text
-    from vlm_r1.pixel_budget import resize_for_model
-    from vlm_r1.validate import open_image
-
-    adapter = adapter or row_adapter(row)
-    image = open_image(row["image_path"])
-    image = resize_for_model(image if image.mode == "RGB" else image.convert("RGB"), budget)
-    size = tuple(int(v) for v in row["resized_size"])
-    if image.size != size:
-        raise ValueError(f"row {row.get('sample_id')}: the pixel budget gives {image.size[0]}x{image.size[1]}, the row "
-                         f"was built at {size[0]}x{size[1]} (another budget)")  # fmt: skip
-    messages = prepare_multimodal_messages(row["prompt"], images=[image])
-    for message in messages:  # the image goes separately to the processor; keep the placeholder only
-        for part in message["content"]:
-            part.pop("image", None)
-    width, height = (int(v) for v in row["image_size"])
-    return Request(messages, image, {"frame": Frame(width, height, size[0], size[1])}, messages_to_text(row["prompt"]))
 
 
 @dataclass

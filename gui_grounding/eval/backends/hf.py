@@ -250,7 +250,7 @@ def predict_rows(model, processor, vlm_module, rows: list[dict], budget, *, batc
                  max_new_tokens: int = 32) -> list[dict]:  # fmt: skip
     """Predict on task rows as they were trained on (``gui_grounding.task`` rows: ``prompt``, ``image_path``,
     ``resized_size``, ``image_size``, ``adapter``): the row's own prompt and the image resized by the training run's
-    ``budget`` (as the training image transform does: ``gui_grounding.task.row_request``), parsed by the row's
+    ``budget`` (as the training image transform does: ``gui_grounding.rows.row_request``), parsed by the row's
     adapter. No prompt is rebuilt.
     Same generation settings and model handling as :func:`predict_points`.
 
@@ -260,7 +260,7 @@ def predict_rows(model, processor, vlm_module, rows: list[dict], budget, *, batc
     """
     from types import SimpleNamespace
 
-    from gui_grounding.task import row_adapter, row_request
+    from gui_grounding.rows import row_adapter, row_request
 
     if not rows:
         return []
