@@ -187,7 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
                        add_help=False)  # fmt: skip
     p.set_defaults(func=None)
 
-    from gui_grounding.eval.adapters import ADAPTERS
+    from gui_grounding.adapters import ADAPTERS
     from gui_grounding.eval.backends import REGISTRY as BACKEND_REGISTRY
     from gui_grounding.eval.benchmarks import BENCHMARKS
     from vlm_r1.argtypes import integer, with_range

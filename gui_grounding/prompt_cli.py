@@ -11,7 +11,7 @@ Prints one JSON object:
 
 * ``adapter``, ``image_size`` ``[W, H]`` (the screenshot), ``resized_size`` ``[W', H']`` (the smart_resize frame the
   model sees under the pixel budget: ``--min-pixels``/``--max-pixels``, else the adapter's published
-  ``default_budget``, ``gui_grounding.eval.adapters``), ``messages`` (the chat messages the adapter builds, image
+  ``default_budget``, ``gui_grounding.adapters``), ``messages`` (the chat messages the adapter builds, image
   placeholder ``{"type": "image"}`` where the image goes);
 * with ``--model PATH`` (a local checkpoint) also ``chat_template_text``, the processor's chat-template rendering with
   ``add_generation_prompt=True`` and the image placeholder expanded to the real number of image pad tokens, i.e. the
@@ -32,7 +32,7 @@ import argparse
 import json
 import re
 
-from gui_grounding.eval.adapters import ADAPTERS, get_adapter
+from gui_grounding.adapters import ADAPTERS, get_adapter
 from gui_grounding.schema import Sample
 
 MAX_SIDE = 1_000_000  # a screenshot side beyond this is not a screen (and would not fit in memory)
@@ -77,7 +77,7 @@ def describe_prompt(
     """The JSON object ``gui-grounding prompt`` prints (see the module docstring).
 
     Args:
-        adapter: adapter name (``gui_grounding.eval.adapters.ADAPTERS``); ``None``: the profile's, else the default
+        adapter: adapter name (``gui_grounding.adapters.ADAPTERS``); ``None``: the profile's, else the default
             of ``model``'s ``config.model_type`` (``gui_grounding.eval.backends.checkpoint_adapter``).
         image_size: ``(W, H)`` of the screenshot.
         instruction: the element description, sent as given.
@@ -212,7 +212,7 @@ def register_cli(sub) -> None:
                        description="Print, as JSON, the resized image size and the chat messages an adapter sends for "
                        "a screenshot of the given size; with --model also the chat-template text the model reads "
                        "(image pad tokens expanded) and its token count. Default pixel budgets (published inference "
-                       f"settings, see gui_grounding/eval/adapters.py): {budgets}.")  # fmt: skip
+                       f"settings, see gui_grounding/adapters/): {budgets}.")  # fmt: skip
     from gui_grounding.profiles import PROFILES
 
     p.add_argument("--adapter", default=None, choices=sorted(ADAPTERS), help="prompt + coordinate convention; default: "

@@ -1,6 +1,6 @@
 """Prompts (GTA1 non-thinking, a thinking variant, a box variant) and the answer parsers.
 
-Source: GTA1 ``src/grpo_grounding.py`` (``gta1_and_peers.md`` section 1.2). The non-thinking system prompt is GTA1's
+Source: GTA1 ``src/grpo_grounding.py`` (Yan98/GTA1 at 81f0c4c). The non-thinking system prompt is GTA1's
 byte for byte (``src/grpo_grounding.py:78-84``, line breaks included); it states the *resized* image size (the
 smart_resize frame, ``gui_grounding.frames``) and asks for ``(x,y)`` in that frame. The user turn is the image, then
 the instruction (``src/grpo_grounding.py:110-116``: ``[{"type": "image"}, {"type": "text", "text": instruction}]``,
@@ -13,7 +13,8 @@ Prompt modes (``--prompt_mode``):
 * ``box``: GTA1's wording asking for the element's box ``[x1,y1,x2,y2]`` (top-left and bottom-right corners, resized
   pixels), the whole completion is the answer; for the box rewards (``iou``, ``gaussian_coverage``, GUI-G² style).
   Point rewards score a box answer on its centre (:func:`parse_answer_point`), the benchmark convention for models
-  that answer boxes (``gta1_and_peers.md`` 2.1).
+  that answer boxes (the ScreenSpot-Pro harness takes a 4-number answer's centre:
+  likaixin2000/ScreenSpot-Pro-GUI-Grounding ``models/qwen2_5vl.py:199-204`` at bd8bbbb).
 """
 
 from __future__ import annotations
@@ -245,7 +246,7 @@ def is_thinking_format(text: str) -> bool:
 
 
 # --------------------------------------------------------------------------------------------------------------------
-# Other answer syntaxes (model families other than GTA1; used by gui_grounding.eval.adapters). Pairs are still found
+# Other answer syntaxes (model families other than GTA1; used by gui_grounding.adapters). Pairs are still found
 # with GTA1's ``_PAIR_RE``; the helpers below only add the syntaxes that are not a bare ``(x,y)``.
 
 _BOX_JOIN_RE = re.compile(r"\s*,\s*")  # between the two corners of a box "(x1,y1),(x2,y2)"
@@ -259,7 +260,8 @@ def parse_point_or_box(text: str) -> tuple[float, float] | None:
 
     A box is two pairs joined by a comma, ``(x1,y1),(x2,y2)``, as Qwen2-VL / OS-Atlas write it inside
     ``<|box_start|>...<|box_end|>`` (those special tokens are usually stripped by decoding; both forms are read).
-    Models that answer a box are scored on its centre (``gta1_and_peers.md`` 2.1, ScreenSpot-Pro harness). Values
+    Models that answer a box are scored on its centre (ScreenSpot-Pro harness: likaixin2000/ScreenSpot-Pro-GUI-Grounding
+    ``models/osatlas7b.py:166-169`` and ``models/qwen2_5vl.py:199-204`` at bd8bbbb). Values
     stay in the model's frame (no scaling here). Examples: ``"(294,168)"`` -> ``(294.0, 168.0)``;
     ``"<|box_start|>(100,200),(300,400)<|box_end|>"`` -> ``(200.0, 300.0)``; ``"click(start_box='(5,7)')"`` ->
     ``(5.0, 7.0)``.

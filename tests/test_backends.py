@@ -15,7 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from PIL import Image
 
-from gui_grounding.eval.adapters import (
+from gui_grounding.adapters import (
     ADAPTERS,
     GTA1_MAX_PIXELS,
     UI_TARS_MAX_PIXELS,

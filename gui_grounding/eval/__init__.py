@@ -6,7 +6,7 @@ Three separate axes, combined at run time (lm-evaluation-harness style):
   canonical JSONL; each reads its published layout and computes its own metric tables;
 * backends (``gui_grounding.eval.backends``): ``hf`` (transformers), ``openai`` (any OpenAI-compatible endpoint),
   ``vllm`` (offline engine);
-* adapters (``gui_grounding.eval.adapters``): the prompt and coordinate frame of a model family.
+* adapters (``gui_grounding.adapters``): the prompt and coordinate frame of a model family.
 
 One scorer (``gui_grounding.eval.judge``) judges every prediction; ``gui_grounding.eval.report`` writes
 ``metrics.json``, ``results.md`` and ``failures.html``.
@@ -298,7 +298,7 @@ def _resolve_model_settings(model: str, backend: str, adapter, budget_flags: dic
     """``(adapter, budget, warnings)`` of a model run: the adapter (given, else the checkpoint's default; the openai
     backend needs one) and the pixel budget resolved once (``gui_grounding.eval.budget.resolve_eval_budget``), logged
     with every value's source."""
-    from gui_grounding.eval.adapters import resolve_adapter
+    from gui_grounding.adapters import resolve_adapter
     from gui_grounding.eval.backends import checkpoint_adapter
     from gui_grounding.eval.budget import resolve_eval_budget
 

@@ -1,6 +1,6 @@
 """Prediction backends: run a model on samples through an adapter and write one JSONL line per sample.
 
-Backends (``BACKENDS``) and adapters (``gui_grounding.eval.adapters``) are separate axes, combined at run time:
+Backends (``BACKENDS``) and adapters (``gui_grounding.adapters``) are separate axes, combined at run time:
 
 * ``hf``     - transformers ``generate`` in this process (:mod:`.hf`; also ``predict_points`` for a loaded model);
 * ``openai`` - any OpenAI-compatible chat-completions endpoint, e.g. ``vllm serve`` (:mod:`.openai_api`,
@@ -117,7 +117,7 @@ def predict(backend: str, model: str, samples: list, out_path: str, *, adapter=N
 
 def checkpoint_adapter(model_path: str, adapter=None):
     """``adapter`` resolved to an instance; ``None`` -> the default for ``model_path``'s ``config.model_type``."""
-    from gui_grounding.eval.adapters import default_adapter_for, resolve_adapter
+    from gui_grounding.adapters import default_adapter_for, resolve_adapter
 
     if adapter is not None:
         return resolve_adapter(adapter)

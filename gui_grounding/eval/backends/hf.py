@@ -18,7 +18,7 @@ import os
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 
-from gui_grounding.eval.adapters import PROMPT_MODE_ADAPTERS
+from gui_grounding.adapters import PROMPT_MODE_ADAPTERS
 from gui_grounding.eval.backends import (
     checkpoint_adapter,
     load_image,
@@ -231,7 +231,7 @@ def predict_points(model, processor, vlm_module, samples: list, adapter, *, budg
     """
     from tqdm.auto import tqdm
 
-    from gui_grounding.eval.adapters import resolve_adapter
+    from gui_grounding.adapters import resolve_adapter
     from vlm_r1.pixel_budget import from_processor
 
     adapter = resolve_adapter(adapter)

@@ -175,7 +175,7 @@ def predict_openai(
     openai = _import_openai()
     from tqdm.auto import tqdm
 
-    from gui_grounding.eval.adapters import resolve_adapter
+    from gui_grounding.adapters import resolve_adapter
 
     if adapter is None:
         raise ValueError("the openai backend needs an explicit adapter (e.g. 'gta1', 'ui-tars-1.5', 'qwen2-vl')")
