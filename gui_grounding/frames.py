@@ -1,6 +1,11 @@
 """Coordinate frames of GUI grounding (the generic maths, shared with vlm_r1, lives in ``vlm_r1.geometry``).
 
-Three frames appear in GUI grounding (``gta1_and_peers.md`` section 4):
+Three frames appear in GUI grounding (sources: Qwen2.5-VL's absolute coordinates, QwenLM/Qwen2.5-VL ``README.md:26``
+at f0af299; UI-TARS-1.5's map-back through smart_resize, bytedance/UI-TARS ``README_coordinates.md:90-91`` at 582f3a7;
+GTA1's prompt and resize, Yan98/GTA1 ``src/grpo_grounding.py:78-84,125-132`` at 81f0c4c; Qwen2-VL's 0-1000 grid as
+the ScreenSpot-Pro harness reads it, likaixin2000/ScreenSpot-Pro-GUI-Grounding ``models/qwen2vl.py:134-147`` at
+bd8bbbb; Qwen3-VL's relative coordinates, QwenLM/Qwen3-VL ``README.md:117`` at 9658872; GTA1's 0-1000 records,
+Yan98/GTA1 ``README.md:56``):
 
 * **original**: pixels of the screenshot file, ``(W, H)``. Data is stored here (canonical samples).
 * **resized**: pixels of the image the model actually sees, ``(W', H')`` = transformers' ``smart_resize`` of the

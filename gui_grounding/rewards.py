@@ -122,10 +122,10 @@ def score_click(
 
     Formula: ``r = 1[x1 <= x <= x2 and y1 <= y <= y2 for some target box]``.
 
-    Rules (GTA1 ``click_reward``, ``gta1_and_peers.md`` 1.2): exactly one ``(x,y)`` pair of integers, else 0.0 (none,
-    two pairs, decimals, garbage); box edges count (inclusive); a hit on any of several boxes counts. In ``box`` mode
-    the point is the centre of the single integer ``[x1,y1,x2,y2]`` box (our extension; benchmarks score box answers
-    on their centre).
+    Rules (GTA1 ``click_reward``, Yan98/GTA1 ``src/grpo_grounding.py:146-188`` at 81f0c4c): exactly one ``(x,y)``
+    pair of integers, else 0.0 (none, two pairs, decimals, garbage); box edges count (inclusive); a hit on any of
+    several boxes counts. In ``box`` mode the point is the centre of the single integer ``[x1,y1,x2,y2]`` box (our
+    extension; benchmarks score box answers on their centre).
 
     Args:
         text: the completion text.
@@ -204,7 +204,8 @@ def score_iou(text: str, boxes: Sequence[BoxLike], mode: str = "box") -> float:
 
     Formula: ``r = max_i IoU(b, g_i)`` with ``b`` the strictly parsed ``[x1,y1,x2,y2]`` answer and
     :func:`gui_grounding.frames.box_iou` (continuous areas; zero-area boxes give 0.0). Source: the IoU term of
-    VLM-R1's REC reward and of GUI-G1's box reward (``gta1_and_peers.md`` 3.2).
+    VLM-R1's REC reward (om-ai-lab/VLM-R1 ``src/open-r1-multimodal/src/open_r1/vlm_modules/qwen_module.py:108-176`` at
+    90052f4) and of GUI-G1's box reward (arXiv 2505.15810).
 
     Args:
         text: the completion text (``box`` prompt: exactly one integer box, ``x1 <= x2``, ``y1 <= y2``).

@@ -1,6 +1,7 @@
 """Canonical GUI grounding sample, record readers and validation with reason codes.
 
-Canonical record (the seed's format, ``seed_summary.md`` "Data"), boxes in **original-image pixels**::
+Canonical record (the example record of the GTA1 blog, https://huggingface.co/blog/HelloKKMe/grounding-r1, section on
+data), boxes in **original-image pixels**::
 
     {"instruction": "Click menu", "image_path": "images/screenshot_001.png",
      "target_bbox": {"x_min": 12, "y_min": 10, "x_max": 42, "y_max": 40}}

@@ -35,7 +35,7 @@ else
   log "installing the project (.[${EXTRAS}]) with requirements-cpu.txt as constraints"
   "$VENV/bin/pip" install -q -c "$ROOT/requirements-cpu.txt" -e "$ROOT[${EXTRAS}]"
   if "$VENV/bin/python" -c "import torchvision" 2>/dev/null; then
-    log "WARNING: torchvision is installed; on a CPU-only machine it breaks transformers imports (cpu_stack.md)."
+    log "WARNING: torchvision is installed; on a CPU-only machine it breaks transformers imports (docs/REFERENCES.md#torchvision-on-cpu)."
   fi
   echo "$want" > "$stamp"
   log "installed in $(( $(date +%s) - t0 )) s"

@@ -1,10 +1,10 @@
 """``--box_rounding gta1``: the click reward decides hits with GTA1's integer box rule on the published numbers.
 
-GTA1's rule, as the survey describes it (``gta1_and_peers.md`` 1.2, from Yan98/GTA1 ``src/grpo_grounding.py:137,
-156-166``): the reward receives ``[bbox, resized_h/1000, resized_w/1000]`` with ``bbox`` in 0-1000, rescales each box
-edge with ``int(v * ratio)`` (x edges with the width ratio, y edges with the height ratio), and gives 1.0 when the
-integer point satisfies ``x0 <= x <= x1 and y0 <= y <= y1``. The reference below is written from that description,
-vectorised with numpy; it is not GTA1's code and not ours.
+GTA1's rule (Yan98/GTA1 ``src/grpo_grounding.py:137`` and ``155-168`` at 81f0c4c): the reward receives
+``[bbox, resized_h/1000, resized_w/1000]`` with ``bbox`` in 0-1000, rescales each box edge with ``int(v * ratio)``
+(x edges with the width ratio, y edges with the height ratio), and gives 1.0 when the integer point satisfies
+``x0 <= x <= x1 and y0 <= y <= y1``. The reference below is written from that rule, vectorised with numpy; it is not
+GTA1's code and not ours.
 """
 
 from __future__ import annotations

@@ -20,7 +20,8 @@ from gui_grounding.schema import REASONS, SampleError, load_samples
 FIX = os.path.join(os.path.dirname(__file__), "fixtures", "datasets")
 IMAGES = {"shots/wide.png": (1000, 500), "shots/phone.png": (400, 800), "shots/desk.png": (800, 600),
           "desktop_domain/desk.png": (800, 600)}  # fmt: skip
-# JPEGs of the REC annotation fixture (vlm_r1/refcoco_sample.json, COCO-style names as in rec_jsons_processed)
+# JPEGs of the REC annotation fixture (fixtures/datasets/vlm_r1/refcoco_sample.json, COCO-style names as in
+# rec_jsons_processed)
 COCO_98304, COCO_9 = "train2014/COCO_train2014_000000098304.jpg", "train2014/COCO_train2014_000000000009.jpg"
 JPEGS = {COCO_98304: (640, 480), COCO_9: (480, 640)}
 

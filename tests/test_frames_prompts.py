@@ -26,7 +26,7 @@ F, MIN = 28, 3136
 @pytest.mark.parametrize(
     "h, w, max_pixels, expected",
     [
-        (720, 1280, 200_704, (336, 588)),  # cpu_stack.md reference value
+        (720, 1280, 200_704, (336, 588)),  # docs/REFERENCES.md#smart-resize-reference-value
         (1080, 1920, 12_845_056, (1092, 1932)),  # round(38.57)=39 -> 1092, round(68.57)=69 -> 1932; 2.1M < max
         (1080, 1920, 1_000_000, (728, 1316)),  # beta=1.44: floor(750/28)=26 -> 728, floor(1333.3/28)=47 -> 1316
         (100, 200, 200_704, (112, 196)),  # round(3.57)=4 -> 112, round(7.14)=7 -> 196

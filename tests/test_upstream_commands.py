@@ -172,7 +172,7 @@ def data(tmp_path_factory):
 
 # ---- upstream VLM-R1 run_scripts/ (grpo_jsonl.py) ----------------------------------------------------------------
 def _rec_script_args(data, out, model, deepspeed, name):
-    # run_scripts/run_grpo_rec.sh, flag for flag (paths, max_steps and the DeepSpeed path changed)
+    # om-ai-lab/VLM-R1 run_scripts/run_grpo_rec.sh, flag for flag (paths, max_steps and the DeepSpeed path changed)
     coco = data["coco"]
     return ["--use_vllm", "False", "--output_dir", out, "--resume_from_checkpoint", "True",
             "--model_name_or_path", model, "--data_file_paths", data["rec_files"],
@@ -210,7 +210,7 @@ def test_run_grpo_rec_sh(data, tiny_qwen25_dir, tmp_path):
 
 
 def test_run_grpo_rec_lora_sh(data, tiny_qwen25_dir, tmp_path):
-    # run_scripts/run_grpo_rec_lora.sh: the same flags + zero2, lr 1e-5 and LoRA WITHOUT --lora_target_modules
+    # om-ai-lab/VLM-R1 run_scripts/run_grpo_rec_lora.sh: the same flags + zero2, lr 1e-5 and LoRA WITHOUT --lora_target_modules
     out = str(tmp_path / "checkpoints" / "rl" / "rec-lora")
     args = _rec_script_args(data, out, tiny_qwen25_dir, ZERO2, "rec-lora") + [
         "--learning_rate", "1e-5", "--use_peft", "true", "--lora_r", "64", "--lora_alpha", "128",
@@ -229,7 +229,7 @@ def test_run_grpo_rec_lora_sh(data, tiny_qwen25_dir, tmp_path):
 
 
 def test_run_grpo_gui_sh(data, tiny_qwen25_dir, tmp_path):
-    # run_scripts/run_grpo_gui.sh: multi-image GUI-defect data, all_match accuracy, task_type gui
+    # om-ai-lab/VLM-R1 run_scripts/run_grpo_gui.sh: multi-image GUI-defect data, all_match accuracy, task_type gui
     out = str(tmp_path / "checkpoints" / "rl" / "gui")
     root = data["root"]
     args = ["--use_vllm", "False", "--output_dir", out, "--resume_from_checkpoint", "True",
@@ -256,7 +256,7 @@ def test_run_grpo_gui_sh(data, tiny_qwen25_dir, tmp_path):
 
 
 def test_multinode_demo_args_yaml(data, tiny_qwen25_dir, tmp_path):
-    # run_scripts/multinode_training_args.yaml, turned into flags the way multinode_training_demo.sh's
+    # om-ai-lab/VLM-R1 run_scripts/multinode_training_args.yaml, turned into flags the way multinode_training_demo.sh's
     # build_train_args does: "key: true" -> --key, "key: false" -> dropped, else --key value. The demo's torchrun
     # target (src/train.py) does not exist upstream (#319): the entry point is ours.
     out = str(tmp_path / "runs" / "multinode")

@@ -209,11 +209,13 @@ class GRPOScriptArguments(DataArguments):
 # user's value (or TRL's default). ``epsilon_high=None`` is TRL's "same as epsilon" (symmetric clipping).
 PRESET_FIELDS = ("loss_type", "scale_rewards", "beta", "epsilon", "epsilon_high", "mask_truncated_completions")
 LOSS_PRESETS: dict[str, dict[str, Any]] = {
-    # GTA1 (gta1_and_peers.md 1.1): advantage (r - group mean) / (unbiased group std + 1e-4), per-sequence token mean
+    # GTA1 (Yan98/GTA1 src/trainer/grpo_trainer.py:609-615 advantage, 687-688 clip, 704 loss at 81f0c4c; README.md:93
+    # --beta 0): advantage (r - group mean) / (unbiased group std + 1e-4), per-sequence token mean
     # then batch mean, no KL, symmetric clip epsilon 0.2 (GTA1's trainer never reads epsilon_high).
     "gta1": {"loss_type": "grpo", "scale_rewards": "group", "beta": 0.0, "epsilon": 0.2, "epsilon_high": None,
              "mask_truncated_completions": False},
-    # upstream VLM-R1 (vlm_r1_upstream.md 1.2): same advantage and loss normalisation, k3 KL with beta 0.04, epsilon
+    # upstream VLM-R1 (om-ai-lab/VLM-R1 src/open-r1-multimodal/src/open_r1/trainer/grpo_trainer.py:679-684 advantage,
+    # 755 clip, 761-764 k3 KL, 771 loss at 90052f4; beta/epsilon defaults in trainer/grpo_config.py:291-304): same advantage and loss normalisation, k3 KL with beta 0.04, epsilon
     # 0.2; epsilon_high is not listed: it stays as given (upstream default None = epsilon; 0.28 in
     # run_grpo_rec_more_params.sh).
     "vlm_r1": {"loss_type": "grpo", "scale_rewards": "group", "beta": 0.04, "epsilon": 0.2,

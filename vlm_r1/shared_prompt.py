@@ -19,8 +19,9 @@ passes. Here one *packed row* per group carries the prompt once and the G comple
   from position t), and scattered back into TRL's ``(B, C)`` layout, so the loss code is untouched.
 
 Each rollout's tokens see exactly the keys and positions they see in the naive row, so the log-probs, entropies and
-gradients are the same up to float rounding (measured: ``../shared/reference/shared_prompt_grpo.md``; tested in
-``tests/test_shared_prompt.py``). Prior work: Prefix Grouper (arXiv 2506.05433), verl PR #4368, Unsloth PR #6871.
+gradients are the same up to float rounding (measured: ``docs/REFERENCES.md#shared-prompt-grpo-exactness-and-cost``;
+tested in ``tests/test_shared_prompt.py``). Prior work: Prefix Grouper (arXiv 2506.05433), verl PR #4368, Unsloth PR
+#6871.
 
 Batch layouts (``B`` rollouts, groups of ``G`` consecutive rows, ``num_images[r]`` images in row r):
 

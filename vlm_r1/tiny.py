@@ -4,9 +4,9 @@ Our CPU machines cannot download weights, so every real code path (processor, ch
 GRPO) is exercised on a checkpoint with the real architecture and a toy size. The directory written here loads with
 ``from_pretrained`` exactly like a hub checkpoint (model, tokenizer, image-processor config, chat template).
 
-Recipe measured in ``cpu_stack.md`` section 2: a byte-level BPE trained in-process with the Qwen pre-tokenizer
-(every digit is its own token, so ``(123,45)`` is ``( 1 2 3 , 4 5 )``), the 14 Qwen special tokens, hidden size 64,
-2 text layers, a depth-2 vision tower with the real patch size 14 and merge size 2.
+Recipe measured in ``docs/REFERENCES.md#tiny-checkpoint``: a byte-level BPE trained in-process with the Qwen
+pre-tokenizer (every digit is its own token, so ``(123,45)`` is ``( 1 2 3 , 4 5 )``), the 14 Qwen special tokens,
+hidden size 64, 2 text layers, a depth-2 vision tower with the real patch size 14 and merge size 2.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ QWEN_SPECIAL_TOKENS = [
 # Qwen2 pre-tokenizer regex: \p{N} alone makes every digit a separate token.
 QWEN_PRETOKENIZE_REGEX = r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
 
-# Qwen-style chat template. Explicit '...\n' strings: whitespace control (`{%-`) silently ate newlines (cpu_stack.md).
+# Qwen-style chat template. Explicit '...\n' strings: whitespace control (`{%-`) silently ate newlines
+# (docs/REFERENCES.md#tiny-checkpoint).
 QWEN_CHAT_TEMPLATE = (
     "{% for message in messages %}"
     "{% if loop.first and message['role'] != 'system' %}"

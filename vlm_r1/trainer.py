@@ -2,9 +2,10 @@
 
 Added on top of TRL (through narrow hooks, nothing copied):
 
-* vision-token ban: ``bad_words_ids`` for the module's vision special tokens is merged into ``generation_kwargs``
-  (TRL itself only suppresses the image pad token; GTA1 bans image tokens, ``seed_summary.md``). For vLLM the same
-  tokens go in as ``bad_words`` strings;
+* image-token ban (``--ban_vision_tokens true``): ``bad_words_ids`` for the image token is merged into
+  ``generation_kwargs``, as GTA1 bans it (Yan98/GTA1 ``src/trainer/grpo_trainer.py:520`` at 81f0c4c; its blog says
+  why: https://huggingface.co/blog/HelloKKMe/grounding-r1); TRL itself only suppresses it in HF generation
+  (docs/REFERENCES.md#trl-grpo-on-cpu). For vLLM the same token goes in as a ``bad_words`` string;
 * vision freezing by the module's parameter-name keywords (``--freeze_vision_modules``);
 * the module itself is kept on the trainer (``trainer.vlm_module``) for rewards and evaluation hooks;
 * DAPO-style dynamic sampling (``--dynamic_sampling``, see :meth:`VLMGRPOTrainer._dynamic_sampling` and the flag's

@@ -1,6 +1,7 @@
 """Model-family adapters (one file per family): prompt, answer frame, parser, SFT target and resize rule.
 
-Registered adapters (``get_adapter(name)``; frames per ``gta1_and_peers.md`` section 4):
+Registered adapters (``get_adapter(name)``; the frames are those of ``gui_grounding.frames``, and each family module
+cites the public source of its convention):
 
 ==================  =======================  ==========================================  ================================
 name                family file              frame of the answer                         prompt

@@ -1,6 +1,8 @@
 """Qwen2.5-VL architecture family (``config.model_type == "qwen2_5_vl"``): GTA1 (and its thinking / box prompt
 variants) and UI-TARS-1.5. All answer in **absolute pixels of the smart_resized image** (answer frame ``resized``;
-``gta1_and_peers.md`` 1.2 and 4)."""
+Qwen2.5-VL: QwenLM/Qwen2.5-VL ``README.md:26`` at f0af299 and arXiv 2502.13923; GTA1: Yan98/GTA1
+``src/grpo_grounding.py:78-84,125-137`` at 81f0c4c; UI-TARS-1.5: bytedance/UI-TARS ``README_coordinates.md:90-91`` at
+582f3a7)."""
 
 from __future__ import annotations
 
@@ -10,16 +12,18 @@ from gui_grounding.adapters.base import Adapter, _fmt
 from gui_grounding.prompts import build_messages, parse_answer_point, parse_box, parse_point_or_box, parse_point_tag
 from vlm_r1.pixel_budget import PixelBudget
 
-# Qwen2/2.5-VL: patch 14 x spatial merge 2 (``gta1_and_peers.md`` 1.2 and 4).
+# Qwen2/2.5-VL: patch 14 x spatial merge 2 (transformers 5.23 models/qwen2_vl/image_processing_pil_qwen2_vl.py:98-100;
+# GTA1 resizes with factor patch_size * merge_size, Yan98/GTA1 src/grpo_grounding.py:125-131 at 81f0c4c).
 QWEN_FACTOR = 28
 # The Qwen2-VL / Qwen2.5-VL processor default (checkpoints' preprocessor_config.json min_pixels 3136, max_pixels
 # 12845056; QwenLM/Qwen3-VL#1052 quotes size {'shortest_edge': 3136, 'longest_edge': 12845056}); also GTA1's training
-# script default (gta1_and_peers.md 1.2).
+# script default (Yan98/GTA1 src/grpo_grounding.py:61-68 at 81f0c4c).
 QWEN_PROCESSOR_MIN_PIXELS, QWEN_PROCESSOR_MAX_PIXELS = 3136, 12_845_056
 # GTA1 inference: AutoProcessor.from_pretrained(model_path, min_pixels=3136, max_pixels=4096 * 2160) (Yan98/GTA1
 # README.md:149-153, commit 81f0c4c; the README training run uses --max_pixels $((4096 * 2160)) too, README.md:95).
 GTA1_MIN_PIXELS, GTA1_MAX_PIXELS = 3136, 4096 * 2160  # 8,847,360
-# UI-TARS-1.5: MIN_PIXELS = 100*28*28, MAX_PIXELS = 16384*28*28 (UI-TARS README_coordinates.md; gta1_and_peers.md 4).
+# UI-TARS-1.5: MIN_PIXELS = 100*28*28, MAX_PIXELS = 16384*28*28 (bytedance/UI-TARS README_coordinates.md:33-35 at
+# 582f3a7).
 UI_TARS_MIN_PIXELS, UI_TARS_MAX_PIXELS = 100 * 28 * 28, 16384 * 28 * 28
 
 GTA1_BUDGET = PixelBudget.published(
@@ -46,7 +50,8 @@ UI_TARS_GROUNDING_PROMPT = (
 class GTA1Adapter(Adapter):
     """GTA1 / Qwen2.5-VL convention: absolute pixels in the smart_resize frame, GTA1 system prompt.
 
-    Source: GTA1 ``src/grpo_grounding.py`` and its README inference recipe (``gta1_and_peers.md`` 1.2).
+    Source: GTA1 ``src/grpo_grounding.py`` and its README inference recipe (Yan98/GTA1 ``README.md:112-200`` at
+    81f0c4c).
 
     * Image: resized **once** with smart_resize under the run's pixel budget (``default_budget``: GTA1's published
       inference budget, factor 28, 3,136 .. 4096*2160 = 8,847,360 pixels, README.md:149-153) to ``W' x H'``; that

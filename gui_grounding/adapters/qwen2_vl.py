@@ -1,5 +1,7 @@
 """Qwen2-VL family (``config.model_type == "qwen2_vl"``; also OS-Atlas-7B, UGround-V1, UI-TARS-1.0): answers on a
-``[0, 1000]`` grid relative to the image (answer frame ``norm1000``; ``gta1_and_peers.md`` 4)."""
+``[0, 1000]`` grid relative to the image (answer frame ``norm1000``; Qwen2-VL: arXiv 2409.12191; the ScreenSpot-Pro
+harness divides these answers by 1000, likaixin2000/ScreenSpot-Pro-GUI-Grounding ``models/qwen2vl.py:134-147`` and
+``models/osatlas7b.py:163-181`` at bd8bbbb)."""
 
 from __future__ import annotations
 
@@ -14,8 +16,9 @@ QWEN2_VL_BUDGET = PixelBudget.published(
     factor=QWEN_FACTOR, min_pixels=QWEN_PROCESSOR_MIN_PIXELS, max_pixels=QWEN_PROCESSOR_MAX_PIXELS,
 )  # fmt: skip
 
-# OS-Atlas point-grounding question (OS-Atlas's "(with bbox)" / "(with point)" prompts, gta1_and_peers.md section 4,
-# Qwen2-VL row).
+# OS-Atlas point-grounding question: the "(with point)" form of the question whose "(with bbox)" form the
+# ScreenSpot-Pro harness sends to OS-Atlas-7B (likaixin2000/ScreenSpot-Pro-GUI-Grounding models/osatlas7b.py:117 at
+# bd8bbbb); the "(with point)" wording is the harness's SeeClick prompt (models/seeclick.py:77).
 OS_ATLAS_POINT_PROMPT = (
     'In this UI screenshot, what is the position of the element corresponding to the command "{instruction}" '
     "(with point)?"
@@ -44,7 +47,7 @@ class Qwen2VLAdapter(Norm1000Adapter):
       ``default_budget`` is the Qwen2-VL processor default, 3,136 .. 12,845,056 pixels (no published grounding budget).
     * Prompt: no system prompt; user = image, then OS-Atlas's point question ``In this UI screenshot, what is the
       position of the element corresponding to the command "{instruction}" (with point)?`` (OS-Atlas's point
-      prompt, ``gta1_and_peers.md`` 4).
+      prompt: ``OS_ATLAS_POINT_PROMPT`` above).
     * Parse: a box ``<|box_start|>(x1,y1),(x2,y2)<|box_end|>`` (tokens kept or stripped by decoding) -> its centre,
       else the first ``(x,y)``; then ``x/1000*W``, ``y/1000*H`` in original pixels (``Frame.point_from_norm1000``).
     * SFT target: ``(x,y)`` on the 0-1000 grid.

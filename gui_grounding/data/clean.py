@@ -1,6 +1,7 @@
 """Detector-IoU cleaning of grounding data, GTA1's lightweight filter: ``gui-grounding clean``.
 
-Rule (GTA1 ``preprocessing/filter.py``, ``gta1_and_peers.md`` section 1.3): detect the UI elements on each screenshot,
+Rule (GTA1 ``preprocessing/filter.py``: Yan98/GTA1 ``preprocessing/filter.py:33,87-98`` at 81f0c4c; described on
+https://huggingface.co/datasets/HelloKKMe/grounding_dataset): detect the UI elements on each screenshot,
 take the best IoU between the annotated box (any of a sample's boxes) and any detection, keep the sample when
 ``best_iou >= iou_threshold`` (0.1 by default, as GTA1), reject it otherwise. The IoU is :func:`gui_grounding.frames.
 box_iou`; all boxes are in the pixels of the **displayed** image (``(x_min, y_min, x_max, y_max)``, EXIF orientation

@@ -3,8 +3,8 @@
     gui-grounding convert --format gta1 data/grounding_dataset/*.json --image-root data/grounding_dataset \\
         --out data/gta1.jsonl --workers 8
 
-Pipeline, record by record (``gta1_and_peers.md`` section 5 gives the formats; ``gui_grounding.data.formats`` has
-one reader per format):
+Pipeline, record by record (``gui_grounding.data.formats`` has one reader per format, and each reader's docstring
+cites the published description of its format):
 
 1. **read** the inputs incrementally: a JSON list is streamed with ``ijson`` (a 4 GB file never sits in memory),
    JSONL line by line (``vlm_r1.data.iter_records``), parquet in row batches (``pyarrow``);

@@ -1,7 +1,8 @@
 """UI element detectors for detector-IoU cleaning, behind one interface.
 
 GTA1 cleans its training data by comparing each annotated box with the elements OmniParser detects on the screenshot
-and dropping samples whose best IoU is under 0.1 (``gta1_and_peers.md`` section 1.3). A detector here is anything with
+and dropping samples whose best IoU is under 0.1 (Yan98/GTA1 ``preprocessing/filter.py:33,94`` at 81f0c4c). A detector
+here is anything with
 
     detector.detect(image_path) -> list[dict]
 
@@ -119,10 +120,11 @@ class Detector:
 class OCRDetector(Detector):
     """Text boxes from PP-OCRv4 (RapidOCR on onnxruntime), as text lines plus the words of each line.
 
-    Source of the rule: GTA1's OmniParser run uses PaddleOCR text-line boxes (``gta1_and_peers.md`` 1.3). RapidOCR runs
-    the same PP-OCR detection model family (``ch_PP-OCRv4_det``) on onnxruntime with its packaged defaults (DB
-    thresholds 0.3/0.5, unclip 1.6, min side scaled to 736 px, max side 2000 px). Each quadrilateral becomes the
-    axis-aligned box around its corners (:func:`quad_to_box`), clipped to the image.
+    Source of the rule: GTA1's OmniParser run uses PaddleOCR text-line boxes (Yan98/GTA1 ``preprocessing/run.py:37-60``
+    at 81f0c4c: ``paddle=True``, ``text_threshold`` 0.9, ``xyxy`` boxes). RapidOCR runs the same PP-OCR detection
+    model family (``ch_PP-OCRv4_det``) on onnxruntime with its packaged defaults (DB thresholds 0.3/0.5, unclip 1.6,
+    min side scaled to 736 px, max side 2000 px). Each quadrilateral becomes the axis-aligned box around its corners
+    (:func:`quad_to_box`), clipped to the image.
 
     Words: an OCR line is one box per line of text, so a short link inside a paragraph has IoU below 0.1 with its line
     (on ``data/web_sample`` 23% of the true boxes would be dropped by lines alone). Each line is therefore also split at
@@ -379,10 +381,11 @@ class OmniParserDetector(Detector):
     """OmniParser's YOLO icon detector (ultralytics) plus :class:`OCRDetector` text boxes, merged.
 
     Source: GTA1 ``preprocessing/run.py`` runs OmniParser-v2.0 with ``BOX_TRESHOLD=0.05`` and an OCR/icon merge at IoU
-    0.7 (``gta1_and_peers.md`` 1.3). Icons: ``YOLO(weights).predict(image, conf=box_threshold, iou=merge_iou)``, boxes
-    ``xyxy`` in original pixels, ``type`` ``"icon"``, ``score`` the YOLO confidence. Text: this project's ``ocr``
-    detector (RapidOCR PP-OCRv4 lines + words) instead of OmniParser's PaddleOCR. Merge: :func:`merge_ocr_and_icons`.
-    No Florence-2 captions (they do not change boxes).
+    0.7 (Yan98/GTA1 ``preprocessing/run.py:37,62-75,91-96`` at 81f0c4c). Icons:
+    ``YOLO(weights).predict(image, conf=box_threshold, iou=merge_iou)``, boxes ``xyxy`` in original pixels, ``type``
+    ``"icon"``, ``score`` the YOLO confidence. Text: this project's ``ocr`` detector (RapidOCR PP-OCRv4 lines + words)
+    instead of OmniParser's PaddleOCR. Merge: :func:`merge_ocr_and_icons`. No Florence-2 captions (they do not change
+    boxes).
 
     Needs ``pip install ultralytics`` (extra ``omniparser``) and the weights file ``OmniParser-v2.0/icon_detect/model.pt``
     (from the OmniParser release; not downloaded here).

@@ -6,8 +6,8 @@ reads the image size from the image header, converts the boxes to original-image
 (``schema.clip_box``) and writes canonical records. Readers do no I/O and no coordinate maths.
 
 ``FORMATS`` maps a ``--format`` name to its :class:`FormatSpec`; each reader's docstring gives the dataset's source,
-its record layout and its box convention (``gta1_and_peers.md`` section 5 unless stated otherwise), and says whether
-the schema is **confirmed** from published documentation/records or **assumed**.
+its record layout and its box convention (with the dataset card, repository file or discussion it was read from),
+and says whether the schema is **confirmed** from published documentation/records or **assumed**.
 
 Box units (``Target.unit``), all ``[x_min, y_min, x_max, y_max]``:
 
@@ -448,8 +448,9 @@ def read_showui(record: dict, ctx: ReadContext) -> list[Target]:
     * ShowUI's training metadata (``TRAIN.md``): ``{"img_url", "img_size": [w, h], "element": [{"instruction",
       "bbox", "data_type", "point"}], "element_size"}``; ``img_size`` is checked against the image header.
 
-    Confirmed: the ShowUI-desktop-8K dataset card (features) and ShowUI ``TRAIN.md``; the per-screenshot layout as
-    ``gta1_and_peers.md`` section 5 describes ShowUI-web (21,988 rows), not checked against a downloaded row. An element with a point but no box is a ``point_only`` reject. Embedded parquet
+    Confirmed: the ShowUI-desktop-8K dataset card (features) and ShowUI ``TRAIN.md``; the per-screenshot layout of
+    ShowUI-web (21,988 rows) is taken from its dataset page, https://huggingface.co/datasets/showlab/ShowUI-web, not
+    checked against a downloaded row. An element with a point but no box is a ``point_only`` reject. Embedded parquet
     images are written to ``<image root>/<image_url>``. ``type``/``data_type`` becomes ``ui_type`` when ``text``/
     ``icon`` and is kept as ``element_type``.
     """
@@ -511,7 +512,8 @@ def read_uground(record: dict, ctx: ReadContext) -> list[Target]:
     Row (parquet shards, or JSON): ``{"image": bytes | {"bytes", "path"} | path, "conversations": JSON string or list
     of {"from", "value"}, "width"?, "height"?}``; ``width``/``height`` are checked against the image header.
     Point answers ``"(x, y)"`` (the V1-Data variant) are ``point_only`` rejects: a point has no extent. Source: the
-    UGround README and dataset cards (``gta1_and_peers.md`` sections 4-5); one third-party loader divides by 999
+    UGround README and cards (https://github.com/OSU-NLP-Group/UGround, https://huggingface.co/osunlp/UGround-V1-7B,
+    https://huggingface.co/datasets/osunlp/UGround-V1-Data-Box); one third-party loader divides by 999
     instead of 1000 (< 0.1% apart) and another treats the Box values as pixels; we follow the documented [0, 1000)
     convention (``--box-unit`` overrides it). Embedded images are written to ``embedded/<input stem>/<row>_<sha1>.<ext>``.
     """
@@ -558,8 +560,9 @@ def read_seeclick(record: dict, ctx: ReadContext) -> list[Target]:
     "elements": [{"instruction", "bbox": [x1, y1, x2, y2], "data_type"}]}``, boxes as **ratios in [0, 1]** (one
     sample per element).
 
-    Confirmed: SeeClick's data description (``gta1_and_peers.md`` section 5). ``data_type`` (``text``, ``hover``)
-    becomes ``ui_type`` when ``text``/``icon`` and is kept as ``data_type``; ``url`` is kept.
+    Confirmed: SeeClick's data description (njucckevin/SeeClick ``readme_data.md:4-5,40-50`` at 989a7e6).
+    ``data_type`` (``text``, ``hover``) becomes ``ui_type`` when ``text``/``icon`` and is kept as ``data_type``;
+    ``url`` is kept.
     """
 
     def element(el: dict, ref: str, sub: str) -> list[Target]:
@@ -588,8 +591,10 @@ def read_gui_r1(record: dict, ctx: ReadContext) -> list[Target]:
 
     Row: ``{"image": {"bytes"}, "instruction", "history", "gt_action", "gt_bbox", "gt_input_text", "group"?,
     "ui_type"?}``. Confirmed: the parquet schema (``image: struct<bytes>``, ``gt_bbox: list<int64>``, ``group``,
-    ``ui_type``) as printed by third-party loaders of the dataset; the 2-or-4 rule from ``gta1_and_peers.md``. Embedded images go to ``embedded/<input stem>/<row>_<sha1>.<ext>``. ``group`` becomes
-    the platform when it is mobile/desktop/web and is kept; ``ui_type`` is kept when text/icon; ``gt_action`` kept.
+    ``ui_type``) as printed by third-party loaders of the dataset; the 2-or-4 rule from GUI-R1's own code
+    (ritzz-ai/GUI-R1 ``verl/utils/dataset.py:156-163`` and ``verl/utils/reward_score/r1gui.py:142-143`` at d43eea2).
+    Embedded images go to ``embedded/<input stem>/<row>_<sha1>.<ext>``. ``group`` becomes the platform when it is
+    mobile/desktop/web and is kept; ``ui_type`` is kept when text/icon; ``gt_action`` kept.
     """
     require(record, ("image", "instruction", "gt_bbox"), ctx.ref)
     box = _box(record["gt_bbox"], ctx.ref, "gt_bbox")

@@ -1,6 +1,7 @@
 """The one scorer shared by every benchmark: a predicted point against a sample's target.
 
-Rules (``gta1_and_peers.md`` section 2.1, and the issue's "Scoring, exactly"):
+Rules (the ScreenSpot-Pro harness's point-in-box test with edges included, likaixin2000/ScreenSpot-Pro-GUI-Grounding
+``eval_screenspot_pro.py:137-152`` at bd8bbbb; OSWorld-G's refusal rule, below; and the issue's "Scoring, exactly"):
 
 * no point (``None``) and no explicit refusal -> ``wrong_format`` (the answer could not be read), on every item,
   refusal items included;

@@ -29,7 +29,8 @@ from vlm_r1.validate import ImageLimits
 def load_processor_files(path: str, build: Callable[[Any, Any, str], Any]) -> Any:
     """The processor of checkpoint ``path`` with left padding: the stock ``AutoProcessor`` when torchvision is
     installed, else ``build(image_processor, tokenizer, chat_template)`` from the checkpoint's own files (our CPU
-    machines have no torchvision; cpu_stack.md §2). Shared by the family modules.
+    machines have no torchvision: ``docs/REFERENCES.md#torchvision-on-cpu``,
+    ``docs/REFERENCES.md#image-only-processor``). Shared by the family modules.
 
     Raises:
         FileNotFoundError: no ``chat_template.jinja`` in ``path`` (needed on the image-only path).
@@ -52,7 +53,7 @@ def load_processor_files(path: str, build: Callable[[Any, Any, str], Any]) -> An
 
 def restore_stock_processor_class(out_dir: str, stock_name: str) -> None:
     """Rewrite an ``ImageOnly*`` ``processor_class`` in ``out_dir/tokenizer_config.json`` to ``stock_name`` (cosmetic:
-    the checkpoint then names the class transformers itself would load; cpu_stack.md §2)."""
+    the checkpoint then names the class transformers itself would load; ``docs/REFERENCES.md#image-only-processor``)."""
     path = os.path.join(out_dir, "tokenizer_config.json")
     if not os.path.exists(path):
         return

@@ -16,10 +16,11 @@ Image inputs (dynamic tiling, transformers 5.23 ``models/got_ocr2/image_processi
     (``processing_internvl.py:141``, ``InternVLProcessor.replace_image_token``).
 
 ``--max_anyres_num`` (upstream: the ``max_num`` of its ``dynamic_preprocess``, default 12, ``grpo_jsonl.py:97``; the
-InternVL script uses 6, ``run_scripts/run_grpo_rec_internvl.sh:21``) is the image processor's ``max_patches`` here:
-:meth:`InternVLModule.set_max_tiles` / ``load_processor(..., max_tiles=N)``. It is set on the image processor itself
-because TRL 1.16 recounts tiles by calling ``processing_class.image_processor(images=..., crop_to_patches=True)``
-(``trl/trainer/grpo_trainer.py:2546-2554``), which reads the image processor's own attributes.
+InternVL script uses 6, om-ai-lab/VLM-R1 ``run_scripts/run_grpo_rec_internvl.sh:39``) is the image processor's
+``max_patches`` here: :meth:`InternVLModule.set_max_tiles` / ``load_processor(..., max_tiles=N)``. It is set on the
+image processor itself because TRL 1.16 recounts tiles by calling
+``processing_class.image_processor(images=..., crop_to_patches=True)`` (``trl/trainer/grpo_trainer.py:2546-2554``),
+which reads the image processor's own attributes.
 
 Coordinates: InternVL grounds on a 0-1000 grid relative to the ORIGINAL image (``<ref>text</ref><box>[[x1, y1, x2,
 y2]]</box>``); InternVL's RefCOCO evaluation divides the predicted box by 1000 and multiplies by the image width and

@@ -4,7 +4,7 @@ Processor loading works in two worlds:
   * clusters with torchvision: the stock ``AutoProcessor`` (image + video processor);
   * CPU machines without torchvision (transformers 5.x needs it for the *video* processor): an image-only subclass of
     the stock processor, which saves itself under the stock class name so the checkpoint stays loadable by
-    ``AutoProcessor`` elsewhere (``cpu_stack.md`` section 2).
+    ``AutoProcessor`` elsewhere (``docs/REFERENCES.md#image-only-processor``).
 """
 
 from __future__ import annotations
@@ -289,7 +289,8 @@ class Qwen2VLModule(VLMBaseModule):
         return out
 
     def tidy_saved_processor(self, out_dir: str) -> None:
-        """Rewrite ``processor_class`` in tokenizer_config.json to the stock name (cosmetic; cpu_stack.md §2)."""
+        """Rewrite ``processor_class`` in tokenizer_config.json to the stock name (cosmetic;
+        ``docs/REFERENCES.md#image-only-processor``)."""
         from vlm_r1.modules.base import restore_stock_processor_class
 
         restore_stock_processor_class(out_dir, self._classes(self.model_type)[1].__name__)

@@ -18,8 +18,8 @@ What differs from Qwen2/2.5-VL (``vlm_r1.modules.qwen``), read from transformers
   ``modeling_qwen3_vl.py:1371-1407``), as Qwen2.5-VL. So the shared-prompt hooks of :class:`Qwen2VLModule` apply
   unchanged (exactness: ``tests/test_qwen3_vl.py``);
 * coordinates: Qwen3-VL answers grounding queries on a 0-1000 grid relative to the image, not in resized pixels
-  (QwenLM/Qwen3-VL#1640; ``../shared/reference/gta1_and_peers.md`` coordinate table). That is task/reward side; this
-  module only names the frame (:meth:`get_image_resize_params`).
+  (QwenLM/Qwen3-VL#1640; QwenLM/Qwen3-VL ``README.md:117`` at 9658872, "relative position coordinates"). That is
+  task/reward side; this module only names the frame (:meth:`get_image_resize_params`).
 
 Special tokens (``<|vision_start|>``, ``<|image_pad|>``, ``<|video_pad|>``, ``<|vision_end|>``, ``<|im_end|>`` ...) are
 Qwen2's (``Qwen3VLProcessor.__init__``, ``processing_qwen3_vl.py:39-67``, and the config defaults

@@ -10,7 +10,8 @@ entry point replaces a built-in of the same name), and ``get_benchmark`` also ta
 directly. ``BENCHMARKS`` is built on first access (the benchmark modules import this package's helpers), so it
 includes the entry points installed at that time (after ``REGISTRY.refresh()``, at the next access).
 
-Shared conventions (``gta1_and_peers.md`` section 2.1):
+Shared conventions (each benchmark module names its published source; the scoring rule is
+``gui_grounding.eval.judge``'s):
 
 * boxes become ``(x_min, y_min, x_max, y_max)`` in original-image pixels, whatever the native convention;
 * **official denominators**: every record the official harness would score is scored. Only what the harness itself

@@ -1,6 +1,7 @@
 """OSWorld-G (JEDI): 564 instructions on desktop screenshots, 54 of them refusal items, with capability classes.
 
-Published at https://github.com/xlang-ai/OSWorld-G, folder ``benchmark/`` (``gta1_and_peers.md`` section 2.1).
+Published at https://github.com/xlang-ai/OSWorld-G, folder ``benchmark/`` (box types ``bbox`` / ``polygon`` /
+``refusal`` as ZJU-REAL/ClawGUI ``clawgui-eval/judge/osworld_g_judge.py:1-26`` at d990d3e describes them).
 Layout::
 
     DIR/OSWorld-G.json                 (and/or OSWorld-G_refined.json, the relabelled "Refined" set)

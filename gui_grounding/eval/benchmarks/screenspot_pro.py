@@ -1,6 +1,7 @@
 """ScreenSpot-Pro: 1,581 instructions on high-resolution professional software (23 applications, 6 groups, 3 OSes).
 
-Published at https://huggingface.co/datasets/likaixin/ScreenSpot-Pro (``gta1_and_peers.md`` sections 2.1-2.2).
+Published at https://huggingface.co/datasets/likaixin/ScreenSpot-Pro; its harness is
+likaixin2000/ScreenSpot-Pro-GUI-Grounding at bd8bbbb (scoring: ``eval_screenspot_pro.py:137-160``).
 Layout::
 
     DIR/annotations/<task>.json      one JSON list per application/OS, e.g. vscode_macos.json

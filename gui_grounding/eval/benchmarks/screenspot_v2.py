@@ -1,6 +1,7 @@
 """ScreenSpot-V2 (OS-Atlas's relabelled ScreenSpot): 1,272 instructions, mobile / desktop / web x text / icon.
 
-Published at https://huggingface.co/datasets/OS-Copilot/ScreenSpot-v2 (``gta1_and_peers.md`` section 2.1). Layout::
+Published at https://huggingface.co/datasets/OS-Copilot/ScreenSpot-v2 (``[x, y, w, h]`` boxes: open-compass/VLMEvalKit
+``vlmeval/dataset/GUI/screenspot_v2.py:115-131`` at e8e78f0 adds ``w``/``h`` to reach the far corner). Layout::
 
     DIR/screenspot_mobile_v2.json  DIR/screenspot_desktop_v2.json  DIR/screenspot_web_v2.json
     DIR/screenspotv2_image/<img_filename>        (unzipped screenspotv2_image.zip)

@@ -1,6 +1,6 @@
 """WebClick (H company): 1,639 web instructions in three buckets (agentbrowse, humanbrowse, calendars).
 
-Published at https://huggingface.co/datasets/Hcompany/WebClick as parquet (``gta1_and_peers.md`` section 2.1).
+Published at https://huggingface.co/datasets/Hcompany/WebClick as parquet (columns and buckets: its dataset card).
 Layout: ``DIR/data/test-*.parquet`` (as downloaded), else any ``*.parquet`` under ``DIR`` (or ``DIR`` itself a
 parquet file), or a ``datasets`` ``save_to_disk`` folder (``DIR/dataset_info.json``; a DatasetDict's ``test``
 split). Columns: ``image`` (struct ``{bytes, path}``), ``instruction``, ``bbox`` (4 floats), ``bucket``.
