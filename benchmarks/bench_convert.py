@@ -82,8 +82,14 @@ def build_inputs(tmp: str, records: int, images: int, seed: int) -> tuple[str, s
             box[2] = 1000 + rng.randint(1, 4)
         image = f"shots/img_{rng.randrange(images):05d}.png" if not 0.01 <= kind < 0.02 else f"shots/gone_{i}.png"
         text = f"{rng.choice(verbs)} {rng.choice(nouns)} #{i}"
-        out.append({"id": i, "image": image, "bbox": box, "conversations": [
-            {"from": "human", "value": f"<image>{text}"}, {"from": "gpt", "value": "(0, 0)"}]})  # fmt: skip
+        out.append(
+            {
+                "id": i,
+                "image": image,
+                "bbox": box,
+                "conversations": [{"from": "human", "value": f"<image>{text}"}, {"from": "gpt", "value": "(0, 0)"}],
+            }
+        )
     with open(data, "w", encoding="utf-8") as f:
         json.dump(out, f)
     return data, root
@@ -111,40 +117,69 @@ def main() -> None:
     os.makedirs(args.tmp, exist_ok=True)
     data, root = build_inputs(args.tmp, args.records, args.images, args.seed)
     size_mb = os.path.getsize(data) / 2**20
-    print(f"input: {data} ({args.records} records, {size_mb:.1f} MiB), image root {root} ({args.images} names -> "
-          f"{len(os.listdir(SAMPLE_IMAGES))} real screenshots); {os.cpu_count()} CPU(s)")  # fmt: skip
+    print(
+        f"input: {data} ({args.records} records, {size_mb:.1f} MiB), image root {root} ({args.images} names -> "
+        f"{len(os.listdir(SAMPLE_IMAGES))} real screenshots); {os.cpu_count()} CPU(s)"
+    )
     results = []
     for verify, workers in [(v, w) for v in args.verify for w in args.workers]:
         runs = []
         for r in range(args.repeats):
             out = os.path.join(args.tmp, f"out_{verify}_w{workers}_r{r}.jsonl")
-            proc = subprocess.run([sys.executable, "-c", CHILD, data, root, out, str(workers), verify], cwd=ROOT,
-                                  capture_output=True, text=True, check=True)  # fmt: skip
+            proc = subprocess.run(
+                [sys.executable, "-c", CHILD, data, root, out, str(workers), verify],
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                check=True,
+            )
             runs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
         rates = [run["summary"]["records_per_s"] for run in runs]
         s = runs[0]["summary"]
-        results.append({
-            "verify_images": verify, "workers": workers, "records": s["records"], "samples": s["samples"], "rejected": s["rejected"],
-            "clipped": s["clipped"], "reasons": s["reasons"], "records_per_s_median": statistics.median(rates),
-            "records_per_s_runs": rates, "elapsed_s_runs": [run["summary"]["elapsed_s"] for run in runs],
-            "records_per_cpu_s_median": round(statistics.median(s["records"] / run["cpu_s"] for run in runs)),
-            "peak_rss_mib": round(max(run["peak_rss_kib"] for run in runs) / 1024, 1),
-            "rss_after_imports_mib": round(max(run["rss_after_imports_kib"] for run in runs) / 1024, 1),
-        })  # fmt: skip
-    outputs = {open(os.path.join(args.tmp, f"out_{v}_w{w}_r0.jsonl"), "rb").read()
-               for v in args.verify for w in args.workers}  # fmt: skip
-    print(f"{'verify':>7} {'workers':>7} {'records/s':>10} {'rec/CPU-s':>10} {'peak RSS MiB':>13} {'RSS after imports':>18} "
-          f"{'samples':>8} {'rejected':>9} {'clipped':>8}")  # fmt: skip
+        results.append(
+            {
+                "verify_images": verify,
+                "workers": workers,
+                "records": s["records"],
+                "samples": s["samples"],
+                "rejected": s["rejected"],
+                "clipped": s["clipped"],
+                "reasons": s["reasons"],
+                "records_per_s_median": statistics.median(rates),
+                "records_per_s_runs": rates,
+                "elapsed_s_runs": [run["summary"]["elapsed_s"] for run in runs],
+                "records_per_cpu_s_median": round(statistics.median(s["records"] / run["cpu_s"] for run in runs)),
+                "peak_rss_mib": round(max(run["peak_rss_kib"] for run in runs) / 1024, 1),
+                "rss_after_imports_mib": round(max(run["rss_after_imports_kib"] for run in runs) / 1024, 1),
+            }
+        )
+    outputs = {
+        open(os.path.join(args.tmp, f"out_{v}_w{w}_r0.jsonl"), "rb").read() for v in args.verify for w in args.workers
+    }
+    print(
+        f"{'verify':>7} {'workers':>7} {'records/s':>10} {'rec/CPU-s':>10} {'peak RSS MiB':>13} {'RSS after imports':>18} "
+        f"{'samples':>8} {'rejected':>9} {'clipped':>8}"
+    )
     for r in results:
-        print(f"{r['verify_images']:>7} {r['workers']:>7} {r['records_per_s_median']:>10.0f} "
-              f"{r['records_per_cpu_s_median']:>10} {r['peak_rss_mib']:>13.1f} "
-              f"{r['rss_after_imports_mib']:>18.1f} {r['samples']:>8} {r['rejected']:>9} {r['clipped']:>8}")  # fmt: skip
+        print(
+            f"{r['verify_images']:>7} {r['workers']:>7} {r['records_per_s_median']:>10.0f} "
+            f"{r['records_per_cpu_s_median']:>10} {r['peak_rss_mib']:>13.1f} "
+            f"{r['rss_after_imports_mib']:>18.1f} {r['samples']:>8} {r['rejected']:>9} {r['clipped']:>8}"
+        )
     print(f"outputs identical across verify modes and worker counts: {len(outputs) == 1}")
     if args.out:
         os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
         with open(args.out, "w", encoding="utf-8") as f:
-            json.dump({"input_mib": round(size_mb, 1), "cpus": os.cpu_count(), "results": results,
-                       "outputs_identical": len(outputs) == 1}, f, indent=1)  # fmt: skip
+            json.dump(
+                {
+                    "input_mib": round(size_mb, 1),
+                    "cpus": os.cpu_count(),
+                    "results": results,
+                    "outputs_identical": len(outputs) == 1,
+                },
+                f,
+                indent=1,
+            )
 
 
 if __name__ == "__main__":

@@ -76,8 +76,9 @@ def main(argv: list[str] | None = None) -> dict:
         if device == "cuda":
             torch.cuda.synchronize()
         t0 = time.perf_counter()
-        recs = predict_points(model, processor, module, samples, "gta1", batch_size=batch_size,
-                              max_new_tokens=args.max_new_tokens)  # fmt: skip
+        recs = predict_points(
+            model, processor, module, samples, "gta1", batch_size=batch_size, max_new_tokens=args.max_new_tokens
+        )
         if device == "cuda":
             torch.cuda.synchronize()
         return time.perf_counter() - t0, [r["raw_response"] for r in recs]
@@ -92,8 +93,12 @@ def main(argv: list[str] | None = None) -> dict:
     rows = {}
     for name, bs in modes.items():
         med = statistics.median(results[name])
-        rows[name] = {"batch_size": bs, "seconds_per_pass": [round(t, 4) for t in results[name]],
-                      "median_seconds": round(med, 4), "samples_per_s": round(len(samples) / med, 2)}  # fmt: skip
+        rows[name] = {
+            "batch_size": bs,
+            "seconds_per_pass": [round(t, 4) for t in results[name]],
+            "median_seconds": round(med, 4),
+            "samples_per_s": round(len(samples) / med, 2),
+        }
     speedup = rows["batched"]["samples_per_s"] / rows["serial"]["samples_per_s"]
     report = {
         "model": args.model or "tiny random qwen2_5_vl (vlm_r1.tiny)",
@@ -112,9 +117,11 @@ def main(argv: list[str] | None = None) -> dict:
         "torch": torch.__version__,
         "platform": platform.platform(),
     }
-    print(f"hf backend, {len(samples)} samples ({report['distinct_screenshots']} screenshots, "
-          f"{', '.join(report['image_sizes'])}), max_new_tokens {args.max_new_tokens}, {device}, "
-          f"{report['torch_threads']} threads, median of {args.repeats}")  # fmt: skip
+    print(
+        f"hf backend, {len(samples)} samples ({report['distinct_screenshots']} screenshots, "
+        f"{', '.join(report['image_sizes'])}), max_new_tokens {args.max_new_tokens}, {device}, "
+        f"{report['torch_threads']} threads, median of {args.repeats}"
+    )
     print(f"{'mode':<8} {'batch':>5} {'s/pass':>8} {'samples/s':>10}")
     for name, row in rows.items():
         print(f"{name:<8} {row['batch_size']:>5} {row['median_seconds']:>8.3f} {row['samples_per_s']:>10.2f}")

@@ -112,8 +112,11 @@ class PeakRSS:
         return False
 
     def as_dict(self, prefix: str) -> dict:
-        return {f"{prefix}_rss_before_mb": round(self.before, 1), f"{prefix}_peak_rss_mb": round(self.peak, 1),
-                f"{prefix}_peak_rss_delta_mb": round(self.delta, 1)}  # fmt: skip
+        return {
+            f"{prefix}_rss_before_mb": round(self.before, 1),
+            f"{prefix}_peak_rss_mb": round(self.peak, 1),
+            f"{prefix}_peak_rss_delta_mb": round(self.delta, 1),
+        }
 
 
 def cpu_share(wall: list[float], cpu: list[float], threads: int) -> float:
@@ -233,8 +236,9 @@ def child_train(args) -> dict:
     add_fused_lm_head(model, outputs=("log_probs", "entropy"))
     model.train()
     G, C = args.num_generations, args.completion_tokens
-    ids, am, mm, grid, nimg = (batch[k] for k in ("input_ids", "attention_mask", "mm_token_type_ids",
-                                                   "image_grid_thw", "num_images"))  # fmt: skip
+    ids, am, mm, grid, nimg = (
+        batch[k] for k in ("input_ids", "attention_mask", "mm_token_type_ids", "image_grid_thw", "num_images")
+    )
     mask = batch["completion_mask"].float()
     if args.variant == "shared":
         pixel_values = sp.dedup_pixel_values(batch["pixel_values"], grid, nimg, G)
@@ -253,15 +257,34 @@ def child_train(args) -> dict:
         if args.variant == "shared":
             stats.clear()
             lp, en = sp.per_token_logps_and_entropies(
-                model, ids, am, C, num_generations=G, positions_fn=positions_fn, compute_entropy=True,
-                pixel_values=pixel_values, image_grid_thw=grid, num_images=nimg, mm_token_type_ids=mm,
-                attention="dense", pad_token_id=pad_id, stats=stats,
-            )  # fmt: skip
+                model,
+                ids,
+                am,
+                C,
+                num_generations=G,
+                positions_fn=positions_fn,
+                compute_entropy=True,
+                pixel_values=pixel_values,
+                image_grid_thw=grid,
+                num_images=nimg,
+                mm_token_type_ids=mm,
+                attention="dense",
+                pad_token_id=pad_id,
+                stats=stats,
+            )
         else:
             lp, en, _ = GRPOTrainer._get_per_token_logps_and_entropies(
-                trainer, model, ids, am, C, compute_entropy=True, pixel_values=pixel_values, image_grid_thw=grid,
-                num_images=nimg, mm_token_type_ids=mm,
-            )  # fmt: skip
+                trainer,
+                model,
+                ids,
+                am,
+                C,
+                compute_entropy=True,
+                pixel_values=pixel_values,
+                image_grid_thw=grid,
+                num_images=nimg,
+                mm_token_type_ids=mm,
+            )
         loss = grpo_loss(lp, batch["advantages"], mask)
         loss.backward()
         return lp.detach(), en.detach(), loss.detach().item()
@@ -314,12 +337,22 @@ def child_generate(args) -> dict:
     G, C = args.num_generations, args.completion_tokens
     owner = module._rope_owner(model)
     uni = batch.pop("unique")
-    gen_kwargs = dict(do_sample=False, max_new_tokens=C, min_new_tokens=C, pad_token_id=processor.tokenizer.pad_token_id,
-                      output_logits=True, return_dict_in_generate=True)  # fmt: skip
+    gen_kwargs = dict(
+        do_sample=False,
+        max_new_tokens=C,
+        min_new_tokens=C,
+        pad_token_id=processor.tokenizer.pad_token_id,
+        output_logits=True,
+        return_dict_in_generate=True,
+    )
     if args.variant == "naive":
-        inputs = {"input_ids": batch["prompt_ids"], "attention_mask": batch["prompt_mask"],
-                  "pixel_values": batch["pixel_values"], "image_grid_thw": batch["image_grid_thw"],
-                  "mm_token_type_ids": batch["prompt_mm_token_type_ids"]}  # fmt: skip
+        inputs = {
+            "input_ids": batch["prompt_ids"],
+            "attention_mask": batch["prompt_mask"],
+            "pixel_values": batch["pixel_values"],
+            "image_grid_thw": batch["image_grid_thw"],
+            "mm_token_type_ids": batch["prompt_mm_token_type_ids"],
+        }
         vision_patches = int(inputs["pixel_values"].size(0))
         llm_prefill_tokens = int(inputs["attention_mask"].sum())
 
@@ -331,8 +364,9 @@ def child_generate(args) -> dict:
             owner.rope_deltas = None
             return model.generate(**inputs, **gen_kwargs)
     else:
-        inputs = {k: uni[k] for k in ("input_ids", "attention_mask", "pixel_values", "image_grid_thw",
-                                      "mm_token_type_ids")}  # fmt: skip
+        inputs = {
+            k: uni[k] for k in ("input_ids", "attention_mask", "pixel_values", "image_grid_thw", "mm_token_type_ids")
+        }
         del batch["pixel_values"]
         vision_patches = int(inputs["pixel_values"].size(0))
         llm_prefill_tokens = int(inputs["attention_mask"].sum()) - 1
@@ -420,8 +454,7 @@ def compare(workdir: str) -> dict:
         return torch.load(os.path.join(workdir, f"{variant}_{phase}.pt"), weights_only=True)
 
     a, b = tensors("naive", "train"), tensors("shared", "train")
-    rel = {k: float((a["grads"][k] - b["grads"][k]).norm() / a["grads"][k].norm().clamp(min=1e-30))
-           for k in a["grads"]}  # fmt: skip
+    rel = {k: float((a["grads"][k] - b["grads"][k]).norm() / a["grads"][k].norm().clamp(min=1e-30)) for k in a["grads"]}
     worst = max(rel, key=rel.get)
     ga, gb = tensors("naive", "generate"), tensors("shared", "generate")
     checks = {
@@ -512,12 +545,34 @@ def main(argv: list[str] | None = None) -> dict:
     for phase in PHASES:
         for variant in VARIANTS:
             name = f"{variant}_{phase}"
-            cmd = [sys.executable, os.path.abspath(__file__), "--variant", variant, "--phase", phase,
-                   "--json-out", os.path.join(workdir, name + ".json"), "--tensors-out", os.path.join(workdir, name + ".pt"),
-                   "--model-dir", model_dir, "--num-generations", str(args.num_generations),
-                   "--prompt-tokens", str(args.prompt_tokens), "--completion-tokens", str(args.completion_tokens),
-                   "--repeats", str(args.repeats), "--threads", str(args.threads), "--image", args.image,
-                   "--seed", str(args.seed)]  # fmt: skip
+            cmd = [
+                sys.executable,
+                os.path.abspath(__file__),
+                "--variant",
+                variant,
+                "--phase",
+                phase,
+                "--json-out",
+                os.path.join(workdir, name + ".json"),
+                "--tensors-out",
+                os.path.join(workdir, name + ".pt"),
+                "--model-dir",
+                model_dir,
+                "--num-generations",
+                str(args.num_generations),
+                "--prompt-tokens",
+                str(args.prompt_tokens),
+                "--completion-tokens",
+                str(args.completion_tokens),
+                "--repeats",
+                str(args.repeats),
+                "--threads",
+                str(args.threads),
+                "--image",
+                args.image,
+                "--seed",
+                str(args.seed),
+            ]
             print(f"[{time.perf_counter() - t_start:6.1f}s] {name} ...", file=sys.stderr, flush=True)
             t0 = time.perf_counter()
             subprocess.run(cmd, check=True, env=env, cwd=REPO)
@@ -556,7 +611,7 @@ def main(argv: list[str] | None = None) -> dict:
             "attn_implementation": "sdpa",
             "shared_attention": "dense",
             "seed": args.seed,
-        },  # fmt: skip
+        },
         "machine": {
             "cpu_count": os.cpu_count(),
             "torch_threads": naive_train.get("torch_threads"),
@@ -565,7 +620,7 @@ def main(argv: list[str] | None = None) -> dict:
             "transformers": transformers.__version__,
             "trl": trl.__version__,
             "platform": platform.platform(),
-        },  # fmt: skip
+        },
         "variants": results,
         "ratios_naive_over_shared": ratios,
         "targets": targets,
@@ -578,9 +633,11 @@ def main(argv: list[str] | None = None) -> dict:
     width, height = naive_train["image_size_wh"]
     report["total_seconds"] = round(time.perf_counter() - t_start, 1)
 
-    print(f"\nshared-prompt GRPO vs naive: G={G}, prompt {report['settings']['prompt_tokens']:,} tokens "
-          f"(image {width}x{height}), completions <= {args.completion_tokens}, tiny {args.size} Qwen2.5-VL fp32 sdpa, "
-          f"{report['machine']['torch_threads']} threads / {os.cpu_count()} CPUs, median of {args.repeats}")  # fmt: skip
+    print(
+        f"\nshared-prompt GRPO vs naive: G={G}, prompt {report['settings']['prompt_tokens']:,} tokens "
+        f"(image {width}x{height}), completions <= {args.completion_tokens}, tiny {args.size} Qwen2.5-VL fp32 sdpa, "
+        f"{report['machine']['torch_threads']} threads / {os.cpu_count()} CPUs, median of {args.repeats}"
+    )
     print(f"{'':<34} {'naive':>12} {'shared':>12} {'ratio':>8}  target")
     for key, label, fmt in ROWS:
         a, b = results["naive"].get(key), results["shared"].get(key)
@@ -588,20 +645,26 @@ def main(argv: list[str] | None = None) -> dict:
         t = targets.get(key)
         mark = f">= {t['target_x']:g}x {'met' if t['met'] else 'MISSED'}" if t else ""
         print(f"{label:<34} {fmt.format(a):>12} {fmt.format(b):>12} {r:>8}  {mark}")
-    print(f"checks: max |dlogp| {checks['max_abs_logp_diff']:.2e}, max |dentropy| {checks['max_abs_entropy_diff']:.2e} "
-          f"(< {LOGP_TOL:g}: {checks['logps_agree']}), worst grad rel err {checks['worst_grad_rel_error']:.2e}, "
-          f"gen max |dlogit| {checks['max_abs_generation_logit_diff']:.2e}, same greedy tokens "
-          f"{checks['same_greedy_completions']}")  # fmt: skip
+    print(
+        f"checks: max |dlogp| {checks['max_abs_logp_diff']:.2e}, max |dentropy| {checks['max_abs_entropy_diff']:.2e} "
+        f"(< {LOGP_TOL:g}: {checks['logps_agree']}), worst grad rel err {checks['worst_grad_rel_error']:.2e}, "
+        f"gen max |dlogit| {checks['max_abs_generation_logit_diff']:.2e}, same greedy tokens "
+        f"{checks['same_greedy_completions']}"
+    )
     shares = {v: min(results[v][k] for k in SHARE_KEYS) for v in VARIANTS}
     report["min_cpu_share"] = shares
     report["timings_reliable"] = min(shares.values()) >= MIN_CPU_SHARE
     loads = [results[v][k][0] for v in VARIANTS for k in results[v] if k.endswith("_loadavg_1min_start_end")]
-    print(f"CPU share of the timed passes (CPU time / (wall x threads); ~1 on an idle machine): naive "
-          f"{shares['naive']:.2f}, shared {shares['shared']:.2f}; 1-min load average at child starts "
-          f"{', '.join(f'{x:.1f}' for x in loads if x is not None)}")  # fmt: skip
+    print(
+        f"CPU share of the timed passes (CPU time / (wall x threads); ~1 on an idle machine): naive "
+        f"{shares['naive']:.2f}, shared {shares['shared']:.2f}; 1-min load average at child starts "
+        f"{', '.join(f'{x:.1f}' for x in loads if x is not None)}"
+    )
     if not report["timings_reliable"]:
-        print(f"WARNING: CPU share below {MIN_CPU_SHARE}: other processes competed for the cores, wall times (and the "
-              "time ratios) are unreliable; rerun on an idle machine")  # fmt: skip
+        print(
+            f"WARNING: CPU share below {MIN_CPU_SHARE}: other processes competed for the cores, wall times (and the "
+            "time ratios) are unreliable; rerun on an idle machine"
+        )
     print(f"all targets met: {report['all_targets_met']}; total {report['total_seconds']}s; JSON: {args.out}")
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w", encoding="utf-8") as f:

@@ -73,8 +73,9 @@ def main(argv=None) -> dict:
     ap.add_argument("--vision-params", type=float, default=0.67e9, help="Qwen2.5-VL vision tower [0.67e9]")
     ap.add_argument("--mfu", type=float, default=0.30, help="model FLOP utilisation assumed for the compute [0.30]")
     ap.add_argument("--gta1-hours", type=float, default=800.0, help="GTA1-7B's reported cost [800]")
-    ap.add_argument("--json-out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
-                                                       "cost_model.json"))  # fmt: skip
+    ap.add_argument(
+        "--json-out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "cost_model.json")
+    )
     a = ap.parse_args(argv)
 
     h, w = smart_resize(a.height, a.width, factor=28, min_pixels=3136, max_pixels=a.max_pixels)
@@ -90,21 +91,43 @@ def main(argv=None) -> dict:
     implied_mfu = total["naive"] / (a.gta1_hours * 3600 * H100_BF16_DENSE)
     decode_share = flops["naive"]["decode"] / sum(flops["naive"].values())
     result = {
-        "assumptions": {k: getattr(a, k) for k in ("width", "height", "max_pixels", "text_tokens", "completion_tokens",
-                                                    "steps", "prompts", "G", "llm_params", "layers", "hidden",
-                                                    "vision_params", "mfu", "gta1_hours")},
-        "resized": [w, h], "image_tokens": image_tokens, "prompt_tokens": P, "vision_patches_per_screenshot": patches,
-        "llm_tokens_per_step": {"naive": naive_tokens, "shared": shared_tokens,
-                                "ratio": naive_tokens / shared_tokens},
-        "flops_per_step": flops, "flops_total": total, "flop_ratio": ratio,
+        "assumptions": {
+            k: getattr(a, k)
+            for k in (
+                "width",
+                "height",
+                "max_pixels",
+                "text_tokens",
+                "completion_tokens",
+                "steps",
+                "prompts",
+                "G",
+                "llm_params",
+                "layers",
+                "hidden",
+                "vision_params",
+                "mfu",
+                "gta1_hours",
+            )
+        },
+        "resized": [w, h],
+        "image_tokens": image_tokens,
+        "prompt_tokens": P,
+        "vision_patches_per_screenshot": patches,
+        "llm_tokens_per_step": {"naive": naive_tokens, "shared": shared_tokens, "ratio": naive_tokens / shared_tokens},
+        "flops_per_step": flops,
+        "flops_total": total,
+        "flop_ratio": ratio,
         "h100_hours_at_mfu": hours,
         "gta1_implied_utilisation": implied_mfu,
         "shared_hours_at_gta1_utilisation": a.gta1_hours / ratio,
         "shared_hours_if_decode_share_unchanged": {f: a.gta1_hours * (f + (1 - f) / ratio) for f in (0.25, 0.5)},
         "decode_flop_share_naive": decode_share,
-    }  # fmt: skip
-    print(f"screenshot {a.width}x{a.height} -> {w}x{h}: {image_tokens} image tokens, prompt {P} tokens, {patches} "
-          f"vision patches; {U} prompts x {G} rollouts x {a.steps} steps, completions {C} tokens")  # fmt: skip
+    }
+    print(
+        f"screenshot {a.width}x{a.height} -> {w}x{h}: {image_tokens} image tokens, prompt {P} tokens, {patches} "
+        f"vision patches; {U} prompts x {G} rollouts x {a.steps} steps, completions {C} tokens"
+    )
     print("| | naive | shared | ratio |\n|---|---:|---:|---:|")
     print(f"| LLM tokens / step | {naive_tokens:,} | {shared_tokens:,} | {naive_tokens / shared_tokens:.2f}x |")
     for part in ("prefill", "vision", "policy", "decode"):
@@ -112,10 +135,12 @@ def main(argv=None) -> dict:
         print(f"| {part} PFLOP / step | {n / 1e15:,.1f} | {s / 1e15:,.1f} | {n / s:.2f}x |")
     print(f"| total EFLOP (250 steps) | {total['naive'] / 1e18:,.1f} | {total['shared'] / 1e18:,.1f} | {ratio:.2f}x |")
     print(f"| H100-hours at MFU {a.mfu:.0%} | {hours['naive']:,.0f} | {hours['shared']:,.0f} | |")
-    print(f"GTA1's {a.gta1_hours:.0f} H100-hours on these FLOPs = {implied_mfu:.1%} of bf16 peak; at that utilisation "
-          f"shared needs {a.gta1_hours / ratio:,.0f} H100-hours; if a fraction f of GTA1's time was memory-bound "
-          f"decoding (not reduced by sharing): f=0.25 -> {result['shared_hours_if_decode_share_unchanged'][0.25]:,.0f}"
-          f" h, f=0.5 -> {result['shared_hours_if_decode_share_unchanged'][0.5]:,.0f} h")  # fmt: skip
+    print(
+        f"GTA1's {a.gta1_hours:.0f} H100-hours on these FLOPs = {implied_mfu:.1%} of bf16 peak; at that utilisation "
+        f"shared needs {a.gta1_hours / ratio:,.0f} H100-hours; if a fraction f of GTA1's time was memory-bound "
+        f"decoding (not reduced by sharing): f=0.25 -> {result['shared_hours_if_decode_share_unchanged'][0.25]:,.0f}"
+        f" h, f=0.5 -> {result['shared_hours_if_decode_share_unchanged'][0.5]:,.0f} h"
+    )
     os.makedirs(os.path.dirname(a.json_out), exist_ok=True)
     with open(a.json_out, "w", encoding="utf-8") as f:
         json.dump(result, f, indent=2, allow_nan=False)

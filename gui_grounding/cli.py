@@ -27,8 +27,9 @@ import sys
 def _make_tiny_model(args: argparse.Namespace) -> None:
     from vlm_r1.tiny import build_tiny_model
 
-    out = build_tiny_model(args.arch, args.out, seed=args.seed, min_pixels=args.min_pixels,
-                           max_pixels=args.max_pixels, size=args.size)  # fmt: skip
+    out = build_tiny_model(
+        args.arch, args.out, seed=args.seed, min_pixels=args.min_pixels, max_pixels=args.max_pixels, size=args.size
+    )
     print(f"wrote tiny {args.arch} checkpoint to {out}")
 
 
@@ -48,18 +49,35 @@ def _eval(args: argparse.Namespace) -> None:
         options["cache_dir"] = args.image_cache
     kwargs = {}
     if args.model:
-        kwargs = dict(max_new_tokens=args.max_new_tokens, min_pixels=args.min_pixels, max_pixels=args.max_pixels,
-                      max_tiles=args.max_tiles)  # fmt: skip
+        kwargs = dict(
+            max_new_tokens=args.max_new_tokens,
+            min_pixels=args.min_pixels,
+            max_pixels=args.max_pixels,
+            max_tiles=args.max_tiles,
+        )
         if args.backend == "hf":
             kwargs["batch_size"] = args.batch_size
         elif args.backend == "openai":
             kwargs.update(base_url=args.base_url, concurrency=args.concurrency, max_retries=args.max_retries)
     try:
-        run_eval(args.benchmark, args.data, args.out, model=args.model, predictions=args.predictions,
-                 backend=args.backend, adapter=args.adapter, limit=args.limit, strict=args.strict,
-                 benchmark_options=options, max_failures=args.max_failures, on_duplicate=args.on_duplicate,
-                 predictions_format=args.predictions_format, profile=args.profile, tts=_tts_config(args),
-                 **kwargs)  # fmt: skip
+        run_eval(
+            args.benchmark,
+            args.data,
+            args.out,
+            model=args.model,
+            predictions=args.predictions,
+            backend=args.backend,
+            adapter=args.adapter,
+            limit=args.limit,
+            strict=args.strict,
+            benchmark_options=options,
+            max_failures=args.max_failures,
+            on_duplicate=args.on_duplicate,
+            predictions_format=args.predictions_format,
+            profile=args.profile,
+            tts=_tts_config(args),
+            **kwargs,
+        )
     except (EvalInputError, SampleError, FileNotFoundError, OutputError) as err:  # refused (or --strict): one line
         text = err.strerror if isinstance(err, OutputError) and err.strerror else str(err)  # no "[Errno N]"
         message = " ".join(text.split())
@@ -73,36 +91,66 @@ def _add_tts_flags(p: argparse.ArgumentParser) -> None:
     from vlm_r1.argtypes import integer, number, with_range
 
     g = p.add_argument_group("test-time grounding (greedy and the mode side by side in one run)")
-    g.add_argument("--tts", choices=TTS_MODES, default="greedy",
-                   help="greedy (default: one greedy answer, the run as before); consensus: K sampled answers voted "
-                   "by GUI-RC's region rule (agreement stored as confidence); zoom: the greedy answer picks a "
-                   "window, the crop is asked again; zoom+consensus: both. With --predictions: consensus re-votes "
-                   "each line's 'samples', zoom modes score its tts.point")  # fmt: skip
+    g.add_argument(
+        "--tts",
+        choices=TTS_MODES,
+        default="greedy",
+        help="greedy (default: one greedy answer, the run as before); consensus: K sampled answers voted "
+        "by GUI-RC's region rule (agreement stored as confidence); zoom: the greedy answer picks a "
+        "window, the crop is asked again; zoom+consensus: both. With --predictions: consensus re-votes "
+        "each line's 'samples', zoom modes score its tts.point",
+    )
     k = integer(min=1, max=MAX_SAMPLES)
-    g.add_argument("--tts-samples", type=k, default=DEFAULT_SAMPLES,
-                   help=with_range("K, answers sampled per screenshot (consensus modes)", k))  # fmt: skip
+    g.add_argument(
+        "--tts-samples",
+        type=k,
+        default=DEFAULT_SAMPLES,
+        help=with_range("K, answers sampled per screenshot (consensus modes)", k),
+    )
     temp = number(min=0, max=100, min_open=True)
-    g.add_argument("--tts-temperature", type=temp, default=DEFAULT_TEMPERATURE,
-                   help=with_range("sampling temperature (GUI-RC: 0.7)", temp))  # fmt: skip
+    g.add_argument(
+        "--tts-temperature",
+        type=temp,
+        default=DEFAULT_TEMPERATURE,
+        help=with_range("sampling temperature (GUI-RC: 0.7)", temp),
+    )
     top_p = number(min=0, max=1, min_open=True)
     g.add_argument("--tts-top-p", type=top_p, default=1.0, help=with_range("nucleus sampling mass", top_p))
     seed = integer(min=0, max=2**31 - 1)
-    g.add_argument("--tts-seed", type=seed, default=0,
-                   help=with_range("sampling seed (recorded; per sample and pass from it and the sample_id)", seed))  # fmt: skip
+    g.add_argument(
+        "--tts-seed",
+        type=seed,
+        default=0,
+        help=with_range("sampling seed (recorded; per sample and pass from it and the sample_id)", seed),
+    )
     region = number(min=0, max=1e6, min_open=True)
-    g.add_argument("--tts-region", type=region, default=DEFAULT_REGION,
-                   help=with_range("side of each sampled point's voting square, original pixels (GUI-RC: 50)",
-                                   region))  # fmt: skip
+    g.add_argument(
+        "--tts-region",
+        type=region,
+        default=DEFAULT_REGION,
+        help=with_range("side of each sampled point's voting square, original pixels (GUI-RC: 50)", region),
+    )
     zoom = number(min=0, max=1, min_open=True)
-    g.add_argument("--tts-zoom", type=zoom, default=DEFAULT_ZOOM,
-                   help=with_range("zoom window side as a fraction of the screenshot's side (clamped to it)", zoom))  # fmt: skip
+    g.add_argument(
+        "--tts-zoom",
+        type=zoom,
+        default=DEFAULT_ZOOM,
+        help=with_range("zoom window side as a fraction of the screenshot's side (clamped to it)", zoom),
+    )
 
 
 def _tts_config(args: argparse.Namespace):
     from gui_grounding.eval.tts import TTSConfig
 
-    return TTSConfig(mode=args.tts, samples=args.tts_samples, temperature=args.tts_temperature, top_p=args.tts_top_p,
-                     seed=args.tts_seed, region=args.tts_region, zoom=args.tts_zoom)  # fmt: skip
+    return TTSConfig(
+        mode=args.tts,
+        samples=args.tts_samples,
+        temperature=args.tts_temperature,
+        top_p=args.tts_top_p,
+        seed=args.tts_seed,
+        region=args.tts_region,
+        zoom=args.tts_zoom,
+    )
 
 
 class _NamesOrSpecs(list):
@@ -136,13 +184,17 @@ def _train(argv: list[str]) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``gui-grounding`` argument parser with all subcommands."""
-    parser = argparse.ArgumentParser(prog="gui-grounding", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    parser = argparse.ArgumentParser(
+        prog="gui-grounding", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="SUBCOMMAND")
 
-    p = sub.add_parser("make-tiny-model", help="write a tiny randomly initialised Qwen-VL checkpoint (offline)",
-                       description="Write a tiny, randomly initialised checkpoint of a real VLM architecture "
-                       "(model, tokenizer, image processor, chat template) that loads with from_pretrained.")  # fmt: skip
+    p = sub.add_parser(
+        "make-tiny-model",
+        help="write a tiny randomly initialised Qwen-VL checkpoint (offline)",
+        description="Write a tiny, randomly initialised checkpoint of a real VLM architecture "
+        "(model, tokenizer, image processor, chat template) that loads with from_pretrained.",
+    )
     from vlm_r1.tiny import supported_archs
 
     p.add_argument(
@@ -183,8 +235,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     register_clean(sub)
 
-    p = sub.add_parser("train", help="GTA1 GRPO training (python -m gui_grounding.train; see docs/GTA1.md)",
-                       add_help=False)  # fmt: skip
+    p = sub.add_parser(
+        "train", help="GTA1 GRPO training (python -m gui_grounding.train; see docs/GTA1.md)", add_help=False
+    )
     p.set_defaults(func=None)
 
     from gui_grounding.adapters import ADAPTERS
@@ -193,12 +246,15 @@ def build_parser() -> argparse.ArgumentParser:
     from vlm_r1.argtypes import integer, with_range
 
     layouts = "\n\n".join(f"{name}:\n{getattr(cls, 'layout_help', '')}" for name, cls in BENCHMARKS.items())
-    p = sub.add_parser("eval", help="evaluate a model or rescore predictions on a GUI grounding benchmark",
-                       formatter_class=argparse.RawDescriptionHelpFormatter,
-                       description="Predict click points with a model (or rescore a predictions file) on a benchmark "
-                       "laid out locally as published, score them exactly as the official scorers do, and write "
-                       "metrics.json, results.md and failures.html into --out. Nothing is downloaded.",
-                       epilog="Where each benchmark is published and how to lay it out:\n\n" + layouts)  # fmt: skip
+    p = sub.add_parser(
+        "eval",
+        help="evaluate a model or rescore predictions on a GUI grounding benchmark",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Predict click points with a model (or rescore a predictions file) on a benchmark "
+        "laid out locally as published, score them exactly as the official scorers do, and write "
+        "metrics.json, results.md and failures.html into --out. Nothing is downloaded.",
+        epilog="Where each benchmark is published and how to lay it out:\n\n" + layouts,
+    )
     p.add_argument(
         "--benchmark",
         choices=_NamesOrSpecs(sorted(BENCHMARKS)),
@@ -312,10 +368,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--limit", type=positive, default=None, help=with_range("evaluate only the first N samples", positive)
     )
     p.add_argument("--strict", action="store_true", help="stop at the first bad record or prediction line")
-    p.add_argument("--on-duplicate", choices=["first", "last"], default="error",
-                   help="several predictions for one sample: by default the file is refused (naming them); 'first' or "
-                   "'last' makes that line count (the others are counted in metrics.json). ScreenSpot-Pro harness "
-                   "logs, which repeat keys legitimately, are never refused")  # fmt: skip
+    p.add_argument(
+        "--on-duplicate",
+        choices=["first", "last"],
+        default="error",
+        help="several predictions for one sample: by default the file is refused (naming them); 'first' or "
+        "'last' makes that line count (the others are counted in metrics.json). ScreenSpot-Pro harness "
+        "logs, which repeat keys legitimately, are never refused",
+    )
     p.add_argument(
         "--predictions-format",
         choices=["auto", "jsonl", "json-list", "harness-log"],
@@ -335,10 +395,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=_eval)
 
-    p = sub.add_parser("profiles", help="list the pinned, cited evaluation settings of published checkpoints",
-                       description="List the profiles `gui-grounding eval --profile NAME` and `gui-grounding prompt "
-                       "--profile NAME` use: adapter (prompt, frame, parser), pixel budget, decoding, benchmark "
-                       "options, backends and published numbers, each value with its source.")  # fmt: skip
+    p = sub.add_parser(
+        "profiles",
+        help="list the pinned, cited evaluation settings of published checkpoints",
+        description="List the profiles `gui-grounding eval --profile NAME` and `gui-grounding prompt "
+        "--profile NAME` use: adapter (prompt, frame, parser), pixel budget, decoding, benchmark "
+        "options, backends and published numbers, each value with its source.",
+    )
     p.add_argument("name", nargs="?", default=None, help="one profile (default: all, as a table, then each in full)")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.set_defaults(func=_profiles)
@@ -358,8 +421,9 @@ def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "train":
         return _train(argv[1:])
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-                        datefmt="%H:%M:%S")  # fmt: skip
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S"
+    )
     args = build_parser().parse_args(argv)
     try:
         args.func(args)

@@ -69,9 +69,13 @@ class Consensus:
 
     def to_dict(self) -> dict:
         """JSON-able form (``point`` and ``region`` as lists)."""
-        return {"point": list(self.point) if self.point is not None else None, "agreement": self.agreement,
-                "votes": self.votes, "num_samples": self.num_samples,
-                "region": list(self.region) if self.region is not None else None}  # fmt: skip
+        return {
+            "point": list(self.point) if self.point is not None else None,
+            "agreement": self.agreement,
+            "votes": self.votes,
+            "num_samples": self.num_samples,
+            "region": list(self.region) if self.region is not None else None,
+        }
 
 
 def usable_point(point) -> tuple[float, float] | None:
@@ -101,8 +105,9 @@ def sample_region(point, region: float, width: float | None, height: float | Non
     return x1, y1, x2, y2
 
 
-def consensus(points: Sequence, width: float | None = None, height: float | None = None, *,
-              region: float = DEFAULT_REGION) -> Consensus:  # fmt: skip
+def consensus(
+    points: Sequence, width: float | None = None, height: float | None = None, *, region: float = DEFAULT_REGION
+) -> Consensus:
     """Vote over K sampled ``points`` by GUI-RC's region rule (module docstring).
 
     Args:

@@ -87,9 +87,17 @@ class Profile:
             if not score.matches(benchmark, options) or ours is None:
                 continue
             diff = round(float(ours) - score.value, 2)
-            rows.append({"published": score.value, "ours": ours, "difference": diff,
-                         "within_1_point": abs(diff) <= REPRODUCED_WITHIN, "source": score.source,
-                         "options": dict(score.options), "note": score.note})  # fmt: skip
+            rows.append(
+                {
+                    "published": score.value,
+                    "ours": ours,
+                    "difference": diff,
+                    "within_1_point": abs(diff) <= REPRODUCED_WITHIN,
+                    "source": score.source,
+                    "options": dict(score.options),
+                    "note": score.note,
+                }
+            )
         return rows
 
     def describe(self) -> str:
@@ -97,12 +105,14 @@ class Profile:
         from gui_grounding.adapters import get_adapter
 
         adapter = get_adapter(self.adapter)
-        lines = [f"{self.name}: {self.model} (model_type {self.model_type})",
-                 f"  adapter          {self.adapter} (answer frame {adapter.answer_frame})   <- "
-                 f"{self.sources.get('adapter', '?')}",
-                 f"  decoding         greedy, max_new_tokens {self.max_new_tokens}   <- "
-                 f"{self.sources.get('max_new_tokens', '?')}",
-                 f"  backends         {', '.join(self.backends)}   <- {self.sources.get('backends', '?')}"]  # fmt: skip
+        lines = [
+            f"{self.name}: {self.model} (model_type {self.model_type})",
+            f"  adapter          {self.adapter} (answer frame {adapter.answer_frame})   <- "
+            f"{self.sources.get('adapter', '?')}",
+            f"  decoding         greedy, max_new_tokens {self.max_new_tokens}   <- "
+            f"{self.sources.get('max_new_tokens', '?')}",
+            f"  backends         {', '.join(self.backends)}   <- {self.sources.get('backends', '?')}",
+        ]
         for bench, opts in self.benchmark_options.items():
             lines.append(f"  {bench:<16} {opts}   <- {self.sources.get('benchmark_options', '?')}")
         lines += ["  " + line for line in self.budget.describe().splitlines()]
@@ -146,13 +156,22 @@ def get_profile(name: str) -> Profile:
 
 def profile_dict(profile: Profile) -> dict:
     """JSON form of ``profile`` (``gui-grounding profiles --json``)."""
-    return {"name": profile.name, "model": profile.model, "model_type": profile.model_type, "adapter": profile.adapter,
-            "pixel_budget": profile.budget.to_dict(), "decoding": {"greedy": True,
-                                                                   "max_new_tokens": profile.max_new_tokens},
-            "backends": list(profile.backends), "benchmark_options": profile.benchmark_options,
-            "published": [{"benchmark": s.benchmark, "options": s.options, "value": s.value, "source": s.source,
-                           "note": s.note} for s in profile.published],
-            "sources": dict(profile.sources), "notes": profile.notes}  # fmt: skip
+    return {
+        "name": profile.name,
+        "model": profile.model,
+        "model_type": profile.model_type,
+        "adapter": profile.adapter,
+        "pixel_budget": profile.budget.to_dict(),
+        "decoding": {"greedy": True, "max_new_tokens": profile.max_new_tokens},
+        "backends": list(profile.backends),
+        "benchmark_options": profile.benchmark_options,
+        "published": [
+            {"benchmark": s.benchmark, "options": s.options, "value": s.value, "source": s.source, "note": s.note}
+            for s in profile.published
+        ],
+        "sources": dict(profile.sources),
+        "notes": profile.notes,
+    }
 
 
 def profiles_table() -> str:
@@ -162,13 +181,18 @@ def profiles_table() -> str:
     rows = []
     for p in PROFILES.values():
         b = p.budget
-        budget = (f"{b.min_pixels:,}..{b.max_pixels:,} px (factor {b.factor})" if b.resizes
-                  else f"{b.max_tiles} tiles")  # fmt: skip
-        published = "; ".join(f"{s.benchmark}{'/' + '/'.join(map(str, s.options.values())) if s.options else ''} "
-                              f"{s.value:.1f}" for s in p.published) or "-"  # fmt: skip
+        budget = f"{b.min_pixels:,}..{b.max_pixels:,} px (factor {b.factor})" if b.resizes else f"{b.max_tiles} tiles"
+        published = (
+            "; ".join(
+                f"{s.benchmark}{'/' + '/'.join(map(str, s.options.values())) if s.options else ''} {s.value:.1f}"
+                for s in p.published
+            )
+            or "-"
+        )
         rows.append([p.name, p.model, p.adapter, budget, p.max_new_tokens, ", ".join(p.backends), published])
-    return md_table(["profile", "model", "adapter", "pixel budget", "max_new_tokens", "backends", "published"], rows,
-                    left=7)  # fmt: skip
+    return md_table(
+        ["profile", "model", "adapter", "pixel budget", "max_new_tokens", "backends", "published"], rows, left=7
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -197,19 +221,38 @@ _TENSOR_PARALLEL = ("vllm", "openai")
 
 
 def _gta1(name: str, model: str, backends: tuple, published: tuple, notes: str = "") -> Profile:
-    return Profile(name, model, "qwen2_5_vl", "gta1", GTA1_BUDGET, 32, backends, dict(_GTA1_SOURCES),
-                   {"osworld-g": {"subset": "refined"}}, published, notes)  # fmt: skip
+    return Profile(
+        name,
+        model,
+        "qwen2_5_vl",
+        "gta1",
+        GTA1_BUDGET,
+        32,
+        backends,
+        dict(_GTA1_SOURCES),
+        {"osworld-g": {"subset": "refined"}},
+        published,
+        notes,
+    )
 
 
 _GTA1_7B_CARD = "https://huggingface.co/Salesforce/GTA1-7B-2507 (model card)"
 _GTA1_PAPER = "GTA1 paper, arXiv:2507.05791, grounding results table (not re-read for this profile: verify)"
-register(_gta1("gta1-7b-2507", "HelloKKMe/GTA1-7B-2507", _ONE_GPU, (
-    PublishedScore("screenspot-pro", 50.1, f"{_GTA1_README}:21"),
-    PublishedScore("screenspot-v2", 92.4, f"{_GTA1_README}:21"),
-    PublishedScore("osworld-g", 55.1, f"{_GTA1_README}:21", {"subset": "plain"}),
-    PublishedScore("osworld-g", 67.7, _GTA1_7B_CARD, {"subset": "refined"}),
-), notes="also published as Salesforce/GTA1-7B-2507 (README.md:11); the official parser int()s the (x,y) pair, so "
-   "a decimal answer scores (0,0) there and its decimal point here"))  # fmt: skip
+register(
+    _gta1(
+        "gta1-7b-2507",
+        "HelloKKMe/GTA1-7B-2507",
+        _ONE_GPU,
+        (
+            PublishedScore("screenspot-pro", 50.1, f"{_GTA1_README}:21"),
+            PublishedScore("screenspot-v2", 92.4, f"{_GTA1_README}:21"),
+            PublishedScore("osworld-g", 55.1, f"{_GTA1_README}:21", {"subset": "plain"}),
+            PublishedScore("osworld-g", 67.7, _GTA1_7B_CARD, {"subset": "refined"}),
+        ),
+        notes="also published as Salesforce/GTA1-7B-2507 (README.md:11); the official parser int()s the (x,y) pair, so "
+        "a decimal answer scores (0,0) there and its decimal point here",
+    )
+)
 register(
     _gta1(
         "gta1-32b-2507",
@@ -223,26 +266,43 @@ register(
         notes="the 2507 release on Qwen2.5-VL-32B (the Oct-2025 Salesforce/GTA1-32B is another model, on OpenCUA-32B)",
     )
 )
-register(_gta1("gta1-72b-2507", "HelloKKMe/GTA1-72B", _TENSOR_PARALLEL, (
-    PublishedScore("screenspot-pro", 58.4, _GTA1_PAPER),
-    PublishedScore("screenspot-v2", 94.8, _GTA1_PAPER),
-    PublishedScore("osworld-g", 66.7, _GTA1_PAPER, {"subset": "refined"}),
-), notes="the 2507 release on Qwen2.5-VL-72B"))  # fmt: skip
+register(
+    _gta1(
+        "gta1-72b-2507",
+        "HelloKKMe/GTA1-72B",
+        _TENSOR_PARALLEL,
+        (
+            PublishedScore("screenspot-pro", 58.4, _GTA1_PAPER),
+            PublishedScore("screenspot-v2", 94.8, _GTA1_PAPER),
+            PublishedScore("osworld-g", 66.7, _GTA1_PAPER, {"subset": "refined"}),
+        ),
+        notes="the 2507 release on Qwen2.5-VL-72B",
+    )
+)
 
 _UITARS = "bytedance/UI-TARS (582f3a7)"
-register(Profile(
-    "ui-tars-1.5-7b", "ByteDance-Seed/UI-TARS-1.5-7B", "qwen2_5_vl", "ui-tars-1.5",
-    UI_TARS_BUDGET,
-    128, _ONE_GPU,
-    {"adapter": f"{_UITARS} README_v1.md:320 (grounding prompt; UI-TARS#157: 1.5 keeps it) and README_coordinates.md "
-                "(absolute coordinates in the smart_resized frame)",
-     "max_new_tokens": "answers are one action of < 40 tokens; ZJU-REAL/ClawGUI clawgui-eval/scripts/infer/"
-                       "transformers/uitars_run_transformers.sh (d990d3e) pins greedy decoding",
-     "backends": "7B: one GPU"},
-    {}, (PublishedScore("screenspot-pro", 49.6, f"{_UITARS} README.md:169"),),
-    "codes/ui_tars/prompt.py:59 (GROUNDING_DOUBAO) is a second, agent-style grounding prompt; ClawGUI reproduces 42.1 "
-    "on ScreenSpot-Pro against the published 49.6 (clawgui-eval/README.md:465)",
-))  # fmt: skip
+register(
+    Profile(
+        "ui-tars-1.5-7b",
+        "ByteDance-Seed/UI-TARS-1.5-7B",
+        "qwen2_5_vl",
+        "ui-tars-1.5",
+        UI_TARS_BUDGET,
+        128,
+        _ONE_GPU,
+        {
+            "adapter": f"{_UITARS} README_v1.md:320 (grounding prompt; UI-TARS#157: 1.5 keeps it) and README_coordinates.md "
+            "(absolute coordinates in the smart_resized frame)",
+            "max_new_tokens": "answers are one action of < 40 tokens; ZJU-REAL/ClawGUI clawgui-eval/scripts/infer/"
+            "transformers/uitars_run_transformers.sh (d990d3e) pins greedy decoding",
+            "backends": "7B: one GPU",
+        },
+        {},
+        (PublishedScore("screenspot-pro", 49.6, f"{_UITARS} README.md:169"),),
+        "codes/ui_tars/prompt.py:59 (GROUNDING_DOUBAO) is a second, agent-style grounding prompt; ClawGUI reproduces 42.1 "
+        "on ScreenSpot-Pro against the published 49.6 (clawgui-eval/README.md:465)",
+    )
+)
 
 _QWEN_HARNESS = "likaixin2000/ScreenSpot-Pro-GUI-Grounding models/qwen2_5vl.py (bd8bbbb)"
 for _size, _published, _backends in (
@@ -254,73 +314,138 @@ for _size, _published, _backends in (
     ("32B", (), _TENSOR_PARALLEL),
     ("72B", (), _TENSOR_PARALLEL),
 ):
-    register(Profile(
-        f"qwen2.5-vl-{_size.lower()}", f"Qwen/Qwen2.5-VL-{_size}-Instruct", "qwen2_5_vl", "qwen2.5-vl",
-        QWEN25VL_HARNESS_BUDGET, 128, _backends,
-        {"adapter": f"{_QWEN_HARNESS}:20-67 (computer_use system prompt, resized resolution), :160-162 (forced "
-                    "'<tool_call>...\"coordinate\": [' assistant prefix), :196-208 (parse)",
-         "max_new_tokens": f"{_QWEN_HARNESS}:124-129 greedy (do_sample=False); the harness bounds max_length=2048, "
-                           "an answer needs < 20 tokens",
-         "backends": "7B: one GPU; 32B/72B: tensor parallelism"},
-        {}, _published,
-        "Qwen publishes no grounding evaluation script; this is the ScreenSpot-Pro harness's request (Qwen's "
-        "computer_use tool). Without a published number of the authors for this exact request, no row is "
-        "'within 1 point' by construction",
-    ))  # fmt: skip
+    register(
+        Profile(
+            f"qwen2.5-vl-{_size.lower()}",
+            f"Qwen/Qwen2.5-VL-{_size}-Instruct",
+            "qwen2_5_vl",
+            "qwen2.5-vl",
+            QWEN25VL_HARNESS_BUDGET,
+            128,
+            _backends,
+            {
+                "adapter": f"{_QWEN_HARNESS}:20-67 (computer_use system prompt, resized resolution), :160-162 (forced "
+                "'<tool_call>...\"coordinate\": [' assistant prefix), :196-208 (parse)",
+                "max_new_tokens": f"{_QWEN_HARNESS}:124-129 greedy (do_sample=False); the harness bounds max_length=2048, "
+                "an answer needs < 20 tokens",
+                "backends": "7B: one GPU; 32B/72B: tensor parallelism",
+            },
+            {},
+            _published,
+            "Qwen publishes no grounding evaluation script; this is the ScreenSpot-Pro harness's request (Qwen's "
+            "computer_use tool). Without a published number of the authors for this exact request, no row is "
+            "'within 1 point' by construction",
+        )
+    )
 
-register(Profile(
-    "qwen3-vl-8b", "Qwen/Qwen3-VL-8B-Instruct", "qwen3_vl", "qwen3-vl",
-    QWEN3_VL_BUDGET, 128, _ONE_GPU,
-    {"adapter": "QwenLM/Qwen3-VL cookbooks/spatial_understanding.ipynb (point_2d JSON on the 0-1000 grid)",
-     "max_new_tokens": "greedy; answers are one JSON point",
-     "backends": "8B: one GPU"},
-    {}, (PublishedScore("screenspot-pro", 54.6, "ZJU-REAL/ClawGUI clawgui-eval/README.md:462 (d990d3e), 'official'"
-                                                " column"),),
-    "pixel budget as ClawGUI pins it (clawgui-eval/scripts/infer/transformers/qwen3vl_run_transformers.sh: "
-    "MIN_PIXELS=65536, MAX_PIXELS=16777216, the processor default). Qwen's own GUI numbers use a computer_use "
-    "tool-call system prompt that Qwen does not publish as a script (ClawGUI injects it from its data files); this "
-    "profile uses the cookbook's pointing request, so expect a gap",
-))  # fmt: skip
+register(
+    Profile(
+        "qwen3-vl-8b",
+        "Qwen/Qwen3-VL-8B-Instruct",
+        "qwen3_vl",
+        "qwen3-vl",
+        QWEN3_VL_BUDGET,
+        128,
+        _ONE_GPU,
+        {
+            "adapter": "QwenLM/Qwen3-VL cookbooks/spatial_understanding.ipynb (point_2d JSON on the 0-1000 grid)",
+            "max_new_tokens": "greedy; answers are one JSON point",
+            "backends": "8B: one GPU",
+        },
+        {},
+        (
+            PublishedScore(
+                "screenspot-pro", 54.6, "ZJU-REAL/ClawGUI clawgui-eval/README.md:462 (d990d3e), 'official' column"
+            ),
+        ),
+        "pixel budget as ClawGUI pins it (clawgui-eval/scripts/infer/transformers/qwen3vl_run_transformers.sh: "
+        "MIN_PIXELS=65536, MAX_PIXELS=16777216, the processor default). Qwen's own GUI numbers use a computer_use "
+        "tool-call system prompt that Qwen does not publish as a script (ClawGUI injects it from its data files); this "
+        "profile uses the cookbook's pointing request, so expect a gap",
+    )
+)
 
 _VENUS = "inclusionAI/UI-Venus"
-register(Profile(
-    "ui-venus-ground-7b", "inclusionAI/UI-Venus-Ground-7B", "qwen2_5_vl", "ui-venus-ground",
-    UI_VENUS_GROUND_BUDGET, 128, _ONE_GPU,
-    {"adapter": f"{_VENUS} models/grounding/ui_venus_ground_7b.py:39-43 (fc7670d): the outline-box request, "
-                "image first; the box divided by image_grid_thw*14 (the resized frame), its centre scored",
-     "max_new_tokens": f"{_VENUS} models/grounding/ui_venus_ground_7b.py (fc7670d): generate(max_new_tokens=128), "
-                       "do_sample=False",
-     "backends": "7B: one GPU"},
-    {}, (PublishedScore("screenspot-pro", 50.8, f"{_VENUS} README.md:206 (c3a1442)"),
-         PublishedScore("screenspot-v2", 94.1, "ZJU-REAL/ClawGUI clawgui-eval/README.md:466 (d990d3e), 'official' "
-                                               "column"),
-         PublishedScore("osworld-g", 54.6, f"{_VENUS} README.md:206 (c3a1442)", note="the README does not say plain "
-                        "or Refined; ClawGUI lists 58.8 as official")),
-    "UI-Venus-1.0 has no refusal in its prompt; a [-1,-1] answer (UI-Venus-1.5's infeasible marker) is still read "
-    "as a refusal",
-))  # fmt: skip
+register(
+    Profile(
+        "ui-venus-ground-7b",
+        "inclusionAI/UI-Venus-Ground-7B",
+        "qwen2_5_vl",
+        "ui-venus-ground",
+        UI_VENUS_GROUND_BUDGET,
+        128,
+        _ONE_GPU,
+        {
+            "adapter": f"{_VENUS} models/grounding/ui_venus_ground_7b.py:39-43 (fc7670d): the outline-box request, "
+            "image first; the box divided by image_grid_thw*14 (the resized frame), its centre scored",
+            "max_new_tokens": f"{_VENUS} models/grounding/ui_venus_ground_7b.py (fc7670d): generate(max_new_tokens=128), "
+            "do_sample=False",
+            "backends": "7B: one GPU",
+        },
+        {},
+        (
+            PublishedScore("screenspot-pro", 50.8, f"{_VENUS} README.md:206 (c3a1442)"),
+            PublishedScore(
+                "screenspot-v2", 94.1, "ZJU-REAL/ClawGUI clawgui-eval/README.md:466 (d990d3e), 'official' column"
+            ),
+            PublishedScore(
+                "osworld-g",
+                54.6,
+                f"{_VENUS} README.md:206 (c3a1442)",
+                note="the README does not say plain or Refined; ClawGUI lists 58.8 as official",
+            ),
+        ),
+        "UI-Venus-1.0 has no refusal in its prompt; a [-1,-1] answer (UI-Venus-1.5's infeasible marker) is still read "
+        "as a refusal",
+    )
+)
 
-register(Profile(
-    "gui-g2-7b", "inclusionAI/GUI-G2-7B", "qwen2_5_vl", "gui-g2",
-    GUI_G2_BUDGET, 128, _ONE_GPU,
-    {"adapter": "ZJU-REAL/GUI-G2 README.md:174-223 (5c5c365): the outline-box request, image first, the box divided by "
-                "image_grid_thw*14 (the resized frame), its centre",
-     "max_new_tokens": "ZJU-REAL/GUI-G2 README.md:201 (max_new_tokens=128), :167-171 (do_sample False)",
-     "backends": "7B: one GPU"},
-    {}, (PublishedScore("screenspot-v2", 93.3, "ZJU-REAL/GUI-G2 README.md:315 (5c5c365)"),
-         PublishedScore("screenspot-pro", 47.5, "ZJU-REAL/ClawGUI clawgui-eval/README.md:456 (d990d3e), 'official' "
-                                                "column (the GUI-G2 paper)")),
-))  # fmt: skip
+register(
+    Profile(
+        "gui-g2-7b",
+        "inclusionAI/GUI-G2-7B",
+        "qwen2_5_vl",
+        "gui-g2",
+        GUI_G2_BUDGET,
+        128,
+        _ONE_GPU,
+        {
+            "adapter": "ZJU-REAL/GUI-G2 README.md:174-223 (5c5c365): the outline-box request, image first, the box divided by "
+            "image_grid_thw*14 (the resized frame), its centre",
+            "max_new_tokens": "ZJU-REAL/GUI-G2 README.md:201 (max_new_tokens=128), :167-171 (do_sample False)",
+            "backends": "7B: one GPU",
+        },
+        {},
+        (
+            PublishedScore("screenspot-v2", 93.3, "ZJU-REAL/GUI-G2 README.md:315 (5c5c365)"),
+            PublishedScore(
+                "screenspot-pro",
+                47.5,
+                "ZJU-REAL/ClawGUI clawgui-eval/README.md:456 (d990d3e), 'official' column (the GUI-G2 paper)",
+            ),
+        ),
+    )
+)
 
-register(Profile(
-    "internvl3-8b", "OpenGVLab/InternVL3-8B-hf", "internvl", "internvl-gui",
-    INTERNVL_HARNESS_BUDGET, 256, _ONE_GPU,
-    {"adapter": "likaixin2000/ScreenSpot-Pro-GUI-Grounding models/internvl.py:121-141 (bd8bbbb): the UI-element box "
-                "request, 12 tiles, first [[x,y]] else last [[x1,y1,x2,y2]] on the 0-1000 grid",
-     "max_new_tokens": "likaixin2000/ScreenSpot-Pro-GUI-Grounding models/internvl.py:103-107 (max_new_tokens=256, "
-                       "do_sample=False)",
-     "backends": "8B: one GPU (the transformers-native -hf checkpoint)"},
-    {}, (),
-    "no published grounding number of the authors for this request: the harness's own InternVL row is InternVL2; "
-    "InternVL3's chat template decides the system message (InternVL's chat() adds its own)",
-))  # fmt: skip
+register(
+    Profile(
+        "internvl3-8b",
+        "OpenGVLab/InternVL3-8B-hf",
+        "internvl",
+        "internvl-gui",
+        INTERNVL_HARNESS_BUDGET,
+        256,
+        _ONE_GPU,
+        {
+            "adapter": "likaixin2000/ScreenSpot-Pro-GUI-Grounding models/internvl.py:121-141 (bd8bbbb): the UI-element box "
+            "request, 12 tiles, first [[x,y]] else last [[x1,y1,x2,y2]] on the 0-1000 grid",
+            "max_new_tokens": "likaixin2000/ScreenSpot-Pro-GUI-Grounding models/internvl.py:103-107 (max_new_tokens=256, "
+            "do_sample=False)",
+            "backends": "8B: one GPU (the transformers-native -hf checkpoint)",
+        },
+        {},
+        (),
+        "no published grounding number of the authors for this request: the harness's own InternVL row is InternVL2; "
+        "InternVL3's chat template decides the system message (InternVL's chat() adds its own)",
+    )
+)

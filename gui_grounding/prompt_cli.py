@@ -160,8 +160,10 @@ def describe_prompt(
     processor = module.load_processor(model)
     budget.apply(processor, module)
     if sent_w * sent_h > validate.DECODE_PIXEL_LIMIT:
-        raise ValueError(f"the {ad.name} adapter sends a {sent_w}x{sent_h} image; over "
-                         f"{validate.DECODE_PIXEL_LIMIT:,} pixels, it is not rendered for --model")  # fmt: skip
+        raise ValueError(
+            f"the {ad.name} adapter sends a {sent_w}x{sent_h} image; over "
+            f"{validate.DECODE_PIXEL_LIMIT:,} pixels, it is not rendered for --model"
+        )
     sample = Sample("prompt", instruction, "", [], sent_w, sent_h)
     request = ad.build_request(sample, Image.new("RGB", (sent_w, sent_h), (255, 255, 255)), budget=budget)
     if request.messages != out["messages"]:  # the request for the sent size must be the request for the original
@@ -184,12 +186,21 @@ def describe_prompt(
 
 def _run(args: argparse.Namespace) -> None:
     if args.adapter is None and args.model is None and args.profile is None:
-        raise SystemExit("gui-grounding prompt: error: give --adapter, --profile, or --model to use its family's "
-                         "adapter")  # fmt: skip
+        raise SystemExit(
+            "gui-grounding prompt: error: give --adapter, --profile, or --model to use its family's adapter"
+        )
     try:
-        info = describe_prompt(args.adapter, args.image_size, args.instruction, model=args.model,
-                               min_pixels=args.min_pixels, max_pixels=args.max_pixels, max_tiles=args.max_tiles,
-                               profile=args.profile, parse=args.parse)  # fmt: skip
+        info = describe_prompt(
+            args.adapter,
+            args.image_size,
+            args.instruction,
+            model=args.model,
+            min_pixels=args.min_pixels,
+            max_pixels=args.max_pixels,
+            max_tiles=args.max_tiles,
+            profile=args.profile,
+            parse=args.parse,
+        )
     except ValueError as err:
         raise SystemExit(f"gui-grounding prompt: error: {err}") from None
     print(json.dumps(info, ensure_ascii=False, indent=2))
@@ -206,33 +217,77 @@ def register_cli(sub) -> None:
     """Add the ``prompt`` subcommand to the ``gui-grounding`` subparsers ``sub``."""
     from vlm_r1.argtypes import integer, text, with_range
 
-    budgets = "; ".join(f"{name}: " + (f"{b.min_pixels:,}..{b.max_pixels:,}" if b.resizes else f"{b.max_tiles} tiles")
-                        for name, b in ((n, c.default_budget) for n, c in ADAPTERS.items()))  # fmt: skip
-    p = sub.add_parser("prompt", help="print the chat messages (and, with --model, the tokens) an adapter sends",
-                       description="Print, as JSON, the resized image size and the chat messages an adapter sends for "
-                       "a screenshot of the given size; with --model also the chat-template text the model reads "
-                       "(image pad tokens expanded) and its token count. Default pixel budgets (published inference "
-                       f"settings, see gui_grounding/adapters/): {budgets}.")  # fmt: skip
+    budgets = "; ".join(
+        f"{name}: " + (f"{b.min_pixels:,}..{b.max_pixels:,}" if b.resizes else f"{b.max_tiles} tiles")
+        for name, b in ((n, c.default_budget) for n, c in ADAPTERS.items())
+    )
+    p = sub.add_parser(
+        "prompt",
+        help="print the chat messages (and, with --model, the tokens) an adapter sends",
+        description="Print, as JSON, the resized image size and the chat messages an adapter sends for "
+        "a screenshot of the given size; with --model also the chat-template text the model reads "
+        "(image pad tokens expanded) and its token count. Default pixel budgets (published inference "
+        f"settings, see gui_grounding/adapters/): {budgets}.",
+    )
     from gui_grounding.profiles import PROFILES
 
-    p.add_argument("--adapter", default=None, choices=sorted(ADAPTERS), help="prompt + coordinate convention; default: "
-                   "--profile's, else with --model the checkpoint's config.model_type default (as gui-grounding "
-                   "eval)")  # fmt: skip
-    p.add_argument("--profile", default=None, choices=list(PROFILES), help="a published checkpoint's pinned "
-                   "settings (adapter and pixel budget; `gui-grounding profiles` lists them)")  # fmt: skip
-    p.add_argument("--parse", default=None, type=text, metavar="ANSWER", help="also print the point this answer "
-                   "(in the model's format) means, in the answer frame and in original pixels")  # fmt: skip
-    p.add_argument("--image-size", required=True, type=_image_size_arg, metavar="WxH",
-                   help="screenshot size in pixels, e.g. 1920x1080")  # fmt: skip
-    p.add_argument("--instruction", required=True, type=text,
-                   help="the element description, e.g. 'Click the search box' (UTF-8 text)")  # fmt: skip
+    p.add_argument(
+        "--adapter",
+        default=None,
+        choices=sorted(ADAPTERS),
+        help="prompt + coordinate convention; default: "
+        "--profile's, else with --model the checkpoint's config.model_type default (as gui-grounding "
+        "eval)",
+    )
+    p.add_argument(
+        "--profile",
+        default=None,
+        choices=list(PROFILES),
+        help="a published checkpoint's pinned settings (adapter and pixel budget; `gui-grounding profiles` lists them)",
+    )
+    p.add_argument(
+        "--parse",
+        default=None,
+        type=text,
+        metavar="ANSWER",
+        help="also print the point this answer "
+        "(in the model's format) means, in the answer frame and in original pixels",
+    )
+    p.add_argument(
+        "--image-size",
+        required=True,
+        type=_image_size_arg,
+        metavar="WxH",
+        help="screenshot size in pixels, e.g. 1920x1080",
+    )
+    p.add_argument(
+        "--instruction",
+        required=True,
+        type=text,
+        help="the element description, e.g. 'Click the search box' (UTF-8 text)",
+    )
     p.add_argument("--model", default=None, help="local checkpoint: also print chat_template_text and num_tokens")
     px = integer(min=1)
-    p.add_argument("--min-pixels", type=px, default=None, help=with_range(
-        "pixel budget min_pixels (default: --profile's, else the checkpoint's recorded budget, else the adapter's "
-        "published one)", px))  # fmt: skip
-    p.add_argument("--max-pixels", type=px, default=None,
-                   help=with_range("pixel budget max_pixels (same defaults as --min-pixels)", px))  # fmt: skip
-    p.add_argument("--max-tiles", type=px, default=None,
-                   help=with_range("InternVL: pixel budget max_tiles (same defaults as --min-pixels)", px))  # fmt: skip
+    p.add_argument(
+        "--min-pixels",
+        type=px,
+        default=None,
+        help=with_range(
+            "pixel budget min_pixels (default: --profile's, else the checkpoint's recorded budget, else the adapter's "
+            "published one)",
+            px,
+        ),
+    )
+    p.add_argument(
+        "--max-pixels",
+        type=px,
+        default=None,
+        help=with_range("pixel budget max_pixels (same defaults as --min-pixels)", px),
+    )
+    p.add_argument(
+        "--max-tiles",
+        type=px,
+        default=None,
+        help=with_range("InternVL: pixel budget max_tiles (same defaults as --min-pixels)", px),
+    )
     p.set_defaults(func=_run)

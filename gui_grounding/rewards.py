@@ -241,8 +241,10 @@ def gaussian_point_value(point: Sequence[float], box: BoxLike, ratio: float = GA
     0.5; they also round to 3 decimals, we do not).
     """
     exponent = 0.0
-    for value, centre, lo, hi in ((point[0], (box[0] + box[2]) / 2, box[0], box[2]),
-                                  (point[1], (box[1] + box[3]) / 2, box[1], box[3])):  # fmt: skip
+    for value, centre, lo, hi in (
+        (point[0], (box[0] + box[2]) / 2, box[0], box[2]),
+        (point[1], (box[1] + box[3]) / 2, box[1], box[3]),
+    ):
         sigma = ratio * (hi - lo)
         if not sigma >= 0:  # inverted box, or NaN
             return 0.0
@@ -462,11 +464,22 @@ def click_reward(
     if any(check_box_rounding(r) == "gta1" for r in roundings) and (
         target_boxes_source is None or source_box_scale is None or resized_size is None
     ):
-        raise ValueError("box_rounding 'gta1' needs the columns target_boxes_source, source_box_scale and "
-                         "resized_size (written by the gui_grounding task)")  # fmt: skip
+        raise ValueError(
+            "box_rounding 'gta1' needs the columns target_boxes_source, source_box_scale and "
+            "resized_size (written by the gui_grounding task)"
+        )
     none = [None] * n
-    rows = zip(completions, target_boxes_resized, modes, roundings, target_boxes_source or none,
-               source_box_scale or none, resized_size or none, adapters, strict=True)  # fmt: skip
+    rows = zip(
+        completions,
+        target_boxes_resized,
+        modes,
+        roundings,
+        target_boxes_source or none,
+        source_box_scale or none,
+        resized_size or none,
+        adapters,
+        strict=True,
+    )
     out = []
     for c, boxes, mode, rounding, source, scale, size, adapter in rows:
         if rounding == "gta1":
@@ -520,8 +533,11 @@ def distance_reward(
         ValueError: columns of different lengths, unknown mode (an unusable image size scores 0.0).
     """
     modes = _modes(prompt_mode, len(completions), "non_thinking")
-    boxes_, sizes, adapters = (_answer_boxes(target_boxes_resized, kwargs), _answer_sizes(resized_size, kwargs),
-                               _adapters(kwargs, len(completions)))  # fmt: skip
+    boxes_, sizes, adapters = (
+        _answer_boxes(target_boxes_resized, kwargs),
+        _answer_sizes(resized_size, kwargs),
+        _adapters(kwargs, len(completions)),
+    )
     return [
         score_distance(completion_text(c), boxes, size, mode, adapter)
         for c, boxes, size, mode, adapter in zip(completions, boxes_, sizes, modes, adapters, strict=True)
@@ -584,8 +600,11 @@ def click_distance_bonus_reward(
         ValueError: columns of different lengths, unknown mode (an unusable image size scores 0.0).
     """
     modes = _modes(prompt_mode, len(completions), "non_thinking")
-    boxes_, sizes, adapters = (_answer_boxes(target_boxes_resized, kwargs), _answer_sizes(resized_size, kwargs),
-                               _adapters(kwargs, len(completions)))  # fmt: skip
+    boxes_, sizes, adapters = (
+        _answer_boxes(target_boxes_resized, kwargs),
+        _answer_sizes(resized_size, kwargs),
+        _adapters(kwargs, len(completions)),
+    )
     return [
         score_click_distance_bonus(completion_text(c), boxes, size, mode, adapter)
         for c, boxes, size, mode, adapter in zip(completions, boxes_, sizes, modes, adapters, strict=True)
@@ -608,15 +627,24 @@ def _consensus_entries(completions: list, prompts, prompt_mode, image_size, resi
     n = len(completions)
     answer_sizes = _answer_sizes(resized_size, columns)
     if image_size is None or answer_sizes is None:
-        raise ValueError("reward 'consensus' needs the columns image_size and answer_size (or resized_size), "
-                         "written by the gui_grounding task")  # fmt: skip
+        raise ValueError(
+            "reward 'consensus' needs the columns image_size and answer_size (or resized_size), "
+            "written by the gui_grounding task"
+        )
     sample_ids = columns.get("sample_id")
     if sample_ids is None and prompts is None:
         raise ValueError("reward 'consensus' groups rollouts by the sample_id column or by prompts; neither given")
     none = [None] * n
-    rows = zip(completions, _modes(prompt_mode, n, "non_thinking"), _adapters(columns, n), image_size, answer_sizes,
-               sample_ids if sample_ids is not None else none, prompts if prompts is not None else none,
-               strict=True)  # fmt: skip
+    rows = zip(
+        completions,
+        _modes(prompt_mode, n, "non_thinking"),
+        _adapters(columns, n),
+        image_size,
+        answer_sizes,
+        sample_ids if sample_ids is not None else none,
+        prompts if prompts is not None else none,
+        strict=True,
+    )
     entries = []
     for c, mode, adapter, size, answer_size, sample_id, prompt in rows:
         point = answer_point(completion_text(c), mode, adapter)

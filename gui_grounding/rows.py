@@ -43,8 +43,10 @@ def row_request(row: dict, budget, adapter: Adapter | None = None):
     image = resize_for_model(image if image.mode == "RGB" else image.convert("RGB"), budget)
     size = tuple(int(v) for v in row["resized_size"])
     if image.size != size:
-        raise ValueError(f"row {row.get('sample_id')}: the pixel budget gives {image.size[0]}x{image.size[1]}, the row "
-                         f"was built at {size[0]}x{size[1]} (another budget)")  # fmt: skip
+        raise ValueError(
+            f"row {row.get('sample_id')}: the pixel budget gives {image.size[0]}x{image.size[1]}, the row "
+            f"was built at {size[0]}x{size[1]} (another budget)"
+        )
     messages = prepare_multimodal_messages(row["prompt"], images=[image])
     for message in messages:  # the image goes separately to the processor; keep the placeholder only
         for part in message["content"]:

@@ -128,14 +128,17 @@ def clip_box(
     out_x, out_y = max(-x0, x1 - width, 0.0), max(-y0, y1 - height, 0.0)
     if out_x > tol_x or out_y > tol_y:
         axis, out, tol = ("x", out_x, tol_x) if out_x - tol_x >= out_y - tol_y else ("y", out_y, tol_y)
-        raise SampleError(ref, "box_outside_image", f"{what} {list(box)} extends {out:g} px outside the {width}x{height} "
-                                                    f"image along {axis} (clipping tolerance {tol:g} px)")  # fmt: skip
+        raise SampleError(
+            ref,
+            "box_outside_image",
+            f"{what} {list(box)} extends {out:g} px outside the {width}x{height} "
+            f"image along {axis} (clipping tolerance {tol:g} px)",
+        )
     clipped = (max(x0, 0.0), max(y0, 0.0), min(x1, float(width)), min(y1, float(height)))
     if clipped == (x0, y0, x1, y1):
         return clipped, False
     if clipped[0] >= clipped[2] or clipped[1] >= clipped[3]:
-        raise SampleError(ref, "box_outside_image", f"{what} {list(box)} has no area inside the {width}x{height} "
-                                                    "image")  # fmt: skip
+        raise SampleError(ref, "box_outside_image", f"{what} {list(box)} has no area inside the {width}x{height} image")
     return clipped, True
 
 
@@ -195,8 +198,9 @@ class Sample:
             return NORM1000_SCALE, NORM1000_SCALE
         if self.source_box_unit == "pixel":
             return float(self.width), float(self.height)
-        raise ValueError(f"unknown source_box_unit {self.source_box_unit!r}; expected one of "
-                         f"{', '.join(SOURCE_BOX_UNITS)}")  # fmt: skip
+        raise ValueError(
+            f"unknown source_box_unit {self.source_box_unit!r}; expected one of {', '.join(SOURCE_BOX_UNITS)}"
+        )
 
     def published_boxes(self) -> list[Box]:
         """The boxes as published (``source_boxes``), or ``boxes`` when none were recorded (then in pixels)."""
@@ -206,9 +210,14 @@ class Sample:
         """Canonical JSON record; ``image_path`` made relative to ``image_root`` when given."""
         path = os.path.relpath(self.image_path, image_root) if image_root else self.image_path
         boxes = [dict(zip(("x_min", "y_min", "x_max", "y_max"), b, strict=True)) for b in self.boxes]
-        rec = {"sample_id": self.sample_id, "instruction": self.instruction, "image_path": path,
-               "target_bbox": boxes[0] if len(boxes) == 1 else boxes,
-               "image_width": self.width, "image_height": self.height}  # fmt: skip
+        rec = {
+            "sample_id": self.sample_id,
+            "instruction": self.instruction,
+            "image_path": path,
+            "target_bbox": boxes[0] if len(boxes) == 1 else boxes,
+            "image_width": self.width,
+            "image_height": self.height,
+        }
         for key in ("source", "platform", "ui_type"):
             if getattr(self, key) is not None:
                 rec[key] = getattr(self, key)
@@ -308,8 +317,9 @@ def strip_image_tags(text: Any, ref: str, *, collapse_whitespace: bool = True) -
     if not isinstance(text, str):
         raise SampleError(ref, "bad_field", f"instruction must be a string, got {type(text).__name__}")
     if not validate.is_text(text):
-        raise SampleError(ref, "bad_text", "instruction is not valid Unicode text (a lone surrogate, or bytes that "
-                                           "are not UTF-8)")  # fmt: skip
+        raise SampleError(
+            ref, "bad_text", "instruction is not valid Unicode text (a lone surrogate, or bytes that are not UTF-8)"
+        )
     if not collapse_whitespace:
         return text.replace("<image>", "")
     return " ".join(text.replace("<image>", " ").split())
@@ -319,8 +329,11 @@ def _box_from_seq(value: Any, ref: str, what: str) -> Box:
     """4 numbers (``vlm_r1.validate.box4``: finite, within +-1e7, no booleans), else ``bad_field`` (not a list of
     4) or ``bad_box`` (a value that is not such a number)."""
     if not (isinstance(value, (list, tuple)) and len(value) == 4):
-        raise SampleError(ref, "bad_field", f"{what} must be 4 finite numbers [x_min, y_min, x_max, y_max], "
-                                            f"got {validate.short_repr(value)}")  # fmt: skip
+        raise SampleError(
+            ref,
+            "bad_field",
+            f"{what} must be 4 finite numbers [x_min, y_min, x_max, y_max], got {validate.short_repr(value)}",
+        )
     try:
         return validate.box4(value, what)
     except validate.Invalid as err:
@@ -407,8 +420,21 @@ def record_to_sample(
         SampleError: with a reason code from ``REASONS``.
     """
     fmt = detect_format(record)
-    known = {"instruction", "image_path", "target_bbox", "image_width", "image_height", "sample_id", "id",
-             "source", "platform", "ui_type", "image", "bbox", "conversations"}  # fmt: skip
+    known = {
+        "instruction",
+        "image_path",
+        "target_bbox",
+        "image_width",
+        "image_height",
+        "sample_id",
+        "id",
+        "source",
+        "platform",
+        "ui_type",
+        "image",
+        "bbox",
+        "conversations",
+    }
     if fmt == "canonical":
         instruction = strip_image_tags(record.get("instruction"), ref)
         image_path = _resolve_image(record.get("image_path"), ref, base_dir, contain_paths)
@@ -438,8 +464,12 @@ def record_to_sample(
         boxes = _boxes_field(answer, ref, "gpt turn bbox")
         norm1000 = False
     elif "target_bbox" in record and "conversations" in record:
-        raise SampleError(ref, "unknown_format", "ambiguous record: 'target_bbox' (canonical) and 'conversations' "
-                                                 "(GTA1 / VLM-R1) both present; keep one, or convert with --format")  # fmt: skip
+        raise SampleError(
+            ref,
+            "unknown_format",
+            "ambiguous record: 'target_bbox' (canonical) and 'conversations' "
+            "(GTA1 / VLM-R1) both present; keep one, or convert with --format",
+        )
     else:
         raise SampleError(ref, "unknown_format", f"keys {sorted(record)} match no supported format")
 
@@ -452,8 +482,11 @@ def record_to_sample(
     if not norm1000:
         for b in boxes:
             if validate.all_fractions(b):
-                raise SampleError(ref, "suspect_unit", f"pixel box {list(b)} has all four values in [0, 1]: "
-                                                       "fractions of the image, not pixels")  # fmt: skip
+                raise SampleError(
+                    ref,
+                    "suspect_unit",
+                    f"pixel box {list(b)} has all four values in [0, 1]: fractions of the image, not pixels",
+                )
     try:
         width, height = read_image_size(
             image_path, ref, verify=verify_image, max_image_pixels=max_image_pixels, limits=limits
@@ -480,8 +513,15 @@ def record_to_sample(
         if norm1000:
             what = f"0-1000 box {list(b)} -> box"
             b = box_from_norm1000(b, width, height)
-        b, clipped = clip_box(b, width, height, ref, tolerance_px=clip_tolerance_px, what=what,
-                              tolerance_ratio=CLIP_TOLERANCE_RATIO if norm1000 else 0.0)  # fmt: skip
+        b, clipped = clip_box(
+            b,
+            width,
+            height,
+            ref,
+            tolerance_px=clip_tolerance_px,
+            what=what,
+            tolerance_ratio=CLIP_TOLERANCE_RATIO if norm1000 else 0.0,
+        )
         checked.append(b)
         any_clipped |= clipped
     boxes = checked
@@ -492,9 +532,20 @@ def record_to_sample(
     sample_id = sample_id if sample_id is not None else validate.explicit_id(record.get("id"))
     sample_id = sample_id if sample_id is not None else default_id
     extra = {k: v for k, v in record.items() if k not in known}
-    return Sample(sample_id, instruction, image_path, boxes, width, height, record.get("source"),
-                  record.get("platform"), record.get("ui_type"), extra, source_boxes=published,
-                  source_box_unit="norm1000" if norm1000 else "pixel")  # fmt: skip
+    return Sample(
+        sample_id,
+        instruction,
+        image_path,
+        boxes,
+        width,
+        height,
+        record.get("source"),
+        record.get("platform"),
+        record.get("ui_type"),
+        extra,
+        source_boxes=published,
+        source_box_unit="norm1000" if norm1000 else "pixel",
+    )
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -517,8 +568,7 @@ class LoadReport:
 
     def table(self) -> str:
         """Readable summary: records read, samples kept, and one row per reject reason."""
-        lines = [f"records read: {self.num_records}   samples kept: {self.num_samples}   "
-                 f"rejected: {len(self.rejects)}"]  # fmt: skip
+        lines = [f"records read: {self.num_records}   samples kept: {self.num_samples}   rejected: {len(self.rejects)}"]
         for reason, n in sorted(self.counts.items()):
             first = next(ref for ref, r, _ in self.rejects if r == reason)
             lines.append(f"  {reason:<20} {n:>7}   e.g. {first}")
@@ -581,9 +631,17 @@ def load_samples(
                 if isinstance(item, RecordError):
                     raise SampleError(item.ref, "unparseable_record", item.message)
                 try:
-                    sample = record_to_sample(item, ref, base_dir=base_dir, default_id=f"{stem}:{index}",
-                                              verify_image=verify_images, stats=clip_stats, max_image_pixels=max_image_pixels,
-                                              contain_paths=image_folders is not None, limits=limits)  # fmt: skip
+                    sample = record_to_sample(
+                        item,
+                        ref,
+                        base_dir=base_dir,
+                        default_id=f"{stem}:{index}",
+                        verify_image=verify_images,
+                        stats=clip_stats,
+                        max_image_pixels=max_image_pixels,
+                        contain_paths=image_folders is not None,
+                        limits=limits,
+                    )
                     try:
                         ids.claim(sample.sample_id, ref)
                     except validate.Invalid as err:
@@ -601,6 +659,7 @@ def load_samples(
     report.num_clipped = clip_stats["clipped"]
     report.num_absolute_paths = clip_stats["absolute_paths"]
     if report.rejects:
-        logger.warning("skipped %d bad records (use --strict to stop at the first):\n%s", len(report.rejects),
-                       report.table())  # fmt: skip
+        logger.warning(
+            "skipped %d bad records (use --strict to stop at the first):\n%s", len(report.rejects), report.table()
+        )
     return samples, report

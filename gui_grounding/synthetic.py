@@ -182,15 +182,22 @@ def _write_synthetic(out_dir: str, cfg: SyntheticConfig) -> dict:
                 img.save(f, "PNG")
             for k, (colour, cell, box) in enumerate(rng.sample(buttons, cfg.samples_per_image)):
                 template = rng.choice(INSTRUCTION_TEMPLATES)
-                lines.append({
-                    "sample_id": f"synthetic:{index:05d}:{k}",
-                    "instruction": template.format(colour=colour),
-                    "image_path": rel,
-                    "target_bbox": {"x_min": box[0], "y_min": box[1], "x_max": box[2], "y_max": box[3]},
-                    "image_width": cfg.width, "image_height": cfg.height,
-                    "source": "synthetic", "platform": "desktop", "ui_type": "text",
-                    "colour": colour, "cell": cell, "buttons": [b[0] for b in buttons],
-                })  # fmt: skip
+                lines.append(
+                    {
+                        "sample_id": f"synthetic:{index:05d}:{k}",
+                        "instruction": template.format(colour=colour),
+                        "image_path": rel,
+                        "target_bbox": {"x_min": box[0], "y_min": box[1], "x_max": box[2], "y_max": box[3]},
+                        "image_width": cfg.width,
+                        "image_height": cfg.height,
+                        "source": "synthetic",
+                        "platform": "desktop",
+                        "ui_type": "text",
+                        "colour": colour,
+                        "cell": cell,
+                        "buttons": [b[0] for b in buttons],
+                    }
+                )
             index += 1
         outputs.write_lines(os.path.join(out_dir, f"{split}.jsonl"), (json.dumps(line) for line in lines))
         counts[split] = len(lines)
@@ -202,9 +209,12 @@ def _write_synthetic(out_dir: str, cfg: SyntheticConfig) -> dict:
 def register_cli(sub) -> None:
     """Add the ``make-synthetic`` subcommand to the ``gui-grounding`` parser."""
     d = SyntheticConfig()
-    p = sub.add_parser("make-synthetic", help="write the seeded synthetic toy set (coloured buttons) with splits",
-                       description=__doc__.split("\n\n")[0] + " Canonical JSONL train/test splits + PNGs; same "
-                       "arguments -> identical files.")  # fmt: skip
+    p = sub.add_parser(
+        "make-synthetic",
+        help="write the seeded synthetic toy set (coloured buttons) with splits",
+        description=__doc__.split("\n\n")[0] + " Canonical JSONL train/test splits + PNGs; same "
+        "arguments -> identical files.",
+    )
     p.add_argument("--out", required=True, help="output directory (images/, train.jsonl, test.jsonl)")
     from vlm_r1.argtypes import integer, number, with_range
 
@@ -216,13 +226,22 @@ def register_cli(sub) -> None:
     )
     test_screens, fill = integer(min=0, max=1_000_000), number(min=0.1, max=1.0)
     p.add_argument("--num-train", type=screens, default=d.num_train, help=with_range("training screens", screens))
-    p.add_argument("--num-test", type=test_screens, default=d.num_test,
-                   help=with_range("test screens (disjoint from training)", test_screens))  # fmt: skip
-    p.add_argument("--width", type=side, default=d.width,
-                   help=with_range("screen width in pixels (multiple of 28: no resize)", side))  # fmt: skip
+    p.add_argument(
+        "--num-test",
+        type=test_screens,
+        default=d.num_test,
+        help=with_range("test screens (disjoint from training)", test_screens),
+    )
+    p.add_argument(
+        "--width",
+        type=side,
+        default=d.width,
+        help=with_range("screen width in pixels (multiple of 28: no resize)", side),
+    )
     p.add_argument("--height", type=side, default=d.height, help=with_range("screen height in pixels", side))
-    p.add_argument("--cols", type=grid, default=d.cols,
-                   help=with_range("grid columns (one button per cell at most)", grid))  # fmt: skip
+    p.add_argument(
+        "--cols", type=grid, default=d.cols, help=with_range("grid columns (one button per cell at most)", grid)
+    )
     p.add_argument("--rows", type=grid, default=d.rows, help=with_range("grid rows", grid))
     p.add_argument(
         "--buttons-per-image",
@@ -231,8 +250,12 @@ def register_cli(sub) -> None:
         help=with_range("buttons per screen, each a different colour (the instruction names one)", count),
     )
     p.add_argument("--colours", default=",".join(d.colours), help=f"comma-separated colours from: {', '.join(COLOURS)}")
-    p.add_argument("--samples-per-image", type=count, default=d.samples_per_image,
-                   help=with_range("instructions per screen", count))  # fmt: skip
+    p.add_argument(
+        "--samples-per-image",
+        type=count,
+        default=d.samples_per_image,
+        help=with_range("instructions per screen", count),
+    )
     p.add_argument(
         "--min-fill", type=fill, default=d.min_fill, help=with_range("smallest button side / cell side", fill)
     )
@@ -248,11 +271,21 @@ def register_cli(sub) -> None:
     p.add_argument("--seed", type=int, default=d.seed, help="random seed")
 
     def run(args) -> None:
-        cfg = SyntheticConfig(num_train=args.num_train, num_test=args.num_test, width=args.width,
-                              height=args.height, cols=args.cols, rows=args.rows,
-                              buttons_per_image=args.buttons_per_image, colours=args.colours.split(","),
-                              samples_per_image=args.samples_per_image, min_fill=args.min_fill,
-                              max_fill=args.max_fill, background=args.background, seed=args.seed)  # fmt: skip
+        cfg = SyntheticConfig(
+            num_train=args.num_train,
+            num_test=args.num_test,
+            width=args.width,
+            height=args.height,
+            cols=args.cols,
+            rows=args.rows,
+            buttons_per_image=args.buttons_per_image,
+            colours=args.colours.split(","),
+            samples_per_image=args.samples_per_image,
+            min_fill=args.min_fill,
+            max_fill=args.max_fill,
+            background=args.background,
+            seed=args.seed,
+        )
         out = make_synthetic(args.out, cfg)
         print(f"wrote {out['train']} train / {out['test']} test samples on {out['images']} screens to {args.out}")
 

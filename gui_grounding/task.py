@@ -43,8 +43,9 @@ from vlm_r1.validate import module_limits
 logger = logging.getLogger(__name__)
 
 
-def sample_to_row(sample: Sample, frame: Frame, adapter: Adapter | str = "non_thinking",
-                  box_rounding: str = "float") -> dict:  # fmt: skip
+def sample_to_row(
+    sample: Sample, frame: Frame, adapter: Adapter | str = "non_thinking", box_rounding: str = "float"
+) -> dict:
     """One training/eval row for ``sample`` seen through ``frame`` by ``adapter`` (see module docstring for the
     columns). ``adapter``: an :class:`gui_grounding.adapters.Adapter`, or (older callers) a GTA1 ``--prompt_mode``
     name, meaning the gta1 adapter of that mode.
@@ -59,8 +60,10 @@ def sample_to_row(sample: Sample, frame: Frame, adapter: Adapter | str = "non_th
         adapter = get_adapter(PROMPT_MODE_ADAPTERS[check_mode(adapter)])
     rounding = check_box_rounding(box_rounding)
     if rounding == "gta1" and adapter.answer_frame != "resized":
-        raise ValueError(f"--box_rounding gta1 needs a resized-pixel answer frame; adapter {adapter.name} answers in "
-                         f"{adapter.answer_frame}")  # fmt: skip
+        raise ValueError(
+            f"--box_rounding gta1 needs a resized-pixel answer frame; adapter {adapter.name} answers in "
+            f"{adapter.answer_frame}"
+        )
     sx, sy = sample.source_box_scale()
     sent = adapter.image_size_sent(frame)
     sent_frame = Frame(frame.width, frame.height, sent[0], sent[1])
@@ -146,22 +149,27 @@ class GUIGroundingTask(Task):
     metric_aliases = {"click_accuracy": CLICK_REWARD_KEY}
     console_metrics = (("click", CLICK_REWARD_KEY, "{:.1%}"),)
     # DEBUG_MODE rollout log: the row's id, instruction and targets in the frame the rewards score in
-    debug_columns = {"id": ("sample_id",), "problem": ("instruction",),
-                     "solution": ("target_boxes_answer", "target_boxes_resized")}  # fmt: skip
+    debug_columns = {
+        "id": ("sample_id",),
+        "problem": ("instruction",),
+        "solution": ("target_boxes_answer", "target_boxes_resized"),
+    }
 
     def adapter_for(self, vlm_module: Any) -> Adapter:
         """The run's adapter: ``--adapter``, else the model type's default (gta1 family: by ``--prompt_mode``)."""
         from gui_grounding.adapters import training_adapter
 
-        return training_adapter(getattr(vlm_module, "model_type", None), self.options.prompt_mode,
-                                self.options.adapter)  # fmt: skip
+        return training_adapter(getattr(vlm_module, "model_type", None), self.options.prompt_mode, self.options.adapter)
 
     def run_info(self, script_args: Any, vlm_module: Any) -> dict:
         """The options (``prompt_mode``, ``adapter`` as given, ``box_rounding``), then the run's resolved ``adapter``
         and ``answer_frame``, for ``vlm_r1_run.json``."""
         adapter = self.adapter_for(vlm_module)
-        return {**super().run_info(script_args, vlm_module), "adapter": adapter.name,
-                "answer_frame": adapter.answer_frame}  # fmt: skip
+        return {
+            **super().run_info(script_args, vlm_module),
+            "adapter": adapter.name,
+            "answer_frame": adapter.answer_frame,
+        }
 
     def build_dataset(self, script_args: Any, processing_class: Any, vlm_module: Any):
         from datasets import Dataset
@@ -178,8 +186,14 @@ class GUIGroundingTask(Task):
         if not samples:
             raise ValueError(f"no usable samples in {script_args.data_file_list}:\n{report.table()}")
         budget = self.budget(processing_class, vlm_module)
-        logger.info("adapter %s: answers in %s; images sent under the run's pixel budget (factor %s, %s..%s pixels)",
-                    adapter.name, adapter.answer_frame, budget.factor, budget.min_pixels, budget.max_pixels)  # fmt: skip
+        logger.info(
+            "adapter %s: answers in %s; images sent under the run's pixel budget (factor %s, %s..%s pixels)",
+            adapter.name,
+            adapter.answer_frame,
+            budget.factor,
+            budget.min_pixels,
+            budget.max_pixels,
+        )
         rows, unsendable = [], []
         for s in samples:
             try:
@@ -191,8 +205,12 @@ class GUIGroundingTask(Task):
                 continue
             rows.append(sample_to_row(s, frame, adapter, box_rounding))
         if unsendable:
-            logger.warning("gui_grounding: %d sample(s) skipped as image_unsupported (cannot be sent under the pixel "
-                           "budget), e.g. %s: %s", len(unsendable), *unsendable[0])  # fmt: skip
+            logger.warning(
+                "gui_grounding: %d sample(s) skipped as image_unsupported (cannot be sent under the pixel "
+                "budget), e.g. %s: %s",
+                len(unsendable),
+                *unsendable[0],
+            )
         if not rows:
             raise ValueError(f"no sample of {script_args.data_file_list} can be sent under the pixel budget")
         return Dataset.from_list(rows).with_transform(load_images_transform(budget))
@@ -206,8 +224,9 @@ class GUIGroundingTask(Task):
         boxes = row.get("target_boxes_answer") or row["target_boxes_resized"]
         return row_adapter(row).sft_target(boxes[0], row["instruction"])
 
-    def eval_callbacks(self, script_args: Any, training_args: Any, processing_class: Any, vlm_module: Any,
-                       eval_dataset: Any) -> list:  # fmt: skip
+    def eval_callbacks(
+        self, script_args: Any, training_args: Any, processing_class: Any, vlm_module: Any, eval_dataset: Any
+    ) -> list:
         """Greedy click accuracy on the held-out rows every ``--eval_steps`` (``gui_grounding.train_eval``): the rows
         as trained (their prompt, image and adapter), no prompt rebuilt."""
         if eval_dataset is None or training_args.eval_strategy != "steps":
@@ -217,8 +236,12 @@ class GUIGroundingTask(Task):
         rows = eval_dataset.with_format(None).select(range(min(len(eval_dataset), script_args.eval_max_samples)))
         rows = rows.to_list()
         steps = training_args.eval_steps or training_args.logging_steps
-        logger.info("click accuracy on %d held-out samples every %s steps (adapter %s)", len(rows), steps,
-                    rows[0].get("adapter") if rows else None)  # fmt: skip
+        logger.info(
+            "click accuracy on %d held-out samples every %s steps (adapter %s)",
+            len(rows),
+            steps,
+            rows[0].get("adapter") if rows else None,
+        )
         return [
             ClickAccuracyCallback(
                 rows,

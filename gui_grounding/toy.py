@@ -62,8 +62,9 @@ class ToyRecipe:
         seed: training seed (data order, sampling).
     """
 
-    synthetic: dict = field(default_factory=lambda: {"num_train": 1000, "num_test": 200, "buttons_per_image": 1,
-                                                     "background": "panels"})  # fmt: skip
+    synthetic: dict = field(
+        default_factory=lambda: {"num_train": 1000, "num_test": 200, "buttons_per_image": 1, "background": "panels"}
+    )
     arch: str = "qwen2_5_vl"
     model_seed: int = 0
     sft_epochs: float = 4.0
@@ -86,8 +87,9 @@ class ToyRecipe:
 # "Measurements": SFT 35 s, GRPO 66 s; hit rate 0.15 -> 0.21 / 0.16 -> 0.20 / 0.17 -> 0.24 for GRPO seeds 42, 1, 2).
 # The measured recipe's SFT (4 epochs) and GRPO (16 prompts x 8 rollouts, lr 1e-3) with fewer GRPO steps; twice the
 # learning rate (2e-3, even with 5 warm-up steps) and 3e-3 made the hit rate fall, 8 prompts per step left it in noise.
-DEMO_RECIPE = ToyRecipe(sft_epochs=4.0, grpo_steps=60, prompts_per_step=16, grpo_lr=1e-3, eval_steps=10**6,
-                        eval_samples=100)  # fmt: skip
+DEMO_RECIPE = ToyRecipe(
+    sft_epochs=4.0, grpo_steps=60, prompts_per_step=16, grpo_lr=1e-3, eval_steps=10**6, eval_samples=100
+)
 # `gui-grounding toy tts`: the test-time runs (name, TTSConfig settings). The toy's 112-px screens have ~30-px buttons,
 # so the voting square is 10 px (GUI-RC's 50 px is for full-resolution screenshots; --tts-region)
 TTS_RUNS = [
@@ -111,11 +113,20 @@ def rise_summary(hits: list[tuple[int, float]], start_accuracy: float, end_accur
         raise ValueError("no logged click reward: the run logged no training step")
     k = max(1, len(values) // 5)
     first, last = sum(values[:k]) / k, sum(values[-k:]) / k
-    line = (f"toy GRPO reward (click hit rate of the rollouts): {first:.2f} -> {last:.2f} over {hits[-1][0]} steps "
-            f"(mean of the first / last {k} steps); test click accuracy (greedy, {eval_samples} screens): "
-            f"{start_accuracy:.1f}% -> {end_accuracy:.1f}%")  # fmt: skip
-    return {"hit_first": first, "hit_last": last, "steps": hits[-1][0], "window": k,
-            "accuracy_start": start_accuracy, "accuracy_end": end_accuracy, "line": line}  # fmt: skip
+    line = (
+        f"toy GRPO reward (click hit rate of the rollouts): {first:.2f} -> {last:.2f} over {hits[-1][0]} steps "
+        f"(mean of the first / last {k} steps); test click accuracy (greedy, {eval_samples} screens): "
+        f"{start_accuracy:.1f}% -> {end_accuracy:.1f}%"
+    )
+    return {
+        "hit_first": first,
+        "hit_last": last,
+        "steps": hits[-1][0],
+        "window": k,
+        "accuracy_start": start_accuracy,
+        "accuracy_end": end_accuracy,
+        "line": line,
+    }
 
 
 def _run(cmd: list[str], log_path: str) -> float:
@@ -216,43 +227,114 @@ class ToyExperiments:
 
     def _common(self, out_dir: str, prompt_mode: str) -> list[str]:
         r = self.recipe
-        return ["--task_type", "gui_grounding", "--data_file_paths", os.path.join(self.data_dir, "train.jsonl"),
-                "--eval_data_file_paths", os.path.join(self.data_dir, "test.jsonl"), "--eval_strategy", "steps",
-                "--eval_steps", str(r.eval_steps), "--eval_max_samples", str(r.eval_samples), "--output_dir", out_dir,
-                "--save_strategy", "no", "--report_to", "none", "--disable_tqdm", "true", "--seed", str(r.seed),
-                "--prompt_mode", prompt_mode, "--logging_steps", str(min(5, r.grpo_steps))]  # fmt: skip
+        return [
+            "--task_type",
+            "gui_grounding",
+            "--data_file_paths",
+            os.path.join(self.data_dir, "train.jsonl"),
+            "--eval_data_file_paths",
+            os.path.join(self.data_dir, "test.jsonl"),
+            "--eval_strategy",
+            "steps",
+            "--eval_steps",
+            str(r.eval_steps),
+            "--eval_max_samples",
+            str(r.eval_samples),
+            "--output_dir",
+            out_dir,
+            "--save_strategy",
+            "no",
+            "--report_to",
+            "none",
+            "--disable_tqdm",
+            "true",
+            "--seed",
+            str(r.seed),
+            "--prompt_mode",
+            prompt_mode,
+            "--logging_steps",
+            str(min(5, r.grpo_steps)),
+        ]
 
-    def sft(self, name: str, epochs: float, *, prompt_mode: str = "non_thinking", base: str | None = None,
-            extra: list[str] = ()) -> dict:  # fmt: skip
+    def sft(
+        self,
+        name: str,
+        epochs: float,
+        *,
+        prompt_mode: str = "non_thinking",
+        base: str | None = None,
+        extra: list[str] = (),
+    ) -> dict:
         """SFT ``base`` (default: the tiny model) for ``epochs`` (``extra``: more ``vlm_r1.sft`` flags); returns
         ``{dir, seconds, steps, accuracy}``."""
         r = self.recipe
         out_dir = os.path.join(self.out, "runs", name)
-        cmd = [sys.executable, "-m", "vlm_r1.sft", "--model_name_or_path", base or self.model_dir,
-               *self._common(out_dir, prompt_mode), "--num_train_epochs", str(epochs),
-               "--per_device_train_batch_size", str(r.sft_batch), "--learning_rate", str(r.sft_lr), *extra]  # fmt: skip
+        cmd = [
+            sys.executable,
+            "-m",
+            "vlm_r1.sft",
+            "--model_name_or_path",
+            base or self.model_dir,
+            *self._common(out_dir, prompt_mode),
+            "--num_train_epochs",
+            str(epochs),
+            "--per_device_train_batch_size",
+            str(r.sft_batch),
+            "--learning_rate",
+            str(r.sft_lr),
+            *extra,
+        ]
         seconds = _run(cmd, out_dir + ".log")
         curve = accuracy_curve(out_dir)
         steps = max(h["step"] for h in _history(out_dir))
         return {"dir": out_dir, "seconds": round(seconds, 1), "steps": steps, "accuracy": curve[-1][1], "curve": curve}
 
-    def grpo(self, name: str, base: str, *, steps: int | None = None, extra: list[str] = (),
-             prompt_mode: str = "non_thinking") -> dict:  # fmt: skip
+    def grpo(
+        self,
+        name: str,
+        base: str,
+        *,
+        steps: int | None = None,
+        extra: list[str] = (),
+        prompt_mode: str = "non_thinking",
+    ) -> dict:
         """GRPO from checkpoint ``base``; returns ``{dir, seconds, accuracy, curve, rewards, mean_length}``."""
         r = self.recipe
         out_dir = os.path.join(self.out, "runs", name)
-        cmd = [sys.executable, "-m", "vlm_r1.grpo_jsonl", "--model_name_or_path", base,
-               *self._common(out_dir, prompt_mode), "--max_steps", str(steps or r.grpo_steps),
-               "--per_device_train_batch_size", str(r.prompts_per_step * r.num_generations),
-               "--per_device_eval_batch_size", str(r.prompts_per_step * r.num_generations),
-               "--num_generations", str(r.num_generations), "--max_completion_length", str(r.max_completion_length),
-               "--learning_rate", str(r.grpo_lr), *toy_objective(extra), *extra]  # fmt: skip
+        cmd = [
+            sys.executable,
+            "-m",
+            "vlm_r1.grpo_jsonl",
+            "--model_name_or_path",
+            base,
+            *self._common(out_dir, prompt_mode),
+            "--max_steps",
+            str(steps or r.grpo_steps),
+            "--per_device_train_batch_size",
+            str(r.prompts_per_step * r.num_generations),
+            "--per_device_eval_batch_size",
+            str(r.prompts_per_step * r.num_generations),
+            "--num_generations",
+            str(r.num_generations),
+            "--max_completion_length",
+            str(r.max_completion_length),
+            "--learning_rate",
+            str(r.grpo_lr),
+            *toy_objective(extra),
+            *extra,
+        ]
         seconds = _run(cmd, out_dir + ".log")
         hist = _history(out_dir)
         lengths = [h["completions/mean_length"] for h in hist if "completions/mean_length" in h]
-        return {"dir": out_dir, "seconds": round(seconds, 1), "accuracy": accuracy_curve(out_dir)[-1][1],
-                "curve": accuracy_curve(out_dir), "rewards": reward_curve(out_dir), "hits": hit_rate_curve(out_dir),
-                "mean_length": round(sum(lengths) / len(lengths), 2) if lengths else None}  # fmt: skip
+        return {
+            "dir": out_dir,
+            "seconds": round(seconds, 1),
+            "accuracy": accuracy_curve(out_dir)[-1][1],
+            "curve": accuracy_curve(out_dir),
+            "rewards": reward_curve(out_dir),
+            "hits": hit_rate_curve(out_dir),
+            "mean_length": round(sum(lengths) / len(lengths), 2) if lengths else None,
+        }
 
     # experiments ---------------------------------------------------------------------------------------------------
     def warm_start(self) -> dict:
@@ -275,10 +357,16 @@ class ToyExperiments:
             "sft": sft,
             "runs": {"click": click, "random_reward": broken},
         }
-        rows = [("SFT warm start", sft["accuracy"], "-", sft["seconds"]),
-                ("+ GRPO, click reward", click["accuracy"], click["accuracy"] - sft["accuracy"], click["seconds"]),
-                ("+ GRPO, random reward (control)", broken["accuracy"], broken["accuracy"] - sft["accuracy"],
-                 broken["seconds"])]  # fmt: skip
+        rows = [
+            ("SFT warm start", sft["accuracy"], "-", sft["seconds"]),
+            ("+ GRPO, click reward", click["accuracy"], click["accuracy"] - sft["accuracy"], click["seconds"]),
+            (
+                "+ GRPO, random reward (control)",
+                broken["accuracy"],
+                broken["accuracy"] - sft["accuracy"],
+                broken["seconds"],
+            ),
+        ]
         table = ["| run | test click accuracy (%) | change (points) | wall (s) |", "|---|---:|---:|---:|"]
         table += [f"| {a} | {b} | {c if isinstance(c, str) else f'{c:+.0f}'} | {d} |" for a, b, c, d in rows]
         self._write("learning", results, table, {"click": click, "random reward": broken}, sft)
@@ -297,23 +385,41 @@ class ToyExperiments:
         weak = self.sft("sft_weak", r.weak_sft_epochs)
         weak_steps = total - weak["steps"]
         from_weak = self.grpo("grpo_from_weak", weak["dir"], steps=weak_steps, extra=["--reward_funcs", "click"])
-        results = {"recipe": asdict(self.recipe), "total_steps": total,
-                   "runs": {"sft_only": sft_only, "sft_then_grpo": plus, "weak_sft": weak,
-                            "grpo_from_weak": from_weak}}  # fmt: skip
+        results = {
+            "recipe": asdict(self.recipe),
+            "total_steps": total,
+            "runs": {"sft_only": sft_only, "sft_then_grpo": plus, "weak_sft": weak, "grpo_from_weak": from_weak},
+        }
         rows = [
             ("SFT alone", f"{sft_only['steps']} SFT", sft_only["accuracy"], sft_only["seconds"]),
-            ("SFT + GRPO", f"{sft['steps']} SFT + {r.grpo_steps} GRPO", plus["accuracy"],
-             round(sft["seconds"] + plus["seconds"], 1)),
-            ("GRPO from a weaker start", f"{weak['steps']} SFT + {weak_steps} GRPO", from_weak["accuracy"],
-             round(weak["seconds"] + from_weak["seconds"], 1)),
-        ]  # fmt: skip
+            (
+                "SFT + GRPO",
+                f"{sft['steps']} SFT + {r.grpo_steps} GRPO",
+                plus["accuracy"],
+                round(sft["seconds"] + plus["seconds"], 1),
+            ),
+            (
+                "GRPO from a weaker start",
+                f"{weak['steps']} SFT + {weak_steps} GRPO",
+                from_weak["accuracy"],
+                round(weak["seconds"] + from_weak["seconds"], 1),
+            ),
+        ]
         table = ["| recipe | optimisation steps | test click accuracy (%) | wall (s) |", "|---|---|---:|---:|"]
         table += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows]
         curves = {"SFT alone": sft_only, "SFT + GRPO": plus, "GRPO from weaker start": from_weak}
-        self._write("sft-vs-grpo", results, table, curves, sft,
-                    offsets={"SFT + GRPO": sft["steps"], "GRPO from weaker start": weak["steps"]},
-                    starts={"SFT + GRPO": (sft["steps"], sft["accuracy"]),
-                            "GRPO from weaker start": (weak["steps"], weak["accuracy"])})  # fmt: skip
+        self._write(
+            "sft-vs-grpo",
+            results,
+            table,
+            curves,
+            sft,
+            offsets={"SFT + GRPO": sft["steps"], "GRPO from weaker start": weak["steps"]},
+            starts={
+                "SFT + GRPO": (sft["steps"], sft["accuracy"]),
+                "GRPO from weaker start": (weak["steps"], weak["accuracy"]),
+            },
+        )
         return results
 
     ABLATIONS: dict[str, list[str]] = {
@@ -351,13 +457,18 @@ class ToyExperiments:
                 prompt_mode="thinking",
                 extra=["--reward_funcs", "click", "click_format", "--max_completion_length", "48"],
             )
-        table = ["| setting | final test click accuracy (%) | change vs SFT start | reward first -> last | "
-                 "mean completion length | wall (s) |", "|---|---:|---:|---|---:|---:|"]  # fmt: skip
+        table = [
+            "| setting | final test click accuracy (%) | change vs SFT start | reward first -> last | "
+            "mean completion length | wall (s) |",
+            "|---|---:|---:|---|---:|---:|",
+        ]
         for name, run in runs.items():
             rw = run["rewards"]
             trend = f"{rw[0][1]:.3f} -> {rw[-1][1]:.3f}" if rw else "not logged (fewer steps than --logging_steps)"
-            table.append(f"| {name} | {run['accuracy']} | {run['accuracy'] - sft['accuracy']:+.0f} | {trend} | "
-                         f"{run['mean_length']} | {run['seconds']} |")  # fmt: skip
+            table.append(
+                f"| {name} | {run['accuracy']} | {run['accuracy'] - sft['accuracy']:+.0f} | {trend} | "
+                f"{run['mean_length']} | {run['seconds']} |"
+            )
         results = {"recipe": asdict(self.recipe), "start_accuracy": sft["accuracy"], "runs": runs}
         self._write("ablations", results, table, runs, sft)
         return results
@@ -384,11 +495,13 @@ class ToyExperiments:
         )
         rise = rise_summary(grpo["hits"], sft["accuracy"], grpo["accuracy"], r.eval_samples)
         results = {"recipe": asdict(r), "sft": sft, "grpo": grpo, "rise": rise}
-        table = ["| stage | test click accuracy (%) | rollout hit rate, first -> last steps | wall (s) |",
-                 "|---|---:|---|---:|",
-                 f"| SFT warm start ({sft['steps']} steps) | {sft['accuracy']} | | {sft['seconds']} |",
-                 f"| + GRPO, click ({r.grpo_steps} steps) | {grpo['accuracy']} | {rise['hit_first']:.2f} -> "
-                 f"{rise['hit_last']:.2f} | {grpo['seconds']} |"]  # fmt: skip
+        table = [
+            "| stage | test click accuracy (%) | rollout hit rate, first -> last steps | wall (s) |",
+            "|---|---:|---|---:|",
+            f"| SFT warm start ({sft['steps']} steps) | {sft['accuracy']} | | {sft['seconds']} |",
+            f"| + GRPO, click ({r.grpo_steps} steps) | {grpo['accuracy']} | {rise['hit_first']:.2f} -> "
+            f"{rise['hit_last']:.2f} | {grpo['seconds']} |",
+        ]
         self._write("demo", results, table, {"GRPO (click)": grpo}, sft)
         print(rise["line"])
         return results
@@ -418,41 +531,71 @@ class ToyExperiments:
         for name, settings in TTS_RUNS:
             cfg = TTSConfig(seed=r.seed, region=TOY_TTS_REGION, **settings)
             t0 = time.time()
-            doc = run_eval("canonical", os.path.join(self.data_dir, "test.jsonl"), os.path.join(self.out, "tts", name),
-                           model=model, backend="hf", tts=cfg, batch_size=16,
-                           max_new_tokens=r.max_completion_length)  # fmt: skip
+            doc = run_eval(
+                "canonical",
+                os.path.join(self.data_dir, "test.jsonl"),
+                os.path.join(self.out, "tts", name),
+                model=model,
+                backend="hf",
+                tts=cfg,
+                batch_size=16,
+                max_new_tokens=r.max_completion_length,
+            )
             info = doc.get("tts") or {}
             if info and greedy_cost is None:
                 greedy_cost = info["cost"]["greedy"]
-            results["runs"][name] = {"config": cfg.to_dict(), "label": cfg.label(), "accuracy": doc["overall"]["accuracy"],
-                                     "ci95": doc["overall"]["ci95"],
-                                     "greedy_accuracy": (doc.get("greedy") or doc)["overall"]["accuracy"],
-                                     "cost": (info.get("cost") or {}).get(cfg.mode),
-                                     "agreement": (info.get("agreement") or {}).get("mean"),
-                                     "wall_s": round(time.time() - t0, 1)}  # fmt: skip
+            results["runs"][name] = {
+                "config": cfg.to_dict(),
+                "label": cfg.label(),
+                "accuracy": doc["overall"]["accuracy"],
+                "ci95": doc["overall"]["ci95"],
+                "greedy_accuracy": (doc.get("greedy") or doc)["overall"]["accuracy"],
+                "cost": (info.get("cost") or {}).get(cfg.mode),
+                "agreement": (info.get("agreement") or {}).get("mean"),
+                "wall_s": round(time.time() - t0, 1),
+            }
         rows = []
         for run in results["runs"].values():
             cost = run["cost"] or greedy_cost or {}
             acc, ci, agreement = run["accuracy"], run["ci95"], run["agreement"]
-            rows.append(f"| {run['label']} | {acc:.1f} ({ci[0]:.1f}-{ci[1]:.1f}) | {run['greedy_accuracy']:.1f} | "
-                        f"{cost.get('calls_per_sample', '-')} | {cost.get('sequences_per_sample', '-')} | "
-                        f"{cost.get('generated_tokens_per_sample', '-')} | {cost.get('wall_s_per_sample', '-')} | "
-                        f"{'-' if agreement is None else agreement} | {cost.get('wall_s', '-')} |")  # fmt: skip
-        table = ["| mode | test click accuracy % (95% CI) | greedy, same run % | model calls / sample | "
-                 "sequences / sample | generated tokens / sample | model wall s / sample | mean agreement | "
-                 "model wall s, all screens |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|", *rows]  # fmt: skip
-        self._write_results("tts", results, f"Checkpoint `{model}`; {r.synthetic['num_test']} test screens; seed "
-                            f"{r.seed}; voting square {TOY_TTS_REGION:g} px. The greedy row's cost is the greedy pass measured in "
-                            "the test-time runs.", table)  # fmt: skip
+            rows.append(
+                f"| {run['label']} | {acc:.1f} ({ci[0]:.1f}-{ci[1]:.1f}) | {run['greedy_accuracy']:.1f} | "
+                f"{cost.get('calls_per_sample', '-')} | {cost.get('sequences_per_sample', '-')} | "
+                f"{cost.get('generated_tokens_per_sample', '-')} | {cost.get('wall_s_per_sample', '-')} | "
+                f"{'-' if agreement is None else agreement} | {cost.get('wall_s', '-')} |"
+            )
+        table = [
+            "| mode | test click accuracy % (95% CI) | greedy, same run % | model calls / sample | "
+            "sequences / sample | generated tokens / sample | model wall s / sample | mean agreement | "
+            "model wall s, all screens |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+            *rows,
+        ]
+        self._write_results(
+            "tts",
+            results,
+            f"Checkpoint `{model}`; {r.synthetic['num_test']} test screens; seed "
+            f"{r.seed}; voting square {TOY_TTS_REGION:g} px. The greedy row's cost is the greedy pass measured in "
+            "the test-time runs.",
+            table,
+        )
         return results
 
     # output --------------------------------------------------------------------------------------------------------
-    def _write(self, name: str, results: dict, table: list[str], curves: dict, sft: dict, offsets=None,
-               starts=None) -> None:  # fmt: skip
-        out = self._write_results(name, results, f"SFT warm start: {sft['steps']} steps, test click accuracy "
-                                  f"{sft['accuracy']}%.", table)  # fmt: skip
-        plot_curves(curves, os.path.join(out, "curves.png"), title=f"toy experiment: {name}",
-                    start=sft["accuracy"], offsets=offsets or {}, starts=starts)  # fmt: skip
+    def _write(
+        self, name: str, results: dict, table: list[str], curves: dict, sft: dict, offsets=None, starts=None
+    ) -> None:
+        out = self._write_results(
+            name, results, f"SFT warm start: {sft['steps']} steps, test click accuracy {sft['accuracy']}%.", table
+        )
+        plot_curves(
+            curves,
+            os.path.join(out, "curves.png"),
+            title=f"toy experiment: {name}",
+            start=sft["accuracy"],
+            offsets=offsets or {},
+            starts=starts,
+        )
         logger.info("wrote %s/curves.png", out)
 
     def _write_results(self, name: str, results: dict, intro: str, table: list[str]) -> str:
@@ -469,8 +612,15 @@ class ToyExperiments:
         return out
 
 
-def plot_curves(runs: dict, out_png: str, *, title: str, start: float | None = None, offsets: dict | None = None,
-                starts: dict | None = None) -> str:  # fmt: skip
+def plot_curves(
+    runs: dict,
+    out_png: str,
+    *,
+    title: str,
+    start: float | None = None,
+    offsets: dict | None = None,
+    starts: dict | None = None,
+) -> str:
     """Two panels like the seed's TensorBoard view: GRPO rollout hit rate (or reward) per step, and greedy test click
     accuracy (%) per step, one line per run (``runs``: name -> result dict with ``hits``/``rewards`` and ``curve``).
 
@@ -507,8 +657,11 @@ def plot_curves(runs: dict, out_png: str, *, title: str, start: float | None = N
 def register_cli(sub) -> None:
     """Add the ``toy`` subcommand to the ``gui-grounding`` parser."""
     d = ToyRecipe()
-    p = sub.add_parser("toy", help="learning experiments on the synthetic toy set (learning, sft-vs-grpo, ablations)",
-                       description=__doc__.split("\n\n")[0])  # fmt: skip
+    p = sub.add_parser(
+        "toy",
+        help="learning experiments on the synthetic toy set (learning, sft-vs-grpo, ablations)",
+        description=__doc__.split("\n\n")[0],
+    )
     p.add_argument(
         "experiment",
         choices=["learning", "sft-vs-grpo", "ablations", "demo", "tts"],
@@ -524,8 +677,11 @@ def register_cli(sub) -> None:
     p.add_argument("--seed", type=int, default=d.seed, help="training seed")
     p.add_argument("--only", action="append", default=None, help="ablations: run only this setting (repeatable)")
     p.add_argument("--no-thinking", action="store_true", help="ablations: skip the thinking-mode SFT+GRPO pair")
-    p.add_argument("--model", default=None, help="tts: the checkpoint to evaluate (default: OUT/runs/grpo_click, "
-                   "else OUT/runs/sft, trained when absent)")  # fmt: skip
+    p.add_argument(
+        "--model",
+        default=None,
+        help="tts: the checkpoint to evaluate (default: OUT/runs/grpo_click, else OUT/runs/sft, trained when absent)",
+    )
 
     def run(args) -> None:
         if args.experiment == "demo":  # DEMO_RECIPE's sizes; only the seed is taken from the command line
@@ -533,8 +689,13 @@ def register_cli(sub) -> None:
 
             ToyExperiments(args.out, replace(DEMO_RECIPE, seed=args.seed)).demo()
             return
-        recipe = ToyRecipe(grpo_steps=args.grpo_steps, sft_epochs=args.sft_epochs, grpo_lr=args.grpo_lr,
-                           eval_steps=args.eval_steps, seed=args.seed)  # fmt: skip
+        recipe = ToyRecipe(
+            grpo_steps=args.grpo_steps,
+            sft_epochs=args.sft_epochs,
+            grpo_lr=args.grpo_lr,
+            eval_steps=args.eval_steps,
+            seed=args.seed,
+        )
         exp = ToyExperiments(args.out, recipe)
         if args.experiment == "learning":
             exp.learning()

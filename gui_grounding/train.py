@@ -60,9 +60,21 @@ GTA1_BUDGET_SOURCE = "default of gui_grounding.train (GTA1 src/grpo_grounding.py
 # GTA1's reward names -> ours (grpo_grounding.py:198-201: accuracy = click_reward, format = format_reward)
 GTA1_REWARD_NAMES = {"accuracy": "click", "format": "click_format"}
 
-OBJECTIVE_FIELDS = ("loss_type", "scale_rewards", "beta", "epsilon", "epsilon_high", "num_generations",
-                    "learning_rate", "temperature", "top_k", "top_p", "min_p", "repetition_penalty",
-                    "max_completion_length")  # fmt: skip
+OBJECTIVE_FIELDS = (
+    "loss_type",
+    "scale_rewards",
+    "beta",
+    "epsilon",
+    "epsilon_high",
+    "num_generations",
+    "learning_rate",
+    "temperature",
+    "top_k",
+    "top_p",
+    "min_p",
+    "repetition_penalty",
+    "max_completion_length",
+)
 
 
 def parse_args(argv: list[str] | None = None):
@@ -98,15 +110,24 @@ def objective(script_args, training_args, model_args) -> dict:
     out = {name: getattr(training_args, name) for name in OBJECTIVE_FIELDS}
     out["epsilon_high"] = training_args.epsilon if training_args.epsilon_high is None else training_args.epsilon_high
     out.update(
-        task_type=script_args.task_type, **_options(script_args), reward_funcs=script_args.reward_funcs,
-        max_pixels=script_args.max_pixels, min_pixels=script_args.min_pixels,
-        pixel_budget_sources={k: v for k, v in (getattr(script_args, "budget_sources", None) or {}).items()
-                              if k in ("max_pixels", "min_pixels")},
-        freeze_vision_modules=model_args.freeze_vision_modules, ban_vision_tokens=training_args.ban_vision_tokens,
-        dtype=model_args.dtype, bf16=training_args.bf16, max_steps=training_args.max_steps,
+        task_type=script_args.task_type,
+        **_options(script_args),
+        reward_funcs=script_args.reward_funcs,
+        max_pixels=script_args.max_pixels,
+        min_pixels=script_args.min_pixels,
+        pixel_budget_sources={
+            k: v
+            for k, v in (getattr(script_args, "budget_sources", None) or {}).items()
+            if k in ("max_pixels", "min_pixels")
+        },
+        freeze_vision_modules=model_args.freeze_vision_modules,
+        ban_vision_tokens=training_args.ban_vision_tokens,
+        dtype=model_args.dtype,
+        bf16=training_args.bf16,
+        max_steps=training_args.max_steps,
         per_device_train_batch_size=training_args.per_device_train_batch_size,
         gradient_accumulation_steps=training_args.gradient_accumulation_steps,
-    )  # fmt: skip
+    )
     return out
 
 
@@ -117,9 +138,12 @@ def main(argv: list[str] | None = None) -> None:
 
     argv = list(sys.argv[1:] if argv is None else argv)
     if "-h" in argv or "--help" in argv:
-        print(__doc__.split("What differs", 1)[0].strip() + "\n\n--dry_run: print the resolved objective (loss, "
-              "sampling, KL, G, lr, pixels, prompt, reward) and exit. GTA1 defaults: " + json.dumps(GTA1_DEFAULTS)
-              + " (docs/GTA1.md). Every flag:\n")  # fmt: skip
+        print(
+            __doc__.split("What differs", 1)[0].strip() + "\n\n--dry_run: print the resolved objective (loss, "
+            "sampling, KL, G, lr, pixels, prompt, reward) and exit. GTA1 defaults: "
+            + json.dumps(GTA1_DEFAULTS)
+            + " (docs/GTA1.md). Every flag:\n"
+        )
     dry_run = "--dry_run" in argv or "--dry-run" in argv
     argv = [a for a in argv if a not in ("--dry_run", "--dry-run")]
     setup_logging()

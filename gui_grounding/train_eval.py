@@ -66,10 +66,20 @@ class ClickAccuracyCallback(TrainerCallback):
         trainer = self.trainer
         acc = trainer.accelerator
         mine = self.rows[acc.process_index :: acc.num_processes]
-        with unwrap_model_for_generation(trainer.model_wrapped, acc,
-                                         gather_deepspeed3_params=getattr(trainer.args, "ds3_gather_for_generation", True)) as model:  # fmt: skip
-            preds = predict_rows(model, self.processor, self.vlm_module, mine, self.budget, batch_size=self.batch_size,
-                                 max_new_tokens=self.max_new_tokens)  # fmt: skip
+        with unwrap_model_for_generation(
+            trainer.model_wrapped,
+            acc,
+            gather_deepspeed3_params=getattr(trainer.args, "ds3_gather_for_generation", True),
+        ) as model:
+            preds = predict_rows(
+                model,
+                self.processor,
+                self.vlm_module,
+                mine,
+                self.budget,
+                batch_size=self.batch_size,
+                max_new_tokens=self.max_new_tokens,
+            )
         preds = gather_object(preds) if acc.num_processes > 1 else preds
         by_id = {p["sample_id"]: p for p in preds}
         verdicts = [row_verdict(r, by_id[r["sample_id"]]["point"]) for r in self.rows]

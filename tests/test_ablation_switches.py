@@ -59,17 +59,47 @@ def _loss(settings):
 
 # ---- loss presets ------------------------------------------------------------------------------------------------
 PRESET_VALUES = {
-    "none": dict(loss_type="grpo", scale_rewards="group", beta=0.04, epsilon=0.2, epsilon_high=0.2,
-                 mask_truncated_completions=False),  # the core's defaults: upstream VLM-R1's effective ones
-    "gta1": dict(loss_type="grpo", scale_rewards="group", beta=0.0, epsilon=0.2, epsilon_high=0.2,
-                 mask_truncated_completions=False),
-    "vlm_r1": dict(loss_type="grpo", scale_rewards="group", beta=0.04, epsilon=0.2, epsilon_high=0.2,
-                   mask_truncated_completions=False),
-    "dapo": dict(loss_type="dapo", scale_rewards="group", beta=0.0, epsilon=0.2, epsilon_high=0.28,
-                 mask_truncated_completions=True),
-    "dr_grpo": dict(loss_type="dr_grpo", scale_rewards="none", beta=0.0, epsilon=0.2, epsilon_high=0.2,
-                    mask_truncated_completions=False),
-}  # fmt: skip
+    "none": dict(
+        loss_type="grpo",
+        scale_rewards="group",
+        beta=0.04,
+        epsilon=0.2,
+        epsilon_high=0.2,
+        mask_truncated_completions=False,
+    ),  # the core's defaults: upstream VLM-R1's effective ones
+    "gta1": dict(
+        loss_type="grpo",
+        scale_rewards="group",
+        beta=0.0,
+        epsilon=0.2,
+        epsilon_high=0.2,
+        mask_truncated_completions=False,
+    ),
+    "vlm_r1": dict(
+        loss_type="grpo",
+        scale_rewards="group",
+        beta=0.04,
+        epsilon=0.2,
+        epsilon_high=0.2,
+        mask_truncated_completions=False,
+    ),
+    "dapo": dict(
+        loss_type="dapo",
+        scale_rewards="group",
+        beta=0.0,
+        epsilon=0.2,
+        epsilon_high=0.28,
+        mask_truncated_completions=True,
+    ),
+    "dr_grpo": dict(
+        loss_type="dr_grpo",
+        scale_rewards="none",
+        beta=0.0,
+        epsilon=0.2,
+        epsilon_high=0.2,
+        mask_truncated_completions=False,
+    ),
+}
 
 
 @pytest.mark.parametrize("preset", list(PRESET_VALUES))
@@ -117,10 +147,30 @@ def test_programmatic_config_uses_the_default_comparison_rule():
 
 
 def test_trl_loss_flags_pass_through():
-    got = _settings(["--loss_type", "bnpo", "--scale_rewards", "batch", "--epsilon", "0.1", "--epsilon_high", "0.3",
-                     "--beta", "0.01", "--mask_truncated_completions", "true"])  # fmt: skip
-    assert _loss(got) == dict(loss_type="bnpo", scale_rewards="batch", beta=0.01, epsilon=0.1, epsilon_high=0.3,
-                              mask_truncated_completions=True)  # fmt: skip
+    got = _settings(
+        [
+            "--loss_type",
+            "bnpo",
+            "--scale_rewards",
+            "batch",
+            "--epsilon",
+            "0.1",
+            "--epsilon_high",
+            "0.3",
+            "--beta",
+            "0.01",
+            "--mask_truncated_completions",
+            "true",
+        ]
+    )
+    assert _loss(got) == dict(
+        loss_type="bnpo",
+        scale_rewards="batch",
+        beta=0.01,
+        epsilon=0.1,
+        epsilon_high=0.3,
+        mask_truncated_completions=True,
+    )
 
 
 def test_help_lists_the_switches(capsys):
@@ -130,9 +180,17 @@ def test_help_lists_the_switches(capsys):
         parse_args(["--help"])
     assert exit_info.value.code == 0
     text = " ".join(capsys.readouterr().out.split())
-    for needle in ("--loss_preset {none,gta1,vlm_r1,dapo,dr_grpo}", "--dynamic_sampling", "--dynamic_sampling_max_tries",
-                   "--loss_type", "--scale_rewards", "--epsilon_high", "--beta", "dynamic_sampling/frac_groups_dropped",
-                   "gta1: loss_type='grpo', scale_rewards='group', beta=0.0, epsilon=0.2, epsilon_high=None"):  # fmt: skip
+    for needle in (
+        "--loss_preset {none,gta1,vlm_r1,dapo,dr_grpo}",
+        "--dynamic_sampling",
+        "--dynamic_sampling_max_tries",
+        "--loss_type",
+        "--scale_rewards",
+        "--epsilon_high",
+        "--beta",
+        "dynamic_sampling/frac_groups_dropped",
+        "gta1: loss_type='grpo', scale_rewards='group', beta=0.0, epsilon=0.2, epsilon_high=None",
+    ):
         assert needle in text, needle
 
 
@@ -158,9 +216,12 @@ def test_refill_plan_fills_only_slots_with_the_same_layout():
     assert plan.assignment == [(0, 0), (1, 1), (0, 2)] and plan.unfilled == 1 and not plan.done
     plan.add_try([False, False, True])  # group 0 fits slot 0; group 1 is surplus
     assert plan.assignment == [(2, 0), (1, 1), (0, 2)] and plan.done
-    assert plan.metrics() == {"dynamic_sampling/frac_groups_dropped": 4 / 9, "dynamic_sampling/tries": 3.0,
-                              "dynamic_sampling/groups_generated": 9.0,
-                              "dynamic_sampling/frac_trained_groups_zero_std": 0.0}  # fmt: skip
+    assert plan.metrics() == {
+        "dynamic_sampling/frac_groups_dropped": 4 / 9,
+        "dynamic_sampling/tries": 3.0,
+        "dynamic_sampling/groups_generated": 9.0,
+        "dynamic_sampling/frac_trained_groups_zero_std": 0.0,
+    }
     assert plan.local_sources(0, 6, 4) == [(2, 0), (2, 1), (2, 2), (2, 3), (1, 4), (1, 5)]
     assert plan.local_sources(1, 6, 4) == [(1, 0), (1, 1), (0, 2), (0, 3), (0, 4), (0, 5)]
     stuck = RefillPlan(group_layout(4, 1, 2), [True, False])
@@ -188,8 +249,9 @@ def test_merge_generation_rows_repads_and_keeps_images_per_row():
             "pixel_values": torch.cat([torch.full((n, 2), float(n)) for n in patches]),
             "num_images": [1] * len(prompts),
         }
-        out["mm_token_type_ids"] = torch.cat([(out["prompt_ids"] == 7).long(),
-                                              torch.zeros_like(out["completion_ids"])], dim=1)  # fmt: skip
+        out["mm_token_type_ids"] = torch.cat(
+            [(out["prompt_ids"] == 7).long(), torch.zeros_like(out["completion_ids"])], dim=1
+        )
         return out
 
     a = output([[1, 7], [1, 7, 2]], [[5], [5, 6]], [2, 3], [0.5, -0.5])
@@ -226,13 +288,30 @@ def _trainer(model_dir, data, out, reward_funcs, **overrides):
     script_args = GRPOScriptArguments(data_file_paths=data, image_folders=SAMPLE, task_type="gui_grounding")
     task = get_task("gui_grounding")
     dataset = task.build_dataset(script_args, processor, vlm_module)
-    config = dict(output_dir=out, report_to="none", bf16=False, max_steps=3, logging_steps=1, save_strategy="no",
-                  seed=0, per_device_train_batch_size=8, num_generations=8, max_completion_length=8,
-                  ban_vision_tokens=True)  # fmt: skip
+    config = dict(
+        output_dir=out,
+        report_to="none",
+        bf16=False,
+        max_steps=3,
+        logging_steps=1,
+        save_strategy="no",
+        seed=0,
+        per_device_train_batch_size=8,
+        num_generations=8,
+        max_completion_length=8,
+        ban_vision_tokens=True,
+    )
     args = VLMGRPOConfig(**{**config, **overrides})
     model = vlm_module.get_model_class(model_dir, {}).from_pretrained(model_dir)
-    return VLMGRPOTrainer(model=model, reward_funcs=resolve_rewards(reward_funcs, task), args=args, vlm_module=vlm_module,
-                          processing_class=processor, freeze_vision=True, train_dataset=dataset)  # fmt: skip
+    return VLMGRPOTrainer(
+        model=model,
+        reward_funcs=resolve_rewards(reward_funcs, task),
+        args=args,
+        vlm_module=vlm_module,
+        processing_class=processor,
+        freeze_vision=True,
+        train_dataset=dataset,
+    )
 
 
 def _spy_advantages(trainer) -> list:
@@ -263,11 +342,18 @@ def _groups(ids, size):
 
 
 def test_kl_one_process_reference_model(tiny_qwen25_dir, train6, tmp_path, plugins_on_path):
-    trainer = _trainer(tiny_qwen25_dir, train6, str(tmp_path / "kl"), ["click", "toy_rewards:completion_length_reward"],
-                       beta=0.04, learning_rate=1e-2)  # fmt: skip
+    trainer = _trainer(
+        tiny_qwen25_dir,
+        train6,
+        str(tmp_path / "kl"),
+        ["click", "toy_rewards:completion_length_reward"],
+        beta=0.04,
+        learning_rate=1e-2,
+    )
     assert trainer.ref_model is not None and trainer.ref_model is not trainer.model
-    assert [[i] for i in trainer.vlm_module.get_image_token_ids(trainer.processing_class)] == \
-        trainer.args.generation_kwargs["bad_words_ids"]  # fmt: skip
+    assert [
+        [i] for i in trainer.vlm_module.get_image_token_ids(trainer.processing_class)
+    ] == trainer.args.generation_kwargs["bad_words_ids"]
     trainer.train()
     logs = _step_logs(trainer.state.log_history)
     kl = [h["kl"] for h in logs]
@@ -288,9 +374,17 @@ def test_dynamic_sampling_trains_only_groups_with_signal(tiny_qwen25_dir, train6
     from ablation_rewards import is_flat_prompt
 
     out = str(tmp_path / "ds")
-    trainer = _trainer(tiny_qwen25_dir, train6, out, ["ablation_rewards:split_signal_reward"],
-                       per_device_train_batch_size=4, gradient_accumulation_steps=2, num_generations=4,
-                       dynamic_sampling=True, dynamic_sampling_max_tries=6)  # fmt: skip
+    trainer = _trainer(
+        tiny_qwen25_dir,
+        train6,
+        out,
+        ["ablation_rewards:split_signal_reward"],
+        per_device_train_batch_size=4,
+        gradient_accumulation_steps=2,
+        num_generations=4,
+        dynamic_sampling=True,
+        dynamic_sampling_max_tries=6,
+    )
     advantages = _spy_advantages(trainer)
     trainer.train()
     logs, records = _step_logs(trainer.state.log_history), _records(out)
@@ -313,9 +407,17 @@ def test_dynamic_sampling_trains_only_groups_with_signal(tiny_qwen25_dir, train6
 
 def test_dynamic_sampling_gives_up_after_max_tries(tiny_qwen25_dir, train6, tmp_path, plugins_on_path, caplog):
     caplog.set_level(logging.WARNING, logger="vlm_r1.trainer")
-    trainer = _trainer(tiny_qwen25_dir, train6, str(tmp_path / "stuck"), ["ablation_rewards:constant_reward"],
-                       max_steps=1, per_device_train_batch_size=8, num_generations=4, dynamic_sampling=True,
-                       dynamic_sampling_max_tries=3)  # fmt: skip
+    trainer = _trainer(
+        tiny_qwen25_dir,
+        train6,
+        str(tmp_path / "stuck"),
+        ["ablation_rewards:constant_reward"],
+        max_steps=1,
+        per_device_train_batch_size=8,
+        num_generations=4,
+        dynamic_sampling=True,
+        dynamic_sampling_max_tries=3,
+    )
     advantages = _spy_advantages(trainer)
     trainer.train()
     (log,) = _step_logs(trainer.state.log_history)
@@ -328,20 +430,66 @@ def test_dynamic_sampling_gives_up_after_max_tries(tiny_qwen25_dir, train6, tmp_
 
 
 def _launch(model_dir, data, out, extra):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([PLUGINS, os.environ.get("PYTHONPATH", "")]),
-               OMP_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false", NPROC_PER_NODE="2")  # fmt: skip
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join([PLUGINS, os.environ.get("PYTHONPATH", "")]),
+        OMP_NUM_THREADS="1",
+        TOKENIZERS_PARALLELISM="false",
+        NPROC_PER_NODE="2",
+    )
     env.setdefault("TORCH_EXTENSIONS_DIR", os.path.join(os.path.expanduser("~"), ".cache", "torch_extensions"))
     args = [
-        "--model_name_or_path", model_dir, "--task_type", "gui_grounding",
-        "--data_file_paths", data, "--image_folders", SAMPLE, "--reward_funcs", "ablation_rewards:split_signal_reward",
-        "--output_dir", out, "--max_steps", "3", "--per_device_train_batch_size", "6", "--num_generations", "4",
-        "--max_completion_length", "8", "--max_pixels", "100352", "--freeze_vision_modules", "true",
-        "--logging_steps", "1", "--report_to", "none", "--save_strategy", "no", "--seed", "0", "--data_seed", "0",
-        "--bf16", "false", "--loss_preset", "vlm_r1", "--beta", "0.04", "--learning_rate", "1e-2",
-        "--dynamic_sampling", "true", "--dynamic_sampling_max_tries", "4", *extra,
-    ]  # fmt: skip
-    proc = subprocess.run(["bash", "run_scripts/train_grpo.sh", *args], cwd=REPO, env=env, capture_output=True,
-                          text=True, timeout=600)  # fmt: skip
+        "--model_name_or_path",
+        model_dir,
+        "--task_type",
+        "gui_grounding",
+        "--data_file_paths",
+        data,
+        "--image_folders",
+        SAMPLE,
+        "--reward_funcs",
+        "ablation_rewards:split_signal_reward",
+        "--output_dir",
+        out,
+        "--max_steps",
+        "3",
+        "--per_device_train_batch_size",
+        "6",
+        "--num_generations",
+        "4",
+        "--max_completion_length",
+        "8",
+        "--max_pixels",
+        "100352",
+        "--freeze_vision_modules",
+        "true",
+        "--logging_steps",
+        "1",
+        "--report_to",
+        "none",
+        "--save_strategy",
+        "no",
+        "--seed",
+        "0",
+        "--data_seed",
+        "0",
+        "--bf16",
+        "false",
+        "--loss_preset",
+        "vlm_r1",
+        "--beta",
+        "0.04",
+        "--learning_rate",
+        "1e-2",
+        "--dynamic_sampling",
+        "true",
+        "--dynamic_sampling_max_tries",
+        "4",
+        *extra,
+    ]
+    proc = subprocess.run(
+        ["bash", "run_scripts/train_grpo.sh", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=600
+    )
     assert proc.returncode == 0, f"training failed ({' '.join(extra) or 'DDP'}):\n{proc.stderr[-6000:]}"
     with open(os.path.join(out, "trainer_state.json")) as f:
         logs = _step_logs(json.load(f)["log_history"])
@@ -360,18 +508,37 @@ def test_zero3_kl_and_dynamic_sampling_match_ddp(tiny_qwen25_dir, train6, tmp_pa
     z3, info = _launch(tiny_qwen25_dir, train6, z3_out, ["--deepspeed", os.path.join(CONFIGS, "zero3.json")])
     ddp, _ = _launch(tiny_qwen25_dir, train6, ddp_out, [])
     assert info["world_size"] == 2 and info["distributed_type"].endswith("DEEPSPEED") and info["has_ref_model"]
-    assert {k: info[k] for k in ("loss_preset", "loss_type", "scale_rewards", "beta", "epsilon", "epsilon_high",
-                                 "mask_truncated_completions", "dynamic_sampling")} == dict(
-        loss_preset="vlm_r1", loss_type="grpo", scale_rewards="group", beta=0.04, epsilon=0.2, epsilon_high=0.2,
-        mask_truncated_completions=False, dynamic_sampling={"enabled": True, "max_tries": 4})  # fmt: skip
+    assert {
+        k: info[k]
+        for k in (
+            "loss_preset",
+            "loss_type",
+            "scale_rewards",
+            "beta",
+            "epsilon",
+            "epsilon_high",
+            "mask_truncated_completions",
+            "dynamic_sampling",
+        )
+    } == dict(
+        loss_preset="vlm_r1",
+        loss_type="grpo",
+        scale_rewards="group",
+        beta=0.04,
+        epsilon=0.2,
+        epsilon_high=0.2,
+        mask_truncated_completions=False,
+        dynamic_sampling={"enabled": True, "max_tries": 4},
+    )
     assert [h["step"] for h in z3] == [h["step"] for h in ddp] == [1, 2, 3]
     kl = [h["kl"] for h in z3]
     assert all(math.isfinite(v) for v in kl) and abs(kl[0]) < 1e-6 and kl[2] > 1e-4, kl
     for ours, ref in zip(z3, ddp, strict=True):
         for key in ("kl", "loss", "grad_norm"):
             assert ours[key] == pytest.approx(ref[key], rel=1e-4, abs=1e-7), (ours["step"], key)
-        assert {k: v for k, v in ours.items() if k.startswith("dynamic_sampling/")} == \
-            {k: v for k, v in ref.items() if k.startswith("dynamic_sampling/")}  # fmt: skip
+        assert {k: v for k, v in ours.items() if k.startswith("dynamic_sampling/")} == {
+            k: v for k, v in ref.items() if k.startswith("dynamic_sampling/")
+        }
     # the batches each rank trained on: whole groups across the two ranks; no flat group where the refill succeeded
     ranks = [_records(z3_out, r) for r in (0, 1)]
     assert ranks == [_records(ddp_out, r) for r in (0, 1)]
@@ -379,6 +546,9 @@ def test_zero3_kl_and_dynamic_sampling_match_ddp(tiny_qwen25_dir, train6, tmp_pa
         trained = _groups(rec0["sample_ids"] + rec1["sample_ids"], 4)
         flat = sum(1 for g in trained if int(g.rsplit(":", 1)[1]) % 2 == 0)
         assert log["dynamic_sampling/frac_trained_groups_zero_std"] == flat / len(trained)
-        for t0, t1 in zip(rec0["dynamic_sampling"]["generated_sample_ids"],
-                          rec1["dynamic_sampling"]["generated_sample_ids"], strict=True):  # fmt: skip
+        for t0, t1 in zip(
+            rec0["dynamic_sampling"]["generated_sample_ids"],
+            rec1["dynamic_sampling"]["generated_sample_ids"],
+            strict=True,
+        ):
             _groups(t0 + t1, 4)

@@ -54,7 +54,8 @@ def test_round_trip_every_adapter(name):
     # the row's prompt and the request's prompt are the same text (plain strings vs content blocks)
     assert [m["role"] for m in row["prompt"]] == [m["role"] for m in request.messages]
     assert "".join(m["content"] for m in row["prompt"]) == "".join(
-        p.get("text", "") for m in request.messages for p in m["content"])  # fmt: skip
+        p.get("text", "") for m in request.messages for p in m["content"]
+    )
 
 
 def test_frames_exact():
@@ -77,18 +78,32 @@ def test_frames_exact():
 def test_prompts_and_parsers_exact():
     qwen3 = get_adapter("qwen3-vl")
     row, frame = _row(qwen3)
-    assert row["prompt"] == [{"role": "user", "content": 'Locate the UI element that matches the instruction "Open the '
-                              'menu" in this screenshot. Output the point coordinates in JSON format like '
-                              '{"point_2d": [x, y], "label": "element"}.'}]  # fmt: skip
-    assert json.loads(qwen3.sft_target([78.125, 69.4, 234.375, 208.3], "x")) == {"point_2d": [156, 139],
-                                                                                 "label": "element"}  # fmt: skip
+    assert row["prompt"] == [
+        {
+            "role": "user",
+            "content": 'Locate the UI element that matches the instruction "Open the '
+            'menu" in this screenshot. Output the point coordinates in JSON format like '
+            '{"point_2d": [x, y], "label": "element"}.',
+        }
+    ]
+    assert json.loads(qwen3.sft_target([78.125, 69.4, 234.375, 208.3], "x")) == {
+        "point_2d": [156, 139],
+        "label": "element",
+    }
     assert qwen3.parse_answer('```json\n[{"point_2d": [500, 250], "label": "menu"}]\n```') == (500.0, 250.0)
     assert qwen3.point_to_original((500, 250), frame) == (640.0, 180.0)
     internvl = get_adapter("internvl")
-    assert internvl.messages("Open the menu", frame, image_block=False) == [{"role": "user", "content": (
-        "Please provide the bounding box coordinate of the region this sentence describes: <ref>Open the menu</ref>")}]  # fmt: skip
+    assert internvl.messages("Open the menu", frame, image_block=False) == [
+        {
+            "role": "user",
+            "content": (
+                "Please provide the bounding box coordinate of the region this sentence describes: <ref>Open the menu</ref>"
+            ),
+        }
+    ]
     assert internvl.sft_target([78.125, 69.4, 234.375, 208.3], "Open the menu") == (
-        "<ref>Open the menu</ref><box>[[78, 69, 234, 208]]</box>")  # fmt: skip
+        "<ref>Open the menu</ref><box>[[78, 69, 234, 208]]</box>"
+    )
     assert internvl.parse_answer("<ref>menu</ref><box>[[100, 200, 300, 400]]</box>") == (200.0, 300.0)
     assert internvl.parse_answer("[[300, 200, 100, 400]]") is None  # inverted: no training answer
     assert internvl.parse_answer("[[300, 200, 100, 400]]", strict=False) == (200.0, 300.0)
@@ -96,7 +111,8 @@ def test_prompts_and_parsers_exact():
     assert gta1.sft_target([45.9, 23.3, 137.8, 70.0], "x") == "(92,47)"
     assert get_adapter("gta1-box").sft_target([45.9, 23.3, 137.8, 70.0], "x") == "[46,23,138,70]"
     assert get_adapter("gta1-thinking").sft_target([45.9, 23.3, 137.8, 70.0], "Open") == (
-        "<think>The element to click: Open.</think><answer>(92,47)</answer>")  # fmt: skip
+        "<think>The element to click: Open.</think><answer>(92,47)</answer>"
+    )
 
 
 def test_rewards_read_the_answer_frame_and_the_row_parser():
@@ -105,8 +121,9 @@ def test_rewards_read_the_answer_frame_and_the_row_parser():
     answers = ['{"point_2d": [150, 100]}', '{"point_2d": [500, 900]}', "(150,100)"]
     assert click_reward(answers, **cols) == [1.0, 0.0, 1.0]  # JSON point, miss, plain point also read
     # distance on the 0-1000 grid: centre of the target (156.25, 138.89) -> 1.0
-    assert distance_reward(['{"point_2d": [156.25, 138.8888888888889]}'], **{k: [v] for k, v in row.items()
-                                                                             if k != "prompt"}) == [1.0]  # fmt: skip
+    assert distance_reward(
+        ['{"point_2d": [156.25, 138.8888888888889]}'], **{k: [v] for k, v in row.items() if k != "prompt"}
+    ) == [1.0]
     # an older row (no adapter columns) is read as before: resized pixels, GTA1's parser
     old = {"target_boxes_resized": [[[10, 10, 20, 20]]], "prompt_mode": ["non_thinking"]}
     assert click_reward(["(15,15)"], **old) == [1.0]
@@ -114,8 +131,13 @@ def test_rewards_read_the_answer_frame_and_the_row_parser():
 
 
 def test_choice_follows_model_type_prompt_mode_and_override():
-    assert DEFAULT_ADAPTER_FOR_MODEL_TYPE == {"qwen2_5_vl": "gta1", "qwen2_vl": "qwen2-vl", "qwen3_vl": "qwen3-vl",
-                                             "qwen3_vl_moe": "qwen3-vl", "internvl": "internvl"}  # fmt: skip
+    assert DEFAULT_ADAPTER_FOR_MODEL_TYPE == {
+        "qwen2_5_vl": "gta1",
+        "qwen2_vl": "qwen2-vl",
+        "qwen3_vl": "qwen3-vl",
+        "qwen3_vl_moe": "qwen3-vl",
+        "internvl": "internvl",
+    }
     assert isinstance(default_adapter_for("qwen2_5_vl"), GTA1Adapter)
     assert training_adapter("qwen2_5_vl", "thinking").name == "gta1-thinking"
     assert training_adapter("qwen2_5_vl", "box").name == "gta1-box"
@@ -142,9 +164,19 @@ def test_task_builds_rows_with_the_model_types_adapter(tmp_path, make_image):
 
     image = make_image(1280, 720, "shot.png", folder=tmp_path)
     data = tmp_path / "train.jsonl"
-    data.write_text(json.dumps({"sample_id": "a", "instruction": "Open the menu", "image_path": "shot.png",
-                                "target_bbox": {"x_min": 100, "y_min": 50, "x_max": 300, "y_max": 150},
-                                "image_width": 1280, "image_height": 720}) + "\n")  # fmt: skip
+    data.write_text(
+        json.dumps(
+            {
+                "sample_id": "a",
+                "instruction": "Open the menu",
+                "image_path": "shot.png",
+                "target_bbox": {"x_min": 100, "y_min": 50, "x_max": 300, "y_max": 150},
+                "image_width": 1280,
+                "image_height": 720,
+            }
+        )
+        + "\n"
+    )
     assert image.endswith("shot.png")
 
     class Module:

@@ -45,8 +45,9 @@ def _sample(instruction="Click the search box", width=1280, height=720, sample_i
 
 def _request(name, width=1280, height=720, budget=BUDGET) -> tuple:
     adapter = get_adapter(name)
-    return adapter, adapter.build_request(_sample(width=width, height=height), Image.new("RGB", (width, height)),
-                                          budget=budget)  # fmt: skip
+    return adapter, adapter.build_request(
+        _sample(width=width, height=height), Image.new("RGB", (width, height)), budget=budget
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -80,12 +81,29 @@ def test_gta1_thinking_parses_only_the_answer_block():
 def test_ui_tars_prompt_frame_and_answer_syntaxes():
     adapter, req = _request("ui-tars-1.5")
     assert req.image.size == (588, 336)
-    assert req.messages == [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": (
-        "Output only the coordinate of one point in your response. What element matches the following task: "
-        "Click the search box")}]}]  # fmt: skip
-    for answer in ("(294,168)", "<|box_start|>(294,168)<|box_end|>", "click(start_box='(294,168)')",
-                   "click(start_box='<|box_start|>(294,168)<|box_end|>')", "<point>294 168</point>",
-                   "click(start_box='<|box_start|>(147,84),(441,252)<|box_end|>')"):  # fmt: skip
+    assert req.messages == [
+        {
+            "role": "user",
+            "content": [
+                {"type": "image"},
+                {
+                    "type": "text",
+                    "text": (
+                        "Output only the coordinate of one point in your response. What element matches the following task: "
+                        "Click the search box"
+                    ),
+                },
+            ],
+        }
+    ]
+    for answer in (
+        "(294,168)",
+        "<|box_start|>(294,168)<|box_end|>",
+        "click(start_box='(294,168)')",
+        "click(start_box='<|box_start|>(294,168)<|box_end|>')",
+        "<point>294 168</point>",
+        "click(start_box='<|box_start|>(147,84),(441,252)<|box_end|>')",
+    ):
         assert adapter.parse(answer, req) == (640.0, 360.0), answer
     assert adapter.parse("finished()", req) is None
     # no budget given: UI-TARS's published bounds (min 100*28*28 upscales a small image, unlike GTA1's 3136)
@@ -97,8 +115,9 @@ def test_qwen2_vl_relative_points_and_boxes():
     adapter, req = _request("qwen2-vl")
     assert req.image.size == (588, 336)  # the run's budget resizes every family; 0-1000 answers do not depend on it
     assert req.messages[0]["content"][1]["text"] == (
-        'In this UI screenshot, what is the position of the element corresponding to the command '
-        '"Click the search box" (with point)?')  # fmt: skip
+        "In this UI screenshot, what is the position of the element corresponding to the command "
+        '"Click the search box" (with point)?'
+    )
     assert adapter.parse("(500,500)", req) == (640.0, 360.0)
     assert adapter.parse("(250, 500)", req) == (320.0, 360.0)
     assert adapter.parse("<|box_start|>(250,250),(750,750)<|box_end|>", req) == (640.0, 360.0)  # box -> centre
@@ -111,7 +130,8 @@ def test_qwen3_vl_json_points():
     assert req.image.size == (588, 336)
     assert req.messages[0]["content"][1]["text"] == (
         'Locate the UI element that matches the instruction "Click the search box" in this screenshot. '
-        'Output the point coordinates in JSON format like {"point_2d": [x, y], "label": "element"}.')  # fmt: skip
+        'Output the point coordinates in JSON format like {"point_2d": [x, y], "label": "element"}.'
+    )
     assert adapter.parse('```json\n[{"point_2d": [500, 500], "label": "search box"}]\n```', req) == (640.0, 360.0)
     assert adapter.parse('{"point_2d": [125, 250]}', req) == (160.0, 180.0)
     assert adapter.parse('{"bbox_2d": [250, 250, 750, 750], "label": "x"}', req) == (640.0, 360.0)
@@ -136,16 +156,20 @@ def test_registry_and_defaults():
     assert BACKENDS == ("hf", "openai", "vllm")
     with pytest.raises(ValueError, match=r"unknown adapter 'nope'; registered adapters: gta1, gta1-thinking"):
         get_adapter("nope")
-    assert [default_adapter_for(t).name for t in ("qwen2_5_vl", "qwen2_vl", "qwen3_vl", "qwen3_vl_moe", "internvl")] == [
-        "gta1", "qwen2-vl", "qwen3-vl", "qwen3-vl", "internvl"]  # fmt: skip
+    assert [
+        default_adapter_for(t).name for t in ("qwen2_5_vl", "qwen2_vl", "qwen3_vl", "qwen3_vl_moe", "internvl")
+    ] == ["gta1", "qwen2-vl", "qwen3-vl", "qwen3-vl", "internvl"]
     with pytest.raises(ValueError, match=r"llava.*qwen2_5_vl -> gta1"):
         default_adapter_for("llava")
     with pytest.raises(ValueError, match=r"unknown backend 'tgi'; registered: hf, openai, vllm"):
         predict("tgi", "m", [], "x.jsonl", adapter="gta1")
     # each family's published inference budget (the last layer of gui_grounding.eval.budget.resolve_eval_budget)
     budgets = {n: tuple(get_adapter(n).default_budget.values().values()) for n in ("ui-tars-1.5", "gta1", "qwen2-vl")}
-    assert budgets == {"ui-tars-1.5": (28, UI_TARS_MIN_PIXELS, UI_TARS_MAX_PIXELS, None),
-                       "gta1": (28, 3136, GTA1_MAX_PIXELS, None), "qwen2-vl": (28, 3136, 12_845_056, None)}  # fmt: skip
+    assert budgets == {
+        "ui-tars-1.5": (28, UI_TARS_MIN_PIXELS, UI_TARS_MAX_PIXELS, None),
+        "gta1": (28, 3136, GTA1_MAX_PIXELS, None),
+        "qwen2-vl": (28, 3136, 12_845_056, None),
+    }
     assert (UI_TARS_MIN_PIXELS, UI_TARS_MAX_PIXELS, GTA1_MAX_PIXELS) == (78_400, 12_845_056, 8_847_360)
     msgs = [
         {"role": "system", "content": "S"},
@@ -157,8 +181,14 @@ def test_registry_and_defaults():
 def test_prepare_resume_drops_half_written_and_failed_lines(tmp_path):
     path = tmp_path / "p.jsonl"
     good = {"sample_id": "a", "point": [1.0, 2.0], "raw_response": "(1,2)", "prompt": "p", "adapter": "gta1"}
-    failed = {"sample_id": "b", "point": None, "raw_response": "ERROR: x", "prompt": "p", "adapter": "gta1",
-              "error": "x"}  # fmt: skip
+    failed = {
+        "sample_id": "b",
+        "point": None,
+        "raw_response": "ERROR: x",
+        "prompt": "p",
+        "adapter": "gta1",
+        "error": "x",
+    }
     path.write_text(json.dumps(good) + "\n" + json.dumps(failed) + "\n" + '{"sample_id": "c", "po')
     assert prepare_resume(str(path)) == {"a"}
     assert path.read_text() == json.dumps(good) + "\n"
@@ -283,8 +313,9 @@ class _Handler(BaseHTTPRequestHandler):
         k = int(re.search(r"target (\d+)", text).group(1))
         message = {"role": "assistant", "content": f"({125 * k},{125 * k})"}
         choice = {"index": 0, "finish_reason": "stop", "message": message}
-        self._reply(200, {"id": "c", "object": "chat.completion", "created": 0, "model": body["model"],
-                          "choices": [choice]})  # fmt: skip
+        self._reply(
+            200, {"id": "c", "object": "chat.completion", "created": 0, "model": body["model"], "choices": [choice]}
+        )
 
 
 @pytest.fixture
@@ -306,19 +337,32 @@ def fake_server():
 def test_openai_backend_retries_concurrency_order_and_failures(fake_server, tmp_path, caplog):
     srv = fake_server(fail_first=2)
     base = _five_screenshots()
-    samples = [Sample(f"s{k}", f"Click target {k}", base[0 if k < 4 else 3].image_path, [(0.0, 0.0, 1.0, 1.0)],
-                      *((1280, 720) if k < 4 else (1024, 768))) for k in range(1, 7)]  # fmt: skip
+    samples = [
+        Sample(
+            f"s{k}",
+            f"Click target {k}",
+            base[0 if k < 4 else 3].image_path,
+            [(0.0, 0.0, 1.0, 1.0)],
+            *((1280, 720) if k < 4 else (1024, 768)),
+        )
+        for k in range(1, 7)
+    ]
     samples.append(Sample("bad", "FAIL target 9", base[0].image_path, [(0.0, 0.0, 1.0, 1.0)], 1280, 720))
     out = tmp_path / "api.jsonl"
     url = f"http://127.0.0.1:{srv.server_address[1]}/v1"
-    kwargs = dict(adapter="qwen2-vl", base_url=url, concurrency=4, max_retries=3, retry_backoff=0.01,
-                  max_new_tokens=16)  # fmt: skip
+    kwargs = dict(adapter="qwen2-vl", base_url=url, concurrency=4, max_retries=3, retry_backoff=0.01, max_new_tokens=16)
     with caplog.at_level(logging.INFO, logger="gui_grounding.eval.backends.openai_api"):
         predict("openai", "served-model", samples, str(out), **kwargs)
     lines = [json.loads(x) for x in out.read_text().splitlines()]
     assert [r["sample_id"] for r in lines] == [s.sample_id for s in samples]  # sample order despite concurrency
-    assert [r["point"] for r in lines[:6]] == [[160.0, 90.0], [320.0, 180.0], [480.0, 270.0],  # 1280x720, k/8
-                                               [512.0, 384.0], [640.0, 480.0], [768.0, 576.0]]  # 1024x768  # fmt: skip
+    assert [r["point"] for r in lines[:6]] == [
+        [160.0, 90.0],
+        [320.0, 180.0],
+        [480.0, 270.0],  # 1280x720, k/8
+        [512.0, 384.0],
+        [640.0, 480.0],
+        [768.0, 576.0],
+    ]  # 1024x768
     assert lines[0]["raw_response"] == "(125,125)" and lines[0]["adapter"] == "qwen2-vl"
     assert lines[-1]["point"] is None and lines[-1]["raw_response"].startswith("ERROR: InternalServerError")
     assert "500" in lines[-1]["error"] and "server exploded" in lines[-1]["error"]
@@ -333,8 +377,10 @@ def test_openai_backend_retries_concurrency_order_and_failures(fake_server, tmp_
     assert url.startswith("data:image/png;base64,")
     with Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1]))) as im:
         assert (im.format, im.size) == ("PNG", (1288, 728))  # qwen2-vl: its published budget, 3136..12845056
-    assert user["content"][1]["text"] == ('In this UI screenshot, what is the position of the element corresponding '
-                                          'to the command "FAIL target 9" (with point)?')  # fmt: skip
+    assert user["content"][1]["text"] == (
+        "In this UI screenshot, what is the position of the element corresponding "
+        'to the command "FAIL target 9" (with point)?'
+    )
 
     # resume: only the failed request is tried again (and fails again), one line per sample stays
     calls = srv.calls
@@ -346,11 +392,21 @@ def test_openai_backend_retries_concurrency_order_and_failures(fake_server, tmp_
 def test_openai_backend_sends_the_gta1_frame(fake_server, tmp_path):
     srv = fake_server()
     path = _five_screenshots()[0].image_path
-    samples = [Sample("a", "Click target 4", path, [(0.0, 0.0, 1.0, 1.0)], 1280, 720),
-               Sample("b", "Click target 2", path, [(0.0, 0.0, 1.0, 1.0)], 1280, 720)]  # fmt: skip
+    samples = [
+        Sample("a", "Click target 4", path, [(0.0, 0.0, 1.0, 1.0)], 1280, 720),
+        Sample("b", "Click target 2", path, [(0.0, 0.0, 1.0, 1.0)], 1280, 720),
+    ]
     out = tmp_path / "gta1.jsonl"
-    predict("openai", "m", samples, str(out), adapter="gta1", base_url=f"http://127.0.0.1:{srv.server_address[1]}/v1",
-            concurrency=2, budget=BUDGET)  # fmt: skip
+    predict(
+        "openai",
+        "m",
+        samples,
+        str(out),
+        adapter="gta1",
+        base_url=f"http://127.0.0.1:{srv.server_address[1]}/v1",
+        concurrency=2,
+        budget=BUDGET,
+    )
     body = srv.bodies[0]
     assert body["messages"][0] == {"role": "system", "content": GTA1_PROMPT_588x336}
     url = body["messages"][1]["content"][0]["image_url"]["url"]
@@ -358,7 +414,9 @@ def test_openai_backend_sends_the_gta1_frame(fake_server, tmp_path):
         assert im.size == (588, 336)
     # "(500,500)" and "(250,250)" in the 588x336 frame, mapped back per axis (x * 1280/588, y * 720/336)
     assert [json.loads(x)["point"] for x in out.read_text().splitlines()] == [
-        [1088.43537414966, 1071.4285714285713], [544.21768707483, 535.7142857142857]]  # fmt: skip
+        [1088.43537414966, 1071.4285714285713],
+        [544.21768707483, 535.7142857142857],
+    ]
 
 
 def test_openai_backend_needs_an_adapter():

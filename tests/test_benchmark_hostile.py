@@ -120,14 +120,16 @@ def test_only_what_the_harness_cannot_score_is_an_error(ssv2_copy):
     web = ssv2_copy / "screenspot_web_v2.json"
     records = json.loads(web.read_text(encoding="utf-8"))
     good = records[0]
-    records += [{**good, "img_filename": "nope.png"},  # [3] missing image
-                {**good, "bbox": [1, 2, 10 ** 400, 4]},  # [4] a 400-digit number is no box
-                {**good, "bbox": [1, 2, float("nan"), 4]},  # [5] NaN
-                {**good, "bbox": [1, 2, True, 4]},  # [6] boolean
-                {**good, "instruction": ""},  # [7] empty instruction: scored, warned
-                7,  # [8] not an object
-                {**good, "img_filename": "../../etc/passwd"},  # [9] climbs out of the image folder
-                {**good, "instruction": "Click \ud800"}]  # [10] lone surrogate: no model can read it  # fmt: skip
+    records += [
+        {**good, "img_filename": "nope.png"},  # [3] missing image
+        {**good, "bbox": [1, 2, 10**400, 4]},  # [4] a 400-digit number is no box
+        {**good, "bbox": [1, 2, float("nan"), 4]},  # [5] NaN
+        {**good, "bbox": [1, 2, True, 4]},  # [6] boolean
+        {**good, "instruction": ""},  # [7] empty instruction: scored, warned
+        7,  # [8] not an object
+        {**good, "img_filename": "../../etc/passwd"},  # [9] climbs out of the image folder
+        {**good, "instruction": "Click \ud800"},
+    ]  # [10] lone surrogate: no model can read it
     web.write_text(json.dumps(records), encoding="utf-8")
     # a BOM on an annotation file is accepted; an element nested too deeply or over the parser's digit limit is one
     # error, and the elements after it are still scored
@@ -142,10 +144,16 @@ def test_only_what_the_harness_cannot_score_is_an_error(ssv2_copy):
     assert report.num_samples == len(samples) == 4 + 3 + 4
     assert [s.sample_id for s in samples][:4] == [f"screenspot_mobile_v2:{i}" for i in (0, 2, 4, 5)]
     assert [(r, why) for r, why, _ in report.rejects] == [
-        (f"{mobile}:[1]", "unparseable_record"), (f"{mobile}:[3]", "unparseable_record"),
-        (f"{web}:[3]", "missing_image"), (f"{web}:[4]", "bad_box"),
-        (f"{web}:[5]", "bad_box"), (f"{web}:[6]", "bad_box"), (f"{web}:[8]", "unparseable_record"),
-        (f"{web}:[9]", "path_outside_root"), (f"{web}:[10]", "bad_text")]  # fmt: skip
+        (f"{mobile}:[1]", "unparseable_record"),
+        (f"{mobile}:[3]", "unparseable_record"),
+        (f"{web}:[3]", "missing_image"),
+        (f"{web}:[4]", "bad_box"),
+        (f"{web}:[5]", "bad_box"),
+        (f"{web}:[6]", "bad_box"),
+        (f"{web}:[8]", "unparseable_record"),
+        (f"{web}:[9]", "path_outside_root"),
+        (f"{web}:[10]", "bad_text"),
+    ]
     assert "nested too deeply" in report.rejects[0][2] and "digit" in report.rejects[1][2]
     assert "more characters" in report.rejects[3][2]  # the 400 digits are cut in the message
     assert report.notes == {"empty_instruction": 1}
@@ -171,24 +179,36 @@ def test_exif_rotated_image_stays_in_the_denominator(ssv2_copy, tmp_path):
     assert (report.num_samples, report.rejects) == (11, [])
     assert set(report.notes) <= {"box_outside_image", "box_partly_outside_image"}  # depends on EXIF-aware sizes
     points = {s.sample_id: centre(s) for s in samples}
-    m, results, _ = rescore(bench, samples, write_lines(tmp_path / "p.jsonl", [{"sample_id": k, "point": p}
-                                                                                 for k, p in points.items()]))  # fmt: skip
+    m, results, _ = rescore(
+        bench, samples, write_lines(tmp_path / "p.jsonl", [{"sample_id": k, "point": p} for k, p in points.items()])
+    )
     assert results["screenspot_web_v2:3"]["correctness"] == CORRECT
     assert m["by_platform"]["web"] == c(4, 4)
     # canonical data: same rule (never clipped, never dropped)
     (tmp_path / "canon").mkdir()
     _exif_rotated_jpeg(tmp_path / "canon" / "r.jpg")
-    rec = {"sample_id": "r0", "instruction": "Click it", "image_path": "r.jpg",
-           "target_bbox": {"x_min": 20, "y_min": 150, "x_max": 60, "y_max": 190}}  # fmt: skip
-    write_lines(tmp_path / "canon" / "test.jsonl", [rec, {**rec, "sample_id": "r1", "target_bbox": {
-        "x_min": 90, "y_min": 95, "x_max": 130, "y_max": 120}}])  # fmt: skip
+    rec = {
+        "sample_id": "r0",
+        "instruction": "Click it",
+        "image_path": "r.jpg",
+        "target_bbox": {"x_min": 20, "y_min": 150, "x_max": 60, "y_max": 190},
+    }
+    write_lines(
+        tmp_path / "canon" / "test.jsonl",
+        [rec, {**rec, "sample_id": "r1", "target_bbox": {"x_min": 90, "y_min": 95, "x_max": 130, "y_max": 120}}],
+    )
     canon = get_benchmark("canonical")
     got, rep = canon.load(str(tmp_path / "canon"))
     assert [s.sample_id for s in got] == ["r0", "r1"] and rep.rejects == []
     assert got[0].boxes == [(20.0, 150.0, 60.0, 190.0)] and got[1].boxes == [(90.0, 95.0, 130.0, 120.0)]
     assert rep.notes.get("box_partly_outside_image", 0) + rep.notes.get("box_outside_image", 0) >= 1
-    m, _, _ = rescore(canon, got, write_lines(tmp_path / "c.jsonl", [{"sample_id": "r0", "point": [40, 170]},
-                                                                      {"sample_id": "r1", "point": [125, 118]}]))  # fmt: skip
+    m, _, _ = rescore(
+        canon,
+        got,
+        write_lines(
+            tmp_path / "c.jsonl", [{"sample_id": "r0", "point": [40, 170]}, {"sample_id": "r1", "point": [125, 118]}]
+        ),
+    )
     assert m["overall"] == c(2, 2)
 
 
@@ -208,8 +228,9 @@ def test_duplicate_id_in_canonical_file_is_an_error_naming_it(tmp_path):
     with pytest.raises(DuplicateIdError, match=f"1 duplicate sample id.*'{sid}' at {path}:1 and {path}:4"):
         get_benchmark("canonical").load(path)
     with pytest.raises(SystemExit) as err:
-        cli_main(["eval", "--benchmark", "canonical", "--data", path, "--predictions", path, "--out",
-                  str(tmp_path / "out")])  # fmt: skip
+        cli_main(
+            ["eval", "--benchmark", "canonical", "--data", path, "--predictions", path, "--out", str(tmp_path / "out")]
+        )
     message = str(err.value.code)
     assert message.startswith("gui-grounding eval: error: ") and sid in message and "\n" not in message
 
@@ -237,13 +258,37 @@ def test_duplicate_predictions_error_first_last(tmp_path):
     doc = run_eval("screenspot-v2", SSV2, str(tmp_path / "l"), predictions=path, on_duplicate="last")
     assert doc["micro_avg"]["num_correct"] == 9 and doc["predictions"]["on_duplicate"] == "last"
     assert doc["predictions"]["duplicates"] == 1
-    cli_main(["eval", "--benchmark", "screenspot-v2", "--data", SSV2, "--predictions", path, "--out",
-              str(tmp_path / "f"), "--on-duplicate", "first"])  # fmt: skip
+    cli_main(
+        [
+            "eval",
+            "--benchmark",
+            "screenspot-v2",
+            "--data",
+            SSV2,
+            "--predictions",
+            path,
+            "--out",
+            str(tmp_path / "f"),
+            "--on-duplicate",
+            "first",
+        ]
+    )
     saved = strict_json(tmp_path / "f" / "metrics.json")
     assert saved["micro_avg"]["num_correct"] == 10 and saved["meta"]["on_duplicate"] == "first"
     with pytest.raises(SystemExit) as err:
-        cli_main(["eval", "--benchmark", "screenspot-v2", "--data", SSV2, "--predictions", path, "--out",
-                  str(tmp_path / "g")])  # fmt: skip
+        cli_main(
+            [
+                "eval",
+                "--benchmark",
+                "screenspot-v2",
+                "--data",
+                SSV2,
+                "--predictions",
+                path,
+                "--out",
+                str(tmp_path / "g"),
+            ]
+        )
     assert "duplicate prediction" in str(err.value.code) and "\n" not in str(err.value.code)
 
 
@@ -252,11 +297,25 @@ def test_harness_log_repeated_keys_are_exempt(tmp_path):
     samples, _ = bench.load(SSPRO)
     details = []
     for s in samples + samples[:1]:  # the first sample twice, with its id (the serial script's log)
-        details.append({"id": s.sample_id, "img_path": s.image_path, "group": s.extra["group"],
-                        "platform": s.platform, "application": s.extra["application"], "lang": "en",
-                        "instruction_style": "instruction", "prompt_to_evaluate": s.instruction,
-                        "gt_type": "positive", "ui_type": s.ui_type, "task_filename": s.extra["task_filename"],
-                        "pred": centre(s), "raw_response": "", "bbox": list(s.boxes[0]), "correctness": "correct"})  # fmt: skip
+        details.append(
+            {
+                "id": s.sample_id,
+                "img_path": s.image_path,
+                "group": s.extra["group"],
+                "platform": s.platform,
+                "application": s.extra["application"],
+                "lang": "en",
+                "instruction_style": "instruction",
+                "prompt_to_evaluate": s.instruction,
+                "gt_type": "positive",
+                "ui_type": s.ui_type,
+                "task_filename": s.extra["task_filename"],
+                "pred": centre(s),
+                "raw_response": "",
+                "bbox": list(s.boxes[0]),
+                "correctness": "correct",
+            }
+        )
     details[-1]["pred"] = [-1, -1]
     path = tmp_path / "log.json"
     path.write_text(json.dumps({"metrics": {}, "details": details}), encoding="utf-8")
@@ -293,9 +352,17 @@ def test_malformed_lines_are_wrong_format_and_counted(tmp_path):
     assert [r for r, _ in rep.malformed] == [f"{path}:{n}" for n in range(2, 11)]
     assert rep.malformed_samples == ids[1:9]
     assert [results[i]["correctness"] for i in ids] == [CORRECT] + [WRONG_FORMAT] * 8 + [CORRECT]
-    assert rep.counts() == {"records": 11, "predictions": 10, "malformed": 9, "malformed_samples": 8,
-                            "unknown_ids": 0, "duplicates": 0, "not_mapped": 0, "missing": 0,
-                            "harness_disagreements": 0}  # fmt: skip
+    assert rep.counts() == {
+        "records": 11,
+        "predictions": 10,
+        "malformed": 9,
+        "malformed_samples": 8,
+        "unknown_ids": 0,
+        "duplicates": 0,
+        "not_mapped": 0,
+        "missing": 0,
+        "harness_disagreements": 0,
+    }
     assert m["by_platform"] == {"mobile": c(1, 4, 3), "desktop": c(0, 3, 3), "web": c(1, 3, 2)}
     assert m["micro_avg"]["num_total"] == 10 and m["micro_avg"]["wrong_format"] == 8
     # end to end: no crash, strict metrics.json, the reports are written
@@ -312,8 +379,7 @@ def test_malformed_answer_on_a_refusal_item_is_not_an_abstention(tmp_path):
     samples, _ = bench.load(OSWG)
     by_id = {s.sample_id: s for s in samples}
     assert by_id["mini_3"].refusal and by_id["mini_7"].refusal
-    path = write_lines(tmp_path / "p.jsonl", [raw_line("mini_3", "[NaN, 1]"),
-                                              {"sample_id": "mini_7", "point": None}])  # fmt: skip
+    path = write_lines(tmp_path / "p.jsonl", [raw_line("mini_3", "[NaN, 1]"), {"sample_id": "mini_7", "point": None}])
     m, results, _ = rescore(bench, samples, path)
     # a null point is no answer, not the refusal answer (the official rule: only a refusal answer, parsed to negative
     # coordinates, abstains; gui_grounding.eval.judge)
@@ -353,8 +419,19 @@ def test_json_list_predictions(tmp_path):
         load_predictions(str(hopeless), samples)
     assert "\n" not in str(err.value)
     with pytest.raises(SystemExit) as exit_err:
-        cli_main(["eval", "--benchmark", "screenspot-v2", "--data", SSV2, "--predictions", str(hopeless), "--out",
-                  str(tmp_path / "o")])  # fmt: skip
+        cli_main(
+            [
+                "eval",
+                "--benchmark",
+                "screenspot-v2",
+                "--data",
+                SSV2,
+                "--predictions",
+                str(hopeless),
+                "--out",
+                str(tmp_path / "o"),
+            ]
+        )
     assert "JSON list that cannot be read" in str(exit_err.value.code)
     # an object that is no predictions file at all
     other = tmp_path / "metrics.json"
@@ -368,8 +445,15 @@ def test_resume_drops_hostile_prediction_lines(tmp_path):
     from gui_grounding.eval.backends import prepare_resume
 
     path = tmp_path / "predictions.jsonl"
-    path.write_bytes(b'{"sample_id": "a", "point": [1, 2]}\n' + b"[" * 100_000 + b"\n"
-                     + b'{"sample_id": ' + b"9" * 5000 + b"}\n" + b"\xff\xfe\n"
-                     + b'{"sample_id": "b", "point": null}\n')  # fmt: skip
+    path.write_bytes(
+        b'{"sample_id": "a", "point": [1, 2]}\n'
+        + b"[" * 100_000
+        + b"\n"
+        + b'{"sample_id": '
+        + b"9" * 5000
+        + b"}\n"
+        + b"\xff\xfe\n"
+        + b'{"sample_id": "b", "point": null}\n'
+    )
     assert prepare_resume(str(path)) == {"a", "b"}
     assert path.read_bytes() == b'{"sample_id": "a", "point": [1, 2]}\n{"sample_id": "b", "point": null}\n'

@@ -25,7 +25,9 @@ from gui_grounding.schema import SampleError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MINI = os.path.join(ROOT, "data", "mini_benchmarks")
-SSV2, SSPRO, OSWG, WEBCLICK = (os.path.join(MINI, n) for n in ("screenspot_v2", "screenspot_pro", "osworld_g", "webclick"))  # fmt: skip
+SSV2, SSPRO, OSWG, WEBCLICK = (
+    os.path.join(MINI, n) for n in ("screenspot_v2", "screenspot_pro", "osworld_g", "webclick")
+)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -161,7 +163,8 @@ def test_ssv2_load(ssv2):
     assert isinstance(report, BenchmarkLoadReport)
     assert (report.num_records, report.num_samples, report.rejects) == (10, 10, [])
     assert [s.sample_id for s in samples] == [f"screenspot_mobile_v2:{i}" for i in range(4)] + [
-        f"screenspot_desktop_v2:{i}" for i in range(3)] + [f"screenspot_web_v2:{i}" for i in range(3)]  # fmt: skip
+        f"screenspot_desktop_v2:{i}" for i in range(3)
+    ] + [f"screenspot_web_v2:{i}" for i in range(3)]
     web0 = samples[7]
     # [x, y, w, h] = [104, 348, 47, 16] -> (104, 348, 151, 364)
     assert (web0.boxes, web0.width, web0.height, web0.platform, web0.ui_type, web0.source) == (
@@ -180,16 +183,28 @@ def _ssv2_expected(cells: dict, micro, macro):
     nested = {}
     for (p, u), cell in cells.items():
         nested.setdefault(p, {})[u] = cell
-    return {"by_platform_ui_type": nested, "micro_avg": {**micro, "definition": "correct / total over all samples"},
-            "macro_avg": {"accuracy": macro, "num_cells": 6,
-                          "definition": "mean of the platform x ui_type cell accuracies, over the cells that have "
-                                        "samples (SeeClick / UGround paper style)"}}  # fmt: skip
+    return {
+        "by_platform_ui_type": nested,
+        "micro_avg": {**micro, "definition": "correct / total over all samples"},
+        "macro_avg": {
+            "accuracy": macro,
+            "num_cells": 6,
+            "definition": "mean of the platform x ui_type cell accuracies, over the cells that have "
+            "samples (SeeClick / UGround paper style)",
+        },
+    }
 
 
 def test_ssv2_centres_edges_outside_nulls(ssv2, tmp_path):
     bench, samples, _ = ssv2
-    full = {("mobile", "text"): 3, ("mobile", "icon"): 1, ("desktop", "text"): 2, ("desktop", "icon"): 1,
-            ("web", "text"): 2, ("web", "icon"): 1}  # fmt: skip
+    full = {
+        ("mobile", "text"): 3,
+        ("mobile", "icon"): 1,
+        ("desktop", "text"): 2,
+        ("desktop", "icon"): 1,
+        ("web", "text"): 2,
+        ("web", "icon"): 1,
+    }
     for name, points, correct, wf, acc in [
         ("centre", {s.sample_id: centre(s) for s in samples}, True, False, 100.0),
         ("corners", {s.sample_id: corner(s, i) for i, s in enumerate(samples)}, True, False, 100.0),
@@ -199,8 +214,9 @@ def test_ssv2_centres_edges_outside_nulls(ssv2, tmp_path):
         m = score_points(bench, samples, points, tmp_path, f"{name}.jsonl")
         cells = {k: c(n if correct else 0, n, n if wf else 0) for k, n in full.items()}
         expected = _ssv2_expected(cells, c(10 if correct else 0, 10, 10 if wf else 0), acc)
-        expected["by_platform"] = {p: c(n if correct else 0, n, n if wf else 0) for p, n in
-                                   (("mobile", 4), ("desktop", 3), ("web", 3))}  # fmt: skip
+        expected["by_platform"] = {
+            p: c(n if correct else 0, n, n if wf else 0) for p, n in (("mobile", 4), ("desktop", 3), ("web", 3))
+        }
         expected["by_ui_type"] = {u: c(n if correct else 0, n, n if wf else 0) for u, n in (("text", 7), ("icon", 3))}
         assert m == expected, name
 
@@ -209,23 +225,36 @@ def test_ssv2_mixed_micro_differs_from_macro(ssv2, tmp_path):
     bench, samples, _ = ssv2
     ids = [s.sample_id for s in samples]
     by = dict(zip(ids, samples, strict=True))
-    plan = {"screenspot_mobile_v2:0": "c", "screenspot_mobile_v2:1": "o", "screenspot_mobile_v2:2": "n",
-            "screenspot_mobile_v2:3": "c", "screenspot_desktop_v2:0": "c", "screenspot_desktop_v2:1": "c",
-            "screenspot_desktop_v2:2": "o", "screenspot_web_v2:0": "c", "screenspot_web_v2:1": "o",
-            "screenspot_web_v2:2": "c"}  # fmt: skip
+    plan = {
+        "screenspot_mobile_v2:0": "c",
+        "screenspot_mobile_v2:1": "o",
+        "screenspot_mobile_v2:2": "n",
+        "screenspot_mobile_v2:3": "c",
+        "screenspot_desktop_v2:0": "c",
+        "screenspot_desktop_v2:1": "c",
+        "screenspot_desktop_v2:2": "o",
+        "screenspot_web_v2:0": "c",
+        "screenspot_web_v2:1": "o",
+        "screenspot_web_v2:2": "c",
+    }
     points = {sid: {"c": centre(by[sid]), "o": outside(by[sid], 0), "n": None}[k] for sid, k in plan.items()}
     m = score_points(bench, samples, points, tmp_path)
     assert m == {
-        "by_platform_ui_type": {"mobile": {"text": c(1, 3, 1), "icon": c(1, 1)},
-                                "desktop": {"text": c(2, 2), "icon": c(0, 1)},
-                                "web": {"text": c(1, 2), "icon": c(1, 1)}},
+        "by_platform_ui_type": {
+            "mobile": {"text": c(1, 3, 1), "icon": c(1, 1)},
+            "desktop": {"text": c(2, 2), "icon": c(0, 1)},
+            "web": {"text": c(1, 2), "icon": c(1, 1)},
+        },
         "by_platform": {"mobile": c(2, 4, 1), "desktop": c(2, 3), "web": c(2, 3)},
         "by_ui_type": {"text": c(4, 7, 1), "icon": c(2, 3)},
         "micro_avg": {**c(6, 10, 1), "definition": "correct / total over all samples"},
-        "macro_avg": {"accuracy": 63.89, "num_cells": 6,
-                      "definition": "mean of the platform x ui_type cell accuracies, over the cells that have "
-                                    "samples (SeeClick / UGround paper style)"},
-    }  # fmt: skip
+        "macro_avg": {
+            "accuracy": 63.89,
+            "num_cells": 6,
+            "definition": "mean of the platform x ui_type cell accuracies, over the cells that have "
+            "samples (SeeClick / UGround paper style)",
+        },
+    }
     assert m["micro_avg"]["accuracy"] == 60.0
     assert bench.table(m) == (
         "| platform | text | icon | all |\n"
@@ -251,15 +280,25 @@ def test_ssv2_bad_input_counted_with_refs(tmp_path):
     web = data / "screenspot_web_v2.json"
     records = json.loads(web.read_text(encoding="utf-8"))
     good = records[0]
-    records += [{**good, "img_filename": "nope.png"}, {**good, "bbox": [1, 2, 0, 5]}, {**good, "bbox": [1, 2, 3]},
-                {**good, "instruction": "  "}, "not an object"]  # fmt: skip
+    records += [
+        {**good, "img_filename": "nope.png"},
+        {**good, "bbox": [1, 2, 0, 5]},
+        {**good, "bbox": [1, 2, 3]},
+        {**good, "instruction": "  "},
+        "not an object",
+    ]
     web.write_text(json.dumps(records), encoding="utf-8")
     os.remove(data / "screenspot_mobile_v2.json")
     bench = get_benchmark("screenspot-v2")
     samples, report = bench.load(str(data))
     # the harness scores an inverted box (never hit) and an empty instruction: kept, with warnings
-    assert [s.sample_id for s in samples] == ["screenspot_web_v2:0", "screenspot_web_v2:1", "screenspot_web_v2:2",
-                                              "screenspot_web_v2:4", "screenspot_web_v2:6"]  # fmt: skip
+    assert [s.sample_id for s in samples] == [
+        "screenspot_web_v2:0",
+        "screenspot_web_v2:1",
+        "screenspot_web_v2:2",
+        "screenspot_web_v2:4",
+        "screenspot_web_v2:6",
+    ]
     assert [(ref, reason) for ref, reason, _ in report.rejects] == [
         (str(data / "screenspot_desktop_v2.json"), "unparseable_record"),
         (f"{web}:[3]", "missing_image"),
@@ -303,11 +342,17 @@ SC = "plat:{} inst_style:instruction gt_type:positive"
 def test_sspro_load(sspro):
     _, samples, report = sspro
     assert (report.num_records, report.num_samples, report.rejects) == (9, 9, [])
-    assert [s.sample_id for s in samples] == [f"{t}_{i}" for t in ("pycharm_macos", "vscode_macos", "word_windows")
-                                              for i in range(3)]  # fmt: skip
+    assert [s.sample_id for s in samples] == [
+        f"{t}_{i}" for t in ("pycharm_macos", "vscode_macos", "word_windows") for i in range(3)
+    ]
     s = samples[3]
-    assert (s.boxes, s.width, s.height, s.platform, s.ui_type) == ([(427.0, 51.0, 566.0, 68.0)], 640, 360, "macos",
-                                                                   "icon")  # fmt: skip
+    assert (s.boxes, s.width, s.height, s.platform, s.ui_type) == (
+        [(427.0, 51.0, 566.0, 68.0)],
+        640,
+        360,
+        "macos",
+        "icon",
+    )
     assert (s.extra["group"], s.extra["application"], s.extra["task_filename"], s.extra["img_filename"]) == (
         "Dev",
         "vscode",
@@ -319,14 +364,20 @@ def test_sspro_load(sspro):
 def _sspro_expected(cells: dict) -> dict:
     """Full harness metrics from per-application cells (pycharm, vscode on macos/Dev; word on windows/Office)."""
     return {
-        "fine_grained": {FG.format("macos", "pycharm"): cells["pycharm"], FG.format("macos", "vscode"): cells["vscode"],
-                         FG.format("windows", "word"): cells["word"]},
+        "fine_grained": {
+            FG.format("macos", "pycharm"): cells["pycharm"],
+            FG.format("macos", "vscode"): cells["vscode"],
+            FG.format("windows", "word"): cells["word"],
+        },
         "seeclick_style": {SC.format("macos"): cells["macos"], SC.format("windows"): cells["word"]},
         "leaderboard_simple_style": {"group:Dev": cells["macos"], "group:Office": cells["word"]},
-        "leaderboard_detailed_style": {"app:pycharm": cells["pycharm"], "app:vscode": cells["vscode"],
-                                       "app:word": cells["word"]},
+        "leaderboard_detailed_style": {
+            "app:pycharm": cells["pycharm"],
+            "app:vscode": cells["vscode"],
+            "app:word": cells["word"],
+        },
         "overall": cells["overall"],
-    }  # fmt: skip
+    }
 
 
 def test_sspro_centres_edges_outside_nulls(sspro, tmp_path):
@@ -345,13 +396,26 @@ def test_sspro_centres_edges_outside_nulls(sspro, tmp_path):
         assert m == expected, name
 
 
-SSPRO_MIXED = {"vscode_macos_0": "c", "vscode_macos_1": "n", "vscode_macos_2": "o", "pycharm_macos_0": "o",
-               "pycharm_macos_1": "c", "pycharm_macos_2": "c", "word_windows_0": "c", "word_windows_1": "o",
-               "word_windows_2": "n"}  # fmt: skip
-SSPRO_MIXED_METRICS = _sspro_expected({
-    "pycharm": h(2, 3, 0, (2, 2), (0, 1)), "vscode": h(1, 3, 1, (0, 2), (1, 1)), "word": h(1, 3, 1, (0, 2), (1, 1)),
-    "macos": h(3, 6, 1, (2, 4), (1, 2)), "overall": h(4, 9, 2, (2, 6), (2, 3)),
-})  # fmt: skip
+SSPRO_MIXED = {
+    "vscode_macos_0": "c",
+    "vscode_macos_1": "n",
+    "vscode_macos_2": "o",
+    "pycharm_macos_0": "o",
+    "pycharm_macos_1": "c",
+    "pycharm_macos_2": "c",
+    "word_windows_0": "c",
+    "word_windows_1": "o",
+    "word_windows_2": "n",
+}
+SSPRO_MIXED_METRICS = _sspro_expected(
+    {
+        "pycharm": h(2, 3, 0, (2, 2), (0, 1)),
+        "vscode": h(1, 3, 1, (0, 2), (1, 1)),
+        "word": h(1, 3, 1, (0, 2), (1, 1)),
+        "macos": h(3, 6, 1, (2, 4), (1, 2)),
+        "overall": h(4, 9, 2, (2, 6), (2, 3)),
+    }
+)
 
 
 def _mixed_points(samples):
@@ -384,11 +448,22 @@ def _harness_log(samples, points, *, with_id: bool, extra_details=(), flip=None)
         correctness = WRONG_FORMAT if p is None else CORRECT if inside else WRONG
         if flip == s.sample_id:
             correctness = CORRECT if correctness != CORRECT else WRONG
-        d = {"img_path": f"/bench/ss-pro/images/{s.extra['img_filename']}", "group": s.extra["group"],
-             "platform": s.platform, "application": s.extra["application"], "lang": "en",
-             "instruction_style": "instruction", "prompt_to_evaluate": s.instruction, "gt_type": "positive",
-             "ui_type": s.ui_type, "task_filename": s.extra["task_filename"], "pred": p,
-             "raw_response": f"[{p}]", "bbox": list(b), "correctness": correctness}  # fmt: skip
+        d = {
+            "img_path": f"/bench/ss-pro/images/{s.extra['img_filename']}",
+            "group": s.extra["group"],
+            "platform": s.platform,
+            "application": s.extra["application"],
+            "lang": "en",
+            "instruction_style": "instruction",
+            "prompt_to_evaluate": s.instruction,
+            "gt_type": "positive",
+            "ui_type": s.ui_type,
+            "task_filename": s.extra["task_filename"],
+            "pred": p,
+            "raw_response": f"[{p}]",
+            "bbox": list(b),
+            "correctness": correctness,
+        }
         if with_id:
             d = {"id": s.sample_id, **d}
         details.append(d)
@@ -408,9 +483,17 @@ def test_sspro_harness_log_gives_same_metrics_as_jsonl(sspro, tmp_path, with_id)
     m, results, preds, report = rescore(bench, samples, path)
     assert m == SSPRO_MIXED_METRICS == score_points(bench, samples, points, tmp_path)
     assert report.format == "screenspot_pro_log"
-    assert report.counts() == {"records": 11, "predictions": 9, "malformed": 0, "malformed_samples": 0,
-                               "unknown_ids": 0, "duplicates": 0, "not_mapped": 2, "missing": 0,
-                               "harness_disagreements": 0}  # fmt: skip
+    assert report.counts() == {
+        "records": 11,
+        "predictions": 9,
+        "malformed": 0,
+        "malformed_samples": 0,
+        "unknown_ids": 0,
+        "duplicates": 0,
+        "not_mapped": 2,
+        "missing": 0,
+        "harness_disagreements": 0,
+    }
     assert [ref for ref, _ in report.not_mapped] == [f"{path}:details[9]", f"{path}:details[10]"]
     assert "gt_type=negative" in report.not_mapped[0][1] and "lang=cn" in report.not_mapped[1][1]
     assert preds["vscode_macos_2"]["raw_response"] == f"[{points['vscode_macos_2']}]"
@@ -426,8 +509,12 @@ def test_sspro_harness_log_disagreement_and_unknown_detail(sspro, tmp_path):
     m, _, _, report = rescore(bench, samples, path)
     assert m == SSPRO_MIXED_METRICS  # our judgement, not the log's
     assert report.harness_disagreements == [("word_windows_1", CORRECT, WRONG)]
-    assert report.unknown_ids == [(f"{path}:details[9]", "(task_filename='pycharm_macos', "
-                                   "image='tutorial-index__1024x768.png', prompt='Click X')")]  # fmt: skip
+    assert report.unknown_ids == [
+        (
+            f"{path}:details[9]",
+            "(task_filename='pycharm_macos', image='tutorial-index__1024x768.png', prompt='Click X')",
+        )
+    ]
 
 
 def test_sspro_bad_records(tmp_path):
@@ -443,15 +530,20 @@ def test_sspro_bad_records(tmp_path):
     samples, report = get_benchmark("screenspot-pro").load(str(data))
     assert len(samples) == 8
     assert [(r, why) for r, why, _ in report.rejects] == [
-        (f"{ann}:[2]", "bad_field"), (f"{data / 'annotations' / 'zz_broken.json'}:[0]", "unparseable_record")]  # fmt: skip
+        (f"{ann}:[2]", "bad_field"),
+        (f"{data / 'annotations' / 'zz_broken.json'}:[0]", "unparseable_record"),
+    ]
     assert report.notes == {"img_size_mismatch": 1} and report.warnings[0][0] == f"{ann}:[1]"
     assert "img_size [1280, 720] differs" in report.warnings[0][1]
     assert {s.sample_id: s for s in samples}["vscode_macos_1"].boxes == [tuple(v / 2 for v in box)]
     records[2]["img_size"] = [640, 360]
     records[2]["id"] = "vscode_macos_0"
     ann.write_text(json.dumps(records), encoding="utf-8")
-    with pytest.raises(DuplicateIdError, match=r"1 duplicate sample id\(s\): id 'vscode_macos_0' at .*vscode_macos"
-                                               r"\.json:\[0\] and .*vscode_macos\.json:\[2\]"):  # fmt: skip
+    with pytest.raises(
+        DuplicateIdError,
+        match=r"1 duplicate sample id\(s\): id 'vscode_macos_0' at .*vscode_macos"
+        r"\.json:\[0\] and .*vscode_macos\.json:\[2\]",
+    ):
         get_benchmark("screenspot-pro").load(str(data))
 
 
@@ -473,17 +565,29 @@ def test_oswg_load(oswg):
         ("mini_7", "refusal", ["refusal"], True),
     ]
     assert samples[0].boxes == [(308.0, 354.0, 473.0, 376.0)]  # [x, y, w, h] = [308, 354, 165, 22]
-    assert samples[5].polygons == [[(80.0, 179.0), (158.0, 179.0), (162.0, 186.0), (158.0, 193.0), (80.0, 193.0),
-                                    (76.0, 186.0)]]  # fmt: skip
+    assert samples[5].polygons == [
+        [(80.0, 179.0), (158.0, 179.0), (162.0, 186.0), (158.0, 193.0), (80.0, 193.0), (76.0, 186.0)]
+    ]
     assert samples[3].boxes == [] and samples[3].polygons == []
-    assert bench.class_order == ["text_matching", "element_recognition", "layout_understanding",
-                                 "fine_grained_manipulation", "refusal"]  # fmt: skip
+    assert bench.class_order == [
+        "text_matching",
+        "element_recognition",
+        "layout_understanding",
+        "fine_grained_manipulation",
+        "refusal",
+    ]
 
 
 def _oswg_expected(overall, without_refusal, classes, box_types):
     """The metrics of the plain mini OSWorld-G; the refusal cell is the refusal box type's."""
-    names = ["text_matching", "element_recognition", "layout_understanding", "fine_grained_manipulation", "refusal",
-             "unclassified"]  # fmt: skip
+    names = [
+        "text_matching",
+        "element_recognition",
+        "layout_understanding",
+        "fine_grained_manipulation",
+        "refusal",
+        "unclassified",
+    ]
     return {
         "subset": "plain",
         "overall": overall,
@@ -554,16 +658,21 @@ def test_oswg_formats_subsets_and_bad_records(tmp_path):
     plain, _ = get_benchmark("osworld-g").load(str(data))
     nested, _ = get_benchmark("osworld-g", subset="refined").load(str(data))
     assert nested[5].polygons == plain[5].polygons
-    records += [{**records[2], "id": "bad_0", "box_coordinates": [1, 2, 3, 4]},  # 2 vertices
-                {**records[2], "id": "bad_1", "box_type": "point"},
-                {**records[2], "id": "odd_2", "box_coordinates": [1, 1, 2, 2, 3, 3]},  # zero area: kept, warned
-                {**records[0], "id": "bad_3", "image_path": "missing.png"}]  # fmt: skip
+    records += [
+        {**records[2], "id": "bad_0", "box_coordinates": [1, 2, 3, 4]},  # 2 vertices
+        {**records[2], "id": "bad_1", "box_type": "point"},
+        {**records[2], "id": "odd_2", "box_coordinates": [1, 1, 2, 2, 3, 3]},  # zero area: kept, warned
+        {**records[0], "id": "bad_3", "image_path": "missing.png"},
+    ]
     path.write_text(json.dumps(records), encoding="utf-8")
     os.remove(data / "OSWorld-G_refined.json")
     samples, report = get_benchmark("osworld-g").load(str(data))
     assert len(samples) == 9 and samples[-1].sample_id == "odd_2"
     assert [(r, why) for r, why, _ in report.rejects] == [
-        (f"{path}:[8]", "bad_box"), (f"{path}:[9]", "bad_field"), (f"{path}:[11]", "missing_image")]  # fmt: skip
+        (f"{path}:[8]", "bad_box"),
+        (f"{path}:[9]", "bad_field"),
+        (f"{path}:[11]", "missing_image"),
+    ]
     assert report.notes == {"inverted_box": 1} and report.warnings[0][0] == f"{path}:[10]"
     path.write_text(json.dumps([*records, {**records[0], "id": "mini_0"}]), encoding="utf-8")
     with pytest.raises(DuplicateIdError, match=r"id 'mini_0' at .*OSWorld-G\.json:\[0\] and .*OSWorld-G\.json:\[12\]"):
@@ -601,15 +710,22 @@ def test_webclick_load_and_metrics(webclick, tmp_path):
         ("nulls", {s.sample_id: None for s in samples}, False, True),
     ]:
         m = score_points(bench, samples, points, tmp_path, f"{name}.jsonl")
-        assert m == {"overall": c(8 * ok, 8, 8 * wf),
-                     "by_bucket": {"agentbrowse": c(3 * ok, 3, 3 * wf), "humanbrowse": c(3 * ok, 3, 3 * wf),
-                                   "calendars": c(2 * ok, 2, 2 * wf)},
-                     "bbox_convention": conv}, name  # fmt: skip
+        assert m == {
+            "overall": c(8 * ok, 8, 8 * wf),
+            "by_bucket": {
+                "agentbrowse": c(3 * ok, 3, 3 * wf),
+                "humanbrowse": c(3 * ok, 3, 3 * wf),
+                "calendars": c(2 * ok, 2, 2 * wf),
+            },
+            "bbox_convention": conv,
+        }, name
     mixed = {s.sample_id: centre(s) for s in samples}
     mixed["2"], mixed["4"], mixed["5"] = None, outside(samples[4], 0), outside(samples[5], 1)
     assert score_points(bench, samples, mixed, tmp_path) == {
-        "overall": c(5, 8, 1), "by_bucket": {"agentbrowse": c(2, 3, 1), "humanbrowse": c(1, 3), "calendars": c(2, 2)},
-        "bbox_convention": conv}  # fmt: skip
+        "overall": c(5, 8, 1),
+        "by_bucket": {"agentbrowse": c(2, 3, 1), "humanbrowse": c(1, 3), "calendars": c(2, 2)},
+        "bbox_convention": conv,
+    }
 
 
 def _read_rows(path):
@@ -621,17 +737,21 @@ def _read_rows(path):
 def test_webclick_pixel_and_normalised_bbox_give_same_samples(webclick, tmp_path):
     _, samples, _ = webclick
     rows = _read_rows(os.path.join(WEBCLICK, "data", "test-00000-of-00001.parquet"))
-    pixel_rows = [{**r, "bbox": [r["bbox"][0] * 512, r["bbox"][1] * 512, r["bbox"][2] * 512, r["bbox"][3] * 512]}
-                  for r in rows]  # fmt: skip
+    pixel_rows = [
+        {**r, "bbox": [r["bbox"][0] * 512, r["bbox"][1] * 512, r["bbox"][2] * 512, r["bbox"][3] * 512]} for r in rows
+    ]
     write_webclick_parquet(pixel_rows, str(tmp_path / "px" / "data" / "test-00000-of-00001.parquet"))
     bench = get_benchmark("webclick", cache_dir=str(tmp_path / "cache_px"))
     px_samples, report = bench.load(str(tmp_path / "px"))
     assert report.notes == {"bbox_pixels": 8}
-    key = lambda s: (s.sample_id, s.instruction, s.boxes, s.width, s.height, s.extra["bucket"],  # noqa: E731
-                     os.path.basename(s.image_path))  # fmt: skip
+
+    def key(s):
+        return s.sample_id, s.instruction, s.boxes, s.width, s.height, s.extra["bucket"], os.path.basename(s.image_path)
+
     assert [key(s) for s in px_samples] == [key(s) for s in samples]
-    assert bench.metrics(px_samples, {s.sample_id: {"correctness": CORRECT} for s in px_samples})["bbox_convention"] \
-        == {"normalised": 0, "pixels": 8}  # fmt: skip
+    assert bench.metrics(px_samples, {s.sample_id: {"correctness": CORRECT} for s in px_samples})[
+        "bbox_convention"
+    ] == {"normalised": 0, "pixels": 8}
 
 
 def test_webclick_save_to_disk_and_bad_rows(webclick, tmp_path):
@@ -639,16 +759,24 @@ def test_webclick_save_to_disk_and_bad_rows(webclick, tmp_path):
 
     _, samples, _ = webclick
     rows = _read_rows(os.path.join(WEBCLICK, "data", "test-00000-of-00001.parquet"))
-    features = datasets.Features({"image": datasets.Image(), "instruction": datasets.Value("string"),
-                                  "bbox": datasets.Sequence(datasets.Value("float64")),
-                                  "bucket": datasets.Value("string")})  # fmt: skip
+    features = datasets.Features(
+        {
+            "image": datasets.Image(),
+            "instruction": datasets.Value("string"),
+            "bbox": datasets.Sequence(datasets.Value("float64")),
+            "bucket": datasets.Value("string"),
+        }
+    )
     datasets.Dataset.from_list(rows, features=features).save_to_disk(str(tmp_path / "disk"))
     disk, report = get_benchmark("webclick", cache_dir=str(tmp_path / "c1")).load(str(tmp_path / "disk"))
     assert [(s.sample_id, s.boxes, s.extra["bucket"]) for s in disk] == [
         (s.sample_id, s.boxes, s.extra["bucket"]) for s in samples
     ]
-    bad = rows[:2] + [{**rows[2], "image": {"bytes": b"not an image", "path": None}},
-                      {**rows[3], "bbox": [0.5, 0.5, 0.4, 0.6]}, {**rows[4], "instruction": ""}]  # fmt: skip
+    bad = rows[:2] + [
+        {**rows[2], "image": {"bytes": b"not an image", "path": None}},
+        {**rows[3], "bbox": [0.5, 0.5, 0.4, 0.6]},
+        {**rows[4], "instruction": ""},
+    ]
     path = tmp_path / "bad" / "x.parquet"
     write_webclick_parquet(bad, str(path))
     got, report = get_benchmark("webclick", cache_dir=str(tmp_path / "c2")).load(str(tmp_path / "bad"))
@@ -670,11 +798,17 @@ def test_canonical_file_and_folder():
     samples, report = bench.load(os.path.join(ROOT, "data", "web_sample"))
     same, _ = bench.load(os.path.join(ROOT, "data", "web_sample", "test.jsonl"))
     assert [s.sample_id for s in samples] == [s.sample_id for s in same] and report.rejects == []
-    results = {s.sample_id: {"correctness": CORRECT if i % 2 == 0 else WRONG_FORMAT, "point": None}
-               for i, s in enumerate(samples)}  # fmt: skip
+    results = {
+        s.sample_id: {"correctness": CORRECT if i % 2 == 0 else WRONG_FORMAT, "point": None}
+        for i, s in enumerate(samples)
+    }
     m = bench.metrics(samples, {s.sample_id: {"correctness": CORRECT} for s in samples})
-    assert m == {"overall": c(187, 187), "by_platform": {"web": c(187, 187)},
-                 "by_ui_type": {"icon": c(8, 8), "text": c(179, 179)}, "by_source": {"web-collector": c(187, 187)}}  # fmt: skip
+    assert m == {
+        "overall": c(187, 187),
+        "by_platform": {"web": c(187, 187)},
+        "by_ui_type": {"icon": c(8, 8), "text": c(179, 179)},
+        "by_source": {"web-collector": c(187, 187)},
+    }
     assert bench.metrics(samples, results)["overall"] == c(94, 187, 93)
     with pytest.raises(FileNotFoundError, match="test.jsonl"):
         bench.load(MINI)
@@ -689,17 +823,19 @@ def test_canonical_file_and_folder():
 def test_predictions_bad_lines_counted_with_file_line(ssv2, tmp_path):
     bench, samples, _ = ssv2
     ids = [s.sample_id for s in samples]
-    lines = [json.dumps({"sample_id": ids[0], "point": centre(samples[0]), "raw_response": "(1,2)"}),  # 1 ok
-             "{not json",  # 2
-             json.dumps({"point": [1, 2]}),  # 3 no sample_id
-             json.dumps({"sample_id": ids[1], "point": [1]}),  # 4 one number
-             json.dumps({"sample_id": ids[2], "point": ["a", 2]}),  # 5 not numbers
-             json.dumps({"sample_id": ids[3], "point": [float("nan"), 2]}),  # 6 not finite
-             json.dumps({"sample_id": ids[4]}),  # 7 no point key
-             "",  # blank lines are not records
-             json.dumps({"sample_id": "screenspot_web_v2:99", "point": [1, 2]}),  # 9 unknown id
-             json.dumps({"sample_id": ids[0], "point": None}),  # 10 duplicate: refused unless on_duplicate
-             json.dumps([1, 2])]  # 11 not an object  # fmt: skip
+    lines = [
+        json.dumps({"sample_id": ids[0], "point": centre(samples[0]), "raw_response": "(1,2)"}),  # 1 ok
+        "{not json",  # 2
+        json.dumps({"point": [1, 2]}),  # 3 no sample_id
+        json.dumps({"sample_id": ids[1], "point": [1]}),  # 4 one number
+        json.dumps({"sample_id": ids[2], "point": ["a", 2]}),  # 5 not numbers
+        json.dumps({"sample_id": ids[3], "point": [float("nan"), 2]}),  # 6 not finite
+        json.dumps({"sample_id": ids[4]}),  # 7 no point key
+        "",  # blank lines are not records
+        json.dumps({"sample_id": "screenspot_web_v2:99", "point": [1, 2]}),  # 9 unknown id
+        json.dumps({"sample_id": ids[0], "point": None}),  # 10 duplicate: refused unless on_duplicate
+        json.dumps([1, 2]),
+    ]  # 11 not an object
     path = tmp_path / "p.jsonl"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     with pytest.raises(EvalInputError, match=f"1 duplicate prediction.*{ids[0]}' at {path}:1 and {path}:10"):
@@ -711,9 +847,17 @@ def test_predictions_bad_lines_counted_with_file_line(ssv2, tmp_path):
     assert report.unknown_ids == [(f"{path}:9", "screenspot_web_v2:99")]
     assert report.duplicates == [(f"{path}:10", ids[0])]
     results = results_from_predictions(samples, preds, report)
-    assert report.counts() == {"records": 10, "predictions": 5, "malformed": 7, "malformed_samples": 4,
-                               "unknown_ids": 1, "duplicates": 1, "not_mapped": 0, "missing": 5,
-                               "harness_disagreements": 0}  # fmt: skip
+    assert report.counts() == {
+        "records": 10,
+        "predictions": 5,
+        "malformed": 7,
+        "malformed_samples": 4,
+        "unknown_ids": 1,
+        "duplicates": 1,
+        "not_mapped": 0,
+        "missing": 5,
+        "harness_disagreements": 0,
+    }
     assert sum(r["correctness"] == WRONG_FORMAT for r in results.values()) == 10
     assert all(results[i]["malformed"].startswith(f"sample {i}: ") for i in ids[1:5])
     with pytest.raises(ValueError, match=f"{path}:2: malformed"):
@@ -746,13 +890,24 @@ def test_write_reports(ssv2, tmp_path):
     path = tmp_path / "preds.jsonl"
     with open(path, "w", encoding="utf-8") as f:
         for sid, p in points.items():
-            f.write(json.dumps({"sample_id": sid, "point": p, "raw_response": "<script>alert(1)</script> & (1,2)"})
-                    + "\n")  # fmt: skip
+            f.write(
+                json.dumps({"sample_id": sid, "point": p, "raw_response": "<script>alert(1)</script> & (1,2)"}) + "\n"
+            )
         f.write(json.dumps({"sample_id": "ghost", "point": [1, 2]}) + "\n")
     m, results, preds, report = rescore(bench, samples, path)
     out = tmp_path / "out"
-    doc = write_reports(str(out), bench, samples, results, m, preds, prediction_report=report,
-                        load_report=load_report, meta={"model": "none"}, max_failures=3)  # fmt: skip
+    doc = write_reports(
+        str(out),
+        bench,
+        samples,
+        results,
+        m,
+        preds,
+        prediction_report=report,
+        load_report=load_report,
+        meta={"model": "none"},
+        max_failures=3,
+    )
     saved = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
     assert saved == json.loads(json.dumps(doc))
     assert saved["benchmark"] == "screenspot-v2" and saved["micro_avg"]["accuracy"] == 60.0

@@ -95,8 +95,10 @@ def test_gta1_rounding_equals_gta1_rule_on_100k_random_triples():
     assert got == [1.0 if hit else 0.0 for hit in expected.tolist()]
 
     # and the rule differs from float edges on a good share of these edge-biased triples
-    floats = [[[b[0] * w / 1000, b[1] * h / 1000, b[2] * w / 1000, b[3] * h / 1000]]
-              for b, (w, h) in zip(boxes.tolist(), sizes.tolist(), strict=True)]  # fmt: skip
+    floats = [
+        [[b[0] * w / 1000, b[1] * h / 1000, b[2] * w / 1000, b[3] * h / 1000]]
+        for b, (w, h) in zip(boxes.tolist(), sizes.tolist(), strict=True)
+    ]
     as_float = click_reward(completions, target_boxes_resized=floats, box_rounding=["float"] * N)
     assert sum(a != b for a, b in zip(got, as_float, strict=True)) > N // 50
 
@@ -105,9 +107,14 @@ def test_gta1_edges_keep_gta1_float_ratio():
     # 0.7 is stored as 0.69999...: GTA1's int(90 * (700 / 1000)) is 62, although 90 * 700 / 1000 is exactly 63
     assert gta1_box_to_resized((90, 90, 500, 500), (1000, 1000), (700, 700)) == (62, 62, 350, 350)
     assert math.trunc(90 * (700 / 1000)) == 62 and 90 * 700 // 1000 == 63
-    hits = click_reward(["(62,62)"], target_boxes_resized=[[[63.0, 63.0, 350.0, 350.0]]], box_rounding=["gta1"],
-                        target_boxes_source=[[[90, 90, 500, 500]]], source_box_scale=[[1000, 1000]],
-                        resized_size=[[700, 700]])  # fmt: skip
+    hits = click_reward(
+        ["(62,62)"],
+        target_boxes_resized=[[[63.0, 63.0, 350.0, 350.0]]],
+        box_rounding=["gta1"],
+        target_boxes_source=[[[90, 90, 500, 500]]],
+        source_box_scale=[[1000, 1000]],
+        resized_size=[[700, 700]],
+    )
     assert hits == [1.0]
     # pixel-unit sources use the original size as the source extent: 1280 -> 588 wide, 720 -> 336 high
     assert gta1_box_to_resized((128, 72, 640, 360), (1280, 720), (588, 336)) == (58, 33, 294, 168)
@@ -116,8 +123,11 @@ def test_gta1_edges_keep_gta1_float_ratio():
 def _gta1_record_rows(tmp_path, box_rounding: str) -> list[dict]:
     """A GTA1 record (bbox 0-1000) on a 1280x720 screenshot, through load_samples and the task's rows (588x336)."""
     Image.new("RGB", (1280, 720), "white").save(tmp_path / "shot.png")
-    record = {"image": "shot.png", "bbox": [100, 100, 300, 300],
-              "conversations": [{"from": "human", "value": "<image>Click the logo"}, {"from": "gpt", "value": ""}]}  # fmt: skip
+    record = {
+        "image": "shot.png",
+        "bbox": [100, 100, 300, 300],
+        "conversations": [{"from": "human", "value": "<image>Click the logo"}, {"from": "gpt", "value": ""}],
+    }
     (tmp_path / "d.jsonl").write_text(json.dumps(record) + "\n")
     (sample,), _ = load_samples([str(tmp_path / "d.jsonl")])
     frame = Frame.for_image(sample.width, sample.height, factor=28, min_pixels=3136, max_pixels=200_704)
@@ -137,8 +147,11 @@ def test_one_pixel_left_of_the_float_edge_hits_only_under_gta1(tmp_path):
     assert row["resized_size"] == [588, 336]
     assert row["target_boxes_resized"][0] == pytest.approx([58.8, 33.6, 176.4, 100.8], abs=1e-9)
     assert row["target_boxes_source"] == [[100.0, 100.0, 300.0, 300.0]]
-    assert (row["source_box_unit"], row["source_box_scale"], row["box_rounding"]) == ("norm1000", [1000.0, 1000.0],
-                                                                                       "gta1")  # fmt: skip
+    assert (row["source_box_unit"], row["source_box_scale"], row["box_rounding"]) == (
+        "norm1000",
+        [1000.0, 1000.0],
+        "gta1",
+    )
     # GTA1: int(100 * 0.588) = 58, int(100 * 0.336) = 33, int(300 * 0.588) = 176, int(300 * 0.336) = 100
     texts = ["(58,50)", "(80,33)", "(59,34)", "(57,50)", "(176,100)", "(177,50)"]
     assert _reward(rows, texts) == [1.0, 1.0, 1.0, 0.0, 1.0, 0.0]
@@ -149,8 +162,11 @@ def test_one_pixel_left_of_the_float_edge_hits_only_under_gta1(tmp_path):
 
 def test_build_dataset_reads_box_rounding(tmp_path):
     Image.new("RGB", (1280, 720), "white").save(tmp_path / "shot.png")
-    record = {"image": "shot.png", "bbox": [100, 100, 300, 300],
-              "conversations": [{"from": "human", "value": "<image>Click the logo"}]}  # fmt: skip
+    record = {
+        "image": "shot.png",
+        "bbox": [100, 100, 300, 300],
+        "conversations": [{"from": "human", "value": "<image>Click the logo"}],
+    }
     (tmp_path / "d.jsonl").write_text(json.dumps(record) + "\n")
     module = SimpleNamespace(get_image_resize_params=lambda processor: (28, 3136, 200_704), model_type="qwen2_5_vl")
     budget = PixelBudget.published("test", factor=28, min_pixels=3136, max_pixels=200_704)
@@ -161,7 +177,10 @@ def test_build_dataset_reads_box_rounding(tmp_path):
         task.pixel_budget = budget  # what the entry point binds
         row = task.build_dataset(args, None, module)[0]
         assert (row["box_rounding"], row["target_boxes_source"], row["image"].size) == (
-            expected, [[100.0, 100.0, 300.0, 300.0]], (588, 336))  # fmt: skip
+            expected,
+            [[100.0, 100.0, 300.0, 300.0]],
+            (588, 336),
+        )
     with pytest.raises(ValueError, match=r"^unknown box_rounding 'exact'; expected one of float, gta1$"):
         GUIGroundingOptions(box_rounding="exact")
 

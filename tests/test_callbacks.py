@@ -46,8 +46,14 @@ print("LOGS" + json.dumps(trainer.state.log_history))
 
 def test_step_stats_in_log_history(tiny_qwen25_dir, tmp_path):
     env = dict(os.environ, TOKENIZERS_PARALLELISM="false")
-    proc = subprocess.run([sys.executable, "-c", SCRIPT, tiny_qwen25_dir, str(tmp_path / "run")], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=600)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-c", SCRIPT, tiny_qwen25_dir, str(tmp_path / "run")],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     line = next(x for x in proc.stdout.splitlines() if x.startswith("LOGS"))
     logs = [h for h in json.loads(line[4:]) if "loss" in h]

@@ -59,9 +59,19 @@ class _RetainingTrainer(Trainer):
 
 
 def _train(out, cls, limit=1, steps=6, resume=None):
-    args = TrainingArguments(output_dir=str(out), max_steps=steps, save_strategy="steps", save_steps=2,
-                             save_total_limit=limit, per_device_train_batch_size=2, report_to="none", use_cpu=True,
-                             logging_steps=100, disable_tqdm=True, seed=0)  # fmt: skip
+    args = TrainingArguments(
+        output_dir=str(out),
+        max_steps=steps,
+        save_strategy="steps",
+        save_steps=2,
+        save_total_limit=limit,
+        per_device_train_batch_size=2,
+        report_to="none",
+        use_cpu=True,
+        logging_steps=100,
+        disable_tqdm=True,
+        seed=0,
+    )
     trainer = cls(model=_Linear(), args=args, train_dataset=_Data())
     trainer.add_callback(PreemptionCallback(str(out), signals=()))  # as in training: it marks on_save too
     trainer.train(resume_from_checkpoint=resume)
@@ -168,9 +178,17 @@ def test_no_complete_checkpoint_is_said_loudly(tmp_path, caplog):
 def test_tiny_recipe_with_save_total_limit_one(tmp_path, tiny_qwen25_dir):
     """VLMGRPOTrainer itself (2 gloo processes through the recipe launcher): one complete checkpoint at the end."""
     out = tmp_path / "run"
-    env = dict(os.environ, TOKENIZERS_PARALLELISM="false", OMP_NUM_THREADS="1", OUTPUT_DIR=str(out), MAX_STEPS="4",
-               SAVE_TOTAL_LIMIT="1", TINY_MODEL_DIR=tiny_qwen25_dir)  # fmt: skip
-    p = subprocess.run(["bash", "run_scripts/gta1_tiny_cpu.sh"], cwd=REPO, env=env, capture_output=True, text=True,
-                       timeout=600)  # fmt: skip
+    env = dict(
+        os.environ,
+        TOKENIZERS_PARALLELISM="false",
+        OMP_NUM_THREADS="1",
+        OUTPUT_DIR=str(out),
+        MAX_STEPS="4",
+        SAVE_TOTAL_LIMIT="1",
+        TINY_MODEL_DIR=tiny_qwen25_dir,
+    )
+    p = subprocess.run(
+        ["bash", "run_scripts/gta1_tiny_cpu.sh"], cwd=REPO, env=env, capture_output=True, text=True, timeout=600
+    )
     assert p.returncode == 0, p.stderr[-3000:]
     assert _checkpoints(out) == [("checkpoint-4", True)]

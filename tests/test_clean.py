@@ -108,8 +108,14 @@ def shifted_data(tmp_path_factory) -> str:
             out.append({**base, "source": "true"})
             for kind, shift in (("blank", _shift_blank), ("random", _shift_random)):
                 x0, y0, x1, y1 = shift(_box(rec), grey, rng)
-                out.append({**base, "sample_id": f"{rec['sample_id']}:{kind}", "source": f"shifted-{kind}",
-                            "target_bbox": {"x_min": x0, "y_min": y0, "x_max": x1, "y_max": y1}})  # fmt: skip
+                out.append(
+                    {
+                        **base,
+                        "sample_id": f"{rec['sample_id']}:{kind}",
+                        "source": f"shifted-{kind}",
+                        "target_bbox": {"x_min": x0, "y_min": y0, "x_max": x1, "y_max": y1},
+                    }
+                )
     folder = tmp_path_factory.mktemp("shifted")
     data = os.path.join(folder, "shifted.jsonl")
     with open(data, "w", encoding="utf-8") as f:
@@ -137,8 +143,11 @@ def cleaned(shifted_data) -> dict[str, dict]:
 
 def _precision_recall(result: dict, kind: str) -> tuple[float, float, int, int]:
     """Precision and recall of "removed" (reason low_iou) vs "is shifted", on the true samples + one shift kind."""
-    rows = [(r["source"], "reason" in r) for r in result["kept"] + result["rejected"]
-            if r["source"] in ("true", f"shifted-{kind}")]  # fmt: skip
+    rows = [
+        (r["source"], "reason" in r)
+        for r in result["kept"] + result["rejected"]
+        if r["source"] in ("true", f"shifted-{kind}")
+    ]
     tp = sum(1 for src, removed in rows if removed and src != "true")
     fp = sum(1 for src, removed in rows if removed and src == "true")
     shifted = sum(1 for src, _ in rows if src != "true")
@@ -146,16 +155,21 @@ def _precision_recall(result: dict, kind: str) -> tuple[float, float, int, int]:
 
 
 def test_shifted_boxes_removed_true_boxes_kept(cleaned, capsys):
-    table = ["", f"{'detector':<12} {'shift':<7} {'precision':>9} {'recall':>7} {'removed':>8} {'true removed':>13} "
-             f"{'s/image':>8}"]  # fmt: skip
+    table = [
+        "",
+        f"{'detector':<12} {'shift':<7} {'precision':>9} {'recall':>7} {'removed':>8} {'true removed':>13} "
+        f"{'s/image':>8}",
+    ]
     measured = {}
     for spec, result in cleaned.items():
         seconds = result["report"]["seconds_per_image"]
         for kind in ("blank", "random"):
             p, r, tp, fp = _precision_recall(result, kind)
             measured[spec, kind] = (p, r)
-            table.append(f"{spec:<12} {kind:<7} {p:>9.3f} {r:>7.3f} {tp + fp:>8} {fp:>13} "
-                         f"{' + '.join(f'{v:.2f}' for v in seconds.values()):>8}")  # fmt: skip
+            table.append(
+                f"{spec:<12} {kind:<7} {p:>9.3f} {r:>7.3f} {tp + fp:>8} {fp:>13} "
+                f"{' + '.join(f'{v:.2f}' for v in seconds.values()):>8}"
+            )
     with capsys.disabled():
         print("\n".join(table))
     for spec, result in cleaned.items():
@@ -168,8 +182,12 @@ def test_shifted_boxes_removed_true_boxes_kept(cleaned, capsys):
         p, r = measured[spec, "random"]  # random places often land on other text: GTA1's 0.1 is lenient
         assert p >= 0.9 and r >= 0.4, (spec, p, r)
     # the union reuses the ocr and classic caches: nothing detected again
-    assert cleaned["ocr+classic"]["report"]["images"] == {"total": NUM_IMAGES, "detected_now": 0,
-                                                          "cached": NUM_IMAGES, "failed": 0}  # fmt: skip
+    assert cleaned["ocr+classic"]["report"]["images"] == {
+        "total": NUM_IMAGES,
+        "detected_now": 0,
+        "cached": NUM_IMAGES,
+        "failed": 0,
+    }
 
 
 def test_outputs_on_real_screenshots(cleaned):
@@ -230,13 +248,17 @@ def test_classic_detector_on_a_drawn_button(tmp_path):
     im.save(path)
     boxes = ClassicDetector().boxes(det_mod.read_image_bgr(path))
     assert boxes == [
-        (32, 28, 127, 61), (36, 28, 123, 61), (38, 28, 121, 61),  # button edges dilated 15x3, 7x3, 3x3
+        (32, 28, 127, 61),
+        (36, 28, 123, 61),
+        (38, 28, 121, 61),  # button edges dilated 15x3, 7x3, 3x3
         (39, 29, 120, 60),  # button outline contour (Canny edge pixels)
         (41, 31, 119, 59),  # button's flat interior (its border pixels are not flat)
-        (132, 78, 188, 102), (136, 78, 184, 102), (138, 78, 182, 102),  # input edges dilated
+        (132, 78, 188, 102),
+        (136, 78, 184, 102),
+        (138, 78, 182, 102),  # input edges dilated
         (141, 81, 179, 99),  # input outline contour
         (142, 82, 178, 98),  # input's flat white interior, a region apart from the page background
-    ]  # fmt: skip
+    ]
     assert round(max(box_iou(b, (40, 30, 120, 60)) for b in boxes), 4) == 0.9558  # button, pixel edges
     assert round(max(box_iou(b, (140, 80, 180, 100)) for b in boxes), 4) == 0.855  # input
     dets = ClassicDetector().detect(path)
@@ -249,21 +271,34 @@ def _d(box, type_="text", source="omniparser", score=None):
 
 
 def test_merge_ocr_and_icons_follows_omniparser_rules():
-    ocr = [_d((0, 0, 100, 20)),  # a text line; the small icon below sits inside it
-           _d((200, 0, 240, 20)),  # text inside the big icon: absorbed
-           _d((400, 400, 500, 420))]  # unrelated text: kept  # fmt: skip
-    icons = [_d((10, 2, 20, 18), "icon", score=0.9),  # inside text line 0 -> dropped
-             _d((195, -5, 260, 25), "icon", score=0.8),  # contains text 1 -> kept, text 1 absorbed
-             _d((300, 300, 340, 340), "icon", score=0.7),  # duplicate pair: the larger one is dropped
-             _d((302, 302, 338, 338), "icon", score=0.6),  # ... the smaller one is kept
-             _d((600, 600, 620, 620), "icon", score=0.5)]  # fmt: skip
+    ocr = [
+        _d((0, 0, 100, 20)),  # a text line; the small icon below sits inside it
+        _d((200, 0, 240, 20)),  # text inside the big icon: absorbed
+        _d((400, 400, 500, 420)),
+    ]  # unrelated text: kept
+    icons = [
+        _d((10, 2, 20, 18), "icon", score=0.9),  # inside text line 0 -> dropped
+        _d((195, -5, 260, 25), "icon", score=0.8),  # contains text 1 -> kept, text 1 absorbed
+        _d((300, 300, 340, 340), "icon", score=0.7),  # duplicate pair: the larger one is dropped
+        _d((302, 302, 338, 338), "icon", score=0.6),  # ... the smaller one is kept
+        _d((600, 600, 620, 620), "icon", score=0.5),
+    ]
     merged = merge_ocr_and_icons(ocr, icons, iou_threshold=0.7)
-    assert [tuple(d["bbox"]) for d in merged] == [(0, 0, 100, 20), (400, 400, 500, 420), (195, -5, 260, 25),
-                                                  (302, 302, 338, 338), (600, 600, 620, 620)]  # fmt: skip
+    assert [tuple(d["bbox"]) for d in merged] == [
+        (0, 0, 100, 20),
+        (400, 400, 500, 420),
+        (195, -5, 260, 25),
+        (302, 302, 338, 338),
+        (600, 600, 620, 620),
+    ]
     # no icons: OCR unchanged; no OCR: only icon de-duplication
     assert merge_ocr_and_icons(ocr, []) == ocr
     assert [tuple(d["bbox"]) for d in merge_ocr_and_icons([], icons)] == [
-        (10, 2, 20, 18), (195, -5, 260, 25), (302, 302, 338, 338), (600, 600, 620, 620)]  # fmt: skip
+        (10, 2, 20, 18),
+        (195, -5, 260, 25),
+        (302, 302, 338, 338),
+        (600, 600, 620, 620),
+    ]
 
 
 def test_omniparser_errors_name_the_fix(tmp_path, monkeypatch):
@@ -337,14 +372,16 @@ def fake(monkeypatch):
     return FakeDetector
 
 
-ITEMS = [("a.png", (10, 10, 50, 50), "x"),  # IoU 1.0 -> kept
-         ("a.png", (30, 10, 70, 50), "x"),  # IoU 800/2400 = 1/3 -> kept
-         ("a.png", (46, 10, 86, 50), "y"),  # IoU 160/3040 = 1/19 -> low_iou
-         ("b.png", (0, 0, 10, 10), "y"),  # IoU 100/400 = 0.25 -> kept
-         ("b.png", [(60, 60, 90, 90), (0, 0, 20, 4)], "y"),  # second box: IoU 80/400 = 0.2 -> kept
-         ("c.png", (1, 1, 9, 9), "y"),  # no detections -> best 0.0 -> low_iou
-         ("bad.png", (1, 1, 9, 9), "x"),  # detector error -> detection_failed
-         ("d.png", (5, 5, 15, 15), "x")]  # IoU 1.0 -> kept  # fmt: skip
+ITEMS = [
+    ("a.png", (10, 10, 50, 50), "x"),  # IoU 1.0 -> kept
+    ("a.png", (30, 10, 70, 50), "x"),  # IoU 800/2400 = 1/3 -> kept
+    ("a.png", (46, 10, 86, 50), "y"),  # IoU 160/3040 = 1/19 -> low_iou
+    ("b.png", (0, 0, 10, 10), "y"),  # IoU 100/400 = 0.25 -> kept
+    ("b.png", [(60, 60, 90, 90), (0, 0, 20, 4)], "y"),  # second box: IoU 80/400 = 0.2 -> kept
+    ("c.png", (1, 1, 9, 9), "y"),  # no detections -> best 0.0 -> low_iou
+    ("bad.png", (1, 1, 9, 9), "x"),  # detector error -> detection_failed
+    ("d.png", (5, 5, 15, 15), "x"),
+]  # IoU 1.0 -> kept
 
 
 def _write_items(folder) -> str:
@@ -357,10 +394,24 @@ def _write_items(folder) -> str:
             Image.new("RGB", (100, 100), "white").save(path)
         boxes = box if isinstance(box, list) else [box]
         bbox = [dict(zip(("x_min", "y_min", "x_max", "y_max"), b, strict=True)) for b in boxes]
-        lines.append({"sample_id": f"s{i}", "instruction": f"click {i}", "image_path": f"images/{name}",
-                      "target_bbox": bbox[0] if len(bbox) == 1 else bbox, "source": source})  # fmt: skip
-    lines.append({"sample_id": "s8", "instruction": "click 8", "image_path": "images/missing.png",
-                  "target_bbox": {"x_min": 1, "y_min": 1, "x_max": 5, "y_max": 5}, "source": "x"})  # fmt: skip
+        lines.append(
+            {
+                "sample_id": f"s{i}",
+                "instruction": f"click {i}",
+                "image_path": f"images/{name}",
+                "target_bbox": bbox[0] if len(bbox) == 1 else bbox,
+                "source": source,
+            }
+        )
+    lines.append(
+        {
+            "sample_id": "s8",
+            "instruction": "click 8",
+            "image_path": "images/missing.png",
+            "target_bbox": {"x_min": 1, "y_min": 1, "x_max": 5, "y_max": 5},
+            "source": "x",
+        }
+    )
     data = os.path.join(folder, "data.jsonl")
     with open(data, "w", encoding="utf-8") as f:
         f.writelines(json.dumps(r) + "\n" for r in lines)
@@ -378,11 +429,20 @@ def test_clean_keeps_rejects_and_reports_exactly(fake, tmp_path, capsys):
     out = str(tmp_path / "out" / "clean.jsonl")
     report = clean([data], out, "fake", progress=False)
     kept, rejected = _read(out), _read(str(tmp_path / "out" / "clean.rejected.jsonl"))
-    assert [(r["sample_id"], r["best_iou"]) for r in kept] == [("s0", 1.0), ("s1", 0.333333), ("s3", 0.25),
-                                                                ("s4", 0.2), ("s7", 1.0)]  # fmt: skip
+    assert [(r["sample_id"], r["best_iou"]) for r in kept] == [
+        ("s0", 1.0),
+        ("s1", 0.333333),
+        ("s3", 0.25),
+        ("s4", 0.2),
+        ("s7", 1.0),
+    ]
     assert [(r.get("sample_id", r.get("ref")), r["reason"], r["best_iou"]) for r in rejected] == [
-        ("s2", "low_iou", 0.052632), ("s5", "low_iou", 0.0), ("s6", "detection_failed", None),
-        (f"{data}:9", "invalid_record", None), (f"{data}:10", "invalid_record", None)]  # fmt: skip
+        ("s2", "low_iou", 0.052632),
+        ("s5", "low_iou", 0.0),
+        ("s6", "detection_failed", None),
+        (f"{data}:9", "invalid_record", None),
+        (f"{data}:10", "invalid_record", None),
+    ]
     assert rejected[2]["error"] == "fake: OSError: cannot decode"
     assert rejected[3]["invalid_reason"] == "missing_image" and rejected[4]["invalid_reason"] == "unparseable_record"
     assert kept[0]["image_path"] == "../images/a.png"  # relative to the output's folder
@@ -393,9 +453,15 @@ def test_clean_keeps_rejects_and_reports_exactly(fake, tmp_path, capsys):
     assert report["invalid_records"] == {"missing_image": 1, "unparseable_record": 1}
     assert report["per_source"] == {
         "x": {"samples": 4, "kept": 3, "low_iou": 0, "detection_failed": 1, "filtered_fraction": 0.25},
-        "y": {"samples": 4, "kept": 2, "low_iou": 2, "detection_failed": 0, "filtered_fraction": 0.5}}  # fmt: skip
-    assert report["overall"] == {"samples": 8, "kept": 5, "low_iou": 2, "detection_failed": 1,
-                                 "filtered_fraction": 0.375}  # fmt: skip
+        "y": {"samples": 4, "kept": 2, "low_iou": 2, "detection_failed": 0, "filtered_fraction": 0.5},
+    }
+    assert report["overall"] == {
+        "samples": 8,
+        "kept": 5,
+        "low_iou": 2,
+        "detection_failed": 1,
+        "filtered_fraction": 0.375,
+    }
     assert report["images"] == {"total": 5, "detected_now": 5, "cached": 0, "failed": 1}
     counts = report["iou_histogram"]["counts"]
     assert (counts[0], counts[2], counts[10], counts[12], counts[16], counts[49]) == (1, 1, 1, 1, 1, 2)
@@ -420,8 +486,13 @@ def test_cache_resume_half_written_line_and_retry(fake, tmp_path):
     cache = str(tmp_path / "clean.detections" / "fake.jsonl")
     assert sorted(FakeDetector.calls) == ["a.png", "b.png", "bad.png", "c.png", "d.png"]
     lines = open(cache, encoding="utf-8").read().splitlines(keepends=True)
-    assert [os.path.basename(json.loads(line)["image"]) for line in lines] == ["a.png", "b.png", "bad.png", "c.png",
-                                                                              "d.png"]  # fmt: skip
+    assert [os.path.basename(json.loads(line)["image"]) for line in lines] == [
+        "a.png",
+        "b.png",
+        "bad.png",
+        "c.png",
+        "d.png",
+    ]
     assert json.loads(lines[2])["error"] == "OSError: cannot decode"
     # a killed run: the last line half written
     with open(cache, "w", encoding="utf-8") as f:
@@ -454,8 +525,15 @@ def test_shards_fill_the_cache_and_a_final_run_merges(fake, tmp_path, capsys):
     # 5 unique images a, b, bad, c, d (sorted absolute paths) in 2 shards: [a, b, bad] and [c, d]
     summary = clean([data], out, "fake", shard="0/2", progress=False)
     assert sorted(FakeDetector.calls) == ["a.png", "b.png", "bad.png"]
-    assert summary == {"shard": "0/2", "detector": "fake", "cache_dir": str(tmp_path / "clean.detections"),
-                       "images": 3, "detected_now": 3, "cached": 0, "failed": 1}  # fmt: skip
+    assert summary == {
+        "shard": "0/2",
+        "detector": "fake",
+        "cache_dir": str(tmp_path / "clean.detections"),
+        "images": 3,
+        "detected_now": 3,
+        "cached": 0,
+        "failed": 1,
+    }
     assert not os.path.exists(out)  # a shard run writes no output
     assert os.listdir(tmp_path / "clean.detections") == ["fake.shard-0-of-2.jsonl"]
     with pytest.raises(CacheIncompleteError, match=r"2 of 5 images have no cached detections .*--shard 1/2"):
@@ -491,9 +569,21 @@ def test_cli_flags_help_and_run(fake, tmp_path, capsys):
     register_cli(parser.add_subparsers(dest="command", required=True))
     sub = parser._subparsers._group_actions[0].choices["clean"]
     flags = [a for a in sub._actions if a.dest != "help"]
-    assert {a.dest for a in flags} == {"inputs", "out", "detector", "iou_threshold", "image_folders", "cache_dir",
-                                       "shard", "from_cache", "retry_failed", "ocr_min_text_score",
-                                       "omniparser_weights", "omniparser_box_threshold", "strict"}  # fmt: skip
+    assert {a.dest for a in flags} == {
+        "inputs",
+        "out",
+        "detector",
+        "iou_threshold",
+        "image_folders",
+        "cache_dir",
+        "shard",
+        "from_cache",
+        "retry_failed",
+        "ocr_min_text_score",
+        "omniparser_weights",
+        "omniparser_box_threshold",
+        "strict",
+    }
     assert all(a.help for a in flags)
     args = parser.parse_args(["clean", "in.jsonl", "--out", "o.jsonl"])
     assert (args.detector, args.iou_threshold, args.omniparser_box_threshold, args.shard) == ("ocr", 0.1, 0.05, None)

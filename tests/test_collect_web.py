@@ -29,8 +29,20 @@ from gui_grounding.schema import load_samples
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURE = os.path.join(REPO, "tests", "fixtures", "html", "elements.html")
 SAMPLE = os.path.join(REPO, "data", "web_sample")
-KEYS = {"sample_id", "instruction", "image_path", "target_bbox", "image_width", "image_height", "source", "platform",
-        "ui_type", "element", "page", "viewport"}  # fmt: skip
+KEYS = {
+    "sample_id",
+    "instruction",
+    "image_path",
+    "target_bbox",
+    "image_width",
+    "image_height",
+    "source",
+    "platform",
+    "ui_type",
+    "element",
+    "page",
+    "viewport",
+}
 
 
 def _require_browser():
@@ -66,14 +78,28 @@ def test_fixture_elements_boxes_and_drops(collected):
     assert recs["Overview"]["target_bbox"] == {"x_min": 100, "y_min": 500, "x_max": 199, "y_max": 529}
     assert recs["Expand all"]["target_bbox"] == {"x_min": 250, "y_min": 500, "x_max": 339, "y_max": 529}
     assert {n: r["ui_type"] for n, r in recs.items()} == {
-        "Documentation": "text", "Expand all": "text", "Home": "icon", "Overview": "text", "Save file": "text",
-        "Search docs": "text", "Settings": "icon"}  # fmt: skip
+        "Documentation": "text",
+        "Expand all": "text",
+        "Home": "icon",
+        "Overview": "text",
+        "Save file": "text",
+        "Search docs": "text",
+        "Settings": "icon",
+    }
     assert recs["Save file"]["element"] == {"tag": "button", "role": None, "name": "Save file"}
     assert recs["Settings"]["element"] == {"tag": "a", "role": None, "name": "Settings"}  # name from the img alt
     assert recs["Overview"]["element"] == {"tag": "div", "role": "tab", "name": "Overview"}
     assert recs["Expand all"]["element"]["tag"] == "span"  # [onclick]
-    assert dict(result.drops) == {"hidden": 3, "offscreen": 1, "tiny": 1, "occluded": 1, "ambiguous": 2,
-                                  "wrapped": 1, "no_name": 1, "long_name": 1}  # fmt: skip
+    assert dict(result.drops) == {
+        "hidden": 3,
+        "offscreen": 1,
+        "tiny": 1,
+        "occluded": 1,
+        "ambiguous": 2,
+        "wrapped": 1,
+        "no_name": 1,
+        "long_name": 1,
+    }
     for r in result.train:
         assert set(r) == KEYS
         assert r["image_width"] == 1000 and r["image_height"] == 600 and r["viewport"] == [1000, 600]
@@ -86,8 +112,16 @@ def test_fixture_elements_boxes_and_drops(collected):
     assert recs["Overview"]["instruction"] in {'Click the "Overview" tab', 'Switch to the "Overview" tab'}
     prov = json.load(open(os.path.join(out, "provenance.json")))
     assert prov["dropped"] == {reason: result.drops.get(reason, 0) for reason in DROP_REASONS}
-    assert prov["screenshots"] == [{"file": "images/elements__1000x600.png", "page": "elements.html",
-                                    "viewport": [1000, 600], "scroll_y": 0, "num_samples": 7, "split": "train"}]  # fmt: skip
+    assert prov["screenshots"] == [
+        {
+            "file": "images/elements__1000x600.png",
+            "page": "elements.html",
+            "viewport": [1000, 600],
+            "scroll_y": 0,
+            "num_samples": 7,
+            "split": "train",
+        }
+    ]
     assert prov["chromium"] and prov["seed"] == 0 and prov["tool"] == "gui_grounding.collect.web"
     assert prov["root"] == os.path.dirname(os.path.realpath(FIXTURE))
     assert "dropped elements:" in result.table() and "long_name" in result.table()
@@ -131,14 +165,32 @@ def test_cli_runs_scrolls_and_replaces_an_earlier_run(tmp_path, capsys):
 
     (pages / "old.html").unlink()
     shutil.copy(FIXTURE, pages / "new.html")
-    args = parser.parse_args(["collect-web", str(pages), "--out", str(out), "--viewports", "800x600,640x480",
-                              "--scroll-offsets", "0,400", "--max-per-screenshot", "2", "--seed", "3"])  # fmt: skip
+    args = parser.parse_args(
+        [
+            "collect-web",
+            str(pages),
+            "--out",
+            str(out),
+            "--viewports",
+            "800x600,640x480",
+            "--scroll-offsets",
+            "0,400",
+            "--max-per-screenshot",
+            "2",
+            "--seed",
+            "3",
+        ]
+    )
     args.func(args)
     printed = capsys.readouterr().out
     assert "screenshots: 4" in printed and "over_cap" in printed
     # the earlier run's screenshot is gone: the folder matches provenance.json
     assert sorted(os.listdir(out / "images")) == [
-        "new__640x480.png", "new__640x480__s400.png", "new__800x600.png", "new__800x600__s400.png"]  # fmt: skip
+        "new__640x480.png",
+        "new__640x480__s400.png",
+        "new__800x600.png",
+        "new__800x600__s400.png",
+    ]
     prov = json.load(open(out / "provenance.json"))
     assert {s["file"] for s in prov["screenshots"]} == {"images/" + f for f in os.listdir(out / "images")}
     assert prov["viewports"] == [[800, 600], [640, 480]] and prov["scroll_offsets"] == [0, 400]
@@ -157,7 +209,10 @@ def test_helpers():
     assert to_pixel_box([10, 10, 10.4, 30], 100, 100) is None
     assert to_pixel_box([-3, 90, 50, 120], 100, 100) == {"x_min": 0, "y_min": 90, "x_max": 49, "y_max": 99}
     assert make_instruction("link", 'Say "hi"', random.Random(0)) in {
-        "Click the \"Say 'hi'\" link", "Open the \"Say 'hi'\" link", "Click \"Say 'hi'\""}  # fmt: skip
+        "Click the \"Say 'hi'\" link",
+        "Open the \"Say 'hi'\" link",
+        "Click \"Say 'hi'\"",
+    }
     with pytest.raises(FileNotFoundError):
         find_pages(["/no/such/page.html"])
 

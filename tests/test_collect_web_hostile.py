@@ -142,12 +142,24 @@ def test_request_block_reason(tmp_path):
     folder = str(tmp_path / "site")
     os.makedirs(os.path.join(folder, "sub"))
     os.symlink(str(tmp_path), os.path.join(folder, "up"))
-    ok = [f"file://{folder}/a.html", f"file://{folder}/sub/x.png?v=1#f", f"file://localhost{folder}/a.css",
-          f"file://{folder}/sub/%2e%2e/b.png", f"file://{folder}"]  # fmt: skip
+    ok = [
+        f"file://{folder}/a.html",
+        f"file://{folder}/sub/x.png?v=1#f",
+        f"file://localhost{folder}/a.css",
+        f"file://{folder}/sub/%2e%2e/b.png",
+        f"file://{folder}",
+    ]
     assert [request_block_reason(u, folder) for u in ok] == [None] * len(ok)
-    outside = ["file:///etc/passwd", f"file://{folder}/../x.png", f"file://{folder}/sub/%2e%2e/%2e%2e/x.png",
-               f"file://{folder}/up/x.png", f"file://{folder}x/a.html", f"file://evil{folder}/a.html",
-               f"file://{folder}/a%00.html", "file:relative.html"]  # fmt: skip
+    outside = [
+        "file:///etc/passwd",
+        f"file://{folder}/../x.png",
+        f"file://{folder}/sub/%2e%2e/%2e%2e/x.png",
+        f"file://{folder}/up/x.png",
+        f"file://{folder}x/a.html",
+        f"file://evil{folder}/a.html",
+        f"file://{folder}/a%00.html",
+        "file:relative.html",
+    ]
     assert [request_block_reason(u, folder) for u in outside] == ["outside_folder"] * len(outside)
     assert [request_block_reason(u, folder) for u in ["http://x/", "HTTPS://x/", "ws://x", "wss://x", "ftp://x"]] == [
         "network"
@@ -170,7 +182,10 @@ def test_scan_pages_symlinks_loops_and_bad_names(tmp_path):
     pages, skipped = _scan_pages([str(site)])
     assert [rel for _, rel, _ in pages] == ["a.html"]
     assert sorted((s["path"], s["reason"]) for s in skipped) == [
-        ("bad-\ufffd.html", "bad_name"), ("leak.html", "escapes_folder"), ("sub/up", "escapes_folder")]  # fmt: skip
+        ("bad-\ufffd.html", "bad_name"),
+        ("leak.html", "escapes_folder"),
+        ("sub/up", "escapes_folder"),
+    ]
     assert [rel for _, rel in find_pages([str(site)])] == ["a.html"]
     # two directory arguments: names relative to their common folder, never one name twice
     other = tmp_path / "other"
@@ -185,8 +200,10 @@ def test_shot_names_are_distinct():
     assert len(set(names.values())) == len(rels)
     assert names["x/index.html"].startswith("x-index-") and names["a-b.html"].startswith("a-b-")
     assert all(len(n) <= 80 + 1 + 64 for n in names.values()) and len(names["q" * 300 + ".html"]) == 89
-    assert _shot_names(["index.html", "tutorial/index.html"]) == {"index.html": "index",
-                                                                  "tutorial/index.html": "tutorial-index"}  # fmt: skip
+    assert _shot_names(["index.html", "tutorial/index.html"]) == {
+        "index.html": "index",
+        "tutorial/index.html": "tutorial-index",
+    }
     assert _shot_names(list(reversed(rels))) == names  # independent of order
 
 
@@ -229,7 +246,11 @@ def test_bad_pages_are_counted_and_good_pages_written(tmp_path):
     out = tmp_path / "out"
     result = collect_web([str(pages)], str(out), viewports=((1000, 600),), page_timeout=6)  # the good page: < 1 s
     assert {f["page"]: f["reason"] for f in result.failed} == {
-        "loop.html": "timeout", "late.html": "timeout", "throws.html": "extract_error", "tampered.html": "bad_extract"}  # fmt: skip
+        "loop.html": "timeout",
+        "late.html": "timeout",
+        "throws.html": "extract_error",
+        "tampered.html": "bad_extract",
+    }
     assert result.page_loads == 5
     assert [s["page"] for s in result.screenshots] == ["good.html"]
     assert os.listdir(out / "images") == ["good__1000x600.png"]  # nothing of a failed page is written
@@ -239,8 +260,11 @@ def test_bad_pages_are_counted_and_good_pages_written(tmp_path):
     prov = json.loads((out / "provenance.json").read_text())
     assert prov["page_loads"] == {"total": 5, "failed": 4}
     assert {(f["page"], f["viewport"][0], f["reason"]) for f in prov["failed_pages"]} == {
-        ("loop.html", 1000, "timeout"), ("late.html", 1000, "timeout"), ("throws.html", 1000, "extract_error"),
-        ("tampered.html", 1000, "bad_extract")}  # fmt: skip
+        ("loop.html", 1000, "timeout"),
+        ("late.html", 1000, "timeout"),
+        ("throws.html", 1000, "extract_error"),
+        ("tampered.html", 1000, "bad_extract"),
+    }
     assert all(f["detail"] and "\n" not in f["detail"] for f in prov["failed_pages"])
     assert prov["settings"]["page_timeout"] == 6
     table = result.table()
@@ -251,8 +275,9 @@ def test_cli_fails_in_one_line_when_every_page_fails(tmp_path, capsys):
     _require_browser()
     (tmp_path / "loop.html").write_text(BAD_PAGES["loop.html"])
     out = tmp_path / "out"
-    args = _parser().parse_args(["collect-web", str(tmp_path / "loop.html"), "--out", str(out), "--viewports",
-                                 "300x200", "--page-timeout", "1"])  # fmt: skip
+    args = _parser().parse_args(
+        ["collect-web", str(tmp_path / "loop.html"), "--out", str(out), "--viewports", "300x200", "--page-timeout", "1"]
+    )
     with pytest.raises(RuntimeError, match=r"all 1 page load\(s\) failed") as err:
         args.func(args)
     assert "\n" not in str(err.value)
@@ -262,16 +287,42 @@ def test_cli_fails_in_one_line_when_every_page_fails(tmp_path, capsys):
 
 
 def test_check_extracted_rejects_malformed_results():
-    good = {"elements": [{"tag": "a", "role": None, "kind": "link", "name": "Home", "name_is_visible_text": True,
-                          "rect": [1, 2, 30, 40]}], "drops": {"hidden": 2}, "viewport": [10, 10], "scroll_y": 0}  # fmt: skip
+    good = {
+        "elements": [
+            {
+                "tag": "a",
+                "role": None,
+                "kind": "link",
+                "name": "Home",
+                "name_is_visible_text": True,
+                "rect": [1, 2, 30, 40],
+            }
+        ],
+        "drops": {"hidden": 2},
+        "viewport": [10, 10],
+        "scroll_y": 0,
+    }
     assert _check_extracted(good)["elements"][0]["rect"] == [1.0, 2.0, 30.0, 40.0]
     bad = [
-        None, [], {"elements": "x", "drops": {}, "scroll_y": 0}, {"elements": [], "drops": {}, "scroll_y": math.nan},
-        {"elements": [], "drops": {"evil": 1}, "scroll_y": 0}, {"elements": [], "drops": {"hidden": -1}, "scroll_y": 0},
-        {"elements": [], "drops": {"hidden": 1.5}, "scroll_y": 0}, {"elements": [7], "drops": {}, "scroll_y": 0},
-    ]  # fmt: skip
-    for el in ({"rect": [0, 0, math.inf, 1]}, {"rect": [0, 0, 1]}, {"rect": ["0", 0, 1, 1]}, {"name": 5},
-               {"name_is_visible_text": "yes"}, {"tag": ""}, {"tag": "x" * 201}, {"tag": None}):  # fmt: skip
+        None,
+        [],
+        {"elements": "x", "drops": {}, "scroll_y": 0},
+        {"elements": [], "drops": {}, "scroll_y": math.nan},
+        {"elements": [], "drops": {"evil": 1}, "scroll_y": 0},
+        {"elements": [], "drops": {"hidden": -1}, "scroll_y": 0},
+        {"elements": [], "drops": {"hidden": 1.5}, "scroll_y": 0},
+        {"elements": [7], "drops": {}, "scroll_y": 0},
+    ]
+    for el in (
+        {"rect": [0, 0, math.inf, 1]},
+        {"rect": [0, 0, 1]},
+        {"rect": ["0", 0, 1, 1]},
+        {"name": 5},
+        {"name_is_visible_text": "yes"},
+        {"tag": ""},
+        {"tag": "x" * 201},
+        {"tag": None},
+    ):
         bad.append({**good, "elements": [{**good["elements"][0], **el}]})
     for raw in bad:
         with pytest.raises(ValueError):
@@ -305,11 +356,26 @@ def test_out_folder_checks_and_lock(tmp_path):
 
 def test_settings_are_checked_before_anything_is_written(tmp_path):
     out = tmp_path / "out"
-    bad = [dict(viewports=((10**9, 10),)), dict(viewports=((800, 600), (800, 600))), dict(viewports=((True, 5),)),
-           dict(viewports=()), dict(scroll_offsets=(0, 0)), dict(scroll_offsets=(-1,)), dict(test_fraction=math.nan),
-           dict(test_fraction=-0.1), dict(page_timeout=0), dict(page_timeout=math.inf), dict(page_timeout=math.nan),
-           dict(max_pages=0), dict(min_size=-1), dict(min_area=1.5), dict(max_name_chars=0),
-           dict(max_per_screenshot=0), dict(seed=-1), dict(seed=1.0)]  # fmt: skip
+    bad = [
+        dict(viewports=((10**9, 10),)),
+        dict(viewports=((800, 600), (800, 600))),
+        dict(viewports=((True, 5),)),
+        dict(viewports=()),
+        dict(scroll_offsets=(0, 0)),
+        dict(scroll_offsets=(-1,)),
+        dict(test_fraction=math.nan),
+        dict(test_fraction=-0.1),
+        dict(page_timeout=0),
+        dict(page_timeout=math.inf),
+        dict(page_timeout=math.nan),
+        dict(max_pages=0),
+        dict(min_size=-1),
+        dict(min_area=1.5),
+        dict(max_name_chars=0),
+        dict(max_per_screenshot=0),
+        dict(seed=-1),
+        dict(seed=1.0),
+    ]
     for kwargs in bad:
         with pytest.raises(ValueError):
             collect_web([FIXTURE], str(out), **kwargs)
@@ -397,10 +463,20 @@ def test_numeric_flags_refuse_bad_values():
             args = _parse([f"{flag}={bad}"])
             assert args is None or _in_range(flag, getattr(args, flag[2:].replace("-", "_"))), (flag, bad)
         assert _parse([flag, "nan"]) is None and _parse([f"{flag}=-1"]) is None and _parse([flag, "inf"]) is None
-    for args in (["--viewports", "1000000000x10"], ["--viewports", "nanxnan"], ["--viewports", "infx1"],
-                 ["--viewports", "800x600,800x600"], ["--viewports", "1e3x600"], ["--scroll-offsets", "0,0"],
-                 ["--scroll-offsets", "nan"], ["--scroll-offsets", "10000000"], ["--scroll-offsets", ""],
-                 ["--test-fraction", "1"], ["--page-timeout", "0"], ["--page-timeout", "86401"]):  # fmt: skip
+    for args in (
+        ["--viewports", "1000000000x10"],
+        ["--viewports", "nanxnan"],
+        ["--viewports", "infx1"],
+        ["--viewports", "800x600,800x600"],
+        ["--viewports", "1e3x600"],
+        ["--scroll-offsets", "0,0"],
+        ["--scroll-offsets", "nan"],
+        ["--scroll-offsets", "10000000"],
+        ["--scroll-offsets", ""],
+        ["--test-fraction", "1"],
+        ["--page-timeout", "0"],
+        ["--page-timeout", "86401"],
+    ):
         assert _parse(args) is None, args
     ok = _parse(["--viewports", " 800 X 600 ,1_024x768", "--scroll-offsets", "0,600", "--page-timeout", "0.5"])
     assert ok.viewports == ((800, 600), (1024, 768)) and ok.scroll_offsets == (0, 600) and ok.page_timeout == 0.5

@@ -18,8 +18,18 @@ def args(tmp_path, *extra):
 
 
 def test_colon_separated_files_and_folders(tmp_path):
-    argv = ["--model_name_or_path", "m", "--output_dir", str(tmp_path), "--data_file_paths", "a.jsonl:b.jsonl",
-            "--image_folders", "x:y", "--reward_method", "default:yes_no"]  # fmt: skip
+    argv = [
+        "--model_name_or_path",
+        "m",
+        "--output_dir",
+        str(tmp_path),
+        "--data_file_paths",
+        "a.jsonl:b.jsonl",
+        "--image_folders",
+        "x:y",
+        "--reward_method",
+        "default:yes_no",
+    ]
     script, training, model = parse_args(argv)
     assert script.data_file_list == ["a.jsonl", "b.jsonl"]
     assert script.image_folder_list == ["x", "y"]
@@ -43,8 +53,16 @@ def test_single_file_and_no_folders(tmp_path):
     ],
 )
 def test_mismatched_counts_raise(tmp_path, flag, value, message):
-    argv = ["--model_name_or_path", "m", "--output_dir", str(tmp_path), "--data_file_paths", "a.jsonl:b.jsonl",
-            flag, value]  # fmt: skip
+    argv = [
+        "--model_name_or_path",
+        "m",
+        "--output_dir",
+        str(tmp_path),
+        "--data_file_paths",
+        "a.jsonl:b.jsonl",
+        flag,
+        value,
+    ]
     with pytest.raises(ValueError, match=f"^{message}$"):
         parse_args(argv)
 
@@ -82,11 +100,32 @@ def test_bare_bf16_without_a_gpu_warns_and_runs_fp32(tmp_path, monkeypatch, capl
 
 
 def test_script_flags_parse(tmp_path):
-    script, training, model = parse_args(args(
-        tmp_path, "--task_type", "gui_grounding", "--reward_funcs", "click", "click_format", "--max_pixels", "100352",
-        "--min_pixels", "6272", "--prompt_mode", "thinking", "--strict_data", "true", "--val_split_ratio", "0.25",
-        "--freeze_vision_modules", "true", "--ban_vision_tokens", "false", "--beta", "0.04",
-    ))  # fmt: skip
+    script, training, model = parse_args(
+        args(
+            tmp_path,
+            "--task_type",
+            "gui_grounding",
+            "--reward_funcs",
+            "click",
+            "click_format",
+            "--max_pixels",
+            "100352",
+            "--min_pixels",
+            "6272",
+            "--prompt_mode",
+            "thinking",
+            "--strict_data",
+            "true",
+            "--val_split_ratio",
+            "0.25",
+            "--freeze_vision_modules",
+            "true",
+            "--ban_vision_tokens",
+            "false",
+            "--beta",
+            "0.04",
+        )
+    )
     assert script.task_type == "gui_grounding"
     assert script.reward_funcs == ["click", "click_format"]
     assert (script.max_pixels, script.min_pixels) == (100352, 6272)
@@ -107,8 +146,9 @@ def test_torch_dtype_maps_to_dtype_with_warning(tmp_path, caplog):
 
 def test_vllm_renames_and_reentrant_mapping(tmp_path, caplog):
     with caplog.at_level(logging.WARNING, logger="vlm_r1"):
-        _, training, _ = parse_args(args(tmp_path, "--vllm_max_model_len", "4096",
-                                         "--gradient_checkpointing_use_reentrant", "false"))  # fmt: skip
+        _, training, _ = parse_args(
+            args(tmp_path, "--vllm_max_model_len", "4096", "--gradient_checkpointing_use_reentrant", "false")
+        )
     assert training.vllm_max_model_length == 4096
     assert training.gradient_checkpointing_kwargs == {"use_reentrant": False}
     assert "UPSTREAM FLAG: --vllm_max_model_len is upstream's name; mapped to --vllm_max_model_length=4096" in (
@@ -129,13 +169,13 @@ def test_vllm_renames_and_reentrant_mapping(tmp_path, caplog):
             "512",
             "UPSTREAM FLAG: --max_prompt_length=512 has NO effect here: TRL 1.16 never "
             "truncates prompts (image tokens stay intact)",
-        ),  # fmt: skip
+        ),
         (
             "--vllm_device",
             "cuda:7",
             "UPSTREAM FLAG: --vllm_device='cuda:7' has NO effect here: TRL places vLLM itself "
             "(--vllm_mode colocate|server)",
-        ),  # fmt: skip
+        ),
     ],
 )
 def test_dropped_upstream_flags_are_accepted_and_warned(tmp_path, caplog, flag, value, expected):
@@ -172,19 +212,23 @@ def test_task_options_are_the_tasks_own(tmp_path, capsys):
         parse_args(args(tmp_path, "--prompt_mode", "thinking", "--box_rounding", "gta1"))
     assert info.value.code == 2
     err = capsys.readouterr().err
-    assert ("unrecognized arguments: --prompt_mode thinking --box_rounding gta1 (--prompt_mode is an option of "
-            "--task_type gui_grounding; --box_rounding is an option of --task_type gui_grounding; this run's "
-            "task_type is default)") in err  # fmt: skip
+    assert (
+        "unrecognized arguments: --prompt_mode thinking --box_rounding gta1 (--prompt_mode is an option of "
+        "--task_type gui_grounding; --box_rounding is an option of --task_type gui_grounding; this run's "
+        "task_type is default)"
+    ) in err
     with pytest.raises(SystemExit):
         parse_args(args(tmp_path, "--task_type", "rec", "--adapter", "gta1"))
     assert "--adapter is an option of --task_type gui_grounding; this run's task_type is rec" in capsys.readouterr().err
     for spelling in (["--task_type=gui_grounding"], ["--task-type", "gui_grounding"], ["--task-type=gui_grounding"]):
         script, _, _ = parse_args(args(tmp_path, *spelling, "--adapter", "qwen3-vl", "--box_rounding", "gta1"))
-        assert script.task_options == GUIGroundingOptions(prompt_mode="non_thinking", adapter="qwen3-vl",
-                                                          box_rounding="gta1")  # fmt: skip
+        assert script.task_options == GUIGroundingOptions(
+            prompt_mode="non_thinking", adapter="qwen3-vl", box_rounding="gta1"
+        )
     # the last --task_type wins, in both phases
-    script, _, _ = parse_args(args(tmp_path, "--task_type", "rec", "--task_type", "gui_grounding", "--prompt_mode",
-                                   "box"))  # fmt: skip
+    script, _, _ = parse_args(
+        args(tmp_path, "--task_type", "rec", "--task_type", "gui_grounding", "--prompt_mode", "box")
+    )
     assert (script.task_type, script.task_options.prompt_mode) == ("gui_grounding", "box")
 
 
@@ -203,8 +247,9 @@ def test_unknown_task_type_is_a_usage_error(tmp_path, capsys):
     with pytest.raises(SystemExit) as info:
         parse_args(args(tmp_path, "--task_type", "nope"))
     assert info.value.code == 2
-    assert ("error: unknown task_type 'nope'; registered: default, rec, ic, odLength, gui, gui_defect, "
-            "gui_grounding") in capsys.readouterr().err  # fmt: skip
+    assert (
+        "error: unknown task_type 'nope'; registered: default, rec, ic, odLength, gui, gui_defect, gui_grounding"
+    ) in capsys.readouterr().err
 
 
 def test_help_lists_the_tasks_options(tmp_path, capsys):

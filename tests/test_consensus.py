@@ -28,8 +28,13 @@ def test_clear_majority_cluster():
     # regions (region 50): [75,125)x[75,125), [77,127)x[76,126), [73,123)x[74,124); 3 votes on [77,123)x[76,124)
     c = consensus([(100, 100), (102, 101), (98, 99), (400, 400)], 1000, 1000)
     assert c == Consensus((100.0, 100.0), 0.75, 3, 4, (77, 76, 123, 124), (True, True, True, False))
-    assert c.to_dict() == {"point": [100.0, 100.0], "agreement": 0.75, "votes": 3, "num_samples": 4,
-                           "region": [77, 76, 123, 124]}  # fmt: skip
+    assert c.to_dict() == {
+        "point": [100.0, 100.0],
+        "agreement": 0.75,
+        "votes": 3,
+        "num_samples": 4,
+        "region": [77, 76, 123, 124],
+    }
     assert DEFAULT_REGION == 50.0
 
 
@@ -74,8 +79,14 @@ def test_unusable_points_count_in_k_but_cast_no_vote():
     points = [(100, 100), None, [NAN, 1], (True, 5), "12,3", (INF, 2), (2e7, 3), (1, 2, 3), (101, 101), [100.0, 100]]
     c = consensus(points, 1000, 1000)
     # three votes: [75,125)^2, [76,126)^2, [75,125)^2 -> [76,125)^2
-    assert c == Consensus((100.5, 100.5), 3 / 10, 3, 10, (76, 76, 125, 125),
-                          (True, False, False, False, False, False, False, False, True, True))  # fmt: skip
+    assert c == Consensus(
+        (100.5, 100.5),
+        3 / 10,
+        3,
+        10,
+        (76, 76, 125, 125),
+        (True, False, False, False, False, False, False, False, True, True),
+    )
 
 
 def test_no_vote():

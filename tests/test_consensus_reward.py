@@ -15,8 +15,17 @@ from gui_grounding.rewards import REWARDS, consensus_reward
 
 def rows(sample_id: str, texts: list[str], answer_size=(500, 500), image_size=(1000, 1000), **columns) -> list[dict]:
     """One group's rows (one per completion), the columns the gui_grounding task writes."""
-    return [{"completion": t, "sample_id": sample_id, "answer_size": list(answer_size),
-             "image_size": list(image_size), "prompt_mode": "non_thinking", **columns} for t in texts]  # fmt: skip
+    return [
+        {
+            "completion": t,
+            "sample_id": sample_id,
+            "answer_size": list(answer_size),
+            "image_size": list(image_size),
+            "prompt_mode": "non_thinking",
+            **columns,
+        }
+        for t in texts
+    ]
 
 
 def call(row_list: list[dict]) -> list[float]:
@@ -90,8 +99,10 @@ def test_norm1000_answers_map_to_original_pixels():
 
 
 def test_resized_size_when_there_is_no_answer_size():
-    group = [{k: v for k, v in r.items() if k != "answer_size"} | {"resized_size": [500, 500]}
-             for r in rows("a", ["(50,50)", "(51,50)", "(200,200)"])]  # fmt: skip
+    group = [
+        {k: v for k, v in r.items() if k != "answer_size"} | {"resized_size": [500, 500]}
+        for r in rows("a", ["(50,50)", "(51,50)", "(200,200)"])
+    ]
     assert call(group) == [1.0, 1.0, 0.0]
 
 
@@ -129,8 +140,9 @@ def test_configuration_errors_raise():
     with pytest.raises(ValueError):
         call(rows("a", ["(1,1)"], prompt_mode="nope"))
     with pytest.raises(ValueError):
-        consensus_reward(completions=["(1,1)", "(2,2)"], prompts=["p"], image_size=[[10, 10]] * 2,
-                         answer_size=[[10, 10]] * 2)  # fmt: skip
+        consensus_reward(
+            completions=["(1,1)", "(2,2)"], prompts=["p"], image_size=[[10, 10]] * 2, answer_size=[[10, 10]] * 2
+        )
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -151,8 +163,7 @@ def _two_group_batch() -> tuple[list[dict], list[tuple[int, int]]]:
 def _rank_main(rank: int, init: str, out) -> None:
     import torch.distributed as dist
 
-    dist.init_process_group("gloo", init_method=init, rank=rank, world_size=2,
-                            timeout=datetime.timedelta(seconds=60))  # fmt: skip
+    dist.init_process_group("gloo", init_method=init, rank=rank, world_size=2, timeout=datetime.timedelta(seconds=60))
     try:
         batch, slices = _two_group_batch()
         lo, hi = slices[rank]
@@ -213,11 +224,34 @@ def test_torchrun_grpo_with_groups_split_across_two_processes(tiny_qwen25_dir, t
     with open(os.path.join(REPO, "data", "web_sample", "train.jsonl"), encoding="utf-8") as f:
         data.write_text("".join([line for line in f if line.strip()][:6]))
     out = str(tmp_path / "ddp")
-    args = _grpo_args(tiny_qwen25_dir, str(data), out, 2, extra=["--reward_funcs", "consensus", "click",
-                      "--reward_weights", "1", "0", "--per_device_train_batch_size", "6", "--num_generations", "4",
-                      "--save_strategy", "no"])  # fmt: skip
-    proc = subprocess.run(["bash", "run_scripts/train_grpo.sh", *args], cwd=REPO, env={**_env(), "NPROC_PER_NODE": "2"},
-                          capture_output=True, text=True, timeout=600)  # fmt: skip
+    args = _grpo_args(
+        tiny_qwen25_dir,
+        str(data),
+        out,
+        2,
+        extra=[
+            "--reward_funcs",
+            "consensus",
+            "click",
+            "--reward_weights",
+            "1",
+            "0",
+            "--per_device_train_batch_size",
+            "6",
+            "--num_generations",
+            "4",
+            "--save_strategy",
+            "no",
+        ],
+    )
+    proc = subprocess.run(
+        ["bash", "run_scripts/train_grpo.sh", *args],
+        cwd=REPO,
+        env={**_env(), "NPROC_PER_NODE": "2"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     with open(os.path.join(out, "vlm_r1_run.json")) as f:
         info = json.load(f)

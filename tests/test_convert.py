@@ -18,8 +18,12 @@ from gui_grounding.data.formats import FORMATS, platform_from_path
 from gui_grounding.schema import REASONS, SampleError, load_samples
 
 FIX = os.path.join(os.path.dirname(__file__), "fixtures", "datasets")
-IMAGES = {"shots/wide.png": (1000, 500), "shots/phone.png": (400, 800), "shots/desk.png": (800, 600),
-          "desktop_domain/desk.png": (800, 600)}  # fmt: skip
+IMAGES = {
+    "shots/wide.png": (1000, 500),
+    "shots/phone.png": (400, 800),
+    "shots/desk.png": (800, 600),
+    "desktop_domain/desk.png": (800, 600),
+}
 # JPEGs of the REC annotation fixture (fixtures/datasets/vlm_r1/refcoco_sample.json, COCO-style names as in
 # rec_jsons_processed)
 COCO_98304, COCO_9 = "train2014/COCO_train2014_000000098304.jpg", "train2014/COCO_train2014_000000000009.jpg"
@@ -271,9 +275,11 @@ EXPECTED = {
     ),
 }
 
-PARQUET_NAMES = {"showui/desktop_rows.json": ("showui_desktop.parquet", False),
-                 "uground/rows.json": ("shard_0000.parquet", False),
-                 "gui_r1/rows.json": ("gui_r1_mobile.parquet", True)}  # fmt: skip
+PARQUET_NAMES = {
+    "showui/desktop_rows.json": ("showui_desktop.parquet", False),
+    "uground/rows.json": ("shard_0000.parquet", False),
+    "gui_r1/rows.json": ("gui_r1_mobile.parquet", True),
+}
 
 
 def resolve_inputs(inputs: list[str], tmp_path) -> list[str]:
@@ -288,9 +294,25 @@ def resolve_inputs(inputs: list[str], tmp_path) -> list[str]:
 
 
 def test_every_format_has_a_fixture_case():
-    assert list(EXPECTED) == list(FORMATS) == ["gta1", "os-atlas", "aria-ui-desktop", "aria-ui-web", "aria-ui-mobile",
-                                                "showui", "uground", "seeclick", "gui-r1", "screenspot-v2",
-                                                "screenspot-pro", "vlm-r1", "canonical"]  # fmt: skip
+    assert (
+        list(EXPECTED)
+        == list(FORMATS)
+        == [
+            "gta1",
+            "os-atlas",
+            "aria-ui-desktop",
+            "aria-ui-web",
+            "aria-ui-mobile",
+            "showui",
+            "uground",
+            "seeclick",
+            "gui-r1",
+            "screenspot-v2",
+            "screenspot-pro",
+            "vlm-r1",
+            "canonical",
+        ]
+    )
 
 
 @pytest.mark.parametrize("fmt", list(EXPECTED))
@@ -298,17 +320,33 @@ def test_format_fixture_exact_samples_and_rejects(fmt, root, tmp_path):
     case = EXPECTED[fmt]
     inputs = resolve_inputs(case["inputs"], tmp_path)
     report, samples, rejects, summary = run(fmt, inputs, root, tmp_path / "out" / "o.jsonl")
-    got = [(s["sample_id"], s["image_path"], boxes_of(s), (s["image_width"], s["image_height"]), s.get("platform"),
-            s.get("ui_type")) for s in samples]  # fmt: skip
+    got = [
+        (
+            s["sample_id"],
+            s["image_path"],
+            boxes_of(s),
+            (s["image_width"], s["image_height"]),
+            s.get("platform"),
+            s.get("ui_type"),
+        )
+        for s in samples
+    ]
     # embedded images are named by row and content: {sha} = first 12 hex digits of the SHA-1 of the PNG bytes
-    expected = [(sid, image.format(sha=hashlib.sha1(png_bytes(*size)).hexdigest()[:12]), boxes, size, platform, ui)
-                for sid, image, boxes, size, platform, ui in case["samples"]]  # fmt: skip
+    expected = [
+        (sid, image.format(sha=hashlib.sha1(png_bytes(*size)).hexdigest()[:12]), boxes, size, platform, ui)
+        for sid, image, boxes, size, platform, ui in case["samples"]
+    ]
     assert got == expected
-    assert [(r["ref"], r["reason"]) for r in rejects] == [(inputs[i] + suffix, reason)
-                                                          for i, suffix, reason in case["rejects"]]  # fmt: skip
+    assert [(r["ref"], r["reason"]) for r in rejects] == [
+        (inputs[i] + suffix, reason) for i, suffix, reason in case["rejects"]
+    ]
     # nothing lost: every target is a sample or a reject line; counts agree with the files
     assert (summary["records"], summary["samples"], summary["rejected"], summary["clipped"]) == (
-        case["records"], len(case["samples"]), len(case["rejects"]), case["clipped"])  # fmt: skip
+        case["records"],
+        len(case["samples"]),
+        len(case["rejects"]),
+        case["clipped"],
+    )
     assert summary["targets"] == summary["samples"] + summary["rejected"]
     assert summary["reasons"] == dict(sorted(Counter(reason for _, _, reason in case["rejects"]).items()))
     assert all(r["reason"] in REASONS for r in rejects)
@@ -324,10 +362,16 @@ def test_format_fixture_exact_samples_and_rejects(fmt, root, tmp_path):
 def test_gta1_output_records_and_reject_lines(root, tmp_path):
     path = fx("gta1", "gta1_sample.json")
     _, samples, rejects, _ = run("gta1", [path], root, tmp_path / "g.jsonl")
-    assert samples[0] == {"sample_id": "gta1_sample:0", "instruction": "Click the search box",
-                          "image_path": "shots/wide.png",
-                          "target_bbox": {"x_min": 100.0, "y_min": 100.0, "x_max": 300.0, "y_max": 200.0},
-                          "image_width": 1000, "image_height": 500, "source": "gta1", "source_id": "a"}  # fmt: skip
+    assert samples[0] == {
+        "sample_id": "gta1_sample:0",
+        "instruction": "Click the search box",
+        "image_path": "shots/wide.png",
+        "target_bbox": {"x_min": 100.0, "y_min": 100.0, "x_max": 300.0, "y_max": 200.0},
+        "image_width": 1000,
+        "image_height": 500,
+        "source": "gta1",
+        "source_id": "a",
+    }
     with open(path) as f:
         original = json.load(f)
     by_ref = {r["ref"]: r for r in rejects}
@@ -335,10 +379,12 @@ def test_gta1_output_records_and_reject_lines(root, tmp_path):
     assert by_ref[f"{path}:[2]"]["message"] == f"image not found: {os.path.join(root, 'shots', 'missing.png')}"
     assert by_ref[f"{path}:[4]"]["message"] == (
         "0-1000 box [100.0, 200.0, 300.0, 1020.0] -> box [100.0, 100.0, 300.0, 510.0] extends 10 px outside the "
-        "1000x500 image along y (clipping tolerance 4 px)")  # fmt: skip
+        "1000x500 image along y (clipping tolerance 4 px)"
+    )
     assert by_ref[f"{path}:[5]"]["message"] == (
         "same image, instruction and box(es) as the sample on line 1 of g.jsonl "
-        f"({os.path.join(root, 'shots', 'wide.png')})")  # fmt: skip
+        f"({os.path.join(root, 'shots', 'wide.png')})"
+    )
     assert by_ref[f"{path}:[7]"]["message"] == (
         "0-1000 box [300.0, 200.0, 100.0, 400.0] -> box [300.0, 100.0, 100.0, 200.0] is inverted or has zero area"
     )
@@ -352,11 +398,17 @@ def test_extras_and_sub_records(root, tmp_path):
     _, samples, _, _ = run("seeclick", [fx("seeclick", "seeclick_web.json")], root, tmp_path / "s.jsonl")
     assert [{k: s.get(k) for k in ("data_type", "url", "ui_type")} for s in samples] == [
         {"data_type": "text", "url": "https://example.org/shop", "ui_type": "text"},
-        {"data_type": "hover", "url": "https://example.org/shop", "ui_type": None}]  # fmt: skip
-    _, samples, _, _ = run("screenspot-pro", [fx("screenspot_pro", "annotations", "vscode_macos.json")], root,
-                           tmp_path / "p.jsonl")  # fmt: skip
+        {"data_type": "hover", "url": "https://example.org/shop", "ui_type": None},
+    ]
+    _, samples, _, _ = run(
+        "screenspot-pro", [fx("screenspot_pro", "annotations", "vscode_macos.json")], root, tmp_path / "p.jsonl"
+    )
     assert {k: samples[0][k] for k in ("source_id", "application", "group", "os")} == {
-        "source_id": "vscode_macos_0", "application": "vscode", "group": "Dev", "os": "macos"}  # fmt: skip
+        "source_id": "vscode_macos_0",
+        "application": "vscode",
+        "group": "Dev",
+        "os": "macos",
+    }
     _, _, rejects, _ = run("os-atlas", [fx("os_atlas", "web_domain", "fineweb_3m.json")], root, tmp_path / "o.jsonl")
     assert rejects[0]["record"] == {"instruction": "", "bbox": [0.5, 0.5, 0.75, 0.75]}  # the element, not the page
 
@@ -371,26 +423,37 @@ def test_vlm_r1_rec_annotation_records_and_missing_key_rejects(root, tmp_path):
     """upstream's rec_jsons_processed form {image, problem, solution: [x1, y1, x2, y2] original pixels, ...}"""
     path = fx("vlm_r1", "refcoco_sample.json")
     _, samples, rejects, summary = run("vlm-r1", [path], root, tmp_path / "r.jsonl")
-    assert samples[0] == {"sample_id": "refcoco_sample:0", "instruction": "the man on the left", "image_path": COCO_98304,
-                          "target_bbox": {"x_min": 12.5, "y_min": 30.0, "x_max": 210.25, "y_max": 400.75},
-                          "image_width": 640, "image_height": 480, "source": "vlm-r1", "normal_caption": "man",
-                          "normal_solution": [12, 30, 210, 400]}  # fmt: skip
+    assert samples[0] == {
+        "sample_id": "refcoco_sample:0",
+        "instruction": "the man on the left",
+        "image_path": COCO_98304,
+        "target_bbox": {"x_min": 12.5, "y_min": 30.0, "x_max": 210.25, "y_max": 400.75},
+        "image_width": 640,
+        "image_height": 480,
+        "source": "vlm-r1",
+        "normal_caption": "man",
+        "normal_solution": [12, 30, 210, 400],
+    }
     assert samples[1]["instruction"] == "woman in red on the right"  # canonical instructions: whitespace collapsed
     assert [s["normal_caption"] for s in samples] == ["man", "woman", "bowl"]
     with open(path) as f:
         original = json.load(f)
     by_ref = {r["ref"]: r for r in rejects}
-    assert by_ref[f"{path}:[3]"]["message"] == (f"missing key 'solution' {NEEDS}; record has ['image', "
-                                                "'normal_caption', 'problem']")  # fmt: skip
-    assert by_ref[f"{path}:[4]"]["message"] == (f"missing key 'problem' {NEEDS}; record has ['image', "
-                                                "'normal_caption', 'solution']")  # fmt: skip
-    assert by_ref[f"{path}:[5]"]["message"] == ("box [600.0, 400.0, 700.0, 500.0] extends 60 px outside the 640x480 "
-                                                "image along x (clipping tolerance 4 px)")  # fmt: skip
+    assert by_ref[f"{path}:[3]"]["message"] == (
+        f"missing key 'solution' {NEEDS}; record has ['image', 'normal_caption', 'problem']"
+    )
+    assert by_ref[f"{path}:[4]"]["message"] == (
+        f"missing key 'problem' {NEEDS}; record has ['image', 'normal_caption', 'solution']"
+    )
+    assert by_ref[f"{path}:[5]"]["message"] == (
+        "box [600.0, 400.0, 700.0, 500.0] extends 60 px outside the 640x480 image along x (clipping tolerance 4 px)"
+    )
     assert by_ref[f"{path}:[6]"]["message"] == (
         f"image not found: {os.path.join(root, 'train2014', 'COCO_train2014_000000000404.jpg')}"
     )
-    assert by_ref[f"{path}:[7]"]["message"] == ("solution must be 4 finite numbers [x_min, y_min, x_max, y_max], got "
-                                                "[1, 2, 30]")  # fmt: skip
+    assert by_ref[f"{path}:[7]"]["message"] == (
+        "solution must be 4 finite numbers [x_min, y_min, x_max, y_max], got [1, 2, 30]"
+    )
     assert [by_ref[f"{path}:[{i}]"]["record"] for i in range(3, 8)] == original[3:8]  # the records, unchanged
     assert summary["reasons"] == {"bad_field": 3, "box_outside_image": 1, "missing_image": 1}
     with pytest.raises(SampleError) as err:
@@ -437,10 +500,21 @@ def test_vlm_r1_hostile_records_are_rejects_never_crashes(root, tmp_path):
     assert samples[1]["bbox"] == [0, 0, 500, 500]  # kept as an extra field, never read as 0-1000
     assert (samples[2]["source_id"], samples[2]["image_width"]) == (5, 480)
     got = {int(r["ref"].rsplit(":", 1)[1]): (r["reason"], r["message"]) for r in rejects}
-    assert {k: v[0] for k, v in got.items()} == {2: "unparseable_record", 3: "bad_box", 4: "bad_box", 5: "bad_box",
-                                                 6: "bad_field", 7: "bad_field", 8: "bad_field", 9: "bad_field",
-                                                 10: "bad_text", 11: "bad_field", 12: "unparseable_record",
-                                                 13: "unparseable_record", 14: "unparseable_record"}  # fmt: skip
+    assert {k: v[0] for k, v in got.items()} == {
+        2: "unparseable_record",
+        3: "bad_box",
+        4: "bad_box",
+        5: "bad_box",
+        6: "bad_field",
+        7: "bad_field",
+        8: "bad_field",
+        9: "bad_field",
+        10: "bad_text",
+        11: "bad_field",
+        12: "unparseable_record",
+        13: "unparseable_record",
+        14: "unparseable_record",
+    }
     assert "NaN is not a JSON value" in got[2][1]  # strict JSON in: a NaN never becomes a box
     assert all("finite numbers within +-1e+07" in got[k][1] for k in (3, 4, 5)) and "inf" in got[5][1]
     assert got[6][1].startswith("missing key 'image' (a VLM-R1 record needs")
@@ -469,8 +543,9 @@ def test_embedded_images_are_written_once_under_the_root(root, tmp_path):
 
 
 def test_box_unit_override_for_unconfirmed_schemas(root, tmp_path):
-    _, samples, _, _ = run("aria-ui-web", [fx("aria_ui", "aria_ui_web_sample.json")], root, tmp_path / "w.jsonl",
-                           box_unit="norm1000")  # fmt: skip
+    _, samples, _, _ = run(
+        "aria-ui-web", [fx("aria_ui", "aria_ui_web_sample.json")], root, tmp_path / "w.jsonl", box_unit="norm1000"
+    )
     assert [boxes_of(s) for s in samples] == [[(10.0, 10.0, 110.0, 35.0)], [(200.0, 50.0, 250.0, 60.0)]]
     with pytest.raises(ValueError, match="box_unit must be one of"):
         convert("canonical", [fx("canonical", "canonical.jsonl")], root, str(tmp_path / "c.jsonl"), box_unit="ratio")
@@ -482,18 +557,26 @@ def test_box_unit_override_for_unconfirmed_schemas(root, tmp_path):
 
 def test_clip_tolerance_flag_and_keep_duplicates(root, tmp_path):
     path = fx("gta1", "gta1_sample.json")
-    _, samples, rejects, summary = run("gta1", [path], root, tmp_path / "t0.jsonl", clip_tolerance_px=0,
-                                       keep_duplicates=True)  # fmt: skip
+    _, samples, rejects, summary = run(
+        "gta1", [path], root, tmp_path / "t0.jsonl", clip_tolerance_px=0, keep_duplicates=True
+    )
     # 0 px: 502.5 on a 500 px image is still within 0.005 * 500 = 2.5 px (the ratio allowance of 0-1000 formats)
-    assert [s["sample_id"] for s in samples] == ["gta1_sample:0", "gta1_sample:1", "gta1_sample:3", "gta1_sample:5",
-                                                 "gta1_sample:8"]  # fmt: skip
+    assert [s["sample_id"] for s in samples] == [
+        "gta1_sample:0",
+        "gta1_sample:1",
+        "gta1_sample:3",
+        "gta1_sample:5",
+        "gta1_sample:8",
+    ]
     assert summary["clipped"] == 1 and "duplicate" not in summary["reasons"]
-    _, samples, rejects, summary = run("vlm-r1", [fx("vlm_r1", "rec.jsonl")], root, tmp_path / "t1.jsonl",
-                                       clip_tolerance_px=0)  # fmt: skip
+    _, samples, rejects, summary = run(
+        "vlm-r1", [fx("vlm_r1", "rec.jsonl")], root, tmp_path / "t1.jsonl", clip_tolerance_px=0
+    )
     assert [s["sample_id"] for s in samples] == ["rec:0"]
     assert (rejects[0]["reason"], rejects[0]["message"]) == (
-        "box_outside_image", "box [995.0, 10.0, 1003.0, 20.0] extends 3 px outside the 1000x500 image along x "
-        "(clipping tolerance 0 px)")  # fmt: skip
+        "box_outside_image",
+        "box [995.0, 10.0, 1003.0, 20.0] extends 3 px outside the 1000x500 image along x (clipping tolerance 0 px)",
+    )
 
 
 def test_duplicates_across_input_files(root, tmp_path):
@@ -502,17 +585,22 @@ def test_duplicates_across_input_files(root, tmp_path):
     shutil.copy(path, copy)
     _, samples, rejects, summary = run("screenspot-v2", [path, copy], root, tmp_path / "d.jsonl")
     assert [s["sample_id"] for s in samples] == ["screenspot_web_v2:0"]
-    assert [(r["ref"], r["reason"]) for r in rejects] == [(f"{path}:[1]", "inverted_box"), (f"{copy}:[0]", "duplicate"),
-                                                          (f"{copy}:[1]", "inverted_box")]  # fmt: skip
+    assert [(r["ref"], r["reason"]) for r in rejects] == [
+        (f"{path}:[1]", "inverted_box"),
+        (f"{copy}:[0]", "duplicate"),
+        (f"{copy}:[1]", "inverted_box"),
+    ]
     assert summary["reasons"] == {"duplicate": 1, "inverted_box": 2}
 
 
 def test_source_and_platform_flags(root, tmp_path):
-    _, samples, _, _ = run("gta1", [fx("gta1", "gta1_sample.json")], root, tmp_path / "f.jsonl", source="mix-a",
-                           platform="web")  # fmt: skip
+    _, samples, _, _ = run(
+        "gta1", [fx("gta1", "gta1_sample.json")], root, tmp_path / "f.jsonl", source="mix-a", platform="web"
+    )
     assert {(s["source"], s["platform"]) for s in samples} == {("mix-a", "web")}
-    _, samples, _, _ = run("canonical", [fx("canonical", "canonical.jsonl")], root, tmp_path / "c.jsonl",
-                           source="mix-b")  # fmt: skip
+    _, samples, _, _ = run(
+        "canonical", [fx("canonical", "canonical.jsonl")], root, tmp_path / "c.jsonl", source="mix-b"
+    )
     assert samples[0]["source"] == "mix-b"
 
 
@@ -543,7 +631,8 @@ def test_strict_stops_at_first_bad_record_naming_file_and_line(root, tmp_path, c
         cli(["--format", "gta1", path, "--image-root", root, "--out", str(out), "--strict"])
     assert str(info.value) == (
         f"convert --strict: stopped at the first bad record: {path}:[2]: missing_image: image not found: "
-        f"{os.path.join(root, 'shots', 'missing.png')}")  # fmt: skip
+        f"{os.path.join(root, 'shots', 'missing.png')}"
+    )
     assert sorted(os.listdir(tmp_path)) == ["root"]  # nothing written, no temporary files left
     jsonl = fx("vlm_r1", "rec.jsonl")
     with pytest.raises(SampleError) as err:
@@ -553,8 +642,21 @@ def test_strict_stops_at_first_bad_record_naming_file_and_line(root, tmp_path, c
 
 def test_cli_prints_summary_and_writes_files(root, tmp_path, capsys):
     out = tmp_path / "cli" / "seeclick.jsonl"
-    cli(["--format", "seeclick", fx("seeclick", "seeclick_web.json"), "--image-root", root, "--out", str(out),
-         "--workers", "2", "--source", "seeclick-web"])  # fmt: skip
+    cli(
+        [
+            "--format",
+            "seeclick",
+            fx("seeclick", "seeclick_web.json"),
+            "--image-root",
+            root,
+            "--out",
+            str(out),
+            "--workers",
+            "2",
+            "--source",
+            "seeclick-web",
+        ]
+    )
     lines = capsys.readouterr().out.splitlines()
     assert lines[:4] == [
         f"convert --format seeclick: 1 input file(s) -> {out}",
@@ -562,7 +664,7 @@ def test_cli_prints_summary_and_writes_files(root, tmp_path, capsys):
         "(kept): 0",
         f"  {'reason':<20} {'count':>8}   first",
         f"  {'bad_field':<20} {1:>8}   {fx('seeclick', 'seeclick_web.json')}:[0].elements[2]",
-    ]  # fmt: skip
+    ]
     assert sorted(os.listdir(out.parent)) == ["seeclick.jsonl", "seeclick.rejects.jsonl", "seeclick.summary.json"]
 
 
@@ -572,9 +674,23 @@ def test_cli_every_flag_has_help():
     register_cli(sub)
     p = sub.choices["convert"]
     flags = {a.dest: a.help for a in p._actions if a.dest != "help"}
-    assert sorted(flags) == ["box_unit", "clip_tolerance", "family", "format", "image_root", "inputs",
-                             "keep_duplicates", "max_image_pixels", "model", "out", "platform", "source", "strict",
-                             "verify_images", "workers"]  # fmt: skip
+    assert sorted(flags) == [
+        "box_unit",
+        "clip_tolerance",
+        "family",
+        "format",
+        "image_root",
+        "inputs",
+        "keep_duplicates",
+        "max_image_pixels",
+        "model",
+        "out",
+        "platform",
+        "source",
+        "strict",
+        "verify_images",
+        "workers",
+    ]
     assert all(h and len(h) > 20 for h in flags.values())
     assert p.get_default("func").__name__ == "_run"
     epilog = p.format_help()
@@ -640,12 +756,17 @@ def test_iter_input_detects_containers_and_reports_a_broken_json_list(tmp_path):
     broken.write_text('[{"a": 1}, {"b": 2}, {"c": ')
     items = list(iter_input(str(broken)))
     assert [(ref, index, item if isinstance(item, dict) else item.message[:29]) for ref, index, item in items] == [
-        (f"{broken}:[0]", 0, {"a": 1}), (f"{broken}:[1]", 1, {"b": 2}),
-        (f"{broken}:[2]", 2, "invalid JSON: Expecting value")]  # fmt: skip
+        (f"{broken}:[0]", 0, {"a": 1}),
+        (f"{broken}:[1]", 1, {"b": 2}),
+        (f"{broken}:[2]", 2, "invalid JSON: Expecting value"),
+    ]
     jsonl = tmp_path / "x.jsonl"
     jsonl.write_text('[1]\n{"a": 1}\n\n[2]\n')  # JSONL by its extension, even when the first line is a list
     assert [(ref, type(item).__name__) for ref, _, item in iter_input(str(jsonl))] == [
-        (f"{jsonl}:1", "RecordError"), (f"{jsonl}:2", "dict"), (f"{jsonl}:4", "RecordError")]  # fmt: skip
+        (f"{jsonl}:1", "RecordError"),
+        (f"{jsonl}:2", "dict"),
+        (f"{jsonl}:4", "RecordError"),
+    ]
     one = tmp_path / "one.json"
     one.write_text('  \n {"a": 1}')
     assert [item for _, _, item in iter_input(str(one))] == [{"a": 1}]
@@ -653,8 +774,12 @@ def test_iter_input_detects_containers_and_reports_a_broken_json_list(tmp_path):
 
 def test_huge_rejected_record_is_truncated(root, tmp_path):
     path = tmp_path / "huge.json"
-    rec = {"image": "shots/missing.png", "bbox": [1, 2, 3, 4], "padding": "x" * 30_000,
-           "conversations": [{"from": "human", "value": "<image>hi"}, {"from": "gpt", "value": ""}]}  # fmt: skip
+    rec = {
+        "image": "shots/missing.png",
+        "bbox": [1, 2, 3, 4],
+        "padding": "x" * 30_000,
+        "conversations": [{"from": "human", "value": "<image>hi"}, {"from": "gpt", "value": ""}],
+    }
     path.write_text(json.dumps([rec]))
     _, _, rejects, _ = run("gta1", [str(path)], root, tmp_path / "h.jsonl")
     stored, full = rejects[0]["record"], json.dumps(rec)
@@ -664,14 +789,19 @@ def test_huge_rejected_record_is_truncated(root, tmp_path):
 
 def test_output_reloads_with_load_samples(root, tmp_path):
     out = tmp_path / "all.jsonl"
-    run("os-atlas", [fx("os_atlas", "mobile_domain", "uibert_raw.json"), fx("os_atlas", "web_domain",
-        "fineweb_3m.json")], root, out)  # fmt: skip
+    run(
+        "os-atlas",
+        [fx("os_atlas", "mobile_domain", "uibert_raw.json"), fx("os_atlas", "web_domain", "fineweb_3m.json")],
+        root,
+        out,
+    )
     samples, report = load_samples([str(out)], [root])
     assert report.rejects == [] and report.num_clipped == 0  # already clipped: nothing left to clip
     assert [(s.sample_id, s.boxes, s.platform) for s in samples] == [
         ("uibert_raw:0", [(100.0, 400.0, 300.0, 500.0)], "mobile"),
         ("uibert_raw:1", [(50.0, 100.0, 400.0, 200.0)], "mobile"),
-        ("fineweb_3m:0:0", [(125.0, 125.0, 375.0, 250.0)], "web")]  # fmt: skip
+        ("fineweb_3m:0:0", [(125.0, 125.0, 375.0, 250.0)], "web"),
+    ]
 
 
 def test_input_errors(root, tmp_path):

@@ -34,8 +34,9 @@ def test_sampling_strategies_exact():
     assert requested_count("first:12") == 12 and requested_count("random:5%") is None and requested_count("all") is None
 
 
-@pytest.mark.parametrize("bad", ["sample:3", "first:x", "first:-1", "random:12.5%", "end:-5%", "first", "all:3",
-                                 "first:٣"])  # fmt: skip
+@pytest.mark.parametrize(
+    "bad", ["sample:3", "first:x", "first:-1", "random:12.5%", "end:-5%", "first", "all:3", "first:٣"]
+)
 def test_sampling_strategy_errors_name_the_entry(bad):
     with pytest.raises(ValueError, match=r"mix.yaml: datasets\[0\]"):
         sampling_indices(10, bad, 0, where="mix.yaml: datasets[0]")
@@ -61,14 +62,17 @@ def test_load_data_config_resolves_paths_relative_to_the_yaml(tmp_path):
     assert sources[0].image_folder == str(tmp_path / "imgs") and sources[0].sampling_strategy == "first:2"
 
 
-@pytest.mark.parametrize("text, error, match", [
-    ("datasets: []\n", ValueError, "non-empty 'datasets:'"),
-    ("datasets:\n  - image_folder: x\n", ValueError, r"datasets\[0\]: each entry needs a json_path"),
-    ("datasets:\n  - json_path: a.jsonl\n    weight: 2\n", ValueError, r"unknown keys \['weight'\]"),
-    ("datasets:\n  - json_path: missing.jsonl\n", FileNotFoundError, "missing.jsonl not found"),
-    ("datasets:\n  - json_path: a.jsonl\n    sampling_strategy: some\n", ValueError, "unknown sampling_strategy"),
-    ("mixture: 1\ndatasets:\n  - json_path: a.jsonl\n", ValueError, "unknown top-level keys"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "text, error, match",
+    [
+        ("datasets: []\n", ValueError, "non-empty 'datasets:'"),
+        ("datasets:\n  - image_folder: x\n", ValueError, r"datasets\[0\]: each entry needs a json_path"),
+        ("datasets:\n  - json_path: a.jsonl\n    weight: 2\n", ValueError, r"unknown keys \['weight'\]"),
+        ("datasets:\n  - json_path: missing.jsonl\n", FileNotFoundError, "missing.jsonl not found"),
+        ("datasets:\n  - json_path: a.jsonl\n    sampling_strategy: some\n", ValueError, "unknown sampling_strategy"),
+        ("mixture: 1\ndatasets:\n  - json_path: a.jsonl\n", ValueError, "unknown top-level keys"),
+    ],
+)
 def test_load_data_config_errors(tmp_path, text, error, match):
     (tmp_path / "a.jsonl").write_text("{}\n")
     with pytest.raises(error, match=match):
@@ -90,8 +94,10 @@ def test_mixture_dataset_and_cli_flags(tmp_path, tiny_qwen25_dir):
     from vlm_r1.grpo_jsonl import build_train_dataset, parse_args
     from vlm_r1.modules import get_vlm_module, load_processor
 
-    yaml_text = (f"seed: 5\ndatasets:\n  - json_path: {SAMPLE}/train.jsonl\n    sampling_strategy: first:4\n"
-                 f"  - json_path: {SAMPLE}/test.jsonl\n    sampling_strategy: random:3\n")  # fmt: skip
+    yaml_text = (
+        f"seed: 5\ndatasets:\n  - json_path: {SAMPLE}/train.jsonl\n    sampling_strategy: first:4\n"
+        f"  - json_path: {SAMPLE}/test.jsonl\n    sampling_strategy: random:3\n"
+    )
     cfg = _write(tmp_path, yaml_text)
     script_args, training_args, _ = parse_args(
         [
@@ -105,15 +111,18 @@ def test_mixture_dataset_and_cli_flags(tmp_path, tiny_qwen25_dir):
             str(tmp_path),
         ]
     )
-    ds, mixture = build_train_dataset(script_args, training_args, GUIGroundingTask(), load_processor(tiny_qwen25_dir),
-                                      get_vlm_module(tiny_qwen25_dir))  # fmt: skip
+    ds, mixture = build_train_dataset(
+        script_args, training_args, GUIGroundingTask(), load_processor(tiny_qwen25_dir), get_vlm_module(tiny_qwen25_dir)
+    )
     train_ids = [json.loads(x)["sample_id"] for x in open(os.path.join(SAMPLE, "train.jsonl"))]
     test_ids = [json.loads(x)["sample_id"] for x in open(os.path.join(SAMPLE, "test.jsonl"))]
     expected = train_ids[:4] + [test_ids[i] for i in sorted(random.Random(5 + 1).sample(range(len(test_ids)), 3))]
     assert ds.with_format(None)["sample_id"] == expected
     assert ds[0]["image"].size == tuple(ds[0]["resized_size"])  # the lazy image transform survives the mixing
     assert [(m["strategy"], m["available"], m["selected"]) for m in mixture] == [
-        ("first:4", len(train_ids), 4), ("random:3", len(test_ids), 3)]  # fmt: skip
+        ("first:4", len(train_ids), 4),
+        ("random:3", len(test_ids), 3),
+    ]
     with pytest.raises(ValueError, match="replaces --data_file_paths"):
         parse_args(["--model_name_or_path", tiny_qwen25_dir, "--data_config", cfg, "--data_file_paths", "a.jsonl"])
 
@@ -127,8 +136,9 @@ def test_concatenate_record_datasets_merges_pass_through_columns(caplog):
 
     log = logging.getLogger("t_mix")
     with caplog.at_level(logging.WARNING, logger="t_mix"):
-        a = rows_to_dataset([{"id": "a0"}, {"id": "a1"}], [{"meta": {"k": 1}, "n": 1}, {"meta": "s", "n": 2}],
-                            what="a", logger=log)  # fmt: skip
+        a = rows_to_dataset(
+            [{"id": "a0"}, {"id": "a1"}], [{"meta": {"k": 1}, "n": 1}, {"meta": "s", "n": 2}], what="a", logger=log
+        )
         b = rows_to_dataset([{"id": "b0"}], [{"meta": 7, "n": 2.5, "o": {"z": 1}, "p": []}], what="b", logger=log)
         c = rows_to_dataset([{"id": "c0"}], [{"o": "str", "p": ["x"]}], what="c", logger=log)
         mixed = concatenate_record_datasets([a.select([1, 0]).with_transform(lambda x: x), b, c], logger=log)

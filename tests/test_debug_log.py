@@ -25,11 +25,22 @@ T0 = datetime(2026, 11, 23, 14, 5, 9, 123456)  # -> "23-14-05-09-123456"
 
 def _rows():
     return [
-        {"prompt": [{"role": "user", "content": "q"}], "image_path": ["/d/a.png"], "problem": "What colour?",
-         "solution": "<answer> red </answer>", "accu_reward_method": "default", "id": "7", "image": object()},
-        {"image_path": "/d/b.png", "instruction": "Click OK", "sample_id": "s:2",
-         "target_boxes_resized": [[1, 2, 3, 4]]},
-    ]  # fmt: skip
+        {
+            "prompt": [{"role": "user", "content": "q"}],
+            "image_path": ["/d/a.png"],
+            "problem": "What colour?",
+            "solution": "<answer> red </answer>",
+            "accu_reward_method": "default",
+            "id": "7",
+            "image": object(),
+        },
+        {
+            "image_path": "/d/b.png",
+            "instruction": "Click OK",
+            "sample_id": "s:2",
+            "target_boxes_resized": [[1, 2, 3, 4]],
+        },
+    ]
 
 
 def test_render_exact_text_upstream_layout():
@@ -38,13 +49,20 @@ def test_render_exact_text_upstream_layout():
     rewards = [[1.0, 1.0, 0.5], [0.0, 0.0, 1 / 3]]
     from gui_grounding.task import GUIGroundingTask
 
-    main, fmt = render_rollouts(rows, contents, rewards, ["accuracy_reward", "format_reward", "click_reward"],
-                                ["accuracy", "format", None], now=lambda: T0,
-                                columns=GUIGroundingTask.debug_columns)  # fmt: skip
+    main, fmt = render_rollouts(
+        rows,
+        contents,
+        rewards,
+        ["accuracy_reward", "format_reward", "click_reward"],
+        ["accuracy", "format", None],
+        now=lambda: T0,
+        columns=GUIGroundingTask.debug_columns,
+    )
     # without the task's columns the core shows only its own (upstream's) column names
     bare, _ = render_rollouts(rows[1:], contents[1:], rewards[1:], ["r"], [None], now=lambda: T0)
-    assert bare == ("------------- 23-14-05-09-123456 r reward: 0.0 -------------\nimage_path: /d/b.png\n"
-                    "Content: (5,6)\n")  # fmt: skip
+    assert bare == (
+        "------------- 23-14-05-09-123456 r reward: 0.0 -------------\nimage_path: /d/b.png\nContent: (5,6)\n"
+    )
     assert main == (
         "------------- 23-14-05-09-123456 Accuracy reward: 1.0 -------------\n"
         "id: 7\n"
@@ -133,9 +151,13 @@ def test_trainer_hook_logs_the_process_slice(tmp_path, monkeypatch):
     """Rank 1 of 2: the gathered rewards hold rank 0's rows first; the hook must log rows 2-3, not 0-1."""
     from vlm_r1.trainer import VLMGRPOTrainer
 
-    fake = SimpleNamespace(accelerator=SimpleNamespace(process_index=1), reward_funcs=[accuracy_reward, format_reward],
-                           reward_func_names=["accuracy_reward", "format_reward"], _debug_log=RolloutDebugLog(),
-                           _debug_log_failed=False)  # fmt: skip
+    fake = SimpleNamespace(
+        accelerator=SimpleNamespace(process_index=1),
+        reward_funcs=[accuracy_reward, format_reward],
+        reward_func_names=["accuracy_reward", "format_reward"],
+        _debug_log=RolloutDebugLog(),
+        _debug_log_failed=False,
+    )
     gathered = torch.tensor([[9.0, 9.0], [8.0, 8.0], [1.0, 0.0], [0.0, 1.0]])
     inputs = [{"id": "a", "solution": "s"}, {"id": "b", "solution": "s"}]
     completions = [[{"role": "assistant", "content": "one"}], [{"role": "assistant", "content": "two"}]]
@@ -143,7 +165,9 @@ def test_trainer_hook_logs_the_process_slice(tmp_path, monkeypatch):
     VLMGRPOTrainer._debug_log_rollouts(fake, inputs, completions, gathered)
     text = (tmp_path / "log.txt").read_text(encoding="utf-8")
     assert re.findall(r"Accuracy reward: (\S+) -+\nid: (\w)\nContent: (\w+)\n", text) == [
-        ("1.0", "a", "one"), ("0.0", "b", "two")]  # fmt: skip
+        ("1.0", "a", "one"),
+        ("0.0", "b", "two"),
+    ]
     fmt = (tmp_path / "log_format.txt").read_text(encoding="utf-8")
     assert fmt.endswith("Content: one\nHas format: False\nContent: two\nHas format: True\n")
     # a failure inside the hook never propagates
@@ -183,16 +207,58 @@ def test_grpo_cli_debug_mode_writes_upstream_log(tmp_path, make_image, tiny_qwen
 
     make_image(84, 84, "a.png", folder=tmp_path / "img")
     data = tmp_path / "d.jsonl"
-    data.write_text(json.dumps({"id": 11, "image": "a.png", "conversations": [
-        {"from": "human", "value": "<image>What colour is it?"}, {"from": "gpt", "value": "red"}]}) + "\n")  # fmt: skip
+    data.write_text(
+        json.dumps(
+            {
+                "id": 11,
+                "image": "a.png",
+                "conversations": [
+                    {"from": "human", "value": "<image>What colour is it?"},
+                    {"from": "gpt", "value": "red"},
+                ],
+            }
+        )
+        + "\n"
+    )
     (tmp_path / "dbg_rewards.py").write_text(LENGTH_REWARD)
     out, log_path = tmp_path / "run", tmp_path / "logs" / "debug_log.txt"
-    cmd = [sys.executable, "-m", "vlm_r1.grpo_jsonl", "--model_name_or_path", tiny_qwen25_dir,
-           "--data_file_paths", str(data), "--image_folders", str(tmp_path / "img"),
-           "--reward_funcs", "accuracy", "format", "dbg_rewards:length_reward", "--output_dir", str(out),
-           "--beta", "0", "--max_completion_length", "8", "--max_steps", "1", "--per_device_train_batch_size", "4",
-           "--num_generations", "4", "--logging_steps", "1", "--max_pixels", "50176", "--report_to", "none",
-           "--save_strategy", "no", "--seed", "0"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "vlm_r1.grpo_jsonl",
+        "--model_name_or_path",
+        tiny_qwen25_dir,
+        "--data_file_paths",
+        str(data),
+        "--image_folders",
+        str(tmp_path / "img"),
+        "--reward_funcs",
+        "accuracy",
+        "format",
+        "dbg_rewards:length_reward",
+        "--output_dir",
+        str(out),
+        "--beta",
+        "0",
+        "--max_completion_length",
+        "8",
+        "--max_steps",
+        "1",
+        "--per_device_train_batch_size",
+        "4",
+        "--num_generations",
+        "4",
+        "--logging_steps",
+        "1",
+        "--max_pixels",
+        "50176",
+        "--report_to",
+        "none",
+        "--save_strategy",
+        "no",
+        "--seed",
+        "0",
+    ]
     env = {
         **os.environ,
         "OMP_NUM_THREADS": "1",

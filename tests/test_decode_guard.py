@@ -39,8 +39,22 @@ def test_convert_decode_guard_flag(tmp_path, make_image, caplog, flag, limit, re
     data.write_text(json.dumps(rec) + "\n")
     out = tmp_path / "o.jsonl"
     with caplog.at_level(logging.WARNING, logger="gui_grounding.data.convert"):
-        main(["convert", "--format", "canonical", str(data), "--image-root", str(tmp_path / "root"), "--out", str(out),
-              "--verify-images", "header", flag, str(limit)])  # fmt: skip
+        main(
+            [
+                "convert",
+                "--format",
+                "canonical",
+                str(data),
+                "--image-root",
+                str(tmp_path / "root"),
+                "--out",
+                str(out),
+                "--verify-images",
+                "header",
+                flag,
+                str(limit),
+            ]
+        )
     summary = json.loads((tmp_path / "o.summary.json").read_text())
     assert (summary["max_image_pixels"], summary["reasons"], summary["samples"]) == (limit, reasons, 1 - len(reasons))
     assert "max_pixels" not in summary

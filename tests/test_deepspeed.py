@@ -69,8 +69,9 @@ print(json.dumps({{"stage": ds.zero_optimization_stage, "micro": ds.train_micro_
                    "offload_opt": str(ds.zero_config.offload_optimizer.device) if ds.zero_config.offload_optimizer else None,
                    "offload_param": str(ds.zero_config.offload_param.device) if ds.zero_config.offload_param else None}}))
 """
-    proc = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=_env(), capture_output=True, text=True,
-                          timeout=300)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPO, env=_env(), capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     assert (got["micro"], got["accum"], got["batch"], got["clip"]) == (8, 2, 16, 1.0)
@@ -96,16 +97,55 @@ def ds_train_subset(tmp_path_factory):
 
 def _train(model_dir, data, out, extra=()):
     args = [
-        "--model_name_or_path", model_dir, "--task_type", "gui_grounding",
-        "--data_file_paths", data, "--image_folders", SAMPLE,
-        "--reward_funcs", "click", TOY_REWARD,
-        "--output_dir", out, "--max_steps", "2", "--per_device_train_batch_size", "8",
-        "--num_generations", "8", "--max_completion_length", "8", "--max_pixels", "100352",
-        "--freeze_vision_modules", "true", "--logging_steps", "1", "--report_to", "none",
-        "--save_strategy", "steps", "--save_steps", "2", "--seed", "0", "--data_seed", "0", "--bf16", "false", *extra,
-    ]  # fmt: skip
-    proc = subprocess.run(["bash", "run_scripts/train_grpo.sh", *args], cwd=REPO, env=_env(nproc=2),
-                          capture_output=True, text=True, timeout=600)  # fmt: skip
+        "--model_name_or_path",
+        model_dir,
+        "--task_type",
+        "gui_grounding",
+        "--data_file_paths",
+        data,
+        "--image_folders",
+        SAMPLE,
+        "--reward_funcs",
+        "click",
+        TOY_REWARD,
+        "--output_dir",
+        out,
+        "--max_steps",
+        "2",
+        "--per_device_train_batch_size",
+        "8",
+        "--num_generations",
+        "8",
+        "--max_completion_length",
+        "8",
+        "--max_pixels",
+        "100352",
+        "--freeze_vision_modules",
+        "true",
+        "--logging_steps",
+        "1",
+        "--report_to",
+        "none",
+        "--save_strategy",
+        "steps",
+        "--save_steps",
+        "2",
+        "--seed",
+        "0",
+        "--data_seed",
+        "0",
+        "--bf16",
+        "false",
+        *extra,
+    ]
+    proc = subprocess.run(
+        ["bash", "run_scripts/train_grpo.sh", *args],
+        cwd=REPO,
+        env=_env(nproc=2),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, f"training failed ({' '.join(extra) or 'DDP'}):\n{proc.stderr[-6000:]}"
     with open(os.path.join(out, "checkpoint-2", "trainer_state.json")) as f:
         history = [h for h in json.load(f)["log_history"] if "loss" in h]

@@ -21,8 +21,13 @@ from gui_grounding.eval.benchmarks.screenspot_v2 import ScreenSpotV2
 from gui_grounding.eval.benchmarks.webclick import WebClick
 
 REPO = Path(__file__).resolve().parents[1]
-BUILTIN_BENCHMARKS = {"screenspot-v2": ScreenSpotV2, "screenspot-pro": ScreenSpotPro, "osworld-g": OSWorldG,
-                      "webclick": WebClick, "canonical": Canonical}  # fmt: skip
+BUILTIN_BENCHMARKS = {
+    "screenspot-v2": ScreenSpotV2,
+    "screenspot-pro": ScreenSpotPro,
+    "osworld-g": OSWorldG,
+    "webclick": WebClick,
+    "canonical": Canonical,
+}
 
 
 class MyBench(Benchmark):
@@ -90,14 +95,21 @@ def test_builtin_names():
     assert backends.REGISTRY.group == "gui_grounding.backends"
     assert benchmarks_pkg.BENCHMARKS == BUILTIN_BENCHMARKS
     assert list(benchmarks_pkg.BENCHMARKS) == ["screenspot-v2", "screenspot-pro", "osworld-g", "webclick", "canonical"]
-    assert set(benchmarks_pkg.REGISTRY.names()) == {"screenspot-v2", "screenspot-pro", "osworld-g", "webclick",
-                                                    "canonical"}  # fmt: skip
+    assert set(benchmarks_pkg.REGISTRY.names()) == {
+        "screenspot-v2",
+        "screenspot-pro",
+        "osworld-g",
+        "webclick",
+        "canonical",
+    }
     assert BACKENDS == ("hf", "openai", "vllm")
     assert set(backends.REGISTRY.names()) == {"hf", "openai", "vllm"}
     specs = {name: fn.spec for name, fn in backends.REGISTRY.available().items()}
-    assert specs == {"hf": "gui_grounding.eval.backends.hf:predict_hf",
-                     "openai": "gui_grounding.eval.backends.openai_api:predict_openai",
-                     "vllm": "gui_grounding.eval.backends.vllm_engine:predict_vllm"}  # fmt: skip
+    assert specs == {
+        "hf": "gui_grounding.eval.backends.hf:predict_hf",
+        "openai": "gui_grounding.eval.backends.openai_api:predict_openai",
+        "vllm": "gui_grounding.eval.backends.vllm_engine:predict_vllm",
+    }
     assert type(get_benchmark("screenspot-v2")) is ScreenSpotV2
     assert get_benchmark("osworld-g", subset="refined").subset == "refined"
 
@@ -121,15 +133,18 @@ def test_get_benchmark_spec():
     assert str(err.value).startswith(f"benchmark '{__name__}:MyBench' does not take options ['nope']: ")
     with pytest.raises(ValueError) as err:
         get_benchmark("no_such_module_xyz:Bench")
-    assert str(err.value) == ("benchmark 'no_such_module_xyz:Bench': cannot load 'no_such_module_xyz:Bench': No module "
-                              "named 'no_such_module_xyz'; registered: screenspot-v2, screenspot-pro, "
-                              "osworld-g, webclick, canonical")  # fmt: skip
+    assert str(err.value) == (
+        "benchmark 'no_such_module_xyz:Bench': cannot load 'no_such_module_xyz:Bench': No module "
+        "named 'no_such_module_xyz'; registered: screenspot-v2, screenspot-pro, "
+        "osworld-g, webclick, canonical"
+    )
 
 
 def test_predict_spec_calls_the_function_with_the_exact_arguments():
     samples = [object(), object()]
-    got = predict(f"{__name__}:fake_backend", "my-model", samples, "out/p.jsonl", adapter="gta1", batch_size=2,
-                  max_new_tokens=7)  # fmt: skip
+    got = predict(
+        f"{__name__}:fake_backend", "my-model", samples, "out/p.jsonl", adapter="gta1", batch_size=2, max_new_tokens=7
+    )
     assert got == "fake-result:out/p.jsonl"
     assert CALLS == [(("my-model", samples, "out/p.jsonl"), {"adapter": "gta1", "batch_size": 2, "max_new_tokens": 7})]
     assert get_backend(f"{__name__}:fake_backend") is fake_backend
@@ -138,8 +153,9 @@ def test_predict_spec_calls_the_function_with_the_exact_arguments():
 def test_unknown_names_list_the_registered_ones():
     with pytest.raises(ValueError) as err:
         get_benchmark("screenspot")
-    assert str(err.value) == ("unknown benchmark 'screenspot'; registered: screenspot-v2, screenspot-pro, osworld-g, "
-                              "webclick, canonical")  # fmt: skip
+    assert str(err.value) == (
+        "unknown benchmark 'screenspot'; registered: screenspot-v2, screenspot-pro, osworld-g, webclick, canonical"
+    )
     with pytest.raises(ValueError) as err:
         predict("tgi", "m", [], "x.jsonl", adapter="gta1")
     assert str(err.value) == "unknown backend 'tgi'; registered: hf, openai, vllm"
@@ -157,22 +173,30 @@ def test_unknown_names_list_the_registered_ones():
 
 
 def test_entry_points_add_and_replace(fake_entry_points):
-    fake_entry_points["gui_grounding.benchmarks"] = {"my-bench": f"{__name__}:MyBench",
-                                                     "canonical": f"{__name__}:MyBench"}  # fmt: skip
-    fake_entry_points["gui_grounding.backends"] = {"fake": f"{__name__}:fake_backend",
-                                                   "hf": f"{__name__}:fake_backend"}  # fmt: skip
+    fake_entry_points["gui_grounding.benchmarks"] = {
+        "my-bench": f"{__name__}:MyBench",
+        "canonical": f"{__name__}:MyBench",
+    }
+    fake_entry_points["gui_grounding.backends"] = {"fake": f"{__name__}:fake_backend", "hf": f"{__name__}:fake_backend"}
     backends.REGISTRY.refresh()
     benchmarks_pkg.REGISTRY.refresh()
 
     assert benchmarks_pkg.BENCHMARKS == {**BUILTIN_BENCHMARKS, "canonical": MyBench, "my-bench": MyBench}
-    assert list(benchmarks_pkg.BENCHMARKS) == ["screenspot-v2", "screenspot-pro", "osworld-g", "webclick", "canonical",
-                                               "my-bench"]  # fmt: skip
+    assert list(benchmarks_pkg.BENCHMARKS) == [
+        "screenspot-v2",
+        "screenspot-pro",
+        "osworld-g",
+        "webclick",
+        "canonical",
+        "my-bench",
+    ]
     assert type(get_benchmark("my-bench", level=5)) is MyBench
     assert type(get_benchmark("canonical")) is MyBench
     with pytest.raises(ValueError) as err:
         get_benchmark("nope")
-    assert str(err.value) == ("unknown benchmark 'nope'; registered: screenspot-v2, screenspot-pro, osworld-g, "
-                              "webclick, canonical, my-bench")  # fmt: skip
+    assert str(err.value) == (
+        "unknown benchmark 'nope'; registered: screenspot-v2, screenspot-pro, osworld-g, webclick, canonical, my-bench"
+    )
 
     assert backends.REGISTRY.names() == ["hf", "openai", "vllm", "fake"]
     assert BACKENDS == ("hf", "openai", "vllm")
@@ -184,8 +208,9 @@ def test_entry_points_add_and_replace(fake_entry_points):
     assert str(err.value) == "unknown backend 'tgi'; registered: hf, openai, vllm, fake"
 
     # the CLI accepts the entry-point names, and specs, for --backend and --benchmark
-    args = build_parser().parse_args(["eval", "--benchmark", "my-bench", "--backend", "fake", "--data", "d", "--out",
-                                      "o", "--model", "m"])  # fmt: skip
+    args = build_parser().parse_args(
+        ["eval", "--benchmark", "my-bench", "--backend", "fake", "--data", "d", "--out", "o", "--model", "m"]
+    )
     assert (args.benchmark, args.backend) == ("my-bench", "fake")
 
 
@@ -200,8 +225,21 @@ def test_entry_points_restored_after_refresh():
 
 
 def test_cli_choices_accept_specs_and_refuse_unknown_names(capsys):
-    args = build_parser().parse_args(["eval", "--benchmark", f"{__name__}:MyBench", "--backend",
-                                      f"{__name__}:fake_backend", "--data", "d", "--out", "o", "--model", "m"])  # fmt: skip
+    args = build_parser().parse_args(
+        [
+            "eval",
+            "--benchmark",
+            f"{__name__}:MyBench",
+            "--backend",
+            f"{__name__}:fake_backend",
+            "--data",
+            "d",
+            "--out",
+            "o",
+            "--model",
+            "m",
+        ]
+    )
     assert (args.benchmark, args.backend) == (f"{__name__}:MyBench", f"{__name__}:fake_backend")
     with pytest.raises(SystemExit):
         build_parser().parse_args(["eval", "--backend", "tgi", "--data", "d", "--out", "o", "--model", "m"])
@@ -209,8 +247,10 @@ def test_cli_choices_accept_specs_and_refuse_unknown_names(capsys):
 
 
 def test_importing_backends_is_light():
-    code = ("import sys, gui_grounding.eval.backends as b; b.REGISTRY.available(); "
-            "print(sorted(m for m in ('torch', 'vllm', 'openai', 'transformers') if m in sys.modules))")  # fmt: skip
+    code = (
+        "import sys, gui_grounding.eval.backends as b; b.REGISTRY.available(); "
+        "print(sorted(m for m in ('torch', 'vllm', 'openai', 'transformers') if m in sys.modules))"
+    )
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip().splitlines()[-1] == "[]"

@@ -35,8 +35,10 @@ EVAL_LIMIT = 3
 
 # family -> adapter name, the user text of record 0 (no system prompt for either family), the SFT target of record 0
 # (Qwen3-VL: the box centre as a JSON point_2d, rounded; InternVL: the box, each edge rounded), and the model class
-QWEN3_REQUEST = ('Locate the UI element that matches the instruction "{}" in this screenshot. Output the point '
-                 'coordinates in JSON format like {{"point_2d": [x, y], "label": "element"}}.')  # fmt: skip
+QWEN3_REQUEST = (
+    'Locate the UI element that matches the instruction "{}" in this screenshot. Output the point '
+    'coordinates in JSON format like {{"point_2d": [x, y], "label": "element"}}.'
+)
 INTERNVL_REQUEST = "Please provide the bounding box coordinate of the region this sentence describes: <ref>{}</ref>"
 FAMILIES = {
     "qwen3_vl": {
@@ -75,8 +77,9 @@ def _env(**extra):
 
 
 def _run(args, **env_extra):
-    proc = subprocess.run([sys.executable, "-m", *args], cwd=REPO, env=_env(**env_extra), capture_output=True,
-                          text=True, timeout=600)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-m", *args], cwd=REPO, env=_env(**env_extra), capture_output=True, text=True, timeout=600
+    )
     assert proc.returncode == 0, f"failed ({proc.returncode}): {' '.join(args)}\n{proc.stderr[-4000:]}"
     return proc
 
@@ -110,16 +113,51 @@ def train4(tmp_path_factory):
 
 
 def _common_args(model, data, out):
-    return ["--model_name_or_path", model, "--task_type", "gui_grounding", "--data_file_paths", data,
-            "--image_folders", SAMPLE, "--output_dir", out, "--max_steps", "3", "--per_device_train_batch_size", "4",
-            "--max_pixels", "100352", "--freeze_vision_modules", "true", "--logging_steps", "1",
-            "--save_strategy", "no", "--report_to", "none", "--seed", "0"]  # fmt: skip
+    return [
+        "--model_name_or_path",
+        model,
+        "--task_type",
+        "gui_grounding",
+        "--data_file_paths",
+        data,
+        "--image_folders",
+        SAMPLE,
+        "--output_dir",
+        out,
+        "--max_steps",
+        "3",
+        "--per_device_train_batch_size",
+        "4",
+        "--max_pixels",
+        "100352",
+        "--freeze_vision_modules",
+        "true",
+        "--logging_steps",
+        "1",
+        "--save_strategy",
+        "no",
+        "--report_to",
+        "none",
+        "--seed",
+        "0",
+    ]
 
 
 def _grpo_argv(model, data, out):
-    return [*_common_args(model, data, out), "--num_generations", "4", "--max_completion_length", "24",
-            "--reward_funcs", "click", "toy_rewards:completion_length_reward", "--beta", "0",
-            "--max_anyres_num", str(INTERNVL_MAX_TILES)]  # fmt: skip
+    return [
+        *_common_args(model, data, out),
+        "--num_generations",
+        "4",
+        "--max_completion_length",
+        "24",
+        "--reward_funcs",
+        "click",
+        "toy_rewards:completion_length_reward",
+        "--beta",
+        "0",
+        "--max_anyres_num",
+        str(INTERNVL_MAX_TILES),
+    ]
 
 
 def _sft_argv(model, data, out):
@@ -132,9 +170,14 @@ def _sft_argv(model, data, out):
 def grpo_run(family, train4):
     arch, _, model, work = family
     out, log = str(work / "grpo"), str(work / "rollouts.txt")
-    proc = subprocess.run([sys.executable, "-m", "vlm_r1.grpo_jsonl", *_grpo_argv(model, train4, out)], cwd=REPO,
-                          env=_env(DEBUG_MODE="true", LOG_PATH=log), capture_output=True, text=True,
-                          timeout=600)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-m", "vlm_r1.grpo_jsonl", *_grpo_argv(model, train4, out)],
+        cwd=REPO,
+        env=_env(DEBUG_MODE="true", LOG_PATH=log),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     return out, log, proc
 
 
@@ -192,21 +235,41 @@ def _check_trained(initial, out, spec):
 
 
 def _check_eval(model_dir, out, spec):
-    _run(["gui_grounding.cli", "eval", "--backend", "hf", "--data", TEST_FILE, "--model", model_dir, "--out", out,
-          "--limit", str(EVAL_LIMIT), "--batch-size", str(EVAL_LIMIT), "--max-new-tokens", "8"])  # fmt: skip
+    _run(
+        [
+            "gui_grounding.cli",
+            "eval",
+            "--backend",
+            "hf",
+            "--data",
+            TEST_FILE,
+            "--model",
+            model_dir,
+            "--out",
+            out,
+            "--limit",
+            str(EVAL_LIMIT),
+            "--batch-size",
+            str(EVAL_LIMIT),
+            "--max-new-tokens",
+            "8",
+        ]
+    )
     with open(TEST_FILE) as f:
         expected = [json.loads(line) for line in f if line.strip()][:EVAL_LIMIT]
     with open(os.path.join(out, "predictions.jsonl")) as f:
         preds = [json.loads(line) for line in f]
     assert [p["sample_id"] for p in preds] == [r["sample_id"] for r in expected]  # one line per sample
     assert [p["adapter"] for p in preds] == [spec["adapter"]] * EVAL_LIMIT
-    assert [p["prompt"] for p in preds] == [f"user: <image>{spec['request'].format(r['instruction'])}"
-                                            for r in expected]  # fmt: skip
+    assert [p["prompt"] for p in preds] == [
+        f"user: <image>{spec['request'].format(r['instruction'])}" for r in expected
+    ]
     with open(os.path.join(out, "metrics.json")) as f:
         overall = json.load(f)["overall"]
     assert overall["num_total"] == EVAL_LIMIT
-    assert overall["num_correct"] == sum(p["point"] is not None and _inside(p["point"], r) for p, r in
-                                         zip(preds, expected, strict=True))  # fmt: skip
+    assert overall["num_correct"] == sum(
+        p["point"] is not None and _inside(p["point"], r) for p, r in zip(preds, expected, strict=True)
+    )
 
 
 def _inside(point, record):
@@ -286,13 +349,29 @@ def test_prompt_cli_picks_family_adapter(family):
     _, spec, model, _ = family
     # the tiny checkpoint records no training budget, so the pixel budget is the adapter's published one; InternVL's
     # tile bound is given as the runs give it (INTERNVL_MAX_TILES; Qwen3-VL ignores it)
-    proc = _run(["gui_grounding.cli", "prompt", "--model", model, "--image-size", "1920x1080", "--instruction",
-                 "Click the search box", "--max-tiles", str(INTERNVL_MAX_TILES)])  # fmt: skip
+    proc = _run(
+        [
+            "gui_grounding.cli",
+            "prompt",
+            "--model",
+            model,
+            "--image-size",
+            "1920x1080",
+            "--instruction",
+            "Click the search box",
+            "--max-tiles",
+            str(INTERNVL_MAX_TILES),
+        ]
+    )
     out = json.loads(proc.stdout)
     assert out["adapter"] == spec["adapter"]
     assert out["image_size"] == [1920, 1080]
-    assert out["messages"] == [{"role": "user", "content": [
-        {"type": "image"}, {"type": "text", "text": spec["request"].format("Click the search box")}]}]  # fmt: skip
+    assert out["messages"] == [
+        {
+            "role": "user",
+            "content": [{"type": "image"}, {"type": "text", "text": spec["request"].format("Click the search box")}],
+        }
+    ]
     assert spec["request"].format("Click the search box") in out["chat_template_text"]
     token, count = spec["prompt_image_tokens"]
     assert out["chat_template_text"].count(token) == count

@@ -95,8 +95,15 @@ side = st.integers(min_value=28, max_value=4000)
 
 
 @settings(max_examples=300, deadline=None)
-@given(w=side, h=side, max_pixels=st.sampled_from(BUDGETS),
-       fx=st.floats(0, 1), fy=st.floats(0, 1), gx=st.floats(0, 1), gy=st.floats(0, 1))  # fmt: skip
+@given(
+    w=side,
+    h=side,
+    max_pixels=st.sampled_from(BUDGETS),
+    fx=st.floats(0, 1),
+    fy=st.floats(0, 1),
+    gx=st.floats(0, 1),
+    gy=st.floats(0, 1),
+)
 def test_property_frame_round_trips_and_resized_dims(w, h, max_pixels, fx, fy, gx, gy):
     assume(max(w, h) / min(w, h) < 200)
     f = Frame.for_image(w, h, factor=F, min_pixels=MIN, max_pixels=max_pixels)
@@ -263,8 +270,27 @@ _REF_PAIR = r"\((-?\d*\.?\d+),\s*(-?\d*\.?\d+)\)"
 _REF_BOX = r"\[(-?\d*\.?\d+),\s*(-?\d*\.?\d+),\s*(-?\d*\.?\d+),\s*(-?\d*\.?\d+)\]"
 _REF_ANSWER = r"<answer>(.*?)</answer>"
 _REF_THINK_ANSWER = r"^\s*<think>.*?</think>\s*<answer>(.*?)</answer>\s*$"
-_PIECES = ["<think>", "</think>", "<answer>", "</answer>", " ", "\n", "\u00a0", "x", "(1,2)", "(", ")", ",", "1", "-",
-           ".", "[", "]", "2.5", "\x1c"]  # fmt: skip
+_PIECES = [
+    "<think>",
+    "</think>",
+    "<answer>",
+    "</answer>",
+    " ",
+    "\n",
+    "\u00a0",
+    "x",
+    "(1,2)",
+    "(",
+    ")",
+    ",",
+    "1",
+    "-",
+    ".",
+    "[",
+    "]",
+    "2.5",
+    "\x1c",
+]
 
 
 @settings(max_examples=3000, deadline=None)

@@ -10,8 +10,16 @@ from gui_grounding.train import GTA1_DEFAULTS, parse_args
 
 
 def test_gta1_script_defaults_and_flags(tmp_path):
-    argv = ["--model_name_or_path", "m", "--output_dir", str(tmp_path), "--dataset_name", "inp.json",
-            "--image_root", "./preprocessing"]  # fmt: skip
+    argv = [
+        "--model_name_or_path",
+        "m",
+        "--output_dir",
+        str(tmp_path),
+        "--dataset_name",
+        "inp.json",
+        "--image_root",
+        "./preprocessing",
+    ]
     script, training, model = parse_args(argv)
     assert script.data_file_list == ["inp.json"] and script.image_folder_list == ["./preprocessing"]
     assert script.task_type == "gui_grounding"
@@ -28,14 +36,46 @@ def test_gta1_script_defaults_and_flags(tmp_path):
 
 
 def test_dry_run_prints_the_objective(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "gui_grounding.train", "--config", "recipes/gta1/32b.yaml",
-                           "--data_file_paths", "x.jsonl", "--output_dir", str(tmp_path), "--beta", "0.01",
-                           "--dry_run"], capture_output=True, text=True, timeout=120)  # fmt: skip
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gui_grounding.train",
+            "--config",
+            "recipes/gta1/32b.yaml",
+            "--data_file_paths",
+            "x.jsonl",
+            "--output_dir",
+            str(tmp_path),
+            "--beta",
+            "0.01",
+            "--dry_run",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     resolved = json.loads(proc.stdout)
     assert resolved["beta"] == 0.01  # the command line beats the recipe
-    assert {k: resolved[k] for k in ("loss_type", "top_k", "max_completion_length", "max_pixels", "reward_funcs",
-                                     "box_rounding", "num_generations")} == {
-        "loss_type": "grpo", "top_k": 50, "max_completion_length": 128, "max_pixels": 8847360,
-        "reward_funcs": ["click"], "box_rounding": "gta1", "num_generations": 8}  # fmt: skip
+    assert {
+        k: resolved[k]
+        for k in (
+            "loss_type",
+            "top_k",
+            "max_completion_length",
+            "max_pixels",
+            "reward_funcs",
+            "box_rounding",
+            "num_generations",
+        )
+    } == {
+        "loss_type": "grpo",
+        "top_k": 50,
+        "max_completion_length": 128,
+        "max_pixels": 8847360,
+        "reward_funcs": ["click"],
+        "box_rounding": "gta1",
+        "num_generations": 8,
+    }
     assert not (tmp_path / "vlm_r1_run.json").exists()  # nothing ran

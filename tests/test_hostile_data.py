@@ -74,8 +74,11 @@ def root(tmp_path, make_image):
 
 
 def gta1(image: str, bbox, instruction: str = "<image>click it") -> dict:
-    return {"image": image, "bbox": bbox,
-            "conversations": [{"from": "human", "value": instruction}, {"from": "gpt", "value": ""}]}  # fmt: skip
+    return {
+        "image": image,
+        "bbox": bbox,
+        "conversations": [{"from": "human", "value": instruction}, {"from": "gpt", "value": ""}],
+    }
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -105,8 +108,11 @@ def test_convert_hostile_gta1_json_list(root, tmp_path):
         ("[" * 50_000 + "]" * 50_000, "unparseable_record"),
     ]
     outside = os.path.join(os.path.dirname(root), "secret.png")
-    kept_extra = [gta1("linked_dataset/linked.png", [100, 100, 900, 900]), gta1(abs_image, [100, 100, 900, 900]),
-                  gta1(outside, [100, 100, 900, 900])]  # fmt: skip
+    kept_extra = [
+        gta1("linked_dataset/linked.png", [100, 100, 900, 900]),
+        gta1(abs_image, [100, 100, 900, 900]),
+        gta1(outside, [100, 100, 900, 900]),
+    ]
     elements = []
     for i, (text, _) in enumerate(hostile):
         elements += [json.dumps(gta1("shots/a.png", [100, 100, 200 + i, 200])), text]
@@ -260,10 +266,13 @@ def test_verify_modes_and_pixel_limit(root):
 def test_convert_verify_header_keeps_truncated_decode_rejects(root, tmp_path):
     data = tmp_path / "t.jsonl"
     data.write_text(json.dumps(gta1("shots/truncated.png", [1, 2, 300, 400])) + "\n")
-    assert convert("gta1", [str(data)], root, str(tmp_path / "h.jsonl"), verify_images="header",
-                   progress=False).samples == 1  # fmt: skip
-    assert dict(convert("gta1", [str(data)], root, str(tmp_path / "d.jsonl"),
-                        progress=False).reasons) == {"unreadable_image": 1}  # fmt: skip
+    assert (
+        convert("gta1", [str(data)], root, str(tmp_path / "h.jsonl"), verify_images="header", progress=False).samples
+        == 1
+    )
+    assert dict(convert("gta1", [str(data)], root, str(tmp_path / "d.jsonl"), progress=False).reasons) == {
+        "unreadable_image": 1
+    }
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -278,8 +287,11 @@ def test_exif_orientation_6_through_convert_and_a_training_row(tmp_path, tiny_qw
     root.mkdir()
     rotated_jpeg(str(root / "phone.jpg"))  # stored 200 x 100, displayed 100 x 200
     # a box drawn on the displayed (portrait) image: outside the stored landscape frame along y
-    rec = {"instruction": "the bottom button", "image_path": "phone.jpg",
-           "target_bbox": {"x_min": 10, "y_min": 150, "x_max": 90, "y_max": 190}}  # fmt: skip
+    rec = {
+        "instruction": "the bottom button",
+        "image_path": "phone.jpg",
+        "target_bbox": {"x_min": 10, "y_min": 150, "x_max": 90, "y_max": 190},
+    }
     data = tmp_path / "in.jsonl"
     data.write_text(json.dumps(rec) + "\n")
     out = tmp_path / "out.jsonl"
@@ -291,8 +303,14 @@ def test_exif_orientation_6_through_convert_and_a_training_row(tmp_path, tiny_qw
     assert (samples[0].width, samples[0].height) == (100, 200)
     assert samples[0].boxes == [(10.0, 150.0, 90.0, 190.0)]
     # the training row: sizes and pixels in the displayed frame
-    script_args = SimpleNamespace(data_file_list=[str(out)], image_folder_list=[str(root)], reward_method_list=None,
-                                  strict_data=False, task_type=None, prompt_mode="non_thinking")  # fmt: skip
+    script_args = SimpleNamespace(
+        data_file_list=[str(out)],
+        image_folder_list=[str(root)],
+        reward_method_list=None,
+        strict_data=False,
+        task_type=None,
+        prompt_mode="non_thinking",
+    )
     ds = GUIGroundingTask().build_dataset(script_args, load_processor(tiny_qwen25_dir), get_vlm_module(tiny_qwen25_dir))
     row = ds[0]
     assert row["image_size"] == [100, 200]
@@ -310,14 +328,23 @@ def test_default_task_images_validated_before_training(root, tiny_qwen25_dir, ca
     from vlm_r1.tasks import DefaultTask
 
     conv = [{"from": "human", "value": "<image>q"}, {"from": "gpt", "value": "a"}]
-    names = ["shots/a.png", "shots/truncated.jpg", "shots/bad_idat.png", "shots/bomb.png", "../secret.png",
-             "shots/fifo.png", "/proc/self/environ", "shots/b.png"]  # fmt: skip
+    names = [
+        "shots/a.png",
+        "shots/truncated.jpg",
+        "shots/bad_idat.png",
+        "shots/bomb.png",
+        "../secret.png",
+        "shots/fifo.png",
+        "/proc/self/environ",
+        "shots/b.png",
+    ]
     data = os.path.join(root, "d.jsonl")
     with open(data, "w") as f:
         for name in names:
             f.write(json.dumps({"image": name, "conversations": conv}) + "\n")
-    args = SimpleNamespace(data_file_list=[data], image_folder_list=[root], reward_method_list=None,
-                           strict_data=False, task_type=None)  # fmt: skip
+    args = SimpleNamespace(
+        data_file_list=[data], image_folder_list=[root], reward_method_list=None, strict_data=False, task_type=None
+    )
     with caplog.at_level(logging.WARNING, logger="vlm_r1.tasks"):
         ds = DefaultTask().build_dataset(args, load_processor(tiny_qwen25_dir), get_vlm_module(tiny_qwen25_dir))
     assert len(ds) == 2
@@ -333,8 +360,16 @@ def test_default_task_images_validated_before_training(root, tiny_qwen25_dir, ca
 
 def test_validate_numbers_text_paths():
     assert validate.box4([1, 2.5, 3, 4]) == (1.0, 2.5, 3.0, 4.0)
-    for bad in ([1, 2, 3, float("nan")], [1, 2, 3, float("inf")], [1, 2, 3, True], [1, 2, 3, 10**400],
-                [1, 2, 3, -1.5e7], [1, 2, 3, "4"], [1, 2, 3], None):  # fmt: skip
+    for bad in (
+        [1, 2, 3, float("nan")],
+        [1, 2, 3, float("inf")],
+        [1, 2, 3, True],
+        [1, 2, 3, 10**400],
+        [1, 2, 3, -1.5e7],
+        [1, 2, 3, "4"],
+        [1, 2, 3],
+        None,
+    ):
         with pytest.raises(validate.Invalid) as err:
             validate.box4(bad)
         assert err.value.reason == "bad_box"
@@ -356,16 +391,20 @@ def test_validate_numbers_text_paths():
 def test_iter_records_strict_numbers_and_json_list_neighbours(tmp_path):
     path = tmp_path / "l.json"
     path.write_text('[{"a": 1}, {"a": NaN}, {"a": ' + "9" * 5000 + '}, {"a": 1e999}, {"a": 2}]')
-    out = [item if isinstance(item, dict) else item.reason if hasattr(item, "reason") else "error"
-           for _, _, item in iter_records(str(path))]  # fmt: skip
+    out = [
+        item if isinstance(item, dict) else item.reason if hasattr(item, "reason") else "error"
+        for _, _, item in iter_records(str(path))
+    ]
     assert out == [{"a": 1}, "error", "error", "error", {"a": 2}]
 
 
 def test_streamed_json_list_lone_surrogate_is_bad_text_not_altered(root, tmp_path):
     """ijson's C backend turns a lone high-surrogate escape into "?": such a file is read by the exact reader."""
-    recs = [gta1("shots/a.png", [100, 100, 300, 300], "<image>smile \U0001F600"),  # a valid pair: kept as is
-            gta1("shots/a.png", [100, 100, 400, 300], "<image>lone \ud800 here"),
-            gta1("shots/a.png", [100, 100, 500, 300], "<image>ok")]  # fmt: skip
+    recs = [
+        gta1("shots/a.png", [100, 100, 300, 300], "<image>smile \U0001f600"),  # a valid pair: kept as is
+        gta1("shots/a.png", [100, 100, 400, 300], "<image>lone \ud800 here"),
+        gta1("shots/a.png", [100, 100, 500, 300], "<image>ok"),
+    ]
     data = tmp_path / "s.json"
     data.write_text(json.dumps(recs))  # ensure_ascii: \ud83d\ude00 and \ud800 escapes
     report = convert("gta1", [str(data)], root, str(tmp_path / "s.jsonl"), progress=False)
@@ -403,8 +442,9 @@ def test_clean_never_decodes_an_image_over_the_pixel_limit(root, tmp_path, monke
                 )
                 + "\n"
             )
-    report = clean([str(data)], str(tmp_path / "out" / "c.jsonl"), "spy", image_folders=[root], progress=False,
-                   plot=False)  # fmt: skip
+    report = clean(
+        [str(data)], str(tmp_path / "out" / "c.jsonl"), "spy", image_folders=[root], progress=False, plot=False
+    )
     assert seen == ["a.png"]
     assert report["invalid_records"] == {"image_too_large": 1}
     assert len(read_strict_jsonl(tmp_path / "out" / "c.jsonl")) == 1  # the kept record, strict JSON

@@ -76,8 +76,17 @@ def _png_append(path: str, kind: bytes, data: bytes) -> None:
         f.write(raw[:cut] + _chunk(kind, data) + raw[cut:])
 
 
-SOURCES = ("exif_short", "exif_long", "exif_rational", "exif_double", "xmp", "exif_after_pixels", "xmp_after_pixels",
-           "raw_profile_after_pixels", "tiff_tag")  # fmt: skip
+SOURCES = (
+    "exif_short",
+    "exif_long",
+    "exif_rational",
+    "exif_double",
+    "xmp",
+    "exif_after_pixels",
+    "xmp_after_pixels",
+    "raw_profile_after_pixels",
+    "tiff_tag",
+)
 FORMATS = {"png": "PNG", "jpeg": "JPEG", "webp": "WEBP", "tiff": "TIFF"}
 
 
@@ -151,18 +160,32 @@ def test_image_frame_reaches_convert_loader_and_boxes(tmp_path):
     root = tmp_path / "root"
     root.mkdir()
     oriented_image(str(root / "a.png"), "png", "exif_after_pixels", 6)
-    recs = [{"instruction": "tall", "image_path": "a.png", "target_bbox": {"x_min": 2, "y_min": 20, "x_max": 18,
-                                                                            "y_max": 38}},
-            {"instruction": "wide", "image_path": "a.png", "target_bbox": {"x_min": 25, "y_min": 2, "x_max": 38,
-                                                                            "y_max": 18}}]  # fmt: skip
+    recs = [
+        {
+            "instruction": "tall",
+            "image_path": "a.png",
+            "target_bbox": {"x_min": 2, "y_min": 20, "x_max": 18, "y_max": 38},
+        },
+        {
+            "instruction": "wide",
+            "image_path": "a.png",
+            "target_bbox": {"x_min": 25, "y_min": 2, "x_max": 38, "y_max": 18},
+        },
+    ]
     data = tmp_path / "d.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in recs))
     for verify in ("header", "decode"):
         samples, report = load_samples([str(data)], [str(root)], verify_images=verify)
         assert [(s.instruction, s.width, s.height) for s in samples] == [("tall", 20, 40)]
         assert report.counts == {"box_outside_image": 1}
-        rep = convert("canonical", [str(data)], str(root), str(tmp_path / f"out_{verify}.jsonl"),
-                      verify_images=verify, progress=False)  # fmt: skip
+        rep = convert(
+            "canonical",
+            [str(data)],
+            str(root),
+            str(tmp_path / f"out_{verify}.jsonl"),
+            verify_images=verify,
+            progress=False,
+        )
         assert (rep.samples, dict(rep.reasons)) == (1, {"box_outside_image": 1})
 
 
@@ -171,8 +194,11 @@ def test_image_frame_reaches_convert_loader_and_boxes(tmp_path):
 
 
 def _canonical(i, **extra):
-    rec = {"instruction": f"click {i}", "image_path": "a.png",
-           "target_bbox": {"x_min": 1 + i, "y_min": 1, "x_max": 5 + i, "y_max": 5}}  # fmt: skip
+    rec = {
+        "instruction": f"click {i}",
+        "image_path": "a.png",
+        "target_bbox": {"x_min": 1 + i, "y_min": 1, "x_max": 5 + i, "y_max": 5},
+    }
     rec.update(extra)
     return rec
 
@@ -186,9 +212,17 @@ def img_root(tmp_path, make_image):
 
 def test_identity_rule_in_the_training_loader_and_convert(tmp_path, img_root):
     data = tmp_path / "train.jsonl"
-    recs = [_canonical(0, sample_id=None), _canonical(1, sample_id=None), _canonical(2, sample_id="train:3"),
-            _canonical(3), _canonical(4, id=7), _canonical(5, sample_id="7"), _canonical(6, sample_id=[1]),
-            _canonical(7, sample_id=True), _canonical(8, sample_id="")]  # fmt: skip
+    recs = [
+        _canonical(0, sample_id=None),
+        _canonical(1, sample_id=None),
+        _canonical(2, sample_id="train:3"),
+        _canonical(3),
+        _canonical(4, id=7),
+        _canonical(5, sample_id="7"),
+        _canonical(6, sample_id=[1]),
+        _canonical(7, sample_id=True),
+        _canonical(8, sample_id=""),
+    ]
     data.write_text("".join(json.dumps(r) + "\n" for r in recs))
     samples, report = load_samples([str(data)], [str(img_root)])
     assert [s.sample_id for s in samples] == ["train:0", "train:1", "train:3", "7", "train:6", "train:7", "train:8"]
@@ -204,7 +238,16 @@ def test_identity_rule_in_the_training_loader_and_convert(tmp_path, img_root):
 
 def test_explicit_id_rule():
     assert [validate.explicit_id(v) for v in (None, True, "", "a", 3, 3.5, float("nan"), [1], {"a": 1})] == [
-        None, None, None, "a", "3", "3.5", None, None, None]  # fmt: skip
+        None,
+        None,
+        None,
+        "a",
+        "3",
+        "3.5",
+        None,
+        None,
+        None,
+    ]
     reg = validate.IdRegistry()
     assert reg.assign(None, "f:0") == "f:0"
     with pytest.raises(validate.Invalid, match="duplicate_id"):
@@ -222,15 +265,30 @@ def _read(path):
 @pytest.mark.parametrize("nl", ["\n", "\r\n", "\r"])
 def test_every_document_any_line_ending(tmp_path, nl):
     raw_cr = "\r" if nl != "\r" else "\t"  # in a CR-only file every CR ends a line
-    lines = ['[{"a": 1},', ' {"a": 2}]', '{"a": 3}', "", '{"a":' + raw_cr + ' 4}', '[{"a": 5}][{"a": 6}]', "junk",
-             '{"a": 7}']  # fmt: skip
+    lines = [
+        '[{"a": 1},',
+        ' {"a": 2}]',
+        '{"a": 3}',
+        "",
+        '{"a":' + raw_cr + " 4}",
+        '[{"a": 5}][{"a": 6}]',
+        "junk",
+        '{"a": 7}',
+    ]
     path = tmp_path / "mixed.json"
     path.write_bytes(nl.join(lines).encode() + nl.encode())
     got = _read(str(path))
     assert [item for _, item in got] == [{"a": 1}, {"a": 2}, {"a": 3}, {"a": 4}, {"a": 5}, {"a": 6}, "ERR", {"a": 7}]
-    assert [ref for ref, _ in got] == ["mixed.json:[0]", "mixed.json:[1]", "mixed.json:3", "mixed.json:5",
-                                       "mixed.json:6[0]", "mixed.json:6:11[0]", "mixed.json:7",
-                                       "mixed.json:8"]  # fmt: skip
+    assert [ref for ref, _ in got] == [
+        "mixed.json:[0]",
+        "mixed.json:[1]",
+        "mixed.json:3",
+        "mixed.json:5",
+        "mixed.json:6[0]",
+        "mixed.json:6:11[0]",
+        "mixed.json:7",
+        "mixed.json:8",
+    ]
 
 
 def test_raw_cr_never_splits_a_record_or_shifts_line_refs(tmp_path):
@@ -267,8 +325,10 @@ def test_family_limits_reject_before_step_1(tmp_path, make_image):
     make_image(2000, 10, "ok_ratio_small.png", folder=root)  # 200:1 but a 10-px side
     make_image(2800, 14, "edge.png", folder=root)  # exactly 200:1, 14 px: accepted
     make_image(13, 40, "narrow.png", folder=root)
-    recs = [{"instruction": "x", "image_path": n, "target_bbox": {"x_min": 0, "y_min": 0, "x_max": 5, "y_max": 5}}
-            for n in ("thin.png", "ok_ratio_small.png", "edge.png", "narrow.png")]  # fmt: skip
+    recs = [
+        {"instruction": "x", "image_path": n, "target_bbox": {"x_min": 0, "y_min": 0, "x_max": 5, "y_max": 5}}
+        for n in ("thin.png", "ok_ratio_small.png", "edge.png", "narrow.png")
+    ]
     data = tmp_path / "d.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in recs))
     from vlm_r1.modules import get_vlm_module
@@ -280,8 +340,20 @@ def test_family_limits_reject_before_step_1(tmp_path, make_image):
     assert validate.module_limits(get_vlm_module("internvl")).max_aspect_ratio is None
     from gui_grounding.cli import main
 
-    main(["convert", "--format", "canonical", str(data), "--image-root", str(root), "--out", str(tmp_path / "o.jsonl"),
-          "--family", "qwen3_vl"])  # fmt: skip
+    main(
+        [
+            "convert",
+            "--format",
+            "canonical",
+            str(data),
+            "--image-root",
+            str(root),
+            "--out",
+            str(tmp_path / "o.jsonl"),
+            "--family",
+            "qwen3_vl",
+        ]
+    )
     summary = json.load(open(tmp_path / "o.summary.json"))
     assert (summary["samples"], summary["reasons"]) == (0, {"image_unsupported": 4})  # qwen3_vl: a 16-px patch
 
@@ -314,8 +386,9 @@ def test_prompt_image_size_limits_and_huge_sizes_without_a_canvas(capsys):
 
 
 def _convert_cli(*args):
-    return subprocess.run([sys.executable, "-m", "gui_grounding.cli", "convert", *args], capture_output=True,
-                          text=True, cwd=REPO)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "gui_grounding.cli", "convert", *args], capture_output=True, text=True, cwd=REPO
+    )
 
 
 def test_convert_refuses_out_equal_to_an_input_before_reading(tmp_path, img_root):
@@ -368,22 +441,26 @@ def test_parquet_values_json_cannot_hold(tmp_path, img_root):
     import pyarrow.parquet as pq
 
     box = {"x_min": 1.0, "y_min": 1.0, "x_max": 9.0, "y_max": 9.0}
-    table = pa.table({
-        "instruction": ["a", "b"],
-        "image_path": ["a.png", "a.png"],
-        "target_bbox": [box, {**box, "x_max": 10.0}],
-        "when": [dt.datetime(2024, 1, 2, 3, 4, 5), None],
-        "day": [dt.date(2024, 1, 2), dt.date(2025, 2, 3)],
-        "blob": [b"\x00\xff", b"ok"],
-        "price": pa.array([decimal.Decimal("1.25"), None], pa.decimal128(5, 2)),
-    })  # fmt: skip
+    table = pa.table(
+        {
+            "instruction": ["a", "b"],
+            "image_path": ["a.png", "a.png"],
+            "target_bbox": [box, {**box, "x_max": 10.0}],
+            "when": [dt.datetime(2024, 1, 2, 3, 4, 5), None],
+            "day": [dt.date(2024, 1, 2), dt.date(2025, 2, 3)],
+            "blob": [b"\x00\xff", b"ok"],
+            "price": pa.array([decimal.Decimal("1.25"), None], pa.decimal128(5, 2)),
+        }
+    )
     path = tmp_path / "d.parquet"
     pq.write_table(table, path)
     rep = convert("canonical", [str(path)], str(img_root), str(tmp_path / "o.jsonl"), progress=False)
     lines = [strict_loads(line) for line in open(tmp_path / "o.jsonl")]
     assert (rep.samples, rep.targets, len(lines)) == (2, 2, 2)
     assert [(x["when"], x["day"], x["blob"], x["price"]) for x in lines] == [
-        ("2024-01-02T03:04:05", "2024-01-02", "AP8=", 1.25), (None, "2025-02-03", "b2s=", None)]  # fmt: skip
+        ("2024-01-02T03:04:05", "2024-01-02", "AP8=", 1.25),
+        (None, "2025-02-03", "b2s=", None),
+    ]
 
 
 def test_embedded_image_that_cannot_be_written_is_a_per_record_reject(tmp_path, monkeypatch):
@@ -394,23 +471,35 @@ def test_embedded_image_that_cannot_be_written_is_a_per_record_reject(tmp_path, 
 
     png = io.BytesIO()
     Image.new("RGB", (64, 48)).save(png, "PNG")
-    pq.write_table(pa.table({"image": [{"bytes": png.getvalue(), "path": None}], "instruction": ["a"],
-                             "gt_bbox": [[0.1, 0.1, 0.5, 0.5]]}), tmp_path / "d.parquet")  # fmt: skip
+    pq.write_table(
+        pa.table(
+            {
+                "image": [{"bytes": png.getvalue(), "path": None}],
+                "instruction": ["a"],
+                "gt_bbox": [[0.1, 0.1, 0.5, 0.5]],
+            }
+        ),
+        tmp_path / "d.parquet",
+    )
 
     def fail(path, data):
         raise OSError(30, "Read-only file system")
 
     monkeypatch.setattr(outputs, "write_bytes", fail)
-    rep = conv_mod.convert("gui-r1", [str(tmp_path / "d.parquet")], str(tmp_path / "root"), str(tmp_path / "o.jsonl"),
-                           progress=False)  # fmt: skip
+    rep = conv_mod.convert(
+        "gui-r1", [str(tmp_path / "d.parquet")], str(tmp_path / "root"), str(tmp_path / "o.jsonl"), progress=False
+    )
     assert (rep.samples, dict(rep.reasons)) == (0, {"image_write_failed": 1})
 
 
 def test_stray_source_keys_never_replace_converted_fields(tmp_path, img_root):
-    rec = {"image": "a.png", "conversations": [{"from": "human", "value": "<image>the cat"},
-                                               {"from": "gpt", "value": "[2, 3, 20, 30]"}],
-           "target_bbox": {"x_min": 0, "y_min": 0, "x_max": 1e6, "y_max": 1e6}, "image_width": 5,
-           "instruction": "evil"}  # fmt: skip
+    rec = {
+        "image": "a.png",
+        "conversations": [{"from": "human", "value": "<image>the cat"}, {"from": "gpt", "value": "[2, 3, 20, 30]"}],
+        "target_bbox": {"x_min": 0, "y_min": 0, "x_max": 1e6, "y_max": 1e6},
+        "image_width": 5,
+        "instruction": "evil",
+    }
     data = tmp_path / "d.jsonl"
     data.write_text(json.dumps(rec) + "\n")
     rep = convert("vlm-r1", [str(data)], str(img_root), str(tmp_path / "o.jsonl"), progress=False)
@@ -426,12 +515,20 @@ def test_stray_source_keys_never_replace_converted_fields(tmp_path, img_root):
 
 @pytest.mark.parametrize(
     "flag, value",
-    [("--clip-tolerance", "nan"), ("--clip-tolerance", "inf"), ("--clip-tolerance", "-1"), ("--max-image-pixels", "-5"),
-     ("--workers", "0"), ("--workers", "1e3"), ("--max-pixels", "nan")],
-)  # fmt: skip
+    [
+        ("--clip-tolerance", "nan"),
+        ("--clip-tolerance", "inf"),
+        ("--clip-tolerance", "-1"),
+        ("--max-image-pixels", "-5"),
+        ("--workers", "0"),
+        ("--workers", "1e3"),
+        ("--max-pixels", "nan"),
+    ],
+)
 def test_convert_numeric_flags_refused_by_argparse(tmp_path, flag, value):
-    rep = _convert_cli("--format", "canonical", "x.jsonl", "--image-root", ".", "--out", str(tmp_path / "o.jsonl"),
-                       flag, value)  # fmt: skip
+    rep = _convert_cli(
+        "--format", "canonical", "x.jsonl", "--image-root", ".", "--out", str(tmp_path / "o.jsonl"), flag, value
+    )
     assert rep.returncode == 2 and "argument " in rep.stderr and flag in rep.stderr and "Traceback" not in rep.stderr
     assert not (tmp_path / "o.jsonl").exists()
 
@@ -440,10 +537,16 @@ def test_convert_numeric_flags_refused_by_argparse(tmp_path, flag, value):
 # property-based fuzzing of the readers
 
 
-json_scalars = st.none() | st.booleans() | st.integers(-(10**20), 10**20) | st.floats(allow_nan=False,
-                                                                                      allow_infinity=False) | st.text(max_size=8)  # fmt: skip
-json_values = st.recursive(json_scalars, lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=4), c,
-                                                                                             max_size=3), max_leaves=8)  # fmt: skip
+json_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(10**20), 10**20)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8)
+)
+json_values = st.recursive(
+    json_scalars, lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=4), c, max_size=3), max_leaves=8
+)
 records = st.dictionaries(st.text(max_size=6), json_values, max_size=4)
 garbage = st.sampled_from(["NaN", "{", "]", "nope", '{"a": 1e999}', "[1, 2", '"str"', "\x00", '{"a": "x\ry"}'])
 
@@ -479,26 +582,58 @@ def _check_reader(tmp_path, items, framing, nl, bom):
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(item_st, max_size=6), st.sampled_from(["jsonl", "list", "list+jsonl"]),
-       st.sampled_from(["\n", "\r\n", "\r"]), st.booleans())  # fmt: skip
+@given(
+    st.lists(item_st, max_size=6),
+    st.sampled_from(["jsonl", "list", "list+jsonl"]),
+    st.sampled_from(["\n", "\r\n", "\r"]),
+    st.booleans(),
+)
 def test_fuzz_record_reader(tmp_path, items, framing, nl, bom):
     _check_reader(tmp_path, items, framing, nl, bom)
 
 
 @pytest.mark.slow
 @settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(item_st, max_size=20), st.sampled_from(["jsonl", "list", "list+jsonl"]),
-       st.sampled_from(["\n", "\r\n", "\r"]), st.booleans())  # fmt: skip
+@given(
+    st.lists(item_st, max_size=20),
+    st.sampled_from(["jsonl", "list", "list+jsonl"]),
+    st.sampled_from(["\n", "\r\n", "\r"]),
+    st.booleans(),
+)
 def test_fuzz_record_reader_deep(tmp_path, items, framing, nl, bom):
     _check_reader(tmp_path, items, framing, nl, bom)
 
 
-coord = st.one_of(st.integers(-50, 120), st.floats(-50, 120, allow_nan=False), st.just(float("nan")),
-                  st.just(1e400), st.booleans(), st.text(max_size=3), st.none())  # fmt: skip
-image_name = st.sampled_from(["a.png", "rot.png", "xmp.jpg", "../outside.png", "/etc/passwd", "missing.png", "",
-                              "sub/../a.png", "tall.png", "\udc80.png"])  # fmt: skip
-ident = st.one_of(st.none(), st.integers(0, 3), st.text(alphabet="ab:0123", max_size=4), st.booleans(),
-                  st.lists(st.integers(), max_size=1))  # fmt: skip
+coord = st.one_of(
+    st.integers(-50, 120),
+    st.floats(-50, 120, allow_nan=False),
+    st.just(float("nan")),
+    st.just(1e400),
+    st.booleans(),
+    st.text(max_size=3),
+    st.none(),
+)
+image_name = st.sampled_from(
+    [
+        "a.png",
+        "rot.png",
+        "xmp.jpg",
+        "../outside.png",
+        "/etc/passwd",
+        "missing.png",
+        "",
+        "sub/../a.png",
+        "tall.png",
+        "\udc80.png",
+    ]
+)
+ident = st.one_of(
+    st.none(),
+    st.integers(0, 3),
+    st.text(alphabet="ab:0123", max_size=4),
+    st.booleans(),
+    st.lists(st.integers(), max_size=1),
+)
 
 
 @st.composite
@@ -507,15 +642,28 @@ def training_record(draw):
     kind = draw(st.sampled_from(["canonical", "gta1", "vlm_r1"]))
     rec: dict = {}
     if kind == "canonical":
-        rec = {"instruction": draw(st.text(max_size=6)), "image_path": draw(image_name),
-               "target_bbox": dict(zip(("x_min", "y_min", "x_max", "y_max"), box, strict=True))}  # fmt: skip
+        rec = {
+            "instruction": draw(st.text(max_size=6)),
+            "image_path": draw(image_name),
+            "target_bbox": dict(zip(("x_min", "y_min", "x_max", "y_max"), box, strict=True)),
+        }
     elif kind == "gta1":
-        rec = {"image": draw(image_name), "bbox": box,
-               "conversations": [{"from": "human", "value": "<image>" + draw(st.text(max_size=6))},
-                                 {"from": "gpt", "value": "x"}]}  # fmt: skip
+        rec = {
+            "image": draw(image_name),
+            "bbox": box,
+            "conversations": [
+                {"from": "human", "value": "<image>" + draw(st.text(max_size=6))},
+                {"from": "gpt", "value": "x"},
+            ],
+        }
     else:
-        rec = {"image": draw(image_name), "conversations": [{"from": "human", "value": draw(st.text(max_size=6))},
-                                                            {"from": "gpt", "value": json.dumps(box)}]}  # fmt: skip
+        rec = {
+            "image": draw(image_name),
+            "conversations": [
+                {"from": "human", "value": draw(st.text(max_size=6))},
+                {"from": "gpt", "value": json.dumps(box)},
+            ],
+        }
     if draw(st.booleans()):
         rec[draw(st.sampled_from(["sample_id", "id"]))] = draw(ident)
     return rec
@@ -610,8 +758,13 @@ def test_fuzz_convert_deep(tmp_path, fuzz_root, fmt, recs):
     _check_convert(tmp_path, fuzz_root, fmt, recs)
 
 
-image_case = st.tuples(st.sampled_from(sorted(FORMATS)), st.sampled_from(SOURCES), st.integers(0, 9),
-                       st.integers(1, 60), st.integers(1, 60))  # fmt: skip
+image_case = st.tuples(
+    st.sampled_from(sorted(FORMATS)),
+    st.sampled_from(SOURCES),
+    st.integers(0, 9),
+    st.integers(1, 60),
+    st.integers(1, 60),
+)
 
 
 def _check_image(tmp_path, case):
@@ -672,15 +825,21 @@ def test_a_line_longer_than_any_record_is_one_error_and_the_next_line_is_read(tm
     got = [
         (os.path.basename(r), x if isinstance(x, dict) else x.message) for r, _, x in data_mod.iter_records(str(path))
     ]
-    assert got == [("long.jsonl:1", {"a": 1}), ("long.jsonl:2", "a line of more than 64 characters"),
-                   ("long.jsonl:3", {"a": 3})]  # fmt: skip
+    assert got == [
+        ("long.jsonl:1", {"a": 1}),
+        ("long.jsonl:2", "a line of more than 64 characters"),
+        ("long.jsonl:3", {"a": 3}),
+    ]
 
 
 def test_rescoring_the_canonical_benchmark_keeps_samples_whose_image_is_missing(tmp_path, img_root):
     from gui_grounding.eval import run_eval
 
-    recs = [_canonical(0, sample_id="s0"), {**_canonical(1, sample_id="s1"), "image_path": "gone.png"},
-            {**_canonical(2, sample_id="s2"), "image_path": "gone.png", "image_width": 64, "image_height": 48}]  # fmt: skip
+    recs = [
+        _canonical(0, sample_id="s0"),
+        {**_canonical(1, sample_id="s1"), "image_path": "gone.png"},
+        {**_canonical(2, sample_id="s2"), "image_path": "gone.png", "image_width": 64, "image_height": 48},
+    ]
     data = img_root / "test.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in recs))
     preds = tmp_path / "p.jsonl"
@@ -707,13 +866,29 @@ def test_eval_model_refuses_images_the_family_cannot_take_before_any_request(tmp
 
 @pytest.mark.parametrize(
     "argv",
-    [[b"prompt", b"--adapter", b"gta1", b"--image-size", b"100x100", b"--instruction", b"click \xff\xfe"],
-     [b"convert", b"--format", b"canonical", b"x.jsonl", b"--image-root", b".", b"--out", b"o.jsonl", b"--source",
-      b"web\xc3"]],
-)  # fmt: skip
+    [
+        [b"prompt", b"--adapter", b"gta1", b"--image-size", b"100x100", b"--instruction", b"click \xff\xfe"],
+        [
+            b"convert",
+            b"--format",
+            b"canonical",
+            b"x.jsonl",
+            b"--image-root",
+            b".",
+            b"--out",
+            b"o.jsonl",
+            b"--source",
+            b"web\xc3",
+        ],
+    ],
+)
 def test_text_flags_that_are_not_utf8_are_refused_by_argparse(tmp_path, argv):
-    rep = subprocess.run([sys.executable.encode(), b"-m", b"gui_grounding.cli", *argv], capture_output=True,
-                         cwd=str(tmp_path), env={**os.environ, "PYTHONPATH": REPO})  # fmt: skip
+    rep = subprocess.run(
+        [sys.executable.encode(), b"-m", b"gui_grounding.cli", *argv],
+        capture_output=True,
+        cwd=str(tmp_path),
+        env={**os.environ, "PYTHONPATH": REPO},
+    )
     err = rep.stderr.decode("utf-8", "replace")
     assert rep.returncode == 2 and "is not valid UTF-8 text" in err and "Traceback" not in err
     assert not (tmp_path / "o.jsonl").exists()
@@ -722,10 +897,13 @@ def test_text_flags_that_are_not_utf8_are_refused_by_argparse(tmp_path, argv):
 def test_a_record_of_two_formats_is_ambiguous_not_guessed(tmp_path, img_root):
     """Format detection by keys: a VLM-R1 record carrying a stray ``target_bbox`` is neither read as canonical (the
     stray box) nor as VLM-R1 (silently): it is refused as ambiguous; convert --format vlm-r1 reads it as VLM-R1."""
-    rec = {"image": "a.png", "conversations": [{"from": "human", "value": "<image>cat"},
-                                               {"from": "gpt", "value": "[2, 3, 20, 30]"}],
-           "target_bbox": {"x_min": 0, "y_min": 0, "x_max": 60, "y_max": 40}, "instruction": "x",
-           "image_path": "a.png"}  # fmt: skip
+    rec = {
+        "image": "a.png",
+        "conversations": [{"from": "human", "value": "<image>cat"}, {"from": "gpt", "value": "[2, 3, 20, 30]"}],
+        "target_bbox": {"x_min": 0, "y_min": 0, "x_max": 60, "y_max": 40},
+        "instruction": "x",
+        "image_path": "a.png",
+    }
     data = tmp_path / "d.jsonl"
     data.write_text(json.dumps(rec) + "\n")
     samples, report = load_samples([str(data)], [str(img_root)])

@@ -16,8 +16,9 @@ ENV = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
 
 
 def _run(args: list[str], **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", *args], cwd=REPO, env=ENV, capture_output=True, text=True,
-                          timeout=600, **kw)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", *args], cwd=REPO, env=ENV, capture_output=True, text=True, timeout=600, **kw
+    )
 
 
 @pytest.fixture(scope="module")
@@ -38,9 +39,16 @@ def rec_data(tmp_path_factory) -> str:
     d = tmp_path_factory.mktemp("internvl_data")
     Image.new("RGB", (224, 112), (30, 120, 200)).save(d / "wide.png")
     Image.new("RGB", (112, 112), (200, 30, 20)).save(d / "square.png")
-    lines = [json.dumps({"id": i, "image": im, "conversations": [{"from": "human", "value": "<image>the box"},
-                                                                  {"from": "gpt", "value": box}]})
-             for i, (im, box) in enumerate([("wide.png", [10, 20, 60, 80]), ("square.png", [5, 5, 50, 50])] * 2)]  # fmt: skip
+    lines = [
+        json.dumps(
+            {
+                "id": i,
+                "image": im,
+                "conversations": [{"from": "human", "value": "<image>the box"}, {"from": "gpt", "value": box}],
+            }
+        )
+        for i, (im, box) in enumerate([("wide.png", [10, 20, 60, 80]), ("square.png", [5, 5, 50, 50])] * 2)
+    ]
     (d / "rec.jsonl").write_text("\n".join(lines) + "\n")
     return str(d / "rec.jsonl")
 
@@ -60,8 +68,14 @@ def test_tiny_checkpoint_reloads(tiny_internvl):
     from vlm_r1.modules.internvl import InternVLModule
 
     files = set(os.listdir(tiny_internvl))
-    assert {"model.safetensors", "config.json", "processor_config.json", "chat_template.jinja", "tokenizer.json",
-            "tiny_model_info.json"} <= files  # fmt: skip
+    assert {
+        "model.safetensors",
+        "config.json",
+        "processor_config.json",
+        "chat_template.jinja",
+        "tokenizer.json",
+        "tiny_model_info.json",
+    } <= files
     info = json.load(open(os.path.join(tiny_internvl, "tiny_model_info.json")))
     assert (info["arch"], info["tile_size"], info["patch_size"], info["image_seq_length"]) == ("internvl", 448, 14, 256)
     config = AutoConfig.from_pretrained(tiny_internvl)
@@ -98,8 +112,9 @@ def test_module_contract(tiny_internvl):
     module, processor = InternVLModule(), load_processor(tiny_internvl)
     tok = processor.tokenizer
     assert "internvl" in supported_archs()
-    assert module.get_banned_token_ids(processor) == [tok.convert_tokens_to_ids(t) for t in
-                                                      ("<IMG_CONTEXT>", "<img>", "</img>", "<video>")]  # fmt: skip
+    assert module.get_banned_token_ids(processor) == [
+        tok.convert_tokens_to_ids(t) for t in ("<IMG_CONTEXT>", "<img>", "</img>", "<video>")
+    ]
     assert len(set(module.get_banned_token_ids(processor))) == 4
     with pytest.raises(ValueError, match="no smart_resize frame: images are tiled at 448x448.*0-1000 grid"):
         module.get_image_resize_params(processor)
@@ -123,8 +138,13 @@ def test_module_contract(tiny_internvl):
 # ratio, ties going to the larger grid while W*H > half its pixel area; a grid of more than one tile adds a thumbnail.
 #   1280x720 (16:9): max 12 -> 4x2 (ties 2x1 on ratio 2, 921600 > 0.5*448^2*8) + thumb = 9; max 6 -> 2x1 + thumb = 3
 #   1024x768 (4:3): max 12 -> 4x3 + thumb = 13; max 6 -> 3x2 (ratio 1.5) + thumb = 7; max 1 -> no tiling = 1
-TILING = [("about__1280x720.png", 12, 9), ("about__1280x720.png", 6, 3), ("about__1280x720.png", 1, 1),
-          ("about__1024x768.png", 12, 13), ("about__1024x768.png", 6, 7)]  # fmt: skip
+TILING = [
+    ("about__1280x720.png", 12, 9),
+    ("about__1280x720.png", 6, 3),
+    ("about__1280x720.png", 1, 1),
+    ("about__1024x768.png", 12, 13),
+    ("about__1024x768.png", 6, 7),
+]
 
 
 @pytest.mark.parametrize("name, max_tiles, tiles", TILING)
@@ -161,8 +181,10 @@ def test_generate_batch_of_tiled_images(tiny_internvl):
 
     module = get_vlm_module(tiny_internvl)
     processor = module.load_processor(tiny_internvl, max_tiles=6)
-    images = [Image.open(os.path.join(SAMPLE_IMAGES, "about__1280x720.png")).convert("RGB"),
-              Image.new("RGB", (112, 112), (0, 0, 255))]  # fmt: skip
+    images = [
+        Image.open(os.path.join(SAMPLE_IMAGES, "about__1280x720.png")).convert("RGB"),
+        Image.new("RGB", (112, 112), (0, 0, 255)),
+    ]
     text = module.prepare_prompt(processor, [{"prompt": _prompt("a")}, {"prompt": _prompt("Open the menu now")}])
     batch, _ = module.prepare_model_inputs(processor, text, images)
     assert batch["pixel_values"].shape[0] == 3 + 1
@@ -201,17 +223,36 @@ def test_grpo_three_steps_save_reload(tiny_internvl, rec_data, tmp_path):
 
     module = get_vlm_module(tiny_internvl)
     processor = module.load_processor(tiny_internvl, max_tiles=6)
-    dataset = get_task("default").build_dataset(GRPOScriptArguments(data_file_paths=rec_data, task_type="default"),
-                                                processor, module)  # fmt: skip
+    dataset = get_task("default").build_dataset(
+        GRPOScriptArguments(data_file_paths=rec_data, task_type="default"), processor, module
+    )
     out = str(tmp_path / "grpo")
-    args = VLMGRPOConfig(output_dir=out, max_steps=3, per_device_train_batch_size=4, num_generations=2,
-                         max_completion_length=8, learning_rate=1e-3, report_to="none", save_strategy="no",
-                         logging_steps=1, seed=0, use_cpu=True, bf16=False, disable_tqdm=True)  # fmt: skip
+    args = VLMGRPOConfig(
+        output_dir=out,
+        max_steps=3,
+        per_device_train_batch_size=4,
+        num_generations=2,
+        max_completion_length=8,
+        learning_rate=1e-3,
+        report_to="none",
+        save_strategy="no",
+        logging_steps=1,
+        seed=0,
+        use_cpu=True,
+        bf16=False,
+        disable_tqdm=True,
+    )
     model = load_model(tiny_internvl)
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
-    trainer = VLMGRPOTrainer(model=model, reward_funcs=[_length_reward, format_reward_rec_internvl], args=args,
-                             vlm_module=module, processing_class=processor, freeze_vision=True,
-                             train_dataset=dataset)  # fmt: skip
+    trainer = VLMGRPOTrainer(
+        model=model,
+        reward_funcs=[_length_reward, format_reward_rec_internvl],
+        args=args,
+        vlm_module=module,
+        processing_class=processor,
+        freeze_vision=True,
+        train_dataset=dataset,
+    )
     trainer.train()
     save_final(trainer, processor, module, out, "internvl grpo test")
     history = [h for h in trainer.state.log_history if "loss" in h]
@@ -232,11 +273,35 @@ def test_grpo_cli_rec_three_steps(tiny_internvl, rec_data, tmp_path):
     is InternVL's 0-1000 grid, ``answer_frame_size``), ``--max_anyres_num`` reaches the image processor, 3 steps run
     and the model is saved; ``vlm_r1_run.json`` records no smart_resize."""
     out = str(tmp_path / "grpo_cli")
-    proc = _run(["vlm_r1.grpo_jsonl", "--model_name_or_path", tiny_internvl, "--task_type", "rec",
-                 "--data_file_paths", rec_data, "--output_dir", out, "--max_steps", "3",
-                 "--per_device_train_batch_size", "2", "--num_generations", "2", "--max_completion_length", "8",
-                 "--max_anyres_num", "2", "--logging_steps", "1", "--report_to", "none",
-                 "--save_strategy", "no"])  # fmt: skip
+    proc = _run(
+        [
+            "vlm_r1.grpo_jsonl",
+            "--model_name_or_path",
+            tiny_internvl,
+            "--task_type",
+            "rec",
+            "--data_file_paths",
+            rec_data,
+            "--output_dir",
+            out,
+            "--max_steps",
+            "3",
+            "--per_device_train_batch_size",
+            "2",
+            "--num_generations",
+            "2",
+            "--max_completion_length",
+            "8",
+            "--max_anyres_num",
+            "2",
+            "--logging_steps",
+            "1",
+            "--report_to",
+            "none",
+            "--save_strategy",
+            "no",
+        ]
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     history = [h for h in json.load(open(os.path.join(out, "trainer_state.json")))["log_history"] if "loss" in h]
     assert [h["step"] for h in history] == [1, 2, 3]
@@ -255,10 +320,33 @@ def test_sft_cli_three_steps_save_reload(tiny_internvl, rec_data, tmp_path):
     from vlm_r1.modules import get_vlm_module, load_model
 
     out = str(tmp_path / "sft")
-    proc = _run(["vlm_r1.sft", "--model_name_or_path", tiny_internvl, "--task_type", "default", "--data_file_paths",
-                 rec_data, "--output_dir", out, "--max_steps", "3", "--per_device_train_batch_size", "2",
-                 "--learning_rate", "1e-3", "--logging_steps", "1", "--save_strategy", "no", "--report_to", "none",
-                 "--disable_tqdm", "true"])  # fmt: skip
+    proc = _run(
+        [
+            "vlm_r1.sft",
+            "--model_name_or_path",
+            tiny_internvl,
+            "--task_type",
+            "default",
+            "--data_file_paths",
+            rec_data,
+            "--output_dir",
+            out,
+            "--max_steps",
+            "3",
+            "--per_device_train_batch_size",
+            "2",
+            "--learning_rate",
+            "1e-3",
+            "--logging_steps",
+            "1",
+            "--save_strategy",
+            "no",
+            "--report_to",
+            "none",
+            "--disable_tqdm",
+            "true",
+        ]
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert "e.g. completion '<answer> [10, 20, 60, 80] </answer>'" in proc.stderr
     history = [h for h in json.load(open(os.path.join(out, "trainer_state.json")))["log_history"] if "loss" in h]
@@ -283,9 +371,12 @@ def test_pixel_budget_given_for_internvl_warns_and_tiles_are_set(tiny_internvl, 
     module = get_vlm_module(tiny_internvl)
     default = "default of vlm_r1.grpo_jsonl"
     with caplog.at_level(logging.INFO, logger="vlm_r1"):
-        args = SimpleNamespace(min_pixels=3136, max_pixels=12845056, max_anyres_num=3,
-                               budget_sources={"min_pixels": default, "max_pixels": default,
-                                               "max_anyres_num": "flag --max_anyres_num"})  # fmt: skip
+        args = SimpleNamespace(
+            min_pixels=3136,
+            max_pixels=12845056,
+            max_anyres_num=3,
+            budget_sources={"min_pixels": default, "max_pixels": default, "max_anyres_num": "flag --max_anyres_num"},
+        )
         processor, budget = load_processor_and_budget(module, tiny_internvl, args)
     assert processor.image_processor.max_patches == 3
     assert (budget.factor, budget.max_tiles, budget.sources["max_tiles"]) == (None, 3, "flag --max_anyres_num")
@@ -293,9 +384,14 @@ def test_pixel_budget_given_for_internvl_warns_and_tiles_are_set(tiny_internvl, 
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="vlm_r1"):
-        args = SimpleNamespace(min_pixels=3136, max_pixels=100352, max_anyres_num=None,
-                               budget_sources={"min_pixels": default, "max_pixels": "flag --max_pixels"})  # fmt: skip
+        args = SimpleNamespace(
+            min_pixels=3136,
+            max_pixels=100352,
+            max_anyres_num=None,
+            budget_sources={"min_pixels": default, "max_pixels": "flag --max_pixels"},
+        )
         load_processor_and_budget(module, tiny_internvl, args)
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == [
         "--min_pixels/--max_pixels have NO effect for model_type internvl (no smart_resize frame; --max_anyres_num "
-        "bounds its tiles)"]  # fmt: skip
+        "bounds its tiles)"
+    ]

@@ -67,9 +67,15 @@ def test_ablation_driver_smoke_incl_thinking(tmp_path):
     thinking-format SFT, click + click_format rewards), one table row each."""
     from gui_grounding.toy import ToyExperiments, ToyRecipe
 
-    recipe = ToyRecipe(synthetic={"num_train": 32, "num_test": 8, "buttons_per_image": 1, "background": "panels"},
-                       sft_epochs=1, grpo_steps=2, prompts_per_step=2, num_generations=4, eval_steps=1,
-                       eval_samples=8)  # fmt: skip
+    recipe = ToyRecipe(
+        synthetic={"num_train": 32, "num_test": 8, "buttons_per_image": 1, "background": "panels"},
+        sft_epochs=1,
+        grpo_steps=2,
+        prompts_per_step=2,
+        num_generations=4,
+        eval_steps=1,
+        eval_samples=8,
+    )
     results = ToyExperiments(str(tmp_path), recipe).ablations(["click + dynamic sampling"], thinking=True)
     assert set(results["runs"]) == {"click + dynamic sampling", "thinking prompt (click + click_format)"}
     table = open(tmp_path / "ablations" / "results.md").read()

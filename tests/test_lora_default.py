@@ -26,8 +26,11 @@ def _expected_targets(model) -> list[str]:
 
 def _lora_modules(peft_model) -> set[str]:
     prefix = "base_model.model."
-    return {name.removeprefix(prefix) for name, module in peft_model.named_modules() if hasattr(module, "lora_A")
-            and len(module.lora_A) > 0}  # fmt: skip
+    return {
+        name.removeprefix(prefix)
+        for name, module in peft_model.named_modules()
+        if hasattr(module, "lora_A") and len(module.lora_A) > 0
+    }
 
 
 @pytest.fixture
@@ -77,8 +80,9 @@ def test_trl_rejects_an_adapter_on_lm_head(tiny_setup, tmp_path):
     from vlm_r1.trainer import VLMGRPOTrainer
 
     module, processor, model = tiny_setup
-    args = VLMGRPOConfig(output_dir=str(tmp_path), report_to="none", bf16=False, per_device_train_batch_size=2,
-                         num_generations=2)  # fmt: skip
+    args = VLMGRPOConfig(
+        output_dir=str(tmp_path), report_to="none", bf16=False, per_device_train_batch_size=2, num_generations=2
+    )
     with pytest.raises(ValueError, match="PEFT adapter to `lm_head` is not supported"):
         VLMGRPOTrainer(
             model=model,
@@ -114,13 +118,30 @@ def test_use_peft_without_targets_trains_one_step(tiny_setup, tmp_path, make_ima
 
     peft_config = get_peft_config(GRPOModelConfig(use_peft=True, lora_r=4, lora_alpha=8))  # the CLI's path
     assert peft_config.target_modules is None  # PEFT alone would stop: "Please specify `target_modules`"
-    args = VLMGRPOConfig(output_dir=str(tmp_path / "out"), report_to="none", bf16=False, max_steps=1, logging_steps=1,
-                         save_strategy="no", seed=0, per_device_train_batch_size=4, num_generations=4,
-                         max_completion_length=8, learning_rate=1e-2, beta=0.0)  # fmt: skip
+    args = VLMGRPOConfig(
+        output_dir=str(tmp_path / "out"),
+        report_to="none",
+        bf16=False,
+        max_steps=1,
+        logging_steps=1,
+        save_strategy="no",
+        seed=0,
+        per_device_train_batch_size=4,
+        num_generations=4,
+        max_completion_length=8,
+        learning_rate=1e-2,
+        beta=0.0,
+    )
     with caplog.at_level(logging.INFO, logger="vlm_r1.trainer"):
-        trainer = VLMGRPOTrainer(model=model, reward_funcs=[length_reward], args=args, vlm_module=module,
-                                 processing_class=processor, train_dataset=dataset,
-                                 peft_config=peft_config)  # fmt: skip
+        trainer = VLMGRPOTrainer(
+            model=model,
+            reward_funcs=[length_reward],
+            args=args,
+            vlm_module=module,
+            processing_class=processor,
+            train_dataset=dataset,
+            peft_config=peft_config,
+        )
     assert f"{len(expected)} modules, e.g." in caplog.text
 
     lora = _lora_modules(trainer.model)

@@ -42,8 +42,15 @@ def test_tiny_checkpoint_files(arch_dir):
 
     arch, path = arch_dir
     stock = ARCHS[arch][1]
-    for name in ("config.json", "model.safetensors", "processor_config.json", "chat_template.jinja", "tokenizer.json",
-                 "tokenizer_config.json", "generation_config.json"):  # fmt: skip
+    for name in (
+        "config.json",
+        "model.safetensors",
+        "processor_config.json",
+        "chat_template.jinja",
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "generation_config.json",
+    ):
         assert os.path.isfile(os.path.join(path, name)), f"{name} missing from the tiny {arch} checkpoint"
     with open(os.path.join(path, "config.json")) as f:
         assert json.load(f)["model_type"] == arch
@@ -124,8 +131,9 @@ def test_image_resize_params_default_and_overrides(arch_dir):
 
 
 def _grid(processor, image) -> list:
-    text = processor.apply_chat_template(build_messages("Click", 10, 10, image_block=True), tokenize=False,
-                                         add_generation_prompt=True)  # fmt: skip
+    text = processor.apply_chat_template(
+        build_messages("Click", 10, 10, image_block=True), tokenize=False, add_generation_prompt=True
+    )
     batch = processor(text=[text], images=[image], return_tensors="pt")
     n_pad = int((batch["input_ids"] == processor.tokenizer.convert_tokens_to_ids("<|image_pad|>")).sum())
     return batch["image_grid_thw"].tolist(), n_pad
@@ -192,8 +200,9 @@ def test_banned_generation_kwargs_hf_and_vllm(tiny_qwen25_dir):
     # vLLM takes strings
     gen = banned_generation_kwargs(ns(generation_kwargs=None, use_vllm=True), module, processor)
     assert gen == {"bad_words": ["<|image_pad|>"]}
-    gen = banned_generation_kwargs(ns(generation_kwargs={"bad_words": ["<|video_pad|>", "foo"]}, use_vllm=True),
-                                   module, processor, ids=every)  # fmt: skip
+    gen = banned_generation_kwargs(
+        ns(generation_kwargs={"bad_words": ["<|video_pad|>", "foo"]}, use_vllm=True), module, processor, ids=every
+    )
     assert gen == {"bad_words": ["<|video_pad|>", "foo", "<|image_pad|>", "<|vision_start|>", "<|vision_end|>"]}
 
 
@@ -222,8 +231,9 @@ def _bias_towards(model, token_ids):
 
 
 def _prompt_inputs(processor, instruction="Click the search box"):
-    text = processor.apply_chat_template(build_messages(instruction, 336, 588, image_block=True), tokenize=False,
-                                         add_generation_prompt=True)  # fmt: skip
+    text = processor.apply_chat_template(
+        build_messages(instruction, 336, 588, image_block=True), tokenize=False, add_generation_prompt=True
+    )
     return processor(text=[text], images=[Image.new("RGB", (588, 336), (30, 60, 90))], return_tensors="pt")
 
 
@@ -248,8 +258,9 @@ def biased_qwen25(tiny_qwen25_dir):
 
 def _sample(model, inputs, seed, **gen) -> list:
     torch.manual_seed(seed)
-    out = model.generate(**inputs, do_sample=True, temperature=1.0, top_k=0, top_p=1.0, max_new_tokens=32,
-                         min_new_tokens=32, **gen)  # fmt: skip
+    out = model.generate(
+        **inputs, do_sample=True, temperature=1.0, top_k=0, top_p=1.0, max_new_tokens=32, min_new_tokens=32, **gen
+    )
     return out[0, inputs["input_ids"].shape[1] :].tolist()
 
 
@@ -265,8 +276,9 @@ def test_without_ban_the_biased_model_samples_vision_tokens(biased_qwen25):
 
 def test_bad_words_ids_ban_every_vision_token(biased_qwen25):
     module, processor, model, banned, inputs = biased_qwen25
-    gen = banned_generation_kwargs(types.SimpleNamespace(generation_kwargs=None, use_vllm=False), module, processor,
-                                   ids=banned)  # fmt: skip
+    gen = banned_generation_kwargs(
+        types.SimpleNamespace(generation_kwargs=None, use_vllm=False), module, processor, ids=banned
+    )
     tokens = []
     for seed in range(4):
         tokens += _sample(model, inputs, seed, **gen)
@@ -280,8 +292,10 @@ def _write_dataset(tmp_path, make_image, n=4) -> str:
     with open(path, "w") as f:
         for i in range(n):
             box = {"x_min": 100 * i, "y_min": 50, "x_max": 100 * i + 90, "y_max": 120}
-            f.write(json.dumps({"instruction": f"Click item {i}", "image_path": "images/screen.png",
-                                "target_bbox": box}) + "\n")  # fmt: skip
+            f.write(
+                json.dumps({"instruction": f"Click item {i}", "image_path": "images/screen.png", "target_bbox": box})
+                + "\n"
+            )
     return str(path)
 
 
@@ -291,8 +305,12 @@ def _train_one_step(biased, tmp_path, make_image, *, ban: bool):
     from vlm_r1.trainer import VLMGRPOTrainer
 
     module, processor, model, banned, _ = biased
-    script_args = types.SimpleNamespace(data_file_list=[_write_dataset(tmp_path, make_image)], image_folder_list=None,
-                                        strict_data=False, prompt_mode="non_thinking")  # fmt: skip
+    script_args = types.SimpleNamespace(
+        data_file_list=[_write_dataset(tmp_path, make_image)],
+        image_folder_list=None,
+        strict_data=False,
+        prompt_mode="non_thinking",
+    )
     dataset = GUIGroundingTask().build_dataset(script_args, processor, module)
     seen = []
 
@@ -300,11 +318,25 @@ def _train_one_step(biased, tmp_path, make_image, *, ban: bool):
         seen.extend(list(ids) for ids in completion_ids)
         return [0.0] * len(completions)
 
-    args = VLMGRPOConfig(output_dir=str(tmp_path / "out"), max_steps=1, per_device_train_batch_size=8,
-                         num_generations=8, max_completion_length=16, report_to="none", save_strategy="no",
-                         logging_steps=1, ban_vision_tokens=ban)  # fmt: skip
-    trainer = VLMGRPOTrainer(model=model, reward_funcs=[record_completion_ids], args=args, vlm_module=module,
-                             processing_class=processor, train_dataset=dataset)  # fmt: skip
+    args = VLMGRPOConfig(
+        output_dir=str(tmp_path / "out"),
+        max_steps=1,
+        per_device_train_batch_size=8,
+        num_generations=8,
+        max_completion_length=16,
+        report_to="none",
+        save_strategy="no",
+        logging_steps=1,
+        ban_vision_tokens=ban,
+    )
+    trainer = VLMGRPOTrainer(
+        model=model,
+        reward_funcs=[record_completion_ids],
+        args=args,
+        vlm_module=module,
+        processing_class=processor,
+        train_dataset=dataset,
+    )
     trainer.train()
     return trainer, seen
 
@@ -314,8 +346,11 @@ def test_trainer_bans_what_gta1_bans(biased_qwen25, tmp_path, make_image):
     (bad_words_ids=[[image_token_id]]); the other vision specials stay allowed, as in GTA1."""
     module, processor, model, banned, inputs = biased_qwen25
     image_pad = banned[0]
-    assert module.get_image_token_ids(processor) == [image_pad] == [processor.tokenizer.convert_tokens_to_ids(
-        "<|image_pad|>")]  # fmt: skip
+    assert (
+        module.get_image_token_ids(processor)
+        == [image_pad]
+        == [processor.tokenizer.convert_tokens_to_ids("<|image_pad|>")]
+    )
     trainer, seen = _train_one_step(biased_qwen25, tmp_path, make_image, ban=True)
     assert trainer.generation_config.bad_words_ids == [[image_pad]]
     assert trainer.generation_kwargs["bad_words_ids"] == [[image_pad]]

@@ -109,14 +109,19 @@ def test_size_sent_is_a_fixed_point(short, ratio, wide, budget):
 
 
 def test_resolve_priority_sources_and_describe():
-    budget = resolve([
-        ("flag --max_pixels", {"max_pixels": 200_704}),
-        ("--config recipes/gta1/7b.yaml", {"max_pixels": 8_847_360, "min_pixels": 3136}),
-        ("checkpoint x image processor", {"factor": 28, "min_pixels": 1, "max_pixels": 12_845_056}),
-    ])  # fmt: skip
+    budget = resolve(
+        [
+            ("flag --max_pixels", {"max_pixels": 200_704}),
+            ("--config recipes/gta1/7b.yaml", {"max_pixels": 8_847_360, "min_pixels": 3136}),
+            ("checkpoint x image processor", {"factor": 28, "min_pixels": 1, "max_pixels": 12_845_056}),
+        ]
+    )
     assert budget.values() == {"factor": 28, "min_pixels": 3136, "max_pixels": 200_704, "max_tiles": None}
-    assert budget.sources == {"max_pixels": "flag --max_pixels", "min_pixels": "--config recipes/gta1/7b.yaml",
-                              "factor": "checkpoint x image processor"}  # fmt: skip
+    assert budget.sources == {
+        "max_pixels": "flag --max_pixels",
+        "min_pixels": "--config recipes/gta1/7b.yaml",
+        "factor": "checkpoint x image processor",
+    }
     lines = budget.describe().splitlines()
     assert lines[0] == "pixel budget:"
     assert lines[3] == "  max_pixels      200,704   <- flag --max_pixels"
@@ -225,9 +230,11 @@ def test_eval_resolution_flag_profile_checkpoint_adapter(tmp_path, caplog):
     profile = SimpleNamespace(budget=PixelBudget.published("profile p", factor=28, min_pixels=3136, max_pixels=401_408))
     budget, warnings = resolve_eval_budget(gta1, model=str(tmp_path), profile=profile)
     assert (budget.max_pixels, budget.sources["max_pixels"]) == (401_408, "profile p")
-    assert warnings == [f"pixel budget: max_pixels 401,408 (profile p) differs from the 200,704 the checkpoint was "
-                        f"trained at (checkpoint {tmp_path / 'vlm_r1_run.json'}); the model sees other image sizes "
-                        "than in training"]  # fmt: skip
+    assert warnings == [
+        f"pixel budget: max_pixels 401,408 (profile p) differs from the 200,704 the checkpoint was "
+        f"trained at (checkpoint {tmp_path / 'vlm_r1_run.json'}); the model sees other image sizes "
+        "than in training"
+    ]
     assert [r.getMessage() for r in caplog.records if r.name == "gui_grounding.eval.budget"] == warnings  # logged
     budget, _ = resolve_eval_budget(gta1, model=str(tmp_path), profile=profile, flags={"max_pixels": 100_352})
     assert (budget.max_pixels, budget.sources["max_pixels"], budget.min_pixels) == (100_352, "flag --max-pixels", 3136)
@@ -254,8 +261,9 @@ def test_training_budget_sources_from_the_command_line(tmp_path):
 
     yaml = tmp_path / "r.yaml"
     yaml.write_text("max_pixels: 401408\n")
-    script, _, _ = parse_args(["--model_name_or_path", "m", "--data_file_paths", "d.jsonl", "--config", str(yaml),
-                               "--min_pixels", "6272"])  # fmt: skip
+    script, _, _ = parse_args(
+        ["--model_name_or_path", "m", "--data_file_paths", "d.jsonl", "--config", str(yaml), "--min_pixels", "6272"]
+    )
     assert script.budget_sources["max_pixels"] == f"--config {yaml}"
     assert script.budget_sources["min_pixels"] == "flag --min_pixels"
     assert script.budget_sources["max_anyres_num"].startswith("default of vlm_r1.grpo_jsonl (upstream VLM-R1")
@@ -263,15 +271,20 @@ def test_training_budget_sources_from_the_command_line(tmp_path):
 
     script, _, _ = gta1_parse(["--model_name_or_path", "m", "--data_file_paths", "d.jsonl"])
     assert (script.max_pixels, script.budget_sources["max_pixels"]) == (
-        12_845_056, "default of gui_grounding.train (GTA1 src/grpo_grounding.py:61-68 GRPOScriptArguments, 81f0c4c)")  # fmt: skip
+        12_845_056,
+        "default of gui_grounding.train (GTA1 src/grpo_grounding.py:61-68 GRPOScriptArguments, 81f0c4c)",
+    )
 
 
 def test_too_thin_for_the_budget_is_refused_not_resized_twice():
     """A very thin image has no faithful size under some budgets: smart_resize forces its short side to one factor, so
     the sent image is either over the 200:1 ratio the processor accepts (GTA1: 5615x41 -> 5628x28, 201:1) or over the
     budget, which the processor would shrink again (factor 32 at 100,352: 9701x97 -> 3168x32 -> 3136x32)."""
-    with pytest.raises(ValueError, match=r"^a 5615x41 image cannot be sent under this pixel budget: smart_resize gives "
-                                         r"5628x28, which the processor would not keep \(absolute aspect ratio"):  # fmt: skip
+    with pytest.raises(
+        ValueError,
+        match=r"^a 5615x41 image cannot be sent under this pixel budget: smart_resize gives "
+        r"5628x28, which the processor would not keep \(absolute aspect ratio",
+    ):
         GTA1.size_sent(5615, 41)
     small32 = PixelBudget.published("test", factor=32, min_pixels=3136, max_pixels=100_352)
     with pytest.raises(ValueError, match=r"smart_resize gives 3168x32, which the processor would not keep \(3136x32\)"):
@@ -292,8 +305,10 @@ def test_any_size_is_sent_faithfully_or_refused(w, h, budget, swap):
 
 def test_a_flag_the_family_cannot_use_is_warned_about():
     _, warnings = resolve_eval_budget(get_adapter("gta1"), flags={"max_tiles": 4})
-    assert warnings == ["pixel budget: --max-tiles has NO effect: the gta1 adapter's family is resized with "
-                        "smart_resize (no tiles)"]  # fmt: skip
+    assert warnings == [
+        "pixel budget: --max-tiles has NO effect: the gta1 adapter's family is resized with smart_resize (no tiles)"
+    ]
     budget, warnings = resolve_eval_budget(get_adapter("internvl"), flags={"max_pixels": 100_352})
     assert budget.max_tiles == 12 and warnings == [
-        "pixel budget: --max-pixels has NO effect: the internvl adapter's family is tiled (no smart_resize)"]  # fmt: skip
+        "pixel budget: --max-pixels has NO effect: the internvl adapter's family is tiled (no smart_resize)"
+    ]

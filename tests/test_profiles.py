@@ -31,11 +31,15 @@ UI_TARS_TEXT = "Output only the coordinate of one point in your response. What e
 # inclusionAI/UI-Venus ui_venus_ground_7b.py:39 (fc7670d) = ZJU-REAL/GUI-G2 README.md:174 (5c5c365)
 OUTLINE = "Outline the position corresponding to the instruction: {}. The output should be only [x1,y1,x2,y2]."
 # likaixin2000/ScreenSpot-Pro-GUI-Grounding models/internvl.py:124 (bd8bbbb), after "<image>\n"
-INTERNVL_TEXT = ("Please provide the bounding box coordinate of the UI element this user instruction describes: "
-                 "<ref>{}</ref>. Answer in the format of [[x1, y1, x2, y2]]\u00df")  # fmt: skip
+INTERNVL_TEXT = (
+    "Please provide the bounding box coordinate of the UI element this user instruction describes: "
+    "<ref>{}</ref>. Answer in the format of [[x1, y1, x2, y2]]\u00df"
+)
 # QwenLM/Qwen3-VL cookbooks/spatial_understanding.ipynb pointing request (our qwen3-vl adapter)
-QWEN3_TEXT = ('Locate the UI element that matches the instruction "{}" in this screenshot. Output the point coordinates '
-              'in JSON format like {{"point_2d": [x, y], "label": "element"}}.')  # fmt: skip
+QWEN3_TEXT = (
+    'Locate the UI element that matches the instruction "{}" in this screenshot. Output the point coordinates '
+    'in JSON format like {{"point_2d": [x, y], "label": "element"}}.'
+)
 
 # (profile, size sent for the portrait, size sent for the 4K screenshot), by hand:
 # factor 28, 3,136 .. 8,847,360 (GTA1): 2400/28 = 85.7 -> 86*28 = 2408, 1080/28 = 38.6 -> 39*28 = 1092;
@@ -66,8 +70,10 @@ def _expected_messages(profile: str, sent: tuple[int, int]) -> list[dict]:
     w, h = sent
     adapter = get_profile(profile).adapter
     if adapter == "gta1":
-        return [{"role": "system", "content": [{"type": "text", "text": GTA1_SYSTEM.format(h=h, w=w)}]},
-                _user(INSTRUCTION)]  # fmt: skip
+        return [
+            {"role": "system", "content": [{"type": "text", "text": GTA1_SYSTEM.format(h=h, w=w)}]},
+            _user(INSTRUCTION),
+        ]
     if adapter == "ui-tars-1.5":
         return [_user(UI_TARS_TEXT + INSTRUCTION)]
     if adapter in ("ui-venus-ground", "gui-g2"):
@@ -82,8 +88,15 @@ def _expected_messages(profile: str, sent: tuple[int, int]) -> list[dict]:
 
 def test_the_required_checkpoints_have_profiles():
     assert set(PROFILES) == set(SIZES)
-    assert {p.adapter for p in PROFILES.values()} == {"gta1", "ui-tars-1.5", "qwen2.5-vl", "qwen3-vl",
-                                                      "ui-venus-ground", "gui-g2", "internvl-gui"}  # fmt: skip
+    assert {p.adapter for p in PROFILES.values()} == {
+        "gta1",
+        "ui-tars-1.5",
+        "qwen2.5-vl",
+        "qwen3-vl",
+        "ui-venus-ground",
+        "gui-g2",
+        "internvl-gui",
+    }
     assert PROFILES["gta1-72b-2507"].backends == ("vllm", "openai")  # a 72B needs tensor parallelism
     assert "hf" in PROFILES["gta1-7b-2507"].backends
 
@@ -95,8 +108,11 @@ def test_every_value_is_cited():
         assert all(s.source for s in p.published), p.name
     gta1 = get_profile("gta1-7b-2507")
     assert [(s.benchmark, s.options, s.value) for s in gta1.published] == [
-        ("screenspot-pro", {}, 50.1), ("screenspot-v2", {}, 92.4), ("osworld-g", {"subset": "plain"}, 55.1),
-        ("osworld-g", {"subset": "refined"}, 67.7)]  # fmt: skip
+        ("screenspot-pro", {}, 50.1),
+        ("screenspot-v2", {}, 92.4),
+        ("osworld-g", {"subset": "plain"}, 55.1),
+        ("osworld-g", {"subset": "refined"}, 67.7),
+    ]
     assert gta1.options_for("osworld-g") == {"subset": "refined"} and gta1.max_new_tokens == 32
 
 
@@ -111,8 +127,9 @@ def test_golden_request(name, which):
     adapter = get_adapter(profile.adapter)
     original = (PORTRAIT, UHD)[which]
     sent = SIZES[name][which]
-    request = adapter.build_request(Sample("s", INSTRUCTION, "", [], *original), Image.new("RGB", original),
-                                    budget=profile.budget)  # fmt: skip
+    request = adapter.build_request(
+        Sample("s", INSTRUCTION, "", [], *original), Image.new("RGB", original), budget=profile.budget
+    )
     assert request.image.size == sent
     expected = _expected_messages(name, sent)
     if expected is not None:
@@ -178,8 +195,9 @@ def test_qwen25vl_request_is_the_harness_request(tiny_qwen25_dir):
 
     profile = get_profile("qwen2.5-vl-7b")
     adapter = get_adapter(profile.adapter)
-    request = adapter.build_request(Sample("s", INSTRUCTION, "", [], *UHD), Image.new("RGB", UHD),
-                                    budget=profile.budget)  # fmt: skip
+    request = adapter.build_request(
+        Sample("s", INSTRUCTION, "", [], *UHD), Image.new("RGB", UHD), budget=profile.budget
+    )
     tools = request.messages[0]["content"][1]["text"]
     assert tools.startswith("\n\n\n# Tools\n\nYou may call one or more functions to assist with the user query.\n")
     assert "* The screen's resolution is 3836x2156.\n" in tools  # the resized size (qwen2_5vl.py:154)
@@ -196,8 +214,19 @@ def test_qwen25vl_request_is_the_harness_request(tiny_qwen25_dir):
 
 
 def test_prompt_cli_with_profile_and_parse(capsys):
-    main(["prompt", "--profile", "gta1-7b-2507", "--image-size", "3840x2160", "--instruction", INSTRUCTION,
-          "--parse", "(1918,1078)"])  # fmt: skip
+    main(
+        [
+            "prompt",
+            "--profile",
+            "gta1-7b-2507",
+            "--image-size",
+            "3840x2160",
+            "--instruction",
+            INSTRUCTION,
+            "--parse",
+            "(1918,1078)",
+        ]
+    )
     out = json.loads(capsys.readouterr().out)
     assert (out["profile"], out["adapter"], out["resized_size"]) == ("gta1-7b-2507", "gta1", [3836, 2156])
     assert out["answer_frame"] == {"name": "resized", "size": [3836.0, 2156.0]}
@@ -213,7 +242,10 @@ def test_profiles_command_and_docs_table(capsys):
     main(["profiles", "ui-venus-ground-7b", "--json"])
     doc = json.loads(capsys.readouterr().out)["ui-venus-ground-7b"]
     assert (doc["pixel_budget"]["min_pixels"], doc["pixel_budget"]["max_pixels"], doc["decoding"]) == (
-        2_000_000, 4_800_000, {"greedy": True, "max_new_tokens": 128})  # fmt: skip
+        2_000_000,
+        4_800_000,
+        {"greedy": True, "max_new_tokens": 128},
+    )
     with open("docs/EVALUATION.md", encoding="utf-8") as f:
         assert profiles_table() in f.read()  # the documented table is the registry's
 
@@ -231,13 +263,27 @@ def test_eval_with_profile_shows_published_numbers(tmp_path):
         point = [(s.boxes[0][0] + s.boxes[0][2]) / 2, (s.boxes[0][1] + s.boxes[0][3]) / 2] if s.boxes else None
         lines.append({"sample_id": s.sample_id, "point": point, **({"refusal": True} if s.refusal else {})})
     preds.write_text("".join(json.dumps(r) + "\n" for r in lines))
-    doc = run_eval("osworld-g", data, str(tmp_path / "out"), predictions=str(preds), profile="gta1-7b-2507",
-                   benchmark_options={"subset": "plain"})  # fmt: skip
+    doc = run_eval(
+        "osworld-g",
+        data,
+        str(tmp_path / "out"),
+        predictions=str(preds),
+        profile="gta1-7b-2507",
+        benchmark_options={"subset": "plain"},
+    )
     n_box, n_refusal = sum(bool(s.boxes) for s in samples), sum(s.refusal for s in samples)
     ours = round(100.0 * (n_box + n_refusal) / len(samples), 2)
     assert doc["overall"]["accuracy"] == ours
-    assert doc["published"]["rows"] == [{"published": 55.1, "ours": ours, "difference": round(ours - 55.1, 2),
-                                         "within_1_point": abs(ours - 55.1) <= 1, "source": "Yan98/GTA1 README.md "
-                                         "(81f0c4c):21", "options": {"subset": "plain"}, "note": ""}]  # fmt: skip
+    assert doc["published"]["rows"] == [
+        {
+            "published": 55.1,
+            "ours": ours,
+            "difference": round(ours - 55.1, 2),
+            "within_1_point": abs(ours - 55.1) <= 1,
+            "source": "Yan98/GTA1 README.md (81f0c4c):21",
+            "options": {"subset": "plain"},
+            "note": "",
+        }
+    ]
     assert doc["meta"]["profile"] == "gta1-7b-2507"
     assert "**Published vs ours**" in (tmp_path / "out" / "results.md").read_text()

@@ -30,7 +30,11 @@ def test_gta1_prompt_exact_json(capsys):
     out = _run(capsys, ARGS)
     budget = out.pop("pixel_budget")
     assert {k: budget[k] for k in ("factor", "min_pixels", "max_pixels", "max_tiles")} == {
-        "factor": 28, "min_pixels": 3136, "max_pixels": 8_847_360, "max_tiles": None}  # fmt: skip
+        "factor": 28,
+        "min_pixels": 3136,
+        "max_pixels": 8_847_360,
+        "max_tiles": None,
+    }
     assert all("Yan98/GTA1 README.md:149-153" in budget["sources"][k] for k in ("factor", "min_pixels", "max_pixels"))
     # 1920x1080 = 2,073,600 px is inside GTA1's 3,136 .. 8,847,360: each side rounds to a multiple of 28
     assert out == {
@@ -51,8 +55,17 @@ def test_gta1_prompt_with_model_tokens(capsys, tiny_qwen25_dir):
     from vlm_r1.modules import load_processor
 
     out = _run(capsys, [*ARGS, "--model", tiny_qwen25_dir])
-    assert set(out) == {"adapter", "profile", "image_size", "resized_size", "answer_frame", "pixel_budget", "messages",
-                        "chat_template_text", "num_tokens"}  # fmt: skip
+    assert set(out) == {
+        "adapter",
+        "profile",
+        "image_size",
+        "resized_size",
+        "answer_frame",
+        "pixel_budget",
+        "messages",
+        "chat_template_text",
+        "num_tokens",
+    }
     assert out["resized_size"] == [1932, 1092]  # GTA1's budget is applied to the tiny checkpoint's processor
 
     # what the model sees, computed here independently: the processor under GTA1's budget, the unexpanded template
@@ -100,8 +113,20 @@ def test_budget_overrides_and_other_adapters_messages(capsys):
     assert out["resized_size"] == [588, 336]
     assert "height 336 and width 588" in out["messages"][0]["content"][0]["text"]
     ui = _run(capsys, ["prompt", "--adapter", "ui-tars-1.5", "--image-size", "1920x1080", "--instruction", "Open"])
-    assert ui["messages"] == [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": (
-        "Output only the coordinate of one point in your response. What element matches the following task: Open")}]}]  # fmt: skip
+    assert ui["messages"] == [
+        {
+            "role": "user",
+            "content": [
+                {"type": "image"},
+                {
+                    "type": "text",
+                    "text": (
+                        "Output only the coordinate of one point in your response. What element matches the following task: Open"
+                    ),
+                },
+            ],
+        }
+    ]
     with pytest.raises(ValueError, match=r"^pixel budget: min_pixels 9,000,000 exceeds max_pixels 8,847,360$"):
         describe_prompt("gta1", (1920, 1080), "x", min_pixels=9_000_000)
 
@@ -136,5 +161,6 @@ def test_default_budgets_are_the_published_settings():
         assert all(b.sources[k] for k, v in b.values().items() if v is not None), name  # every value cited
     # no budget given (API backends without flags): GTA1 requests under the published budget, 7680x4320 -> 3948x2212
     req = get_adapter("gta1").build_request(
-        type("S", (), {"instruction": "x"})(), Image.new("RGB", (7680, 4320)), budget=None)  # fmt: skip
+        type("S", (), {"instruction": "x"})(), Image.new("RGB", (7680, 4320)), budget=None
+    )
     assert req.image.size == (3948, 2212)

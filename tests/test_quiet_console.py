@@ -122,10 +122,21 @@ def test_find_unused_parameters_rule(tiny_qwen25_dir):
 def test_compact_line_format():
     from vlm_r1.callbacks import compact_log_line
 
-    logs = {"loss": 0.012345, "grad_norm": 0.5, "learning_rate": 1e-6, "reward": 0.25, "reward_std": 0.4330127,
-            "rewards/click_reward/mean": 0.1875, "kl": 0.00123, "completions/mean_length": 12.25,
-            "shared_prompt/llm_tokens": 2123.0, "shared_prompt/naive_llm_tokens": 16116.0, "timing/step_s": 1.0734,
-            "step_time": 9.0, "completions/min_length": 3.0}  # fmt: skip
+    logs = {
+        "loss": 0.012345,
+        "grad_norm": 0.5,
+        "learning_rate": 1e-6,
+        "reward": 0.25,
+        "reward_std": 0.4330127,
+        "rewards/click_reward/mean": 0.1875,
+        "kl": 0.00123,
+        "completions/mean_length": 12.25,
+        "shared_prompt/llm_tokens": 2123.0,
+        "shared_prompt/naive_llm_tokens": 16116.0,
+        "timing/step_s": 1.0734,
+        "step_time": 9.0,
+        "completions/min_length": 3.0,
+    }
     from gui_grounding.task import GUIGroundingTask
 
     # the task's console metric (its click hit rate) sits after the reward fields; the core knows no such key
@@ -171,13 +182,49 @@ def test_grpo_cli_quiet_compact_and_jsonl(tiny_qwen25_dir, tmp_path):
         data.write_text("".join([line for line in f if line.strip()][:4]))
     out = tmp_path / "run"
     env = dict(os.environ, TOKENIZERS_PARALLELISM="false", OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "2"))
-    cmd = [sys.executable, "-W", "error::FutureWarning", "-W", "error::DeprecationWarning", "-m", "vlm_r1.grpo_jsonl",
-           "--config", os.path.join(REPO, "recipes", "gta1", "tiny_cpu.yaml"), "--model_name_or_path", tiny_qwen25_dir,
-           "--task_type", "gui_grounding", "--data_file_paths", str(data), "--image_folders", SAMPLE,
-           "--reward_funcs", "click", "--output_dir", str(out), "--max_steps", "2",
-           "--per_device_train_batch_size", "8", "--num_generations", "8", "--max_completion_length", "8",
-           "--max_pixels", "100352", "--freeze_vision_modules", "true", "--logging_steps", "1", "--report_to", "none",
-           "--save_strategy", "no", "--seed", "0"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-W",
+        "error::FutureWarning",
+        "-W",
+        "error::DeprecationWarning",
+        "-m",
+        "vlm_r1.grpo_jsonl",
+        "--config",
+        os.path.join(REPO, "recipes", "gta1", "tiny_cpu.yaml"),
+        "--model_name_or_path",
+        tiny_qwen25_dir,
+        "--task_type",
+        "gui_grounding",
+        "--data_file_paths",
+        str(data),
+        "--image_folders",
+        SAMPLE,
+        "--reward_funcs",
+        "click",
+        "--output_dir",
+        str(out),
+        "--max_steps",
+        "2",
+        "--per_device_train_batch_size",
+        "8",
+        "--num_generations",
+        "8",
+        "--max_completion_length",
+        "8",
+        "--max_pixels",
+        "100352",
+        "--freeze_vision_modules",
+        "true",
+        "--logging_steps",
+        "1",
+        "--report_to",
+        "none",
+        "--save_strategy",
+        "no",
+        "--seed",
+        "0",
+    ]
     proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     console = proc.stdout + proc.stderr
     assert proc.returncode == 0, console[-4000:]
@@ -190,8 +237,13 @@ def test_grpo_cli_quiet_compact_and_jsonl(tiny_qwen25_dir, tmp_path):
     assert [x["step"] for x in lines] == [h["step"] for h in history] == [1, 2]
     for line, h in zip(lines, history, strict=True):
         assert line["max_steps"] == 2
-        for label, key in (("loss", "loss"), ("reward", "reward"), ("reward_std", "reward_std"),
-                           ("grad_norm", "grad_norm"), ("len", "completions/mean_length")):  # fmt: skip
+        for label, key in (
+            ("loss", "loss"),
+            ("reward", "reward"),
+            ("reward_std", "reward_std"),
+            ("grad_norm", "grad_norm"),
+            ("len", "completions/mean_length"),
+        ):
             assert float(line[label]) == pytest.approx(h[key], rel=1e-3, abs=1e-9), (label, line, h)
         assert float(line["click"].rstrip("%")) == pytest.approx(100 * h["rewards/click_reward/mean"], abs=0.06)
         assert float(line["step_s"]) == pytest.approx(h["timing/step_s"], rel=1e-2)

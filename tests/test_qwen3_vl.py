@@ -70,9 +70,18 @@ def rec_file(tmp_path_factory) -> str:
             if rec["image_path"] != SCREENSHOT:
                 continue
             b = rec["target_bbox"]
-            lines.append(json.dumps({"id": f"r{i}", "image": SCREENSHOT, "conversations": [
-                {"from": "human", "value": "<image>" + rec["instruction"]},
-                {"from": "gpt", "value": [b["x_min"], b["y_min"], b["x_max"], b["y_max"]]}]}))  # fmt: skip
+            lines.append(
+                json.dumps(
+                    {
+                        "id": f"r{i}",
+                        "image": SCREENSHOT,
+                        "conversations": [
+                            {"from": "human", "value": "<image>" + rec["instruction"]},
+                            {"from": "gpt", "value": [b["x_min"], b["y_min"], b["x_max"], b["y_max"]]},
+                        ],
+                    }
+                )
+            )
             if len(lines) == 4:
                 break
     path.write_text("\n".join(lines) + "\n")
@@ -86,14 +95,26 @@ def rec_file(tmp_path_factory) -> str:
 def test_cli_checkpoint_reloads_with_the_real_architecture(q3_dir):
     from transformers import AutoConfig, AutoModelForImageTextToText, Qwen3VLForConditionalGeneration
 
-    assert sorted(os.listdir(q3_dir)) == ["chat_template.jinja", "config.json", "generation_config.json",
-                                          "model.safetensors", "processor_config.json", "tiny_model_info.json",
-                                          "tokenizer.json", "tokenizer_config.json"]  # fmt: skip
+    assert sorted(os.listdir(q3_dir)) == [
+        "chat_template.jinja",
+        "config.json",
+        "generation_config.json",
+        "model.safetensors",
+        "processor_config.json",
+        "tiny_model_info.json",
+        "tokenizer.json",
+        "tokenizer_config.json",
+    ]
     cfg = AutoConfig.from_pretrained(q3_dir)
     assert cfg.model_type == "qwen3_vl" and cfg.architectures == ["Qwen3VLForConditionalGeneration"]
     text, vision = cfg.text_config, cfg.vision_config
-    assert (text.hidden_size, text.num_hidden_layers, text.num_attention_heads, text.num_key_value_heads,
-            text.head_dim) == (64, 2, 4, 2, 16)  # fmt: skip
+    assert (
+        text.hidden_size,
+        text.num_hidden_layers,
+        text.num_attention_heads,
+        text.num_key_value_heads,
+        text.head_dim,
+    ) == (64, 2, 4, 2, 16)
     assert text.rope_parameters["mrope_section"] == [4, 2, 2] and text.rope_parameters["mrope_interleaved"] is True
     assert (vision.patch_size, vision.spatial_merge_size, vision.temporal_patch_size, vision.depth) == (16, 2, 2, 2)
     assert list(vision.deepstack_visual_indexes) == [0, 1] and vision.out_hidden_size == 64
@@ -146,9 +167,15 @@ def test_banned_tokens_are_the_vision_specials(module, processor):
     assert module.get_banned_token_ids(processor) == ids and len(set(ids)) == 4
 
 
-@pytest.mark.parametrize(("width", "height", "resized", "tokens"), [
-    (1280, 720, (576, 320), 180), (1024, 768, (512, 384), 192), (200, 120, (192, 128), 24), (10, 10, (64, 64), 4),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("width", "height", "resized", "tokens"),
+    [
+        (1280, 720, (576, 320), 180),
+        (1024, 768, (512, 384), 192),
+        (200, 120, (192, 128), 24),
+        (10, 10, (64, 64), 4),
+    ],
+)
 def test_image_tokens_follow_smart_resize_factor_32(width, height, resized, tokens, module, processor):
     factor, min_px, max_px = module.get_image_resize_params(processor)
     rh, rw = smart_resize(height, width, factor=factor, min_pixels=min_px, max_pixels=max_px)
@@ -174,8 +201,13 @@ def test_generate_runs_greedy_and_bans_vision_tokens(q3_dir, module, processor):
     text = module.prepare_prompt(processor, [{"prompt": messages}])[0]
     batch, _ = module.prepare_model_inputs(processor, [text], [Image.open(os.path.join(SAMPLE, SCREENSHOT))])
     banned = module.get_banned_token_ids(processor)
-    gen = dict(max_new_tokens=8, min_new_tokens=8, do_sample=False, bad_words_ids=[[t] for t in banned],
-               pad_token_id=processor.tokenizer.pad_token_id)  # fmt: skip
+    gen = dict(
+        max_new_tokens=8,
+        min_new_tokens=8,
+        do_sample=False,
+        bad_words_ids=[[t] for t in banned],
+        pad_token_id=processor.tokenizer.pad_token_id,
+    )
     with torch.no_grad():
         out1 = model.generate(**batch, **gen)
         out2 = model.generate(**batch, **gen)
@@ -196,11 +228,19 @@ def _shared_split(model, batch, positions_fn):
     G = batch["G"]
     pixel_values = sp.dedup_pixel_values(batch["pixel_values"], batch["image_grid_thw"], batch["num_images"], G)
     return sp.per_token_logps_and_entropies(
-        model, batch["input_ids"], batch["attention_mask"], batch["logits_to_keep"], num_generations=G,
-        positions_fn=positions_fn, compute_entropy=True, pixel_values=pixel_values,
-        image_grid_thw=batch["image_grid_thw"], num_images=batch["num_images"],
-        mm_token_type_ids=batch["mm_token_type_ids"], attention="split",
-    )  # fmt: skip
+        model,
+        batch["input_ids"],
+        batch["attention_mask"],
+        batch["logits_to_keep"],
+        num_generations=G,
+        positions_fn=positions_fn,
+        compute_entropy=True,
+        pixel_values=pixel_values,
+        image_grid_thw=batch["image_grid_thw"],
+        num_images=batch["num_images"],
+        mm_token_type_ids=batch["mm_token_type_ids"],
+        attention="split",
+    )
 
 
 @pytest.mark.parametrize("attn", ["sdpa", "eager", "split"])
@@ -252,8 +292,13 @@ def test_shared_prompt_generation_is_token_identical(q3_dir, module, processor):
     model = Qwen3VLForConditionalGeneration.from_pretrained(q3_dir, dtype=torch.float32).eval()
     texts, images = build_prompts(processor, seed=3)
     G = 4
-    naive = processor(text=[t for t in texts for _ in range(G)], images=[im for im in images for _ in range(G)],
-                      padding=True, padding_side="left", return_tensors="pt")  # fmt: skip
+    naive = processor(
+        text=[t for t in texts for _ in range(G)],
+        images=[im for im in images for _ in range(G)],
+        padding=True,
+        padding_side="left",
+        return_tensors="pt",
+    )
     unique = processor(text=texts, images=images, padding=True, padding_side="left", return_tensors="pt")
     assert unique["attention_mask"].sum(1).tolist() == [73, 112]  # different lengths: left padding in play
     P = naive["input_ids"].size(1)
@@ -282,11 +327,46 @@ def _reloads(out: str) -> None:
 @pytest.mark.slow  # a CLI subprocess run (~9 s); the default suite keeps the in-process checks
 def test_grpo_rec_three_steps_shared_prompt(q3_dir, rec_file, tmp_path):
     out = str(tmp_path / "grpo")
-    proc = _run(["-m", "vlm_r1.grpo_jsonl", "--model_name_or_path", q3_dir, "--task_type", "rec", "--data_file_paths",
-                 rec_file, "--image_folders", SAMPLE, "--reward_funcs", "accuracy", "format", "--output_dir", out,
-                 "--max_steps", "3", "--per_device_train_batch_size", "4", "--num_generations", "4",
-                 "--max_completion_length", "6", "--max_pixels", "50176", "--logging_steps", "1", "--report_to", "none",
-                 "--save_strategy", "no", "--seed", "0", "--shared_prompt", "true"], timeout=600)  # fmt: skip
+    proc = _run(
+        [
+            "-m",
+            "vlm_r1.grpo_jsonl",
+            "--model_name_or_path",
+            q3_dir,
+            "--task_type",
+            "rec",
+            "--data_file_paths",
+            rec_file,
+            "--image_folders",
+            SAMPLE,
+            "--reward_funcs",
+            "accuracy",
+            "format",
+            "--output_dir",
+            out,
+            "--max_steps",
+            "3",
+            "--per_device_train_batch_size",
+            "4",
+            "--num_generations",
+            "4",
+            "--max_completion_length",
+            "6",
+            "--max_pixels",
+            "50176",
+            "--logging_steps",
+            "1",
+            "--report_to",
+            "none",
+            "--save_strategy",
+            "no",
+            "--seed",
+            "0",
+            "--shared_prompt",
+            "true",
+        ],
+        timeout=600,
+    )
     assert "module=Qwen3VLModule pixel budget:" in proc.stderr  # printed with every value's source
     assert "  max_pixels       50,176   <- flag --max_pixels" in proc.stderr
     assert "shared-prompt GRPO: on (groups of 4" in proc.stderr
@@ -311,10 +391,38 @@ def test_sft_three_steps(q3_dir, rec_file, tmp_path):
     from safetensors.torch import load_file
 
     out = str(tmp_path / "sft")
-    _run(["-m", "vlm_r1.sft", "--model_name_or_path", q3_dir, "--task_type", "default", "--data_file_paths",
-          rec_file, "--image_folders", SAMPLE, "--output_dir", out, "--max_steps", "3", "--per_device_train_batch_size",
-          "2", "--learning_rate", "3e-3", "--logging_steps", "1", "--save_strategy", "no", "--report_to", "none",
-          "--disable_tqdm", "true", "--max_pixels", "50176"])  # fmt: skip
+    _run(
+        [
+            "-m",
+            "vlm_r1.sft",
+            "--model_name_or_path",
+            q3_dir,
+            "--task_type",
+            "default",
+            "--data_file_paths",
+            rec_file,
+            "--image_folders",
+            SAMPLE,
+            "--output_dir",
+            out,
+            "--max_steps",
+            "3",
+            "--per_device_train_batch_size",
+            "2",
+            "--learning_rate",
+            "3e-3",
+            "--logging_steps",
+            "1",
+            "--save_strategy",
+            "no",
+            "--report_to",
+            "none",
+            "--disable_tqdm",
+            "true",
+            "--max_pixels",
+            "50176",
+        ]
+    )
     logs = [h for h in json.load(open(os.path.join(out, "trainer_state.json")))["log_history"] if "loss" in h]
     assert [h["step"] for h in logs] == [1, 2, 3] and all(h["loss"] > 0 for h in logs)
     before = load_file(os.path.join(q3_dir, "model.safetensors"))

@@ -34,8 +34,9 @@ def _c(text: str) -> list[dict]:
 
 
 def _iou(text: str, gt, image_size=(1280, 720), resized_size=(588, 336)) -> float:
-    return vr.iou_reward([_c(text)], gt_bbox=[list(gt)], image_size=[list(image_size)],
-                         resized_size=[list(resized_size)])[0]  # fmt: skip
+    return vr.iou_reward(
+        [_c(text)], gt_bbox=[list(gt)], image_size=[list(image_size)], resized_size=[list(resized_size)]
+    )[0]
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -51,8 +52,10 @@ def test_gui_grounding_frames_reexports_vlm_r1_geometry():
 
 
 def test_vlm_r1_never_imports_gui_grounding():
-    code = ("import sys, vlm_r1.geometry, vlm_r1.rewards, vlm_r1.tasks, vlm_r1.modules, vlm_r1.grpo_jsonl; "
-            "bad = sorted(m for m in sys.modules if m.startswith('gui_grounding')); assert not bad, bad")  # fmt: skip
+    code = (
+        "import sys, vlm_r1.geometry, vlm_r1.rewards, vlm_r1.tasks, vlm_r1.modules, vlm_r1.grpo_jsonl; "
+        "bad = sorted(m for m in sys.modules if m.startswith('gui_grounding')); assert not bad, bad"
+    )
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
 
@@ -123,9 +126,12 @@ def test_iou_reward_sub_pixel_overlap_differs_from_upstream_convention():
 
 
 def test_iou_reward_batch_and_missing_columns():
-    out = vr.iou_reward([_c("<answer>[147, 70, 294, 140]</answer>"), "<answer>[0, 0, 1, 1]</answer>"],
-                        gt_bbox=[[320, 150, 640, 300]] * 2, image_size=[[1280, 720]] * 2,
-                        resized_size=[[588, 336]] * 2)  # fmt: skip
+    out = vr.iou_reward(
+        [_c("<answer>[147, 70, 294, 140]</answer>"), "<answer>[0, 0, 1, 1]</answer>"],
+        gt_bbox=[[320, 150, 640, 300]] * 2,
+        image_size=[[1280, 720]] * 2,
+        resized_size=[[588, 336]] * 2,
+    )
     assert out == [1.0, 0.0]
     with pytest.raises(ValueError, match=r"needs the columns \['image_size', 'resized_size'\] that --task_type rec"):
         vr.iou_reward([_c("x")], gt_bbox=[[0, 0, 1, 1]], solution=["<answer> [0, 0, 1, 1] </answer>"])
@@ -197,10 +203,17 @@ def test_parse_rec_gt_forms_and_errors():
     assert parse_rec_gt([1, 2, 3, 4]) == [1.0, 2.0, 3.0, 4.0]
     assert parse_rec_gt("[1.5, 2, 3, 4]") == [1.5, 2.0, 3.0, 4.0]
     assert parse_rec_gt("<answer> [1, 2, 3, 4] </answer>") == [1.0, 2.0, 3.0, 4.0]
-    for bad, msg in [("x1 y1", "is not JSON"), ([1, 2, 3], "list of 4 numbers"), ([1, 2, 3, "4"], "list of 4 numbers"),
-                     ([True, 2, 3, 4], "list of 4 numbers"), ({"bbox_2d": [1, 2, 3, 4]}, "list of 4 numbers"),
-                     ([1, 2, 1, 4], "no area"), ([1, 5, 3, 4], "no area"), ([0, 0, float("inf"), 4], "non-finite"),
-                     ("[0, 0, NaN, 4]", "non-finite")]:  # fmt: skip
+    for bad, msg in [
+        ("x1 y1", "is not JSON"),
+        ([1, 2, 3], "list of 4 numbers"),
+        ([1, 2, 3, "4"], "list of 4 numbers"),
+        ([True, 2, 3, 4], "list of 4 numbers"),
+        ({"bbox_2d": [1, 2, 3, 4]}, "list of 4 numbers"),
+        ([1, 2, 1, 4], "no area"),
+        ([1, 5, 3, 4], "no area"),
+        ([0, 0, float("inf"), 4], "non-finite"),
+        ("[0, 0, NaN, 4]", "non-finite"),
+    ]:
         with pytest.raises(ValueError, match=msg):
             parse_rec_gt(bad)
 
@@ -212,14 +225,20 @@ def _sample_boxes() -> dict[str, tuple[str, list[int]]]:
         for line in f:
             rec = json.loads(line)
             b = rec["target_bbox"]
-            out.setdefault(rec["image_path"], []).append((rec["instruction"], [b["x_min"], b["y_min"], b["x_max"],
-                                                                                b["y_max"]]))  # fmt: skip
+            out.setdefault(rec["image_path"], []).append(
+                (rec["instruction"], [b["x_min"], b["y_min"], b["x_max"], b["y_max"]])
+            )
     return out
 
 
 def _rec_line(image, question, gt, **extra):
-    return json.dumps({"image": image, "conversations": [{"from": "human", "value": f"<image>{question}"},
-                                                         {"from": "gpt", "value": gt}], **extra})  # fmt: skip
+    return json.dumps(
+        {
+            "image": image,
+            "conversations": [{"from": "human", "value": f"<image>{question}"}, {"from": "gpt", "value": gt}],
+            **extra,
+        }
+    )
 
 
 @pytest.fixture
@@ -252,8 +271,14 @@ def rec_jsonl(tmp_path):
 
 
 def _task_args(files, **kw):
-    base = dict(data_file_list=files, image_folder_list=[SAMPLE] * len(files), reward_method_list=None,
-                strict_data=False, task_type="rec", prompt_mode="non_thinking")  # fmt: skip
+    base = dict(
+        data_file_list=files,
+        image_folder_list=[SAMPLE] * len(files),
+        reward_method_list=None,
+        strict_data=False,
+        task_type="rec",
+        prompt_mode="non_thinking",
+    )
     base.update(kw)
     return SimpleNamespace(**base)
 
@@ -263,8 +288,10 @@ def test_rec_task_rows_and_skip_counts(rec_jsonl, tiny_qwen25_dir, caplog):
     processor, module = load_processor(tiny_qwen25_dir), get_vlm_module(tiny_qwen25_dir)
     with caplog.at_level(logging.WARNING, logger="vlm_r1.tasks"):
         ds = RECTask().build_dataset(_task_args([path]), processor, module)
-    assert ("rec: skipped records: {'unparseable_record': 2, 'needs_one_image': 2, 'missing_image': 1, "
-            "'bad_gt_box': 3} (kept 6)") in caplog.text  # fmt: skip
+    assert (
+        "rec: skipped records: {'unparseable_record': 2, 'needs_one_image': 2, 'missing_image': 1, "
+        "'bad_gt_box': 3} (kept 6)"
+    ) in caplog.text
     assert len(ds) == 6
     assert [r["gt_bbox"] for r in ds.with_format(None)] == [[float(v) for v in b] for b in gts]
     assert [r["id"] for r in ds.with_format(None)] == ["w0", "w1", f"{path}:3", "n0", "n1", "w-top"]
@@ -282,8 +309,9 @@ def test_rec_task_rows_and_skip_counts(rec_jsonl, tiny_qwen25_dir, caplog):
     assert row0["image"].size == (588, 336)
     # the resized size written in the row is exactly the frame the processor produces (grid * patch size 14)
     for row in (row0, row3):
-        batch = processor(text=["<|vision_start|><|image_pad|><|vision_end|>"], images=[row["image"]],
-                          return_tensors="pt")  # fmt: skip
+        batch = processor(
+            text=["<|vision_start|><|image_pad|><|vision_end|>"], images=[row["image"]], return_tensors="pt"
+        )
         _, h, w = batch["image_grid_thw"][0].tolist()
         assert [w * 14, h * 14] == row["resized_size"]
     # the rows feed the rewards directly: a perfect answer in the resized frame scores 1.0 for every row
@@ -362,8 +390,12 @@ def test_rec_task_reads_rec_annotation_json(coco_root, tiny_qwen25_dir, caplog):
     rows = ds.with_format(None).to_list()
     # record 5's box lies partly outside its image: upstream REC trains on it as it is (the IoU is computed anyway)
     assert [r["id"] for r in rows] == [f"{REFCOCO}:[{i}]" for i in (0, 1, 2, 5)]
-    assert [r["gt_bbox"] for r in rows] == [[12.5, 30.0, 210.25, 400.75], [300.0, 20.0, 639.0, 479.0],
-                                            [0.0, 0.0, 480.0, 320.5], [600.0, 400.0, 700.0, 500.0]]  # fmt: skip
+    assert [r["gt_bbox"] for r in rows] == [
+        [12.5, 30.0, 210.25, 400.75],
+        [300.0, 20.0, 639.0, 479.0],
+        [0.0, 0.0, 480.0, 320.5],
+        [600.0, 400.0, 700.0, 500.0],
+    ]
     template = module.get_question_template("rec")
     # the problem text is used unchanged (upstream grpo_rec.py: QUESTION_TEMPLATE.format(Question=example["problem"]))
     assert rows[1]["problem"] == "woman in red  on the right"
@@ -372,8 +404,10 @@ def test_rec_task_reads_rec_annotation_json(coco_root, tiny_qwen25_dir, caplog):
     assert rows[2]["solution"] == "<answer> [0.0, 0.0, 480.0, 320.5] </answer>"  # a solution string, parsed
     assert rows[0]["image_path"] == os.path.join(coco_root, COCO_98304)
     # 640x480 at max_pixels 200704, factor 28 -> 504x364 (as 1024x768 above); 480x640 -> 364x504
-    assert [(r["image_size"], r["resized_size"]) for r in rows[1:3]] == [([640, 480], [504, 364]),
-                                                                         ([480, 640], [364, 504])]  # fmt: skip
+    assert [(r["image_size"], r["resized_size"]) for r in rows[1:3]] == [
+        ([640, 480], [504, 364]),
+        ([480, 640], [364, 504]),
+    ]
     assert smart_resize(480, 640, factor=28, min_pixels=3136, max_pixels=200_704) == (364, 504)
     # extra keys pass through as columns (union of keys: None where a record lacks one)
     assert [r["normal_caption"] for r in rows] == ["man", "woman", "bowl", "car"]
@@ -384,34 +418,52 @@ def test_rec_task_reads_rec_annotation_json(coco_root, tiny_qwen25_dir, caplog):
 def test_rec_annotation_and_conversation_forms_give_the_same_row(coco_root, tmp_path, tiny_qwen25_dir):
     box = [12.5, 30.0, 210.25, 400.75]
     rec_form = {"image": COCO_98304, "problem": "the man", "solution": box, "id": 3}
-    conv_form = {"image": COCO_98304, "id": 3, "conversations": [{"from": "human", "value": "<image>the man"},
-                                                                 {"from": "gpt", "value": box}]}  # fmt: skip
+    conv_form = {
+        "image": COCO_98304,
+        "id": 3,
+        "conversations": [{"from": "human", "value": "<image>the man"}, {"from": "gpt", "value": box}],
+    }
     processor, module = load_processor(tiny_qwen25_dir), get_vlm_module(tiny_qwen25_dir)
     rows = []
     for name, rec in (("a.jsonl", rec_form), ("b.jsonl", conv_form)):
         (tmp_path / name).write_text(json.dumps(rec) + "\n")
-        ds = RECTask().build_dataset(_task_args([str(tmp_path / name)], image_folder_list=[coco_root]), processor,
-                                     module)  # fmt: skip
+        ds = RECTask().build_dataset(
+            _task_args([str(tmp_path / name)], image_folder_list=[coco_root]), processor, module
+        )
         rows.append(ds.with_format(None)[0])
     assert rows[0] == rows[1]
     assert rows[0]["id"] == "3" and rows[0]["problem"] == "the man"
 
 
-@pytest.mark.parametrize("record, reason, message", [
-    ({"image": COCO_9, "problem": "p"}, "missing_key", "missing key 'solution' (a REC record needs"),
-    ({"image": COCO_9, "solution": [1, 2, 3, 4]}, "missing_key", "missing key 'problem' ("),
-    ({"problem": "p", "solution": [1, 2, 3, 4]}, "missing_key", "missing key 'image' ("),
-    ({"normal_caption": "x"}, "missing_key", "missing keys 'image', 'problem', 'solution' ("),
-    ({"image": COCO_9, "problem": 5, "solution": [1, 2, 3, 4]}, "bad_question", "'problem' must be a string, got int"),
-    ({"image": [COCO_9, COCO_9], "problem": "p", "solution": [1, 2, 3, 4]}, "needs_one_image", "exactly one image"),
-    ({"image": COCO_9, "problem": "p", "solution": [0, 0, 10 ** 400, 4]}, "bad_gt_box", "non-finite"),
-    ({"image": COCO_9, "problem": "p", "solution": "[0, 0, NaN, 4]"}, "bad_gt_box", "non-finite"),
-    ({"image": COCO_9, "problem": "p", "solution": "[" * 50_000}, "bad_gt_box", "is not JSON"),
-    ({"image": COCO_9, "problem": "p", "solution": {"bbox": [1, 2, 3, 4]}}, "bad_gt_box", "list of 4 numbers"),
-    ({"image": COCO_9, "problem": "bad \ud800", "solution": [1, 2, 3, 4]}, "bad_text", "question is not valid Unicode"),
-    ({"image": COCO_9, "conversations": [{"value": 3}, {"value": [1, 2, 3, 4]}]}, "bad_question",
-     "the question (conversations[0].value) must be a string, got int"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "record, reason, message",
+    [
+        ({"image": COCO_9, "problem": "p"}, "missing_key", "missing key 'solution' (a REC record needs"),
+        ({"image": COCO_9, "solution": [1, 2, 3, 4]}, "missing_key", "missing key 'problem' ("),
+        ({"problem": "p", "solution": [1, 2, 3, 4]}, "missing_key", "missing key 'image' ("),
+        ({"normal_caption": "x"}, "missing_key", "missing keys 'image', 'problem', 'solution' ("),
+        (
+            {"image": COCO_9, "problem": 5, "solution": [1, 2, 3, 4]},
+            "bad_question",
+            "'problem' must be a string, got int",
+        ),
+        ({"image": [COCO_9, COCO_9], "problem": "p", "solution": [1, 2, 3, 4]}, "needs_one_image", "exactly one image"),
+        ({"image": COCO_9, "problem": "p", "solution": [0, 0, 10**400, 4]}, "bad_gt_box", "non-finite"),
+        ({"image": COCO_9, "problem": "p", "solution": "[0, 0, NaN, 4]"}, "bad_gt_box", "non-finite"),
+        ({"image": COCO_9, "problem": "p", "solution": "[" * 50_000}, "bad_gt_box", "is not JSON"),
+        ({"image": COCO_9, "problem": "p", "solution": {"bbox": [1, 2, 3, 4]}}, "bad_gt_box", "list of 4 numbers"),
+        (
+            {"image": COCO_9, "problem": "bad \ud800", "solution": [1, 2, 3, 4]},
+            "bad_text",
+            "question is not valid Unicode",
+        ),
+        (
+            {"image": COCO_9, "conversations": [{"value": 3}, {"value": [1, 2, 3, 4]}]},
+            "bad_question",
+            "the question (conversations[0].value) must be a string, got int",
+        ),
+    ],
+)
 def test_rec_task_bad_records_name_the_problem(record, reason, message, coco_root, tmp_path, tiny_qwen25_dir, caplog):
     good = {"image": COCO_9, "problem": "ok", "solution": [1, 2, 3, 4]}
     path = tmp_path / "d.json"  # a JSON list, as rec_jsons_processed files are
@@ -423,8 +475,9 @@ def test_rec_task_bad_records_name_the_problem(record, reason, message, coco_roo
     assert f"rec: skipped records: {{'{reason}': 1}} (kept 2)" in caplog.text
     assert f"rec: first {reason}: {path}:[1]: " in caplog.text and message in caplog.text
     with pytest.raises(ValueError, match=rf"^{path}:\[1\]: {reason}: ") as err:
-        RECTask().build_dataset(_task_args([str(path)], image_folder_list=[coco_root], strict_data=True), processor,
-                                module)  # fmt: skip
+        RECTask().build_dataset(
+            _task_args([str(path)], image_folder_list=[coco_root], strict_data=True), processor, module
+        )
     assert message in str(err.value)
 
 
@@ -436,12 +489,50 @@ def test_grpo_cli_rec_two_steps(rec_jsonl, tiny_qwen25_dir, tmp_path):
     path, _, _ = rec_jsonl
     out = str(tmp_path / "run")
     os.symlink(os.path.join(SAMPLE, "images"), tmp_path / "images")  # held-out images resolve next to the file
-    cmd = [sys.executable, "-m", "vlm_r1.grpo_jsonl", "--model_name_or_path", tiny_qwen25_dir, "--task_type", "rec",
-           "--data_file_paths", path, "--image_folders", SAMPLE, "--reward_funcs", "accuracy", "format",
-           "--output_dir", out, "--max_steps", "2", "--per_device_train_batch_size", "4", "--num_generations", "4",
-           "--max_completion_length", "8", "--max_pixels", "100352", "--logging_steps", "1", "--report_to", "none",
-           "--save_strategy", "no", "--seed", "0", "--eval_data_file_paths", path, "--eval_strategy", "steps",
-           "--eval_steps", "2", "--per_device_eval_batch_size", "4"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "vlm_r1.grpo_jsonl",
+        "--model_name_or_path",
+        tiny_qwen25_dir,
+        "--task_type",
+        "rec",
+        "--data_file_paths",
+        path,
+        "--image_folders",
+        SAMPLE,
+        "--reward_funcs",
+        "accuracy",
+        "format",
+        "--output_dir",
+        out,
+        "--max_steps",
+        "2",
+        "--per_device_train_batch_size",
+        "4",
+        "--num_generations",
+        "4",
+        "--max_completion_length",
+        "8",
+        "--max_pixels",
+        "100352",
+        "--logging_steps",
+        "1",
+        "--report_to",
+        "none",
+        "--save_strategy",
+        "no",
+        "--seed",
+        "0",
+        "--eval_data_file_paths",
+        path,
+        "--eval_strategy",
+        "steps",
+        "--eval_steps",
+        "2",
+        "--per_device_eval_batch_size",
+        "4",
+    ]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
     proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-4000:]
@@ -469,8 +560,27 @@ def test_grpo_cli_rec_two_steps(rec_jsonl, tiny_qwen25_dir, tmp_path):
 
 _REF_ANSWER_RE = r"<answer>(.*?)</answer>"
 _REF_FORMAT_RE = r"<think>.*?</think>\s*<answer>.*?</answer>"
-_PIECES = ["<think>", "</think>", "<answer>", "</answer>", "{", "}", "[", "]", "1", "12", ",", ", ", " ", "\n",
-           "\u00a0", "x", "[1,2,3,4]", "[1, 2,3,  4]", "-"]  # fmt: skip
+_PIECES = [
+    "<think>",
+    "</think>",
+    "<answer>",
+    "</answer>",
+    "{",
+    "}",
+    "[",
+    "]",
+    "1",
+    "12",
+    ",",
+    ", ",
+    " ",
+    "\n",
+    "\u00a0",
+    "x",
+    "[1,2,3,4]",
+    "[1, 2,3,  4]",
+    "-",
+]
 
 
 @settings(max_examples=3000, deadline=None)
@@ -511,8 +621,9 @@ def test_rec_box_numbers_are_bounded():
 def test_rec_iou_unusable_targets_and_sizes_score_zero(gt, sizes):
     text = "<answer>[147, 70, 294, 140]</answer>"
     assert _iou(text, [480, 150, 800, 300]) == pytest.approx(1 / 3)  # the same answer on a usable row
-    out = vr.iou_reward([_c(text)], gt_bbox=[gt], image_size=[sizes["image_size"]],
-                        resized_size=[sizes["resized_size"]])  # fmt: skip
+    out = vr.iou_reward(
+        [_c(text)], gt_bbox=[gt], image_size=[sizes["image_size"]], resized_size=[sizes["resized_size"]]
+    )
     assert out == [0.0]
 
 
@@ -531,8 +642,18 @@ def test_geometry_validators():
         assert finite_number(bad) is None
     assert valid_box([0, 0, 10, 20]) == (0.0, 0.0, 10.0, 20.0)
     assert valid_box((5, 5, 5, 5)) == (5.0, 5.0, 5.0, 5.0)  # zero size is usable
-    for bad in ([10, 0, 0, 20], [0, 20, 10, 0], [0, 0, 10], [0, 0, 10, 20, 30], [0, float("nan"), 1, 1], "0,0,1,1",
-                None, 7, {0: 1, 1: 1, 2: 2, 3: 2}, {1, 2, 3, 4}):  # fmt: skip
+    for bad in (
+        [10, 0, 0, 20],
+        [0, 20, 10, 0],
+        [0, 0, 10],
+        [0, 0, 10, 20, 30],
+        [0, float("nan"), 1, 1],
+        "0,0,1,1",
+        None,
+        7,
+        {0: 1, 1: 1, 2: 2, 3: 2},
+        {1, 2, 3, 4},
+    ):
         assert valid_box(bad) is None
     assert valid_size([588, 336]) == (588.0, 336.0)
     for bad in ([0, 336], [588, -1], [0.5, 336], [float("inf"), 336], [588], [588, 336, 3], None, "588x336"):

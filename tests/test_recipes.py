@@ -22,8 +22,14 @@ def _env(**extra):
 
 
 def _dry_run(script, **env):
-    return subprocess.run(["bash", f"run_scripts/{script}", "--dry-run"], cwd=REPO, env=_env(**env),
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    return subprocess.run(
+        ["bash", f"run_scripts/{script}", "--dry-run"],
+        cwd=REPO,
+        env=_env(**env),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_batch_math_and_dry_run():
@@ -83,8 +89,14 @@ def test_rendezvous_ports_do_not_collide():
     joining a stranger's rendezvous), and a rendezvous id of its own per launch."""
 
     def launch(**env):
-        p = subprocess.run(["bash", "run_scripts/train_grpo.sh", "--x"], cwd=REPO, capture_output=True, text=True,
-                           env=_env(DRY_RUN=1, NPROC_PER_NODE=2, **env), timeout=120)  # fmt: skip
+        p = subprocess.run(
+            ["bash", "run_scripts/train_grpo.sh", "--x"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            env=_env(DRY_RUN=1, NPROC_PER_NODE=2, **env),
+            timeout=120,
+        )
         assert p.returncode == 0, p.stderr
         words = p.stdout.split()
         conf = words[words.index("--rdzv_conf") + 1] if "--rdzv_conf" in words else None
@@ -120,8 +132,9 @@ def test_torchrun_restart_gets_a_working_group(tmp_path):
     """The restarted group must not read the dead attempt's store (torch 2.13 shares one store across attempts unless
     TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1: the restarted workers then dial dead gloo peers or wait forever)."""
     (tmp_path / "restart_probe.py").write_text(_PROBE)
-    env = _env(NPROC_PER_NODE=2, NNODES=1, MAX_RESTARTS=1, ENTRY="restart_probe", PYTHONPATH=str(tmp_path),
-               SLURM_JOB_ID="")  # fmt: skip
+    env = _env(
+        NPROC_PER_NODE=2, NNODES=1, MAX_RESTARTS=1, ENTRY="restart_probe", PYTHONPATH=str(tmp_path), SLURM_JOB_ID=""
+    )
     p = _run(["bash", "run_scripts/train_grpo.sh"], env, timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
     assert "attempt 1 rank 0 done" in p.stdout and "attempt 1 rank 1 done" in p.stdout
@@ -136,8 +149,14 @@ def test_taken_rendezvous_port_fails_fast(tmp_path):
         taken.bind(("0.0.0.0", 0))
         taken.listen()
         (tmp_path / "never.py").write_text("raise SystemExit('the workers must not start')\n")
-        env = _env(NPROC_PER_NODE=1, NNODES=1, MASTER_PORT=taken.getsockname()[1], ENTRY="never",
-                   PYTHONPATH=str(tmp_path), SLURM_JOB_ID="")  # fmt: skip
+        env = _env(
+            NPROC_PER_NODE=1,
+            NNODES=1,
+            MASTER_PORT=taken.getsockname()[1],
+            ENTRY="never",
+            PYTHONPATH=str(tmp_path),
+            SLURM_JOB_ID="",
+        )
         start = time.time()
         p = _run(["bash", "run_scripts/train_grpo.sh"], env, timeout=300)
     assert p.returncode != 0 and "address already in use" in p.stderr.lower(), p.stderr[-3000:]
@@ -145,18 +164,30 @@ def test_taken_rendezvous_port_fails_fast(tmp_path):
     assert time.time() - start < 120
 
 
-@pytest.mark.parametrize("env, message", [
-    (dict(NNODES=3, NPROC_PER_NODE=8, MASTER_ADDR="n1"), "cannot be spread evenly over 24 processes. Use GLOBAL_PROMPTS=129"),
-    (dict(NNODES=1, NPROC_PER_NODE=8, ROLLOUTS_PER_DEVICE=3), "ROLLOUTS_PER_DEVICE=3 does not divide"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "env, message",
+    [
+        (
+            dict(NNODES=3, NPROC_PER_NODE=8, MASTER_ADDR="n1"),
+            "cannot be spread evenly over 24 processes. Use GLOBAL_PROMPTS=129",
+        ),
+        (dict(NNODES=1, NPROC_PER_NODE=8, ROLLOUTS_PER_DEVICE=3), "ROLLOUTS_PER_DEVICE=3 does not divide"),
+    ],
+)
 def test_impossible_batch_is_refused(env, message):
     p = _dry_run("gta1_7b.sh", **env)
     assert p.returncode == 2 and message in p.stderr
 
 
 def test_multinode_without_rendezvous_host_is_refused(tmp_path):
-    p = subprocess.run(["bash", "run_scripts/train_grpo.sh", "--help"], cwd=REPO, env=_env(NNODES=2),
-                       capture_output=True, text=True, timeout=60)  # fmt: skip
+    p = subprocess.run(
+        ["bash", "run_scripts/train_grpo.sh", "--help"],
+        cwd=REPO,
+        env=_env(NNODES=2),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert p.returncode == 2 and "no rendezvous host" in p.stderr
 
 

@@ -43,9 +43,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The private notes, assembled from parts so that this file does not mention them itself.
 _NOTE_NAMES = tuple(
     "_".join(parts)
-    for parts in (("gta1", "and", "peers"), ("cpu", "stack"), ("seed", "summary"), ("vlm", "r1", "upstream"),
-                  ("shared", "prompt", "grpo"))
-)  # fmt: skip
+    for parts in (
+        ("gta1", "and", "peers"),
+        ("cpu", "stack"),
+        ("seed", "summary"),
+        ("vlm", "r1", "upstream"),
+        ("shared", "prompt", "grpo"),
+    )
+)
 _NOTES_DIR = "shared" + "/" + "reference"
 _FORBIDDEN = re.compile(
     "|".join([*(re.escape(name) for name in _NOTE_NAMES), re.escape(_NOTES_DIR), r"(?<![\w.~-])/(?:work|home)/"])
@@ -77,8 +82,11 @@ _FULL_TEXT_EXTENSIONS = (".md", ".yaml", ".yml", ".sh", ".sbatch", ".txt", ".tom
 def project_files() -> tuple[str, ...]:
     """Tracked files plus untracked, non-ignored ones (relative paths), that exist on disk."""
     try:
-        out = subprocess.run(["git", "-C", ROOT, "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-                             capture_output=True, check=True).stdout  # fmt: skip
+        out = subprocess.run(
+            ["git", "-C", ROOT, "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            capture_output=True,
+            check=True,
+        ).stdout
     except (OSError, subprocess.CalledProcessError):
         pytest.skip("not a git checkout: the file list comes from git ls-files")
     names = sorted({p for p in out.decode("utf-8").split("\0") if p})
@@ -289,9 +297,17 @@ def test_markdown_links_resolve():
 def test_references_page_has_its_sections():
     """The sections other files cite as ``docs/REFERENCES.md#...`` (rule (b) checks each citation; this pins the page)."""
     anchors = anchors_of("docs/REFERENCES.md")
-    for section in ("pinned-public-sources", "cpu-install", "torchvision-on-cpu", "image-only-processor",
-                    "tiny-checkpoint", "smart-resize-reference-value", "trl-grpo-on-cpu",
-                    "several-processes-on-cpu", "shared-prompt-grpo-exactness-and-cost"):  # fmt: skip
+    for section in (
+        "pinned-public-sources",
+        "cpu-install",
+        "torchvision-on-cpu",
+        "image-only-processor",
+        "tiny-checkpoint",
+        "smart-resize-reference-value",
+        "trl-grpo-on-cpu",
+        "several-processes-on-cpu",
+        "shared-prompt-grpo-exactness-and-cost",
+    ):
         assert section in anchors, section
 
 
@@ -356,8 +372,10 @@ def test_rule_d_markdown_links_and_github_anchors():
     heading = "## 9. Test-time grounding: `--tts consensus | zoom | zoom+consensus`"
     assert github_anchors(heading) == {"9-test-time-grounding---tts-consensus--zoom--zoomconsensus"}
     assert github_anchors("# A\n## A\n```\n# not a heading\n```\n### Smart-resize value") == {
-        "a", "a-1", "smart-resize-value"
-    }  # fmt: skip
+        "a",
+        "a-1",
+        "smart-resize-value",
+    }
     assert broken_markdown_links("docs/x.md", "[r](REFERENCES.md#cpu-install) [w](https://e.org/a.md)") == []
     assert broken_markdown_links("README.md", "[r](docs/REFERENCES.md#no-such)") == [
         "README.md:1: (docs/REFERENCES.md#no-such) has no heading with anchor #no-such"

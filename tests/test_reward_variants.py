@@ -202,9 +202,20 @@ def test_distance_non_square_diagonal_uses_resized_size():
 
 @pytest.mark.parametrize(
     "size",
-    [[0, 400], [300, 0], [-300, 400], [0.5, 400], [float("nan"), 400], [300, float("inf")], [1e13, 400], [300],
-     None, "300x400", [True, 400]],
-)  # fmt: skip
+    [
+        [0, 400],
+        [300, 0],
+        [-300, 400],
+        [0.5, 400],
+        [float("nan"), 400],
+        [300, float("inf")],
+        [1e13, 400],
+        [300],
+        None,
+        "300x400",
+        [True, 400],
+    ],
+)
 def test_distance_unusable_image_size_scores_zero(size):
     # total: a row with a size that is not two finite sides of >= 1 px scores 0.0 instead of stopping the step
     assert score_distance("(130,140)", [T], size) == 0.0
@@ -669,8 +680,16 @@ def test_tiny_sigma_is_finite():
     assert gaussian_overlap([0, 0, 1e-300, 1], [1e11, 0, 1e11 + 1e-300, 1]) == 0.0
 
 
-@pytest.mark.parametrize("text", [HUGE_PAIR, HUGE_BOX, "(" + "1" * 13 + ",5)", "[0,0," + "1" * 13 + ",5]",
-                                  "<think>t</think><answer>" + HUGE_PAIR + "</answer>"])  # fmt: skip
+@pytest.mark.parametrize(
+    "text",
+    [
+        HUGE_PAIR,
+        HUGE_BOX,
+        "(" + "1" * 13 + ",5)",
+        "[0,0," + "1" * 13 + ",5]",
+        "<think>t</think><answer>" + HUGE_PAIR + "</answer>",
+    ],
+)
 def test_numbers_past_twelve_digits_are_not_answers(text):
     # 155+ digit answers raised OverflowError in distance, gaussian_point, gaussian_coverage, click_distance_bonus,
     # iou and box-mode click
@@ -686,8 +705,14 @@ def test_twelve_digit_answers_still_parse():
 
 def test_gta1_rounding_with_unusable_source_columns_scores_zero():
     def click(source, scale, size):
-        return gg.click_reward(["(60,60)"], target_boxes_resized=[[[50, 50, 70, 70]]], box_rounding=["gta1"],
-                               target_boxes_source=[source], source_box_scale=[scale], resized_size=[size])[0]  # fmt: skip
+        return gg.click_reward(
+            ["(60,60)"],
+            target_boxes_resized=[[[50, 50, 70, 70]]],
+            box_rounding=["gta1"],
+            target_boxes_source=[source],
+            source_box_scale=[scale],
+            resized_size=[size],
+        )[0]
 
     assert click([[100, 100, 140, 140]], [1000, 1000], [500, 500]) == 1.0
     assert click([[NAN, 100, 140, 140]], [1000, 1000], [500, 500]) == 0.0
@@ -703,10 +728,13 @@ def test_gta1_rounding_with_unusable_source_columns_scores_zero():
 @settings(max_examples=300, deadline=None)
 @given(
     text=st.text(alphabet=st.sampled_from(list("()[],-. 0123456789")), max_size=40),
-    box=st.lists(st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-(10**30), 10**30)),
-                 min_size=4, max_size=4),
+    box=st.lists(
+        st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-(10**30), 10**30)),
+        min_size=4,
+        max_size=4,
+    ),
     size=st.lists(st.floats(allow_nan=True, allow_infinity=True), min_size=2, max_size=2),
-)  # fmt: skip
+)
 def test_property_every_score_is_finite(text, box, size):
     for value in _every_score(text, [box], size).values():
         assert math.isfinite(value)

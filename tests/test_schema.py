@@ -51,13 +51,18 @@ def write_jsonl(path, lines) -> str:
 
 def canonical_text(x_max: str) -> str:
     """A canonical record line whose ``x_max`` is the JSON text ``x_max``, verbatim."""
-    return ('{"instruction": "a", "image_path": "images/screen.png", "target_bbox": '
-            f'{{"x_min": 1, "y_min": 2, "x_max": {x_max}, "y_max": 4}}}}')  # fmt: skip
+    return (
+        '{"instruction": "a", "image_path": "images/screen.png", "target_bbox": '
+        f'{{"x_min": 1, "y_min": 2, "x_max": {x_max}, "y_max": 4}}}}'
+    )
 
 
 def canonical(instruction="Click menu", image="images/screen.png", box=(12, 10, 42, 40), **extra):
-    rec = {"instruction": instruction, "image_path": image,
-           "target_bbox": dict(zip(("x_min", "y_min", "x_max", "y_max"), box, strict=True))}  # fmt: skip
+    rec = {
+        "instruction": instruction,
+        "image_path": image,
+        "target_bbox": dict(zip(("x_min", "y_min", "x_max", "y_max"), box, strict=True)),
+    }
     return {**rec, **extra}
 
 
@@ -92,8 +97,10 @@ def test_canonical_dict_box(data_dir):
 
 def test_canonical_list_of_boxes_and_optional_keys(data_dir):
     rec = canonical(sample_id="s-7", source="web", platform="desktop", ui_type="icon", note="kept")
-    rec["target_bbox"] = [{"x_min": 0, "y_min": 0, "x_max": 10, "y_max": 10},
-                          {"x_min": 990, "y_min": 490, "x_max": 1000, "y_max": 500}]  # fmt: skip
+    rec["target_bbox"] = [
+        {"x_min": 0, "y_min": 0, "x_max": 10, "y_max": 10},
+        {"x_min": 990, "y_min": 490, "x_max": 1000, "y_max": 500},
+    ]
     rec["instruction"] = "  <image>Open   the\nsettings  "
     path = write_jsonl(data_dir / "train.jsonl", [rec])
     (s,), _ = load_samples([path])
@@ -109,10 +116,13 @@ def test_canonical_list_of_boxes_and_optional_keys(data_dir):
 
 
 def test_gta1_record_norm1000_to_pixels(data_dir):
-    path = write_jsonl(data_dir / "gta1.jsonl", [
-        gta1([100, 200, 300, 400], id="g1"),
-        gta1([[0, 0, 1000, 1000], [500, 500, 600, 700]]),
-    ])  # fmt: skip
+    path = write_jsonl(
+        data_dir / "gta1.jsonl",
+        [
+            gta1([100, 200, 300, 400], id="g1"),
+            gta1([[0, 0, 1000, 1000], [500, 500, 600, 700]]),
+        ],
+    )
     (a, b), report = load_samples([path])
     assert report.num_samples == 2
     assert a.boxes == [(100.0, 100.0, 300.0, 200.0)]  # 1000x500 image: x*1, y*0.5
@@ -134,11 +144,14 @@ def test_gta1_instruction_is_byte_for_byte_minus_image_tags(data_dir):
 
 
 def test_published_boxes_unit_and_scale(data_dir):
-    path = write_jsonl(data_dir / "mixed.jsonl", [
-        gta1([[100, 200, 300, 400], [0, 0, 1003, 1000]]),  # second box clipped in pixels, published as is
-        canonical(box=(900, 10, 1003, 40)),  # clipped to 1000 in pixels, published 1003
-        vlm_r1([1, 2, 30, 40]),
-    ])  # fmt: skip
+    path = write_jsonl(
+        data_dir / "mixed.jsonl",
+        [
+            gta1([[100, 200, 300, 400], [0, 0, 1003, 1000]]),  # second box clipped in pixels, published as is
+            canonical(box=(900, 10, 1003, 40)),  # clipped to 1000 in pixels, published 1003
+            vlm_r1([1, 2, 30, 40]),
+        ],
+    )
     (g, c, v), report = load_samples([path])
     assert report.num_clipped == 2
     assert g.boxes == [(100.0, 100.0, 300.0, 200.0), (0.0, 0.0, 1000.0, 500.0)]
@@ -147,24 +160,33 @@ def test_published_boxes_unit_and_scale(data_dir):
     assert c.boxes == [(900.0, 10.0, 1000.0, 40.0)]
     assert c.source_boxes == [(900.0, 10.0, 1003.0, 40.0)]
     assert (c.source_box_unit, c.source_box_scale()) == ("pixel", (1000.0, 500.0))
-    assert (v.source_boxes, v.source_box_unit, v.source_box_scale()) == ([(1.0, 2.0, 30.0, 40.0)], "pixel",
-                                                                         (1000.0, 500.0))  # fmt: skip
+    assert (v.source_boxes, v.source_box_unit, v.source_box_scale()) == (
+        [(1.0, 2.0, 30.0, 40.0)],
+        "pixel",
+        (1000.0, 500.0),
+    )
     assert g.published_boxes() == g.source_boxes
     # a Sample built in code: its pixel boxes stand in for the published ones
     plain = Sample("p", "x", "a.png", [(1.0, 2.0, 3.0, 4.0)], 640, 480)
     assert (plain.published_boxes(), plain.source_box_unit, plain.source_box_scale()) == (
-        [(1.0, 2.0, 3.0, 4.0)], "pixel", (640.0, 480.0))  # fmt: skip
+        [(1.0, 2.0, 3.0, 4.0)],
+        "pixel",
+        (640.0, 480.0),
+    )
     with pytest.raises(ValueError, match=r"unknown source_box_unit 'inch'; expected one of pixel, norm1000"):
         Sample("p", "x", "a.png", [], 640, 480, source_box_unit="inch").source_box_scale()
 
 
 def test_vlm_r1_records_list_and_string_answers(data_dir):
-    path = write_jsonl(data_dir / "rec.jsonl", [
-        vlm_r1([1, 2, 30, 40]),
-        vlm_r1("<answer>[1,2,30,40]</answer>"),
-        vlm_r1(" [1, 2, 30, 40] "),
-        {**vlm_r1([5, 6, 7, 8]), "image": ["images/small.png"]},
-    ])  # fmt: skip
+    path = write_jsonl(
+        data_dir / "rec.jsonl",
+        [
+            vlm_r1([1, 2, 30, 40]),
+            vlm_r1("<answer>[1,2,30,40]</answer>"),
+            vlm_r1(" [1, 2, 30, 40] "),
+            {**vlm_r1([5, 6, 7, 8]), "image": ["images/small.png"]},
+        ],
+    )
     samples, report = load_samples([path])
     assert report.rejects == []
     assert [s.boxes for s in samples] == [[(1.0, 2.0, 30.0, 40.0)]] * 3 + [[(5.0, 6.0, 7.0, 8.0)]]
@@ -178,8 +200,9 @@ def test_json_list_file_and_refs(data_dir):
         json.dump([canonical(), gta1([100, 200, 300, 400]), canonical(image="images/missing.png")], f)
     samples, report = load_samples([path])
     assert [s.sample_id for s in samples] == ["data:0", "data:1"]
-    assert report.rejects == [(f"{path}:[2]", "missing_image",
-                               f"image not found: {data_dir / 'images' / 'missing.png'}")]  # fmt: skip
+    assert report.rejects == [
+        (f"{path}:[2]", "missing_image", f"image not found: {data_dir / 'images' / 'missing.png'}")
+    ]
 
 
 def test_single_object_json_file(data_dir):
@@ -203,9 +226,16 @@ def test_to_record_round_trip(data_dir):
     rec["target_bbox"] = [rec["target_bbox"], {"x_min": 1, "y_min": 2, "x_max": 3, "y_max": 4}]
     (s,), _ = load_samples([write_jsonl(data_dir / "t.jsonl", [rec])])
     out = s.to_record(str(data_dir))
-    assert out == {"sample_id": "x1", "instruction": "Click menu", "image_path": os.path.join("images", "screen.png"),
-                   "target_bbox": rec["target_bbox"], "image_width": 1000, "image_height": 500, "platform": "web",
-                   "note": 3}  # fmt: skip
+    assert out == {
+        "sample_id": "x1",
+        "instruction": "Click menu",
+        "image_path": os.path.join("images", "screen.png"),
+        "target_bbox": rec["target_bbox"],
+        "image_width": 1000,
+        "image_height": 500,
+        "platform": "web",
+        "note": 3,
+    }
     again = record_to_sample(out, "mem:1", base_dir=str(data_dir), default_id="unused")
     assert (again.boxes, again.sample_id, again.extra) == (s.boxes, "x1", {"note": 3})
 
@@ -236,7 +266,7 @@ BAD_RECORDS = {
     "bbox_missing_key": (
         {"instruction": "a", "image_path": "images/screen.png", "target_bbox": {"x_min": 1}},
         "bad_field",
-    ),  # fmt: skip
+    ),
     "vlm_r1_answer_not_a_box": (vlm_r1("<answer>the logo</answer>"), "bad_field"),
     # JSON's NaN / Infinity literals are not JSON: the line is unparseable (strict JSON, vlm_r1.data)
     "gta1_nan_edge": (
@@ -335,19 +365,38 @@ def test_mixed_file_non_strict_counts_table_and_warning(data_dir, caplog):
         samples, report = load_samples([path])
     assert [s.sample_id for s in samples] == ["mixed:0", "mixed:4", "mixed:10"]
     assert (report.num_records, report.num_samples) == (11, 3)
-    assert report.counts == Counter({"missing_image": 1, "unreadable_image": 2, "box_outside_image": 1,
-                                     "inverted_box": 1, "empty_instruction": 1, "unparseable_record": 1,
-                                     "unknown_format": 1})  # fmt: skip
+    assert report.counts == Counter(
+        {
+            "missing_image": 1,
+            "unreadable_image": 2,
+            "box_outside_image": 1,
+            "inverted_box": 1,
+            "empty_instruction": 1,
+            "unparseable_record": 1,
+            "unknown_format": 1,
+        }
+    )
     assert [(ref, r) for ref, r, _ in report.rejects] == [
-        (f"{path}:2", "missing_image"), (f"{path}:4", "unreadable_image"), (f"{path}:5", "unreadable_image"),
-        (f"{path}:7", "box_outside_image"), (f"{path}:8", "inverted_box"), (f"{path}:9", "empty_instruction"),
-        (f"{path}:10", "unparseable_record"), (f"{path}:11", "unknown_format"),
-    ]  # fmt: skip
+        (f"{path}:2", "missing_image"),
+        (f"{path}:4", "unreadable_image"),
+        (f"{path}:5", "unreadable_image"),
+        (f"{path}:7", "box_outside_image"),
+        (f"{path}:8", "inverted_box"),
+        (f"{path}:9", "empty_instruction"),
+        (f"{path}:10", "unparseable_record"),
+        (f"{path}:11", "unknown_format"),
+    ]
     table = report.table()
     assert table.splitlines()[0] == "records read: 11   samples kept: 3   rejected: 8"
-    for reason, n, first in [("box_outside_image", 1, 7), ("empty_instruction", 1, 9), ("inverted_box", 1, 8),
-                             ("missing_image", 1, 2), ("unknown_format", 1, 11), ("unparseable_record", 1, 10),
-                             ("unreadable_image", 2, 4)]:  # fmt: skip
+    for reason, n, first in [
+        ("box_outside_image", 1, 7),
+        ("empty_instruction", 1, 9),
+        ("inverted_box", 1, 8),
+        ("missing_image", 1, 2),
+        ("unknown_format", 1, 11),
+        ("unparseable_record", 1, 10),
+        ("unreadable_image", 2, 4),
+    ]:
         assert f"  {reason:<20} {n:>7}   e.g. {path}:{first}" in table.splitlines()
     assert "skipped 8 bad records" in caplog.text
 
@@ -358,17 +407,24 @@ def test_mixed_file_non_strict_counts_table_and_warning(data_dir, caplog):
 
 
 def test_boxes_within_tolerance_are_clipped_and_counted(data_dir, caplog):
-    path = write_jsonl(data_dir / "clip.jsonl", [
-        canonical(box=(900, 10, 1004, 40)),  # 4 px past the right edge: clipped
-        canonical(box=(-4, -4, 40, 504)),  # 4 px out on three sides: clipped
-        gta1([100, 200, 1005, 1005]),  # 0-1000: x_max 1005 px (tolerance max(4, 0.005 * 1000) = 5), y_max 502.5 px
-        canonical(box=(1001, 10, 1003, 40)),  # within tolerance but no area inside the image
-        canonical(box=(12, 10, 42, 40)),  # untouched
-    ])  # fmt: skip
+    path = write_jsonl(
+        data_dir / "clip.jsonl",
+        [
+            canonical(box=(900, 10, 1004, 40)),  # 4 px past the right edge: clipped
+            canonical(box=(-4, -4, 40, 504)),  # 4 px out on three sides: clipped
+            gta1([100, 200, 1005, 1005]),  # 0-1000: x_max 1005 px (tolerance max(4, 0.005 * 1000) = 5), y_max 502.5 px
+            canonical(box=(1001, 10, 1003, 40)),  # within tolerance but no area inside the image
+            canonical(box=(12, 10, 42, 40)),  # untouched
+        ],
+    )
     with caplog.at_level(logging.WARNING, logger="gui_grounding.schema"):
         samples, report = load_samples([path])
-    assert [s.boxes for s in samples] == [[(900.0, 10.0, 1000.0, 40.0)], [(0.0, 0.0, 40.0, 500.0)],
-                                          [(100.0, 100.0, 1000.0, 500.0)], [(12.0, 10.0, 42.0, 40.0)]]  # fmt: skip
+    assert [s.boxes for s in samples] == [
+        [(900.0, 10.0, 1000.0, 40.0)],
+        [(0.0, 0.0, 40.0, 500.0)],
+        [(100.0, 100.0, 1000.0, 500.0)],
+        [(12.0, 10.0, 42.0, 40.0)],
+    ]
     assert report.num_clipped == 3
     assert [(ref, r, m) for ref, r, m in report.rejects] == [
         (f"{path}:4", "box_outside_image", "box [1001.0, 10.0, 1003.0, 40.0] has no area inside the 1000x500 image")
@@ -376,8 +432,9 @@ def test_boxes_within_tolerance_are_clipped_and_counted(data_dir, caplog):
     assert "  (kept, box clipped to the image: 3)" in report.table().splitlines()
     expected = r"^mem:1: box_outside_image: box \[900.0, 10.0, 1001.0, 40.0\] extends 1 px outside the 1000x500 image"
     with pytest.raises(SampleError, match=expected + r" along x \(clipping tolerance 0 px\)$"):
-        record_to_sample(canonical(box=(900, 10, 1001, 40)), "mem:1", base_dir=str(data_dir), default_id="z",
-                         clip_tolerance_px=0)  # fmt: skip
+        record_to_sample(
+            canonical(box=(900, 10, 1001, 40)), "mem:1", base_dir=str(data_dir), default_id="z", clip_tolerance_px=0
+        )
 
 
 def test_refs_name_the_right_file_among_several(data_dir):
@@ -389,8 +446,9 @@ def test_refs_name_the_right_file_among_several(data_dir):
 
 
 def test_verify_images_false_reads_only_the_header(data_dir):
-    path = write_jsonl(data_dir / "t.jsonl", [canonical(image="images/truncated.png"),
-                                              canonical(image="images/garbage.png")])  # fmt: skip
+    path = write_jsonl(
+        data_dir / "t.jsonl", [canonical(image="images/truncated.png"), canonical(image="images/garbage.png")]
+    )
     samples, report = load_samples([path], verify_images=False)
     assert [(s.width, s.height) for s in samples] == [(1000, 500)]  # truncated file: header is intact
     assert report.counts == Counter({"unreadable_image": 1})  # garbage has no header at all
@@ -398,9 +456,12 @@ def test_verify_images_false_reads_only_the_header(data_dir):
 
 def test_paths_climbing_out_of_the_image_folder(data_dir, make_image):
     make_image(10, 10, "outside.png", folder=data_dir.parent)
-    lines = [canonical(image="../outside.png", box=(1, 1, 5, 5)), canonical(image="images/../../images/screen.png"),
-             canonical(image="images/../images/screen.png"), canonical(image=str(data_dir / "images" / "small.png"),
-                                                                        box=(1, 1, 20, 20))]  # fmt: skip
+    lines = [
+        canonical(image="../outside.png", box=(1, 1, 5, 5)),
+        canonical(image="images/../../images/screen.png"),
+        canonical(image="images/../images/screen.png"),
+        canonical(image=str(data_dir / "images" / "small.png"), box=(1, 1, 20, 20)),
+    ]
     path = write_jsonl(data_dir / "p.jsonl", lines)
     samples, report = load_samples([path], [str(data_dir)])  # an image folder named: '..' may not climb out of it
     assert [r for _, r, _ in report.rejects] == ["path_outside_root", "path_outside_root"]

@@ -81,8 +81,13 @@ def naive_batch(processor, texts, images, G: int, seed: int = 0, max_completion:
         completion_ids[r, :n] = torch.randint(TOKEN_LOW, TOKEN_HIGH, (n,), generator=g)
         completion_mask[r, :n] = 1
     completion_mask[G - 1] = 0
-    rep = processor(text=[t for t in texts for _ in range(G)], images=[im for im in images for _ in range(G)],
-                    padding=True, padding_side="left", return_tensors="pt")  # fmt: skip
+    rep = processor(
+        text=[t for t in texts for _ in range(G)],
+        images=[im for im in images for _ in range(G)],
+        padding=True,
+        padding_side="left",
+        return_tensors="pt",
+    )
     return {
         "input_ids": torch.cat([rep["input_ids"], completion_ids], dim=1),
         "attention_mask": torch.cat([rep["attention_mask"], completion_mask], dim=1),
@@ -114,25 +119,43 @@ def trl_logps(model, batch: dict, batch_size: int | None = None):
 
     fake_self = SimpleNamespace(accelerator=SimpleNamespace(autocast=nullcontext, is_main_process=True))
     logps, entropies, _ = GRPOTrainer._get_per_token_logps_and_entropies(
-        fake_self, model, batch["input_ids"], batch["attention_mask"], batch["logits_to_keep"], batch_size=batch_size,
-        compute_entropy=True, pixel_values=batch["pixel_values"], image_grid_thw=batch["image_grid_thw"],
-        num_images=batch["num_images"], mm_token_type_ids=batch["mm_token_type_ids"],
-    )  # fmt: skip
+        fake_self,
+        model,
+        batch["input_ids"],
+        batch["attention_mask"],
+        batch["logits_to_keep"],
+        batch_size=batch_size,
+        compute_entropy=True,
+        pixel_values=batch["pixel_values"],
+        image_grid_thw=batch["image_grid_thw"],
+        num_images=batch["num_images"],
+        mm_token_type_ids=batch["mm_token_type_ids"],
+    )
     return logps, entropies
 
 
-def shared_logps(model, batch: dict, positions_fn, *, attn: str = "sdpa", batch_size: int | None = None,
-                 stats: dict | None = None):  # fmt: skip
+def shared_logps(
+    model, batch: dict, positions_fn, *, attn: str = "sdpa", batch_size: int | None = None, stats: dict | None = None
+):
     """The shared path on the same batch (pixels deduplicated to one copy per group first): (logps, entropies)."""
     G = batch["G"]
     pixel_values = sp.dedup_pixel_values(batch["pixel_values"], batch["image_grid_thw"], batch["num_images"], G)
     return sp.per_token_logps_and_entropies(
-        model, batch["input_ids"], batch["attention_mask"], batch["logits_to_keep"], num_generations=G,
-        positions_fn=positions_fn, batch_size=batch_size, compute_entropy=True, pixel_values=pixel_values,
-        image_grid_thw=batch["image_grid_thw"], num_images=batch["num_images"],
+        model,
+        batch["input_ids"],
+        batch["attention_mask"],
+        batch["logits_to_keep"],
+        num_generations=G,
+        positions_fn=positions_fn,
+        batch_size=batch_size,
+        compute_entropy=True,
+        pixel_values=pixel_values,
+        image_grid_thw=batch["image_grid_thw"],
+        num_images=batch["num_images"],
         mm_token_type_ids=batch["mm_token_type_ids"],
-        additive_mask_dtype=torch.float32 if attn == "eager" else None, stats=stats,
-    )  # fmt: skip
+        additive_mask_dtype=torch.float32 if attn == "eager" else None,
+        stats=stats,
+    )
 
 
 def grpo_loss(logps: torch.Tensor, batch: dict) -> torch.Tensor:
@@ -218,8 +241,9 @@ def test_matches_trl(attn, checkpointing, G, policies, batches, qwen_module):
     _set_checkpointing(model, checkpointing)
     try:
         ref_lp, ref_en, ref_grads = run_backward(model, lambda: (*trl_logps(model, batch), batch))
-        got_lp, got_en, got_grads = run_backward(model, lambda: (*shared_logps(model, batch, positions_fn, attn=attn),
-                                                                 batch))  # fmt: skip
+        got_lp, got_en, got_grads = run_backward(
+            model, lambda: (*shared_logps(model, batch, positions_fn, attn=attn), batch)
+        )
     finally:
         _set_checkpointing(model, False)
 
@@ -249,8 +273,9 @@ def test_qwen2_vl_matches_trl(tiny_qwen2_dir):
 
     module = get_vlm_module(tiny_qwen2_dir)
     processor = module.load_processor(tiny_qwen2_dir)
-    model = Qwen2VLForConditionalGeneration.from_pretrained(tiny_qwen2_dir, attn_implementation="sdpa",
-                                                            dtype=torch.float32)  # fmt: skip
+    model = Qwen2VLForConditionalGeneration.from_pretrained(
+        tiny_qwen2_dir, attn_implementation="sdpa", dtype=torch.float32
+    )
     add_fused_lm_head(model, outputs=("log_probs", "entropy"))
     model.train()
     texts, images = build_prompts(processor, seed=11)
@@ -291,8 +316,9 @@ def test_chunking_matches_trl(batch_size, policies, batches, qwen_module):
     assert got_grads.keys() == ref_grads.keys()
     worst, name = max_rel_grad_error(ref_grads, got_grads)
     assert worst <= GRAD_RTOL, f"grad of {name}: relative error {worst:.3e}"
-    counts = sp.token_counts(batch["attention_mask"], batch["logits_to_keep"], G, batch["image_grid_thw"],
-                             batch["num_images"])  # fmt: skip
+    counts = sp.token_counts(
+        batch["attention_mask"], batch["logits_to_keep"], G, batch["image_grid_thw"], batch["num_images"]
+    )
     assert stats == {"llm_tokens": counts["llm_tokens"], "vision_patches": counts["vision_patches"]}
     assert counts["vision_patches"] * G == counts["naive_vision_patches"]
 
@@ -335,8 +361,9 @@ def test_pixel_layout_round_trips(grids, num_images, G):
     assert torch.equal(sp.dedup_pixel_values(naive, grid, num_images, G), shared)
     assert torch.equal(sp.expand_pixel_values(shared, grid, num_images, G), naive)
     other = torch.randn_like(shared)  # dedup(expand(x)) == x for any shared-layout tensor
-    assert torch.equal(sp.dedup_pixel_values(sp.expand_pixel_values(other, grid, num_images, G), grid, num_images, G),
-                       other)  # fmt: skip
+    assert torch.equal(
+        sp.dedup_pixel_values(sp.expand_pixel_values(other, grid, num_images, G), grid, num_images, G), other
+    )
 
     slices = sp.carrier_slices(grid, num_images, G, len(num_images))
     ends = torch.tensor([c.size(0) for c in carriers]).cumsum(0).tolist()
@@ -355,7 +382,13 @@ def test_pixel_layout_exact_values():
     naive = torch.tensor([[0.0], [1.0], [0.0], [1.0], [7.0], [7.0]])
     assert sp.dedup_pixel_values(naive, grid, [1, 1, 1, 1], 2).flatten().tolist() == [0.0, 1.0, 7.0]
     assert sp.expand_pixel_values(torch.tensor([[5.0], [6.0], [9.0]]), grid, [1, 1, 1, 1], 2).flatten().tolist() == [
-        5.0, 6.0, 5.0, 6.0, 9.0, 9.0]  # fmt: skip
+        5.0,
+        6.0,
+        5.0,
+        6.0,
+        9.0,
+        9.0,
+    ]
     assert sp.carrier_slices(grid, [1, 1, 1, 1], 2, 4) == [(0, 2), (2, 3)]
     assert sp.carrier_slices(None, None, 2, 4) == [(0, 0), (0, 0)]
     with pytest.raises(ValueError, match="num_images sums to"):
@@ -366,18 +399,22 @@ def test_pixel_layout_exact_values():
 
 def _toy_batch():
     """2 groups of G=2, prompt width 4, C=2 (ids: pad 0; completions right padded; row 3 fully masked)."""
-    input_ids = torch.tensor([
-        [0, 5, 6, 7, 8, 9],
-        [0, 5, 6, 7, 10, 0],
-        [5, 6, 7, 11, 8, 0],
-        [5, 6, 7, 11, 3, 4],
-    ])  # fmt: skip
-    attention_mask = torch.tensor([
-        [0, 1, 1, 1, 1, 1],
-        [0, 1, 1, 1, 1, 0],
-        [1, 1, 1, 1, 1, 0],
-        [1, 1, 1, 1, 0, 0],
-    ])  # fmt: skip
+    input_ids = torch.tensor(
+        [
+            [0, 5, 6, 7, 8, 9],
+            [0, 5, 6, 7, 10, 0],
+            [5, 6, 7, 11, 8, 0],
+            [5, 6, 7, 11, 3, 4],
+        ]
+    )
+    attention_mask = torch.tensor(
+        [
+            [0, 1, 1, 1, 1, 1],
+            [0, 1, 1, 1, 1, 0],
+            [1, 1, 1, 1, 1, 0],
+            [1, 1, 1, 1, 0, 0],
+        ]
+    )
     return input_ids, attention_mask
 
 
@@ -412,8 +449,9 @@ def test_pack_groups_mm_token_types_and_image_positions():
         return torch.arange(prompt_ids.numel())[None].expand(3, -1) + 10
 
     grid = torch.tensor([[1, 2, 2], [1, 2, 2], [1, 2, 4], [1, 2, 4]])
-    packed = sp.pack_groups(input_ids, attention_mask, 2, 2, positions, image_grid_thw=grid, num_images=[1, 1, 1, 1],
-                            mm_token_type_ids=mm)  # fmt: skip
+    packed = sp.pack_groups(
+        input_ids, attention_mask, 2, 2, positions, image_grid_thw=grid, num_images=[1, 1, 1, 1], mm_token_type_ids=mm
+    )
     assert seen == [([5, 6, 7], [0, 1, 0], [[1, 2, 2]]), ([5, 6, 7, 11], [0, 0, 1, 0], [[1, 2, 4]])]
     assert packed.mm_token_type_ids.tolist() == [[0, 1, 0, 0, 0, 0, 0], [0, 0, 1, 0, 0, 0, 0]]
     assert packed.position_ids[0].tolist() == [[10, 11, 12, 13, 14, 12, 13], [10, 11, 12, 13, 14, 13, 0]]
@@ -440,26 +478,29 @@ def test_pack_groups_rejects_non_groups():
 def test_dense_mask_exact():
     input_ids, attention_mask = _toy_batch()
     packed = sp.pack_groups(input_ids, attention_mask, 2, 2, _text_positions)
-    expected = torch.tensor([
-        [  # [5 6 | 7 8 9 | 7 10]
-            [1, 0, 0, 0, 0, 0, 0],
-            [1, 1, 0, 0, 0, 0, 0],
-            [1, 1, 1, 0, 0, 0, 0],
-            [1, 1, 1, 1, 0, 0, 0],
-            [1, 1, 1, 1, 1, 0, 0],
-            [1, 1, 0, 0, 0, 1, 0],
-            [1, 1, 0, 0, 0, 1, 1],
+    expected = torch.tensor(
+        [
+            [  # [5 6 | 7 8 9 | 7 10]
+                [1, 0, 0, 0, 0, 0, 0],
+                [1, 1, 0, 0, 0, 0, 0],
+                [1, 1, 1, 0, 0, 0, 0],
+                [1, 1, 1, 1, 0, 0, 0],
+                [1, 1, 1, 1, 1, 0, 0],
+                [1, 1, 0, 0, 0, 1, 0],
+                [1, 1, 0, 0, 0, 1, 1],
+            ],
+            [  # [5 6 7 | 11 8 | 11 | pad]
+                [1, 0, 0, 0, 0, 0, 0],
+                [1, 1, 0, 0, 0, 0, 0],
+                [1, 1, 1, 0, 0, 0, 0],
+                [1, 1, 1, 1, 0, 0, 0],
+                [1, 1, 1, 1, 1, 0, 0],
+                [1, 1, 1, 0, 0, 1, 0],
+                [1, 1, 1, 0, 0, 0, 1],  # padding query: itself (and, harmlessly, the prefix; its output is never read)
+            ],
         ],
-        [  # [5 6 7 | 11 8 | 11 | pad]
-            [1, 0, 0, 0, 0, 0, 0],
-            [1, 1, 0, 0, 0, 0, 0],
-            [1, 1, 1, 0, 0, 0, 0],
-            [1, 1, 1, 1, 0, 0, 0],
-            [1, 1, 1, 1, 1, 0, 0],
-            [1, 1, 1, 0, 0, 1, 0],
-            [1, 1, 1, 0, 0, 0, 1],  # padding query: itself (and, harmlessly, the prefix; its output is never read)
-        ],
-    ], dtype=torch.bool)[:, None]  # fmt: skip
+        dtype=torch.bool,
+    )[:, None]
     got = sp.dense_mask(packed)
     assert got.shape == (2, 1, 7, 7) and got.dtype == torch.bool
     assert torch.equal(got, expected)
@@ -477,8 +518,12 @@ def test_token_counts_exact():
     # group 0: prompt 3, completions 2 and 1 -> (3 - 1) + (1 + 2) + (1 + 1) = 7
     # group 1: prompt 4, completions 1 and 0 -> (4 - 1) + (1 + 1) + (1 + 0) = 6
     counts = sp.token_counts(attention_mask, 2, 2, grid, [1, 1, 1, 1])
-    assert counts == {"llm_tokens": 13, "naive_llm_tokens": 5 + 4 + 5 + 4, "vision_patches": 4 + 8,
-                      "naive_vision_patches": 24}  # fmt: skip
+    assert counts == {
+        "llm_tokens": 13,
+        "naive_llm_tokens": 5 + 4 + 5 + 4,
+        "vision_patches": 4 + 8,
+        "naive_vision_patches": 24,
+    }
     assert counts["llm_tokens"] == sp.pack_groups(input_ids, attention_mask, 2, 2, _text_positions).llm_tokens
     naive = sp.token_counts(attention_mask, 2, None, grid, [1, 1, 1, 1])
     assert naive == {"llm_tokens": 18, "naive_llm_tokens": 18, "vision_patches": 24, "naive_vision_patches": 24}
@@ -549,8 +594,13 @@ def generation_setup(tiny_qwen25_dir, processor):
     model = Qwen2_5_VLForConditionalGeneration.from_pretrained(tiny_qwen25_dir, dtype=torch.float32).eval()
     texts, images = build_prompts(processor, seed=3)
     G = 4
-    naive = processor(text=[t for t in texts for _ in range(G)], images=[im for im in images for _ in range(G)],
-                      padding=True, padding_side="left", return_tensors="pt")  # fmt: skip
+    naive = processor(
+        text=[t for t in texts for _ in range(G)],
+        images=[im for im in images for _ in range(G)],
+        padding=True,
+        padding_side="left",
+        return_tensors="pt",
+    )
     unique = processor(text=texts, images=images, padding=True, padding_side="left", return_tensors="pt")
     lengths = unique["attention_mask"].sum(1).tolist()
     assert lengths[0] != lengths[1], "the two prompts must differ in length (left padding)"
@@ -577,8 +627,13 @@ def _generate_shared(qwen_module, model, unique, G, seed, **gen):
 
 
 def _gen_kwargs(processor, max_new_tokens: int = 12, **extra):
-    return dict(max_new_tokens=max_new_tokens, pad_token_id=processor.tokenizer.pad_token_id, output_logits=True,
-                return_dict_in_generate=True, **extra)  # fmt: skip
+    return dict(
+        max_new_tokens=max_new_tokens,
+        pad_token_id=processor.tokenizer.pad_token_id,
+        output_logits=True,
+        return_dict_in_generate=True,
+        **extra,
+    )
 
 
 def test_generate_greedy_logits_match(generation_setup, qwen_module, processor):
@@ -614,8 +669,13 @@ def test_generate_prefill_under_checkpointing_is_exact_or_refused(tiny_qwen25_di
     G = 2
     unique = processor(text=texts, images=images, padding=True, padding_side="left", return_tensors="pt")
     gen = _gen_kwargs(processor, do_sample=False, min_new_tokens=4, max_new_tokens=4)
-    naive = processor(text=[t for t in texts for _ in range(G)], images=[im for im in images for _ in range(G)],
-                      padding=True, padding_side="left", return_tensors="pt")  # fmt: skip
+    naive = processor(
+        text=[t for t in texts for _ in range(G)],
+        images=[im for im in images for _ in range(G)],
+        padding=True,
+        padding_side="left",
+        return_tensors="pt",
+    )
     model.eval()
     ref = _generate(model, naive, 0, **gen)
     model.train()
@@ -664,11 +724,30 @@ def test_zero3_two_processes(tiny_qwen25_dir, tmp_path):
     out = tmp_path / "zero3"
     out.mkdir()
     # one node: the store binds a free port itself (no probe-then-bind race) and hosts it (train_grpo.sh, issue 11)
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc_per_node", "2",
-           "--rdzv_backend", "c10d", "--rdzv_endpoint", "127.0.0.1:0", "--rdzv_id", f"sp-zero3-{uuid.uuid4().hex}",
-           "--rdzv_conf", "is_host=1", "--max_restarts", "0",
-           os.path.join(REPO, "tests", "helpers", "shared_prompt_zero3.py"), "--model", tiny_qwen25_dir,
-           "--out", str(out)]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nnodes",
+        "1",
+        "--nproc_per_node",
+        "2",
+        "--rdzv_backend",
+        "c10d",
+        "--rdzv_endpoint",
+        "127.0.0.1:0",
+        "--rdzv_id",
+        f"sp-zero3-{uuid.uuid4().hex}",
+        "--rdzv_conf",
+        "is_host=1",
+        "--max_restarts",
+        "0",
+        os.path.join(REPO, "tests", "helpers", "shared_prompt_zero3.py"),
+        "--model",
+        tiny_qwen25_dir,
+        "--out",
+        str(out),
+    ]
     proc = subprocess.run(cmd, cwd=REPO, env=_ds_env(), capture_output=True, text=True, timeout=420)
     assert proc.returncode == 0, f"torchrun failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
     results = [json.loads((out / f"rank{r}.json").read_text()) for r in range(2)]

@@ -26,8 +26,19 @@ TOL = 1e-5
 
 
 # ---- a pure-torch flash_attn stand-in ------------------------------------------------------------------------------
-def _fake_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p=0.0, softmax_scale=None,
-                 causal=False, **unused):  # fmt: skip
+def _fake_varlen(
+    q,
+    k,
+    v,
+    cu_seqlens_q,
+    cu_seqlens_k,
+    max_seqlen_q,
+    max_seqlen_k,
+    dropout_p=0.0,
+    softmax_scale=None,
+    causal=False,
+    **unused,
+):
     """flash_attn_varlen_func semantics: q (total_q, H, d), k/v (total_k, Hkv, d); per sequence, causal aligned to
     the bottom right (query i of n sees keys < k_len - n + i + 1)."""
     assert q.dim() == 3 and k.dim() == 3 and cu_seqlens_q.dtype == torch.int32 and cu_seqlens_k.dtype == torch.int32
@@ -84,8 +95,9 @@ def _dense_reference(q, k, v, packed, scale):
     """SDPA over the dense (n, 1, L, L) mask of shared_prompt.dense_mask; output (b, L, H, d)."""
     rep = q.size(1) // k.size(1)
     mask = sp.dense_mask(packed)
-    out = F.scaled_dot_product_attention(q, k.repeat_interleave(rep, 1), v.repeat_interleave(rep, 1), attn_mask=mask,
-                                         scale=scale)  # fmt: skip
+    out = F.scaled_dot_product_attention(
+        q, k.repeat_interleave(rep, 1), v.repeat_interleave(rep, 1), attn_mask=mask, scale=scale
+    )
     return out.transpose(1, 2)
 
 
@@ -109,8 +121,9 @@ def test_split_matches_dense_mask_sdpa(backend, heads, fake_flash):
     for split in (True, False):
         q, k, v = _random_qkv(len(SEGMENTS), H, Hkv, L, 8, seed=0)
         if split:
-            out, weights = spa.split_attention_forward(module, q, k, v, None, scaling=0.3,
-                                                       shared_prompt_segments=sp.SegmentInfo(SEGMENTS, L))  # fmt: skip
+            out, weights = spa.split_attention_forward(
+                module, q, k, v, None, scaling=0.3, shared_prompt_segments=sp.SegmentInfo(SEGMENTS, L)
+            )
             assert weights is None
             assert out.shape == (len(SEGMENTS), L, H, 8)
             assert torch.equal(out[~keep], torch.zeros_like(out[~keep]))  # padding outputs are zero
@@ -132,8 +145,9 @@ def test_flash_and_reference_backends_agree_on_padding_and_order(fake_flash):
         module = torch.nn.Module()
         module.config = SimpleNamespace(_shared_prompt_split_backend=backend)
         q, k, v = _random_qkv(2, 4, 2, L, 16, seed=3)
-        out[backend] = spa.split_attention_forward(module, q, k, v, None, shared_prompt_segments=sp.SegmentInfo(
-            segments, L))[0]  # fmt: skip
+        out[backend] = spa.split_attention_forward(
+            module, q, k, v, None, shared_prompt_segments=sp.SegmentInfo(segments, L)
+        )[0]
     torch.testing.assert_close(out["flash"], out["reference"], atol=TOL, rtol=TOL)
 
 
@@ -205,13 +219,24 @@ def _batch(tiny, G, C=10, seed=0):
         comp[r, :n] = torch.randint(20, 300, (n,), generator=g)
         cmask[r, :n] = 1
     cmask[G - 1] = 0
-    rep = proc(images=[im for im in images for _ in range(G)], text=[t for t in texts for _ in range(G)],
-               padding=True, return_tensors="pt")  # fmt: skip
+    rep = proc(
+        images=[im for im in images for _ in range(G)],
+        text=[t for t in texts for _ in range(G)],
+        padding=True,
+        return_tensors="pt",
+    )
     return SimpleNamespace(
-        G=G, C=C, B=B, ids=torch.cat([rep["input_ids"], comp], 1), mask=torch.cat([rep["attention_mask"], cmask], 1),
-        mm=torch.cat([rep["mm_token_type_ids"], torch.zeros_like(comp)], 1), pixel_values=rep["pixel_values"],
-        grid=rep["image_grid_thw"], cmask=cmask, adv=torch.randn(B, generator=g),
-    )  # fmt: skip
+        G=G,
+        C=C,
+        B=B,
+        ids=torch.cat([rep["input_ids"], comp], 1),
+        mask=torch.cat([rep["attention_mask"], cmask], 1),
+        mm=torch.cat([rep["mm_token_type_ids"], torch.zeros_like(comp)], 1),
+        pixel_values=rep["pixel_values"],
+        grid=rep["image_grid_thw"],
+        cmask=cmask,
+        adv=torch.randn(B, generator=g),
+    )
 
 
 def _run(model, tiny, batch, how, additive_dtype=None):
@@ -223,17 +248,34 @@ def _run(model, tiny, batch, how, additive_dtype=None):
     if how == "naive":
         trainer = SimpleNamespace(accelerator=SimpleNamespace(autocast=nullcontext, is_main_process=True))
         lp, en, _ = GRPOTrainer._get_per_token_logps_and_entropies(
-            trainer, model, batch.ids, batch.mask, batch.C, compute_entropy=True, pixel_values=batch.pixel_values,
-            image_grid_thw=batch.grid, num_images=nums, mm_token_type_ids=batch.mm,
-        )  # fmt: skip
+            trainer,
+            model,
+            batch.ids,
+            batch.mask,
+            batch.C,
+            compute_entropy=True,
+            pixel_values=batch.pixel_values,
+            image_grid_thw=batch.grid,
+            num_images=nums,
+            mm_token_type_ids=batch.mm,
+        )
     else:
         pv = sp.dedup_pixel_values(batch.pixel_values, batch.grid, nums, batch.G)
         lp, en = sp.per_token_logps_and_entropies(
-            model, batch.ids, batch.mask, batch.C, num_generations=batch.G,
-            positions_fn=tiny.module.shared_prompt_positions_fn(model), compute_entropy=True, pixel_values=pv,
-            image_grid_thw=batch.grid, num_images=nums, mm_token_type_ids=batch.mm, attention=how,
+            model,
+            batch.ids,
+            batch.mask,
+            batch.C,
+            num_generations=batch.G,
+            positions_fn=tiny.module.shared_prompt_positions_fn(model),
+            compute_entropy=True,
+            pixel_values=pv,
+            image_grid_thw=batch.grid,
+            num_images=nums,
+            mm_token_type_ids=batch.mm,
+            attention=how,
             additive_mask_dtype=additive_dtype,
-        )  # fmt: skip
+        )
     m = batch.cmask.float()
     loss = -(batch.adv[:, None] * torch.exp(lp - lp.detach()) * m).sum() / m.sum()
     loss.backward()
@@ -320,8 +362,10 @@ def test_enable_switches_text_only_and_is_idempotent(tiny):
     assert spa.enable_split_attention(model) == "sdpa"  # idempotent: the base is remembered, not the split name
     assert model.config.text_config._attn_implementation == spa.SPLIT_ATTENTION
     assert model.config.vision_config._attn_implementation == "sdpa"
-    assert all(layer.self_attn.config._attn_implementation == spa.SPLIT_ATTENTION
-               for layer in model.model.language_model.layers)  # fmt: skip
+    assert all(
+        layer.self_attn.config._attn_implementation == spa.SPLIT_ATTENTION
+        for layer in model.model.language_model.layers
+    )
     assert model.model.visual.blocks[0].attn.config._attn_implementation == "sdpa"
     with pytest.raises(ValueError, match="unknown split attention backend"):
         spa.enable_split_attention(model, backend="triton")
@@ -352,7 +396,7 @@ def test_mask_is_skipped_only_inside_split_forwards(sdpa_model, tiny, batches):
     layer = model.model.language_model.layers[0]
     handle = layer.register_forward_pre_hook(
         lambda mod, args, kwargs: seen.append((spa._segments_active(), kwargs.get("attention_mask"))), with_kwargs=True
-    )  # fmt: skip
+    )
     try:
         with torch.no_grad():
             batch = batches[4]
@@ -384,9 +428,12 @@ def test_without_segments_the_base_implementation_runs(tiny):
     proc = tiny.processor
     model = _load(tiny.path, "sdpa")
     model.eval()
-    texts = [proc.apply_chat_template([{"role": "user", "content": [{"type": "text", "text": t}]}],
-                                      add_generation_prompt=True, tokenize=False)
-             for t in ("Where is the search box?", "Click OK.")]  # fmt: skip
+    texts = [
+        proc.apply_chat_template(
+            [{"role": "user", "content": [{"type": "text", "text": t}]}], add_generation_prompt=True, tokenize=False
+        )
+        for t in ("Where is the search box?", "Click OK.")
+    ]
     proc.tokenizer.padding_side = "left"
     enc = proc(text=texts, padding=True, return_tensors="pt")
     assert not bool(enc["attention_mask"].all())  # a padded row: the 2D mask goes through the base mask function

@@ -43,13 +43,51 @@ def screenshots(tmp_path_factory):
 
 
 def _train(model_dir, data, out, shared: bool, steps=2, extra=()):
-    cmd = [sys.executable, "-m", "vlm_r1.grpo_jsonl", "--model_name_or_path", model_dir, "--task_type",
-           "gui_grounding", "--data_file_paths", data, "--image_folders", SAMPLE, "--reward_funcs", "click",
-           "toy_rewards:completion_length_reward", "--output_dir", str(out), "--max_steps", str(steps),
-           "--per_device_train_batch_size", "8", "--num_generations", "8", "--max_completion_length", "16",
-           "--max_pixels", "200704", "--logging_steps", "1", "--report_to", "none", "--save_strategy", "no",
-           "--seed", "0", "--beta", "0", "--loss_type", "dapo", "--dtype", "float32",
-           "--shared_prompt", "true" if shared else "false", *extra]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "vlm_r1.grpo_jsonl",
+        "--model_name_or_path",
+        model_dir,
+        "--task_type",
+        "gui_grounding",
+        "--data_file_paths",
+        data,
+        "--image_folders",
+        SAMPLE,
+        "--reward_funcs",
+        "click",
+        "toy_rewards:completion_length_reward",
+        "--output_dir",
+        str(out),
+        "--max_steps",
+        str(steps),
+        "--per_device_train_batch_size",
+        "8",
+        "--num_generations",
+        "8",
+        "--max_completion_length",
+        "16",
+        "--max_pixels",
+        "200704",
+        "--logging_steps",
+        "1",
+        "--report_to",
+        "none",
+        "--save_strategy",
+        "no",
+        "--seed",
+        "0",
+        "--beta",
+        "0",
+        "--loss_type",
+        "dapo",
+        "--dtype",
+        "float32",
+        "--shared_prompt",
+        "true" if shared else "false",
+        *extra,
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=_env(), timeout=900)
     assert proc.returncode == 0, proc.stderr[-4000:]
     with open(os.path.join(out, "trainer_state.json"), encoding="utf-8") as f:
@@ -95,9 +133,14 @@ def test_shared_matches_naive_end_to_end(tiny_qwen25_dir, screenshots, tmp_path,
     assert run_naive["shared_prompt"]["active"] is False
     assert run_naive["shared_prompt"]["reason"] == "off (--shared_prompt false)"
     attention = "split" if name == "split_attention" else "dense"
-    assert run_shared["shared_prompt"] == {"requested": True, "active": True, "reason": None, "attention": attention,
-                                           "group_size": 8, "base_attention_implementation":
-                                           "eager" if name == "eager" else "sdpa"}  # fmt: skip
+    assert run_shared["shared_prompt"] == {
+        "requested": True,
+        "active": True,
+        "reason": None,
+        "attention": attention,
+        "group_size": 8,
+        "base_attention_implementation": "eager" if name == "eager" else "sdpa",
+    }
     assert len(naive) == len(shared) == 2
     for step, (a, b) in enumerate(zip(naive, shared, strict=True), 1):
         assert _rel(a["loss"], b["loss"]) < 1e-5, (step, a["loss"], b["loss"])
@@ -117,8 +160,14 @@ def test_dynamic_sampling_keeps_groups_whole(tiny_qwen25_dir, screenshots, tmp_p
     """--dynamic_sampling with shared prompts: a zero-std group is replaced by a refill group (merged batch keeps one
     pixel copy per group, groups whole); same numbers as the naive run. Reward: tests/plugins/ablation_rewards.py
     (constant for even sample ids, varied for odd ones)."""
-    extra = ("--dynamic_sampling", "true", "--dynamic_sampling_max_tries", "4", "--reward_funcs",
-             "ablation_rewards:split_signal_reward")  # fmt: skip
+    extra = (
+        "--dynamic_sampling",
+        "true",
+        "--dynamic_sampling_max_tries",
+        "4",
+        "--reward_funcs",
+        "ablation_rewards:split_signal_reward",
+    )
     naive, _, _ = _train(tiny_qwen25_dir, screenshots, tmp_path / "naive", False, steps=2, extra=extra)
     shared, run, _ = _train(tiny_qwen25_dir, screenshots, tmp_path / "shared", True, steps=2, extra=extra)
     assert run["shared_prompt"]["active"] is True
@@ -135,9 +184,14 @@ def test_dynamic_sampling_keeps_groups_whole(tiny_qwen25_dir, screenshots, tmp_p
 
 def test_fallback_is_announced_and_recorded(tiny_qwen25_dir, screenshots, tmp_path):
     """Per-device batch not a multiple of G: the run says why at start-up, runs naive, records the reason."""
-    history, run, stderr = _train(tiny_qwen25_dir, screenshots, tmp_path / "out", True, steps=1,
-                                  extra=("--per_device_train_batch_size", "4", "--gradient_accumulation_steps",
-                                         "2"))  # fmt: skip
+    history, run, stderr = _train(
+        tiny_qwen25_dir,
+        screenshots,
+        tmp_path / "out",
+        True,
+        steps=1,
+        extra=("--per_device_train_batch_size", "4", "--gradient_accumulation_steps", "2"),
+    )
     status = run["shared_prompt"]
     assert status["requested"] is True and status["active"] is False
     assert status["reason"].startswith("per_device_train_batch_size 4 is not a multiple of num_generations 8")
@@ -201,8 +255,14 @@ def test_grouped_processor_processes_each_prompt_once(tiny_qwen25_dir):
 
     processor = load_processor(tiny_qwen25_dir)
     images = [[Image.new("RGB", (120, 90), (10, 200, 30))], [Image.new("RGB", (64, 160), (250, 0, 9))]]
-    texts = [processor.apply_chat_template([{"role": "user", "content": [{"type": "image"}, {"type": "text",
-             "text": t}]}], add_generation_prompt=True, tokenize=False) for t in ("Click A", "Open the long menu")]  # fmt: skip
+    texts = [
+        processor.apply_chat_template(
+            [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": t}]}],
+            add_generation_prompt=True,
+            tokenize=False,
+        )
+        for t in ("Click A", "Open the long menu")
+    ]
     G = 3
     calls = []
 
@@ -211,14 +271,22 @@ def test_grouped_processor_processes_each_prompt_once(tiny_qwen25_dir):
             calls.append(len(kw["text"]))
             return processor(**kw)
 
-    naive = processor(images=[i for i in images for _ in range(G)], text=[t for t in texts for _ in range(G)],
-                      padding=True, return_tensors="pt")  # fmt: skip
-    grouped = GroupedProcessor(Counting(), G)(images=[i for i in images for _ in range(G)],
-                                              text=[t for t in texts for _ in range(G)], padding=True,
-                                              return_tensors="pt")  # fmt: skip
+    naive = processor(
+        images=[i for i in images for _ in range(G)],
+        text=[t for t in texts for _ in range(G)],
+        padding=True,
+        return_tensors="pt",
+    )
+    grouped = GroupedProcessor(Counting(), G)(
+        images=[i for i in images for _ in range(G)],
+        text=[t for t in texts for _ in range(G)],
+        padding=True,
+        return_tensors="pt",
+    )
     assert calls == [2]
     for key in ("input_ids", "attention_mask", "mm_token_type_ids", "image_grid_thw"):
         assert torch.equal(grouped[key], naive[key]), key
     assert grouped["pixel_values"].shape[0] * G == naive["pixel_values"].shape[0]
-    assert torch.equal(sp.expand_pixel_values(grouped["pixel_values"], grouped["image_grid_thw"], [1] * 6, G),
-                       naive["pixel_values"])  # fmt: skip
+    assert torch.equal(
+        sp.expand_pixel_values(grouped["pixel_values"], grouped["image_grid_thw"], [1] * 6, G), naive["pixel_values"]
+    )

@@ -54,8 +54,10 @@ def slurm_env(request):
     env = dict(os.environ, SLURM_CONF=conf)
     r = subprocess.run(["sinfo", "-h", "-N", "-o", "%N %T"], env=env, capture_output=True, text=True, timeout=30)
     if r.returncode != 0 or not r.stdout.strip():
-        pytest.fail(f"no SLURM cluster answers with SLURM_CONF={conf} ({r.stderr.strip()}): start it with "
-                    "`bash run_scripts/slurm/local_cluster.sh start`")  # fmt: skip
+        pytest.fail(
+            f"no SLURM cluster answers with SLURM_CONF={conf} ({r.stderr.strip()}): start it with "
+            "`bash run_scripts/slurm/local_cluster.sh start`"
+        )
     if not os.path.isfile(os.path.join(ROOT, "run_scripts", RECIPE)):
         pytest.fail(f"run_scripts/{RECIPE} does not exist")
     return env
@@ -78,8 +80,16 @@ def _submit(env, out_dir, log, tiny):
     exports = (
         f"ALL,RECIPE={RECIPE},OUTPUT_DIR={out_dir},MAX_STEPS={STEPS},SAVE_STEPS={SAVE_STEPS},TINY_MODEL_DIR={tiny}"
     )
-    cmd = ["sbatch", "--parsable", "--nodes=1", "--ntasks-per-node=2", "--time=30", f"--output={log}",
-           f"--export={exports}", SBATCH]  # fmt: skip
+    cmd = [
+        "sbatch",
+        "--parsable",
+        "--nodes=1",
+        "--ntasks-per-node=2",
+        "--time=30",
+        f"--output={log}",
+        f"--export={exports}",
+        SBATCH,
+    ]
     r = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, f"sbatch failed: {r.stderr.strip()}"
     return r.stdout.strip().split(";")[0]
@@ -113,8 +123,9 @@ def _wait(env, job_id, log, done, what, timeout=JOB_TIMEOUT):
             return job
         state = job.get("JobState", "?")
         if state in ("FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE"):
-            pytest.fail(f"job {job_id} {state} (ExitCode {job.get('ExitCode')}) waiting for {what}; log:\n"
-                        f"{_log_tail(log)}")  # fmt: skip
+            pytest.fail(
+                f"job {job_id} {state} (ExitCode {job.get('ExitCode')}) waiting for {what}; log:\n{_log_tail(log)}"
+            )
         if time.time() - t0 > timeout:
             _run(["scancel", job_id], env, check=False)
             pytest.fail(f"job {job_id} still {state} after {timeout:.0f}s waiting for {what}; log:\n{_log_tail(log)}")
@@ -181,8 +192,13 @@ def test_b_preempted_job_is_requeued_and_resumes(slurm_env, tiny_dir, tmp_path):
     t0 = time.time()
     job_id = _submit(slurm_env, out_dir, log, tiny_dir)
     # preempt once the first checkpoint is complete, so that the resume has something to start from
-    _wait(slurm_env, job_id, log, lambda j: _complete_checkpoints(out_dir) or j.get("JobState") == "COMPLETED",
-          "the first complete checkpoint")  # fmt: skip
+    _wait(
+        slurm_env,
+        job_id,
+        log,
+        lambda j: _complete_checkpoints(out_dir) or j.get("JobState") == "COMPLETED",
+        "the first complete checkpoint",
+    )
     assert _job(slurm_env, job_id).get("JobState") == "RUNNING", "the job finished before it could be preempted"
     before = _complete_checkpoints(out_dir)
     t_signal = time.time()
@@ -190,8 +206,10 @@ def test_b_preempted_job_is_requeued_and_resumes(slurm_env, tiny_dir, tmp_path):
     job = _wait(slurm_env, job_id, log, lambda j: int(j.get("Restarts", "0") or 0) >= 1, "the requeue", timeout=300)
     t_requeued = time.time()
     job = _wait(slurm_env, job_id, log, lambda j: j.get("JobState") == "COMPLETED", "COMPLETED after the requeue")
-    print(f"case B: job {job_id}: signal at {t_signal - t0:.0f}s (checkpoints {before}), requeued after "
-          f"{t_requeued - t_signal:.0f}s, completed at {time.time() - t0:.0f}s")  # fmt: skip
+    print(
+        f"case B: job {job_id}: signal at {t_signal - t0:.0f}s (checkpoints {before}), requeued after "
+        f"{t_requeued - t_signal:.0f}s, completed at {time.time() - t0:.0f}s"
+    )
     assert job.get("ExitCode") == "0:0", f"ExitCode {job.get('ExitCode')}; log:\n{_log_tail(log)}"
     assert job.get("Restarts") == "1", f"Restarts={job.get('Restarts')}, expected exactly one requeue"
 

@@ -54,9 +54,13 @@ def test_synthetic_is_seeded_and_valid(tmp_path):
 
 @pytest.mark.parametrize(
     "kwargs, message",
-    [({"buttons_per_image": 5}, "buttons_per_image=5"), ({"colours": ["red", "pink"]}, "unknown colours"),
-     ({"colours": ["red"], "buttons_per_image": 2}, "cannot fill"), ({"min_fill": 0.9, "max_fill": 0.5}, "min_fill")],
-)  # fmt: skip
+    [
+        ({"buttons_per_image": 5}, "buttons_per_image=5"),
+        ({"colours": ["red", "pink"]}, "unknown colours"),
+        ({"colours": ["red"], "buttons_per_image": 2}, "cannot fill"),
+        ({"min_fill": 0.9, "max_fill": 0.5}, "min_fill"),
+    ],
+)
 def test_synthetic_rejects_bad_settings(tmp_path, kwargs, message):
     with pytest.raises(ValueError, match=message):
         make_synthetic(str(tmp_path), SyntheticConfig(**kwargs))
@@ -110,10 +114,32 @@ def test_sft_run_learns_and_saves(tmp_path, tiny_qwen25_dir):
 
     make_synthetic(str(tmp_path / "d"), SyntheticConfig(num_train=32, num_test=4))
     out = tmp_path / "sft"
-    main(["--model_name_or_path", tiny_qwen25_dir, "--task_type", "gui_grounding", "--data_file_paths",
-          str(tmp_path / "d" / "train.jsonl"), "--output_dir", str(out), "--max_steps", "12",
-          "--per_device_train_batch_size", "8", "--learning_rate", "3e-3", "--logging_steps", "1",
-          "--save_strategy", "no", "--report_to", "none", "--disable_tqdm", "true"])  # fmt: skip
+    main(
+        [
+            "--model_name_or_path",
+            tiny_qwen25_dir,
+            "--task_type",
+            "gui_grounding",
+            "--data_file_paths",
+            str(tmp_path / "d" / "train.jsonl"),
+            "--output_dir",
+            str(out),
+            "--max_steps",
+            "12",
+            "--per_device_train_batch_size",
+            "8",
+            "--learning_rate",
+            "3e-3",
+            "--logging_steps",
+            "1",
+            "--save_strategy",
+            "no",
+            "--report_to",
+            "none",
+            "--disable_tqdm",
+            "true",
+        ]
+    )
     losses = [h["loss"] for h in json.load(open(out / "trainer_state.json"))["log_history"] if "loss" in h]
     assert len(losses) == 12 and losses[-1] < losses[0] - 1.0
     assert (out / "model.safetensors").exists() and (out / "training_curves.png").exists()
@@ -126,18 +152,23 @@ def test_toy_curves_and_random_reward(tmp_path):
     """The toy driver's readers of trainer_state.json, its PNG, and the control reward's independence of answers."""
     from gui_grounding.toy import accuracy_curve, hit_rate_curve, plot_curves, random_reward, reward_curve
 
-    state = {"log_history": [
-        {"step": 5, "loss": 0.1, "reward": 0.25, "rewards/click_reward/mean": 0.25},
-        {"step": 10, "eval_click/accuracy": 40.0},
-        {"step": 10, "loss": 0.2, "reward": 0.5, "rewards/click_reward/mean": 0.375},
-        {"step": 10, "train_runtime": 3.0},
-    ]}  # fmt: skip
+    state = {
+        "log_history": [
+            {"step": 5, "loss": 0.1, "reward": 0.25, "rewards/click_reward/mean": 0.25},
+            {"step": 10, "eval_click/accuracy": 40.0},
+            {"step": 10, "loss": 0.2, "reward": 0.5, "rewards/click_reward/mean": 0.375},
+            {"step": 10, "train_runtime": 3.0},
+        ]
+    }
     (tmp_path / "trainer_state.json").write_text(json.dumps(state))
     assert accuracy_curve(str(tmp_path), offset=100) == [(110, 40.0)]
     assert reward_curve(str(tmp_path)) == [(5, 0.25), (10, 0.5)]
     assert hit_rate_curve(str(tmp_path)) == [(5, 0.25), (10, 0.375)]
-    run = {"rewards": reward_curve(str(tmp_path)), "hits": hit_rate_curve(str(tmp_path)),
-           "curve": accuracy_curve(str(tmp_path))}  # fmt: skip
+    run = {
+        "rewards": reward_curve(str(tmp_path)),
+        "hits": hit_rate_curve(str(tmp_path)),
+        "curve": accuracy_curve(str(tmp_path)),
+    }
     png = plot_curves({"click": run}, str(tmp_path / "c.png"), title="t", start=30.0)
     assert os.path.getsize(png) > 5_000
 
@@ -154,8 +185,13 @@ def test_sft_targets_of_the_upstream_tasks(tmp_path, tiny_qwen25_dir):
     from vlm_r1.tasks import get_task
 
     make_synthetic(str(tmp_path), SyntheticConfig(num_train=2, num_test=0))
-    rec = {"image": "images/00000.png", "conversations": [{"from": "human", "value": "<image>Where is it?"},
-                                                         {"from": "gpt", "value": "[1, 2, 30, 40]"}]}  # fmt: skip
+    rec = {
+        "image": "images/00000.png",
+        "conversations": [
+            {"from": "human", "value": "<image>Where is it?"},
+            {"from": "gpt", "value": "[1, 2, 30, 40]"},
+        ],
+    }
     (tmp_path / "up.jsonl").write_text(json.dumps(rec) + "\n")
     module = get_vlm_module(tiny_qwen25_dir)
     processor = module.load_processor(tiny_qwen25_dir)

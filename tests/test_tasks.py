@@ -13,8 +13,14 @@ from vlm_r1.tasks import DefaultTask
 
 
 def _script_args(files, **kw):
-    base = dict(data_file_list=files, image_folder_list=None, reward_method_list=None, strict_data=False,
-                task_type=None, prompt_mode="non_thinking")  # fmt: skip
+    base = dict(
+        data_file_list=files,
+        image_folder_list=None,
+        reward_method_list=None,
+        strict_data=False,
+        task_type=None,
+        prompt_mode="non_thinking",
+    )
     base.update(kw)
     return SimpleNamespace(**base)
 
@@ -23,18 +29,30 @@ def test_default_task_reads_upstream_records(tmp_path, tiny_qwen25_dir):
     Image.new("RGB", (64, 48), "white").save(tmp_path / "a.png")
     Image.new("RGB", (64, 48), "black").save(tmp_path / "b.png")
     lines = [
-        {"id": 7, "image": ["a.png", "b.png"], "conversations": [
-            {"from": "human", "value": "<image><image>Which defect?"}, {"from": "gpt", "value": "Operation No Response"}]},
-        {"image": "a.png", "conversations": [{"from": "human", "value": "<image>Box?"}, {"from": "gpt", "value": [1, 2, 30, 40]}],
-         "accu_reward_method": "all_match"},
+        {
+            "id": 7,
+            "image": ["a.png", "b.png"],
+            "conversations": [
+                {"from": "human", "value": "<image><image>Which defect?"},
+                {"from": "gpt", "value": "Operation No Response"},
+            ],
+        },
+        {
+            "image": "a.png",
+            "conversations": [{"from": "human", "value": "<image>Box?"}, {"from": "gpt", "value": [1, 2, 30, 40]}],
+            "accu_reward_method": "all_match",
+        },
         "not json",
         {"image": "missing.png", "conversations": [{"from": "human", "value": "x"}, {"from": "gpt", "value": "y"}]},
-    ]  # fmt: skip
+    ]
     data = tmp_path / "d.jsonl"
     data.write_text("\n".join(x if isinstance(x, str) else json.dumps(x) for x in lines) + "\n")
     module = get_vlm_module(tiny_qwen25_dir)
-    ds = DefaultTask().build_dataset(_script_args([str(data)], reward_method_list=["yes_no"], task_type="gui"),
-                                     load_processor(tiny_qwen25_dir), module)  # fmt: skip
+    ds = DefaultTask().build_dataset(
+        _script_args([str(data)], reward_method_list=["yes_no"], task_type="gui"),
+        load_processor(tiny_qwen25_dir),
+        module,
+    )
     assert len(ds) == 2  # the unparseable line and the missing image are skipped (and logged with counts)
     row0, row1 = ds[0], ds[1]
     assert row0["prompt"][0]["content"] == module.get_question_template("gui").format(Question="Which defect?")
@@ -61,12 +79,13 @@ def test_default_task_question_and_solution_follow_upstream_exactly(tmp_path, ti
         ("q", [1, 2.0, 30, 40], "q", "[1, 2.0, 30, 40]"),
         ("", "", "", ""),
     ]
-    lines = [{"image": "a.png", "conversations": [{"from": "human", "value": human}, {"from": "gpt", "value": gpt}]}
-             for human, gpt, _, _ in cases]  # fmt: skip
+    lines = [
+        {"image": "a.png", "conversations": [{"from": "human", "value": human}, {"from": "gpt", "value": gpt}]}
+        for human, gpt, _, _ in cases
+    ]
     (tmp_path / "d.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     module = get_vlm_module(tiny_qwen25_dir)
-    ds = DefaultTask().build_dataset(_script_args([str(tmp_path / "d.jsonl")]), load_processor(tiny_qwen25_dir),
-                                     module)  # fmt: skip
+    ds = DefaultTask().build_dataset(_script_args([str(tmp_path / "d.jsonl")]), load_processor(tiny_qwen25_dir), module)
     rows = ds.with_format(None).to_list()
     template = module.get_question_template(None)
     assert [r["problem"] for r in rows] == [c[2] for c in cases]
@@ -76,21 +95,29 @@ def test_default_task_question_and_solution_follow_upstream_exactly(tmp_path, ti
 
 def test_gui_task_rows_resize_once_into_the_prompt_frame(tmp_path, tiny_qwen25_dir):
     Image.new("RGB", (1280, 720), "white").save(tmp_path / "s.png")
-    rec = {"instruction": "Click menu", "image_path": "s.png",
-           "target_bbox": [{"x_min": 12, "y_min": 10, "x_max": 42, "y_max": 40},
-                           {"x_min": 640, "y_min": 360, "x_max": 1279, "y_max": 719}]}  # fmt: skip
+    rec = {
+        "instruction": "Click menu",
+        "image_path": "s.png",
+        "target_bbox": [
+            {"x_min": 12, "y_min": 10, "x_max": 42, "y_max": 40},
+            {"x_min": 640, "y_min": 360, "x_max": 1279, "y_max": 719},
+        ],
+    }
     (tmp_path / "d.jsonl").write_text(json.dumps(rec) + "\n")
     processor = load_processor(tiny_qwen25_dir)  # max_pixels 200704 -> 1280x720 becomes 588x336
-    ds = GUIGroundingTask().build_dataset(_script_args([str(tmp_path / "d.jsonl")]), processor,
-                                          get_vlm_module(tiny_qwen25_dir))  # fmt: skip
+    ds = GUIGroundingTask().build_dataset(
+        _script_args([str(tmp_path / "d.jsonl")]), processor, get_vlm_module(tiny_qwen25_dir)
+    )
     row = ds[0]
     assert row["resized_size"] == [588, 336] and row["image_size"] == [1280, 720]
     assert row["image"].size == (588, 336)
     assert "The image resolution is height 336 and width 588." in row["prompt"][0]["content"]
     assert row["prompt"][1] == {"role": "user", "content": "Click menu"}
     sx, sy = 588 / 1280, 336 / 720
-    assert row["target_boxes_resized"] == [[12 * sx, 10 * sy, 42 * sx, 40 * sy],
-                                           [640 * sx, 360 * sy, 1279 * sx, 719 * sy]]  # fmt: skip
+    assert row["target_boxes_resized"] == [
+        [12 * sx, 10 * sy, 42 * sx, 40 * sy],
+        [640 * sx, 360 * sy, 1279 * sx, 719 * sy],
+    ]
     # the processor sees the pre-resized image unchanged: grid * patch = resized size
     batch = processor(text=["<|vision_start|><|image_pad|><|vision_end|>"], images=[row["image"]], return_tensors="pt")
     t, h, w = batch["image_grid_thw"][0].tolist()

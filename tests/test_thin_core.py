@@ -44,15 +44,24 @@ def test_core_never_imports_the_plugin():
                 names = [a.name for a in node.names]
             elif isinstance(node, ast.ImportFrom) and node.module:
                 names = [node.module]
-            offenders += [f"{os.path.relpath(path, REPO)}:{node.lineno}" for n in names
-                          if n == "gui_grounding" or n.startswith("gui_grounding.")]  # fmt: skip
+            offenders += [
+                f"{os.path.relpath(path, REPO)}:{node.lineno}"
+                for n in names
+                if n == "gui_grounding" or n.startswith("gui_grounding.")
+            ]
     assert offenders == []
 
 
 def test_compat_methods_are_never_called_by_the_core():
     compat = {n for n in vars(UpstreamModuleMixin) if not n.startswith("_")}
-    assert compat == {"get_vlm_key", "is_embeds_input", "get_custom_multimodal_keywords", "get_non_generate_params",
-                      "prepare_prompt", "get_eos_token_id"}  # fmt: skip
+    assert compat == {
+        "get_vlm_key",
+        "is_embeds_input",
+        "get_custom_multimodal_keywords",
+        "get_non_generate_params",
+        "prepare_prompt",
+        "get_eos_token_id",
+    }
     calls = []
     for path in _core_files():
         tree = ast.parse(open(path, encoding="utf-8").read(), path)
@@ -61,8 +70,11 @@ def test_compat_methods_are_never_called_by_the_core():
                 calls.append(f"{os.path.relpath(path, REPO)}:{node.lineno} {node.func.attr}")
     assert calls == []
     # the abstract surface a family must implement is three methods
-    assert VLMBaseModule.__abstractmethods__ == {"get_model_class", "get_vision_modules_keywords",
-                                                 "prepare_model_inputs"}  # fmt: skip
+    assert VLMBaseModule.__abstractmethods__ == {
+        "get_model_class",
+        "get_vision_modules_keywords",
+        "prepare_model_inputs",
+    }
 
 
 def test_upstream_style_module_still_instantiates():
@@ -80,7 +92,11 @@ def test_upstream_style_module_still_instantiates():
 
     m = Minimal()
     assert (m.get_vlm_key(), m.is_embeds_input(), m.get_custom_multimodal_keywords(), m.get_non_generate_params()) == (
-        "toy_vl", False, [], [])  # fmt: skip
+        "toy_vl",
+        False,
+        [],
+        [],
+    )
     assert m.shared_prompt_positions_fn(None) is None and m.get_custom_processing_keywords() == []
 
 
@@ -120,8 +136,17 @@ def test_core_never_names_the_plugins_options_modes_rewards_or_aliases():
 
     words, literals = _plugin_vocabulary()
     # the vocabulary really is the plugin's (so this test cannot pass by reading an empty list)
-    assert {"prompt_mode", "box_rounding", "non_thinking", "click", "click_reward", "click_format",
-            "click_accuracy", "gaussian_point", "rewards/click_reward/mean"} <= words  # fmt: skip
+    assert {
+        "prompt_mode",
+        "box_rounding",
+        "non_thinking",
+        "click",
+        "click_reward",
+        "click_format",
+        "click_accuracy",
+        "gaussian_point",
+        "rewards/click_reward/mean",
+    } <= words
     assert {"thinking", "adapter", "distance", "iou"} <= literals
     pattern = re.compile(
         r"(?<![\w/])(" + "|".join(sorted(map(re.escape, words), key=len, reverse=True)) + r")(?![\w/])"
@@ -154,9 +179,24 @@ def test_grpo_and_sft_share_one_data_arguments_dataclass(tmp_path):
     }
     assert grpo_only == {"reward_funcs", "reward_method", "is_reward_customized_from_vlm_module"}
     # SFT: the same flags and the task's own, but the checkpoint's pixel budget unless given
-    script, training, _ = sft_parse_args(["--model_name_or_path", "m", "--output_dir", str(tmp_path), "--task_type",
-                                          "gui_grounding", "--data_file_paths", "a.jsonl", "--prompt_mode", "thinking",
-                                          "--val_split_ratio", "0.5", "--max_anyres_num", "6"])  # fmt: skip
+    script, training, _ = sft_parse_args(
+        [
+            "--model_name_or_path",
+            "m",
+            "--output_dir",
+            str(tmp_path),
+            "--task_type",
+            "gui_grounding",
+            "--data_file_paths",
+            "a.jsonl",
+            "--prompt_mode",
+            "thinking",
+            "--val_split_ratio",
+            "0.5",
+            "--max_anyres_num",
+            "6",
+        ]
+    )
     assert (script.max_pixels, script.min_pixels, script.val_split_ratio, script.max_anyres_num) == (None, None, 0.5, 6)
     assert training.max_length is None  # never truncate: it would cut image tokens
     assert script.task_options.prompt_mode == "thinking"
@@ -172,15 +212,22 @@ def test_one_registry_helper_serves_every_kind():
     from vlm_r1.registry import Registry
 
     registries = {
-        "modules": vlm_r1.modules.REGISTRY, "adapters": gui_grounding.adapters.REGISTRY, "tasks": vlm_r1.tasks.TASKS,
-        "rewards": vlm_r1.rewards.REWARDS, "benchmarks": gui_grounding.eval.benchmarks.REGISTRY,
+        "modules": vlm_r1.modules.REGISTRY,
+        "adapters": gui_grounding.adapters.REGISTRY,
+        "tasks": vlm_r1.tasks.TASKS,
+        "rewards": vlm_r1.rewards.REWARDS,
+        "benchmarks": gui_grounding.eval.benchmarks.REGISTRY,
         "backends": gui_grounding.eval.backends.REGISTRY,
-    }  # fmt: skip
+    }
     assert {k: type(r) for k, r in registries.items()} == dict.fromkeys(registries, Registry)
     assert {k: r.group for k, r in registries.items()} == {
-        "modules": "vlm_r1.modules", "adapters": "gui_grounding.adapters", "tasks": "vlm_r1.tasks",
-        "rewards": "vlm_r1.rewards", "benchmarks": "gui_grounding.benchmarks", "backends": "gui_grounding.backends",
-    }  # fmt: skip
+        "modules": "vlm_r1.modules",
+        "adapters": "gui_grounding.adapters",
+        "tasks": "vlm_r1.tasks",
+        "rewards": "vlm_r1.rewards",
+        "benchmarks": "gui_grounding.benchmarks",
+        "backends": "gui_grounding.backends",
+    }
 
 
 def test_task_spec_with_its_own_options(tmp_path):
@@ -188,8 +235,20 @@ def test_task_spec_with_its_own_options(tmp_path):
     from vlm_r1.tasks import get_task
 
     spec = f"{__name__}:SpecTask"
-    script, _, _ = parse_args(["--model_name_or_path", "m", "--output_dir", str(tmp_path), "--data_file_paths",
-                               "a.jsonl", "--task_type", spec, "--level", "3"])  # fmt: skip
+    script, _, _ = parse_args(
+        [
+            "--model_name_or_path",
+            "m",
+            "--output_dir",
+            str(tmp_path),
+            "--data_file_paths",
+            "a.jsonl",
+            "--task_type",
+            spec,
+            "--level",
+            "3",
+        ]
+    )
     assert script.task_options == SpecOptions(level=3)
     task = get_task(spec, script.task_options)
     assert isinstance(task, Task) and task.options.level == 3 and task.run_info(None, None) == {"level": 3}
@@ -223,8 +282,14 @@ def test_a_family_is_its_two_files(tmp_path):
         "print(json.dumps({'modules': sorted(m.available_modules()), 'adapters': sorted(a.ADAPTERS)}))\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    proc = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env={**env, "PYTHONPATH": str(tmp_path)},
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=tmp_path,
+        env={**env, "PYTHONPATH": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     import json
 

@@ -38,15 +38,45 @@ def train_subset(tmp_path_factory):
 def _grpo_args(model_dir, data, out, steps, extra=()):
     # GTA1's objective comes from its recipe (the core's own defaults are upstream VLM-R1's: beta 0.04, ...)
     return [
-        "--config", os.path.join(REPO, "recipes", "gta1", "tiny_cpu.yaml"),
-        "--model_name_or_path", model_dir, "--task_type", "gui_grounding",
-        "--data_file_paths", data, "--image_folders", SAMPLE,
-        "--reward_funcs", "click", TOY_REWARD,
-        "--output_dir", out, "--max_steps", str(steps), "--per_device_train_batch_size", "8",
-        "--num_generations", "8", "--max_completion_length", "8", "--max_pixels", "100352",
-        "--freeze_vision_modules", "true", "--logging_steps", "1", "--report_to", "none",
-        "--save_strategy", "steps", "--save_steps", "1", "--seed", "0", *extra,
-    ]  # fmt: skip
+        "--config",
+        os.path.join(REPO, "recipes", "gta1", "tiny_cpu.yaml"),
+        "--model_name_or_path",
+        model_dir,
+        "--task_type",
+        "gui_grounding",
+        "--data_file_paths",
+        data,
+        "--image_folders",
+        SAMPLE,
+        "--reward_funcs",
+        "click",
+        TOY_REWARD,
+        "--output_dir",
+        out,
+        "--max_steps",
+        str(steps),
+        "--per_device_train_batch_size",
+        "8",
+        "--num_generations",
+        "8",
+        "--max_completion_length",
+        "8",
+        "--max_pixels",
+        "100352",
+        "--freeze_vision_modules",
+        "true",
+        "--logging_steps",
+        "1",
+        "--report_to",
+        "none",
+        "--save_strategy",
+        "steps",
+        "--save_steps",
+        "1",
+        "--seed",
+        "0",
+        *extra,
+    ]
 
 
 def _run(cmd, **kw):
@@ -212,8 +242,16 @@ def test_eval_predict_and_rescore(tiny_qwen25_dir, tmp_path):
     from gui_grounding.schema import load_samples
 
     test_file = os.path.join(SAMPLE, "test.jsonl")
-    doc = run_eval("canonical", test_file, str(tmp_path / "eval"), model=tiny_qwen25_dir, limit=5, batch_size=4,
-                   max_new_tokens=8, max_pixels=100352)  # fmt: skip
+    doc = run_eval(
+        "canonical",
+        test_file,
+        str(tmp_path / "eval"),
+        model=tiny_qwen25_dir,
+        limit=5,
+        batch_size=4,
+        max_new_tokens=8,
+        max_pixels=100352,
+    )
     preds = [json.loads(x) for x in open(tmp_path / "eval" / "predictions.jsonl")]
     assert len(preds) == 5 and doc["overall"]["num_total"] == 5
     assert all(set(p) >= {"sample_id", "point", "raw_response", "prompt", "adapter"} for p in preds)

@@ -37,9 +37,17 @@ class ScriptEngine(Engine):
             kind = "greedy" if temperature == 0 else "sampled"
             texts = self.script[(r.context["sample_id"], view, kind)]
             assert len(texts) == n
-            self.calls.append({"sid": r.context["sample_id"], "view": view, "n": n, "temperature": temperature,
-                               "seed": seeds[i] if seeds else None, "image": r.image.size,
-                               "frame": (frame.width, frame.height)})  # fmt: skip
+            self.calls.append(
+                {
+                    "sid": r.context["sample_id"],
+                    "view": view,
+                    "n": n,
+                    "temperature": temperature,
+                    "seed": seeds[i] if seeds else None,
+                    "image": r.image.size,
+                    "frame": (frame.width, frame.height),
+                }
+            )
             out.append(Draw(list(texts), calls=1, prompt_tokens=10, generated_tokens=3 * n))
         return out
 
@@ -48,8 +56,10 @@ class ScriptEngine(Engine):
 def screen(tmp_path):
     path = tmp_path / "s.png"
     Image.new("RGB", (200, 100), (200, 200, 200)).save(path)
-    samples = [Sample("a", "Click ok", str(path), [(90.0, 40.0, 110.0, 60.0)], 200, 100),
-               Sample("b", "Click no", str(path), [(0.0, 0.0, 30.0, 30.0)], 200, 100)]  # fmt: skip
+    samples = [
+        Sample("a", "Click ok", str(path), [(90.0, 40.0, 110.0, 60.0)], 200, 100),
+        Sample("b", "Click no", str(path), [(0.0, 0.0, 30.0, 30.0)], 200, 100),
+    ]
     return samples
 
 
@@ -89,10 +99,22 @@ def test_consensus_driver_exact(tmp_path, screen):
     sampled = [c for c in engine.calls if c["n"] == 5]
     assert [c["seed"] for c in sampled] == [seed_for(7, "a", "sampling"), seed_for(7, "b", "sampling")]
     assert all(c["temperature"] == 0.9 for c in sampled)
-    assert a["cost"] == {"greedy": {"calls": 1, "sequences": 1, "prompt_tokens": 10, "generated_tokens": 3,
-                                    "wall_s": a["cost"]["greedy"]["wall_s"]},
-                         "sampling": {"calls": 1, "sequences": 5, "prompt_tokens": 10, "generated_tokens": 15,
-                                      "wall_s": a["cost"]["sampling"]["wall_s"]}}  # fmt: skip
+    assert a["cost"] == {
+        "greedy": {
+            "calls": 1,
+            "sequences": 1,
+            "prompt_tokens": 10,
+            "generated_tokens": 3,
+            "wall_s": a["cost"]["greedy"]["wall_s"],
+        },
+        "sampling": {
+            "calls": 1,
+            "sequences": 5,
+            "prompt_tokens": 10,
+            "generated_tokens": 15,
+            "wall_s": a["cost"]["sampling"]["wall_s"],
+        },
+    }
 
 
 def test_zoom_driver_maps_the_crop_answer_back(tmp_path, screen):
@@ -120,9 +142,22 @@ def test_zoom_consensus_driver(tmp_path, screen):
 def _write_data(tmp_path, samples):
     data = tmp_path / "test.jsonl"
     keys = ("x_min", "y_min", "x_max", "y_max")
-    data.write_text("".join(json.dumps({"sample_id": s.sample_id, "instruction": s.instruction,
-                                        "image_path": s.image_path, "target_bbox": dict(zip(keys, s.boxes[0], strict=True)),
-                                        "image_width": s.width, "image_height": s.height}) + "\n" for s in samples))  # fmt: skip
+    data.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "sample_id": s.sample_id,
+                    "instruction": s.instruction,
+                    "image_path": s.image_path,
+                    "target_bbox": dict(zip(keys, s.boxes[0], strict=True)),
+                    "image_width": s.width,
+                    "image_height": s.height,
+                }
+            )
+            + "\n"
+            for s in samples
+        )
+    )
     return data
 
 
@@ -130,8 +165,13 @@ def test_rescoring_a_model_runs_file_gives_its_answers(tmp_path, screen):
     """--tts consensus --predictions on the driver's own file re-votes 'samples' to the same answer."""
     _, lines = _run(tmp_path, screen, "consensus")
     data = _write_data(tmp_path, screen)
-    doc = run_eval("canonical", str(data), str(tmp_path / "ev"), predictions=str(tmp_path / "p.jsonl"),
-                   tts=TTSConfig(mode="consensus", samples=5))  # fmt: skip
+    doc = run_eval(
+        "canonical",
+        str(data),
+        str(tmp_path / "ev"),
+        predictions=str(tmp_path / "p.jsonl"),
+        tts=TTSConfig(mode="consensus", samples=5),
+    )
     assert doc["overall"]["num_correct"] == 1 and doc["greedy"]["overall"]["num_correct"] == 0  # (100, 50) hits a's box
     assert doc["tts"]["disagreements"]["tts_only_correct_ids"] == ["a"]
     scores = [json.loads(x) for x in (tmp_path / "ev" / "scores.jsonl").read_text().splitlines()]
@@ -143,8 +183,9 @@ def test_rescoring_a_model_runs_file_gives_its_answers(tmp_path, screen):
     page = (tmp_path / "ev" / "failures.html").read_text()
     assert "greedy: no answer\nsamples: junk | junk | junk | junk | junk" in page  # b's card: every answer of the run
     # zoom is scored from tts.point, and a file of another mode is malformed for it
-    doc = run_eval("canonical", str(data), str(tmp_path / "ev2"), predictions=str(tmp_path / "p.jsonl"),
-                   tts=TTSConfig(mode="zoom"))  # fmt: skip
+    doc = run_eval(
+        "canonical", str(data), str(tmp_path / "ev2"), predictions=str(tmp_path / "p.jsonl"), tts=TTSConfig(mode="zoom")
+    )
     assert doc["tts"]["malformed_for_mode"] == 2 and doc["overall"]["num_correct"] == 0
 
 
@@ -158,8 +199,13 @@ def test_greedy_default_leaves_every_metric_unchanged(tmp_path, screen):
         assert "tts" not in doc["meta"] and "greedy" not in doc and "tts" not in doc
         assert not (tmp_path / name / "calibration.png").exists()
     assert docs[0] == docs[1]
-    tts_doc = run_eval("canonical", str(data), str(tmp_path / "zc"), predictions=str(tmp_path / "p.jsonl"),
-                       tts=TTSConfig(mode="zoom+consensus"))  # fmt: skip
+    tts_doc = run_eval(
+        "canonical",
+        str(data),
+        str(tmp_path / "zc"),
+        predictions=str(tmp_path / "p.jsonl"),
+        tts=TTSConfig(mode="zoom+consensus"),
+    )
     greedy = {k: v for k, v in docs[0].items() if k not in ("benchmark", "predictions", "data")}
     assert tts_doc["greedy"] == greedy
 
@@ -233,8 +279,16 @@ def test_crop_window_and_config_errors():
     with pytest.raises(ValueError, match="at least 1x1"):
         zoom_window((1, 1), 0, 10, 0.5)
     assert CropWindow(2, 3, 12, 8).as_list() == [2, 3, 12, 8]
-    for bad in ({"mode": "vote"}, {"samples": 0}, {"samples": True}, {"temperature": 0.0}, {"top_p": float("nan")},
-                {"zoom": 1.5}, {"region": -1}, {"seed": -1}):  # fmt: skip
+    for bad in (
+        {"mode": "vote"},
+        {"samples": 0},
+        {"samples": True},
+        {"temperature": 0.0},
+        {"top_p": float("nan")},
+        {"zoom": 1.5},
+        {"region": -1},
+        {"seed": -1},
+    ):
         with pytest.raises(ValueError):
             TTSConfig(**bad)
     assert seed_for(0, "a", "sampling") == seed_for(0, "a", "sampling") != seed_for(1, "a", "sampling")
@@ -269,8 +323,15 @@ def test_hf_consensus_shared_prefill_seeded(tmp_path, tiny_qwen25_dir):
     assert first["cost"]["sampling"]["calls"] == 1 and first["cost"]["sampling"]["sequences"] == 3  # one prefill
     assert first["cost"]["sampling"]["prompt_tokens"] == first["cost"]["greedy"]["prompt_tokens"] > 0
     other = tmp_path / "other.jsonl"
-    predict("hf", tiny_qwen25_dir, samples, str(other), batch_size=2, max_new_tokens=6,
-            tts=TTSConfig(mode="consensus", samples=3, seed=4))  # fmt: skip
+    predict(
+        "hf",
+        tiny_qwen25_dir,
+        samples,
+        str(other),
+        batch_size=2,
+        max_new_tokens=6,
+        tts=TTSConfig(mode="consensus", samples=3, seed=4),
+    )
     zoom = tmp_path / "zoom.jsonl"
     predict("hf", tiny_qwen25_dir, samples, str(zoom), batch_size=2, max_new_tokens=6, tts=TTSConfig(mode="zoom"))
     for line in map(json.loads, zoom.read_text().splitlines()):
@@ -287,8 +348,15 @@ def test_hf_without_a_prefill_hook_draws_k_independent_samples(tmp_path, tmp_pat
 
     model = _build_tiny("internvl", tmp_path_factory)
     out = tmp_path / "ivl.jsonl"
-    predict("hf", model, _toy_samples(tmp_path, 2), str(out), batch_size=2, max_new_tokens=4,
-            tts=TTSConfig(mode="consensus", samples=3))  # fmt: skip
+    predict(
+        "hf",
+        model,
+        _toy_samples(tmp_path, 2),
+        str(out),
+        batch_size=2,
+        max_new_tokens=4,
+        tts=TTSConfig(mode="consensus", samples=3),
+    )
     line = json.loads(out.read_text().splitlines()[0])
     sampling, greedy = line["cost"]["sampling"], line["cost"]["greedy"]
     assert sampling["calls"] == 3 and sampling["sequences"] == 3 and len(line["samples"]) == 3
@@ -299,14 +367,24 @@ def test_hostile_tts_fields_are_reason_coded_never_a_crash(tmp_path, screen):
     data = _write_data(tmp_path, screen)
     preds = tmp_path / "hostile.jsonl"
     lines = [
-        {"sample_id": "a", "point": None, "samples": [[1, 2]] * 1025,
-         "cost": {"greedy": {"calls": 10**400, "wall_s": "x"}, "zoom": [1]}},
-        {"sample_id": "b", "point": [5, 5], "samples": [[1, 2], [3, "4"]], "tts": "nope",
-         "cost": {"sampling": {"calls": True, "prompt_tokens": 7}}},
-    ]  # fmt: skip
+        {
+            "sample_id": "a",
+            "point": None,
+            "samples": [[1, 2]] * 1025,
+            "cost": {"greedy": {"calls": 10**400, "wall_s": "x"}, "zoom": [1]},
+        },
+        {
+            "sample_id": "b",
+            "point": [5, 5],
+            "samples": [[1, 2], [3, "4"]],
+            "tts": "nope",
+            "cost": {"sampling": {"calls": True, "prompt_tokens": 7}},
+        },
+    ]
     preds.write_text("".join(json.dumps(x) + "\n" for x in lines))
-    doc = run_eval("canonical", str(data), str(tmp_path / "ev"), predictions=str(preds),
-                   tts=TTSConfig(mode="consensus"))  # fmt: skip
+    doc = run_eval(
+        "canonical", str(data), str(tmp_path / "ev"), predictions=str(preds), tts=TTSConfig(mode="consensus")
+    )
     assert doc["overall"]["num_correct"] == 0 and doc["overall"]["wrong_format"] == 2
     assert doc["tts"]["malformed_for_mode"] == 2
     assert doc["tts"]["cost"]["phases"]["sampling"]["prompt_tokens"] == 7
@@ -320,8 +398,10 @@ def test_toy_tts_table(tmp_path, tiny_qwen25_dir):
     rows in order, each row's accuracy equal to its run's metrics.json, greedy measured in every run."""
     from gui_grounding.toy import TTS_RUNS, ToyExperiments, ToyRecipe
 
-    recipe = ToyRecipe(synthetic={"num_train": 2, "num_test": 6, "buttons_per_image": 1, "background": "panels"},
-                       max_completion_length=6)  # fmt: skip
+    recipe = ToyRecipe(
+        synthetic={"num_train": 2, "num_test": 6, "buttons_per_image": 1, "background": "panels"},
+        max_completion_length=6,
+    )
     results = ToyExperiments(str(tmp_path), recipe).tts(model=tiny_qwen25_dir)
     assert list(results["runs"]) == [name for name, _ in TTS_RUNS]
     for name, run in results["runs"].items():
@@ -334,8 +414,12 @@ def test_toy_tts_table(tmp_path, tiny_qwen25_dir):
 
 
 def test_zoom_consensus_without_a_crop_point_keeps_the_first_vote(tmp_path, screen):
-    script = {**SCRIPT, ("c", "full", "greedy"): ["(500,500)"], ("c", "full", "sampled"): ["(500,500)"] * 4 + ["x"],
-              ("c", "crop", "sampled"): ["none"] * 5}  # fmt: skip
+    script = {
+        **SCRIPT,
+        ("c", "full", "greedy"): ["(500,500)"],
+        ("c", "full", "sampled"): ["(500,500)"] * 4 + ["x"],
+        ("c", "crop", "sampled"): ["none"] * 5,
+    }
     c = Sample("c", "Click c", screen[0].image_path, [(90.0, 40.0, 110.0, 60.0)], 200, 100)
     _, (line,) = _run(tmp_path, [c], "zoom+consensus", script=script)
     assert line["tts"]["fallback"] == "no point in the crop: first-pass point kept"

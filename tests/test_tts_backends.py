@@ -96,8 +96,10 @@ def _samples(tmp_path, n: int = 3, fail: tuple[int, ...] = ()) -> list[Sample]:
         for x in range(0, W, 70):
             im.paste((x % 256, 90, 255 - x % 256), (x, 0, x + 3, H))
         im.save(path)
-    return [Sample(f"s{k}", f"Click {'FAIL ' if k in fail else ''}target {k}", str(path), [(0.0, 0.0, 10.0, 10.0)],
-                   W, H) for k in range(1, n + 1)]  # fmt: skip
+    return [
+        Sample(f"s{k}", f"Click {'FAIL ' if k in fail else ''}target {k}", str(path), [(0.0, 0.0, 10.0, 10.0)], W, H)
+        for k in range(1, n + 1)
+    ]
 
 
 def _lines(path) -> list[dict]:
@@ -110,8 +112,12 @@ def _user_text(sample: Sample) -> str:
 
 def _phase_cost(text: str, size, answers: list[str]) -> dict:
     """Expected cost of one phase of one sample (wall_s checked apart)."""
-    return {"calls": 1, "sequences": len(answers), "prompt_tokens": _prompt_len(text, size),
-            "generated_tokens": sum(len(a) for a in answers)}  # fmt: skip
+    return {
+        "calls": 1,
+        "sequences": len(answers),
+        "prompt_tokens": _prompt_len(text, size),
+        "generated_tokens": sum(len(a) for a in answers),
+    }
 
 
 def _check_cost(cost: dict, expected: dict) -> None:
@@ -152,14 +158,25 @@ def _fake_vllm():
             self.model, self.kwargs = model, kw
             mod.llms.append(self)
 
-        def chat(self, messages_list, sampling_params=None, use_tqdm=True, continue_final_message=False,
-                 add_generation_prompt=True):  # fmt: skip
+        def chat(
+            self,
+            messages_list,
+            sampling_params=None,
+            use_tqdm=True,
+            continue_final_message=False,
+            add_generation_prompt=True,
+        ):
             params = sampling_params if isinstance(sampling_params, list) else [sampling_params] * len(messages_list)
             assert len(params) == len(messages_list)
             reqs = [_request_of(m) for m in messages_list]
-            call = {"params": sampling_params, "sizes": [r[1] for r in reqs], "texts": [r[0] for r in reqs],
-                    "use_tqdm": use_tqdm, "continue_final_message": continue_final_message,
-                    "add_generation_prompt": add_generation_prompt}  # fmt: skip
+            call = {
+                "params": sampling_params,
+                "sizes": [r[1] for r in reqs],
+                "texts": [r[0] for r in reqs],
+                "use_tqdm": use_tqdm,
+                "continue_final_message": continue_final_message,
+                "add_generation_prompt": add_generation_prompt,
+            }
             mod.calls.append(call)
             outs = []
             for (text, size), p in zip(reqs, params, strict=True):
@@ -189,15 +206,27 @@ def test_vllm_tts_modes_with_a_fake_engine(mode, tmp_path, monkeypatch):
     cfg = TTSConfig(mode=mode, samples=5, temperature=0.9, top_p=0.8, seed=1234, region=50.0, zoom=0.5)
     out = tmp_path / "p.jsonl"
     # adapter and budget given: no checkpoint config is read (the path does not exist)
-    assert predict_vllm(str(tmp_path / "no-ckpt"), samples, str(out), adapter="qwen2-vl", budget=QWEN2_VL_BUDGET,
-                        max_new_tokens=MAX_NEW, chunk_size=2, tts=cfg) == str(out)  # fmt: skip
+    assert predict_vllm(
+        str(tmp_path / "no-ckpt"),
+        samples,
+        str(out),
+        adapter="qwen2-vl",
+        budget=QWEN2_VL_BUDGET,
+        max_new_tokens=MAX_NEW,
+        chunk_size=2,
+        tts=cfg,
+    ) == str(out)
 
     (llm,) = fake.llms
     assert llm.model == str(tmp_path / "no-ckpt")
-    assert llm.kwargs == {"limit_mm_per_prompt": {"image": 1},
-                          "mm_processor_kwargs": {"min_pixels": 3136, "max_pixels": 12845056},
-                          "tensor_parallel_size": 1, "gpu_memory_utilization": 0.9, "max_model_len": None,
-                          "dtype": "auto"}  # fmt: skip
+    assert llm.kwargs == {
+        "limit_mm_per_prompt": {"image": 1},
+        "mm_processor_kwargs": {"min_pixels": 3136, "max_pixels": 12845056},
+        "tensor_parallel_size": 1,
+        "gpu_memory_utilization": 0.9,
+        "max_model_len": None,
+        "dtype": "auto",
+    }
 
     sids = {s.instruction: s.sample_id for s in samples}
     phases = []
@@ -214,8 +243,13 @@ def test_vllm_tts_modes_with_a_fake_engine(mode, tmp_path, monkeypatch):
         assert len(params) == len(call["texts"])  # one per request, each with its sample's seed
         for p, text in zip(params, call["texts"], strict=True):
             sid = sids[re.search(r'"(.*)"', text).group(1)]
-            assert p.kw == {"n": 5, "temperature": 0.9, "top_p": 0.8, "seed": seed_for(1234, sid, stage),
-                            "max_tokens": MAX_NEW}  # fmt: skip
+            assert p.kw == {
+                "n": 5,
+                "temperature": 0.9,
+                "top_p": 0.8,
+                "seed": seed_for(1234, sid, stage),
+                "max_tokens": MAX_NEW,
+            }
         phases.append((stage, len(params)))
     assert phases == EXPECTED_CALLS[mode]
     zoom_sizes = [size for c in fake.calls for size in c["sizes"] if size != (W, H)]
@@ -227,8 +261,11 @@ def test_vllm_tts_modes_with_a_fake_engine(mode, tmp_path, monkeypatch):
         text = _user_text(s)
         # the greedy answer, exactly as a greedy run writes it
         assert line["point"] == _px(GREEDY[k], W, H)
-        assert (line["raw_response"], line["prompt"], line["adapter"]) == (GREEDY[k], PROMPT.format(s.instruction),
-                                                                             "qwen2-vl")  # fmt: skip
+        assert (line["raw_response"], line["prompt"], line["adapter"]) == (
+            GREEDY[k],
+            PROMPT.format(s.instruction),
+            "qwen2-vl",
+        )
         assert "error" not in line
         info = line["tts"]
         assert info["mode"] == mode
@@ -244,22 +281,45 @@ def test_vllm_tts_modes_with_a_fake_engine(mode, tmp_path, monkeypatch):
         else:
             assert "samples" not in line and "sample_responses" not in line
         if mode == "consensus":
-            assert info == {"mode": mode, "point": CLUSTER_PX[k], "agreement": 0.6 if k == 2 else 0.8,
-                            "votes": 3 if k == 2 else 4, "region": list(vote.region), "window": None,
-                            "zoom_point": None, "fallback": None}  # fmt: skip
+            assert info == {
+                "mode": mode,
+                "point": CLUSTER_PX[k],
+                "agreement": 0.6 if k == 2 else 0.8,
+                "votes": 3 if k == 2 else 4,
+                "region": list(vote.region),
+                "window": None,
+                "zoom_point": None,
+                "fallback": None,
+            }
             x, y = CLUSTER_PX[k]
             assert info["region"] == [x - 25, y - 25, x + 25, y + 25]
         elif mode == "zoom" and k == 3:
-            assert info == {"mode": mode, "point": None, "agreement": None, "votes": None, "region": None,
-                            "window": None, "zoom_point": None, "fallback": "no first-pass point: no window"}  # fmt: skip
+            assert info == {
+                "mode": mode,
+                "point": None,
+                "agreement": None,
+                "votes": None,
+                "region": None,
+                "window": None,
+                "zoom_point": None,
+                "fallback": "no first-pass point: no window",
+            }
         elif mode == "zoom":
             window = {1: [560, 0, 1120, 280], 2: [0, 280, 560, 560]}[k]  # centred on the greedy point, shifted in
             windows.append(window)
             crop_point = _px(CROP_GREEDY, *CROP)
             assert crop_point == [140.0, 210.0]
-            assert info == {"mode": mode, "point": [window[0] + 140.0, window[1] + 210.0], "agreement": None,
-                            "votes": None, "region": None, "window": window, "zoom_point": crop_point,
-                            "zoom_responses": [CROP_GREEDY], "fallback": None}  # fmt: skip
+            assert info == {
+                "mode": mode,
+                "point": [window[0] + 140.0, window[1] + 210.0],
+                "agreement": None,
+                "votes": None,
+                "region": None,
+                "window": window,
+                "zoom_point": crop_point,
+                "zoom_responses": [CROP_GREEDY],
+                "fallback": None,
+            }
             cost["zoom"] = _phase_cost(text, CROP, [CROP_GREEDY])
         else:  # zoom+consensus: the consensus point picks the window, K crop samples are voted again
             # centred on the consensus point (s2's shifted down to the top edge)
@@ -271,10 +331,17 @@ def test_vllm_tts_modes_with_a_fake_engine(mode, tmp_path, monkeypatch):
             crop_vote = consensus(crop_points, *CROP, region=cfg.region)
             assert list(crop_vote.point) == [224.0, 168.0]
             cx0, cy0, cx1, cy1 = crop_vote.region
-            assert info == {"mode": mode, "point": [window[0] + 224.0, window[1] + 168.0], "agreement": 0.8,
-                            "votes": 4, "region": [window[0] + cx0, window[1] + cy0, window[0] + cx1, window[1] + cy1],
-                            "window": window, "zoom_point": [224.0, 168.0], "zoom_responses": crop_texts,
-                            "fallback": None}  # fmt: skip
+            assert info == {
+                "mode": mode,
+                "point": [window[0] + 224.0, window[1] + 168.0],
+                "agreement": 0.8,
+                "votes": 4,
+                "region": [window[0] + cx0, window[1] + cy0, window[0] + cx1, window[1] + cy1],
+                "window": window,
+                "zoom_point": [224.0, 168.0],
+                "zoom_responses": crop_texts,
+                "fallback": None,
+            }
             cost["zoom"] = _phase_cost(text, CROP, crop_texts)
         _check_cost(line["cost"], cost)
     # every crop request is sent at its window's size (no resize under the budget)
@@ -287,8 +354,16 @@ def _run_fake_vllm(tmp_path, monkeypatch, samples, cfg):
     fake = _fake_vllm()
     monkeypatch.setitem(sys.modules, "vllm", fake)
     out = tmp_path / "p.jsonl"
-    predict_vllm("no-ckpt", samples, str(out), adapter="qwen2-vl", budget=QWEN2_VL_BUDGET, max_new_tokens=MAX_NEW,
-                 chunk_size=4, tts=cfg)  # fmt: skip
+    predict_vllm(
+        "no-ckpt",
+        samples,
+        str(out),
+        adapter="qwen2-vl",
+        budget=QWEN2_VL_BUDGET,
+        max_new_tokens=MAX_NEW,
+        chunk_size=4,
+        tts=cfg,
+    )
     return fake, _lines(out)
 
 
@@ -297,10 +372,17 @@ def test_vllm_zoom_keeps_the_first_pass_point_when_the_crop_answer_does_not_pars
     fake, (line,) = _run_fake_vllm(tmp_path, monkeypatch, [s4], TTSConfig(mode="zoom", zoom=0.5))
     assert [c["sizes"] for c in fake.calls] == [[(W, H)], [CROP]]
     assert line["point"] == [560.0, 280.0]
-    assert line["tts"] == {"mode": "zoom", "point": [560.0, 280.0], "agreement": None, "votes": None, "region": None,
-                           "window": [280, 140, 840, 420], "zoom_point": None,
-                           "zoom_responses": ["nothing to click here"],
-                           "fallback": "no point in the crop: first-pass point kept"}  # fmt: skip
+    assert line["tts"] == {
+        "mode": "zoom",
+        "point": [560.0, 280.0],
+        "agreement": None,
+        "votes": None,
+        "region": None,
+        "window": [280, 140, 840, 420],
+        "zoom_point": None,
+        "zoom_responses": ["nothing to click here"],
+        "fallback": "no point in the crop: first-pass point kept",
+    }
 
 
 def test_vllm_zoom_consensus_with_one_sample_samples_the_crop_too(tmp_path, monkeypatch):
@@ -308,8 +390,9 @@ def test_vllm_zoom_consensus_with_one_sample_samples_the_crop_too(tmp_path, monk
     cfg = TTSConfig(mode="zoom+consensus", samples=1, temperature=0.9, top_p=0.8, seed=5)
     fake, _ = _run_fake_vllm(tmp_path, monkeypatch, samples, cfg)
     sampling, zoom = fake.calls[1]["params"], fake.calls[2]["params"]
-    assert [p.kw for p in sampling] == [{"n": 1, "temperature": 0.9, "top_p": 0.8,
-                                         "seed": seed_for(5, "s1", "sampling"), "max_tokens": MAX_NEW}]  # fmt: skip
+    assert [p.kw for p in sampling] == [
+        {"n": 1, "temperature": 0.9, "top_p": 0.8, "seed": seed_for(5, "s1", "sampling"), "max_tokens": MAX_NEW}
+    ]
     assert isinstance(zoom, list) and [p.kw for p in zoom] == [
         {"n": 1, "temperature": 0.9, "top_p": 0.8, "seed": seed_for(5, "s1", "zoom"), "max_tokens": MAX_NEW}
     ]
@@ -357,8 +440,10 @@ class _Handler(BaseHTTPRequestHandler):
             return self._reply(400, {"error": {"message": "sampling refused", "type": "invalid_request_error"}})
         n = (body.get("n") or 1) if srv.honour_n else 1
         texts = _answers(text, size, n, body.get("seed"))
-        choices = [{"index": i, "finish_reason": "stop", "message": {"role": "assistant", "content": t}}
-                   for i, t in enumerate(texts)]  # fmt: skip
+        choices = [
+            {"index": i, "finish_reason": "stop", "message": {"role": "assistant", "content": t}}
+            for i, t in enumerate(texts)
+        ]
         payload = {"id": "c", "object": "chat.completion", "created": 0, "model": body["model"], "choices": choices}
         if srv.usage:
             p, c = _prompt_len(text, size), sum(len(t) for t in texts)
@@ -385,8 +470,19 @@ def server():
 def _predict_openai(srv, samples, out, cfg):
     from gui_grounding.eval.backends import predict
 
-    return predict("openai", "served", samples, str(out), adapter="qwen2-vl", base_url=srv.url, concurrency=3,
-                   max_retries=0, retry_backoff=0.01, max_new_tokens=MAX_NEW, tts=cfg)  # fmt: skip
+    return predict(
+        "openai",
+        "served",
+        samples,
+        str(out),
+        adapter="qwen2-vl",
+        base_url=srv.url,
+        concurrency=3,
+        max_retries=0,
+        retry_backoff=0.01,
+        max_new_tokens=MAX_NEW,
+        tts=cfg,
+    )
 
 
 def _bodies_of(srv, sample) -> tuple[list[dict], list[dict]]:
@@ -418,8 +514,13 @@ def test_openai_consensus_asks_n_k_once_per_sample_and_sums_usage(server, tmp_pa
         assert line["sample_responses"] == texts and line["samples"] == [_px(t, W, H) for t in texts]
         assert line["tts"]["point"] == list(consensus(line["samples"], W, H, region=50.0).point) == CLUSTER_PX[k]
         assert line["tts"]["agreement"] == (0.6 if k == 2 else 0.8)
-        _check_cost(line["cost"], {"greedy": _phase_cost(_user_text(s), (W, H), [GREEDY[k]]),
-                                   "sampling": _phase_cost(_user_text(s), (W, H), texts)})  # fmt: skip
+        _check_cost(
+            line["cost"],
+            {
+                "greedy": _phase_cost(_user_text(s), (W, H), [GREEDY[k]]),
+                "sampling": _phase_cost(_user_text(s), (W, H), texts),
+            },
+        )
 
 
 def test_openai_server_ignoring_n_gets_k_calls_with_successive_seeds(server, tmp_path):
@@ -434,15 +535,20 @@ def test_openai_server_ignoring_n_gets_k_calls_with_successive_seeds(server, tmp
         seed = seed_for(3, s.sample_id, "sampling")
         assert len(greedy) == 1
         # one choice per reply: asked again for the shortfall, seed + calls each time
-        assert [(b["n"], b["seed"], b["top_p"]) for b in sampling] == [(4 - i, (seed + i) & 0x7FFFFFFF, 1.0)
-                                                                       for i in range(4)]  # fmt: skip
+        assert [(b["n"], b["seed"], b["top_p"]) for b in sampling] == [
+            (4 - i, (seed + i) & 0x7FFFFFFF, 1.0) for i in range(4)
+        ]
         assert line["sample_responses"] == [CLUSTER[k]] * 4
         assert line["samples"] == [CLUSTER_PX[k]] * 4
         assert (line["tts"]["point"], line["tts"]["agreement"], line["tts"]["votes"]) == (CLUSTER_PX[k], 1.0, 4)
         # no usage in the replies: 0 tokens
-        _check_cost(line["cost"], {"greedy": {"calls": 1, "sequences": 1, "prompt_tokens": 0, "generated_tokens": 0},
-                                   "sampling": {"calls": 4, "sequences": 4, "prompt_tokens": 0,
-                                                "generated_tokens": 0}})  # fmt: skip
+        _check_cost(
+            line["cost"],
+            {
+                "greedy": {"calls": 1, "sequences": 1, "prompt_tokens": 0, "generated_tokens": 0},
+                "sampling": {"calls": 4, "sequences": 4, "prompt_tokens": 0, "generated_tokens": 0},
+            },
+        )
 
 
 def test_openai_failed_sampling_request_is_written_with_error_and_redone_on_resume(server, tmp_path):
@@ -473,8 +579,13 @@ def test_openai_failed_sampling_request_is_written_with_error_and_redone_on_resu
     texts = _answers(_user_text(samples[1]), (W, H), 3, seed_for(11, "s2", "sampling"))
     assert redone["sample_id"] == "s2" and "error" not in redone
     assert redone["samples"] == [_px(t, W, H) for t in texts] and redone["tts"]["point"] == CLUSTER_PX[2]
-    _check_cost(redone["cost"], {"greedy": _phase_cost(_user_text(samples[1]), (W, H), [GREEDY[2]]),
-                                 "sampling": _phase_cost(_user_text(samples[1]), (W, H), texts)})  # fmt: skip
+    _check_cost(
+        redone["cost"],
+        {
+            "greedy": _phase_cost(_user_text(samples[1]), (W, H), [GREEDY[2]]),
+            "sampling": _phase_cost(_user_text(samples[1]), (W, H), texts),
+        },
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -500,10 +611,22 @@ RESCORE = [
 def _rescore_files(tmp_path):
     Image.new("RGB", (400, 300), (255, 255, 255)).save(tmp_path / "shot.png")
     data = tmp_path / "test.jsonl"
-    data.write_text("".join(json.dumps({"sample_id": sid, "instruction": f"Click item {sid}", "image_path": "shot.png",
-                                        "target_bbox": dict(zip(("x_min", "y_min", "x_max", "y_max"), box, strict=True)),
-                                        "image_width": 400, "image_height": 300}) + "\n"
-                            for sid, box, _, _ in RESCORE))  # fmt: skip
+    data.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "sample_id": sid,
+                    "instruction": f"Click item {sid}",
+                    "image_path": "shot.png",
+                    "target_bbox": dict(zip(("x_min", "y_min", "x_max", "y_max"), box, strict=True)),
+                    "image_width": 400,
+                    "image_height": 300,
+                }
+            )
+            + "\n"
+            for sid, box, _, _ in RESCORE
+        )
+    )
     preds = tmp_path / "preds.jsonl"
     lines = []
     for sid, _, point, samples in RESCORE:
@@ -521,15 +644,35 @@ def _rescore_files(tmp_path):
 def _cell(correct, total, wrong_format):
     from gui_grounding.eval.stats import wilson_interval
 
-    return {"num_correct": correct, "num_total": total, "wrong_format": wrong_format,
-            "accuracy": round(100 * correct / total, 2), "ci95": wilson_interval(correct, total)}  # fmt: skip
+    return {
+        "num_correct": correct,
+        "num_total": total,
+        "wrong_format": wrong_format,
+        "accuracy": round(100 * correct / total, 2),
+        "ci95": wilson_interval(correct, total),
+    }
 
 
 def test_rescoring_samples_with_tts_consensus_through_the_cli(tmp_path):
     data, preds = _rescore_files(tmp_path)
     out = tmp_path / "eval"
-    cli_main(["eval", "--benchmark", "canonical", "--data", str(data), "--predictions", str(preds), "--out", str(out),
-              "--tts", "consensus", "--tts-samples", "4"])  # fmt: skip
+    cli_main(
+        [
+            "eval",
+            "--benchmark",
+            "canonical",
+            "--data",
+            str(data),
+            "--predictions",
+            str(preds),
+            "--out",
+            str(out),
+            "--tts",
+            "consensus",
+            "--tts-samples",
+            "4",
+        ]
+    )
     doc = json.loads((out / "metrics.json").read_text())
     # the top-level tables score the consensus answers: a, b, h, i right; c wrong; d, e, f, g, j wrong_format
     assert doc["overall"] == _cell(4, 10, 5)
@@ -537,24 +680,45 @@ def test_rescoring_samples_with_tts_consensus_through_the_cli(tmp_path):
     assert doc["greedy"]["overall"] == _cell(6, 10, 1)
     tts = doc["tts"]
     assert tts["mode"] == "consensus" and tts["malformed_for_mode"] == 5
-    assert tts["config"] == {"mode": "consensus", "samples": 4, "temperature": 0.7, "top_p": 1.0, "seed": 0,
-                             "region": 50.0, "zoom": 0.5}  # fmt: skip
-    assert tts["disagreements"] == {"greedy_only_correct": 5, "tts_only_correct": 3,
-                                    "greedy_only_correct_ids": ["c", "d", "e", "f", "g"],
-                                    "tts_only_correct_ids": ["b", "h", "i"]}  # fmt: skip
+    assert tts["config"] == {
+        "mode": "consensus",
+        "samples": 4,
+        "temperature": 0.7,
+        "top_p": 1.0,
+        "seed": 0,
+        "region": 50.0,
+        "zoom": 0.5,
+    }
+    assert tts["disagreements"] == {
+        "greedy_only_correct": 5,
+        "tts_only_correct": 3,
+        "greedy_only_correct_ids": ["c", "d", "e", "f", "g"],
+        "tts_only_correct_ids": ["b", "h", "i"],
+    }
     assert tts["agreement"]["mean"] == 0.65  # (3 * 0.75 + 2 * 0.5) / 5
     assert [(b["low"], b["samples"], b["correct"], b["accuracy"]) for b in tts["agreement"]["calibration"]] == [
-        (0.0, 0, 0, None), (0.2, 0, 0, None), (0.4, 2, 2, 100.0), (0.6, 3, 2, 66.67), (0.8, 0, 0, None)]  # fmt: skip
+        (0.0, 0, 0, None),
+        (0.2, 0, 0, None),
+        (0.4, 2, 2, 100.0),
+        (0.6, 3, 2, 66.67),
+        (0.8, 0, 0, None),
+    ]
     assert tts["cost"]["lines_with_cost"] == 0 and doc["meta"]["tts"]["mode"] == "consensus"
 
     scores = {r["sample_id"]: r for r in map(json.loads, (out / "scores.jsonl").read_text().splitlines())}
     assert list(scores) == [r[0] for r in RESCORE]
     assert {sid: (r["correctness"], r["greedy_correctness"], r["agreement"]) for sid, r in scores.items()} == {
-        "a": ("correct", "correct", 0.75), "b": ("correct", "wrong", 0.75), "c": ("wrong", "correct", 0.75),
-        "d": ("wrong_format", "correct", None), "e": ("wrong_format", "correct", None),
-        "f": ("wrong_format", "correct", None), "g": ("wrong_format", "correct", None),
-        "h": ("correct", "wrong", 0.5), "i": ("correct", "wrong", 0.5), "j": ("wrong_format", "wrong_format", None),
-    }  # fmt: skip
+        "a": ("correct", "correct", 0.75),
+        "b": ("correct", "wrong", 0.75),
+        "c": ("wrong", "correct", 0.75),
+        "d": ("wrong_format", "correct", None),
+        "e": ("wrong_format", "correct", None),
+        "f": ("wrong_format", "correct", None),
+        "g": ("wrong_format", "correct", None),
+        "h": ("correct", "wrong", 0.5),
+        "i": ("correct", "wrong", 0.5),
+        "j": ("wrong_format", "wrong_format", None),
+    }
     assert scores["a"]["point"] == [100.5, 100.0]  # centre of the 3-vote intersection [76, 125] x [76, 124]
     assert scores["h"]["point"] == _A and scores["i"]["point"] == _L  # raster order breaks the ties
     assert scores["b"]["point"] == [210.0, 50.0] and scores["c"]["point"] == [50.0, 50.0]
@@ -665,16 +829,38 @@ NUM_0_1 = "a number > 0 and <= 1"
 )
 def test_tts_flags_out_of_range_are_argparse_errors(tmp_path, capsys, flag, value, expected):
     with pytest.raises(SystemExit) as err:
-        cli_main(["eval", "--benchmark", "canonical", "--data", str(tmp_path / "d.jsonl"), "--predictions",
-                  str(tmp_path / "p.jsonl"), "--out", str(tmp_path / "o"), flag, value])  # fmt: skip
+        cli_main(
+            [
+                "eval",
+                "--benchmark",
+                "canonical",
+                "--data",
+                str(tmp_path / "d.jsonl"),
+                "--predictions",
+                str(tmp_path / "p.jsonl"),
+                "--out",
+                str(tmp_path / "o"),
+                flag,
+                value,
+            ]
+        )
     assert err.value.code == 2
     assert expected in capsys.readouterr().err
     assert not (tmp_path / "o").exists()  # refused before anything is read or written
 
 
 def test_tts_config_refuses_what_the_flags_refuse():
-    for kw in ({"samples": 0}, {"samples": True}, {"temperature": 0.0}, {"top_p": float("nan")}, {"zoom": 1.5},
-               {"seed": -1}, {"seed": 2**31}, {"region": 0}, {"mode": "beam"}):  # fmt: skip
+    for kw in (
+        {"samples": 0},
+        {"samples": True},
+        {"temperature": 0.0},
+        {"top_p": float("nan")},
+        {"zoom": 1.5},
+        {"seed": -1},
+        {"seed": 2**31},
+        {"region": 0},
+        {"mode": "beam"},
+    ):
         with pytest.raises(ValueError):
             TTSConfig(**kw)
     assert TTSConfig(seed=2**31 - 1, zoom=1.0, top_p=1.0, samples=1024).seed == 2**31 - 1

@@ -34,17 +34,35 @@ def _torchrun(nproc: int, entry: list[str]) -> list[str]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    return [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={nproc}", "--nnodes=1", "--node_rank=0",
-            "--master_addr=127.0.0.1", f"--master_port={port}", *entry]  # fmt: skip
+    return [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        f"--nproc_per_node={nproc}",
+        "--nnodes=1",
+        "--node_rank=0",
+        "--master_addr=127.0.0.1",
+        f"--master_port={port}",
+        *entry,
+    ]
 
 
 def _run(cmd: list[str], tmp_path, name: str) -> subprocess.CompletedProcess:
     log_dir = tmp_path / "runs" / name / "log"
     log_dir.mkdir(parents=True)
-    env = dict(os.environ, DEBUG_MODE="true", LOG_PATH=str(log_dir / "debug_log.2026-11-23-12-00-00.txt"),
-               WANDB_MODE="offline", WANDB_DIR=str(tmp_path / "wandb"), WANDB_PROJECT="upstream-commands",
-               WANDB_CACHE_DIR=str(tmp_path / "wandb-cache"), WANDB_CONFIG_DIR=str(tmp_path / "wandb-config"),
-               OMP_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false", PYTHONPATH=REPO)  # fmt: skip
+    env = dict(
+        os.environ,
+        DEBUG_MODE="true",
+        LOG_PATH=str(log_dir / "debug_log.2026-11-23-12-00-00.txt"),
+        WANDB_MODE="offline",
+        WANDB_DIR=str(tmp_path / "wandb"),
+        WANDB_PROJECT="upstream-commands",
+        WANDB_CACHE_DIR=str(tmp_path / "wandb-cache"),
+        WANDB_CONFIG_DIR=str(tmp_path / "wandb-config"),
+        OMP_NUM_THREADS="1",
+        TOKENIZERS_PARALLELISM="false",
+        PYTHONPATH=REPO,
+    )
     (tmp_path / "wandb").mkdir(exist_ok=True)
     proc = subprocess.run(cmd, cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=1500)
     assert proc.returncode == 0, f"{shlex.join(cmd)}\n{proc.stderr[-6000:]}"
@@ -94,15 +112,35 @@ def data(tmp_path_factory):
         path = root / f"{split}_train.jsonl"
         with open(path, "w") as f:
             for i, (name, box) in enumerate(boxes.items()):
-                f.write(json.dumps({"id": i, "image": name, "conversations": [
-                    {"from": "human", "value": "<image>Please provide the bounding box coordinate of the region this "
-                                               "sentence describes: the red square."},
-                    {"from": "gpt", "value": box}]}) + "\n")  # fmt: skip
+                f.write(
+                    json.dumps(
+                        {
+                            "id": i,
+                            "image": name,
+                            "conversations": [
+                                {
+                                    "from": "human",
+                                    "value": "<image>Please provide the bounding box coordinate of the region this "
+                                    "sentence describes: the red square.",
+                                },
+                                {"from": "gpt", "value": box},
+                            ],
+                        }
+                    )
+                    + "\n"
+                )
         files.append(str(path))
     annotations = []
     for i, (name, box) in enumerate(boxes.items()):
-        annotations.append({"image": name, "problem": "the red square", "solution": [float(v) for v in box],
-                            "normal_caption": "a red square on a blue background", "id": i})  # fmt: skip
+        annotations.append(
+            {
+                "image": name,
+                "problem": "the red square",
+                "solution": [float(v) for v in box],
+                "normal_caption": "a red square on a blue background",
+                "id": i,
+            }
+        )
     (root / "rec_jsons_processed").mkdir()
     for split in ("refcoco_train", "refcocop_train"):
         (root / "rec_jsons_processed" / f"{split}.json").write_text(json.dumps(annotations))
@@ -163,9 +201,17 @@ def data(tmp_path_factory):
     gta1 = []
     for i in range(8):  # one optimiser step of the README command is 8 prompts (2 processes x 32 accumulation / 8)
         Image.new("RGB", (140, 252), (250, 250, 250)).save(shots / f"{i + 1}.png")
-        gta1.append({"image": f"images/{i + 1}.png", "bbox": [38, 166 + 10 * i, 961, 218 + 10 * i], "id": i,
-                     "conversations": [{"from": "human", "value": "<image>Click on the search bar"},
-                                       {"from": "gpt", "value": "any thing here"}]})  # fmt: skip
+        gta1.append(
+            {
+                "image": f"images/{i + 1}.png",
+                "bbox": [38, 166 + 10 * i, 961, 218 + 10 * i],
+                "id": i,
+                "conversations": [
+                    {"from": "human", "value": "<image>Click on the search bar"},
+                    {"from": "gpt", "value": "any thing here"},
+                ],
+            }
+        )
     (root / "preprocessing" / "inp.json").write_text(json.dumps(gta1, indent=2))
     return {"root": root, "rec_files": ":".join(files), "coco": str(coco)}
 
@@ -174,15 +220,60 @@ def data(tmp_path_factory):
 def _rec_script_args(data, out, model, deepspeed, name):
     # om-ai-lab/VLM-R1 run_scripts/run_grpo_rec.sh, flag for flag (paths, max_steps and the DeepSpeed path changed)
     coco = data["coco"]
-    return ["--use_vllm", "False", "--output_dir", out, "--resume_from_checkpoint", "True",
-            "--model_name_or_path", model, "--data_file_paths", data["rec_files"],
-            "--image_folders", f"{coco}:{coco}:{coco}", "--is_reward_customized_from_vlm_module", "True",
-            "--task_type", "rec", "--per_device_train_batch_size", "8", "--gradient_accumulation_steps", "2",
-            "--gradient_checkpointing", "true", "--logging_steps", "1", "--num_train_epochs", "2", "--bf16",
-            "--attn_implementation", "flash_attention_2", "--run_name", name, "--data_seed", "42",
-            "--save_steps", "100", "--num_generations", "8", "--max_completion_length", "2048",
-            "--reward_funcs", "accuracy", "format", "--beta", "0.04", "--report_to", "wandb",
-            "--dataset-name", "this_is_not_used", "--deepspeed", deepspeed, "--max_steps", str(MAX_STEPS)]  # fmt: skip
+    return [
+        "--use_vllm",
+        "False",
+        "--output_dir",
+        out,
+        "--resume_from_checkpoint",
+        "True",
+        "--model_name_or_path",
+        model,
+        "--data_file_paths",
+        data["rec_files"],
+        "--image_folders",
+        f"{coco}:{coco}:{coco}",
+        "--is_reward_customized_from_vlm_module",
+        "True",
+        "--task_type",
+        "rec",
+        "--per_device_train_batch_size",
+        "8",
+        "--gradient_accumulation_steps",
+        "2",
+        "--gradient_checkpointing",
+        "true",
+        "--logging_steps",
+        "1",
+        "--num_train_epochs",
+        "2",
+        "--bf16",
+        "--attn_implementation",
+        "flash_attention_2",
+        "--run_name",
+        name,
+        "--data_seed",
+        "42",
+        "--save_steps",
+        "100",
+        "--num_generations",
+        "8",
+        "--max_completion_length",
+        "2048",
+        "--reward_funcs",
+        "accuracy",
+        "format",
+        "--beta",
+        "0.04",
+        "--report_to",
+        "wandb",
+        "--dataset-name",
+        "this_is_not_used",
+        "--deepspeed",
+        deepspeed,
+        "--max_steps",
+        str(MAX_STEPS),
+    ]
 
 
 def test_run_grpo_rec_sh(data, tiny_qwen25_dir, tmp_path):
@@ -197,8 +288,15 @@ def test_run_grpo_rec_sh(data, tiny_qwen25_dir, tmp_path):
     assert info["world_size"] == 2 and info["distributed_type"] == "DistributedType.DEEPSPEED"
     assert info["task_type"] == "rec" and info["reward_funcs"] == ["iou_reward", "format_reward_rec"]
     assert (info["loss_type"], info["beta"], info["has_ref_model"]) == ("grpo", 0.04, True)
-    assert info["generation"] == {"do_sample": True, "temperature": 1.0, "top_k": 50, "top_p": 1.0, "min_p": None,
-                                  "repetition_penalty": 1.0, "max_new_tokens": 2048}  # fmt: skip
+    assert info["generation"] == {
+        "do_sample": True,
+        "temperature": 1.0,
+        "top_k": 50,
+        "top_p": 1.0,
+        "min_p": None,
+        "repetition_penalty": 1.0,
+        "max_new_tokens": 2048,
+    }
     assert info["smart_resize"]["max_pixels"] == 12845056  # upstream's default, set on the processor
     assert "--bf16 given but this machine has no bf16-capable GPU: training in fp32 instead" in proc.stderr
     assert "flash-attn is not installed: using sdpa instead" in proc.stderr
@@ -213,8 +311,21 @@ def test_run_grpo_rec_lora_sh(data, tiny_qwen25_dir, tmp_path):
     # om-ai-lab/VLM-R1 run_scripts/run_grpo_rec_lora.sh: the same flags + zero2, lr 1e-5 and LoRA WITHOUT --lora_target_modules
     out = str(tmp_path / "checkpoints" / "rl" / "rec-lora")
     args = _rec_script_args(data, out, tiny_qwen25_dir, ZERO2, "rec-lora") + [
-        "--learning_rate", "1e-5", "--use_peft", "true", "--lora_r", "64", "--lora_alpha", "128",
-        "--lora_dropout", "0.05", "--lora_task_type", "CAUSAL_LM", "--freeze_vision_modules", "true"]  # fmt: skip
+        "--learning_rate",
+        "1e-5",
+        "--use_peft",
+        "true",
+        "--lora_r",
+        "64",
+        "--lora_alpha",
+        "128",
+        "--lora_dropout",
+        "0.05",
+        "--lora_task_type",
+        "CAUSAL_LM",
+        "--freeze_vision_modules",
+        "true",
+    ]
     _run(_torchrun(1, ["-m", "vlm_r1.grpo_jsonl", *args]), tmp_path, "rec-lora")
     assert _steps(out) == MAX_STEPS
     with open(os.path.join(out, "adapter_config.json")) as f:
@@ -232,15 +343,60 @@ def test_run_grpo_gui_sh(data, tiny_qwen25_dir, tmp_path):
     # om-ai-lab/VLM-R1 run_scripts/run_grpo_gui.sh: multi-image GUI-defect data, all_match accuracy, task_type gui
     out = str(tmp_path / "checkpoints" / "rl" / "gui")
     root = data["root"]
-    args = ["--use_vllm", "False", "--output_dir", out, "--resume_from_checkpoint", "True",
-            "--model_name_or_path", tiny_qwen25_dir, "--data_file_paths", str(root / "gui_multi-image.jsonl"),
-            "--image_folders", str(root / "gui_multi-image"), "--is_reward_customized_from_vlm_module", "False",
-            "--reward_method", "all_match", "--task_type", "gui", "--per_device_train_batch_size", "2",
-            "--gradient_accumulation_steps", "2", "--gradient_checkpointing", "true", "--logging_steps", "1",
-            "--num_train_epochs", "2", "--max_steps", str(MAX_STEPS), "--bf16", "--attn_implementation",
-            "flash_attention_2", "--run_name", "gui", "--save_steps", "400", "--num_generations", "8",
-            "--max_completion_length", "2048", "--reward_funcs", "accuracy", "format", "--beta", "0.04",
-            "--report_to", "wandb", "--dataset-name", "not_used", "--deepspeed", ZERO3]  # fmt: skip
+    args = [
+        "--use_vllm",
+        "False",
+        "--output_dir",
+        out,
+        "--resume_from_checkpoint",
+        "True",
+        "--model_name_or_path",
+        tiny_qwen25_dir,
+        "--data_file_paths",
+        str(root / "gui_multi-image.jsonl"),
+        "--image_folders",
+        str(root / "gui_multi-image"),
+        "--is_reward_customized_from_vlm_module",
+        "False",
+        "--reward_method",
+        "all_match",
+        "--task_type",
+        "gui",
+        "--per_device_train_batch_size",
+        "2",
+        "--gradient_accumulation_steps",
+        "2",
+        "--gradient_checkpointing",
+        "true",
+        "--logging_steps",
+        "1",
+        "--num_train_epochs",
+        "2",
+        "--max_steps",
+        str(MAX_STEPS),
+        "--bf16",
+        "--attn_implementation",
+        "flash_attention_2",
+        "--run_name",
+        "gui",
+        "--save_steps",
+        "400",
+        "--num_generations",
+        "8",
+        "--max_completion_length",
+        "2048",
+        "--reward_funcs",
+        "accuracy",
+        "format",
+        "--beta",
+        "0.04",
+        "--report_to",
+        "wandb",
+        "--dataset-name",
+        "not_used",
+        "--deepspeed",
+        ZERO3,
+    ]
     _run(_torchrun(2, ["-m", "vlm_r1.grpo_jsonl", *args]), tmp_path, "gui")
     assert _steps(out) == MAX_STEPS
     info = _run_info(out)
@@ -260,22 +416,40 @@ def test_multinode_demo_args_yaml(data, tiny_qwen25_dir, tmp_path):
     # build_train_args does: "key: true" -> --key, "key: false" -> dropped, else --key value. The demo's torchrun
     # target (src/train.py) does not exist upstream (#319): the entry point is ours.
     out = str(tmp_path / "runs" / "multinode")
-    yaml_text = "\n".join([
-        f"output_dir: {out}", f"model_name_or_path: {tiny_qwen25_dir}", "dataset_name: Idefics-ai2d",
-        f"data_file_paths: {data['root'] / 'ai2d.jsonl'}", f"image_folders: {data['coco']}",
-        "max_prompt_length: 1024", "per_device_train_batch_size: 1", "gradient_accumulation_steps: 2",
-        "logging_steps: 1", "bf16: true", "report_to: wandb", "gradient_checkpointing: false",
-        f"deepspeed: {ZERO3}", "attn_implementation: flash_attention_2", "max_pixels: 401408",
-        f"max_steps: {MAX_STEPS}", "run_name: Qwen2.5-VL-3B-Idefics-V3-RSN-ai2d-500steps-multinode",
-        "save_steps: 100", "save_total_limit: 3", "save_only_model: true", "num_generations: 8"])  # fmt: skip
+    yaml_text = "\n".join(
+        [
+            f"output_dir: {out}",
+            f"model_name_or_path: {tiny_qwen25_dir}",
+            "dataset_name: Idefics-ai2d",
+            f"data_file_paths: {data['root'] / 'ai2d.jsonl'}",
+            f"image_folders: {data['coco']}",
+            "max_prompt_length: 1024",
+            "per_device_train_batch_size: 1",
+            "gradient_accumulation_steps: 2",
+            "logging_steps: 1",
+            "bf16: true",
+            "report_to: wandb",
+            "gradient_checkpointing: false",
+            f"deepspeed: {ZERO3}",
+            "attn_implementation: flash_attention_2",
+            "max_pixels: 401408",
+            f"max_steps: {MAX_STEPS}",
+            "run_name: Qwen2.5-VL-3B-Idefics-V3-RSN-ai2d-500steps-multinode",
+            "save_steps: 100",
+            "save_total_limit: 3",
+            "save_only_model: true",
+            "num_generations: 8",
+        ]
+    )
     (tmp_path / "multinode_training_args.yaml").write_text(yaml_text + "\n")
     build = (
         'args=""; while IFS=": " read -r key value; do [[ -z "$key" ]] && continue; '
         'if [[ "$value" == "true" ]]; then args="$args --$key"; elif [[ "$value" == "false" ]]; then continue; '
         'else args="$args --$key $value"; fi; done < multinode_training_args.yaml; echo "$args"'
     )
-    flags = subprocess.run(["bash", "-c", build], cwd=str(tmp_path), capture_output=True, text=True,
-                           check=True).stdout.split()  # fmt: skip
+    flags = subprocess.run(
+        ["bash", "-c", build], cwd=str(tmp_path), capture_output=True, text=True, check=True
+    ).stdout.split()
     assert "--bf16" in flags and "--gradient_checkpointing" not in flags
     # one node, 4 processes (TRL needs processes x per-device batch x accumulation steps to hold whole groups of 8)
     proc = _run(_torchrun(4, ["-m", "vlm_r1.grpo_jsonl", *flags]), tmp_path, "multinode")
@@ -292,13 +466,49 @@ def test_multinode_demo_args_yaml(data, tiny_qwen25_dir, tmp_path):
 def test_grpo_rec_py_command(data, tiny_qwen25_dir, tmp_path):
     # src/open-r1-multimodal/run_scripts/run_grpo_rec.sh: grpo_rec.py with a data config YAML and --image_root
     out = str(tmp_path / "output" / "rec-yaml")
-    args = ["--deepspeed", ZERO3, "--output_dir", out, "--model_name_or_path", tiny_qwen25_dir,
-            "--dataset_name", str(data["root"] / "rec.yaml"), "--image_root", data["coco"],
-            "--max_prompt_length", "1024", "--num_generations", "8", "--per_device_train_batch_size", "1",
-            "--gradient_accumulation_steps", "2", "--logging_steps", "1", "--bf16", "--torch_dtype", "bfloat16",
-            "--data_seed", "42", "--report_to", "wandb", "--gradient_checkpointing", "false",
-            "--attn_implementation", "flash_attention_2", "--num_train_epochs", "2", "--run_name", "rec-yaml",
-            "--save_steps", "100", "--save_only_model", "true", "--max_steps", str(MAX_STEPS)]  # fmt: skip
+    args = [
+        "--deepspeed",
+        ZERO3,
+        "--output_dir",
+        out,
+        "--model_name_or_path",
+        tiny_qwen25_dir,
+        "--dataset_name",
+        str(data["root"] / "rec.yaml"),
+        "--image_root",
+        data["coco"],
+        "--max_prompt_length",
+        "1024",
+        "--num_generations",
+        "8",
+        "--per_device_train_batch_size",
+        "1",
+        "--gradient_accumulation_steps",
+        "2",
+        "--logging_steps",
+        "1",
+        "--bf16",
+        "--torch_dtype",
+        "bfloat16",
+        "--data_seed",
+        "42",
+        "--report_to",
+        "wandb",
+        "--gradient_checkpointing",
+        "false",
+        "--attn_implementation",
+        "flash_attention_2",
+        "--num_train_epochs",
+        "2",
+        "--run_name",
+        "rec-yaml",
+        "--save_steps",
+        "100",
+        "--save_only_model",
+        "true",
+        "--max_steps",
+        str(MAX_STEPS),
+    ]
     # 4 processes: 4 x 1 x 2 accumulation steps = 8 completions, one whole group per optimiser step (upstream: 8 GPUs)
     proc = _run(_torchrun(4, ["-m", "vlm_r1.grpo_jsonl", *args]), tmp_path, "rec-yaml")
     assert _steps(out) == MAX_STEPS
@@ -315,23 +525,77 @@ def test_gta1_readme_command(data, tiny_qwen25_dir, tmp_path):
     # GTA1 README.md "[Custom Use] Train Your Model": src/grpo_grounding.py -> -m gui_grounding.train
     out = str(tmp_path / "grounding" / "test")
     root = data["root"]
-    args = ["--deepspeed", ZERO3, "--output_dir", out, "--model_name_or_path", tiny_qwen25_dir,
-            "--dataset_name", str(root / "preprocessing" / "inp.json"), "--image_root", str(root / "preprocessing"),
-            "--max_prompt_length", "1024", "--max_completion_length", "128", "--num_generations", "8",
-            "--per_device_train_batch_size", "1", "--freeze_vision_modules", "true", "--reward_funcs", "accuracy",
-            "--beta", "0", "--dataloader_num_workers", "2", "--max_pixels", str(4096 * 2160),
-            "--gradient_accumulation_steps", "32", "--logging_steps", "1", "--bf16", "--torch_dtype", "bfloat16",
-            "--data_seed", "42", "--report_to", "tensorboard", "--gradient_checkpointing", "true",
-            "--attn_implementation", "flash_attention_2", "--num_train_epochs", "2", "--run_name", "output/test",
-            "--save_steps", "10", "--save_total_limit", "4", "--save_only_model", "false",
-            "--max_steps", "1"]  # fmt: skip
+    args = [
+        "--deepspeed",
+        ZERO3,
+        "--output_dir",
+        out,
+        "--model_name_or_path",
+        tiny_qwen25_dir,
+        "--dataset_name",
+        str(root / "preprocessing" / "inp.json"),
+        "--image_root",
+        str(root / "preprocessing"),
+        "--max_prompt_length",
+        "1024",
+        "--max_completion_length",
+        "128",
+        "--num_generations",
+        "8",
+        "--per_device_train_batch_size",
+        "1",
+        "--freeze_vision_modules",
+        "true",
+        "--reward_funcs",
+        "accuracy",
+        "--beta",
+        "0",
+        "--dataloader_num_workers",
+        "2",
+        "--max_pixels",
+        str(4096 * 2160),
+        "--gradient_accumulation_steps",
+        "32",
+        "--logging_steps",
+        "1",
+        "--bf16",
+        "--torch_dtype",
+        "bfloat16",
+        "--data_seed",
+        "42",
+        "--report_to",
+        "tensorboard",
+        "--gradient_checkpointing",
+        "true",
+        "--attn_implementation",
+        "flash_attention_2",
+        "--num_train_epochs",
+        "2",
+        "--run_name",
+        "output/test",
+        "--save_steps",
+        "10",
+        "--save_total_limit",
+        "4",
+        "--save_only_model",
+        "false",
+        "--max_steps",
+        "1",
+    ]
     proc = _run(_torchrun(2, ["-m", "gui_grounding.train", *args]), tmp_path, "gta1")
     assert _steps(out) == 1
     info = _run_info(out)
     assert info["task_type"] == "gui_grounding" and info["reward_funcs"] == ["click_reward"]
     assert (info["loss_type"], info["beta"], info["has_ref_model"]) == ("grpo", 0.0, False)
-    assert info["generation"] == {"do_sample": True, "temperature": 1.0, "top_k": 50, "top_p": 1.0, "min_p": None,
-                                  "repetition_penalty": 1.0, "max_new_tokens": 128}  # fmt: skip
+    assert info["generation"] == {
+        "do_sample": True,
+        "temperature": 1.0,
+        "top_k": 50,
+        "top_p": 1.0,
+        "min_p": None,
+        "repetition_penalty": 1.0,
+        "max_new_tokens": 128,
+    }
     assert info["prompt_mode"] == "non_thinking" and info["box_rounding"] == "gta1"
     assert info["global_completions_per_step"] == 64  # 2 processes x 1 x 32 accumulation steps
     assert "GTA1 reward 'accuracy' -> 'click'" in proc.stderr

@@ -23,8 +23,14 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _script_args(files, **kw):
-    base = dict(data_file_list=files, image_folder_list=None, reward_method_list=None, strict_data=False,
-                task_type=None, prompt_mode="non_thinking")  # fmt: skip
+    base = dict(
+        data_file_list=files,
+        image_folder_list=None,
+        reward_method_list=None,
+        strict_data=False,
+        task_type=None,
+        prompt_mode="non_thinking",
+    )
     base.update(kw)
     return SimpleNamespace(**base)
 
@@ -78,9 +84,11 @@ def test_iter_records_json_files(tmp_path):
         (f"{good}:[2]", 2, {"b": 2}),
     ]
     # a list element that does not parse is one error; the elements around it are read (never a lost neighbour)
-    for name, content, message in (("utf.json", b'[{"a": "\xff"}]', "not valid UTF-8"),
-                                   ("deep.json", b"[" * 100_000, "invalid JSON: nested too deeply"),
-                                   ("bad.json", b'[{"a": 1},', "invalid JSON: empty list element")):  # fmt: skip
+    for name, content, message in (
+        ("utf.json", b'[{"a": "\xff"}]', "not valid UTF-8"),
+        ("deep.json", b"[" * 100_000, "invalid JSON: nested too deeply"),
+        ("bad.json", b'[{"a": 1},', "invalid JSON: empty list element"),
+    ):
         path = tmp_path / name
         path.write_bytes(content)
         out = [item for _, _, item in iter_records(str(path))]
@@ -133,19 +141,51 @@ def _write(path, records):
 def test_default_task_keeps_every_extra_key_as_a_column(image_dir, tiny_qwen25_dir, caplog):
     records = [
         {"id": 1, "image": "a.png", "conversations": _conv(), "meta": {"src": "web", "w": 3}, "score": 1},
-        {"id": "b", "image": "a.png", "conversations": _conv(), "meta": "plain", "score": 2.5, "only_here": [1, 2],
-         "accu_reward_method": "all_match"},
-        {"image": "a.png", "conversations": _conv(), "meta": None, "huge": 10**30, "problem": "not mine",
-         "prompt": "x", "image_path": "/etc/passwd", "solution": "s", "completions": 1, "images": ["z.png"],
-         "trainer_state": 0, "nested": {"a": {"b": [1]}}},
-    ]  # fmt: skip
+        {
+            "id": "b",
+            "image": "a.png",
+            "conversations": _conv(),
+            "meta": "plain",
+            "score": 2.5,
+            "only_here": [1, 2],
+            "accu_reward_method": "all_match",
+        },
+        {
+            "image": "a.png",
+            "conversations": _conv(),
+            "meta": None,
+            "huge": 10**30,
+            "problem": "not mine",
+            "prompt": "x",
+            "image_path": "/etc/passwd",
+            "solution": "s",
+            "completions": 1,
+            "images": ["z.png"],
+            "trainer_state": 0,
+            "nested": {"a": {"b": [1]}},
+        },
+    ]
     path = _write(image_dir / "d.jsonl", records)
     with caplog.at_level(logging.WARNING, logger="vlm_r1.tasks"):
-        ds = DefaultTask().build_dataset(_script_args([path], reward_method_list=["yes_no"]),
-                                         load_processor(tiny_qwen25_dir), get_vlm_module(tiny_qwen25_dir))  # fmt: skip
+        ds = DefaultTask().build_dataset(
+            _script_args([path], reward_method_list=["yes_no"]),
+            load_processor(tiny_qwen25_dir),
+            get_vlm_module(tiny_qwen25_dir),
+        )
     rows = ds.with_format(None).to_list()
-    assert ds.column_names == ["prompt", "image_path", "problem", "solution", "accu_reward_method", "id", "meta",
-                               "score", "only_here", "huge", "nested"]  # fmt: skip
+    assert ds.column_names == [
+        "prompt",
+        "image_path",
+        "problem",
+        "solution",
+        "accu_reward_method",
+        "id",
+        "meta",
+        "score",
+        "only_here",
+        "huge",
+        "nested",
+    ]
     # the union of the keys (upstream kept only the first line's), None where a record lacks one
     assert [r["only_here"] for r in rows] == [None, [1, 2], None]
     assert [r["score"] for r in rows] == [1.0, 2.5, None]  # Arrow: ints and floats in one column are floats
@@ -176,24 +216,35 @@ def test_extra_columns_are_capped(monkeypatch, caplog):
         ds = rows_to_dataset([{"id": str(i)} for i in range(5)], [{f"k{i}": i} for i in range(5)], what="w", logger=log)
     assert ds.column_names == ["id", "k0", "k1", "k2"]
     assert "w: 5 distinct pass-through record keys; keeping the first 3, dropping 2 (first dropped: ['k3', 'k4'])" in (
-        caplog.text)  # fmt: skip
+        caplog.text
+    )
 
 
-@pytest.mark.parametrize("record, reason, message", [
-    ({"image": "a.png"}, "missing_key", "missing key 'conversations' (a grpo_jsonl record needs"),
-    ({"image": "a.png", "conversations": [{"value": "q"}]}, "unparseable_record", "conversations must be a list of"),
-    ({"image": "a.png", "conversations": "q"}, "unparseable_record", "conversations must be a list of"),
-    ({"image": "a.png", "conversations": _conv(question=["q"])}, "bad_question", "must be a string, got list"),
-    ({"image": 5, "conversations": _conv()}, "bad_image", "image must be a path or a list of paths, got 5"),
-    ({"image": ["a.png", None], "conversations": _conv()}, "bad_image", "image must be a path or a list of paths"),
-    ({"image": "a.png", "conversations": _conv(), "accu_reward_method": 5}, "bad_accu_reward_method",
-     "accu_reward_method must be a string, got 5"),
-    ({"image": "a.png", "conversations": _conv(question="\ud800")}, "bad_text", "question is not valid Unicode"),
-    ({"image": "a\udcff.png", "conversations": _conv()}, "bad_text", "image is not valid Unicode"),
-    ({"image": "missing.png", "conversations": _conv()}, "missing_image", "missing image"),
-    ("not json", "unparseable_record", "invalid JSON"),
-    ("[" * 100_000, "unparseable_record", "invalid JSON: nested too deeply"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "record, reason, message",
+    [
+        ({"image": "a.png"}, "missing_key", "missing key 'conversations' (a grpo_jsonl record needs"),
+        (
+            {"image": "a.png", "conversations": [{"value": "q"}]},
+            "unparseable_record",
+            "conversations must be a list of",
+        ),
+        ({"image": "a.png", "conversations": "q"}, "unparseable_record", "conversations must be a list of"),
+        ({"image": "a.png", "conversations": _conv(question=["q"])}, "bad_question", "must be a string, got list"),
+        ({"image": 5, "conversations": _conv()}, "bad_image", "image must be a path or a list of paths, got 5"),
+        ({"image": ["a.png", None], "conversations": _conv()}, "bad_image", "image must be a path or a list of paths"),
+        (
+            {"image": "a.png", "conversations": _conv(), "accu_reward_method": 5},
+            "bad_accu_reward_method",
+            "accu_reward_method must be a string, got 5",
+        ),
+        ({"image": "a.png", "conversations": _conv(question="\ud800")}, "bad_text", "question is not valid Unicode"),
+        ({"image": "a\udcff.png", "conversations": _conv()}, "bad_text", "image is not valid Unicode"),
+        ({"image": "missing.png", "conversations": _conv()}, "missing_image", "missing image"),
+        ("not json", "unparseable_record", "invalid JSON"),
+        ("[" * 100_000, "unparseable_record", "invalid JSON: nested too deeply"),
+    ],
+)
 def test_default_task_bad_records_are_counted_by_reason(record, reason, message, image_dir, tiny_qwen25_dir, caplog):
     good = {"image": "a.png", "conversations": _conv()}
     path = _write(image_dir / "d.jsonl", [good, record, good])
@@ -209,15 +260,18 @@ def test_default_task_bad_records_are_counted_by_reason(record, reason, message,
 
 
 def test_default_task_odd_but_valid_answers_are_kept(image_dir, tiny_qwen25_dir):
-    records = [{"image": "a.png", "conversations": _conv(answer="nan")},
-               {"image": "a.png", "conversations": _conv(answer=10**400)},
-               {"image": [], "conversations": _conv(question="text only")},
-               {"conversations": _conv(question="no image key"), "accu_reward_method": None}]  # fmt: skip
+    records = [
+        {"image": "a.png", "conversations": _conv(answer="nan")},
+        {"image": "a.png", "conversations": _conv(answer=10**400)},
+        {"image": [], "conversations": _conv(question="text only")},
+        {"conversations": _conv(question="no image key"), "accu_reward_method": None},
+    ]
     path = _write(image_dir / "d.jsonl", records)
     with open(path, "a") as f:  # NaN is not JSON: this line is skipped (strict JSON), its neighbours are kept
         f.write('{"image": "a.png", "conversations": [{"value": "q"}, {"value": NaN}]}\n')
-    ds = DefaultTask().build_dataset(_script_args([path]), load_processor(tiny_qwen25_dir),
-                                     get_vlm_module(tiny_qwen25_dir))  # fmt: skip
+    ds = DefaultTask().build_dataset(
+        _script_args([path]), load_processor(tiny_qwen25_dir), get_vlm_module(tiny_qwen25_dir)
+    )
     rows = ds.with_format(None).to_list()
     assert len(rows) == 4
     assert [r["solution"] for r in rows[:2]] == ["<answer> nan </answer>", f"<answer> {10**400} </answer>"]  # str()
@@ -243,17 +297,50 @@ def test_custom_reward_receives_extra_columns_end_to_end(image_dir, tiny_qwen25_
     records = [
         {"id": "r0", "image": "a.png", "conversations": _conv("<image>What?", "A"), "meta": {"k": 1}, "note": "x"},
         {"id": "r1", "image": "a.png", "conversations": _conv("<image>Why?", "B"), "meta": "text"},
-    ]  # fmt: skip
+    ]
     path = _write(image_dir / "d.jsonl", records)
     (tmp_path / "spy_rewards.py").write_text(SPY)
     out, spy_out = str(tmp_path / "run"), str(tmp_path / "spy.jsonl")
-    cmd = [sys.executable, "-m", "vlm_r1.grpo_jsonl", "--model_name_or_path", tiny_qwen25_dir, "--data_file_paths",
-           path, "--image_folders", str(image_dir), "--reward_funcs", "spy_rewards:spy", "--output_dir", out,
-           "--max_steps", "2", "--per_device_train_batch_size", "4", "--num_generations", "4",
-           "--max_completion_length", "4", "--max_pixels", "100352", "--report_to", "none", "--save_strategy", "no",
-           "--seed", "0", "--logging_steps", "1"]  # fmt: skip
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false", "SPY_OUT": spy_out,
-           "PYTHONPATH": os.pathsep.join([str(tmp_path), REPO, os.environ.get("PYTHONPATH", "")])}  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "vlm_r1.grpo_jsonl",
+        "--model_name_or_path",
+        tiny_qwen25_dir,
+        "--data_file_paths",
+        path,
+        "--image_folders",
+        str(image_dir),
+        "--reward_funcs",
+        "spy_rewards:spy",
+        "--output_dir",
+        out,
+        "--max_steps",
+        "2",
+        "--per_device_train_batch_size",
+        "4",
+        "--num_generations",
+        "4",
+        "--max_completion_length",
+        "4",
+        "--max_pixels",
+        "100352",
+        "--report_to",
+        "none",
+        "--save_strategy",
+        "no",
+        "--seed",
+        "0",
+        "--logging_steps",
+        "1",
+    ]
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+        "SPY_OUT": spy_out,
+        "PYTHONPATH": os.pathsep.join([str(tmp_path), REPO, os.environ.get("PYTHONPATH", "")]),
+    }
     proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert "record key 'meta' holds values Arrow cannot keep in one column (dict, str;" in proc.stderr

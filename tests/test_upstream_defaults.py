@@ -79,11 +79,33 @@ def test_docs_show_the_table():
 
 def test_legacy_training_flags_map_to_their_successors(tmp_path, caplog, monkeypatch):
     monkeypatch.delenv("TENSORBOARD_LOGGING_DIR", raising=False)
-    argv = ["--model_name_or_path", "m", "--data_file_paths", "a.jsonl", "--output_dir", str(tmp_path),
-            "--warmup_ratio", "0.1", "--evaluation_strategy", "steps", "--eval_steps", "5", "--no_cuda",
-            "--overwrite_output_dir", "--save_safetensors", "true", "--per_gpu_train_batch_size", "16",
-            "--logging_dir", str(tmp_path / "tb"), "--adafactor", "--include_inputs_for_metrics",
-            "--dispatch_batches", "false", "--group_by_length"]  # fmt: skip
+    argv = [
+        "--model_name_or_path",
+        "m",
+        "--data_file_paths",
+        "a.jsonl",
+        "--output_dir",
+        str(tmp_path),
+        "--warmup_ratio",
+        "0.1",
+        "--evaluation_strategy",
+        "steps",
+        "--eval_steps",
+        "5",
+        "--no_cuda",
+        "--overwrite_output_dir",
+        "--save_safetensors",
+        "true",
+        "--per_gpu_train_batch_size",
+        "16",
+        "--logging_dir",
+        str(tmp_path / "tb"),
+        "--adafactor",
+        "--include_inputs_for_metrics",
+        "--dispatch_batches",
+        "false",
+        "--group_by_length",
+    ]
     with caplog.at_level(logging.WARNING, logger="vlm_r1"):
         _, training, _ = parse_args(argv)
     assert training.warmup_steps == 0.1
@@ -101,8 +123,18 @@ def test_legacy_training_flags_map_to_their_successors(tmp_path, caplog, monkeyp
 
 
 def test_explicit_successor_beats_the_legacy_flag(tmp_path, caplog):
-    argv = ["--model_name_or_path", "m", "--data_file_paths", "a.jsonl", "--output_dir", str(tmp_path),
-            "--warmup_ratio", "0.1", "--warmup_steps", "7"]  # fmt: skip
+    argv = [
+        "--model_name_or_path",
+        "m",
+        "--data_file_paths",
+        "a.jsonl",
+        "--output_dir",
+        str(tmp_path),
+        "--warmup_ratio",
+        "0.1",
+        "--warmup_steps",
+        "7",
+    ]
     with caplog.at_level(logging.WARNING, logger="vlm_r1"):
         _, training, _ = parse_args(argv)
     assert training.warmup_steps == 7

@@ -59,20 +59,68 @@ def _items(items) -> dict:
 def test_report_to_wandb_offline(tmp_path, make_image, tiny_qwen25_dir):
     make_image(84, 84, "a.png", folder=tmp_path / "img")
     data = tmp_path / "d.jsonl"
-    data.write_text(json.dumps({"id": 1, "image": "a.png", "conversations": [
-        {"from": "human", "value": "<image>What colour is it?"}, {"from": "gpt", "value": "red"}]}) + "\n")  # fmt: skip
+    data.write_text(
+        json.dumps(
+            {
+                "id": 1,
+                "image": "a.png",
+                "conversations": [
+                    {"from": "human", "value": "<image>What colour is it?"},
+                    {"from": "gpt", "value": "red"},
+                ],
+            }
+        )
+        + "\n"
+    )
     out = tmp_path / "run"
-    cmd = [sys.executable, "-m", "vlm_r1.grpo_jsonl", "--model_name_or_path", tiny_qwen25_dir,
-           "--data_file_paths", str(data), "--image_folders", str(tmp_path / "img"), "--output_dir", str(out),
-           "--beta", "0", "--max_completion_length", "8", "--max_steps", "1", "--per_device_train_batch_size", "4",
-           "--num_generations", "4", "--logging_steps", "1", "--max_pixels", "50176", "--report_to", "wandb",
-           "--save_strategy", "no", "--seed", "0"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "vlm_r1.grpo_jsonl",
+        "--model_name_or_path",
+        tiny_qwen25_dir,
+        "--data_file_paths",
+        str(data),
+        "--image_folders",
+        str(tmp_path / "img"),
+        "--output_dir",
+        str(out),
+        "--beta",
+        "0",
+        "--max_completion_length",
+        "8",
+        "--max_steps",
+        "1",
+        "--per_device_train_batch_size",
+        "4",
+        "--num_generations",
+        "4",
+        "--logging_steps",
+        "1",
+        "--max_pixels",
+        "50176",
+        "--report_to",
+        "wandb",
+        "--save_strategy",
+        "no",
+        "--seed",
+        "0",
+    ]
     home = tmp_path / "home"
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false", "WANDB_MODE": "offline",
-           "WANDB_DIR": str(tmp_path), "WANDB_PROJECT": "test", "HOME": str(home),
-           "XDG_CACHE_HOME": str(home / ".cache"), "XDG_CONFIG_HOME": str(home / ".config"),
-           "WANDB_CACHE_DIR": str(home / "wandb_cache"), "WANDB_CONFIG_DIR": str(home / "wandb_config"),
-           "WANDB_DATA_DIR": str(home / "wandb_data")}  # fmt: skip
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+        "WANDB_MODE": "offline",
+        "WANDB_DIR": str(tmp_path),
+        "WANDB_PROJECT": "test",
+        "HOME": str(home),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "WANDB_CACHE_DIR": str(home / "wandb_cache"),
+        "WANDB_CONFIG_DIR": str(home / "wandb_config"),
+        "WANDB_DATA_DIR": str(home / "wandb_data"),
+    }
     env.pop("WANDB_API_KEY", None)
     proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-4000:]
@@ -95,6 +143,13 @@ def test_report_to_wandb_offline(tmp_path, make_image, tiny_qwen25_dir):
     logged = [h for h in history if "train/reward" in h]
     assert len(logged) == 1 and logged[0]["train/global_step"] == 1
     # TRL's metrics and ours (StepStatsCallback), as HF's WandbCallback names them ("train/" + key)
-    for key in ("reward", "loss", "rewards/accuracy_reward/mean", "rewards/format_reward/mean",
-                "completions/mean_length", "timing/step_s", "throughput/tokens_per_s"):  # fmt: skip
+    for key in (
+        "reward",
+        "loss",
+        "rewards/accuracy_reward/mean",
+        "rewards/format_reward/mean",
+        "completions/mean_length",
+        "timing/step_s",
+        "throughput/tokens_per_s",
+    ):
         assert logged[0][f"train/{key}"] == step[0][key], key

@@ -240,9 +240,14 @@ def compact_log_line(logs: dict, step: int, max_steps: int, task_fields: tuple =
             parts.append(f"train_loss {logs['train_loss']:.4g}")
         return " | ".join(parts)
     kind = "[eval]" if any(k.startswith("eval_") for k in logs) else "[log]"
-    scalars = [f"{k.removeprefix('eval_')} {v:.4g}" for k, v in logs.items()
-               if isinstance(v, (int, float)) and not isinstance(v, bool) and k not in ("epoch", "total_flos")
-               and not k.endswith(("_runtime", "_per_second"))]  # fmt: skip
+    scalars = [
+        f"{k.removeprefix('eval_')} {v:.4g}"
+        for k, v in logs.items()
+        if isinstance(v, (int, float))
+        and not isinstance(v, bool)
+        and k not in ("epoch", "total_flos")
+        and not k.endswith(("_runtime", "_per_second"))
+    ]
     return " | ".join([f"{kind} {head}", *scalars])
 
 

@@ -212,24 +212,47 @@ LOSS_PRESETS: dict[str, dict[str, Any]] = {
     # GTA1 (Yan98/GTA1 src/trainer/grpo_trainer.py:609-615 advantage, 687-688 clip, 704 loss at 81f0c4c; README.md:93
     # --beta 0): advantage (r - group mean) / (unbiased group std + 1e-4), per-sequence token mean
     # then batch mean, no KL, symmetric clip epsilon 0.2 (GTA1's trainer never reads epsilon_high).
-    "gta1": {"loss_type": "grpo", "scale_rewards": "group", "beta": 0.0, "epsilon": 0.2, "epsilon_high": None,
-             "mask_truncated_completions": False},
+    "gta1": {
+        "loss_type": "grpo",
+        "scale_rewards": "group",
+        "beta": 0.0,
+        "epsilon": 0.2,
+        "epsilon_high": None,
+        "mask_truncated_completions": False,
+    },
     # upstream VLM-R1 (om-ai-lab/VLM-R1 src/open-r1-multimodal/src/open_r1/trainer/grpo_trainer.py:679-684 advantage,
     # 755 clip, 761-764 k3 KL, 771 loss at 90052f4; beta/epsilon defaults in trainer/grpo_config.py:291-304): same advantage and loss normalisation, k3 KL with beta 0.04, epsilon
     # 0.2; epsilon_high is not listed: it stays as given (upstream default None = epsilon; 0.28 in
     # run_grpo_rec_more_params.sh).
-    "vlm_r1": {"loss_type": "grpo", "scale_rewards": "group", "beta": 0.04, "epsilon": 0.2,
-               "mask_truncated_completions": False},
+    "vlm_r1": {
+        "loss_type": "grpo",
+        "scale_rewards": "group",
+        "beta": 0.04,
+        "epsilon": 0.2,
+        "mask_truncated_completions": False,
+    },
     # DAPO as TRL's paper index reproduces it: token-level loss over the global batch, clip-higher 0.2/0.28, overlong
     # filtering, no KL. (Dynamic sampling is the separate --dynamic_sampling switch; soft overlong punishment is a
     # reward.)
-    "dapo": {"loss_type": "dapo", "scale_rewards": "group", "beta": 0.0, "epsilon": 0.2, "epsilon_high": 0.28,
-             "mask_truncated_completions": True},
+    "dapo": {
+        "loss_type": "dapo",
+        "scale_rewards": "group",
+        "beta": 0.0,
+        "epsilon": 0.2,
+        "epsilon_high": 0.28,
+        "mask_truncated_completions": True,
+    },
     # Dr. GRPO as TRL documents it: loss normalised by the constant max_completion_length, rewards not divided by the
     # std (TRL's scale_rewards help: "the Dr. GRPO paper recommends not scaling rewards"), no KL.
-    "dr_grpo": {"loss_type": "dr_grpo", "scale_rewards": "none", "beta": 0.0, "epsilon": 0.2, "epsilon_high": None,
-                "mask_truncated_completions": False},
-}  # fmt: skip
+    "dr_grpo": {
+        "loss_type": "dr_grpo",
+        "scale_rewards": "none",
+        "beta": 0.0,
+        "epsilon": 0.2,
+        "epsilon_high": None,
+        "mask_truncated_completions": False,
+    },
+}
 
 
 def _preset_help() -> str:
@@ -281,8 +304,9 @@ def _trl_help(name: str, note: str) -> dict:
 
 
 def _up(name: str) -> Any:
-    return field(default=UPSTREAM_EFFECTIVE_DEFAULTS[name][0],
-                 metadata=_trl_help(name, UPSTREAM_EFFECTIVE_DEFAULTS[name][1]))  # fmt: skip
+    return field(
+        default=UPSTREAM_EFFECTIVE_DEFAULTS[name][0], metadata=_trl_help(name, UPSTREAM_EFFECTIVE_DEFAULTS[name][1])
+    )
 
 
 @dataclass
@@ -447,8 +471,10 @@ class VLMGRPOConfig(GRPOConfig):
                 setattr(self, name, value)
             elif given[name] != value:
                 self.loss_preset_overrides[name] = given[name]
-                lines.append(f"--{name}={given[name]!r} (given explicitly) overrides --loss_preset "
-                             f"{self.loss_preset}'s {name}={value!r}")  # fmt: skip
+                lines.append(
+                    f"--{name}={given[name]!r} (given explicitly) overrides --loss_preset "
+                    f"{self.loss_preset}'s {name}={value!r}"
+                )
         self.scale_rewards = {True: "group", False: "none"}.get(self.scale_rewards, self.scale_rewards)
         return lines
 
@@ -600,8 +626,11 @@ class UpstreamCompatArguments:
 # (``"env:NAME"``), a fixed value of a 5.x field (``"field=value"``), or None (no effect; the note says why).
 # ``_n_gpu`` is not a flag (init=False in 4.49). tests/test_upstream_defaults.py checks this list is complete.
 LEGACY_TRAINING_FLAGS: dict[str, tuple[type, str | None, str]] = {
-    "overwrite_output_dir": (bool, None, "transformers 5 removed it; nothing refuses an existing --output_dir "
-                             "(resume is --resume_from_checkpoint)"),
+    "overwrite_output_dir": (
+        bool,
+        None,
+        "transformers 5 removed it; nothing refuses an existing --output_dir (resume is --resume_from_checkpoint)",
+    ),
     "per_gpu_train_batch_size": (int, "per_device_train_batch_size", "4.x's deprecated alias"),
     "per_gpu_eval_batch_size": (int, "per_device_eval_batch_size", "4.x's deprecated alias"),
     "warmup_ratio": (float, "warmup_steps", "transformers 5 reads a float in [0, 1) as a ratio of the total steps"),
@@ -619,8 +648,11 @@ LEGACY_TRAINING_FLAGS: dict[str, tuple[type, str | None, str]] = {
     "fsdp_min_num_params": (int, "fsdp_config:min_num_params", "the fsdp_config key"),
     "fsdp_transformer_layer_cls_to_wrap": (str, "fsdp_config:transformer_layer_cls_to_wrap", "the fsdp_config key"),
     "adafactor": (bool, "optim=adafactor", "4.x's deprecated alias"),
-    "group_by_length": (bool, None, "GRPO orders batches with its repeat sampler (upstream VLM-R1 too: "
-                        "grpo_trainer.py _get_train_sampler)"),
+    "group_by_length": (
+        bool,
+        None,
+        "GRPO orders batches with its repeat sampler (upstream VLM-R1 too: grpo_trainer.py _get_train_sampler)",
+    ),
     "use_legacy_prediction_loop": (bool, None, "removed in transformers 5"),
     "include_inputs_for_metrics": (bool, "include_for_metrics=inputs", "4.x's deprecated alias"),
     "fp16_backend": (str, None, "torch AMP is the only backend in transformers 5"),
@@ -634,7 +666,7 @@ LEGACY_TRAINING_FLAGS: dict[str, tuple[type, str | None, str]] = {
     "dispatch_batches": (bool, "accelerator_config:dispatch_batches", "the accelerator_config key"),
     "split_batches": (bool, "accelerator_config:split_batches", "the accelerator_config key"),
     "include_tokens_per_second": (bool, None, "the step stats already log throughput/tokens_per_s every step"),
-}  # fmt: skip
+}
 
 
 def _legacy_field(name: str):
@@ -736,9 +768,14 @@ def allow_bare_bools(parser: argparse.ArgumentParser) -> None:
             action.const = True
 
 
-def parse_command_line(dataclass_types: Sequence[type], argv: Sequence[str], *, defaults: dict[str, Any] | None = None,
-                       parser_kwargs: dict[str, Any] | None = None,
-                       unknown_hint: Any = None) -> tuple[list, list[str]]:  # fmt: skip
+def parse_command_line(
+    dataclass_types: Sequence[type],
+    argv: Sequence[str],
+    *,
+    defaults: dict[str, Any] | None = None,
+    parser_kwargs: dict[str, Any] | None = None,
+    unknown_hint: Any = None,
+) -> tuple[list, list[str]]:
     """Parse ``argv`` (and its ``--config`` YAML) into ``dataclass_types`` the way upstream's TrlParser did.
 
     On top of ``trl.TrlParser``: bare boolean flags mean true (:func:`allow_bare_bools`); every transformers 4.49
@@ -815,8 +852,10 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescrip
 def _task_options_epilog() -> str:
     from vlm_r1.tasks import all_task_options
 
-    lines = ["Task options: --task_type NAME adds the flags the task declares (give --task_type NAME --help to see "
-             "their help). Installed tasks with options:"]  # fmt: skip
+    lines = [
+        "Task options: --task_type NAME adds the flags the task declares (give --task_type NAME --help to see "
+        "their help). Installed tasks with options:"
+    ]
     for name, cls in all_task_options().items():
         lines.append(f"  {name}: " + ", ".join(f"--{f.name}" for f in fields(cls)))
     return "\n".join(lines)
@@ -829,15 +868,20 @@ def _other_tasks_hint(task_type: str | None):
         from vlm_r1.tasks import all_task_options
 
         flags = {u.split("=", 1)[0].lstrip("-") for u in unknown if u.startswith("--")}
-        owners = [f"--{f.name} is an option of --task_type {name}" for name, cls in all_task_options().items()
-                  for f in fields(cls) if f.name in flags and name != (task_type or "default")]  # fmt: skip
+        owners = [
+            f"--{f.name} is an option of --task_type {name}"
+            for name, cls in all_task_options().items()
+            for f in fields(cls)
+            if f.name in flags and name != (task_type or "default")
+        ]
         return "; ".join(owners) + f"; this run's task_type is {task_type or 'default'}" if owners else ""
 
     return hint
 
 
-def parse_task_command_line(dataclass_types: Sequence[type], argv: Sequence[str], *,
-                            defaults: dict[str, Any] | None = None) -> tuple[list, Any, list[str]]:  # fmt: skip
+def parse_task_command_line(
+    dataclass_types: Sequence[type], argv: Sequence[str], *, defaults: dict[str, Any] | None = None
+) -> tuple[list, Any, list[str]]:
     """Parse ``argv`` in two phases: the task first (:func:`task_type_of`), then ``dataclass_types`` together with the
     options dataclass that task declares (``Task.options_class``, ``vlm_r1.tasks``), by :func:`parse_command_line`.
 
@@ -863,7 +907,12 @@ def parse_task_command_line(dataclass_types: Sequence[type], argv: Sequence[str]
     kwargs = {}
     if "-h" in argv or "--help" in argv:
         kwargs = {"epilog": _task_options_epilog(), "formatter_class": _HelpFormatter}
-    objs, notices = parse_command_line(types, argv, defaults={k: v for k, v in (defaults or {}).items() if k in known},
-                                       parser_kwargs=kwargs, unknown_hint=_other_tasks_hint(task_type))  # fmt: skip
+    objs, notices = parse_command_line(
+        types,
+        argv,
+        defaults={k: v for k, v in (defaults or {}).items() if k in known},
+        parser_kwargs=kwargs,
+        unknown_hint=_other_tasks_hint(task_type),
+    )
     options = objs.pop() if options_class is not None else None
     return objs, options, notices

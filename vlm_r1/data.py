@@ -407,8 +407,19 @@ def iter_json_list(path: str, *, start: int = 0) -> Iterator[tuple[str, int, dic
 # ``_calculate_rewards``: ``prompts``, ``completions``, ``completion_ids`` + ``trainer_state``, ``log_extra``,
 # ``log_metric``, ``environments``) or never passes (``prompt``, ``completion``): a column of that name would be
 # overwritten or make the reward call fail with "got multiple values for keyword argument".
-TRL_REWARD_KWARGS = frozenset({"prompt", "prompts", "completion", "completions", "completion_ids", "trainer_state",
-                               "log_extra", "log_metric", "environments"})  # fmt: skip
+TRL_REWARD_KWARGS = frozenset(
+    {
+        "prompt",
+        "prompts",
+        "completion",
+        "completions",
+        "completion_ids",
+        "trainer_state",
+        "log_extra",
+        "log_metric",
+        "environments",
+    }
+)
 # Columns the lazy image loader (vlm_r1.tasks.load_images_transform) adds to every batch.
 IMAGE_COLUMNS = frozenset({"image", "images"})
 # At most this many pass-through columns per dataset (first seen first); a file whose records each carry new keys
@@ -439,8 +450,13 @@ def split_extras(record: dict, consumed, reserved, dropped) -> dict:
 def warn_dropped(dropped, what: str, logger) -> None:
     """One warning per reserved record key that was dropped (see :func:`split_extras`)."""
     for key, n in sorted(dropped.items()):
-        logger.warning("%s: record key %r dropped from %d record(s): the name is reserved (a column the task computes, "
-                       "an image column, or a keyword TRL passes to rewards itself)", what, key, n)  # fmt: skip
+        logger.warning(
+            "%s: record key %r dropped from %d record(s): the name is reserved (a column the task computes, "
+            "an image column, or a keyword TRL passes to rewards itself)",
+            what,
+            key,
+            n,
+        )
 
 
 def json_text_columns(dataset) -> list[str]:
@@ -481,9 +497,14 @@ def rows_to_dataset(rows: list[dict], extras: list[dict], *, what: str, logger):
     columns = {key: [row[key] for row in rows] for key in (rows[0] if rows else {})}
     order = list(dict.fromkeys(key for extra in extras for key in extra))
     if len(order) > MAX_EXTRA_COLUMNS:
-        logger.warning("%s: %d distinct pass-through record keys; keeping the first %d, dropping %d (first dropped: "
-                       "%s)", what, len(order), MAX_EXTRA_COLUMNS, len(order) - MAX_EXTRA_COLUMNS,
-                       order[MAX_EXTRA_COLUMNS : MAX_EXTRA_COLUMNS + 5])  # fmt: skip
+        logger.warning(
+            "%s: %d distinct pass-through record keys; keeping the first %d, dropping %d (first dropped: %s)",
+            what,
+            len(order),
+            MAX_EXTRA_COLUMNS,
+            len(order) - MAX_EXTRA_COLUMNS,
+            order[MAX_EXTRA_COLUMNS : MAX_EXTRA_COLUMNS + 5],
+        )
         order = order[:MAX_EXTRA_COLUMNS]
     as_json = []
     for key in order:
@@ -491,9 +512,15 @@ def rows_to_dataset(rows: list[dict], extras: list[dict], *, what: str, logger):
         try:
             Dataset.from_dict({key: values})
         except Exception as err:  # Arrow raises several types (ArrowInvalid, ArrowTypeError, OverflowError, ...)
-            logger.warning("%s: record key %r holds values Arrow cannot keep in one column (%s; %s: %s); the column is "
-                           "stored as JSON text in every row (json.loads each value)", what, key, _type_names(values),
-                           type(err).__name__, str(err)[:120])  # fmt: skip
+            logger.warning(
+                "%s: record key %r holds values Arrow cannot keep in one column (%s; %s: %s); the column is "
+                "stored as JSON text in every row (json.loads each value)",
+                what,
+                key,
+                _type_names(values),
+                type(err).__name__,
+                str(err)[:120],
+            )
             values = _json_text(values)
             as_json.append(key)
         columns[key] = values
@@ -527,13 +554,19 @@ def concatenate_record_datasets(parts: list, *, what: str = "data mixture", logg
             conflict = False
         except (pa.ArrowInvalid, pa.ArrowTypeError, NotImplementedError):
             conflict = True
-        mixed = name in as_json and any(name in t.column_names and name not in j and not pa.types.is_null(
-            t.schema.field(name).type) for t, j in zip(tables, texts, strict=True))  # fmt: skip
+        mixed = name in as_json and any(
+            name in t.column_names and name not in j and not pa.types.is_null(t.schema.field(name).type)
+            for t, j in zip(tables, texts, strict=True)
+        )
         if not (conflict or mixed):
             continue
         if logger is not None:
-            logger.warning("%s: column %r has types %s across sources; stored as JSON text in every row (json.loads "
-                           "each value)", what, name, sorted({str(f.type) for f in fields}))  # fmt: skip
+            logger.warning(
+                "%s: column %r has types %s across sources; stored as JSON text in every row (json.loads each value)",
+                what,
+                name,
+                sorted({str(f.type) for f in fields}),
+            )
         for i, (t, j) in enumerate(zip(tables, texts, strict=True)):
             if name in t.column_names and name not in j:
                 col = t.column_names.index(name)
@@ -594,16 +627,23 @@ def load_data_config(path: str) -> tuple[list[DataSource], int | None]:
             raise ValueError(f"{where}: each entry needs a json_path")
         unknown = set(entry) - {"json_path", "image_folder", "sampling_strategy", "name"}
         if unknown:
-            raise ValueError(f"{where}: unknown keys {sorted(unknown)} (allowed: json_path, image_folder, "
-                             "sampling_strategy, name)")  # fmt: skip
+            raise ValueError(
+                f"{where}: unknown keys {sorted(unknown)} (allowed: json_path, image_folder, sampling_strategy, name)"
+            )
         json_path = os.path.normpath(os.path.join(base, str(entry["json_path"])))
         if not os.path.isfile(json_path):
             raise FileNotFoundError(f"{where}: json_path {json_path} not found")
         folder = entry.get("image_folder")
         strategy = str(entry.get("sampling_strategy", "all"))
         sampling_indices(1, strategy, 0, where=where)  # validate the syntax early
-        sources.append(DataSource(json_path, os.path.normpath(os.path.join(base, str(folder))) if folder else None, strategy,
-                                  entry.get("name")))  # fmt: skip
+        sources.append(
+            DataSource(
+                json_path,
+                os.path.normpath(os.path.join(base, str(folder))) if folder else None,
+                strategy,
+                entry.get("name"),
+            )
+        )
     seed = cfg.get("seed")
     return sources, int(seed) if seed is not None else None
 
@@ -630,8 +670,10 @@ def sampling_indices(n: int, strategy: str, seed: int, *, where: str = "") -> li
     if kind == "all" and not arg:
         return list(range(n))
     if kind not in ("first", "end", "random") or not arg:
-        raise ValueError(f"{where}: unknown sampling_strategy {strategy!r} (all, first:N, end:N, random:N, with N a "
-                         "count or an integer percentage P%)")  # fmt: skip
+        raise ValueError(
+            f"{where}: unknown sampling_strategy {strategy!r} (all, first:N, end:N, random:N, with N a "
+            "count or an integer percentage P%)"
+        )
     digits = arg[:-1] if arg.endswith("%") else arg
     if not (digits.isascii() and digits.isdigit()):
         raise ValueError(f"{where}: malformed sampling_strategy {strategy!r} (a count or an integer percentage P%)")

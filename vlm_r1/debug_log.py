@@ -133,8 +133,9 @@ def _column(row: dict, names: Sequence[str]) -> tuple[bool, Any]:
     return False, None
 
 
-def reward_block(label: str, value: float, row: dict, content: str, now: datetime,
-                 columns: dict[str, Sequence[str]] | None = None) -> str:  # fmt: skip
+def reward_block(
+    label: str, value: float, row: dict, content: str, now: datetime, columns: dict[str, Sequence[str]] | None = None
+) -> str:
     """One rollout's block for a non-format reward (module docstring layout), ending with a newline. ``columns``: the
     task's extra column names per line label (``id``, ``accu_reward_method``, ``image_path``, ``problem``,
     ``solution``; ``Task.debug_columns``), tried after the core's."""
@@ -160,10 +161,15 @@ def format_block(contents: Sequence[str], values: Sequence[float], now: datetime
     return "\n".join(lines) + "\n"
 
 
-def render_rollouts(rows: Sequence[dict], contents: Sequence[str], rewards: Sequence[Sequence[float]],
-                    names: Sequence[str], roles: Sequence[str | None],
-                    now: Callable[[], datetime] = datetime.now,
-                    columns: dict[str, Sequence[str]] | None = None) -> tuple[str, str]:  # fmt: skip
+def render_rollouts(
+    rows: Sequence[dict],
+    contents: Sequence[str],
+    rewards: Sequence[Sequence[float]],
+    names: Sequence[str],
+    roles: Sequence[str | None],
+    now: Callable[[], datetime] = datetime.now,
+    columns: dict[str, Sequence[str]] | None = None,
+) -> tuple[str, str]:
     """The text of one scoring: ``(main_text, format_text)``.
 
     Args:
@@ -208,8 +214,11 @@ class RolloutDebugLog:
         if not log_path:
             if not self._warned_no_path:
                 self._warned_no_path = True
-                logger.warning("%s=true but %s is not set: the rollout debug log goes to this log (INFO) instead of a "
-                               "file", DEBUG_ENV, LOG_PATH_ENV)  # fmt: skip
+                logger.warning(
+                    "%s=true but %s is not set: the rollout debug log goes to this log (INFO) instead of a file",
+                    DEBUG_ENV,
+                    LOG_PATH_ENV,
+                )
             for text in (main_text, format_text):
                 if text:
                     logger.info("rollouts:\n%s", text.rstrip("\n"))
@@ -230,5 +239,8 @@ class RolloutDebugLog:
                 logger.debug("rollout debug log: cannot write %s: %s", path, err)
                 return
             self._warned_io = True
-            logger.warning("DEBUG_MODE rollout log: cannot write %s (%s); training goes on, further write errors "
-                           "are not reported", path, err)  # fmt: skip
+            logger.warning(
+                "DEBUG_MODE rollout log: cannot write %s (%s); training goes on, further write errors are not reported",
+                path,
+                err,
+            )

@@ -158,8 +158,12 @@ class Frame:
 
     def box_from_norm1000(self, box: Box) -> Box:
         """``[0, 1000]`` relative box (GTA1 training records) -> original-pixel box."""
-        return (box[0] / 1000 * self.width, box[1] / 1000 * self.height,
-                box[2] / 1000 * self.width, box[3] / 1000 * self.height)  # fmt: skip
+        return (
+            box[0] / 1000 * self.width,
+            box[1] / 1000 * self.height,
+            box[2] / 1000 * self.width,
+            box[3] / 1000 * self.height,
+        )
 
 
 def box_iou(a: Box, b: Box) -> float:

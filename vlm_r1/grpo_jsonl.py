@@ -27,8 +27,10 @@ logger = logging.getLogger("vlm_r1")
 
 ARG_DATACLASSES = (GRPOScriptArguments, VLMGRPOConfig, GRPOModelConfig, UpstreamCompatArguments)
 #: where an entry point's pixel-budget defaults come from (``PixelBudget.sources`` of values no flag or recipe set)
-DEFAULT_BUDGET_SOURCE = ("default of vlm_r1.grpo_jsonl (upstream VLM-R1 src/open-r1-multimodal/src/open_r1/grpo_jsonl.py "
-                         "GRPOScriptArguments, commit 90052f4)")  # fmt: skip
+DEFAULT_BUDGET_SOURCE = (
+    "default of vlm_r1.grpo_jsonl (upstream VLM-R1 src/open-r1-multimodal/src/open_r1/grpo_jsonl.py "
+    "GRPOScriptArguments, commit 90052f4)"
+)
 #: script flag -> PixelBudget field
 BUDGET_FLAGS = {"min_pixels": "min_pixels", "max_pixels": "max_pixels", "max_anyres_num": "max_tiles"}
 
@@ -91,12 +93,15 @@ def parse_args(
     ):
         script_args.data_config = dataset_name
         compat.dataset_name = None
-        logger.warning("UPSTREAM FLAG: --dataset_name %s is upstream grpo_rec.py's data config: read as --data_config",
-                       dataset_name)  # fmt: skip
+        logger.warning(
+            "UPSTREAM FLAG: --dataset_name %s is upstream grpo_rec.py's data config: read as --data_config",
+            dataset_name,
+        )
         if "task_type" not in given:
             script_args.task_type = "rec"
-            logger.warning("UPSTREAM FLAG: --dataset_name YAML without --task_type: task_type rec (grpo_rec.py trains "
-                           "REC)")  # fmt: skip
+            logger.warning(
+                "UPSTREAM FLAG: --dataset_name YAML without --task_type: task_type rec (grpo_rec.py trains REC)"
+            )
     elif dataset_name and dataset_name_as_data and not (script_args.data_file_paths or script_args.data_config):
         script_args.data_file_paths = dataset_name
         compat.dataset_name = None
@@ -126,8 +131,11 @@ def _resolve_resume(training_args) -> str | None:
     if str(value).lower() in ("true", "latest"):
         last = latest_complete_checkpoint(training_args.output_dir)
         if last is None:
-            logger.info("--resume_from_checkpoint %s: no complete checkpoint in %s, starting fresh", value,
-                        training_args.output_dir)  # fmt: skip
+            logger.info(
+                "--resume_from_checkpoint %s: no complete checkpoint in %s, starting fresh",
+                value,
+                training_args.output_dir,
+            )
         else:
             logger.info("resuming from %s", last)
         return last
@@ -152,20 +160,33 @@ def build_train_dataset(script_args, training_args, task, processor, vlm_module)
     seed = training_args.seed if seed is None else seed
     parts, mixture = [], []
     for i, src in enumerate(sources):
-        args_i = replace_data(script_args, data_config=None, data_file_paths=src.json_path,
-                              image_folders=src.image_folder or script_args.image_root)  # fmt: skip
+        args_i = replace_data(
+            script_args,
+            data_config=None,
+            data_file_paths=src.json_path,
+            image_folders=src.image_folder or script_args.image_root,
+        )
         ds = task.build_dataset(args_i, processor, vlm_module)
         where = f"{script_args.data_config}: datasets[{i}] ({src.json_path})"
         idx = sampling_indices(len(ds), src.sampling_strategy, seed + i, where=where)
         asked = requested_count(src.sampling_strategy)
         if asked is not None and asked > len(ds):
-            logger.warning("%s: %s asks for more records than the %d available; taking all", where,
-                           src.sampling_strategy, len(ds))  # fmt: skip
+            logger.warning(
+                "%s: %s asks for more records than the %d available; taking all", where, src.sampling_strategy, len(ds)
+            )
         parts.append(ds.select(idx))
-        mixture.append({"name": src.name or os.path.basename(src.json_path), "json_path": src.json_path,
-                        "strategy": src.sampling_strategy, "available": len(ds), "selected": len(idx)})  # fmt: skip
-    table = "\n".join(f"  {m['name']:<28} {m['strategy']:<14} {m['selected']:>8} / {m['available']:<8}"
-                      for m in mixture)  # fmt: skip
+        mixture.append(
+            {
+                "name": src.name or os.path.basename(src.json_path),
+                "json_path": src.json_path,
+                "strategy": src.sampling_strategy,
+                "available": len(ds),
+                "selected": len(idx),
+            }
+        )
+    table = "\n".join(
+        f"  {m['name']:<28} {m['strategy']:<14} {m['selected']:>8} / {m['available']:<8}" for m in mixture
+    )
     logger.info("data mixture %s (seed %d):\n%s", script_args.data_config, seed, table)
     # Each part carries its own (equivalent) lazy-loading transform; the join drops formats, so put the task's
     # transform back once. Pass-through columns may differ across sources (vlm_r1.data.concatenate_record_datasets:
@@ -199,10 +220,14 @@ def load_processor_and_budget(vlm_module, model_path: str, script_args):
     budget.apply(processor, vlm_module)
     name = f"model_type={vlm_module.model_type} module={type(vlm_module).__name__}"
     logger.info("%s %s", name, budget.describe())
-    if not budget.resizes and any(str(sources.get(f, "")).startswith(("flag", "--config")) for f in
-                                  ("min_pixels", "max_pixels")):  # fmt: skip
-        logger.warning("--min_pixels/--max_pixels have NO effect for model_type %s (no smart_resize frame; "
-                       "--max_anyres_num bounds its tiles)", vlm_module.model_type)  # fmt: skip
+    if not budget.resizes and any(
+        str(sources.get(f, "")).startswith(("flag", "--config")) for f in ("min_pixels", "max_pixels")
+    ):
+        logger.warning(
+            "--min_pixels/--max_pixels have NO effect for model_type %s (no smart_resize frame; "
+            "--max_anyres_num bounds its tiles)",
+            vlm_module.model_type,
+        )
     return processor, budget
 
 
@@ -227,8 +252,13 @@ def build_datasets(script_args, training_args, task, processor, vlm_module):
     dataset, mixture = build_train_dataset(script_args, training_args, task, processor, vlm_module)
     eval_dataset = None
     if script_args.eval_data_file_list:
-        eval_args = replace_data(script_args, data_file_paths=script_args.eval_data_file_paths, data_config=None,
-                                 image_folders=None, image_root=None)  # fmt: skip
+        eval_args = replace_data(
+            script_args,
+            data_file_paths=script_args.eval_data_file_paths,
+            data_config=None,
+            image_folders=None,
+            image_root=None,
+        )
         eval_dataset = task.build_dataset(eval_args, processor, vlm_module)
         if script_args.val_split_ratio > 0:
             logger.warning("--val_split_ratio ignored: --eval_data_file_paths gives the held-out data")
@@ -236,8 +266,10 @@ def build_datasets(script_args, training_args, task, processor, vlm_module):
         split = dataset.train_test_split(test_size=script_args.val_split_ratio, seed=training_args.seed)
         dataset, eval_dataset = split["train"], split["test"]
     if eval_dataset is not None and training_args.eval_strategy == "no":
-        logger.warning("held-out data given but --eval_strategy is 'no': it is not evaluated (use --eval_strategy "
-                       "steps --eval_steps N)")  # fmt: skip
+        logger.warning(
+            "held-out data given but --eval_strategy is 'no': it is not evaluated (use --eval_strategy "
+            "steps --eval_steps N)"
+        )
         eval_dataset = None
     return dataset, eval_dataset, mixture
 
@@ -277,9 +309,15 @@ def resolved_generation_params(trainer) -> dict:
 
     args = trainer.args
     if args.use_vllm:
-        params = {"do_sample": True, "temperature": args.temperature, "top_k": args.top_k, "top_p": args.top_p,
-                  "min_p": args.min_p, "repetition_penalty": args.repetition_penalty,
-                  "max_new_tokens": args.max_completion_length}  # fmt: skip
+        params = {
+            "do_sample": True,
+            "temperature": args.temperature,
+            "top_k": args.top_k,
+            "top_p": args.top_p,
+            "min_p": args.min_p,
+            "repetition_penalty": args.repetition_penalty,
+            "max_new_tokens": args.max_completion_length,
+        }
         params.update({k: v for k, v in (args.generation_kwargs or {}).items() if k in params})
         return params
     model = trainer.accelerator.unwrap_model(trainer.model)
@@ -303,8 +341,11 @@ def write_run_info(output_dir, trainer, script_args, task, vlm_module, processor
     import trl
 
     budget = task.pixel_budget
-    smart_resize = ({"factor": budget.factor, "min_pixels": budget.min_pixels, "max_pixels": budget.max_pixels}
-                    if budget.resizes else None)  # fmt: skip
+    smart_resize = (
+        {"factor": budget.factor, "min_pixels": budget.min_pixels, "max_pixels": budget.max_pixels}
+        if budget.resizes
+        else None
+    )
     args = trainer.args
     info = {
         "world_size": trainer.accelerator.num_processes,
@@ -321,21 +362,30 @@ def write_run_info(output_dir, trainer, script_args, task, vlm_module, processor
         "generation_kwargs": args.generation_kwargs,
         "generation": resolved_generation_params(trainer),
         "max_completion_length": args.max_completion_length,
-        "num_generations": args.num_generations, "learning_rate": args.learning_rate,
-        "temperature": args.temperature, **args.loss_settings(),
+        "num_generations": args.num_generations,
+        "learning_rate": args.learning_rate,
+        "temperature": args.temperature,
+        **args.loss_settings(),
         "dynamic_sampling": {"enabled": args.dynamic_sampling, "max_tries": args.dynamic_sampling_max_tries},
         "has_ref_model": trainer.ref_model is not None,
         "shared_prompt": trainer.shared_prompt_status() if hasattr(trainer, "shared_prompt_status") else None,
-        "global_completions_per_step": args.per_device_train_batch_size * trainer.accelerator.num_processes
+        "global_completions_per_step": args.per_device_train_batch_size
+        * trainer.accelerator.num_processes
         * args.gradient_accumulation_steps,
         "versions": {"torch": torch.__version__, "transformers": transformers.__version__, "trl": trl.__version__},
-    }  # fmt: skip
+    }
     os.makedirs(output_dir, exist_ok=True)
     path = os.path.join(output_dir, "vlm_r1_run.json")
     with open(path, "w", encoding="utf-8") as f:
         json.dump(info, f, indent=2, default=str, allow_nan=False)
-    logger.info("run: world_size=%d %s, %d rows, %d completions/step -> %s", info["world_size"],
-                info["distributed_type"], num_rows, info["global_completions_per_step"], path)  # fmt: skip
+    logger.info(
+        "run: world_size=%d %s, %d rows, %d completions/step -> %s",
+        info["world_size"],
+        info["distributed_type"],
+        num_rows,
+        info["global_completions_per_step"],
+        path,
+    )
     return path
 
 
@@ -384,8 +434,10 @@ def train(script_args, training_args, model_args) -> None:
         # TRL builds the reference model (beta != 0) from the policy's config path with args.model_init_kwargs (the
         # policy itself is loaded here, so TRL only warns that they are unused for it): pass the revision so the
         # reference is the same checkpoint as the policy.
-        training_args.model_init_kwargs = {**(training_args.model_init_kwargs or {}),
-                                           "revision": model_args.model_revision}  # fmt: skip
+        training_args.model_init_kwargs = {
+            **(training_args.model_init_kwargs or {}),
+            "revision": model_args.model_revision,
+        }
     model = load_policy_model(model_args, training_args, vlm_module)
 
     trainer = VLMGRPOTrainer(
@@ -426,8 +478,11 @@ def train(script_args, training_args, model_args) -> None:
     if preemption.preempted:
         if trainer.accelerator.is_main_process:
             open(stale, "a").close()  # tells the batch script to requeue (also when the signal came directly)
-        logger.warning("preempted at step %d: checkpoint saved; rerun with --resume_from_checkpoint latest (the "
-                       "SLURM wrapper requeues automatically)", trainer.state.global_step)  # fmt: skip
+        logger.warning(
+            "preempted at step %d: checkpoint saved; rerun with --resume_from_checkpoint latest (the "
+            "SLURM wrapper requeues automatically)",
+            trainer.state.global_step,
+        )
         return
     save_final(
         trainer,

@@ -15,9 +15,11 @@ def setup_logging() -> None:
     deprecation warnings TRL's own calls raise (:func:`silence_library_deprecations`)."""
     silence_library_deprecations()
     rank = int(os.environ.get("RANK", "0"))
-    logging.basicConfig(level=logging.INFO if rank == 0 else logging.WARNING,
-                        format=f"%(asctime)s [rank{rank}] %(levelname)s %(name)s: %(message)s",
-                        datefmt="%H:%M:%S")  # fmt: skip
+    logging.basicConfig(
+        level=logging.INFO if rank == 0 else logging.WARNING,
+        format=f"%(asctime)s [rank{rank}] %(levelname)s %(name)s: %(message)s",
+        datefmt="%H:%M:%S",
+    )
 
 
 def with_transform_of(source: Any, dataset: Any) -> Any:
@@ -39,8 +41,11 @@ def load_policy_model(model_args: Any, training_args: Any, vlm_module: Any):
     """
     from trl import get_quantization_config
 
-    init_kwargs = dict(revision=model_args.model_revision, attn_implementation=model_args.attn_implementation,
-                       trust_remote_code=training_args.trust_remote_code)  # fmt: skip
+    init_kwargs = dict(
+        revision=model_args.model_revision,
+        attn_implementation=model_args.attn_implementation,
+        trust_remote_code=training_args.trust_remote_code,
+    )
     if model_args.dtype not in (None, "auto"):
         import torch
 
@@ -83,8 +88,9 @@ def save_final(trainer: Any, processor: Any, vlm_module: Any, output_dir: str, t
         return
     trainer.save_state()  # trainer_state.json with the per-step log history
     try:
-        png = plot_training_curves(os.path.join(output_dir, "trainer_state.json"),
-                                   os.path.join(output_dir, "training_curves.png"), title=title)  # fmt: skip
+        png = plot_training_curves(
+            os.path.join(output_dir, "trainer_state.json"), os.path.join(output_dir, "training_curves.png"), title=title
+        )
         logger.info("training curves: %s", png)
     except ValueError as err:  # e.g. fewer steps than --logging_steps: nothing to draw, the run itself is fine
         logger.warning("no training curves: %s (log more often with --logging_steps)", err)
@@ -110,8 +116,10 @@ def prefer_activation_checkpointing(args: Any) -> None:
     the same copy first, so the effective values are unchanged (an explicit ``--activation_checkpointing`` still wins;
     an upstream ``--gradient_checkpointing true`` still turns it on) and no FutureWarning is raised.
     """
-    for old, new in (("gradient_checkpointing", "activation_checkpointing"),
-                     ("gradient_checkpointing_kwargs", "activation_checkpointing_kwargs")):  # fmt: skip
+    for old, new in (
+        ("gradient_checkpointing", "activation_checkpointing"),
+        ("gradient_checkpointing_kwargs", "activation_checkpointing_kwargs"),
+    ):
         if getattr(args, new, None) is None and getattr(args, old, None) is not None:
             setattr(args, new, getattr(args, old))
 
@@ -164,8 +172,9 @@ def decide_find_unused_parameters(
     parameters"); the reverse mistake (False with unused trainable parameters) is DDP's "Expected to have finished
     reduction" error, which this rule avoids by construction.
     """
-    trainable_vision = sum(p.numel() for n, p in model.named_parameters()
-                           if p.requires_grad and any(k in n for k in vision_keywords))  # fmt: skip
+    trainable_vision = sum(
+        p.numel() for n, p in model.named_parameters() if p.requires_grad and any(k in n for k in vision_keywords)
+    )
     if not trainable_vision:
         return False, "the vision tower has no trainable parameter (frozen, or adapters on the language model only)"
     if all_rows_have_images:

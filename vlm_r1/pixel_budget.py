@@ -69,8 +69,15 @@ class PixelBudget:
         object.__setattr__(self, "sources", dict(self.sources))
 
     @classmethod
-    def published(cls, source: str, *, factor: int | None = None, min_pixels: int | None = None,
-                  max_pixels: int | None = None, max_tiles: int | None = None) -> PixelBudget:  # fmt: skip
+    def published(
+        cls,
+        source: str,
+        *,
+        factor: int | None = None,
+        min_pixels: int | None = None,
+        max_pixels: int | None = None,
+        max_tiles: int | None = None,
+    ) -> PixelBudget:
         """A fixed, published budget (an adapter's or a profile's), every value set citing ``source``."""
         values = {"factor": factor, "min_pixels": min_pixels, "max_pixels": max_pixels, "max_tiles": max_tiles}
         return cls(**values, sources={k: source for k, v in values.items() if v is not None})
@@ -99,16 +106,19 @@ class PixelBudget:
         """
         if not self.resizes:
             return int(width), int(height)
-        h, w = smart_resize(int(height), int(width), factor=self.factor, min_pixels=self.min_pixels,
-                            max_pixels=self.max_pixels)  # fmt: skip
+        h, w = smart_resize(
+            int(height), int(width), factor=self.factor, min_pixels=self.min_pixels, max_pixels=self.max_pixels
+        )
         try:
             again = smart_resize(h, w, factor=self.factor, min_pixels=self.min_pixels, max_pixels=self.max_pixels)
         except ValueError as err:
             again = err
         if again != (h, w):
-            raise ValueError(f"a {int(width)}x{int(height)} image cannot be sent under this pixel budget: smart_resize "
-                             f"gives {w}x{h}, which the processor would not keep ({again if isinstance(again, ValueError) else f'{again[1]}x{again[0]}'}); "
-                             "the image is too thin for the budget")  # fmt: skip
+            raise ValueError(
+                f"a {int(width)}x{int(height)} image cannot be sent under this pixel budget: smart_resize "
+                f"gives {w}x{h}, which the processor would not keep ({again if isinstance(again, ValueError) else f'{again[1]}x{again[0]}'}); "
+                "the image is too thin for the budget"
+            )
         return w, h
 
     def frame(self, width: int, height: int) -> Frame:
@@ -124,9 +134,14 @@ class PixelBudget:
     # ---- records --------------------------------------------------------------------------------------------------
     def to_dict(self) -> dict:
         """JSON form (``vlm_r1_run.json`` ``pixel_budget``; eval's ``metrics.json`` ``meta.pixel_budget``)."""
-        return {"factor": self.factor, "min_pixels": self.min_pixels, "max_pixels": self.max_pixels,
-                "max_tiles": self.max_tiles, "sources": dict(self.sources),
-                "limits": {"max_aspect_ratio": self.limits.max_aspect_ratio, "min_side": self.limits.min_side}}  # fmt: skip
+        return {
+            "factor": self.factor,
+            "min_pixels": self.min_pixels,
+            "max_pixels": self.max_pixels,
+            "max_tiles": self.max_tiles,
+            "sources": dict(self.sources),
+            "limits": {"max_aspect_ratio": self.limits.max_aspect_ratio, "min_side": self.limits.min_side},
+        }
 
     @classmethod
     def from_dict(cls, data: Any, source: str) -> PixelBudget:
@@ -179,8 +194,10 @@ class PixelBudget:
             source = self.sources.get(name, "not used by this family" if value is None else "unknown")
             lines.append(f"  {name:<10} {shown:>12}   <- {source}")
         if self.limits.max_aspect_ratio or self.limits.min_side > 1:
-            lines.append(f"  image limits: aspect ratio <= {self.limits.max_aspect_ratio}, side >= "
-                         f"{self.limits.min_side} px ({self.limits.source or self.limits.family or 'family'})")  # fmt: skip
+            lines.append(
+                f"  image limits: aspect ratio <= {self.limits.max_aspect_ratio}, side >= "
+                f"{self.limits.min_side} px ({self.limits.source or self.limits.family or 'family'})"
+            )
         return "\n".join(lines)
 
 

@@ -46,14 +46,20 @@ def latest_complete_checkpoint(output_dir: str) -> str | None:
         path = os.path.join(output_dir, name)
         if m and os.path.isfile(os.path.join(path, COMPLETE_MARKER)):
             found.append((int(m.group(1)), path))
-    skipped = [n for n in os.listdir(output_dir) if _CHECKPOINT_RE.match(n)
-               and not os.path.isfile(os.path.join(output_dir, n, COMPLETE_MARKER))]  # fmt: skip
+    skipped = [
+        n
+        for n in os.listdir(output_dir)
+        if _CHECKPOINT_RE.match(n) and not os.path.isfile(os.path.join(output_dir, n, COMPLETE_MARKER))
+    ]
     if skipped and not found:
         logger.error(
             "NO COMPLETE CHECKPOINT in %s: found %s, none with %s (cut short by a kill, or written without completion "
             "markers). Training starts from step 0 and will overwrite them. If one of them is known to be whole, "
             "resume from it explicitly with --resume_from_checkpoint PATH.",
-            output_dir, ", ".join(sorted(skipped, key=_step_of)), COMPLETE_MARKER)  # fmt: skip
+            output_dir,
+            ", ".join(sorted(skipped, key=_step_of)),
+            COMPLETE_MARKER,
+        )
     elif skipped:
         logger.warning("ignoring incomplete checkpoints (no %s): %s", COMPLETE_MARKER, sorted(skipped, key=_step_of))
     return max(found)[1] if found else None
@@ -75,8 +81,9 @@ def write_complete_marker(checkpoint_dir: str, step: int) -> None:
         f.write(f"step {step}\n")
 
 
-def rotate_checkpoints(run_dir: str, save_total_limit: int | None, current: str | None = None,
-                       best_model_checkpoint: str | None = None) -> list[str]:  # fmt: skip
+def rotate_checkpoints(
+    run_dir: str, save_total_limit: int | None, current: str | None = None, best_model_checkpoint: str | None = None
+) -> list[str]:
     """Delete old ``checkpoint-*`` folders of ``run_dir`` until at most ``save_total_limit`` remain; returns them.
 
     Like HF's ``rotate_checkpoints`` (same order: ``sort_checkpoints`` by mtime, best checkpoint protected), except that
@@ -223,8 +230,9 @@ class PreemptionCallback(TrainerCallback):
         _tear_down_at_exit()
 
     def _on_signal(self, signum, frame):
-        logger.warning("received %s: will save a checkpoint and stop at the end of this step",
-                       signal.Signals(signum).name)  # fmt: skip
+        logger.warning(
+            "received %s: will save a checkpoint and stop at the end of this step", signal.Signals(signum).name
+        )
         self.requested = True
 
     def on_train_end(self, args, state, control, **kwargs):

@@ -95,8 +95,10 @@ class Registry:
         """
         items = self.available()
         if name in self.conflicts:
-            raise ValueError(f"{self.kind} {name!r} is both built in and registered by {self.conflicts[name]}; rename "
-                             "the plugin's entry")  # fmt: skip
+            raise ValueError(
+                f"{self.kind} {name!r} is both built in and registered by {self.conflicts[name]}; rename "
+                "the plugin's entry"
+            )
         if name in items:
             return items[name]
         if ":" in name:

@@ -166,17 +166,28 @@ def main(argv: list[str] | None = None) -> None:
     dataset = add_completions(task, dataset)
     if eval_dataset is not None:
         eval_dataset = add_completions(task, eval_dataset)
-    logger.info("task=%s SFT rows=%d, e.g. completion %r", task.name, len(dataset),
-                dataset.with_format(None)[0]["completion"][0]["content"])  # fmt: skip
+    logger.info(
+        "task=%s SFT rows=%d, e.g. completion %r",
+        task.name,
+        len(dataset),
+        dataset.with_format(None)[0]["completion"][0]["content"],
+    )
 
     model = load_policy_model(model_args, training_args, vlm_module)
     if model_args.freeze_vision_modules:
-        logger.info("froze %d vision parameters",
-                    freeze_vision_modules(model, vlm_module.get_vision_modules_keywords()))  # fmt: skip
+        logger.info(
+            "froze %d vision parameters", freeze_vision_modules(model, vlm_module.get_vision_modules_keywords())
+        )
 
-    trainer = VLMSFTTrainer(model=model, args=training_args, train_dataset=dataset, eval_dataset=eval_dataset,
-                            processing_class=processor, peft_config=get_peft_config(model_args),
-                            vision_keywords=vlm_module.get_vision_modules_keywords())  # fmt: skip
+    trainer = VLMSFTTrainer(
+        model=model,
+        args=training_args,
+        train_dataset=dataset,
+        eval_dataset=eval_dataset,
+        processing_class=processor,
+        peft_config=get_peft_config(model_args),
+        vision_keywords=vlm_module.get_vision_modules_keywords(),
+    )
     from vlm_r1.callbacks import use_compact_console
 
     use_compact_console(

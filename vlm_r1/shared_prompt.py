@@ -180,8 +180,10 @@ def group_mismatch(indices: Sequence[Any], fingerprints: Sequence[str], num_gene
                 f"rows {g}..{g + num_generations - 1} are not one dataset index G times (sampler indices {list(block)})"
             )
         if len(set(fingerprints[g : g + num_generations])) != 1:
-            return (f"dataset index {block[0]} gave different prompts/images across its {num_generations} reads "
-                    "(random augmentation in the dataset?)")  # fmt: skip
+            return (
+                f"dataset index {block[0]} gave different prompts/images across its {num_generations} reads "
+                "(random augmentation in the dataset?)"
+            )
     return None
 
 
@@ -413,8 +415,10 @@ def per_token_logps_and_entropies(
     groups_per_chunk = max(1, (batch_size or B) // G)
     slices = carrier_slices(image_grid_thw, num_images, G, B) if pixel_values is not None else None
     if slices is not None and (slices[-1][1] if slices else 0) != pixel_values.size(0):
-        raise ValueError(f"pixel_values has {pixel_values.size(0)} rows but the groups' carriers hold "
-                         f"{slices[-1][1] if slices else 0}: not the shared layout (one copy per group)")  # fmt: skip
+        raise ValueError(
+            f"pixel_values has {pixel_values.size(0)} rows but the groups' carriers hold "
+            f"{slices[-1][1] if slices else 0}: not the shared layout (one copy per group)"
+        )
     grid_cum = None
     if image_grid_thw is not None and num_images is not None:
         grid_cum = [0]
@@ -429,9 +433,16 @@ def per_token_logps_and_entropies(
             sub_grid = image_grid_thw[grid_cum[r0] : grid_cum[r1]]
             sub_num = list(num_images[r0:r1])
         packed = pack_groups(
-            input_ids[r0:r1], attention_mask[r0:r1], C, G, positions_fn, image_grid_thw=sub_grid, num_images=sub_num,
-            mm_token_type_ids=None if mm_token_type_ids is None else mm_token_type_ids[r0:r1], pad_token_id=pad_token_id,
-        )  # fmt: skip
+            input_ids[r0:r1],
+            attention_mask[r0:r1],
+            C,
+            G,
+            positions_fn,
+            image_grid_thw=sub_grid,
+            num_images=sub_num,
+            mm_token_type_ids=None if mm_token_type_ids is None else mm_token_type_ids[r0:r1],
+            pad_token_id=pad_token_id,
+        )
         inputs: dict[str, Any] = {"input_ids": packed.input_ids}
         rope = packed.position_ids
         inputs["position_ids"] = rope if rope.size(0) > 1 else rope[0]
@@ -477,8 +488,9 @@ def per_token_logps_and_entropies(
 
 
 # ---- accounting ----------------------------------------------------------------------------------------------------
-def token_counts(attention_mask: torch.Tensor, logits_to_keep: int, num_generations: int | None,
-                 image_grid_thw=None, num_images=None) -> dict[str, int]:  # fmt: skip
+def token_counts(
+    attention_mask: torch.Tensor, logits_to_keep: int, num_generations: int | None, image_grid_thw=None, num_images=None
+) -> dict[str, int]:
     """Tokens and vision patches one policy forward+backward runs on a batch, shared (``num_generations`` = G) or
     naive (None / 0), next to what naive GRPO runs.
 
@@ -492,8 +504,12 @@ def token_counts(attention_mask: torch.Tensor, logits_to_keep: int, num_generati
     per_row = _patches_per_row(image_grid_thw, num_images, B) if num_images is not None else [0] * B
     naive_patches = int(sum(per_row))
     if not num_generations:
-        return {"llm_tokens": naive_tokens, "naive_llm_tokens": naive_tokens, "vision_patches": naive_patches,
-                "naive_vision_patches": naive_patches}  # fmt: skip
+        return {
+            "llm_tokens": naive_tokens,
+            "naive_llm_tokens": naive_tokens,
+            "vision_patches": naive_patches,
+            "naive_vision_patches": naive_patches,
+        }
     G = int(num_generations)
     prompt = attention_mask[:, :-C].sum(dim=1) if C else attention_mask.sum(dim=1)
     completion = attention_mask[:, -C:].sum(dim=1) if C else torch.zeros_like(prompt)
@@ -501,5 +517,9 @@ def token_counts(attention_mask: torch.Tensor, logits_to_keep: int, num_generati
     for g0 in range(0, B, G):
         shared += int(prompt[g0]) - 1 + int((completion[g0 : g0 + G] + 1).sum())
     patches = int(sum(per_row[g0] for g0 in range(0, B, G)))
-    return {"llm_tokens": shared, "naive_llm_tokens": naive_tokens, "vision_patches": patches,
-            "naive_vision_patches": naive_patches}  # fmt: skip
+    return {
+        "llm_tokens": shared,
+        "naive_llm_tokens": naive_tokens,
+        "vision_patches": patches,
+        "naive_vision_patches": naive_patches,
+    }

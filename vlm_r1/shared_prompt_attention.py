@@ -101,8 +101,9 @@ def split_backend(device: torch.device | str, dtype: torch.dtype, requested: str
 def _suffix_mask(prefix_len: int, suffix_lens: Sequence[int], device: torch.device) -> torch.Tensor:
     """(S, P + S) bool, True = attend: suffix token t sees the whole prefix and the tokens of its own suffix <= t."""
     S = int(sum(suffix_lens))
-    seg = torch.repeat_interleave(torch.arange(len(suffix_lens), device=device),
-                                  torch.tensor(list(suffix_lens), device=device))  # fmt: skip
+    seg = torch.repeat_interleave(
+        torch.arange(len(suffix_lens), device=device), torch.tensor(list(suffix_lens), device=device)
+    )
     idx = torch.arange(S, device=device)
     own = (seg[:, None] == seg[None, :]) & (idx[:, None] >= idx[None, :])
     return torch.cat([torch.ones(S, prefix_len, dtype=torch.bool, device=device), own], dim=1)
@@ -124,18 +125,30 @@ def _reference_split(query, key, value, segments, scaling, dropout) -> torch.Ten
         if P:
             # no mask: SDPA's own causal kernels; GQA without copying K/V (transformers ``use_gqa_in_sdpa``,
             # integrations/sdpa_attention.py:43-53, enables it on CUDA only in this no-mask case)
-            parts.append(F.scaled_dot_product_attention(
-                query[i : i + 1, :, :P], key[i : i + 1, :, :P], value[i : i + 1, :, :P],
-                dropout_p=dropout, is_causal=True, scale=scaling, enable_gqa=n_rep > 1,
-            ))  # fmt: skip
+            parts.append(
+                F.scaled_dot_product_attention(
+                    query[i : i + 1, :, :P],
+                    key[i : i + 1, :, :P],
+                    value[i : i + 1, :, :P],
+                    dropout_p=dropout,
+                    is_causal=True,
+                    scale=scaling,
+                    enable_gqa=n_rep > 1,
+                )
+            )
         if S:
             # keys [prefix | all suffixes of the row] are contiguous in the packed row; the mask keeps suffix g to
             # the prefix and its own past. With a mask, repeat K/V as transformers does (sdpa_attention.py:136-138).
-            parts.append(F.scaled_dot_product_attention(
-                query[i : i + 1, :, P : P + S],
-                _repeat_kv(key[i : i + 1, :, : P + S], n_rep), _repeat_kv(value[i : i + 1, :, : P + S], n_rep),
-                attn_mask=_suffix_mask(P, lens, query.device), dropout_p=dropout, scale=scaling,
-            ))  # fmt: skip
+            parts.append(
+                F.scaled_dot_product_attention(
+                    query[i : i + 1, :, P : P + S],
+                    _repeat_kv(key[i : i + 1, :, : P + S], n_rep),
+                    _repeat_kv(value[i : i + 1, :, : P + S], n_rep),
+                    attn_mask=_suffix_mask(P, lens, query.device),
+                    dropout_p=dropout,
+                    scale=scaling,
+                )
+            )
         if L - P - S:
             parts.append(query.new_zeros(1, H, L - P - S, value.size(-1)))
         rows.append(torch.cat(parts, dim=2))
@@ -203,9 +216,17 @@ def _flash_split(query, key, value, info, scaling, dropout) -> torch.Tensor:
     k = key.transpose(1, 2).reshape(b * L, key.size(1), d).index_select(0, plan["k_index"])
     v = value.transpose(1, 2).reshape(b * L, value.size(1), value.size(-1)).index_select(0, plan["k_index"])
     out = flash_attn.flash_attn_varlen_func(
-        q, k, v, plan["cu_q"], plan["cu_k"], plan["max_q"], plan["max_k"],
-        dropout_p=dropout, softmax_scale=scaling, causal=True,
-    )  # fmt: skip
+        q,
+        k,
+        v,
+        plan["cu_q"],
+        plan["cu_k"],
+        plan["max_q"],
+        plan["max_k"],
+        dropout_p=dropout,
+        softmax_scale=scaling,
+        causal=True,
+    )
     full = out.new_zeros(b * L, H, out.size(-1)).index_copy(0, plan["q_index"], out)
     return full.view(b, L, H, out.size(-1))
 
@@ -253,14 +274,17 @@ def split_attention_forward(
         (integrations/sdpa_attention.py:204-208); padding tokens' outputs are zero.
     """
     if shared_prompt_segments is None:
-        return _base_attention(module)(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout,
-                                       **kwargs)  # fmt: skip
+        return _base_attention(module)(
+            module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kwargs
+        )
     info = shared_prompt_segments
     segments = info.segments
     b, H, L, _ = query.shape
     if len(segments) != b or key.size(2) != L or int(getattr(info, "length", L)) != L:
-        raise ValueError(f"split attention: query {tuple(query.shape)}, key {tuple(key.shape)} do not match "
-                         f"{len(segments)} packed rows of length {getattr(info, 'length', '?')} (a KV cache?)")  # fmt: skip
+        raise ValueError(
+            f"split attention: query {tuple(query.shape)}, key {tuple(key.shape)} do not match "
+            f"{len(segments)} packed rows of length {getattr(info, 'length', '?')} (a KV cache?)"
+        )
     if H % key.size(1):
         raise ValueError(f"split attention: {H} query heads are not a multiple of {key.size(1)} key/value heads")
     for P, lens in segments:

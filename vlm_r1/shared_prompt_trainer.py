@@ -92,8 +92,10 @@ class GroupedProcessor:
         if images is None:  # text only: no pixels, no layout to keep
             return self._processor(*args, images=images, text=text, **kwargs)
         if args or text is None or len(text) % G or len(images) != len(text):
-            raise RuntimeError(f"shared-prompt processor: expected G={G} copies of each prompt with one image list per "
-                               f"prompt, got {len(text or [])} texts and {len(images)} image lists")  # fmt: skip
+            raise RuntimeError(
+                f"shared-prompt processor: expected G={G} copies of each prompt with one image list per "
+                f"prompt, got {len(text or [])} texts and {len(images)} image lists"
+            )
         unique = self._processor(images=images[::G], text=text[::G], **kwargs)
         num_images = [len(x) if x else 0 for x in images[::G]]
         data = {}
@@ -138,9 +140,11 @@ class SharedPromptMixin:
         elif G < 2:
             reason = f"num_generations {G}: nothing to share"
         elif args.per_device_train_batch_size % G:
-            reason = (f"per_device_train_batch_size {args.per_device_train_batch_size} is not a multiple of "
-                      f"num_generations {G}: a group's rollouts would sit on different micro-batches or processes "
-                      f"(set the per-device batch to a multiple of {G}, e.g. ROLLOUTS_PER_DEVICE={G})")  # fmt: skip
+            reason = (
+                f"per_device_train_batch_size {args.per_device_train_batch_size} is not a multiple of "
+                f"num_generations {G}: a group's rollouts would sit on different micro-batches or processes "
+                f"(set the per-device batch to a multiple of {G}, e.g. ROLLOUTS_PER_DEVICE={G})"
+            )
         elif getattr(self.vlm_module, "shared_prompt_positions_fn", lambda m: None)(model) is None:
             reason = f"model family {type(self.vlm_module).__name__} has no shared-prompt hook"
         elif getattr(self, "aux_loss_enabled", False):
@@ -155,8 +159,10 @@ class SharedPromptMixin:
             if attention == "auto":
                 attention = "split" if implementation in _SPLIT_IMPLEMENTATIONS else "dense"
             if attention == "dense" and implementation not in ("sdpa", "eager"):
-                reason = (f"attention implementation {implementation!r} takes no dense 4D mask; use "
-                          "--shared_prompt_attention split")  # fmt: skip
+                reason = (
+                    f"attention implementation {implementation!r} takes no dense 4D mask; use "
+                    "--shared_prompt_attention split"
+                )
         # every rank must decide alike (static inputs, but a hook could depend on the rank's model)
         ok = torch.tensor([0 if reason else 1], device=self.accelerator.device)
         ok = int(self.accelerator.gather(ok).min()) if self.accelerator.num_processes > 1 else int(ok)
@@ -172,11 +178,18 @@ class SharedPromptMixin:
             self._sp_base_attention = enable_split_attention(model)
         if self.accelerator.is_main_process:
             if self._sp_enabled:
-                logger.info("shared-prompt GRPO: on (groups of %d; %s attention over %s): each group's prompt and "
-                            "image go through the model once", G, attention, self._sp_base_attention)  # fmt: skip
+                logger.info(
+                    "shared-prompt GRPO: on (groups of %d; %s attention over %s): each group's prompt and "
+                    "image go through the model once",
+                    G,
+                    attention,
+                    self._sp_base_attention,
+                )
                 if self.use_vllm:
-                    logger.info("shared-prompt GRPO with vLLM: %s", VLLM_NOTE.get(getattr(args, "vllm_mode", None),
-                                                                                  VLLM_NOTE["colocate"]))  # fmt: skip
+                    logger.info(
+                        "shared-prompt GRPO with vLLM: %s",
+                        VLLM_NOTE.get(getattr(args, "vllm_mode", None), VLLM_NOTE["colocate"]),
+                    )
             elif requested:
                 logger.warning("shared-prompt GRPO requested but running naive: %s", reason)
             else:
@@ -185,10 +198,14 @@ class SharedPromptMixin:
     def shared_prompt_status(self) -> dict:
         """What ``vlm_r1_run.json`` records: ``requested``, ``active``, ``reason`` (None when active), ``attention``
         (``dense``/``split``) and ``group_size``."""
-        return {"requested": bool(getattr(self.args, "shared_prompt", False)), "active": self._sp_enabled,
-                "reason": self._sp_reason, "attention": self._sp_attention,
-                "group_size": int(self.num_generations) if self._sp_enabled else None,
-                "base_attention_implementation": self._sp_base_attention}  # fmt: skip
+        return {
+            "requested": bool(getattr(self.args, "shared_prompt", False)),
+            "active": self._sp_enabled,
+            "reason": self._sp_reason,
+            "attention": self._sp_attention,
+            "group_size": int(self.num_generations) if self._sp_enabled else None,
+            "base_attention_implementation": self._sp_base_attention,
+        }
 
     # ---- data: sampler index on every row --------------------------------------------------------------------------
     def _get_dataloader(self, dataset, description, batch_size, sampler_fn=None, is_training=False, **kwargs):
@@ -202,8 +219,9 @@ class SharedPromptMixin:
             if isinstance(dataset, datasets.Dataset):
                 dataset = self._remove_unused_columns(dataset, description=description)
             dataset = IndexedDataset(dataset)
-        return super()._get_dataloader(dataset, description, batch_size, sampler_fn=sampler_fn,
-                                       is_training=is_training, **kwargs)  # fmt: skip
+        return super()._get_dataloader(
+            dataset, description, batch_size, sampler_fn=sampler_fn, is_training=is_training, **kwargs
+        )
 
     # ---- generation batch ------------------------------------------------------------------------------------------
     def _shared_prompt_decide(self, rows: list[dict], indices: list) -> int:
@@ -262,8 +280,9 @@ class SharedPromptMixin:
         fields = getattr(self, "_sp_unique_fields", None)
         self._sp_unique_fields = None
         if not self._sp_G or fields is None:
-            return super()._generate_single_turn(prompt_ids, images, multimodal_fields, num_generations,
-                                                 has_tool_images=has_tool_images)  # fmt: skip
+            return super()._generate_single_turn(
+                prompt_ids, images, multimodal_fields, num_generations, has_tool_images=has_tool_images
+            )
         return self._shared_hf_generate(prompt_ids[:: self._sp_G], fields, self._sp_G)
 
     def _shared_hf_generate(self, unique_prompt_ids: list, fields: dict, G: int):
@@ -276,29 +295,43 @@ class SharedPromptMixin:
         device = self.accelerator.device
         tensors = [torch.tensor(ids) for ids in unique_prompt_ids]
         generate_inputs = {
-            "input_ids": pad(tensors, padding_value=self._tokenizer.pad_token_id, padding_side="left",
-                             pad_to_multiple_of=self.pad_to_multiple_of),
-            "attention_mask": pad([torch.ones_like(t) for t in tensors], padding_value=0, padding_side="left",
-                                  pad_to_multiple_of=self.pad_to_multiple_of),
-        }  # fmt: skip
+            "input_ids": pad(
+                tensors,
+                padding_value=self._tokenizer.pad_token_id,
+                padding_side="left",
+                pad_to_multiple_of=self.pad_to_multiple_of,
+            ),
+            "attention_mask": pad(
+                [torch.ones_like(t) for t in tensors],
+                padding_value=0,
+                padding_side="left",
+                pad_to_multiple_of=self.pad_to_multiple_of,
+            ),
+        }
         for key, value in fields.items():
             if isinstance(value, torch.Tensor):
                 generate_inputs[key] = value
             elif isinstance(value, list) and value and isinstance(value[0], list):
-                generate_inputs[key] = pad([torch.tensor(x) for x in value], padding_value=0, padding_side="left",
-                                           pad_to_multiple_of=self.pad_to_multiple_of)  # fmt: skip
+                generate_inputs[key] = pad(
+                    [torch.tensor(x) for x in value],
+                    padding_value=0,
+                    padding_side="left",
+                    pad_to_multiple_of=self.pad_to_multiple_of,
+                )
             else:  # numpy arrays (pixel_values, image_grid_thw without return_tensors), as TRL converts them
                 generate_inputs[key] = torch.tensor(np.array(value))
         generate_inputs = Trainer._prepare_inputs(self, generate_inputs)
         with (
             unwrap_model_for_generation(
-                self.model_wrapped, self.accelerator, gather_deepspeed3_params=self.args.ds3_gather_for_generation,
+                self.model_wrapped,
+                self.accelerator,
+                gather_deepspeed3_params=self.args.ds3_gather_for_generation,
                 generation_kwargs=self.generation_kwargs,
                 gradient_checkpointing_kwargs=self.args.gradient_checkpointing_kwargs,
             ) as unwrapped_model,
             torch.no_grad(),
             self._dist.summon_full_params(self.model_wrapped, recurse=False),
-        ):  # fmt: skip
+        ):
             kwargs = self.vlm_module.shared_prompt_prefill(unwrapped_model, generate_inputs, G)
             sequences = unwrapped_model.generate(**kwargs, generation_config=self.generation_config)
         prompt_length = generate_inputs["input_ids"].size(1)
@@ -308,22 +341,43 @@ class SharedPromptMixin:
         eos_idx[is_eos.any(dim=1)] = is_eos.int().argmax(dim=1)[is_eos.any(dim=1)]
         sequence_indices = torch.arange(is_eos.size(1), device=device).expand(is_eos.size(0), -1)
         completion_mask = (sequence_indices <= eos_idx.unsqueeze(1)).int()
-        completion_ids = [c[m].tolist() for c, m in zip(completion_ids.cpu(), completion_mask.bool().cpu(),
-                                                        strict=True)]  # fmt: skip
+        completion_ids = [
+            c[m].tolist() for c, m in zip(completion_ids.cpu(), completion_mask.bool().cpu(), strict=True)
+        ]
         return completion_ids, None
 
     # ---- log-prob passes -------------------------------------------------------------------------------------------
-    def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, batch_size=None,
-                                           compute_entropy=False, compute_aux_loss=False, pixel_values=None,
-                                           image_grid_thw=None, num_images=None, mm_token_type_ids=None,
-                                           **kwargs):  # fmt: skip
+    def _get_per_token_logps_and_entropies(
+        self,
+        model,
+        input_ids,
+        attention_mask,
+        logits_to_keep,
+        batch_size=None,
+        compute_entropy=False,
+        compute_aux_loss=False,
+        pixel_values=None,
+        image_grid_thw=None,
+        num_images=None,
+        mm_token_type_ids=None,
+        **kwargs,
+    ):
         G = self._sp_G
         if not G:
             return super()._get_per_token_logps_and_entropies(
-                model, input_ids, attention_mask, logits_to_keep, batch_size=batch_size,
-                compute_entropy=compute_entropy, compute_aux_loss=compute_aux_loss, pixel_values=pixel_values,
-                image_grid_thw=image_grid_thw, num_images=num_images, mm_token_type_ids=mm_token_type_ids, **kwargs,
-            )  # fmt: skip
+                model,
+                input_ids,
+                attention_mask,
+                logits_to_keep,
+                batch_size=batch_size,
+                compute_entropy=compute_entropy,
+                compute_aux_loss=compute_aux_loss,
+                pixel_values=pixel_values,
+                image_grid_thw=image_grid_thw,
+                num_images=num_images,
+                mm_token_type_ids=mm_token_type_ids,
+                **kwargs,
+            )
         unsupported = sorted(k for k, v in kwargs.items() if v is not None)
         if unsupported or compute_aux_loss:
             raise NotImplementedError(f"shared-prompt log-probs do not take {unsupported or ['compute_aux_loss']}")
@@ -335,12 +389,23 @@ class SharedPromptMixin:
             if not additive.is_floating_point:
                 additive = torch.float32
         logps, entropies = sp.per_token_logps_and_entropies(
-            model, input_ids, attention_mask, logits_to_keep, num_generations=G,
-            positions_fn=self.vlm_module.shared_prompt_positions_fn(model), batch_size=batch_size,
-            compute_entropy=compute_entropy, pixel_values=pixel_values, image_grid_thw=image_grid_thw,
-            num_images=num_images, mm_token_type_ids=mm_token_type_ids, attention=self._sp_attention,
-            additive_mask_dtype=additive, pad_token_id=self._tokenizer.pad_token_id, autocast=self.accelerator.autocast,
-        )  # fmt: skip
+            model,
+            input_ids,
+            attention_mask,
+            logits_to_keep,
+            num_generations=G,
+            positions_fn=self.vlm_module.shared_prompt_positions_fn(model),
+            batch_size=batch_size,
+            compute_entropy=compute_entropy,
+            pixel_values=pixel_values,
+            image_grid_thw=image_grid_thw,
+            num_images=num_images,
+            mm_token_type_ids=mm_token_type_ids,
+            attention=self._sp_attention,
+            additive_mask_dtype=additive,
+            pad_token_id=self._tokenizer.pad_token_id,
+            autocast=self.accelerator.autocast,
+        )
         return logps, entropies, None
 
     def _compute_loss(self, model, inputs):
@@ -348,8 +413,9 @@ class SharedPromptMixin:
         if self.model.training and getattr(self, "_sp_enabled", None) is not None:
             completion = inputs["completion_mask"]
             mask = torch.cat([inputs["prompt_mask"], completion], dim=1)
-            counts = sp.token_counts(mask, completion.size(1), G, inputs.get("image_grid_thw"),
-                                     inputs.get("num_images"))  # fmt: skip
+            counts = sp.token_counts(
+                mask, completion.size(1), G, inputs.get("image_grid_thw"), inputs.get("num_images")
+            )
             for key, value in counts.items():
                 self._sp_counts[key] = self._sp_counts.get(key, 0) + value
             if (self._step + 1) % self.current_gradient_accumulation_steps == 0:
@@ -376,8 +442,9 @@ class SharedPromptMixin:
         generate_every = self.args.steps_per_generation * self.num_iterations
         if self._step % generate_every == 0 or self._buffered_inputs is None:
             output = self._generate_and_score_completions(generation_batch)
-            self._buffered_inputs = split_generation_batch(output, self.args.steps_per_generation,
-                                                           int(self.num_generations))  # fmt: skip
+            self._buffered_inputs = split_generation_batch(
+                output, self.args.steps_per_generation, int(self.num_generations)
+            )
         return self._buffered_inputs[self._step % self.args.steps_per_generation]
 
 

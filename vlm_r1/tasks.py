@@ -111,8 +111,9 @@ class Task:
         """
         raise NotImplementedError(f"task {self.name!r} defines no SFT target (sft_completion)")
 
-    def eval_callbacks(self, script_args: Any, training_args: Any, processing_class: Any, vlm_module: Any,
-                       eval_dataset: Any) -> list:  # fmt: skip
+    def eval_callbacks(
+        self, script_args: Any, training_args: Any, processing_class: Any, vlm_module: Any, eval_dataset: Any
+    ) -> list:
         """Trainer callbacks that compute the task's own held-out metric (default: none)."""
         return []
 
@@ -198,8 +199,10 @@ def question_and_answer(rec: dict) -> tuple[str, Any]:
     try:
         human, gpt = upstream_turns(rec)
     except (KeyError, IndexError, TypeError) as err:
-        raise SkipRecord("unparseable_record", "conversations must be a list of at least two {\"from\", \"value\"} "
-                                               f"turns ({type(err).__name__}: {err})") from None  # fmt: skip
+        raise SkipRecord(
+            "unparseable_record",
+            f'conversations must be a list of at least two {{"from", "value"}} turns ({type(err).__name__}: {err})',
+        ) from None
     try:
         return clean_question(human), gpt
     except TypeError as err:
@@ -220,8 +223,9 @@ def _check_text(**fields: Any) -> None:
             try:
                 text.encode("utf-8")
             except UnicodeEncodeError as err:
-                raise SkipRecord("bad_text", f"{name} is not valid Unicode text ({err.reason} at position "
-                                             f"{err.start})") from None  # fmt: skip
+                raise SkipRecord(
+                    "bad_text", f"{name} is not valid Unicode text ({err.reason} at position {err.start})"
+                ) from None
 
 
 def _record_id(rec: dict, ref: str) -> str:
@@ -330,8 +334,17 @@ class DefaultTask(Task):
         for path, folder, method in zip(files, folders, methods, strict=True):
             for ref, _, rec in iter_records(path):
                 try:
-                    row = self._row(rec, ref, folder, method, template, checker, absolute,
-                                    script_args.image_folder_list is not None, budget)  # fmt: skip
+                    row = self._row(
+                        rec,
+                        ref,
+                        folder,
+                        method,
+                        template,
+                        checker,
+                        absolute,
+                        script_args.image_folder_list is not None,
+                        budget,
+                    )
                 except SkipRecord as err:
                     _skip(err, ref, skipped, script_args.strict_data, first)
                     continue
@@ -346,13 +359,26 @@ class DefaultTask(Task):
         )
 
     @staticmethod
-    def _row(rec: dict | RecordError, ref: str, folder: str, method: str, template: str,
-             checker: validate.ImageChecker, absolute: Counter, contain: bool = True, budget: Any = None) -> dict:  # fmt: skip
+    def _row(
+        rec: dict | RecordError,
+        ref: str,
+        folder: str,
+        method: str,
+        template: str,
+        checker: validate.ImageChecker,
+        absolute: Counter,
+        contain: bool = True,
+        budget: Any = None,
+    ) -> dict:
         if isinstance(rec, RecordError):
             raise SkipRecord("unparseable_record", rec.message)
         if "conversations" not in rec:
-            raise SkipRecord("missing_key", missing_keys_message(["conversations"], "a grpo_jsonl record needs "
-                                                                 "'conversations': [human turn, gpt turn]"))  # fmt: skip
+            raise SkipRecord(
+                "missing_key",
+                missing_keys_message(
+                    ["conversations"], "a grpo_jsonl record needs 'conversations': [human turn, gpt turn]"
+                ),
+            )
         question, gpt = question_and_answer(rec)
         images = rec.get("image")
         images = [images] if isinstance(images, str) else ([] if images is None else images)
@@ -370,9 +396,14 @@ class DefaultTask(Task):
             "solution": upstream_solution(gpt),
             "accu_reward_method": own if own is not None else method,
             "id": _record_id(rec, ref),
-        }  # fmt: skip
-        _check_text(image=paths, question=question, solution=row["solution"], id=row["id"],
-                    accu_reward_method=row["accu_reward_method"])  # fmt: skip
+        }
+        _check_text(
+            image=paths,
+            question=question,
+            solution=row["solution"],
+            id=row["id"],
+            accu_reward_method=row["accu_reward_method"],
+        )
         for p in paths:
             width, height = check_image(p, checker)
             if budget is not None:
@@ -406,12 +437,16 @@ def parse_rec_gt(value: Any) -> list[float]:
             raise ValueError(f"gt box {text[:60]!r} is not JSON: nested too deeply") from None
         except ValueError as err:  # JSONDecodeError, or an integer with too many digits
             raise ValueError(f"gt box {text[:60]!r} is not JSON: {err}") from err
-    if (not isinstance(value, list) or len(value) != 4
-            or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)):  # fmt: skip
+    if (
+        not isinstance(value, list)
+        or len(value) != 4
+        or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
+    ):
         raise ValueError(f"gt box must be a list of 4 numbers [x1, y1, x2, y2], got {validate.short_repr(value, 60)}")
     if not all(validate.is_coord(v) for v in value):
-        raise ValueError(f"gt box {validate.short_repr(value, 60)} has a non-finite value or one beyond "
-                         f"+-{validate.MAX_COORD:g}")  # fmt: skip
+        raise ValueError(
+            f"gt box {validate.short_repr(value, 60)} has a non-finite value or one beyond +-{validate.MAX_COORD:g}"
+        )
     box = [float(v) for v in value]
     if box[2] <= box[0] or box[3] <= box[1]:
         raise ValueError(f"gt box {box} has no area (needs x2 > x1 and y2 > y1)")
@@ -473,8 +508,7 @@ class RECTask(Task):
     name = "rec"
     default_reward_funcs = ("accuracy", "format")
     reward_aliases = {"accuracy": "rec_iou", "format": "rec_format"}
-    COLUMNS = frozenset({"prompt", "image_path", "problem", "solution", "gt_bbox", "image_size", "resized_size",
-                         "id"})  # fmt: skip
+    COLUMNS = frozenset({"prompt", "image_path", "problem", "solution", "gt_bbox", "image_size", "resized_size", "id"})
     NEEDS = "a REC record needs 'conversations' (grpo_jsonl form) or all of 'image', 'problem', 'solution'"
 
     def build_dataset(self, script_args: Any, processing_class: Any, vlm_module: Any):
@@ -531,7 +565,7 @@ class RECTask(Task):
                 "image_size": [frame.width, frame.height],
                 "resized_size": [frame.resized_width, frame.resized_height],
                 "id": record_id,
-            }  # fmt: skip
+            }
             return row, consumed
 
         for path, folder in zip(files, folders, strict=True):

@@ -20,10 +20,21 @@ logger = logging.getLogger(__name__)
 SUPPORTED_ARCHS = ("qwen2_5_vl", "qwen2_vl")
 
 QWEN_SPECIAL_TOKENS = [
-    "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>", "<|object_ref_end|>", "<|box_start|>",
-    "<|box_end|>", "<|quad_start|>", "<|quad_end|>", "<|vision_start|>", "<|vision_end|>", "<|vision_pad|>",
-    "<|image_pad|>", "<|video_pad|>",
-]  # fmt: skip
+    "<|endoftext|>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<|object_ref_start|>",
+    "<|object_ref_end|>",
+    "<|box_start|>",
+    "<|box_end|>",
+    "<|quad_start|>",
+    "<|quad_end|>",
+    "<|vision_start|>",
+    "<|vision_end|>",
+    "<|vision_pad|>",
+    "<|image_pad|>",
+    "<|video_pad|>",
+]
 
 # Qwen2 pre-tokenizer regex: \p{N} alone makes every digit a separate token.
 QWEN_PRETOKENIZE_REGEX = r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
@@ -103,22 +114,47 @@ def build_tokenizer():
 
 # Named sizes: text (hidden, layers, heads, kv heads, mrope_section) and vision (hidden, depth, heads).
 TINY_SIZES = {
-    "tiny": {"hidden": 64, "layers": 2, "heads": 4, "kv_heads": 2, "mrope": [2, 3, 3], "v_hidden": 32, "v_depth": 2,
-             "v_heads": 2},
-    "small": {"hidden": 128, "layers": 4, "heads": 4, "kv_heads": 2, "mrope": [4, 6, 6], "v_hidden": 64, "v_depth": 2,
-              "v_heads": 2},
-}  # fmt: skip
+    "tiny": {
+        "hidden": 64,
+        "layers": 2,
+        "heads": 4,
+        "kv_heads": 2,
+        "mrope": [2, 3, 3],
+        "v_hidden": 32,
+        "v_depth": 2,
+        "v_heads": 2,
+    },
+    "small": {
+        "hidden": 128,
+        "layers": 4,
+        "heads": 4,
+        "kv_heads": 2,
+        "mrope": [4, 6, 6],
+        "v_hidden": 64,
+        "v_depth": 2,
+        "v_heads": 2,
+    },
+}
 
 
 def qwen_text_config(tokenizer, dims: dict, rope_parameters: dict, **extra) -> dict:
     """The tiny text config every family here shares (a Qwen2-style decoder; sizes from :data:`TINY_SIZES` ``dims``,
     bos/pad ``<|endoftext|>``, eos ``<|im_end|>``), plus family-specific ``extra`` keys (``head_dim``, ...)."""
     ids = {t: tokenizer.convert_tokens_to_ids(t) for t in ("<|endoftext|>", "<|im_end|>")}
-    return dict(vocab_size=len(tokenizer), hidden_size=dims["hidden"], intermediate_size=2 * dims["hidden"],
-                num_hidden_layers=dims["layers"], num_attention_heads=dims["heads"],
-                num_key_value_heads=dims["kv_heads"], max_position_embeddings=32768, rope_parameters=rope_parameters,
-                bos_token_id=ids["<|endoftext|>"], eos_token_id=ids["<|im_end|>"], pad_token_id=ids["<|endoftext|>"],
-                **extra)  # fmt: skip
+    return dict(
+        vocab_size=len(tokenizer),
+        hidden_size=dims["hidden"],
+        intermediate_size=2 * dims["hidden"],
+        num_hidden_layers=dims["layers"],
+        num_attention_heads=dims["heads"],
+        num_key_value_heads=dims["kv_heads"],
+        max_position_embeddings=32768,
+        rope_parameters=rope_parameters,
+        bos_token_id=ids["<|endoftext|>"],
+        eos_token_id=ids["<|im_end|>"],
+        pad_token_id=ids["<|endoftext|>"],
+        **extra,
+    )
 
 
 def save_tiny_checkpoint(out_dir: str, model, processor, module, info: dict) -> str:
@@ -155,13 +191,25 @@ def supported_archs() -> tuple[str, ...]:
     from vlm_r1.modules import available_modules
     from vlm_r1.modules.base import VLMBaseModule
 
-    extra = [mt for mt, cls in available_modules().items() if mt not in SUPPORTED_ARCHS
-             and getattr(cls, "build_tiny_checkpoint", None) is not VLMBaseModule.build_tiny_checkpoint]  # fmt: skip
+    extra = [
+        mt
+        for mt, cls in available_modules().items()
+        if mt not in SUPPORTED_ARCHS
+        and getattr(cls, "build_tiny_checkpoint", None) is not VLMBaseModule.build_tiny_checkpoint
+    ]
     return (*SUPPORTED_ARCHS, *sorted(extra))
 
 
-def build_tiny_model(arch: str, out_dir: str, *, seed: int = 0, min_pixels: int = 3136, max_pixels: int = 200_704,
-                     size: str = "tiny", rope_theta: float = 1e6):  # fmt: skip
+def build_tiny_model(
+    arch: str,
+    out_dir: str,
+    *,
+    seed: int = 0,
+    min_pixels: int = 3136,
+    max_pixels: int = 200_704,
+    size: str = "tiny",
+    rope_theta: float = 1e6,
+):
     """Write a randomly initialised tiny checkpoint of ``arch`` to ``out_dir``.
 
     Args:
@@ -188,8 +236,9 @@ def build_tiny_model(arch: str, out_dir: str, *, seed: int = 0, min_pixels: int 
             raise ValueError(f"unknown arch {arch!r}; supported: {', '.join(archs)}")
         from vlm_r1.modules import get_vlm_module
 
-        get_vlm_module(arch).build_tiny_checkpoint(out_dir, seed=seed, min_pixels=min_pixels, max_pixels=max_pixels,
-                                                   size=size)  # fmt: skip
+        get_vlm_module(arch).build_tiny_checkpoint(
+            out_dir, seed=seed, min_pixels=min_pixels, max_pixels=max_pixels, size=size
+        )
         return out_dir
     dims = TINY_SIZES[size]
     import torch
@@ -201,8 +250,9 @@ def build_tiny_model(arch: str, out_dir: str, *, seed: int = 0, min_pixels: int 
     tokenizer = build_tokenizer()
     ids = {t: tokenizer.convert_tokens_to_ids(t) for t in QWEN_SPECIAL_TOKENS}
     # mrope_section sums to head_dim / 2 (tiny: 64 / 4 / 2 = 8)
-    text_config = qwen_text_config(tokenizer, dims, {"rope_type": "default", "rope_theta": rope_theta,
-                                                     "mrope_section": dims["mrope"]})  # fmt: skip
+    text_config = qwen_text_config(
+        tokenizer, dims, {"rope_type": "default", "rope_theta": rope_theta, "mrope_section": dims["mrope"]}
+    )
     special = dict(
         image_token_id=ids["<|image_pad|>"],
         video_token_id=ids["<|video_pad|>"],
@@ -214,20 +264,32 @@ def build_tiny_model(arch: str, out_dir: str, *, seed: int = 0, min_pixels: int 
         from transformers import Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration
 
         vision_config = dict(
-            depth=dims["v_depth"], hidden_size=dims["v_hidden"], intermediate_size=2 * dims["v_hidden"],
-            num_heads=dims["v_heads"], out_hidden_size=dims["hidden"], patch_size=14,
-            spatial_merge_size=2, temporal_patch_size=2, window_size=112, fullatt_block_indexes=[1],
-        )  # fmt: skip
+            depth=dims["v_depth"],
+            hidden_size=dims["v_hidden"],
+            intermediate_size=2 * dims["v_hidden"],
+            num_heads=dims["v_heads"],
+            out_hidden_size=dims["hidden"],
+            patch_size=14,
+            spatial_merge_size=2,
+            temporal_patch_size=2,
+            window_size=112,
+            fullatt_block_indexes=[1],
+        )
         config = Qwen2_5_VLConfig(text_config=text_config, vision_config=vision_config, **special)
         model = Qwen2_5_VLForConditionalGeneration(config)
     else:
         from transformers import Qwen2VLConfig, Qwen2VLForConditionalGeneration
 
         vision_config = dict(
-            depth=dims["v_depth"], embed_dim=dims["v_hidden"], hidden_size=dims["hidden"], mlp_ratio=2,
-            num_heads=dims["v_heads"], patch_size=14, spatial_merge_size=2,
+            depth=dims["v_depth"],
+            embed_dim=dims["v_hidden"],
+            hidden_size=dims["hidden"],
+            mlp_ratio=2,
+            num_heads=dims["v_heads"],
+            patch_size=14,
+            spatial_merge_size=2,
             temporal_patch_size=2,
-        )  # fmt: skip
+        )
         config = Qwen2VLConfig(text_config=text_config, vision_config=vision_config, **special)
         model = Qwen2VLForConditionalGeneration(config)
     image_processor = Qwen2VLImageProcessorPil(min_pixels=min_pixels, max_pixels=max_pixels)

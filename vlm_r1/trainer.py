@@ -94,9 +94,14 @@ def default_lora_target_modules(model: Any, vision_keywords: Sequence[str]) -> l
     """
     get_output = getattr(model, "get_output_embeddings", None)
     output = get_output() if callable(get_output) else None
-    names = [name for name, module in model.named_modules()
-             if isinstance(module, torch.nn.Linear) and module is not output
-             and not any(k in name for k in vision_keywords) and "embed_tokens" not in name]  # fmt: skip
+    names = [
+        name
+        for name, module in model.named_modules()
+        if isinstance(module, torch.nn.Linear)
+        and module is not output
+        and not any(k in name for k in vision_keywords)
+        and "embed_tokens" not in name
+    ]
     return sorted(names)
 
 
@@ -105,8 +110,9 @@ def _skeleton_model(path: str, vlm_module: Any, args: Any) -> Any:
     from transformers import AutoConfig
 
     init_kwargs = dict(getattr(args, "model_init_kwargs", None) or {})
-    config = AutoConfig.from_pretrained(path, trust_remote_code=bool(init_kwargs.get("trust_remote_code", False)),
-                                        revision=init_kwargs.get("revision"))  # fmt: skip
+    config = AutoConfig.from_pretrained(
+        path, trust_remote_code=bool(init_kwargs.get("trust_remote_code", False)), revision=init_kwargs.get("revision")
+    )
     cls = vlm_module.get_model_class(path, init_kwargs)
     with torch.device("meta"):
         return cls._from_config(config)
@@ -131,13 +137,20 @@ def resolve_lora_targets(peft_config: Any, model: Any, vlm_module: Any, args: An
     keywords = list(vlm_module.get_vision_modules_keywords())
     names = default_lora_target_modules(source, keywords)
     if not names:
-        raise ValueError(f"LoRA: no torch.nn.Linear module outside the vision tower (keywords {keywords}); give "
-                         "--lora_target_modules")  # fmt: skip
+        raise ValueError(
+            f"LoRA: no torch.nn.Linear module outside the vision tower (keywords {keywords}); give "
+            "--lora_target_modules"
+        )
     peft_config = copy.deepcopy(peft_config)
     peft_config.target_modules = names
-    logger.info("LoRA target modules (default: every nn.Linear outside the vision tower %s and the output "
-                "embeddings, as upstream VLM-R1 minus lm_head, which TRL cannot train through an adapter): %d modules, "
-                "e.g. %s", keywords, len(names), names[:3] + names[-2:])  # fmt: skip
+    logger.info(
+        "LoRA target modules (default: every nn.Linear outside the vision tower %s and the output "
+        "embeddings, as upstream VLM-R1 minus lm_head, which TRL cannot train through an adapter): %d modules, "
+        "e.g. %s",
+        keywords,
+        len(names),
+        names[:3] + names[-2:],
+    )
     return peft_config
 
 
@@ -253,8 +266,9 @@ class RefillPlan:
         return sources  # type: ignore[return-value]
 
 
-def merge_generation_rows(outputs: list[dict], sources: list[tuple[int, int]], pad_token_id: int,
-                          pad_to_multiple_of: int | None = None) -> dict:  # fmt: skip
+def merge_generation_rows(
+    outputs: list[dict], sources: list[tuple[int, int]], pad_token_id: int, pad_to_multiple_of: int | None = None
+) -> dict:
     """One TRL generation output built from rows of several (``sources``: ``(output index, row)`` per new row).
 
     Sequences are re-padded to a common width (prompt keys on the left, completion keys on the right, as TRL pads);
@@ -265,8 +279,10 @@ def merge_generation_rows(outputs: list[dict], sources: list[tuple[int, int]], p
     from trl.trainer.utils import pad, unsplit_pixel_values_by_grid
 
     if "pixel_values" in outputs[0] and not {"image_grid_thw", "num_images"} <= set(outputs[0]):
-        raise NotImplementedError("--dynamic_sampling merges image inputs of Qwen-VL-style models only (pixel_values "
-                                  "with image_grid_thw and num_images)")  # fmt: skip
+        raise NotImplementedError(
+            "--dynamic_sampling merges image inputs of Qwen-VL-style models only (pixel_values "
+            "with image_grid_thw and num_images)"
+        )
     # Shared-prompt outputs (one pixel_values copy per group, vlm_r1.shared_prompt) stay shared when every try is
     # shared: groups move whole and in order, so each group's first row still carries its pixels. A mix of shared and
     # naive tries is merged naive (the shared ones expanded).
@@ -373,8 +389,11 @@ class VLMGRPOTrainer(FindUnusedParametersFromModel, SharedPromptMixin, GRPOTrain
         if self.ref_model is not None:  # upstream calls the hook for the reference model too
             vlm_module.post_model_init(getattr(self.ref_model, "module", self.ref_model), processing_class)
         if hasattr(args, "loss_settings"):
-            logger.info("loss: %s; reference model: %s", args.loss_settings(),
-                        "loaded" if self.ref_model is not None else "none")  # fmt: skip
+            logger.info(
+                "loss: %s; reference model: %s",
+                args.loss_settings(),
+                "loaded" if self.ref_model is not None else "none",
+            )
         self._last_rewards_per_func = None
         self._refill_dataset = None
         from vlm_r1.debug_log import RolloutDebugLog
@@ -437,9 +456,14 @@ class VLMGRPOTrainer(FindUnusedParametersFromModel, SharedPromptMixin, GRPOTrain
             start = self.accelerator.process_index * n
             local = rewards_per_func[start : start + n].detach().float().cpu().tolist()
             roles = [reward_role(f) for f in self.reward_funcs]
-            main_text, format_text = render_rollouts(inputs, [completion_text(c) for c in completions], local,
-                                                     self.reward_func_names, roles,
-                                                     columns=getattr(self, "debug_columns", None))  # fmt: skip
+            main_text, format_text = render_rollouts(
+                inputs,
+                [completion_text(c) for c in completions],
+                local,
+                self.reward_func_names,
+                roles,
+                columns=getattr(self, "debug_columns", None),
+            )
             self._debug_log.write(main_text, format_text)
         except Exception as err:  # the debug log must never stop training
             if not self._debug_log_failed:
@@ -532,12 +556,21 @@ class VLMGRPOTrainer(FindUnusedParametersFromModel, SharedPromptMixin, GRPOTrain
         for key, value in stats.items():
             self._metrics["train"][key].append(value)
         if plan.unfilled and self.accelerator.is_main_process:
-            logger.warning("dynamic sampling: %d of %d groups still have zero reward std after %d tries; training on "
-                           "them as they are (zero advantage)", plan.unfilled, len(layout), plan.tries)  # fmt: skip
+            logger.warning(
+                "dynamic sampling: %d of %d groups still have zero reward std after %d tries; training on "
+                "them as they are (zero advantage)",
+                plan.unfilled,
+                len(layout),
+                plan.tries,
+            )
         if record:
             self._record_batch(
                 [batches[t][r].get("sample_id") for t, r in sources],
-                {"dynamic_sampling": {"tries": plan.tries, "generated_sample_ids": [[x.get("sample_id") for x in b]
-                                                                                     for b in batches]}},
-            )  # fmt: skip
+                {
+                    "dynamic_sampling": {
+                        "tries": plan.tries,
+                        "generated_sample_ids": [[x.get("sample_id") for x in b] for b in batches],
+                    }
+                },
+            )
         return output

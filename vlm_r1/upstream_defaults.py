@@ -79,12 +79,16 @@ def markdown_table() -> str:
         return text.replace("|", "\\|")
 
     ours = our_defaults()
-    lines = ["| flag | group | upstream declared | upstream effective | ours | status | note |",
-             "|---|---|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        "| flag | group | upstream declared | upstream effective | ours | status | note |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for row in load_rows():
         declared = "—" if row["group"] == "trl" else cell(row["declared"])
-        lines.append(f"| `--{row['flag']}` | {row['group']} | {declared} | {cell(row['effective'])} | "
-                     f"{cell(ours[row['flag']])} | {row['status']} | {row['note'].replace('|', '/')} |")  # fmt: skip
+        lines.append(
+            f"| `--{row['flag']}` | {row['group']} | {declared} | {cell(row['effective'])} | "
+            f"{cell(ours[row['flag']])} | {row['status']} | {row['note'].replace('|', '/')} |"
+        )
     return "\n".join(lines)
 
 

@@ -99,8 +99,16 @@ def box4(values: Any, what: str = "box") -> tuple[float, float, float, float]:
     if type(values) in _SEQUENCE_TYPES and len(values) == 4:  # the fast path: one call, no generator
         a, b, c, d = values
         num, m = _NUMBER_TYPES, MAX_COORD
-        if (type(a) in num and type(b) in num and type(c) in num and type(d) in num
-                and -m <= a <= m and -m <= b <= m and -m <= c <= m and -m <= d <= m):  # fmt: skip
+        if (
+            type(a) in num
+            and type(b) in num
+            and type(c) in num
+            and type(d) in num
+            and -m <= a <= m
+            and -m <= b <= m
+            and -m <= c <= m
+            and -m <= d <= m
+        ):
             return float(a), float(b), float(c), float(d)
     if not isinstance(values, (list, tuple)) or len(values) != 4:
         raise Invalid("bad_box", f"{what} must be 4 numbers [x_min, y_min, x_max, y_max], got {short_repr(values)}")
@@ -308,8 +316,15 @@ def _transpose_table() -> dict:
 
     t = Image.Transpose
     # Pillow's own table, PIL/ImageOps.py exif_transpose (Pillow 13.0.0, lines 760-768)
-    return {2: t.FLIP_LEFT_RIGHT, 3: t.ROTATE_180, 4: t.FLIP_TOP_BOTTOM, 5: t.TRANSPOSE, 6: t.ROTATE_270,
-            7: t.TRANSVERSE, 8: t.ROTATE_90}  # fmt: skip
+    return {
+        2: t.FLIP_LEFT_RIGHT,
+        3: t.ROTATE_180,
+        4: t.FLIP_TOP_BOTTOM,
+        5: t.TRANSPOSE,
+        6: t.ROTATE_270,
+        7: t.TRANSVERSE,
+        8: t.ROTATE_90,
+    }
 
 
 def transpose_method(im) -> Any:
@@ -496,8 +511,11 @@ class ImageChecker:
                 if width <= 0 or height <= 0:
                     return Invalid("unreadable_image", f"{path} declares a {width}x{height} image")
                 if self.max_image_pixels and width * height > self.max_image_pixels:
-                    return Invalid("image_too_large", f"{path} declares {width}x{height} = {width * height} pixels, "
-                                                      f"over the limit of {self.max_image_pixels}")  # fmt: skip
+                    return Invalid(
+                        "image_too_large",
+                        f"{path} declares {width}x{height} = {width * height} pixels, "
+                        f"over the limit of {self.max_image_pixels}",
+                    )
                 width, height, _ = image_frame(im, path, decode=self.verify == "decode")
         except Image.DecompressionBombError as err:
             return Invalid("image_too_large", f"{path}: {err}")

@@ -83,14 +83,23 @@ def write_json(path: str, data) -> None:
 # ScreenSpot-V2: screenspot_{mobile,desktop,web}_v2.json + screenspotv2_image/, bbox [x, y, w, h] pixels
 
 SSV2 = {
-    "mobile": ("installing-index__1024x768", (580, 0, 940, 640),
-               ["installing-index__1024x768:7", "installing-index__1024x768:3", "installing-index__1024x768:2",
-                "installing-index__1024x768:6"]),
-    "desktop": ("tutorial-index__1280x720", (320, 0, 1280, 540),
-                ["tutorial-index__1280x720:9", "tutorial-index__1280x720:10", "tutorial-index__1280x720:7"]),
-    "web": ("bugs__1024x768", (256, 0, 1024, 512),
-            ["bugs__1024x768:8", "bugs__1024x768:7", "bugs__1024x768:5"]),
-}  # fmt: skip
+    "mobile": (
+        "installing-index__1024x768",
+        (580, 0, 940, 640),
+        [
+            "installing-index__1024x768:7",
+            "installing-index__1024x768:3",
+            "installing-index__1024x768:2",
+            "installing-index__1024x768:6",
+        ],
+    ),
+    "desktop": (
+        "tutorial-index__1280x720",
+        (320, 0, 1280, 540),
+        ["tutorial-index__1280x720:9", "tutorial-index__1280x720:10", "tutorial-index__1280x720:7"],
+    ),
+    "web": ("bugs__1024x768", (256, 0, 1024, 512), ["bugs__1024x768:8", "bugs__1024x768:7", "bugs__1024x768:5"]),
+}
 
 
 def make_screenspot_v2(out: str) -> int:
@@ -101,8 +110,15 @@ def make_screenspot_v2(out: str) -> int:
         items = []
         for sid in ids:
             instruction, ui_type, (x0, y0, x1, y1) = target(sid, rect)
-            items.append({"img_filename": image_name, "bbox": [x0, y0, x1 - x0, y1 - y0], "instruction": instruction,
-                          "data_type": ui_type, "data_source": "python-docs"})  # fmt: skip
+            items.append(
+                {
+                    "img_filename": image_name,
+                    "bbox": [x0, y0, x1 - x0, y1 - y0],
+                    "instruction": instruction,
+                    "data_type": ui_type,
+                    "data_source": "python-docs",
+                }
+            )
         write_json(os.path.join(out, f"screenspot_{platform}_v2.json"), items)
         n += len(items)
     return n
@@ -112,13 +128,31 @@ def make_screenspot_v2(out: str) -> int:
 # ScreenSpot-Pro: annotations/<task>.json + images/<task>/<file>, bbox [x1, y1, x2, y2] pixels with img_size
 
 SSPRO = {
-    "vscode_macos": ("Dev", "vscode", "macos", "library-json__1280x720", (640, 0, 1280, 360),
-                     ["library-json__1280x720:4", "library-json__1280x720:5", "library-json__1280x720:8"]),
-    "pycharm_macos": ("Dev", "pycharm", "macos", "tutorial-index__1024x768", (512, 0, 1024, 640),
-                      ["tutorial-index__1024x768:7", "tutorial-index__1024x768:9", "tutorial-index__1024x768:11"]),
-    "word_windows": ("Office", "word", "windows", "glossary__1024x768", (256, 0, 1024, 768),
-                     ["glossary__1024x768:5", "glossary__1024x768:7", "glossary__1024x768:12"]),
-}  # fmt: skip
+    "vscode_macos": (
+        "Dev",
+        "vscode",
+        "macos",
+        "library-json__1280x720",
+        (640, 0, 1280, 360),
+        ["library-json__1280x720:4", "library-json__1280x720:5", "library-json__1280x720:8"],
+    ),
+    "pycharm_macos": (
+        "Dev",
+        "pycharm",
+        "macos",
+        "tutorial-index__1024x768",
+        (512, 0, 1024, 640),
+        ["tutorial-index__1024x768:7", "tutorial-index__1024x768:9", "tutorial-index__1024x768:11"],
+    ),
+    "word_windows": (
+        "Office",
+        "word",
+        "windows",
+        "glossary__1024x768",
+        (256, 0, 1024, 768),
+        ["glossary__1024x768:5", "glossary__1024x768:7", "glossary__1024x768:12"],
+    ),
+}
 
 
 def make_screenspot_pro(out: str) -> int:
@@ -130,9 +164,20 @@ def make_screenspot_pro(out: str) -> int:
         items = []
         for i, sid in enumerate(ids):
             instruction, ui_type, box = target(sid, rect)
-            items.append({"img_filename": img_filename, "bbox": box, "instruction": instruction,
-                          "application": app, "id": f"{task}_{i}", "ui_type": ui_type, "group": group,
-                          "platform": platform, "img_size": list(im.size), "instruction_cn": ""})  # fmt: skip
+            items.append(
+                {
+                    "img_filename": img_filename,
+                    "bbox": box,
+                    "instruction": instruction,
+                    "application": app,
+                    "id": f"{task}_{i}",
+                    "ui_type": ui_type,
+                    "group": group,
+                    "platform": platform,
+                    "img_size": list(im.size),
+                    "instruction_cn": "",
+                }
+            )
         write_json(os.path.join(out, "annotations", f"{task}.json"), items)
         n += len(items)
     return n
@@ -157,29 +202,56 @@ def make_osworld_g(out: str) -> int:
 
     def bbox_item(item_id: str, image: str, sid: str, rect) -> dict:
         instruction, _, (x0, y0, x1, y1) = target(sid, rect)
-        return {"id": item_id, "image_path": image, "instruction": instruction, "box_type": "bbox",
-                "box_coordinates": [x0, y0, x1 - x0, y1 - y0]}  # fmt: skip
+        return {
+            "id": item_id,
+            "image_path": image,
+            "instruction": instruction,
+            "box_type": "bbox",
+            "box_coordinates": [x0, y0, x1 - x0, y1 - y0],
+        }
 
     # polygons drawn around recorded elements: a rectangle as 4 vertices, and a chamfered hexagon
     x0, y0, x1, y1 = (RECORDS["index__1280x720:9"]["target_bbox"][k] for k in ("x_min", "y_min", "x_max", "y_max"))
     rect_poly = _poly([(x0, y0), (x1, y0), (x1, y1), (x0, y1)], index_rect)
-    x0, y0, x1, y1 = (RECORDS["library-json__1280x720:12"]["target_bbox"][k] for k in ("x_min", "y_min", "x_max", "y_max"))  # fmt: skip
+    x0, y0, x1, y1 = (
+        RECORDS["library-json__1280x720:12"]["target_bbox"][k] for k in ("x_min", "y_min", "x_max", "y_max")
+    )
     ym = (y0 + y1) // 2
     hexagon = _poly([(x0 + 4, y0), (x1 - 4, y0), (x1, ym), (x1 - 4, y1), (x0 + 4, y1), (x0, ym)], json_rect)
     items = [
         bbox_item("mini_0", index_img, "index__1280x720:5", index_rect),
         bbox_item("mini_1", index_img, "index__1280x720:13", index_rect),
-        {"id": "mini_2", "image_path": index_img, "instruction": RECORDS["index__1280x720:9"]["instruction"],
-         "box_type": "polygon", "box_coordinates": rect_poly},
-        {"id": "mini_3", "image_path": index_img, "instruction": 'Click the "Download Python 2.7 installer" button',
-         "box_type": "refusal", "box_coordinates": [-1, -1, -1, -1]},
+        {
+            "id": "mini_2",
+            "image_path": index_img,
+            "instruction": RECORDS["index__1280x720:9"]["instruction"],
+            "box_type": "polygon",
+            "box_coordinates": rect_poly,
+        },
+        {
+            "id": "mini_3",
+            "image_path": index_img,
+            "instruction": 'Click the "Download Python 2.7 installer" button',
+            "box_type": "refusal",
+            "box_coordinates": [-1, -1, -1, -1],
+        },
         bbox_item("mini_4", json_img, "library-json__1280x720:11", json_rect),
-        {"id": "mini_5", "image_path": json_img, "instruction": RECORDS["library-json__1280x720:12"]["instruction"],
-         "box_type": "polygon", "box_coordinates": hexagon},
+        {
+            "id": "mini_5",
+            "image_path": json_img,
+            "instruction": RECORDS["library-json__1280x720:12"]["instruction"],
+            "box_type": "polygon",
+            "box_coordinates": hexagon,
+        },
         bbox_item("mini_6", json_img, "library-json__1280x720:17", json_rect),
-        {"id": "mini_7", "image_path": json_img, "instruction": 'Open the "yaml" module documentation',
-         "box_type": "refusal", "box_coordinates": [-1, -1, -1, -1]},
-    ]  # fmt: skip
+        {
+            "id": "mini_7",
+            "image_path": json_img,
+            "instruction": 'Open the "yaml" module documentation',
+            "box_type": "refusal",
+            "box_coordinates": [-1, -1, -1, -1],
+        },
+    ]
     write_json(os.path.join(out, "OSWorld-G.json"), items)
     classes = {
         "text_matching": ["mini_0", "mini_1"],
@@ -189,9 +261,14 @@ def make_osworld_g(out: str) -> int:
         "refusal": ["mini_3", "mini_7"],
     }  # fmt: skip  (mini_6 is in no class: "unclassified")
     by_id = {item["id"]: item for item in items}
-    write_json(os.path.join(out, "classification_result.json"),
-               {"classified": {c: [{"id": i, "instruction": by_id[i]["instruction"]} for i in ids]
-                               for c, ids in classes.items()}})  # fmt: skip
+    write_json(
+        os.path.join(out, "classification_result.json"),
+        {
+            "classified": {
+                c: [{"id": i, "instruction": by_id[i]["instruction"]} for i in ids] for c, ids in classes.items()
+            }
+        },
+    )
     return len(items)
 
 
@@ -199,13 +276,25 @@ def make_osworld_g(out: str) -> int:
 # WebClick: data/test-00000-of-00001.parquet, columns image{bytes,path}, instruction, bbox (normalised xyxy), bucket
 
 WEBCLICK = [  # (bucket, page, crop, sample ids); crops are 512x512 so normalised values are exact binary fractions
-    ("agentbrowse", "bugs__1024x768", (512, 0, 1024, 512),
-     ["bugs__1024x768:5", "bugs__1024x768:7", "bugs__1024x768:9"]),
-    ("humanbrowse", "glossary__1024x768", (0, 256, 512, 768),
-     ["glossary__1024x768:7", "glossary__1024x768:11", "glossary__1024x768:13"]),
-    ("calendars", "tutorial-index__1024x768", (0, 0, 512, 512),
-     ["tutorial-index__1024x768:5", "tutorial-index__1024x768:13"]),
-]  # fmt: skip
+    (
+        "agentbrowse",
+        "bugs__1024x768",
+        (512, 0, 1024, 512),
+        ["bugs__1024x768:5", "bugs__1024x768:7", "bugs__1024x768:9"],
+    ),
+    (
+        "humanbrowse",
+        "glossary__1024x768",
+        (0, 256, 512, 768),
+        ["glossary__1024x768:7", "glossary__1024x768:11", "glossary__1024x768:13"],
+    ),
+    (
+        "calendars",
+        "tutorial-index__1024x768",
+        (0, 0, 512, 512),
+        ["tutorial-index__1024x768:5", "tutorial-index__1024x768:13"],
+    ),
+]
 
 
 def webclick_rows() -> list[dict]:
@@ -217,8 +306,14 @@ def webclick_rows() -> list[dict]:
         w, h = im.size
         for sid in ids:
             instruction, _, (x0, y0, x1, y1) = target(sid, rect)
-            rows.append({"image": {"bytes": data, "path": f"{page}.png"}, "instruction": instruction,
-                         "bbox": [x0 / w, y0 / h, x1 / w, y1 / h], "bucket": bucket})  # fmt: skip
+            rows.append(
+                {
+                    "image": {"bytes": data, "path": f"{page}.png"},
+                    "instruction": instruction,
+                    "bbox": [x0 / w, y0 / h, x1 / w, y1 / h],
+                    "bucket": bucket,
+                }
+            )
     return rows
 
 
@@ -227,10 +322,14 @@ def write_webclick_parquet(rows: list[dict], path: str) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    schema = pa.schema([
-        ("image", pa.struct([("bytes", pa.binary()), ("path", pa.string())])),
-        ("instruction", pa.string()), ("bbox", pa.list_(pa.float64())), ("bucket", pa.string()),
-    ])  # fmt: skip
+    schema = pa.schema(
+        [
+            ("image", pa.struct([("bytes", pa.binary()), ("path", pa.string())])),
+            ("instruction", pa.string()),
+            ("bbox", pa.list_(pa.float64())),
+            ("bucket", pa.string()),
+        ]
+    )
     os.makedirs(os.path.dirname(path), exist_ok=True)
     pq.write_table(pa.Table.from_pylist(rows, schema=schema), path)
 
@@ -242,8 +341,12 @@ def make_webclick(out: str) -> int:
 
 
 def main() -> None:
-    for name, make in (("screenspot_v2", make_screenspot_v2), ("screenspot_pro", make_screenspot_pro),
-                       ("osworld_g", make_osworld_g), ("webclick", make_webclick)):  # fmt: skip
+    for name, make in (
+        ("screenspot_v2", make_screenspot_v2),
+        ("screenspot_pro", make_screenspot_pro),
+        ("osworld_g", make_osworld_g),
+        ("webclick", make_webclick),
+    ):
         out = os.path.join(HERE, name)
         if os.path.isdir(out):
             shutil.rmtree(out)

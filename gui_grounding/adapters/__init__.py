@@ -102,8 +102,10 @@ def default_adapter_for(model_type: str) -> Adapter:
     """
     if model_type not in DEFAULT_ADAPTER_FOR_MODEL_TYPE:
         known = ", ".join(f"{k} -> {v}" for k, v in DEFAULT_ADAPTER_FOR_MODEL_TYPE.items())
-        raise ValueError(f"no default adapter for model_type {model_type!r} (known: {known}); pick one explicitly "
-                         f"from: {', '.join(ADAPTERS)}")  # fmt: skip
+        raise ValueError(
+            f"no default adapter for model_type {model_type!r} (known: {known}); pick one explicitly "
+            f"from: {', '.join(ADAPTERS)}"
+        )
     return get_adapter(DEFAULT_ADAPTER_FOR_MODEL_TYPE[model_type])
 
 
@@ -118,8 +120,9 @@ def training_adapter(model_type: str | None, prompt_mode: str = "non_thinking", 
     if name:
         adapter = get_adapter(name)
         if prompt_mode not in (None, "non_thinking", adapter.prompt_mode):
-            raise ValueError(f"--prompt_mode {prompt_mode} contradicts --adapter {name} (prompt mode "
-                             f"{adapter.prompt_mode})")  # fmt: skip
+            raise ValueError(
+                f"--prompt_mode {prompt_mode} contradicts --adapter {name} (prompt mode {adapter.prompt_mode})"
+            )
         return adapter
     adapter = default_adapter_for(model_type) if model_type else get_adapter("gta1")
     if isinstance(adapter, GTA1Adapter):
@@ -127,18 +130,43 @@ def training_adapter(model_type: str | None, prompt_mode: str = "non_thinking", 
             raise ValueError(f"--prompt_mode {prompt_mode!r}: choose one of {', '.join(PROMPT_MODE_ADAPTERS)}")
         return get_adapter(PROMPT_MODE_ADAPTERS[prompt_mode])
     if prompt_mode not in (None, "non_thinking"):
-        raise ValueError(f"--prompt_mode {prompt_mode} exists for the gta1 adapter family only; the {adapter.name} "
-                         f"adapter ({model_type}) has its own prompt (use --adapter gta1-{prompt_mode} to train this "
-                         "model with GTA1's prompt)")  # fmt: skip
+        raise ValueError(
+            f"--prompt_mode {prompt_mode} exists for the gta1 adapter family only; the {adapter.name} "
+            f"adapter ({model_type}) has its own prompt (use --adapter gta1-{prompt_mode} to train this "
+            "model with GTA1's prompt)"
+        )
     return adapter
 
 
 __all__ = [
-    "ADAPTERS", "ANSWER_FRAMES", "Adapter", "DEFAULT_ADAPTER_FOR_MODEL_TYPE", "GTA1Adapter", "GTA1BoxAdapter",
-    "GTA1ThinkingAdapter", "GTA1_BUDGET", "GTA1_MAX_PIXELS", "GTA1_MIN_PIXELS", "Norm1000Adapter",
-    "OS_ATLAS_POINT_PROMPT", "PROMPT_MODE_ADAPTERS", "PixelBudget", "QWEN2_VL_BUDGET",
+    "ADAPTERS",
+    "ANSWER_FRAMES",
+    "Adapter",
+    "DEFAULT_ADAPTER_FOR_MODEL_TYPE",
+    "GTA1Adapter",
+    "GTA1BoxAdapter",
+    "GTA1ThinkingAdapter",
+    "GTA1_BUDGET",
+    "GTA1_MAX_PIXELS",
+    "GTA1_MIN_PIXELS",
+    "Norm1000Adapter",
+    "OS_ATLAS_POINT_PROMPT",
+    "PROMPT_MODE_ADAPTERS",
+    "PixelBudget",
+    "QWEN2_VL_BUDGET",
     "QWEN_FACTOR",
-    "QWEN_PROCESSOR_MAX_PIXELS", "QWEN_PROCESSOR_MIN_PIXELS", "Qwen2VLAdapter", "Request",
-    "UITars15Adapter", "UI_TARS_BUDGET", "UI_TARS_GROUNDING_PROMPT", "UI_TARS_MAX_PIXELS", "UI_TARS_MIN_PIXELS",
-    "default_adapter_for", "get_adapter", "messages_to_text", "resolve_adapter", "training_adapter",
-]  # fmt: skip
+    "QWEN_PROCESSOR_MAX_PIXELS",
+    "QWEN_PROCESSOR_MIN_PIXELS",
+    "Qwen2VLAdapter",
+    "Request",
+    "UITars15Adapter",
+    "UI_TARS_BUDGET",
+    "UI_TARS_GROUNDING_PROMPT",
+    "UI_TARS_MAX_PIXELS",
+    "UI_TARS_MIN_PIXELS",
+    "default_adapter_for",
+    "get_adapter",
+    "messages_to_text",
+    "resolve_adapter",
+    "training_adapter",
+]

@@ -26,7 +26,7 @@ INTERNVL_BUDGET = PixelBudget.published(
     "InternVL tiling: 448x448 tiles, up to 12 (max_patches, the InternVL3 default; upstream VLM-R1 --max_anyres_num "
     "12) plus a thumbnail; no smart_resize",
     max_tiles=12,
-)  # fmt: skip
+)
 
 # InternVL's grounding request (OpenGVLab/InternVL internvl_chat/eval/refcoco/evaluate_grounding.py prompt).
 INTERNVL_GROUNDING_PROMPT = (
@@ -77,7 +77,7 @@ INTERNVL_HARNESS_BUDGET = PixelBudget.published(
     "likaixin2000/ScreenSpot-Pro-GUI-Grounding models/internvl.py:121 (bd8bbbb): internvl_preprocess_image(image, "
     "max_num=12), 448-px tiles plus a thumbnail",
     max_tiles=12,
-)  # fmt: skip
+)
 _HARNESS_POINT_RE = re.compile(r"\[\[(\d+),(\d+)\]\]")
 _HARNESS_BOX_RE = re.compile(
     r"\[\[\s*(-?\d+(?:\.\d+)?)\s*,\s*(-?\d+(?:\.\d+)?)\s*,\s*(-?\d+(?:\.\d+)?)\s*,\s*(-?\d+(?:\.\d+)?)\s*\]\]"

@@ -29,12 +29,16 @@ UI_TARS_MIN_PIXELS, UI_TARS_MAX_PIXELS = 100 * 28 * 28, 16384 * 28 * 28
 GTA1_BUDGET = PixelBudget.published(
     "GTA1 README inference snippet: min_pixels=3136, max_pixels=4096*2160 (Yan98/GTA1 README.md:149-153, 81f0c4c); "
     "factor: Qwen2.5-VL patch 14 x merge 2",
-    factor=QWEN_FACTOR, min_pixels=GTA1_MIN_PIXELS, max_pixels=GTA1_MAX_PIXELS,
-)  # fmt: skip
+    factor=QWEN_FACTOR,
+    min_pixels=GTA1_MIN_PIXELS,
+    max_pixels=GTA1_MAX_PIXELS,
+)
 UI_TARS_BUDGET = PixelBudget.published(
     "UI-TARS README_coordinates.md: MIN_PIXELS=100*28*28, MAX_PIXELS=16384*28*28, IMAGE_FACTOR=28",
-    factor=QWEN_FACTOR, min_pixels=UI_TARS_MIN_PIXELS, max_pixels=UI_TARS_MAX_PIXELS,
-)  # fmt: skip
+    factor=QWEN_FACTOR,
+    min_pixels=UI_TARS_MIN_PIXELS,
+    max_pixels=UI_TARS_MAX_PIXELS,
+)
 
 # UI-TARS grounding prompt. Source: the grounding template of bytedance/UI-TARS README_v1.md (L319-320, linked in
 # bytedance/UI-TARS#157, where the maintainers answer "the prompt for ui-tars-1.5 follows the same way as the previous
@@ -79,8 +83,9 @@ class GTA1Adapter(Adapter):
         return self.prompt_mode
 
     def messages(self, instruction, frame, *, image_block=True):
-        return build_messages(instruction, frame.resized_height, frame.resized_width, self.prompt_mode,
-                              image_block=image_block)  # fmt: skip
+        return build_messages(
+            instruction, frame.resized_height, frame.resized_width, self.prompt_mode, image_block=image_block
+        )
 
     def parse_answer(self, text, *, strict=True):
         return parse_answer_point(text, self.prompt_mode, strict=strict)
@@ -165,13 +170,17 @@ OUTLINE_BOX_PROMPT = (
 UI_VENUS_GROUND_BUDGET = PixelBudget.published(
     "inclusionAI/UI-Venus models/grounding/ui_venus_ground_7b.py:42-43 (fc7670d): min_pixels = 2000000, max_pixels = "
     "4800000 in the image message (qwen_vl_utils smart_resize, factor 28)",
-    factor=QWEN_FACTOR, min_pixels=2_000_000, max_pixels=4_800_000,
-)  # fmt: skip
+    factor=QWEN_FACTOR,
+    min_pixels=2_000_000,
+    max_pixels=4_800_000,
+)
 GUI_G2_BUDGET = PixelBudget.published(
     "ZJU-REAL/GUI-G2 README.md:177-186 (5c5c365): the image message sets no bounds, so qwen_vl_utils' defaults apply "
     "(vision_process.py MIN_PIXELS = 4*28*28, MAX_PIXELS = 16384*28*28, IMAGE_FACTOR = 28)",
-    factor=QWEN_FACTOR, min_pixels=4 * 28 * 28, max_pixels=16384 * 28 * 28,
-)  # fmt: skip
+    factor=QWEN_FACTOR,
+    min_pixels=4 * 28 * 28,
+    max_pixels=16384 * 28 * 28,
+)
 # UI-Venus's explicit "no target" answer: UI-Venus-1.5's grounding prompt asks for [-1,-1] when the task is infeasible
 # and its parser returns it as "infeasible" (inclusionAI/UI-Venus models/grounding/ui_venus1_5_gd.py:75 and 164-165,
 # commit c3a1442); the box form [-1,-1,-1,-1] is read the same way
@@ -278,8 +287,10 @@ QWEN25VL_GUIDE = '<tool_call>\n{"name": "computer_use", "arguments": {"action": 
 QWEN25VL_HARNESS_BUDGET = PixelBudget.published(
     "likaixin2000/ScreenSpot-Pro-GUI-Grounding models/qwen2_5vl.py:143-150 (bd8bbbb): smart_resize with the "
     "processor's min_pixels (3136) and max_pixels=99999999, factor patch_size x merge_size = 28",
-    factor=QWEN_FACTOR, min_pixels=3136, max_pixels=99_999_999,
-)  # fmt: skip
+    factor=QWEN_FACTOR,
+    min_pixels=3136,
+    max_pixels=99_999_999,
+)
 _COORDINATE_RE = re.compile(
     r'"coordinate"\s*:\s*\[\s*(-?\d+(?:\.\d+)?)\s*,\s*(-?\d+(?:\.\d+)?)'
     r"(?:\s*,\s*(-?\d+(?:\.\d+)?)\s*,\s*(-?\d+(?:\.\d+)?))?\s*\]"
@@ -329,5 +340,12 @@ class Qwen25VLComputerUseAdapter(Adapter):
         return f"{_fmt(x)}, {_fmt(y)}]}}}}\n</tool_call>"
 
 
-ADAPTERS = (GTA1Adapter, GTA1ThinkingAdapter, GTA1BoxAdapter, UITars15Adapter, UIVenusGroundAdapter, GUIG2Adapter,
-            Qwen25VLComputerUseAdapter)  # fmt: skip
+ADAPTERS = (
+    GTA1Adapter,
+    GTA1ThinkingAdapter,
+    GTA1BoxAdapter,
+    UITars15Adapter,
+    UIVenusGroundAdapter,
+    GUIG2Adapter,
+    Qwen25VLComputerUseAdapter,
+)

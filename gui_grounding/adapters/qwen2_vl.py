@@ -13,8 +13,10 @@ from vlm_r1.pixel_budget import PixelBudget
 QWEN2_VL_BUDGET = PixelBudget.published(
     "no published grounding budget: the Qwen2-VL processor default (preprocessor_config.json min_pixels 3136, "
     "max_pixels 12845056; patch 14 x merge 2)",
-    factor=QWEN_FACTOR, min_pixels=QWEN_PROCESSOR_MIN_PIXELS, max_pixels=QWEN_PROCESSOR_MAX_PIXELS,
-)  # fmt: skip
+    factor=QWEN_FACTOR,
+    min_pixels=QWEN_PROCESSOR_MIN_PIXELS,
+    max_pixels=QWEN_PROCESSOR_MAX_PIXELS,
+)
 
 # OS-Atlas point-grounding question: the "(with point)" form of the question whose "(with bbox)" form the
 # ScreenSpot-Pro harness sends to OS-Atlas-7B (likaixin2000/ScreenSpot-Pro-GUI-Grounding models/osatlas7b.py:117 at

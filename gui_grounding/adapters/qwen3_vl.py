@@ -20,8 +20,10 @@ QWEN3_VL_MIN_PIXELS, QWEN3_VL_MAX_PIXELS = 65_536, 16_777_216
 QWEN3_VL_BUDGET = PixelBudget.published(
     "no published grounding budget: the Qwen3-VL processor default (preprocessor_config.json size shortest_edge "
     "65536, longest_edge 16777216; QwenLM/Qwen3-VL#1836; patch 16 x merge 2)",
-    factor=QWEN3_FACTOR, min_pixels=QWEN3_VL_MIN_PIXELS, max_pixels=QWEN3_VL_MAX_PIXELS,
-)  # fmt: skip
+    factor=QWEN3_FACTOR,
+    min_pixels=QWEN3_VL_MIN_PIXELS,
+    max_pixels=QWEN3_VL_MAX_PIXELS,
+)
 
 # Qwen3-VL pointing request. Source: QwenLM/Qwen3-VL cookbooks/spatial_understanding.ipynb, which states the point
 # format `{"point_2d": [x, y], "label": "object name/description"}` and prompts e.g. "Locate the free space on the white

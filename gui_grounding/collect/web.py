@@ -80,11 +80,19 @@ TOOL = "gui_grounding.collect.web"
 TOOL_VERSION = "1"
 DEFAULT_CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--hide-scrollbars", "--font-render-hinting=none",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+    "--font-render-hinting=none",
     # a dead proxy for everything, loopback included: network traffic that routing does not see fails too
-    "--proxy-server=http://127.0.0.1:9", "--proxy-bypass-list=<-loopback>",
-]  # fmt: skip
+    "--proxy-server=http://127.0.0.1:9",
+    "--proxy-bypass-list=<-loopback>",
+]
 DROP_REASONS = ("hidden", "offscreen", "tiny", "wrapped", "occluded", "no_name", "long_name", "ambiguous", "over_cap")
 BLOCK_REASONS = ("outside_folder", "network", "other_scheme")
 FAIL_REASONS = ("timeout", "load_error", "extract_error", "screenshot_error", "bad_extract", "browser_error")
@@ -396,11 +404,24 @@ def _check_int(name: str, value, lo: int, hi: int | None = None, *, none_ok: boo
     return value
 
 
-def _check_settings(viewports, scroll_offsets, seed, max_pages, test_fraction, min_size, min_area, max_name_chars,
-                    max_per_screenshot, page_timeout) -> None:  # fmt: skip
+def _check_settings(
+    viewports,
+    scroll_offsets,
+    seed,
+    max_pages,
+    test_fraction,
+    min_size,
+    min_area,
+    max_name_chars,
+    max_per_screenshot,
+    page_timeout,
+) -> None:
     """ValueError (one line, naming the setting) for a value the CLI types would refuse."""
-    if (not isinstance(viewports, (tuple, list)) or not 0 < len(viewports) <= MAX_VIEWPORTS
-            or any(not isinstance(v, (tuple, list)) or len(v) != 2 for v in viewports)):  # fmt: skip
+    if (
+        not isinstance(viewports, (tuple, list))
+        or not 0 < len(viewports) <= MAX_VIEWPORTS
+        or any(not isinstance(v, (tuple, list)) or len(v) != 2 for v in viewports)
+    ):
         raise ValueError(f"viewports must be 1..{MAX_VIEWPORTS} (width, height) pairs, got {viewports!r}")
     for v in viewports:
         for side in v:
@@ -484,8 +505,18 @@ def collect_web(
     except ImportError as err:
         raise ImportError("the web collector needs Playwright: pip install -e .[collect]") from err
 
-    _check_settings(viewports, scroll_offsets, seed, max_pages, test_fraction, min_size, min_area, max_name_chars,
-                    max_per_screenshot, page_timeout)  # fmt: skip
+    _check_settings(
+        viewports,
+        scroll_offsets,
+        seed,
+        max_pages,
+        test_fraction,
+        min_size,
+        min_area,
+        max_name_chars,
+        max_per_screenshot,
+        page_timeout,
+    )
     viewports = tuple((int(w), int(h)) for w, h in viewports)
     scroll_offsets = tuple(int(o) for o in scroll_offsets)
     if not os.path.exists(chromium):
@@ -494,15 +525,40 @@ def collect_web(
         raise OutputError(22, f"--out {out_dir!r} is not valid UTF-8 text")
     check_outputs(folders=[out_dir], inputs=list(paths), what="--out")
     with OutputLock(out_dir, folder=True):
-        return _collect_locked(list(paths), out_dir, viewports, seed, scroll_offsets, max_pages, test_fraction,
-                               min_size, min_area, max_name_chars, max_per_screenshot, page_timeout, resource_roots,
-                               chromium)  # fmt: skip
+        return _collect_locked(
+            list(paths),
+            out_dir,
+            viewports,
+            seed,
+            scroll_offsets,
+            max_pages,
+            test_fraction,
+            min_size,
+            min_area,
+            max_name_chars,
+            max_per_screenshot,
+            page_timeout,
+            resource_roots,
+            chromium,
+        )
 
 
 def _collect_locked(
-    paths, out_dir, viewports, seed, scroll_offsets, max_pages, test_fraction, min_size, min_area, max_name_chars,
-    max_per_screenshot, page_timeout, resource_roots, chromium,
-) -> CollectResult:  # fmt: skip
+    paths,
+    out_dir,
+    viewports,
+    seed,
+    scroll_offsets,
+    max_pages,
+    test_fraction,
+    min_size,
+    min_area,
+    max_name_chars,
+    max_per_screenshot,
+    page_timeout,
+    resource_roots,
+    chromium,
+) -> CollectResult:
     if isinstance(resource_roots, str):
         resource_roots = [resource_roots]
     found, skipped = _scan_pages(paths, list(resource_roots) if resource_roots else None)
@@ -527,8 +583,12 @@ def _collect_locked(
 
     result = CollectResult(skipped=skipped)
     units = [(path, rel, folders[rel], (vw, vh)) for vw, vh in viewports for path, rel in pages]
-    opts = {"scroll_offsets": scroll_offsets, "min_size": min_size, "min_area": min_area,
-            "page_timeout": float(page_timeout)}  # fmt: skip
+    opts = {
+        "scroll_offsets": scroll_offsets,
+        "min_size": min_size,
+        "min_area": min_area,
+        "page_timeout": float(page_timeout),
+    }
 
     def commit(rel: str, viewport: tuple[int, int], shots: list) -> None:
         split = "test" if rel in test_pages else "train"
@@ -536,36 +596,58 @@ def _collect_locked(
             shot_id = f"{shot_names[rel]}__{viewport[0]}x{viewport[1]}" + (f"__s{offset}" if offset else "")
             image_rel = f"images/{shot_id}.png"
             write_bytes(os.path.join(out_dir, image_rel), png)
-            samples = _samples_for_screenshot(extracted, shot_id, image_rel, rel, viewport, seed, max_name_chars,
-                                              max_per_screenshot, result.drops)  # fmt: skip
+            samples = _samples_for_screenshot(
+                extracted, shot_id, image_rel, rel, viewport, seed, max_name_chars, max_per_screenshot, result.drops
+            )
             getattr(result, split).extend(samples)
-            result.screenshots.append({"file": image_rel, "page": rel, "viewport": list(viewport),
-                                       "scroll_y": offset, "num_samples": len(samples), "split": split})  # fmt: skip
+            result.screenshots.append(
+                {
+                    "file": image_rel,
+                    "page": rel,
+                    "viewport": list(viewport),
+                    "scroll_y": offset,
+                    "num_samples": len(samples),
+                    "split": split,
+                }
+            )
 
     browser_version = asyncio.run(_render_all(units, opts, chromium, result, commit))
 
     for split in ("train", "test"):
-        write_lines(os.path.join(out_dir, f"{split}.jsonl"),
-                    (dumps(r, ensure_ascii=False) for r in getattr(result, split)))  # fmt: skip
+        write_lines(
+            os.path.join(out_dir, f"{split}.jsonl"), (dumps(r, ensure_ascii=False) for r in getattr(result, split))
+        )
     provenance = {
-        "tool": TOOL, "tool_version": TOOL_VERSION, "chromium": browser_version,
-        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), "seed": seed,
-        "viewports": [list(v) for v in viewports], "scroll_offsets": list(scroll_offsets),
-        "root": _collection_root(paths), "roots": [os.path.realpath(p) for p in paths],
+        "tool": TOOL,
+        "tool_version": TOOL_VERSION,
+        "chromium": browser_version,
+        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "seed": seed,
+        "viewports": [list(v) for v in viewports],
+        "scroll_offsets": list(scroll_offsets),
+        "root": _collection_root(paths),
+        "roots": [os.path.realpath(p) for p in paths],
         "resource_roots": sorted({os.path.realpath(f) for f in resource_roots}) if resource_roots else None,
         "test_fraction": test_fraction,
-        "settings": {"min_size": min_size, "min_area": min_area, "max_name_chars": max_name_chars,
-                     "max_per_screenshot": max_per_screenshot, "page_timeout": page_timeout},
+        "settings": {
+            "min_size": min_size,
+            "min_area": min_area,
+            "max_name_chars": max_name_chars,
+            "max_per_screenshot": max_per_screenshot,
+            "page_timeout": page_timeout,
+        },
         "num_samples": {"train": len(result.train), "test": len(result.test)},
         "dropped": {r: result.drops.get(r, 0) for r in DROP_REASONS},
         "page_loads": {"total": result.page_loads, "failed": len(result.failed)},
         "failed_pages": result.failed,
-        "blocked_requests": {"total": sum(result.blocked.values()),
-                             "by_reason": {r: result.blocked.get(r, 0) for r in BLOCK_REASONS},
-                             "by_page": result.blocked_pages},
+        "blocked_requests": {
+            "total": sum(result.blocked.values()),
+            "by_reason": {r: result.blocked.get(r, 0) for r in BLOCK_REASONS},
+            "by_page": result.blocked_pages,
+        },
         "skipped_pages": result.skipped,
         "screenshots": result.screenshots,
-    }  # fmt: skip
+    }
     write_json(os.path.join(out_dir, "provenance.json"), provenance, indent=1)  # the summary, last
     logger.debug("collected into %s\n%s", out_dir, result.table())
     return result
@@ -652,17 +734,21 @@ async def _render_all(units: list, opts: dict, chromium: str, result: CollectRes
                     browser = await launch()
                 except RuntimeError as err:
                     for _, rel2, _, vp2 in units[i:]:
-                        result.failed.append({"page": rel2, "viewport": list(vp2), "reason": "browser_error",
-                                              "detail": _first_line(err)})  # fmt: skip
+                        result.failed.append(
+                            {"page": rel2, "viewport": list(vp2), "reason": "browser_error", "detail": _first_line(err)}
+                        )
                     result.page_loads += len(units) - i - 1
                     logger.error("%s; %d page load(s) not done", err, len(units) - i)
                     break
             router = _Router(folder)
             context = None
             try:
-                context = await browser.new_context(viewport={"width": viewport[0], "height": viewport[1]},
-                                                    device_scale_factor=1, service_workers="block",
-                                                    accept_downloads=False)  # fmt: skip
+                context = await browser.new_context(
+                    viewport={"width": viewport[0], "height": viewport[1]},
+                    device_scale_factor=1,
+                    service_workers="block",
+                    accept_downloads=False,
+                )
                 await context.route("**/*", router)
             except PlaywrightError as err:
                 failure = ("browser_error", _first_line(err))
@@ -697,12 +783,24 @@ async def _render_all(units: list, opts: dict, chromium: str, result: CollectRes
             if router.blocked:
                 n = sum(router.blocked.values())
                 result.blocked.update(router.blocked)
-                result.blocked_pages.append({"page": rel, "viewport": list(viewport), "blocked": n,
-                                             "by_reason": dict(sorted(router.blocked.items())),
-                                             "examples": router.examples})  # fmt: skip
+                result.blocked_pages.append(
+                    {
+                        "page": rel,
+                        "viewport": list(viewport),
+                        "blocked": n,
+                        "by_reason": dict(sorted(router.blocked.items())),
+                        "examples": router.examples,
+                    }
+                )
                 by_reason = ", ".join(f"{k} {v}" for k, v in sorted(router.blocked.items()))
-                logger.warning("page %s @ %dx%d: blocked %d request(s) (%s), e.g. %s", rel, *viewport, n, by_reason,
-                               router.examples[0])  # fmt: skip
+                logger.warning(
+                    "page %s @ %dx%d: blocked %d request(s) (%s), e.g. %s",
+                    rel,
+                    *viewport,
+                    n,
+                    by_reason,
+                    router.examples[0],
+                )
         if browser is not None:
             try:
                 await asyncio.wait_for(browser.close(), _CLOSE_TIMEOUT)
@@ -740,14 +838,16 @@ def _check_extracted(raw) -> dict:
         if not isinstance(tag, str) or not is_text(tag) or not 0 < len(tag) <= 200:
             raise _BadExtract(f"the extraction script returned a bad tag {str(tag)[:40]!r}")
         role, kind = el.get("role"), el.get("kind")
-        elements.append({
-            "tag": tag,
-            "role": role if isinstance(role, str) and is_text(role) and len(role) <= 64 else None,
-            "kind": kind if isinstance(kind, str) and is_text(kind) and len(kind) <= 64 else "clickable",
-            "name": name if is_text(name) else "",
-            "name_is_visible_text": el["name_is_visible_text"],
-            "rect": [float(v) for v in rect],
-        })  # fmt: skip
+        elements.append(
+            {
+                "tag": tag,
+                "role": role if isinstance(role, str) and is_text(role) and len(role) <= 64 else None,
+                "kind": kind if isinstance(kind, str) and is_text(kind) and len(kind) <= 64 else "clickable",
+                "name": name if is_text(name) else "",
+                "name_is_visible_text": el["name_is_visible_text"],
+                "rect": [float(v) for v in rect],
+            }
+        )
     return {"elements": elements, "drops": drops, "scroll_y": float(raw["scroll_y"])}
 
 
@@ -809,20 +909,22 @@ def _samples_for_screenshot(found, shot_id, image_rel, page_rel, viewport, seed,
         if box is None:
             drops["tiny"] += 1
             continue
-        records.append({
-            "sample_id": f"{shot_id}:{len(records)}",
-            "instruction": make_instruction(el["kind"], el["name"], rng),
-            "image_path": image_rel,
-            "target_bbox": box,
-            "image_width": width,
-            "image_height": height,
-            "source": "web-collector",
-            "platform": "web",
-            "ui_type": "text" if el["name_is_visible_text"] else "icon",
-            "element": {"tag": el["tag"], "role": el["role"], "name": el["name"]},
-            "page": page_rel,
-            "viewport": [width, height],
-        })  # fmt: skip
+        records.append(
+            {
+                "sample_id": f"{shot_id}:{len(records)}",
+                "instruction": make_instruction(el["kind"], el["name"], rng),
+                "image_path": image_rel,
+                "target_bbox": box,
+                "image_width": width,
+                "image_height": height,
+                "source": "web-collector",
+                "platform": "web",
+                "ui_type": "text" if el["name_is_visible_text"] else "icon",
+                "element": {"tag": el["tag"], "role": el["role"], "name": el["name"]},
+                "page": page_rel,
+                "viewport": [width, height],
+            }
+        )
     return records
 
 
@@ -837,8 +939,10 @@ def _short(text: str, limit: int = 60) -> str:
 def _parse_viewports(text: str) -> tuple[tuple[int, int], ...]:
     """``"1280x720,1024x768"`` -> ``((1280, 720), (1024, 768))`` (argparse type; each side an integer
     1..``MAX_VIEWPORT_SIDE``, at most ``MAX_VIEWPORTS`` distinct sizes; anything else is a usage error)."""
-    usage = (f"expected WxH[,WxH...] like 1280x720,1024x768 (sides 1..{MAX_VIEWPORT_SIDE} px, at most "
-             f"{MAX_VIEWPORTS} distinct sizes), got {_short(str(text))}")  # fmt: skip
+    usage = (
+        f"expected WxH[,WxH...] like 1280x720,1024x768 (sides 1..{MAX_VIEWPORT_SIDE} px, at most "
+        f"{MAX_VIEWPORTS} distinct sizes), got {_short(str(text))}"
+    )
     items = str(text).split(",")
     if len(items) > MAX_VIEWPORTS:
         raise argparse.ArgumentTypeError(usage)
@@ -859,8 +963,10 @@ def _parse_viewports(text: str) -> tuple[tuple[int, int], ...]:
 def _parse_offsets(text: str) -> tuple[int, ...]:
     """``"0,600"`` -> ``(0, 600)`` (argparse type; integers 0..``MAX_SCROLL_OFFSET``, at most
     ``MAX_SCROLL_OFFSETS`` distinct; anything else is a usage error)."""
-    usage = (f"expected distinct integers 0..{MAX_SCROLL_OFFSET} like 0,600 (at most {MAX_SCROLL_OFFSETS}), "
-             f"got {_short(str(text))}")  # fmt: skip
+    usage = (
+        f"expected distinct integers 0..{MAX_SCROLL_OFFSET} like 0,600 (at most {MAX_SCROLL_OFFSETS}), "
+        f"got {_short(str(text))}"
+    )
     items = str(text).split(",")
     if len(items) > MAX_SCROLL_OFFSETS:
         raise argparse.ArgumentTypeError(usage)
@@ -875,17 +981,28 @@ def _parse_offsets(text: str) -> tuple[int, ...]:
 
 def _run_cli(args) -> None:
     result = collect_web(
-        args.paths, args.out, viewports=args.viewports,
-        scroll_offsets=args.scroll_offsets, max_pages=args.max_pages,
-        test_fraction=args.test_fraction, seed=args.seed, min_size=args.min_size, min_area=args.min_area,
-        max_name_chars=args.max_name_chars, max_per_screenshot=args.max_per_screenshot,
-        page_timeout=args.page_timeout, resource_roots=args.resource_roots, chromium=args.chromium,
-    )  # fmt: skip
+        args.paths,
+        args.out,
+        viewports=args.viewports,
+        scroll_offsets=args.scroll_offsets,
+        max_pages=args.max_pages,
+        test_fraction=args.test_fraction,
+        seed=args.seed,
+        min_size=args.min_size,
+        min_area=args.min_area,
+        max_name_chars=args.max_name_chars,
+        max_per_screenshot=args.max_per_screenshot,
+        page_timeout=args.page_timeout,
+        resource_roots=args.resource_roots,
+        chromium=args.chromium,
+    )
     print(result.table())
     if result.failed and not result.screenshots:
         first = result.failed[0]
-        raise RuntimeError(f"all {len(result.failed)} page load(s) failed (first: {first['page']}: {first['reason']}, "
-                           f"{first['detail']}); see {os.path.join(args.out, 'provenance.json')}")  # fmt: skip
+        raise RuntimeError(
+            f"all {len(result.failed)} page load(s) failed (first: {first['page']}: {first['reason']}, "
+            f"{first['detail']}); see {os.path.join(args.out, 'provenance.json')}"
+        )
 
 
 def register_cli(subparsers) -> None:
@@ -894,13 +1011,14 @@ def register_cli(subparsers) -> None:
     The parsed namespace carries ``func``: call ``args.func(args)`` to run the collection and print the summary.
     """
     p = subparsers.add_parser(
-        "collect-web", help="render local HTML in headless Chromium and write grounding samples",
+        "collect-web",
+        help="render local HTML in headless Chromium and write grounding samples",
         description="Render local HTML pages in headless Chromium (Playwright, no network), extract visible "
         "interactable elements with accessible names and boxes, write screenshots + canonical JSONL "
         "(train.jsonl/test.jsonl split by page) + provenance.json. A page loads only files inside its own folder "
         "(the directory argument it was found in, or a file argument's folder; --resource-root replaces it); every "
         "other request is blocked and counted. A page that fails or exceeds --page-timeout is counted and skipped.",
-    )  # fmt: skip
+    )
     p.add_argument("paths", nargs="+", metavar="PATH", help="HTML files or directories (searched recursively)")
     p.add_argument("--out", required=True, help="output directory")
     p.add_argument(
@@ -919,18 +1037,30 @@ def register_cli(subparsers) -> None:
     )
     flags = [
         ("--max-pages", integer(min=1), None, "keep this many pages (seeded choice; default: all)"),
-        ("--test-fraction", number(min=0, max=1, max_open=True), 0.2,
-         "fraction of PAGES in the test split (default 0.2)"),
+        (
+            "--test-fraction",
+            number(min=0, max=1, max_open=True),
+            0.2,
+            "fraction of PAGES in the test split (default 0.2)",
+        ),
         ("--seed", integer(min=0), 0, "seed for page choice, split, templates, capping (default 0)"),
         ("--min-size", integer(min=0, max=MAX_VIEWPORT_SIDE), 4, "smallest element side kept (px, default 4)"),
         ("--min-area", integer(min=0, max=_MAX_AREA), 64, "smallest element area kept (px^2, default 64)"),
-        ("--max-name-chars", integer(min=1, max=_MAX_NAME_CHARS), 60,
-         "drop elements whose accessible name is longer (default 60)"),
+        (
+            "--max-name-chars",
+            integer(min=1, max=_MAX_NAME_CHARS),
+            60,
+            "drop elements whose accessible name is longer (default 60)",
+        ),
         ("--max-per-screenshot", integer(min=1), None, "cap samples per screenshot (seeded choice; default: no cap)"),
-        ("--page-timeout", number(min=0, min_open=True, max=MAX_PAGE_TIMEOUT), DEFAULT_PAGE_TIMEOUT,
-         f"seconds one page load (load, scrolling, extraction, screenshots) may take; a slower page is counted as "
-         f"failed and the run goes on (default {DEFAULT_PAGE_TIMEOUT:g})"),
-    ]  # fmt: skip
+        (
+            "--page-timeout",
+            number(min=0, min_open=True, max=MAX_PAGE_TIMEOUT),
+            DEFAULT_PAGE_TIMEOUT,
+            f"seconds one page load (load, scrolling, extraction, screenshots) may take; a slower page is counted as "
+            f"failed and the run goes on (default {DEFAULT_PAGE_TIMEOUT:g})",
+        ),
+    ]
     for flag, kind, default, text in flags:
         p.add_argument(flag, type=kind, default=default, help=with_range(text, kind))
     p.add_argument(

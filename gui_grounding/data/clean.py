@@ -385,12 +385,21 @@ class DetectionCache:
                     "cannot read cache file %s (%s); its images count as not cached", path, err.strerror or err
                 )
         if self.stale:
-            logger.warning("%s: %d cached lines were made with another %s configuration; ignored (recomputed)",
-                           self.cache_dir, self.stale, self.name)  # fmt: skip
+            logger.warning(
+                "%s: %d cached lines were made with another %s configuration; ignored (recomputed)",
+                self.cache_dir,
+                self.stale,
+                self.name,
+            )
         if self.rejects:
             detail = "; ".join(f"{r} {n} (e.g. {examples[r]})" for r, n in sorted(self.rejects.items()))
-            logger.warning("%s: %d bad cache lines of %s ignored (those images count as not cached): %s",
-                           self.cache_dir, self.bad_lines, self.name, detail)  # fmt: skip
+            logger.warning(
+                "%s: %d bad cache lines of %s ignored (those images count as not cached): %s",
+                self.cache_dir,
+                self.bad_lines,
+                self.name,
+                detail,
+            )
         if self.duplicates:
             logger.info(
                 "%s: %d cache lines of %s repeat an image (a success wins over an error, a later line over an "
@@ -543,22 +552,38 @@ class ImageDetections:
 def output_paths(out: str) -> dict[str, str]:
     """Paths written for ``--out OUT.jsonl``: kept, rejected, report, histogram, default cache dir."""
     stem = out[: -len(".jsonl")] if out.endswith(".jsonl") else out
-    return {"kept": out, "rejected": f"{stem}.rejected.jsonl", "report": f"{stem}.report.json",
-            "hist": f"{stem}.iou_hist.png", "cache_dir": f"{stem}.detections"}  # fmt: skip
+    return {
+        "kept": out,
+        "rejected": f"{stem}.rejected.jsonl",
+        "report": f"{stem}.report.json",
+        "hist": f"{stem}.iou_hist.png",
+        "cache_dir": f"{stem}.detections",
+    }
 
 
-def _fill_cache(detector: Detector, caches: dict[str, DetectionCache], images: list[str], shard, *,
-                from_cache: bool, retry_failed: bool, progress: bool) -> dict[str, int]:  # fmt: skip
+def _fill_cache(
+    detector: Detector,
+    caches: dict[str, DetectionCache],
+    images: list[str],
+    shard,
+    *,
+    from_cache: bool,
+    retry_failed: bool,
+    progress: bool,
+) -> dict[str, int]:
     """Detect every image of ``images`` missing from the caches; returns counts (detected, cached, failed)."""
-    todo = {name: [im for im in images if im not in c.index or (retry_failed and c.index[im].error is not None)]
-            for name, c in caches.items()}  # fmt: skip
+    todo = {
+        name: [im for im in images if im not in c.index or (retry_failed and c.index[im].error is not None)]
+        for name, c in caches.items()
+    }
     todo_images = sorted({im for ims in todo.values() for im in ims})
     counts = {"images": len(images), "detected_now": len(todo_images), "cached": len(images) - len(todo_images)}
     if todo_images and from_cache:
         bad = sum(c.bad_lines for c in caches.values())
         note = f"; {bad} bad cache lines ignored" if bad else ""
-        raise CacheIncompleteError(f"{len(todo_images)} of {len(images)} images have no cached detections "
-                                   f"(e.g. {todo_images[0]}{note})")  # fmt: skip
+        raise CacheIncompleteError(
+            f"{len(todo_images)} of {len(images)} images have no cached detections (e.g. {todo_images[0]}{note})"
+        )
     if not todo_images:
         return counts
     from tqdm.auto import tqdm
@@ -628,10 +653,22 @@ def _remove_empty(folders: list[str]) -> None:
             os.rmdir(folder)  # only an empty folder goes
 
 
-def clean(inputs: list[str], out: str, detector: str = "ocr", iou_threshold: float = DEFAULT_IOU_THRESHOLD, *,
-          image_folders: list[str] | None = None, cache_dir: str | None = None, shard: str | tuple[int, int] | None = None,
-          from_cache: bool = False, retry_failed: bool = False, detector_options: dict[str, dict] | None = None,
-          strict: bool = False, progress: bool = True, plot: bool = True) -> dict:  # fmt: skip
+def clean(
+    inputs: list[str],
+    out: str,
+    detector: str = "ocr",
+    iou_threshold: float = DEFAULT_IOU_THRESHOLD,
+    *,
+    image_folders: list[str] | None = None,
+    cache_dir: str | None = None,
+    shard: str | tuple[int, int] | None = None,
+    from_cache: bool = False,
+    retry_failed: bool = False,
+    detector_options: dict[str, dict] | None = None,
+    strict: bool = False,
+    progress: bool = True,
+    plot: bool = True,
+) -> dict:
     """Clean grounding samples by detector IoU (GTA1): write kept/rejected JSONL, a histogram and a report.
 
     Args:
@@ -732,8 +769,9 @@ def _clean(
         c.load()
     mine = images if shard is None else shard_images(images, *shard)
     try:
-        counts = _fill_cache(det, caches, mine, shard, from_cache=from_cache, retry_failed=retry_failed,
-                             progress=progress)  # fmt: skip
+        counts = _fill_cache(
+            det, caches, mine, shard, from_cache=from_cache, retry_failed=retry_failed, progress=progress
+        )
     except CacheIncompleteError as err:
         missing = [im for im in images if any(im not in c.index for c in caches.values())]
         raise CacheIncompleteError(f"{err}; {_missing_shards(missing, images, cache_dir, list(caches))}") from None
@@ -749,16 +787,21 @@ def _clean(
 
     kept, rejected = _filter(samples, caches, iou_threshold, out)
     for ref, reason, message in load_report.rejects:
-        rejected.append({"ref": ref, "reason": "invalid_record", "invalid_reason": reason, "message": message,
-                         "best_iou": None})  # fmt: skip
+        rejected.append(
+            {"ref": ref, "reason": "invalid_record", "invalid_reason": reason, "message": message, "best_iou": None}
+        )
     report = _report(inputs, det, iou_threshold, samples, kept, rejected, caches, images, counts, paths, cache_dir)
     with contextlib.suppress(FileNotFoundError):
         os.unlink(paths["report"])  # an older report must not describe the new files while they are written
     _write_jsonl(paths["kept"], kept)
     _write_jsonl(paths["rejected"], rejected)
     if plot:
-        plot_iou_histogram([r["best_iou"] for r in kept + rejected if r.get("best_iou") is not None], iou_threshold,
-                           paths["hist"], title=f"best IoU vs {det.name} detections")  # fmt: skip
+        plot_iou_histogram(
+            [r["best_iou"] for r in kept + rejected if r.get("best_iou") is not None],
+            iou_threshold,
+            paths["hist"],
+            title=f"best IoU vs {det.name} detections",
+        )
     write_json(paths["report"], report)  # last: a report means every file beside it is complete
     print(format_report(report))
     return report
@@ -841,8 +884,13 @@ def _report(inputs, det, iou_threshold, samples, kept, rejected, caches, images,
     def summarise(row: Counter) -> dict:
         n = row["samples"]
         removed = row["low_iou"] + row["detection_failed"]
-        return {"samples": n, "kept": row["kept"], "low_iou": row["low_iou"],
-                "detection_failed": row["detection_failed"], "filtered_fraction": removed / n if n else 0.0}  # fmt: skip
+        return {
+            "samples": n,
+            "kept": row["kept"],
+            "low_iou": row["low_iou"],
+            "detection_failed": row["detection_failed"],
+            "filtered_fraction": removed / n if n else 0.0,
+        }
 
     ious = [r["best_iou"] for r in kept + rejected if r.get("best_iou") is not None]
     hist, edges = np.histogram(ious, bins=HIST_BINS, range=(0.0, 1.0))
@@ -852,38 +900,54 @@ def _report(inputs, det, iou_threshold, samples, kept, rejected, caches, images,
         times = [c.index[im].seconds for im in images if im in c.index and c.index[im].seconds is not None]
         seconds[name] = round(sum(times) / len(times), 4) if times else None
     return {
-        "inputs": list(inputs), "detector": det.name, "detector_config": {c.name: c.detector.config()
-                                                                          for c in caches.values()},
-        "iou_threshold": iou_threshold, "rule": "keep when best IoU >= threshold (GTA1 preprocessing/filter.py)",
-        "records": len(samples) + sum(invalid.values()), "samples": len(samples), "kept": len(kept),
+        "inputs": list(inputs),
+        "detector": det.name,
+        "detector_config": {c.name: c.detector.config() for c in caches.values()},
+        "iou_threshold": iou_threshold,
+        "rule": "keep when best IoU >= threshold (GTA1 preprocessing/filter.py)",
+        "records": len(samples) + sum(invalid.values()),
+        "samples": len(samples),
+        "kept": len(kept),
         "rejected": {reason: sum(1 for r in rejected if r["reason"] == reason) for reason in REJECT_REASONS},
         "invalid_records": dict(sorted(invalid.items())),
-        "overall": summarise(total), "per_source": {src: summarise(row) for src, row in sorted(rows.items())},
-        "images": {"total": len(images), "detected_now": counts["detected_now"], "cached": counts["cached"],
-                   "failed": counts["failed"]},
-        "seconds_per_image": seconds, "cache_dir": cache_dir,
+        "overall": summarise(total),
+        "per_source": {src: summarise(row) for src, row in sorted(rows.items())},
+        "images": {
+            "total": len(images),
+            "detected_now": counts["detected_now"],
+            "cached": counts["cached"],
+            "failed": counts["failed"],
+        },
+        "seconds_per_image": seconds,
+        "cache_dir": cache_dir,
         "cache_lines": {name: c.stats() for name, c in caches.items()},
         "iou_histogram": {"bin_edges": [round(float(e), 4) for e in edges], "counts": [int(c) for c in hist]},
         "outputs": {k: v for k, v in paths.items() if k != "cache_dir"},
-    }  # fmt: skip
+    }
 
 
 def format_report(report: dict) -> str:
     """The printed summary: one row per ``source`` and an ``ALL`` row, filtered fraction in percent."""
-    lines = [f"detector-IoU cleaning with {report['detector']}: keep when best IoU >= {report['iou_threshold']} "
-             f"(GTA1 filter)",
-             f"{'source':<24} {'samples':>9} {'kept':>9} {'low_iou':>9} {'det_failed':>10} {'filtered':>9}"]  # fmt: skip
+    lines = [
+        f"detector-IoU cleaning with {report['detector']}: keep when best IoU >= {report['iou_threshold']} "
+        f"(GTA1 filter)",
+        f"{'source':<24} {'samples':>9} {'kept':>9} {'low_iou':>9} {'det_failed':>10} {'filtered':>9}",
+    ]
     rows = [*report["per_source"].items(), ("ALL", report["overall"])]
     for src, r in rows:
-        lines.append(f"{src:<24} {r['samples']:>9} {r['kept']:>9} {r['low_iou']:>9} {r['detection_failed']:>10} "
-                     f"{100 * r['filtered_fraction']:>8.2f}%")  # fmt: skip
+        lines.append(
+            f"{src:<24} {r['samples']:>9} {r['kept']:>9} {r['low_iou']:>9} {r['detection_failed']:>10} "
+            f"{100 * r['filtered_fraction']:>8.2f}%"
+        )
     if report["invalid_records"]:
         detail = ", ".join(f"{k} {v}" for k, v in report["invalid_records"].items())
         lines.append(f"invalid records (rejected as invalid_record, not cleaned): {detail}")
     im = report["images"]
     secs = ", ".join(f"{k} {v:.3f}" if v is not None else f"{k} -" for k, v in report["seconds_per_image"].items())
-    lines.append(f"images: {im['total']} (detected now {im['detected_now']}, from cache {im['cached']}, failed "
-                 f"{im['failed']}); seconds per image: {secs}")  # fmt: skip
+    lines.append(
+        f"images: {im['total']} (detected now {im['detected_now']}, from cache {im['cached']}, failed "
+        f"{im['failed']}); seconds per image: {secs}"
+    )
     bad = Counter()
     for stats in report.get("cache_lines", {}).values():
         bad.update(stats["bad_lines"])
@@ -891,8 +955,10 @@ def format_report(report: dict) -> str:
         detail = ", ".join(f"{k} {v}" for k, v in sorted(bad.items()))
         lines.append(f"bad cache lines ignored (their images detected again): {detail}")
     o = report["outputs"]
-    lines.append(f"wrote {o['kept']} ({report['kept']}), {o['rejected']} ({sum(report['rejected'].values())}), "
-                 f"{o['report']}, {o['hist']}")  # fmt: skip
+    lines.append(
+        f"wrote {o['kept']} ({report['kept']}), {o['rejected']} ({sum(report['rejected'].values())}), "
+        f"{o['report']}, {o['hist']}"
+    )
     return "\n".join(lines)
 
 
@@ -933,15 +999,27 @@ SCORE_ARG = number(min=0, max=1)
 
 
 def _detector_options(args: argparse.Namespace) -> dict[str, dict]:
-    return {"ocr": {"min_text_score": args.ocr_min_text_score},
-            "omniparser": {"weights": args.omniparser_weights, "box_threshold": args.omniparser_box_threshold}}  # fmt: skip
+    return {
+        "ocr": {"min_text_score": args.ocr_min_text_score},
+        "omniparser": {"weights": args.omniparser_weights, "box_threshold": args.omniparser_box_threshold},
+    }
 
 
 def _run_cli(args: argparse.Namespace) -> None:
     try:
-        clean(args.inputs, args.out, args.detector, args.iou_threshold, image_folders=args.image_folders,
-              cache_dir=args.cache_dir, shard=args.shard, from_cache=args.from_cache, retry_failed=args.retry_failed,
-              detector_options=_detector_options(args), strict=args.strict)  # fmt: skip
+        clean(
+            args.inputs,
+            args.out,
+            args.detector,
+            args.iou_threshold,
+            image_folders=args.image_folders,
+            cache_dir=args.cache_dir,
+            shard=args.shard,
+            from_cache=args.from_cache,
+            retry_failed=args.retry_failed,
+            detector_options=_detector_options(args),
+            strict=args.strict,
+        )
     except (CacheIncompleteError, ImportError, OSError, ValueError) as err:  # OSError: OutputError, FileNotFoundError
         raise SystemExit(f"gui-grounding clean: error: {_one_line(err)}") from None
 
@@ -957,7 +1035,8 @@ def register_cli(subparsers) -> None:
     The parsed namespace carries ``func``: call ``args.func(args)`` to run the cleaning and print the table.
     """
     p = subparsers.add_parser(
-        "clean", help="drop samples whose box matches no detected UI element (GTA1 detector-IoU filter)",
+        "clean",
+        help="drop samples whose box matches no detected UI element (GTA1 detector-IoU filter)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="GTA1's lightweight cleaning: detect the UI elements of each screenshot, take the best IoU "
         "between the annotated box (any of a sample's boxes) and any detection, keep the sample when it is >= "
@@ -973,12 +1052,20 @@ def register_cli(subparsers) -> None:
         "detectors: ocr (RapidOCR PP-OCRv4 text lines + words, onnxruntime, models in the wheel), classic (OpenCV "
         "edges/outlines/colour regions, no weights), omniparser (OmniParser YOLO icons + ocr; needs ultralytics and "
         "weights); join with + for their union.",
-    )  # fmt: skip
-    p.add_argument("inputs", nargs="+", metavar="IN.jsonl",
-                   help="data files: canonical, GTA1 or VLM-R1 records (JSONL, or a .json list)")  # fmt: skip
-    p.add_argument("--out", required=True, metavar="OUT.jsonl",
-                   help="kept samples; OUT.rejected.jsonl, OUT.report.json, OUT.iou_hist.png and the default cache "
-                   "dir OUT.detections/ are written next to it; image paths are written relative to its folder")  # fmt: skip
+    )
+    p.add_argument(
+        "inputs",
+        nargs="+",
+        metavar="IN.jsonl",
+        help="data files: canonical, GTA1 or VLM-R1 records (JSONL, or a .json list)",
+    )
+    p.add_argument(
+        "--out",
+        required=True,
+        metavar="OUT.jsonl",
+        help="kept samples; OUT.rejected.jsonl, OUT.report.json, OUT.iou_hist.png and the default cache "
+        "dir OUT.detections/ are written next to it; image paths are written relative to its folder",
+    )
     p.add_argument(
         "--detector",
         default="ocr",
@@ -1010,12 +1097,18 @@ def register_cli(subparsers) -> None:
         f"write no output; finish with a run without --shard (or with --from-cache) (integers 0 <= I < N <= "
         f"{MAX_SHARDS})",
     )
-    p.add_argument("--from-cache", action="store_true",
-                   help="detect nothing: merge all cache files and filter; stop naming the incomplete shards if an "
-                   "image has no cached detections")  # fmt: skip
-    p.add_argument("--retry-failed", action="store_true",
-                   help="detect again the images whose cached line is an error (default: errors are final and their "
-                   "samples are rejected as detection_failed)")  # fmt: skip
+    p.add_argument(
+        "--from-cache",
+        action="store_true",
+        help="detect nothing: merge all cache files and filter; stop naming the incomplete shards if an "
+        "image has no cached detections",
+    )
+    p.add_argument(
+        "--retry-failed",
+        action="store_true",
+        help="detect again the images whose cached line is an error (default: errors are final and their "
+        "samples are rejected as detection_failed)",
+    )
     p.add_argument(
         "--ocr-min-text-score",
         type=SCORE_ARG,

@@ -155,16 +155,24 @@ def _iter_parquet(path: str) -> Iterator[tuple[str, int, Any]]:
                 index += 1
     except (OSError, pa.ArrowException) as err:
         ref = f"{path}:[{index}]"
-        yield ref, index, RecordError(ref, f"cannot read parquet at or after row {index} (the rest of the file is "
-                                           f"not read): {type(err).__name__}: {err}")  # fmt: skip
+        yield (
+            ref,
+            index,
+            RecordError(
+                ref,
+                f"cannot read parquet at or after row {index} (the rest of the file is "
+                f"not read): {type(err).__name__}: {err}",
+            ),
+        )
 
 
 # --------------------------------------------------------------------------------------------------------------------
 # images
 
 
-def probe_image(path: str, embedded: bytes | None = None,
-                checker: validate.ImageChecker | None = None) -> tuple[int, int] | tuple[str, str]:  # fmt: skip
+def probe_image(
+    path: str, embedded: bytes | None = None, checker: validate.ImageChecker | None = None
+) -> tuple[int, int] | tuple[str, str]:
     """``(width, height)`` of the displayed frame (EXIF orientation applied), or ``(reason, message)``.
 
     The image is checked by ``checker`` (``vlm_r1.validate.ImageChecker``; default: decode, 64 Mpx limit), once per
@@ -236,32 +244,50 @@ class ConvertReport:
         """The ``OUT.summary.json`` content (elapsed in seconds, rates per second)."""
         rate = self.records / self.elapsed_s if self.elapsed_s > 0 else 0.0
         return {
-            "format": self.format, "inputs": self.inputs, "out": self.out, "rejects": self.rejects_path,
-            "records": self.records, "targets": self.targets, "samples": self.samples, "rejected": self.rejected,
-            "clipped": self.clipped, "reasons": dict(sorted(self.reasons.items())),
-            "first_reject_refs": dict(sorted(self.first_refs.items())), "workers": self.workers,
-            "clip_tolerance_px": self.clip_tolerance_px, "absolute_image_paths": self.absolute_paths,
-            "verify_images": self.verify_images, "max_image_pixels": self.max_image_pixels, "elapsed_s": round(self.elapsed_s, 3),
-            "records_per_s": round(rate, 1), "shadowed_source_keys": dict(sorted(self.shadowed.items())),
+            "format": self.format,
+            "inputs": self.inputs,
+            "out": self.out,
+            "rejects": self.rejects_path,
+            "records": self.records,
+            "targets": self.targets,
+            "samples": self.samples,
+            "rejected": self.rejected,
+            "clipped": self.clipped,
+            "reasons": dict(sorted(self.reasons.items())),
+            "first_reject_refs": dict(sorted(self.first_refs.items())),
+            "workers": self.workers,
+            "clip_tolerance_px": self.clip_tolerance_px,
+            "absolute_image_paths": self.absolute_paths,
+            "verify_images": self.verify_images,
+            "max_image_pixels": self.max_image_pixels,
+            "elapsed_s": round(self.elapsed_s, 3),
+            "records_per_s": round(rate, 1),
+            "shadowed_source_keys": dict(sorted(self.shadowed.items())),
             "samples_per_s": round(self.samples / self.elapsed_s, 1) if self.elapsed_s > 0 else 0.0,
-        }  # fmt: skip
+        }
 
     def table(self) -> str:
         """Readable summary: totals, then one row per reject reason with its count and first ref."""
         d = self.to_dict()
-        lines = [f"convert --format {self.format}: {len(self.inputs)} input file(s) -> {self.out}",
-                 f"records read: {self.records}   targets: {self.targets}   samples written: {self.samples}   "
-                 f"rejected: {self.rejected}   clipped (kept): {self.clipped}   absolute image paths (kept): "
-                 f"{self.absolute_paths}"]  # fmt: skip
+        lines = [
+            f"convert --format {self.format}: {len(self.inputs)} input file(s) -> {self.out}",
+            f"records read: {self.records}   targets: {self.targets}   samples written: {self.samples}   "
+            f"rejected: {self.rejected}   clipped (kept): {self.clipped}   absolute image paths (kept): "
+            f"{self.absolute_paths}",
+        ]
         if self.shadowed:
-            lines.append("  source keys left out (a converted field has the name): "
-                         + ", ".join(f"{k} x{n}" for k, n in sorted(self.shadowed.items())))  # fmt: skip
+            lines.append(
+                "  source keys left out (a converted field has the name): "
+                + ", ".join(f"{k} x{n}" for k, n in sorted(self.shadowed.items()))
+            )
         if self.reasons:
             lines.append(f"  {'reason':<20} {'count':>8}   first")
             for reason, n in sorted(self.reasons.items()):
                 lines.append(f"  {reason:<20} {n:>8}   {self.first_refs[reason]}")
-        lines.append(f"{self.records} records in {d['elapsed_s']:.2f} s ({d['records_per_s']:.0f} records/s, "
-                     f"{self.workers} worker(s)); rejects: {self.rejects_path}; summary: {self.summary_path}")  # fmt: skip
+        lines.append(
+            f"{self.records} records in {d['elapsed_s']:.2f} s ({d['records_per_s']:.0f} records/s, "
+            f"{self.workers} worker(s)); rejects: {self.rejects_path}; summary: {self.summary_path}"
+        )
         return "\n".join(lines)
 
 
@@ -303,11 +329,26 @@ def _reject_record(raw: Any) -> Any:
 class _Converter:
     """One conversion run (see :func:`convert`)."""
 
-    def __init__(self, fmt: str, image_root: str, report: ConvertReport, *, strict: bool, source: str | None,
-                 platform: str | None, clip_tolerance_px: float, box_unit: str | None, keep_duplicates: bool,
-                 pool: ThreadPoolExecutor | None, out_f, rej_f, verify_images: str = "decode",
-                 max_image_pixels: int | None = validate.DECODE_PIXEL_LIMIT, limits: validate.ImageLimits | None = None,
-                 parquet: bool = False):  # fmt: skip
+    def __init__(
+        self,
+        fmt: str,
+        image_root: str,
+        report: ConvertReport,
+        *,
+        strict: bool,
+        source: str | None,
+        platform: str | None,
+        clip_tolerance_px: float,
+        box_unit: str | None,
+        keep_duplicates: bool,
+        pool: ThreadPoolExecutor | None,
+        out_f,
+        rej_f,
+        verify_images: str = "decode",
+        max_image_pixels: int | None = validate.DECODE_PIXEL_LIMIT,
+        limits: validate.ImageLimits | None = None,
+        parquet: bool = False,
+    ):
         self.spec, self.fmt, self.image_root, self.report = FORMATS[fmt], fmt, image_root, report
         self.strict, self.source, self.platform = strict, source, platform
         self.tol, self.box_unit, self.keep_duplicates = clip_tolerance_px, box_unit, keep_duplicates
@@ -382,9 +423,17 @@ class _Converter:
         ctx, t = job
         stats = Counter()
         try:
-            sample = record_to_sample(t.record, ctx.ref, base_dir=self.image_root, default_id=f"{ctx.stem}:{ctx.index}",
-                                      verify_image=self.verify, clip_tolerance_px=self.tol, stats=stats,
-                                      max_image_pixels=self.max_image_pixels, limits=self.limits)  # fmt: skip
+            sample = record_to_sample(
+                t.record,
+                ctx.ref,
+                base_dir=self.image_root,
+                default_id=f"{ctx.stem}:{ctx.index}",
+                verify_image=self.verify,
+                clip_tolerance_px=self.tol,
+                stats=stats,
+                max_image_pixels=self.max_image_pixels,
+                limits=self.limits,
+            )
         except SampleError as err:
             return err
         except FIELD_ERRORS as err:  # e.g. a field of an odd type: a reject, never a crash of the run
@@ -442,8 +491,11 @@ class _Converter:
             raise SampleError(ref, size[0], size[1])
         width, height = size
         if t.stated_size is not None and t.stated_size != (width, height):
-            raise SampleError(ref, "bad_field", f"the record states a {t.stated_size[0]}x{t.stated_size[1]} image but "
-                                                f"{path} is {width}x{height}")  # fmt: skip
+            raise SampleError(
+                ref,
+                "bad_field",
+                f"the record states a {t.stated_size[0]}x{t.stated_size[1]} image but {path} is {width}x{height}",
+            )
         unit = self.box_unit or t.unit
         boxes, any_clipped = [], False
         for box in t.boxes:
@@ -452,18 +504,38 @@ class _Converter:
             except validate.Invalid as err:
                 raise SampleError(ref, err.reason, err.message) from None
             if unit == "pixel" and validate.all_fractions(box):
-                raise SampleError(ref, "suspect_unit", f"pixel box {list(box)} has all four values in [0, 1]: "
-                                                       "fractions of the image, not pixels (--box-unit ratio reads "
-                                                       "them as fractions)")  # fmt: skip
+                raise SampleError(
+                    ref,
+                    "suspect_unit",
+                    f"pixel box {list(box)} has all four values in [0, 1]: "
+                    "fractions of the image, not pixels (--box-unit ratio reads "
+                    "them as fractions)",
+                )
             pixels, what = self._to_pixels(box, unit, width, height)
-            pixels, clipped = clip_box(pixels, width, height, ref, tolerance_px=self.tol, what=what,
-                                       tolerance_ratio=0.0 if unit == "pixel" else CLIP_TOLERANCE_RATIO)  # fmt: skip
+            pixels, clipped = clip_box(
+                pixels,
+                width,
+                height,
+                ref,
+                tolerance_px=self.tol,
+                what=what,
+                tolerance_ratio=0.0 if unit == "pixel" else CLIP_TOLERANCE_RATIO,
+            )
             boxes.append(pixels)
             any_clipped |= clipped
         sample_id = f"{ctx.stem}:{ctx.index}" + (f":{t.sub_id}" if t.sub_id else "")
-        sample = Sample(sample_id, instruction, path, boxes, width, height, source=self.source or self.fmt,
-                        platform=self.platform or t.platform or self.spec.platform, ui_type=t.ui_type,
-                        extra=t.extra)  # fmt: skip
+        sample = Sample(
+            sample_id,
+            instruction,
+            path,
+            boxes,
+            width,
+            height,
+            source=self.source or self.fmt,
+            platform=self.platform or t.platform or self.spec.platform,
+            ui_type=t.ui_type,
+            extra=t.extra,
+        )
         return sample, any_clipped
 
     @staticmethod
@@ -496,17 +568,25 @@ class _Converter:
         try:
             line.encode("utf-8")
         except UnicodeEncodeError as err:  # a lone surrogate escape ("\ud800") is legal JSON but not text
-            raise SampleError(ref, "bad_text", f"the record holds text that is not valid Unicode ({err.reason} at "
-                                               f"position {err.start} of the output line)") from None  # fmt: skip
+            raise SampleError(
+                ref,
+                "bad_text",
+                f"the record holds text that is not valid Unicode ({err.reason} at "
+                f"position {err.start} of the output line)",
+            ) from None
         if not self.keep_duplicates:
             boxes = [(round(b[0], 2), round(b[1], 2), round(b[2], 2), round(b[3], 2)) for b in sample.boxes]
             key = f"{rec['image_path']}\0{sample.instruction}\0{boxes}"
             digest = int.from_bytes(hashlib.blake2b(key.encode("utf-8"), digest_size=8).digest(), "little")
             first = self.seen.get(digest)
             if first is not None:
-                raise SampleError(ref, "duplicate", f"same image, instruction and box(es) as the sample on line {first} "
-                                                    f"of {os.path.basename(self.report.out)} "
-                                                    f"({sample.image_path})")  # fmt: skip
+                raise SampleError(
+                    ref,
+                    "duplicate",
+                    f"same image, instruction and box(es) as the sample on line {first} "
+                    f"of {os.path.basename(self.report.out)} "
+                    f"({sample.image_path})",
+                )
         try:  # the identity rule: a second record with a taken id is rejected
             self.ids.claim(sample.sample_id, ref)
         except validate.Invalid as err:
@@ -604,8 +684,10 @@ def convert(
     if platform is not None and platform not in PLATFORMS:
         raise ValueError(f"platform must be one of {PLATFORMS}, got {platform!r}")
     if box_unit is not None and (box_unit not in UNITS or fmt in DIRECT_FORMATS):
-        raise ValueError(f"box_unit must be one of {UNITS} and applies to every format but {DIRECT_FORMATS}; got "
-                         f"{box_unit!r} for {fmt!r}")  # fmt: skip
+        raise ValueError(
+            f"box_unit must be one of {UNITS} and applies to every format but {DIRECT_FORMATS}; got "
+            f"{box_unit!r} for {fmt!r}"
+        )
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
     for path in inputs:
@@ -619,8 +701,9 @@ def convert(
     outputs.check_outputs(files=[out, rejects_path, summary_path], inputs=inputs)
     if len({os.path.abspath(p) for p in (out, rejects_path, summary_path)}) < 3:
         raise outputs.OutputError(f"--out {out}: its rejects or summary file would be the output itself")
-    report = ConvertReport(fmt, list(inputs), out, rejects_path, summary_path, workers, clip_tolerance_px,
-                           verify_images, max_image_pixels)  # fmt: skip
+    report = ConvertReport(
+        fmt, list(inputs), out, rejects_path, summary_path, workers, clip_tolerance_px, verify_images, max_image_pixels
+    )
     stems = Counter()
     start = time.perf_counter()
     pool = ThreadPoolExecutor(max_workers=workers) if workers > 1 else None
@@ -630,11 +713,24 @@ def convert(
             if os.path.lexists(summary_path):  # a summary must describe the outputs beside it, or not exist
                 os.remove(summary_path)
             with outputs.atomic_writer(out) as out_f, outputs.atomic_writer(rejects_path) as rej_f:
-                conv = _Converter(fmt, os.path.abspath(image_root), report, strict=strict, source=source,
-                                  platform=platform, clip_tolerance_px=clip_tolerance_px, box_unit=box_unit,
-                                  keep_duplicates=keep_duplicates, pool=pool, out_f=out_f, rej_f=rej_f,
-                                  verify_images=verify_images, max_image_pixels=max_image_pixels, limits=limits,
-                                  parquet=any(p.endswith(".parquet") for p in inputs))  # fmt: skip
+                conv = _Converter(
+                    fmt,
+                    os.path.abspath(image_root),
+                    report,
+                    strict=strict,
+                    source=source,
+                    platform=platform,
+                    clip_tolerance_px=clip_tolerance_px,
+                    box_unit=box_unit,
+                    keep_duplicates=keep_duplicates,
+                    pool=pool,
+                    out_f=out_f,
+                    rej_f=rej_f,
+                    verify_images=verify_images,
+                    max_image_pixels=max_image_pixels,
+                    limits=limits,
+                    parquet=any(p.endswith(".parquet") for p in inputs),
+                )
                 for path in inputs:
                     stem = os.path.splitext(os.path.basename(path))[0]
                     stems[stem] += 1
@@ -666,18 +762,31 @@ class _DecodeGuardFlag(argparse.Action):
 
     def __call__(self, parser, namespace, values, option_string=None):
         if option_string == "--max-pixels":
-            logger.warning("convert: --max-pixels is deprecated: use --max-image-pixels (the decode guard on the "
-                           "original image; the model's smart_resize max_pixels is a training/eval flag)")  # fmt: skip
+            logger.warning(
+                "convert: --max-pixels is deprecated: use --max-image-pixels (the decode guard on the "
+                "original image; the model's smart_resize max_pixels is a training/eval flag)"
+            )
         setattr(namespace, self.dest, values)
 
 
 def _run(args: argparse.Namespace) -> None:
     try:
-        report = convert(args.format, args.inputs, args.image_root, args.out, strict=args.strict,
-                         workers=args.workers, source=args.source, platform=args.platform,
-                         clip_tolerance_px=args.clip_tolerance, box_unit=args.box_unit,
-                         keep_duplicates=args.keep_duplicates, verify_images=args.verify_images,
-                         max_image_pixels=args.max_image_pixels or None, limits=_limits(args))  # fmt: skip
+        report = convert(
+            args.format,
+            args.inputs,
+            args.image_root,
+            args.out,
+            strict=args.strict,
+            workers=args.workers,
+            source=args.source,
+            platform=args.platform,
+            clip_tolerance_px=args.clip_tolerance,
+            box_unit=args.box_unit,
+            keep_duplicates=args.keep_duplicates,
+            verify_images=args.verify_images,
+            max_image_pixels=args.max_image_pixels or None,
+            limits=_limits(args),
+        )
     except SampleError as err:
         raise SystemExit(f"convert --strict: stopped at the first bad record: {err}") from None
     except (ValueError, OSError) as err:  # FileNotFoundError, vlm_r1.outputs.OutputError, disk full, ...
@@ -705,14 +814,15 @@ def register_cli(subparsers) -> None:
     """
     formats = "\n".join(f"  {name:<16} {spec.summary}" for name, spec in FORMATS.items())
     p = subparsers.add_parser(
-        "convert", help="convert a public grounding dataset to canonical JSONL (validated, nothing lost)",
+        "convert",
+        help="convert a public grounding dataset to canonical JSONL (validated, nothing lost)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Convert published GUI grounding records (GTA1, OS-Atlas, Aria-UI, ShowUI, UGround, SeeClick, "
         "GUI-R1, ScreenSpot-V2/Pro, VLM-R1, canonical) into canonical JSONL with boxes in original-image pixels. "
         "Inputs are streamed (JSON lists via ijson, JSONL, parquet); image sizes come from the image headers. Every "
         "record becomes a sample or a line of OUT.rejects.jsonl with a reason code; OUT.summary.json counts them.",
         epilog="formats (source and box convention):\n" + formats,
-    )  # fmt: skip
+    )
     p.add_argument("inputs", nargs="+", metavar="INPUT", help="data files: JSON list, JSONL or parquet")
     p.add_argument("--format", required=True, choices=list(FORMATS), help="record format of the inputs (see below)")
     p.add_argument(

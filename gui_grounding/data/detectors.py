@@ -71,8 +71,12 @@ def _clip_box(box: Box, width: int, height: int) -> list[float]:
 
 
 def _detection(box, type_: str, score: float | None, source: str) -> dict:
-    return {"bbox": [round(float(v), 2) for v in box], "type": type_,
-            "score": None if score is None else round(float(score), 4), "source": source}  # fmt: skip
+    return {
+        "bbox": [round(float(v), 2) for v in box],
+        "type": type_,
+        "score": None if score is None else round(float(score), 4),
+        "source": source,
+    }
 
 
 def quad_to_box(quad) -> Box:
@@ -147,8 +151,15 @@ class OCRDetector(Detector):
 
     name = "ocr"
 
-    def __init__(self, min_text_score: float | None = None, *, word_gap: float = 0.2, ink_threshold: int = 48,
-                 split_words: bool = True, source: str | None = None):  # fmt: skip
+    def __init__(
+        self,
+        min_text_score: float | None = None,
+        *,
+        word_gap: float = 0.2,
+        ink_threshold: int = 48,
+        split_words: bool = True,
+        source: str | None = None,
+    ):
         self.min_text_score = min_text_score
         self.word_gap = float(word_gap)
         self.ink_threshold = int(ink_threshold)
@@ -157,8 +168,13 @@ class OCRDetector(Detector):
         self._engine = None
 
     def config(self) -> dict[str, Any]:
-        return {"min_text_score": self.min_text_score, "word_gap": self.word_gap, "ink_threshold": self.ink_threshold,
-                "split_words": self.split_words, "models": "rapidocr-onnxruntime PP-OCRv4 det"}  # fmt: skip
+        return {
+            "min_text_score": self.min_text_score,
+            "word_gap": self.word_gap,
+            "ink_threshold": self.ink_threshold,
+            "split_words": self.split_words,
+            "models": "rapidocr-onnxruntime PP-OCRv4 det",
+        }
 
     def load(self) -> None:
         if self._engine is not None:
@@ -254,10 +270,21 @@ class ClassicDetector(Detector):
 
     name = "classic"
 
-    def __init__(self, *, canny_low: int = 50, canny_high: int = 150,
-                 kernels: tuple[tuple[int, int], ...] = ((3, 3), (7, 3), (15, 3)), min_side: int = 4,
-                 outline_fill: float = 0.85, flat_gradient: int = 8, colour_bits: int = 4, min_region_area: int = 64,
-                 max_colours: int = 64, max_area_fraction: float = 0.5, source: str | None = None):  # fmt: skip
+    def __init__(
+        self,
+        *,
+        canny_low: int = 50,
+        canny_high: int = 150,
+        kernels: tuple[tuple[int, int], ...] = ((3, 3), (7, 3), (15, 3)),
+        min_side: int = 4,
+        outline_fill: float = 0.85,
+        flat_gradient: int = 8,
+        colour_bits: int = 4,
+        min_region_area: int = 64,
+        max_colours: int = 64,
+        max_area_fraction: float = 0.5,
+        source: str | None = None,
+    ):
         self.canny_low, self.canny_high = int(canny_low), int(canny_high)
         self.kernels = tuple((int(kx), int(ky)) for kx, ky in kernels)
         self.min_side = int(min_side)
@@ -270,10 +297,17 @@ class ClassicDetector(Detector):
         self.source = source or self.name
 
     def config(self) -> dict[str, Any]:
-        return {"canny": [self.canny_low, self.canny_high], "kernels": [list(k) for k in self.kernels],
-                "min_side": self.min_side, "outline_fill": self.outline_fill, "flat_gradient": self.flat_gradient,
-                "colour_bits": self.colour_bits, "min_region_area": self.min_region_area,
-                "max_colours": self.max_colours, "max_area_fraction": self.max_area_fraction}  # fmt: skip
+        return {
+            "canny": [self.canny_low, self.canny_high],
+            "kernels": [list(k) for k in self.kernels],
+            "min_side": self.min_side,
+            "outline_fill": self.outline_fill,
+            "flat_gradient": self.flat_gradient,
+            "colour_bits": self.colour_bits,
+            "min_region_area": self.min_region_area,
+            "max_colours": self.max_colours,
+            "max_area_fraction": self.max_area_fraction,
+        }
 
     def load(self) -> None:
         _import_cv2()
@@ -344,8 +378,9 @@ def _overlap(a: Box, b: Box) -> float:
     return max(box_iou(a, b), _contained_fraction(a, b), _contained_fraction(b, a))
 
 
-def merge_ocr_and_icons(ocr: list[dict], icons: list[dict], iou_threshold: float = 0.7,
-                        inside_fraction: float = 0.8) -> list[dict]:  # fmt: skip
+def merge_ocr_and_icons(
+    ocr: list[dict], icons: list[dict], iou_threshold: float = 0.7, inside_fraction: float = 0.8
+) -> list[dict]:
     """Merge OCR text boxes and YOLO icon boxes (same pixel frame) the way OmniParser does; returns the kept boxes.
 
     Source: OmniParser's ``remove_overlap_new`` as called by GTA1's ``run.py`` (``iou_threshold=0.7``); facts
@@ -367,8 +402,10 @@ def merge_ocr_and_icons(ocr: list[dict], icons: list[dict], iou_threshold: float
     absorbed: set[int] = set()
     kept_icons = []
     for i, box in enumerate(icon_boxes):
-        if any(j != i and _overlap(box, other) > iou_threshold and _area(box) > _area(other)
-               for j, other in enumerate(icon_boxes)):  # fmt: skip
+        if any(
+            j != i and _overlap(box, other) > iou_threshold and _area(box) > _area(other)
+            for j, other in enumerate(icon_boxes)
+        ):
             continue
         if any(_contained_fraction(box, text) > inside_fraction for text in ocr_boxes):
             continue
@@ -393,9 +430,17 @@ class OmniParserDetector(Detector):
 
     name = "omniparser"
 
-    def __init__(self, weights: str | None = None, *, box_threshold: float = 0.05, merge_iou: float = 0.7,
-                 inside_fraction: float = 0.8, imgsz: int | None = None, ocr: OCRDetector | None = None,
-                 source: str | None = None):  # fmt: skip
+    def __init__(
+        self,
+        weights: str | None = None,
+        *,
+        box_threshold: float = 0.05,
+        merge_iou: float = 0.7,
+        inside_fraction: float = 0.8,
+        imgsz: int | None = None,
+        ocr: OCRDetector | None = None,
+        source: str | None = None,
+    ):
         self.weights = weights
         self.box_threshold = float(box_threshold)
         self.merge_iou = float(merge_iou)
@@ -409,8 +454,13 @@ class OmniParserDetector(Detector):
     def config(self) -> dict[str, Any]:
         # the weights path is not part of the config, so a --from-cache run needs no weights; use another cache dir
         # for other weights
-        return {"box_threshold": self.box_threshold, "merge_iou": self.merge_iou,
-                "inside_fraction": self.inside_fraction, "imgsz": self.imgsz, "ocr": self.ocr.config()}  # fmt: skip
+        return {
+            "box_threshold": self.box_threshold,
+            "merge_iou": self.merge_iou,
+            "inside_fraction": self.inside_fraction,
+            "imgsz": self.imgsz,
+            "ocr": self.ocr.config(),
+        }
 
     def load(self) -> None:
         if self._model is not None:
@@ -443,8 +493,9 @@ class OmniParserDetector(Detector):
     def detect(self, image_path: str) -> list[dict]:
         self.load()
         image = read_image_bgr(image_path)
-        return merge_ocr_and_icons(self.ocr.detect_array(image), self.icons(image), self.merge_iou,
-                                   self.inside_fraction)  # fmt: skip
+        return merge_ocr_and_icons(
+            self.ocr.detect_array(image), self.icons(image), self.merge_iou, self.inside_fraction
+        )
 
 
 # --------------------------------------------------------------------------------------------------------------------

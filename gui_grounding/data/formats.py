@@ -129,10 +129,19 @@ def platform_from_path(path: str) -> str | None:
     the file name. ``--platform`` overrides it.
     """
     words = {
-        "web": "web", "fineweb": "web", "desktop": "desktop", "omniact": "desktop", "windows": "desktop",
-        "macos": "desktop", "linux": "desktop", "ubuntu": "desktop", "mobile": "mobile", "android": "mobile",
-        "amex": "mobile", "rico": "mobile",
-    }  # fmt: skip
+        "web": "web",
+        "fineweb": "web",
+        "desktop": "desktop",
+        "omniact": "desktop",
+        "windows": "desktop",
+        "macos": "desktop",
+        "linux": "desktop",
+        "ubuntu": "desktop",
+        "mobile": "mobile",
+        "android": "mobile",
+        "amex": "mobile",
+        "rico": "mobile",
+    }
     folders = os.path.dirname(path.replace("\\", "/")).lower()
     found = {words[token] for token in re.split(r"[^a-z0-9]+", folders) if token in words}
     return found.pop() if len(found) == 1 else None
@@ -227,8 +236,12 @@ def _box(value: Any, ref: str, what: str) -> Box:
             except validate.Invalid as err:
                 raise SampleError(ref, err.reason, err.message) from None
         if len(value) == 2 and all(is_number(v) for v in value):
-            raise SampleError(ref, "point_only", f"{what} {list(value)} is a point (x, y), not a box; a point cannot "
-                                                 "become a box without inventing its extent")  # fmt: skip
+            raise SampleError(
+                ref,
+                "point_only",
+                f"{what} {list(value)} is a point (x, y), not a box; a point cannot "
+                "become a box without inventing its extent",
+            )
     raise SampleError(ref, "bad_field", f"{what} must be 4 finite numbers [x_min, y_min, x_max, y_max], got {value!r}")
 
 
@@ -268,14 +281,20 @@ def _instructions(element: dict, ref: str) -> list:
     raise SampleError(ref, "bad_field", f"element has no instructions/instruction; it has {sorted(element)}")
 
 
-def _grouped(record: dict, ctx: ReadContext, image_keys: tuple[str, ...], element_key: str,
-             element_targets: Callable[[dict, str, str], list[Target]]) -> list[Target]:  # fmt: skip
+def _grouped(
+    record: dict,
+    ctx: ReadContext,
+    image_keys: tuple[str, ...],
+    element_key: str,
+    element_targets: Callable[[dict, str, str], list[Target]],
+) -> list[Target]:
     """Targets of a screenshot-level record ``{<image key>, <element_key>: [...]}``: each element read by
     ``element_targets(element, ref, sub)``; an element that fails becomes an error target (a reject line)."""
     key = next((k for k in image_keys if k in record), None)
     if key is None:
-        raise SampleError(ctx.ref, "bad_field", f"record has none of the image keys {list(image_keys)}; "
-                                                f"it has {sorted(record)}")  # fmt: skip
+        raise SampleError(
+            ctx.ref, "bad_field", f"record has none of the image keys {list(image_keys)}; it has {sorted(record)}"
+        )
     elements = _list(record, element_key, ctx.ref)
     if not elements:
         raise SampleError(ctx.ref, "bad_field", f"{element_key} is an empty list (the screenshot has no targets)")
@@ -317,8 +336,17 @@ def read_gta1(record: dict, ctx: ReadContext) -> list[Target]:
     human, _ = conversation_turns(record, ctx.ref)
     image = _image_path(record["image"], ctx.ref, "image")
     extra = {"source_id": record["id"]} if "id" in record else {}
-    return [Target(human, image, _boxes(record["bbox"], ctx.ref, "bbox"), "norm1000",
-                   platform=platform_from_path(image), extra=extra, raw=record)]  # fmt: skip
+    return [
+        Target(
+            human,
+            image,
+            _boxes(record["bbox"], ctx.ref, "bbox"),
+            "norm1000",
+            platform=platform_from_path(image),
+            extra=extra,
+            raw=record,
+        )
+    ]
 
 
 @register("os-atlas")
@@ -340,8 +368,16 @@ def read_os_atlas(record: dict, ctx: ReadContext) -> list[Target]:
     def element(el: dict, ref: str, sub: str) -> list[Target]:
         require(el, ("instruction", "bbox"), ref)
         extra = {"data_type": el["data_type"]} if "data_type" in el else {}
-        return [Target(el["instruction"], None, [_box(el["bbox"], ref, "bbox")], "ratio",
-                       ui_type=_ui_type(el.get("data_type")), extra=extra)]  # fmt: skip
+        return [
+            Target(
+                el["instruction"],
+                None,
+                [_box(el["bbox"], ref, "bbox")],
+                "ratio",
+                ui_type=_ui_type(el.get("data_type")),
+                extra=extra,
+            )
+        ]
 
     require(record, ("img_filename",), ctx.ref)
     if "elements" in record:
@@ -371,13 +407,19 @@ def _aria_element(el: dict, ref: str, sub: str) -> list[Target]:
     elif "bbox_norm" in el:
         box, unit = _box(el["bbox_norm"], ref, "bbox_norm"), "norm1000"
     else:
-        raise SampleError(ref, "bad_field", "element has no box (expected 'position (top-left x&y)' + 'size (w&h)', "
-                                            f"'bbox' or 'bbox_norm'); it has {sorted(el)}")  # fmt: skip
+        raise SampleError(
+            ref,
+            "bad_field",
+            "element has no box (expected 'position (top-left x&y)' + 'size (w&h)', "
+            f"'bbox' or 'bbox_norm'); it has {sorted(el)}",
+        )
     extra = {k: el[k] for k in ("tag",) if k in el}
     if "instructions" not in el and "instruction" in el:  # a single instruction: the element is the target
         return [Target(el["instruction"], None, [box], unit, sub=sub, extra=extra)]
-    return [Target(text, None, [box], unit, sub=f"{sub}.instructions[{k}]", sub_id=str(k), extra=dict(extra))
-            for k, text in enumerate(_instructions(el, ref))]  # fmt: skip
+    return [
+        Target(text, None, [box], unit, sub=f"{sub}.instructions[{k}]", sub_id=str(k), extra=dict(extra))
+        for k, text in enumerate(_instructions(el, ref))
+    ]
 
 
 def _read_aria(record: dict, ctx: ReadContext) -> list[Target]:
@@ -385,8 +427,9 @@ def _read_aria(record: dict, ctx: ReadContext) -> list[Target]:
         return _grouped(record, ctx, ("img_file", "image", "img_filename", "img_url"), "elements", _aria_element)
     key = next((k for k in ("img_file", "image", "img_filename", "img_url") if k in record), None)
     if key is None:
-        raise SampleError(ctx.ref, "bad_field", f"record has neither 'elements' nor an image key; it has "
-                                                f"{sorted(record)}")  # fmt: skip
+        raise SampleError(
+            ctx.ref, "bad_field", f"record has neither 'elements' nor an image key; it has {sorted(record)}"
+        )
     image = _image_path(record[key], ctx.ref, key)
     targets = _aria_element(record, ctx.ref, "")
     for t in targets:
@@ -462,8 +505,17 @@ def read_showui(record: dict, ctx: ReadContext) -> list[Target]:
             if el.get("bbox") is None:
                 raise SampleError(ref, "point_only", f"element has a point {el.get('point')!r} but no bbox")
             kind = el.get("data_type")
-            return [Target(el["instruction"], None, [_box(el["bbox"], ref, "bbox")], "ratio", ui_type=_ui_type(kind),
-                           extra={"element_type": kind} if kind is not None else {}, stated_size=size)]  # fmt: skip
+            return [
+                Target(
+                    el["instruction"],
+                    None,
+                    [_box(el["bbox"], ref, "bbox")],
+                    "ratio",
+                    ui_type=_ui_type(kind),
+                    extra={"element_type": kind} if kind is not None else {},
+                    stated_size=size,
+                )
+            ]
 
         return _grouped(record, ctx, ("img_url",), "element", element)
     require(record, ("image_url", "instruction"), ctx.ref)
@@ -481,26 +533,48 @@ def read_showui(record: dict, ctx: ReadContext) -> list[Target]:
                 item[key] = column[k] if isinstance(column, list) and k < len(column) else None
             try:
                 if item["bbox"] is None:
-                    raise SampleError(ctx.ref + sub, "point_only", f"instruction {k} has a point {item['point']!r} "
-                                                                   "but no bbox")  # fmt: skip
+                    raise SampleError(
+                        ctx.ref + sub, "point_only", f"instruction {k} has a point {item['point']!r} but no bbox"
+                    )
                 box = _box(item["bbox"], ctx.ref + sub, f"bbox[{k}]")
             except SampleError as err:
                 out.append(Target(sub=sub, error=err, raw=item))
                 continue
             kind = item["type"]
-            out.append(Target(text, image, [box], "ratio", sub=sub, sub_id=str(k), ui_type=_ui_type(kind),
-                              extra={"element_type": kind} if kind is not None else {}, raw=item))  # fmt: skip
+            out.append(
+                Target(
+                    text,
+                    image,
+                    [box],
+                    "ratio",
+                    sub=sub,
+                    sub_id=str(k),
+                    ui_type=_ui_type(kind),
+                    extra={"element_type": kind} if kind is not None else {},
+                    raw=item,
+                )
+            )
         return out
     if record.get("bbox") is None:
         raise SampleError(ctx.ref, "point_only", f"row has a point {record.get('point')!r} but no bbox")
     kind = record.get("type")
-    return [Target(record["instruction"], image, [_box(record["bbox"], ctx.ref, "bbox")], "ratio",
-                   ui_type=_ui_type(kind), extra={"element_type": kind} if kind is not None else {},
-                   raw=record)]  # fmt: skip
+    return [
+        Target(
+            record["instruction"],
+            image,
+            [_box(record["bbox"], ctx.ref, "bbox")],
+            "ratio",
+            ui_type=_ui_type(kind),
+            extra={"element_type": kind} if kind is not None else {},
+            raw=record,
+        )
+    ]
 
 
-_UGROUND_BOX = re.compile(r"^\(?\s*(-?\d+(?:\.\d+)?)\s*,\s*(-?\d+(?:\.\d+)?)\s*(?:,\s*(-?\d+(?:\.\d+)?)\s*,\s*"
-                          r"(-?\d+(?:\.\d+)?)\s*)?\)?$")  # fmt: skip
+_UGROUND_BOX = re.compile(
+    r"^\(?\s*(-?\d+(?:\.\d+)?)\s*,\s*(-?\d+(?:\.\d+)?)\s*(?:,\s*(-?\d+(?:\.\d+)?)\s*,\s*"
+    r"(-?\d+(?:\.\d+)?)\s*)?\)?$"
+)
 
 
 @register("uground")
@@ -543,14 +617,28 @@ def read_uground(record: dict, ctx: ReadContext) -> list[Target]:
             if match is None:
                 raise SampleError(ref, "bad_field", f"gpt answer is not '(x1, y1, x2, y2)': {answer!r}")
             if match.group(3) is None:
-                raise SampleError(ref, "point_only", f"gpt answer {answer!r} is a point (x, y), not a box; a point "
-                                                     "cannot become a box without inventing its extent")  # fmt: skip
+                raise SampleError(
+                    ref,
+                    "point_only",
+                    f"gpt answer {answer!r} is a point (x, y), not a box; a point "
+                    "cannot become a box without inventing its extent",
+                )
             box = _box([float(v) for v in match.groups()], ref, "gpt answer")
         except SampleError as err:
             out.append(Target(sub=sub, error=err, raw={"human": human["value"], "gpt": gpt["value"]}))
             continue
-        out.append(Target(human["value"], image, [box], "norm1000", sub=sub, sub_id=str(k), stated_size=size,
-                          raw={"human": human["value"], "gpt": gpt["value"]}))  # fmt: skip
+        out.append(
+            Target(
+                human["value"],
+                image,
+                [box],
+                "norm1000",
+                sub=sub,
+                sub_id=str(k),
+                stated_size=size,
+                raw={"human": human["value"], "gpt": gpt["value"]},
+            )
+        )
     return out
 
 
@@ -568,8 +656,16 @@ def read_seeclick(record: dict, ctx: ReadContext) -> list[Target]:
     def element(el: dict, ref: str, sub: str) -> list[Target]:
         require(el, ("instruction", "bbox"), ref)
         extra = {"data_type": el["data_type"]} if "data_type" in el else {}
-        return [Target(el["instruction"], None, [_box(el["bbox"], ref, "bbox")], "ratio",
-                       ui_type=_ui_type(el.get("data_type")), extra=extra)]  # fmt: skip
+        return [
+            Target(
+                el["instruction"],
+                None,
+                [_box(el["bbox"], ref, "bbox")],
+                "ratio",
+                ui_type=_ui_type(el.get("data_type")),
+                extra=extra,
+            )
+        ]
 
     targets = _grouped(record, ctx, ("img_filename",), "elements", element)
     for t in targets:
@@ -601,9 +697,18 @@ def read_gui_r1(record: dict, ctx: ReadContext) -> list[Target]:
     group = record.get("group")
     extra = {k: record[k] for k in ("gt_action", "group") if record.get(k) is not None}
     unit = "ratio" if validate.all_fractions(box) else "pixel"
-    return [Target(record["instruction"], _image_value(record["image"], ctx, "image"), [box], unit,
-                   platform=group if group in PLATFORMS else None, ui_type=_ui_type(record.get("ui_type")),
-                   extra=extra, raw=record)]  # fmt: skip
+    return [
+        Target(
+            record["instruction"],
+            _image_value(record["image"], ctx, "image"),
+            [box],
+            unit,
+            platform=group if group in PLATFORMS else None,
+            ui_type=_ui_type(record.get("ui_type")),
+            extra=extra,
+            raw=record,
+        )
+    ]
 
 
 @register("screenspot-v2")
@@ -619,9 +724,18 @@ def read_screenspot_v2(record: dict, ctx: ReadContext) -> list[Target]:
     require(record, ("img_filename", "bbox", "instruction"), ctx.ref)
     match = re.search(r"screenspot_(mobile|desktop|web)", os.path.basename(ctx.path))
     extra = {"data_source": record["data_source"]} if "data_source" in record else {}
-    return [Target(record["instruction"], _image_path(record["img_filename"], ctx.ref, "img_filename"),
-                   [box_from_xywh(record["bbox"], ctx.ref)], "pixel", platform=match.group(1) if match else None,
-                   ui_type=_ui_type(record.get("data_type")), extra=extra, raw=record)]  # fmt: skip
+    return [
+        Target(
+            record["instruction"],
+            _image_path(record["img_filename"], ctx.ref, "img_filename"),
+            [box_from_xywh(record["bbox"], ctx.ref)],
+            "pixel",
+            platform=match.group(1) if match else None,
+            ui_type=_ui_type(record.get("data_type")),
+            extra=extra,
+            raw=record,
+        )
+    ]
 
 
 @register("screenspot-pro", platform="desktop")
@@ -635,27 +749,53 @@ def read_screenspot_pro(record: dict, ctx: ReadContext) -> list[Target]:
     ``application``, ``group`` and ``id`` (as ``source_id``).
     """
     require(record, ("img_filename", "bbox", "instruction"), ctx.ref)
-    extra = {"source_id": record.get("id"), "application": record.get("application"), "group": record.get("group"),
-             "os": record.get("platform")}  # fmt: skip
-    return [Target(record["instruction"], _image_path(record["img_filename"], ctx.ref, "img_filename"),
-                   [_box(record["bbox"], ctx.ref, "bbox")], "pixel", ui_type=_ui_type(record.get("ui_type")),
-                   extra={k: v for k, v in extra.items() if v is not None},
-                   stated_size=_stated_size(record.get("img_size"), ctx.ref, "img_size"), raw=record)]  # fmt: skip
+    extra = {
+        "source_id": record.get("id"),
+        "application": record.get("application"),
+        "group": record.get("group"),
+        "os": record.get("platform"),
+    }
+    return [
+        Target(
+            record["instruction"],
+            _image_path(record["img_filename"], ctx.ref, "img_filename"),
+            [_box(record["bbox"], ctx.ref, "bbox")],
+            "pixel",
+            ui_type=_ui_type(record.get("ui_type")),
+            extra={k: v for k, v in extra.items() if v is not None},
+            stated_size=_stated_size(record.get("img_size"), ctx.ref, "img_size"),
+            raw=record,
+        )
+    ]
 
 
 # keys of a canonical output record (gui_grounding.schema.Sample.to_record): a record key of the same name is not
 # copied into a sample's extra fields, which would overwrite them
-CANONICAL_KEYS = ("sample_id", "instruction", "image_path", "target_bbox", "image_width", "image_height", "source",
-                  "platform", "ui_type")  # fmt: skip
+CANONICAL_KEYS = (
+    "sample_id",
+    "instruction",
+    "image_path",
+    "target_bbox",
+    "image_width",
+    "image_height",
+    "source",
+    "platform",
+    "ui_type",
+)
 VLM_R1_REC_KEYS = ("image", "problem", "solution")
-VLM_R1_NEEDS = ("a VLM-R1 record needs 'image' + 'conversations' (grpo_jsonl) or 'image', 'problem', 'solution' "
-                "(REC annotation, grpo_rec.py)")  # fmt: skip
+VLM_R1_NEEDS = (
+    "a VLM-R1 record needs 'image' + 'conversations' (grpo_jsonl) or 'image', 'problem', 'solution' "
+    "(REC annotation, grpo_rec.py)"
+)
 
 
 def _missing_keys(missing: list[str], record: dict, ref: str) -> SampleError:
     names = ", ".join(repr(k) for k in missing)
-    return SampleError(ref, "bad_field", f"missing key{'s' if len(missing) > 1 else ''} {names} ({VLM_R1_NEEDS}); "
-                                         f"record has {sorted(record)}")  # fmt: skip
+    return SampleError(
+        ref,
+        "bad_field",
+        f"missing key{'s' if len(missing) > 1 else ''} {names} ({VLM_R1_NEEDS}); record has {sorted(record)}",
+    )
 
 
 def _rec_solution(value: Any, ref: str) -> Box:
@@ -666,8 +806,9 @@ def _rec_solution(value: Any, ref: str) -> Box:
         try:
             value = json.loads(text)
         except (ValueError, RecursionError) as err:  # JSONDecodeError, or an integer with too many digits
-            raise SampleError(ref, "bad_field", f"solution is not a bbox list: {text[:80]!r} "
-                                                f"({type(err).__name__})") from None  # fmt: skip
+            raise SampleError(
+                ref, "bad_field", f"solution is not a bbox list: {text[:80]!r} ({type(err).__name__})"
+            ) from None
     return _box(value, ref, "solution")
 
 
@@ -710,8 +851,18 @@ def read_vlm_r1(record: dict, ctx: ReadContext) -> list[Target]:
     if "id" in record:
         extra["source_id"] = record["id"]
     platform = record.get("platform")
-    return [Target(record["problem"], image, [box], "pixel", platform=platform if platform in PLATFORMS else None,
-                   ui_type=_ui_type(record.get("ui_type")), extra=extra, raw=record)]  # fmt: skip
+    return [
+        Target(
+            record["problem"],
+            image,
+            [box],
+            "pixel",
+            platform=platform if platform in PLATFORMS else None,
+            ui_type=_ui_type(record.get("ui_type")),
+            extra=extra,
+            raw=record,
+        )
+    ]
 
 
 @register("canonical")

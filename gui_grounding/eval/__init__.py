@@ -68,8 +68,12 @@ def check_eval_options(limit, max_failures, backend_kwargs: dict) -> None:
     _check_int("max_failures", max_failures, 0)
     for name, minimum in _BACKEND_MINIMUMS.items():
         if name in backend_kwargs:
-            _check_int(name, backend_kwargs[name], minimum,
-                       optional=name in ("min_pixels", "max_pixels", "max_tiles", "max_new_tokens"))  # fmt: skip
+            _check_int(
+                name,
+                backend_kwargs[name],
+                minimum,
+                optional=name in ("min_pixels", "max_pixels", "max_tiles", "max_new_tokens"),
+            )
     lo, hi = backend_kwargs.get("min_pixels"), backend_kwargs.get("max_pixels")
     if lo is not None and hi is not None and lo > hi:
         raise ValueError(f"min_pixels ({lo}) must not exceed max_pixels ({hi})")
@@ -176,8 +180,13 @@ def run_eval(
         adapter = adapter or prof.adapter
         benchmark_options = {**prof.options_for(benchmark), **(benchmark_options or {})}
         if model is not None and backend not in prof.backends:
-            logger.warning("profile %s lists the backends %s for %s; --backend %s may not fit it", prof.name,
-                           ", ".join(prof.backends), prof.model, backend)  # fmt: skip
+            logger.warning(
+                "profile %s lists the backends %s for %s; --backend %s may not fit it",
+                prof.name,
+                ", ".join(prof.backends),
+                prof.model,
+                backend,
+            )
     if backend_kwargs.get("max_new_tokens") is None:
         backend_kwargs["max_new_tokens"] = prof.max_new_tokens if prof else DEFAULT_MAX_NEW_TOKENS
     if model is not None and backend == "openai" and adapter is None:
@@ -196,24 +205,44 @@ def run_eval(
             samples = samples[:limit]
         if not samples:
             raise EvalInputError(_no_samples_message(benchmark, data, load_report, show_path))
-        meta = {"benchmark": benchmark, "data": os.path.abspath(data), "num_samples": len(samples),
-                "on_duplicate": on_duplicate, "predictions_format": predictions_format}  # fmt: skip
+        meta = {
+            "benchmark": benchmark,
+            "data": os.path.abspath(data),
+            "num_samples": len(samples),
+            "on_duplicate": on_duplicate,
+            "predictions_format": predictions_format,
+        }
         if model is not None:
             from gui_grounding.eval.backends import predict
 
             limits = _refuse_unsupported_images(model, backend, samples, show_path)
-            run_adapter, budget, budget_warnings = _resolve_model_settings(model, backend, adapter, budget_flags,
-                                                                           prof, limits)  # fmt: skip
+            run_adapter, budget, budget_warnings = _resolve_model_settings(
+                model, backend, adapter, budget_flags, prof, limits
+            )
             _refuse_unsendable_images(budget, samples, show_path)
             extra = {"tts": tts} if tts is not None and tts.mode != "greedy" else {}
-            predictions = predict(backend, model, samples, os.path.join(out_dir, "predictions.jsonl"),
-                                  adapter=run_adapter, budget=budget, **extra, **backend_kwargs)  # fmt: skip
-            meta.update(model=model, backend=backend, adapter=run_adapter.name,
-                        backend_options={k: v for k, v in backend_kwargs.items() if k != "api_key"},
-                        pixel_budget=budget.to_dict(), pixel_budget_warnings=budget_warnings)  # fmt: skip
+            predictions = predict(
+                backend,
+                model,
+                samples,
+                os.path.join(out_dir, "predictions.jsonl"),
+                adapter=run_adapter,
+                budget=budget,
+                **extra,
+                **backend_kwargs,
+            )
+            meta.update(
+                model=model,
+                backend=backend,
+                adapter=run_adapter.name,
+                backend_options={k: v for k, v in backend_kwargs.items() if k != "api_key"},
+                pixel_budget=budget.to_dict(),
+                pixel_budget_warnings=budget_warnings,
+            )
         meta["predictions"] = os.path.abspath(predictions)
-        preds, pred_report = load_predictions(predictions, samples, strict=strict, on_duplicate=on_duplicate,
-                                              format=predictions_format)  # fmt: skip
+        preds, pred_report = load_predictions(
+            predictions, samples, strict=strict, on_duplicate=on_duplicate, format=predictions_format
+        )
         results = results_from_predictions(samples, preds, pred_report)
         metrics = bench.metrics(samples, results)
         if prof is not None:
@@ -222,8 +251,11 @@ def run_eval(
                 **(benchmark_options or {}),
                 **({"subset": metrics["subset"]} if "subset" in metrics else {}),
             }
-            metrics["published"] = {"profile": prof.name, "model": prof.model,
-                                    "rows": prof.comparison(benchmark, measured_with, metrics)}  # fmt: skip
+            metrics["published"] = {
+                "profile": prof.name,
+                "model": prof.model,
+                "rows": prof.comparison(benchmark, measured_with, metrics),
+            }
         tts_report = None
         if tts is not None and tts.mode != "greedy":
             from gui_grounding.eval.tts import tts_run
@@ -231,9 +263,19 @@ def run_eval(
             tts_report = tts_run(bench, samples, preds, results, metrics, tts)
             meta["tts"] = tts.to_dict()
             results, metrics = tts_report["results"], tts_report["metrics"]
-        doc = write_reports(out_dir, bench, samples, results, metrics, preds, prediction_report=pred_report,
-                            load_report=load_report, meta=meta, max_failures=max_failures,
-                            tts=tts_report)  # fmt: skip
+        doc = write_reports(
+            out_dir,
+            bench,
+            samples,
+            results,
+            metrics,
+            preds,
+            prediction_report=pred_report,
+            load_report=load_report,
+            meta=meta,
+            max_failures=max_failures,
+            tts=tts_report,
+        )
     if tts_report is not None:
         print(f"greedy (same run):\n{bench.table(tts_report['greedy_metrics'])}\n\n{tts_report['label']}:")
     print(bench.table(metrics))
@@ -269,8 +311,10 @@ def _refuse_unsupported_images(model: str, backend: str, samples, show_path):
         except validate.Invalid as err:
             bad.append(err.message)
     if bad:
-        raise EvalInputError(f"{len(bad)} sample(s) have images the {limits.family} model cannot take "
-                             f"(image_unsupported); first: {bad[0]}")  # fmt: skip
+        raise EvalInputError(
+            f"{len(bad)} sample(s) have images the {limits.family} model cannot take "
+            f"(image_unsupported); first: {bad[0]}"
+        )
     return limits
 
 
@@ -290,8 +334,10 @@ def _refuse_unsendable_images(budget, samples, show_path) -> None:
         except ValueError as err:
             bad.append(f"{s.sample_id} ({show_path(s.image_path)}): {err}")
     if bad:
-        raise EvalInputError(f"{len(bad)} sample(s) have images that cannot be sent under the pixel budget "
-                             f"(image_unsupported; a larger --max-pixels may fit them); first: {bad[0]}")  # fmt: skip
+        raise EvalInputError(
+            f"{len(bad)} sample(s) have images that cannot be sent under the pixel budget "
+            f"(image_unsupported; a larger --max-pixels may fit them); first: {bad[0]}"
+        )
 
 
 def _resolve_model_settings(model: str, backend: str, adapter, budget_flags: dict, profile, limits):
@@ -304,8 +350,7 @@ def _resolve_model_settings(model: str, backend: str, adapter, budget_flags: dic
 
     run_adapter = resolve_adapter(adapter) if adapter is not None else checkpoint_adapter(model)
     local = model if backend != "openai" else None
-    budget, warnings = resolve_eval_budget(run_adapter, model=local, flags=budget_flags, profile=profile,
-                                           limits=limits)  # fmt: skip
+    budget, warnings = resolve_eval_budget(run_adapter, model=local, flags=budget_flags, profile=profile, limits=limits)
     logger.info("adapter %s, %s", run_adapter.name, budget.describe())
     return run_adapter, budget, warnings
 

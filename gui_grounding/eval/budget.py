@@ -31,8 +31,11 @@ def budget_layers(budget: PixelBudget | None) -> list[tuple[str, dict]]:
     """``budget`` as :func:`vlm_r1.pixel_budget.resolve` layers, one per set value, each with its own source."""
     if budget is None:
         return []
-    return [(budget.sources.get(name, "unknown"), {name: getattr(budget, name)})
-            for name in BUDGET_FIELDS if getattr(budget, name) is not None]  # fmt: skip
+    return [
+        (budget.sources.get(name, "unknown"), {name: getattr(budget, name)})
+        for name in BUDGET_FIELDS
+        if getattr(budget, name) is not None
+    ]
 
 
 def resolve_eval_budget(
@@ -80,9 +83,11 @@ def resolve_eval_budget(
         for name in BUDGET_FIELDS:
             ours, theirs = getattr(budget, name), getattr(recorded, name)
             if ours is not None and theirs is not None and ours != theirs:
-                msg = (f"pixel budget: {name} {ours:,} ({budget.sources.get(name)}) differs from the {theirs:,} the "
-                       f"checkpoint was trained at ({recorded.sources.get(name)}); the model sees other image sizes "
-                       "than in training")  # fmt: skip
+                msg = (
+                    f"pixel budget: {name} {ours:,} ({budget.sources.get(name)}) differs from the {theirs:,} the "
+                    f"checkpoint was trained at ({recorded.sources.get(name)}); the model sees other image sizes "
+                    "than in training"
+                )
                 warnings.append(msg)
                 logger.warning(msg)
     return budget, warnings

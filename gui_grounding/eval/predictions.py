@@ -142,21 +142,35 @@ class PredictionReport:
 
     def counts(self) -> dict[str, int]:
         """Counts of records read, predictions kept and each kind of problem."""
-        return {"records": self.num_records, "predictions": self.num_predictions, "malformed": len(self.malformed),
-                "malformed_samples": len(self.malformed_samples), "unknown_ids": len(self.unknown_ids),
-                "duplicates": len(self.duplicates), "not_mapped": len(self.not_mapped), "missing": len(self.missing),
-                "harness_disagreements": len(self.harness_disagreements)}  # fmt: skip
+        return {
+            "records": self.num_records,
+            "predictions": self.num_predictions,
+            "malformed": len(self.malformed),
+            "malformed_samples": len(self.malformed_samples),
+            "unknown_ids": len(self.unknown_ids),
+            "duplicates": len(self.duplicates),
+            "not_mapped": len(self.not_mapped),
+            "missing": len(self.missing),
+            "harness_disagreements": len(self.harness_disagreements),
+        }
 
     def to_dict(self, max_examples: int = 20) -> dict:
         """JSON-ready counts plus the first ``max_examples`` of each problem with its ref."""
-        return {"path": self.path, "format": self.format, "on_duplicate": self.on_duplicate, **self.counts(),
-                "examples": {"malformed": [list(x) for x in self.malformed[:max_examples]],
-                             "malformed_samples": self.malformed_samples[:max_examples],
-                             "unknown_ids": [list(x) for x in self.unknown_ids[:max_examples]],
-                             "duplicates": [list(x) for x in self.duplicates[:max_examples]],
-                             "not_mapped": [list(x) for x in self.not_mapped[:max_examples]],
-                             "missing": self.missing[:max_examples],
-                             "harness_disagreements": [list(x) for x in self.harness_disagreements[:max_examples]]}}  # fmt: skip
+        return {
+            "path": self.path,
+            "format": self.format,
+            "on_duplicate": self.on_duplicate,
+            **self.counts(),
+            "examples": {
+                "malformed": [list(x) for x in self.malformed[:max_examples]],
+                "malformed_samples": self.malformed_samples[:max_examples],
+                "unknown_ids": [list(x) for x in self.unknown_ids[:max_examples]],
+                "duplicates": [list(x) for x in self.duplicates[:max_examples]],
+                "not_mapped": [list(x) for x in self.not_mapped[:max_examples]],
+                "missing": self.missing[:max_examples],
+                "harness_disagreements": [list(x) for x in self.harness_disagreements[:max_examples]],
+            },
+        }
 
     def table(self) -> str:
         """Readable summary: one line of counts, then the first example of each problem."""
@@ -348,8 +362,7 @@ class _Collector:
 
     def unknown(self, ref: str, what: str) -> None:
         if self.strict:
-            raise EvalInputError(f"{ref}: prediction for unknown sample {what} (wrong predictions file for this "
-                                 "data?)")  # fmt: skip
+            raise EvalInputError(f"{ref}: prediction for unknown sample {what} (wrong predictions file for this data?)")
         self.report.unknown_ids.append((ref, what))
 
     def add(self, ref: str, sample_id: str, record: dict, point: list[float] | None, malformed: str | None = None):
@@ -372,13 +385,18 @@ class _Collector:
         if dups and self.on_duplicate == "error" and not exempt_duplicates:
             shown = "; ".join(f"sample {sid!r} at {self.first_ref[sid]} and {ref}" for ref, sid in dups[:3])
             more = f" (and {len(dups) - 3} more)" if len(dups) > 3 else ""
-            raise EvalInputError(f"{self.report.path}: {len(dups)} duplicate prediction(s): {shown}{more}. Which one "
-                                 "counts would depend on line order; remove them, or pass --on-duplicate first|last "
-                                 "(run_eval(on_duplicate=...))")  # fmt: skip
+            raise EvalInputError(
+                f"{self.report.path}: {len(dups)} duplicate prediction(s): {shown}{more}. Which one "
+                "counts would depend on line order; remove them, or pass --on-duplicate first|last "
+                "(run_eval(on_duplicate=...))"
+            )
         self.report.num_predictions = len(self.predictions)
         self.report.malformed_samples = [sid for sid, p in self.predictions.items() if "malformed" in p]
-        problems = {k: v for k, v in self.report.counts().items() if k in ("malformed", "unknown_ids", "duplicates",
-                                                                           "not_mapped") and v}  # fmt: skip
+        problems = {
+            k: v
+            for k, v in self.report.counts().items()
+            if k in ("malformed", "unknown_ids", "duplicates", "not_mapped") and v
+        }
         if problems:
             logger.warning("%s: %s\n%s", self.report.path, problems, self.report.table())
         return self.predictions, self.report
@@ -417,8 +435,12 @@ def _load_records(
             continue
         ok, point = parse_point(rec["point"])
         if not ok:
-            c.malformed(ref, f"sample {sid}: point must be null or [x, y] finite numbers (|v| <= 1e7), got "
-                             f"{short_repr(rec['point'])}", sid)  # fmt: skip
+            c.malformed(
+                ref,
+                f"sample {sid}: point must be null or [x, y] finite numbers (|v| <= 1e7), got "
+                f"{short_repr(rec['point'])}",
+                sid,
+            )
             continue
         refusal = rec.get("refusal", False)
         if refusal is not True and refusal is not False and refusal is not None:
@@ -455,8 +477,13 @@ def _load_harness_log(
         lang = d.get("lang", d.get("language"))
         setting = (d.get("gt_type"), d.get("instruction_style"), lang)
         if setting != ("positive", "instruction", "en"):
-            c.report.not_mapped.append((ref, f"gt_type={setting[0]} instruction_style={setting[1]} lang={setting[2]} "
-                                             "(only positive / instruction / en map to benchmark samples)"))  # fmt: skip
+            c.report.not_mapped.append(
+                (
+                    ref,
+                    f"gt_type={setting[0]} instruction_style={setting[1]} lang={setting[2]} "
+                    "(only positive / instruction / en map to benchmark samples)",
+                )
+            )
             continue
         # the sample first (so a malformed pred still takes its place in the key order), then the point
         sid = validate.explicit_id(d.get("id"))
@@ -478,8 +505,11 @@ def _load_harness_log(
         if not ok:
             c.malformed(ref, f"pred must be null or [x, y] finite pixel numbers, got {short_repr(d['pred'])}", sid)
             continue
-        record = {"raw_response": d.get("raw_response"), "harness_correctness": d.get("correctness"),
-                  "prompt": d.get("prompt_to_evaluate")}  # fmt: skip
+        record = {
+            "raw_response": d.get("raw_response"),
+            "harness_correctness": d.get("correctness"),
+            "prompt": d.get("prompt_to_evaluate"),
+        }
         c.add(ref, sid, record, point)
     return c.finish(exempt_duplicates=True)
 
@@ -507,8 +537,12 @@ def results_from_predictions(
                 report.missing.append(s.sample_id)
             continue
         if pred.get("malformed") is not None:
-            results[s.sample_id] = {"correctness": WRONG_FORMAT, "point": None, "missing": False,
-                                    "malformed": pred["malformed"]}  # fmt: skip
+            results[s.sample_id] = {
+                "correctness": WRONG_FORMAT,
+                "point": None,
+                "missing": False,
+                "malformed": pred["malformed"],
+            }
             continue
         correctness = judge(s, pred["point"], refusal=pred.get("refusal") is True)
         results[s.sample_id] = {"correctness": correctness, "point": pred["point"], "missing": False}
@@ -516,6 +550,7 @@ def results_from_predictions(
         if report is not None and harness is not None and harness != correctness:
             report.harness_disagreements.append((s.sample_id, str(harness), correctness))
     if report is not None and report.missing:
-        logger.warning("%d samples have no prediction (counted wrong_format), e.g. %s", len(report.missing),
-                       report.missing[:3])  # fmt: skip
+        logger.warning(
+            "%d samples have no prediction (counted wrong_format), e.g. %s", len(report.missing), report.missing[:3]
+        )
     return results

@@ -102,9 +102,13 @@ def write_reports(
         raise ValueError(f"benchmark metrics use reserved key(s) {clash}")
     missing = sum(bool(r.get("missing")) for r in results.values())
     pred_summary = prediction_report.to_dict() if prediction_report else {"missing": missing}
-    doc = {"benchmark": benchmark.name, **metrics, "predictions": pred_summary,
-           "data": load_report_dict(load_report) if load_report else {"num_samples": len(samples)},
-           "meta": meta or {}}  # fmt: skip
+    doc = {
+        "benchmark": benchmark.name,
+        **metrics,
+        "predictions": pred_summary,
+        "data": load_report_dict(load_report) if load_report else {"num_samples": len(samples)},
+        "meta": meta or {},
+    }
     if tts is not None:
         doc["greedy"], doc["tts"] = tts["greedy_metrics"], tts["summary"]
     # strict JSON (no NaN), ASCII (a lone surrogate in a ref is escaped, never an encoding error): checked before
@@ -121,20 +125,28 @@ def write_reports(
     notes, answers = None, predictions
     if tts is not None:
         md = _tts_md(out_dir, benchmark, tts, md)
-        answers = {sid: {**predictions.get(sid, {}), **a, "raw_response": _tts_raw(predictions.get(sid, {}))}
-                   for sid, a in tts["answers"].items()}  # fmt: skip
-        notes = {sid: (f"greedy: correct; {tts['summary']['mode']}: {results[sid]['correctness']}",
-                       predictions.get(sid, {}).get("point"))
-                 for sid in tts["summary"]["disagreements"]["greedy_only_correct_ids"]}  # fmt: skip
+        answers = {
+            sid: {**predictions.get(sid, {}), **a, "raw_response": _tts_raw(predictions.get(sid, {}))}
+            for sid, a in tts["answers"].items()
+        }
+        notes = {
+            sid: (
+                f"greedy: correct; {tts['summary']['mode']}: {results[sid]['correctness']}",
+                predictions.get(sid, {}).get("point"),
+            )
+            for sid in tts["summary"]["disagreements"]["greedy_only_correct_ids"]
+        }
     write_text(os.path.join(out_dir, "results.md"), _text(md))
-    write_failures_html(out_dir, samples, results, answers, title=f"{benchmark.name}: failures",
-                        max_failures=max_failures, notes=notes)  # fmt: skip
+    write_failures_html(
+        out_dir, samples, results, answers, title=f"{benchmark.name}: failures", max_failures=max_failures, notes=notes
+    )
     write_text(metrics_path, summary)  # last: its presence says every other output is complete
     return doc
 
 
-def write_scores(path: str, samples: list[Sample], results: dict[str, dict], predictions: dict[str, dict], *,
-                 tts: dict | None = None) -> None:  # fmt: skip
+def write_scores(
+    path: str, samples: list[Sample], results: dict[str, dict], predictions: dict[str, dict], *, tts: dict | None = None
+) -> None:
     """``scores.jsonl``: one line per sample, in sample order, ``{"sample_id", "correctness", "point", "refusal"}``
     (``correctness`` one of ``correct`` / ``wrong`` / ``wrong_format``; ``point`` ``[x, y]`` in original pixels or
     null; ``refusal``: the answer was an explicit "no target"), written atomically before ``metrics.json``.
@@ -185,19 +197,23 @@ def _text(text: str) -> str:
 def _results_md(benchmark: Benchmark, samples, metrics, pred_summary: dict, load_report) -> str:
     lines = [f"# {benchmark.name}: {len(samples)} samples", ""]
     if "path" in pred_summary:
-        lines.append(f"Predictions: `{pred_summary['path']}` ({pred_summary['format']}): "
-                     f"{pred_summary['predictions']} used; {pred_summary['missing']} samples without a prediction "
-                     f"(counted wrong_format); {pred_summary['unknown_ids']} unknown sample_ids, "
-                     f"{pred_summary['malformed']} malformed records ({pred_summary.get('malformed_samples', 0)} "
-                     f"samples scored wrong_format for them), {pred_summary['duplicates']} duplicates "
-                     f"(on_duplicate: {pred_summary.get('on_duplicate', 'error')}), "
-                     f"{pred_summary['not_mapped']} harness details not mapped.  ")  # fmt: skip
+        lines.append(
+            f"Predictions: `{pred_summary['path']}` ({pred_summary['format']}): "
+            f"{pred_summary['predictions']} used; {pred_summary['missing']} samples without a prediction "
+            f"(counted wrong_format); {pred_summary['unknown_ids']} unknown sample_ids, "
+            f"{pred_summary['malformed']} malformed records ({pred_summary.get('malformed_samples', 0)} "
+            f"samples scored wrong_format for them), {pred_summary['duplicates']} duplicates "
+            f"(on_duplicate: {pred_summary.get('on_duplicate', 'error')}), "
+            f"{pred_summary['not_mapped']} harness details not mapped.  "
+        )
     else:
         lines.append(f"{pred_summary['missing']} samples without a prediction (counted wrong_format).  ")
     if load_report is not None:
         reasons = ", ".join(f"{k} {v}" for k, v in sorted(load_report.counts.items())) or "none"
-        lines.append(f"Data: {load_report.num_records} records read, {load_report.num_samples} samples scored, "
-                     f"{len(load_report.rejects)} errors not scored ({reasons}).  ")  # fmt: skip
+        lines.append(
+            f"Data: {load_report.num_records} records read, {load_report.num_samples} samples scored, "
+            f"{len(load_report.rejects)} errors not scored ({reasons}).  "
+        )
         warnings = getattr(load_report, "warnings", [])
         if warnings:
             notes = ", ".join(f"{k} {v}" for k, v in sorted(load_report.notes.items()))
@@ -205,13 +221,28 @@ def _results_md(benchmark: Benchmark, samples, metrics, pred_summary: dict, load
     lines += ["", benchmark.table(metrics), ""]
     published = metrics.get("published")
     if published:
-        lines += [f"**Published vs ours** (profile `{published['profile']}`, {published['model']}; within 1 point "
-                  "counts as reproduced)", ""]  # fmt: skip
-        rows = [[r["published"], r["ours"], f"{r['difference']:+.2f}", "yes" if r["within_1_point"] else "no",
-                 " ".join(f"{k}={v}" for k, v in r["options"].items()) or "-", r["source"]]
-                for r in published["rows"]]  # fmt: skip
-        lines += [md_table(["published %", "ours %", "difference", "within 1 point", "options", "source"], rows, left=0)
-                  if rows else "No published number of this profile for this benchmark (and options).", ""]  # fmt: skip
+        lines += [
+            f"**Published vs ours** (profile `{published['profile']}`, {published['model']}; within 1 point "
+            "counts as reproduced)",
+            "",
+        ]
+        rows = [
+            [
+                r["published"],
+                r["ours"],
+                f"{r['difference']:+.2f}",
+                "yes" if r["within_1_point"] else "no",
+                " ".join(f"{k}={v}" for k, v in r["options"].items()) or "-",
+                r["source"],
+            ]
+            for r in published["rows"]
+        ]
+        lines += [
+            md_table(["published %", "ours %", "difference", "within 1 point", "options", "source"], rows, left=0)
+            if rows
+            else "No published number of this profile for this benchmark (and options).",
+            "",
+        ]
     lines += ["Failures: see `failures.html`. Per-sample results: `scores.jsonl` (`gui-grounding compare`).", ""]
     return "\n".join(lines)
 
@@ -233,37 +264,88 @@ def _tts_md(out_dir: str, benchmark: Benchmark, tts: dict, md: str) -> str:
     from gui_grounding.eval.tts import plot_calibration
 
     summary = tts["summary"]
-    lines = [md.rstrip("\n"), "", f"## Test-time mode: {summary['label']}", "",
-             f"The tables above score the {summary['mode']} answer; the greedy answer of the same run "
-             "(same checkpoint, same prompts) scores:", "", benchmark.table(tts["greedy_metrics"]), ""]  # fmt: skip
+    lines = [
+        md.rstrip("\n"),
+        "",
+        f"## Test-time mode: {summary['label']}",
+        "",
+        f"The tables above score the {summary['mode']} answer; the greedy answer of the same run "
+        "(same checkpoint, same prompts) scores:",
+        "",
+        benchmark.table(tts["greedy_metrics"]),
+        "",
+    ]
     cost = summary["cost"]
     rows = []
     for name in ("greedy", summary["mode"]):
         c = cost.get(name) or {}
-        rows.append([name, c.get("calls", 0), c.get("sequences", 0), c.get("prompt_tokens", 0),
-                     c.get("generated_tokens", 0), c.get("wall_s", 0), c.get("calls_per_sample", "-"),
-                     c.get("wall_s_per_sample", "-")])  # fmt: skip
-    lines += [f"**Cost per answer** ({cost['lines_with_cost']} lines with a cost record; a {summary['mode']} run "
-              "also pays the greedy pass where the mode does not use it)", "",
-              md_table(["answer", "model calls", "sequences", "prompt tokens", "generated tokens", "wall s",
-                        "calls / sample", "wall s / sample"], rows, left=1), ""]  # fmt: skip
+        rows.append(
+            [
+                name,
+                c.get("calls", 0),
+                c.get("sequences", 0),
+                c.get("prompt_tokens", 0),
+                c.get("generated_tokens", 0),
+                c.get("wall_s", 0),
+                c.get("calls_per_sample", "-"),
+                c.get("wall_s_per_sample", "-"),
+            ]
+        )
+    lines += [
+        f"**Cost per answer** ({cost['lines_with_cost']} lines with a cost record; a {summary['mode']} run "
+        "also pays the greedy pass where the mode does not use it)",
+        "",
+        md_table(
+            [
+                "answer",
+                "model calls",
+                "sequences",
+                "prompt tokens",
+                "generated tokens",
+                "wall s",
+                "calls / sample",
+                "wall s / sample",
+            ],
+            rows,
+            left=1,
+        ),
+        "",
+    ]
     d = summary["disagreements"]
-    lines += [f"**Disagreements**: greedy right and {summary['mode']} wrong on {d['greedy_only_correct']} samples "
-              f"(marked in `failures.html`, greedy point in blue); {summary['mode']} right and greedy wrong on "
-              f"{d['tts_only_correct']}.", ""]  # fmt: skip
+    lines += [
+        f"**Disagreements**: greedy right and {summary['mode']} wrong on {d['greedy_only_correct']} samples "
+        f"(marked in `failures.html`, greedy point in blue); {summary['mode']} right and greedy wrong on "
+        f"{d['tts_only_correct']}.",
+        "",
+    ]
     if summary["fallbacks"]:
         shown = ", ".join(f"{k}: {v}" for k, v in sorted(summary["fallbacks"].items()))
         lines += [f"Zoom fallbacks (first-pass point kept): {shown}.", ""]
     bins = summary["agreement"]["calibration"]
     if bins:
-        plot_calibration(bins, os.path.join(out_dir, "calibration.png"),
-                         title=f"{benchmark.name}: accuracy vs agreement, {summary['label']}")  # fmt: skip
-        rows = [[f"{b['low']:.1f}-{b['high']:.1f}", b["samples"], b["correct"],
-                 "-" if b["accuracy"] is None else f"{b['accuracy']:.2f}"] for b in bins]  # fmt: skip
-        lines += [f"**Calibration** (agreement = share of the K samples in the winning region; mean "
-                  f"{summary['agreement']['mean']})", "", md_table(["agreement", "samples", "correct", "accuracy %"],
-                                                                   rows, left=1), "",
-                  "![accuracy against agreement](calibration.png)", ""]  # fmt: skip
+        plot_calibration(
+            bins,
+            os.path.join(out_dir, "calibration.png"),
+            title=f"{benchmark.name}: accuracy vs agreement, {summary['label']}",
+        )
+        rows = [
+            [
+                f"{b['low']:.1f}-{b['high']:.1f}",
+                b["samples"],
+                b["correct"],
+                "-" if b["accuracy"] is None else f"{b['accuracy']:.2f}",
+            ]
+            for b in bins
+        ]
+        lines += [
+            f"**Calibration** (agreement = share of the K samples in the winning region; mean "
+            f"{summary['agreement']['mean']})",
+            "",
+            md_table(["agreement", "samples", "correct", "accuracy %"], rows, left=1),
+            "",
+            "![accuracy against agreement](calibration.png)",
+            "",
+        ]
     return "\n".join(lines)
 
 
@@ -296,16 +378,20 @@ def write_failures_html(
     for s in failures:
         counts[results[s.sample_id]["correctness"]] = counts.get(results[s.sample_id]["correctness"], 0) + 1
     notes = notes or {}
-    cards = [_card(i, s, results[s.sample_id], predictions.get(s.sample_id), img_dir, max_width,
-                   note=notes.get(s.sample_id)) for i, s in enumerate(shown, start=1)]  # fmt: skip
+    cards = [
+        _card(i, s, results[s.sample_id], predictions.get(s.sample_id), img_dir, max_width, note=notes.get(s.sample_id))
+        for i, s in enumerate(shown, start=1)
+    ]
     summary = ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "none"
     omitted = len(failures) - len(shown)
     page = _PAGE.format(
         title=html.escape(title),
-        summary=html.escape(f"{len(failures)} of {len(samples)} samples failed ({summary}); showing {len(shown)}"
-                            + (f", {omitted} omitted (max_failures={max_failures})" if omitted else "")),
+        summary=html.escape(
+            f"{len(failures)} of {len(samples)} samples failed ({summary}); showing {len(shown)}"
+            + (f", {omitted} omitted (max_failures={max_failures})" if omitted else "")
+        ),
         cards="\n".join(cards),
-    )  # fmt: skip
+    )
     path = os.path.join(out_dir, "failures.html")
     write_bytes(path, page.encode("utf-8", errors="replace"))  # a lone surrogate in a response must not stop it
     return path
@@ -340,8 +426,16 @@ def _describe_targets(s: Sample) -> str:
     return "; ".join(parts) + " (x_min, y_min, x_max, y_max px)" if s.boxes else "; ".join(parts)
 
 
-def _card(i: int, s: Sample, result: dict, pred: dict | None, img_dir: str, max_width: int, *,
-          note: tuple[str, list | None] | None = None) -> str:  # fmt: skip
+def _card(
+    i: int,
+    s: Sample,
+    result: dict,
+    pred: dict | None,
+    img_dir: str,
+    max_width: int,
+    *,
+    note: tuple[str, list | None] | None = None,
+) -> str:
     point = result.get("point")
     if result.get("missing"):
         point_text = "no prediction for this sample"
@@ -372,12 +466,14 @@ def _card(i: int, s: Sample, result: dict, pred: dict | None, img_dir: str, max_
     size = f"{s.width}x{s.height}" if _known_size(s) else "size unknown"
     e = html.escape
     flag = "" if note is None else f' <span class="disagree">{e(note[0])} (greedy point in blue)</span>'
-    return (f'<div class="card"><h3>#{i} <code>{e(s.sample_id)}</code> '
-            f'<span class="{e(result["correctness"])}">{e(result["correctness"])}</span>{flag}</h3>\n'
-            f"<p><b>instruction</b>: {e(s.instruction)}</p>\n"
-            f"<p><b>predicted</b>: {e(point_text)}<br><b>target</b>: {e(_describe_targets(s))}<br>"
-            f"<b>image</b>: {e(s.image_path)} ({size})</p>\n"
-            f"<p><b>raw response</b>:</p><pre>{e(raw) if raw else '(none)'}</pre>\n{imgs}</div>")  # fmt: skip
+    return (
+        f'<div class="card"><h3>#{i} <code>{e(s.sample_id)}</code> '
+        f'<span class="{e(result["correctness"])}">{e(result["correctness"])}</span>{flag}</h3>\n'
+        f"<p><b>instruction</b>: {e(s.instruction)}</p>\n"
+        f"<p><b>predicted</b>: {e(point_text)}<br><b>target</b>: {e(_describe_targets(s))}<br>"
+        f"<b>image</b>: {e(s.image_path)} ({size})</p>\n"
+        f"<p><b>raw response</b>:</p><pre>{e(raw) if raw else '(none)'}</pre>\n{imgs}</div>"
+    )
 
 
 def _known_size(s: Sample) -> bool:

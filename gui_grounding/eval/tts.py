@@ -100,8 +100,12 @@ class TTSConfig:
             raise ValueError(f"unknown test-time mode {self.mode!r}; expected one of {', '.join(TTS_MODES)}")
         if isinstance(self.samples, bool) or not isinstance(self.samples, int) or not 1 <= self.samples <= MAX_SAMPLES:
             raise ValueError(f"tts samples must be an integer in 1..{MAX_SAMPLES}, got {self.samples!r}")
-        for name, lo, hi, lo_open in (("temperature", 0.0, 100.0, True), ("top_p", 0.0, 1.0, True),
-                                      ("region", 0.0, 1e6, True), ("zoom", 0.0, 1.0, True)):  # fmt: skip
+        for name, lo, hi, lo_open in (
+            ("temperature", 0.0, 100.0, True),
+            ("top_p", 0.0, 1.0, True),
+            ("region", 0.0, 1e6, True),
+            ("zoom", 0.0, 1.0, True),
+        ):
             v = getattr(self, name)
             if (
                 isinstance(v, bool)
@@ -125,8 +129,12 @@ class TTSConfig:
     def phases(self) -> tuple[str, ...]:
         """The cost phases this mode's answer needs (the greedy pass of a consensus run is only for the
         side-by-side greedy numbers)."""
-        return {"greedy": ("greedy",), "consensus": ("sampling",), "zoom": ("greedy", "zoom"),
-                "zoom+consensus": ("sampling", "zoom")}[self.mode]  # fmt: skip
+        return {
+            "greedy": ("greedy",),
+            "consensus": ("sampling",),
+            "zoom": ("greedy", "zoom"),
+            "zoom+consensus": ("sampling", "zoom"),
+        }[self.mode]
 
     def label(self) -> str:
         """``consensus (K=8, T=0.7)``-style name for tables."""
@@ -174,8 +182,9 @@ class Engine:
     sampling_note = ""
     chunk_size = 8
 
-    def generate(self, requests: list, *, n: int, temperature: float, top_p: float = 1.0,
-                 seeds: Sequence[int] | None = None) -> list[Draw]:  # fmt: skip
+    def generate(
+        self, requests: list, *, n: int, temperature: float, top_p: float = 1.0, seeds: Sequence[int] | None = None
+    ) -> list[Draw]:
         """``n`` answers per request (``temperature`` 0: greedy, ``n`` 1), in request order. ``seeds``: one per
         request (sampling only)."""
         raise NotImplementedError
@@ -187,8 +196,13 @@ class Engine:
 
 def _cost(draws: list[Draw], wall: float, index: int) -> dict:
     d = draws[index]
-    return {"calls": d.calls, "sequences": len(d.texts), "prompt_tokens": d.prompt_tokens,
-            "generated_tokens": d.generated_tokens, "wall_s": round(wall / max(1, len(draws)), 6)}  # fmt: skip
+    return {
+        "calls": d.calls,
+        "sequences": len(d.texts),
+        "prompt_tokens": d.prompt_tokens,
+        "generated_tokens": d.generated_tokens,
+        "wall_s": round(wall / max(1, len(draws)), 6),
+    }
 
 
 def _add_cost(a: dict | None, b: dict) -> dict:
@@ -264,8 +278,19 @@ def predict_tts(engine: Engine, samples: list, out_path: str, *, adapter, budget
                 text = d.texts[0] if d.texts else ("" if d.error is None else f"ERROR: {d.error}")
                 lines.append(record(s, r, text, adapter, error=d.error))
             first = {i: lines[i]["point"] for i in everyone}  # the point that picks the zoom window
-            tts_info = [{"mode": tts.mode, "point": None, "agreement": None, "votes": None, "region": None,
-                         "window": None, "zoom_point": None, "fallback": None} for _ in chunk]  # fmt: skip
+            tts_info = [
+                {
+                    "mode": tts.mode,
+                    "point": None,
+                    "agreement": None,
+                    "votes": None,
+                    "region": None,
+                    "window": None,
+                    "zoom_point": None,
+                    "fallback": None,
+                }
+                for _ in chunk
+            ]
             if tts.uses_consensus:
                 seeds = [seed_for(tts.seed, s.sample_id, "sampling") for s in chunk]
                 draws = run("sampling", requests, tts.samples, seeds, everyone)
@@ -274,8 +299,12 @@ def predict_tts(engine: Engine, samples: list, out_path: str, *, adapter, budget
                     vote = _vote(points, s.width, s.height, tts.region)
                     lines[i]["samples"] = [list(p) if p is not None else None for p in points]
                     lines[i]["sample_responses"] = list(d.texts)
-                    tts_info[i].update(point=list(vote.point) if vote.point else None, agreement=vote.agreement,
-                                       votes=vote.votes, region=list(vote.region) if vote.region else None)  # fmt: skip
+                    tts_info[i].update(
+                        point=list(vote.point) if vote.point else None,
+                        agreement=vote.agreement,
+                        votes=vote.votes,
+                        region=list(vote.region) if vote.region else None,
+                    )
                     first[i] = vote.point
             else:
                 for i in everyone:
@@ -314,9 +343,11 @@ def predict_tts(engine: Engine, samples: list, out_path: str, *, adapter, budget
                         if tts.uses_consensus:
                             vote = _vote(crop_points, window.width, window.height, tts.region)
                             if vote.point is not None:  # else the first vote's agreement stays with its point
-                                tts_info[i].update(agreement=vote.agreement, votes=vote.votes,
-                                                   region=[*window.to_image(vote.region[:2]),
-                                                           *window.to_image(vote.region[2:])])  # fmt: skip
+                                tts_info[i].update(
+                                    agreement=vote.agreement,
+                                    votes=vote.votes,
+                                    region=[*window.to_image(vote.region[:2]), *window.to_image(vote.region[2:])],
+                                )
                             crop_point = vote.point
                         else:
                             crop_point = crop_points[0] if crop_points else None
@@ -406,8 +437,11 @@ def tts_predictions(predictions: dict[str, dict], samples: list, tts: TTSConfig)
             continue
         new = {k: v for k, v in pred.items() if k not in ("point", "refusal")}
         if tts.mode == "consensus":
-            problem, points = _samples_problem(pred.get("samples")) if "samples" in pred else (
-                "no 'samples' (K sampled points) for --tts consensus", [])  # fmt: skip
+            problem, points = (
+                _samples_problem(pred.get("samples"))
+                if "samples" in pred
+                else ("no 'samples' (K sampled points) for --tts consensus", [])
+            )
             if problem is None:
                 vote = consensus(points, s.width or None, s.height or None, region=tts.region)
                 new.update(point=list(vote.point) if vote.point else None, agreement=vote.agreement)
@@ -467,8 +501,12 @@ def cost_summary(predictions: dict[str, dict], tts: TTSConfig) -> dict:
         means = {f"{k}_per_sample": round(v / counted, 4) for k, v in total.items()} if counted else {}
         return {**total, **means}
 
-    return {"lines_with_cost": counted, "greedy": per_answer(["greedy"]), tts.mode: per_answer(tts.phases),
-            "phases": {k: per_answer([k]) for k in phases}}  # fmt: skip
+    return {
+        "lines_with_cost": counted,
+        "greedy": per_answer(["greedy"]),
+        tts.mode: per_answer(tts.phases),
+        "phases": {k: per_answer([k]) for k in phases},
+    }
 
 
 def calibration(results: dict[str, dict], answers: dict[str, dict]) -> list[dict]:
@@ -526,8 +564,14 @@ def plot_calibration(bins: list[dict], path: str, *, title: str) -> str:
     return path
 
 
-def tts_run(bench, samples: list, predictions: dict[str, dict], greedy_results: dict[str, dict], greedy_metrics: dict,
-            tts: TTSConfig) -> dict:  # fmt: skip
+def tts_run(
+    bench,
+    samples: list,
+    predictions: dict[str, dict],
+    greedy_results: dict[str, dict],
+    greedy_metrics: dict,
+    tts: TTSConfig,
+) -> dict:
     """Score a test-time mode beside greedy on the same predictions: the mode's answers (:func:`tts_predictions`),
     its results and metric tables, and the ``metrics.json["tts"]`` summary (settings, cost per answer, agreement
     calibration, the samples the two answers disagree on). The profile's published comparison (greedy numbers)
@@ -545,10 +589,16 @@ def tts_run(bench, samples: list, predictions: dict[str, dict], greedy_results: 
     greedy_metrics = dict(greedy_metrics)
     if "published" in greedy_metrics:
         metrics["published"] = {**greedy_metrics.pop("published"), "answer": "greedy"}
-    only_greedy = [s.sample_id for s in samples if greedy_results[s.sample_id]["correctness"] == CORRECT
-                   and results[s.sample_id]["correctness"] != CORRECT]  # fmt: skip
-    only_tts = [s.sample_id for s in samples if results[s.sample_id]["correctness"] == CORRECT
-                and greedy_results[s.sample_id]["correctness"] != CORRECT]  # fmt: skip
+    only_greedy = [
+        s.sample_id
+        for s in samples
+        if greedy_results[s.sample_id]["correctness"] == CORRECT and results[s.sample_id]["correctness"] != CORRECT
+    ]
+    only_tts = [
+        s.sample_id
+        for s in samples
+        if results[s.sample_id]["correctness"] == CORRECT and greedy_results[s.sample_id]["correctness"] != CORRECT
+    ]
     bins = calibration(results, answers) if tts.uses_consensus else []
     agreements = [a["agreement"] for a in answers.values() if isinstance(a.get("agreement"), float)]
     fallbacks: dict[str, int] = {}
@@ -567,15 +617,22 @@ def tts_run(bench, samples: list, predictions: dict[str, dict], greedy_results: 
         "agreement": {
             "mean": round(sum(agreements) / len(agreements), 4) if agreements else None,
             "calibration": bins,
-        },  # fmt: skip
+        },
         "disagreements": {
             "greedy_only_correct": len(only_greedy),
             "tts_only_correct": len(only_tts),
             "greedy_only_correct_ids": only_greedy[:50],
             "tts_only_correct_ids": only_tts[:50],
-        },  # fmt: skip
+        },
         "fallbacks": fallbacks,
         "malformed_for_mode": malformed,
     }
-    return {"label": tts.label(), "results": results, "metrics": metrics, "greedy_results": greedy_results,
-            "greedy_metrics": greedy_metrics, "answers": answers, "summary": summary}  # fmt: skip
+    return {
+        "label": tts.label(),
+        "results": results,
+        "metrics": metrics,
+        "greedy_results": greedy_results,
+        "greedy_metrics": greedy_metrics,
+        "answers": answers,
+        "summary": summary,
+    }

@@ -64,10 +64,12 @@ def main() -> int:
         model = load_policy(args.model, "sdpa")
         n_params = sum(1 for p in model.parameters() if p.requires_grad)
         config = {
-            "train_micro_batch_size_per_gpu": 2 * G, "gradient_accumulation_steps": 1,
+            "train_micro_batch_size_per_gpu": 2 * G,
+            "gradient_accumulation_steps": 1,
             "zero_optimization": {"stage": 3, "stage3_param_persistence_threshold": 0},
-            "optimizer": {"type": "SGD", "params": {"lr": 0.0}}, "zero_allow_untested_optimizer": True,
-        }  # fmt: skip
+            "optimizer": {"type": "SGD", "params": {"lr": 0.0}},
+            "zero_allow_untested_optimizer": True,
+        }
         engine, *_ = deepspeed.initialize(model=model, model_parameters=model.parameters(), config=config)
         engine.train()
         timings["engine"] = time.perf_counter() - T0
@@ -96,15 +98,21 @@ def main() -> int:
         common = {k: ref_g[k] for k in ref_g if k in got_g}
         worst, worst_name = max_rel_grad_error(common, got_g)
         report = {
-            "rank": rank, "world_size": world, "zero_stage": engine.zero_optimization_stage(),
+            "rank": rank,
+            "world_size": world,
+            "zero_stage": engine.zero_optimization_stage(),
             "prompt_lengths": batch["attention_mask"][:, : -batch["logits_to_keep"]].sum(1).tolist(),
-            "max_dlogp": (got_lp - ref_lp).abs().max().item(), "max_dent": (got_en - ref_en).abs().max().item(),
+            "max_dlogp": (got_lp - ref_lp).abs().max().item(),
+            "max_dent": (got_en - ref_en).abs().max().item(),
             "masked_zero": bool((got_lp[~mask] == 0).all() and (ref_lp[~mask] == 0).all()),
-            "max_grad_rel": worst, "worst_grad": worst_name, "n_grads": len(ref_g), "n_params": n_params,
+            "max_grad_rel": worst,
+            "worst_grad": worst_name,
+            "n_grads": len(ref_g),
+            "n_params": n_params,
             "same_grad_names": sorted(ref_g) == sorted(got_g),
             "timings_s": {k: round(v, 1) for k, v in timings.items()},
             "vision_grads": sum(1 for k in ref_g if ".visual." in f".{k}" and ref_g[k].norm() > 0),
-        }  # fmt: skip
+        }
         with open(os.path.join(args.out, f"rank{rank}.json"), "w") as f:
             json.dump(report, f)
         print(json.dumps(report), flush=True)

@@ -27,8 +27,11 @@ def _instantiate(cls: type, model_type: str) -> VLMBaseModule:
     """``cls(model_type)``, or ``cls()`` for modules written for upstream VLM-R1 (``__init__(self)``)."""
     import inspect
 
-    params = [p for p in inspect.signature(cls.__init__).parameters.values() if p.name != "self"
-              and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]  # fmt: skip
+    params = [
+        p
+        for p in inspect.signature(cls.__init__).parameters.values()
+        if p.name != "self" and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
     module = cls(model_type) if params else cls()
     if getattr(module, "model_type", None) is None:
         module.model_type = model_type

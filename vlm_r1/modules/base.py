@@ -90,8 +90,10 @@ class UpstreamModuleMixin:
 
     def prepare_prompt(self, processing_class: Any, inputs: list[dict]) -> list[str]:
         """Render each ``inputs[i]["prompt"]`` (chat messages) with the chat template; returns prompt strings."""
-        return [processing_class.apply_chat_template(x["prompt"], tokenize=False, add_generation_prompt=True)
-                for x in inputs]  # fmt: skip
+        return [
+            processing_class.apply_chat_template(x["prompt"], tokenize=False, add_generation_prompt=True)
+            for x in inputs
+        ]
 
     def get_eos_token_id(self, processing_class: Any) -> int:
         """End-of-turn token id that ends a completion."""
@@ -219,12 +221,15 @@ class VLMBaseModule(UpstreamModuleMixin, ABC):
         min_px = getattr(ip, "min_pixels", None) or size.get("shortest_edge")
         max_px = getattr(ip, "max_pixels", None) or size.get("longest_edge")
         if ip is None or None in (getattr(ip, "patch_size", None), getattr(ip, "merge_size", None), min_px, max_px):
-            raise ValueError(f"{type(self).__name__}: the processor has no smart_resize settings (patch_size, "
-                             "merge_size, min/max pixels); override get_image_resize_params")  # fmt: skip
+            raise ValueError(
+                f"{type(self).__name__}: the processor has no smart_resize settings (patch_size, "
+                "merge_size, min/max pixels); override get_image_resize_params"
+            )
         return int(ip.patch_size) * int(ip.merge_size), int(min_px), int(max_px)
 
-    def build_tiny_checkpoint(self, out_dir: str, *, seed: int = 0, min_pixels: int = 3136, max_pixels: int = 200_704,
-                              size: str = "tiny") -> str:  # fmt: skip
+    def build_tiny_checkpoint(
+        self, out_dir: str, *, seed: int = 0, min_pixels: int = 3136, max_pixels: int = 200_704, size: str = "tiny"
+    ) -> str:
         """Write a randomly initialised tiny checkpoint of this family's real architecture to ``out_dir`` (offline;
         CPU tests and demos: ``gui-grounding make-tiny-model --arch MODEL_TYPE``). ``size``: a key of
         ``vlm_r1.tiny.TINY_SIZES``. Default: not available for this family.

@@ -49,8 +49,12 @@ IMG_START_TOKEN, IMG_END_TOKEN, IMG_CONTEXT_TOKEN, VIDEO_TOKEN = "<img>", "</img
 # InternVL's grounding markup tokens (added tokens of the OpenGVLab tokenizers)
 GROUNDING_TOKENS = ("<quad>", "</quad>", "<ref>", "</ref>", "<box>", "</box>")
 # tokenizer attribute -> token, as InternVLProcessor.__init__ reads them (processing_internvl.py:56-63)
-NAMED_TOKENS = {"start_image_token": IMG_START_TOKEN, "end_image_token": IMG_END_TOKEN,
-                "context_image_token": IMG_CONTEXT_TOKEN, "video_token": VIDEO_TOKEN}  # fmt: skip
+NAMED_TOKENS = {
+    "start_image_token": IMG_START_TOKEN,
+    "end_image_token": IMG_END_TOKEN,
+    "context_image_token": IMG_CONTEXT_TOKEN,
+    "video_token": VIDEO_TOKEN,
+}
 TILE_SIZE = 448  # pixels per tile side (InternVLVisionConfig.image_size default, configuration_internvl.py:71)
 DEFAULT_MAX_TILES = 12  # GotOcr2ImageProcessor.max_patches default and upstream --max_anyres_num default
 BOX_GRID = 1000  # InternVL answers boxes on a 0-1000 grid of the original image (see module docstring)
@@ -115,10 +119,17 @@ def _image_only_processor_class() -> type:
 
     class ImageOnlyInternVLProcessor(InternVLProcessor):
         # ProcessorMixin derives its sub-processors from the __init__ signature: no video_processor here.
-        def __init__(self, image_processor=None, tokenizer=None, image_seq_length: int = 256, chat_template=None,
-                     **kwargs):  # fmt: skip
-            super().__init__(image_processor, tokenizer, None, image_seq_length=image_seq_length,
-                             chat_template=chat_template, **kwargs)  # fmt: skip
+        def __init__(
+            self, image_processor=None, tokenizer=None, image_seq_length: int = 256, chat_template=None, **kwargs
+        ):
+            super().__init__(
+                image_processor,
+                tokenizer,
+                None,
+                image_seq_length=image_seq_length,
+                chat_template=chat_template,
+                **kwargs,
+            )
 
         def to_dict(self):
             d = super().to_dict()
@@ -186,14 +197,21 @@ class InternVLModule(VLMBaseModule):
         ``pixel_values`` (total_tiles, 3, 448, 448); ``additional_output[i] = {"num_tiles": n}`` per image (thumbnail
         included), from the image processor's own rule (``get_number_of_image_patches``).
         """
-        kwargs = dict(text=prompts_text, return_tensors=return_tensors, padding=padding, padding_side=padding_side,
-                      add_special_tokens=add_special_tokens)  # fmt: skip
+        kwargs = dict(
+            text=prompts_text,
+            return_tensors=return_tensors,
+            padding=padding,
+            padding_side=padding_side,
+            add_special_tokens=add_special_tokens,
+        )
         if images:
             kwargs["images"] = images
         batch = processing_class(**kwargs)
         ip = processing_class.image_processor
-        additional_output = [{"num_tiles": ip.get_number_of_image_patches(im.height, im.width, {"crop_to_patches": True})}
-                             for im in images or []]  # fmt: skip
+        additional_output = [
+            {"num_tiles": ip.get_number_of_image_patches(im.height, im.width, {"crop_to_patches": True})}
+            for im in images or []
+        ]
         return batch, additional_output
 
     @staticmethod
@@ -217,12 +235,15 @@ class InternVLModule(VLMBaseModule):
             return format_reward_rec_internvl
         if task_type == "rec" and func == "accuracy":
             return rewards.iou_reward
-        raise ValueError(f"--is_reward_customized_from_vlm_module: no InternVL-specific reward {func!r} for task_type "
-                         f"{task_type!r} (only task_type 'rec' with ['accuracy', 'format'])")  # fmt: skip
+        raise ValueError(
+            f"--is_reward_customized_from_vlm_module: no InternVL-specific reward {func!r} for task_type "
+            f"{task_type!r} (only task_type 'rec' with ['accuracy', 'format'])"
+        )
 
     # ---- our additions ---------------------------------------------------------------------------------------------
-    def build_processor(self, image_processor: Any, tokenizer: Any, chat_template: str | None,
-                        image_seq_length: int = 256) -> Any:  # fmt: skip
+    def build_processor(
+        self, image_processor: Any, tokenizer: Any, chat_template: str | None, image_seq_length: int = 256
+    ) -> Any:
         """Assemble a processor from parts; image-only (no video processor) when torchvision is unavailable."""
         from transformers import InternVLProcessor
         from transformers.utils import is_torchvision_available
@@ -230,13 +251,20 @@ class InternVLModule(VLMBaseModule):
         if is_torchvision_available():
             from transformers import InternVLVideoProcessor
 
-            return InternVLProcessor(image_processor, tokenizer, InternVLVideoProcessor(),
-                                     image_seq_length=image_seq_length, chat_template=chat_template)  # fmt: skip
-        return _image_only_processor_class()(image_processor, tokenizer, image_seq_length=image_seq_length,
-                                             chat_template=chat_template)  # fmt: skip
+            return InternVLProcessor(
+                image_processor,
+                tokenizer,
+                InternVLVideoProcessor(),
+                image_seq_length=image_seq_length,
+                chat_template=chat_template,
+            )
+        return _image_only_processor_class()(
+            image_processor, tokenizer, image_seq_length=image_seq_length, chat_template=chat_template
+        )
 
-    def load_processor(self, path: str, *, min_pixels: int | None = None, max_pixels: int | None = None,
-                       max_tiles: int | None = None) -> Any:  # fmt: skip
+    def load_processor(
+        self, path: str, *, min_pixels: int | None = None, max_pixels: int | None = None, max_tiles: int | None = None
+    ) -> Any:
         """Load the processor of checkpoint ``path`` with left padding; ``max_tiles`` sets the tiling bound
         (:meth:`set_max_tiles`). ``min_pixels``/``max_pixels`` are the Qwen smart_resize budget: InternVL has none, so
         they are ignored (logged at debug level; the GRPO/SFT entry points always pass their defaults).
@@ -279,8 +307,12 @@ class InternVLModule(VLMBaseModule):
     def processor_budget(self, processing_class: Any) -> dict:
         """No smart_resize values; ``max_tiles`` = the image processor's ``max_patches``."""
         max_patches = getattr(getattr(processing_class, "image_processor", None), "max_patches", None)
-        return {"factor": None, "min_pixels": None, "max_pixels": None,
-                "max_tiles": int(max_patches) if max_patches is not None else None}  # fmt: skip
+        return {
+            "factor": None,
+            "min_pixels": None,
+            "max_pixels": None,
+            "max_tiles": int(max_patches) if max_patches is not None else None,
+        }
 
     def apply_pixel_budget(self, processing_class: Any, budget: Any) -> None:
         """The budget's ``max_tiles`` into ``image_processor.max_patches`` (:meth:`set_max_tiles`); InternVL has no
@@ -290,8 +322,9 @@ class InternVLModule(VLMBaseModule):
 
     def num_tiles(self, processor: Any, width: int, height: int) -> int:
         """Tiles one ``width x height`` image becomes (thumbnail included), by the image processor's own rule."""
-        return int(processor.image_processor.get_number_of_image_patches(int(height), int(width),
-                                                                          {"crop_to_patches": True}))  # fmt: skip
+        return int(
+            processor.image_processor.get_number_of_image_patches(int(height), int(width), {"crop_to_patches": True})
+        )
 
     def get_image_resize_params(self, processing_class: Any) -> tuple[int, int, int]:
         """InternVL has no smart_resize frame, so there is no ``(factor, min_pixels, max_pixels)`` to give.
@@ -343,12 +376,19 @@ class InternVLModule(VLMBaseModule):
         backend = build_tokenizer().backend_tokenizer
         added = [IMG_START_TOKEN, IMG_END_TOKEN, IMG_CONTEXT_TOKEN, VIDEO_TOKEN, *GROUNDING_TOKENS]
         backend.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in added])
-        return Qwen2Tokenizer(tokenizer_object=backend, unk_token=None, bos_token=None, eos_token="<|im_end|>",
-                              pad_token="<|endoftext|>", model_max_length=32768,
-                              extra_special_tokens=dict(NAMED_TOKENS))  # fmt: skip
+        return Qwen2Tokenizer(
+            tokenizer_object=backend,
+            unk_token=None,
+            bos_token=None,
+            eos_token="<|im_end|>",
+            pad_token="<|endoftext|>",
+            model_max_length=32768,
+            extra_special_tokens=dict(NAMED_TOKENS),
+        )
 
-    def build_tiny_checkpoint(self, out_dir: str, *, seed: int = 0, min_pixels: int = 3136, max_pixels: int = 200_704,
-                              size: str = "tiny") -> str:  # fmt: skip
+    def build_tiny_checkpoint(
+        self, out_dir: str, *, seed: int = 0, min_pixels: int = 3136, max_pixels: int = 200_704, size: str = "tiny"
+    ) -> str:
         """Write a randomly initialised tiny ``InternVLForConditionalGeneration`` to ``out_dir`` (offline).
 
         Real image geometry, toy widths: tiles of 448 px, patch 14, downsample ratio 0.5, so 256 ``<IMG_CONTEXT>``
@@ -377,25 +417,52 @@ class InternVLModule(VLMBaseModule):
         ids = {t: tokenizer.convert_tokens_to_ids(t) for t in ("<|endoftext|>", "<|im_end|>", IMG_CONTEXT_TOKEN)}
         patch, ratio = 14, 0.5
         image_seq_length = int((TILE_SIZE // patch) ** 2 * ratio**2)  # 256
-        text_config = qwen_text_config(tokenizer, dims, {"rope_type": "default", "rope_theta": 1e6},
-                                       model_type="qwen2", tie_word_embeddings=False)  # fmt: skip
+        text_config = qwen_text_config(
+            tokenizer, dims, {"rope_type": "default", "rope_theta": 1e6}, model_type="qwen2", tie_word_embeddings=False
+        )
         vision_config = dict(
-            hidden_size=dims["v_hidden"], num_hidden_layers=dims["v_depth"], num_attention_heads=dims["v_heads"],
-            intermediate_size=2 * dims["v_hidden"], image_size=TILE_SIZE, patch_size=patch,
-        )  # fmt: skip
-        config = InternVLConfig(text_config=text_config, vision_config=vision_config,
-                                image_token_id=ids[IMG_CONTEXT_TOKEN], image_seq_length=image_seq_length,
-                                downsample_ratio=ratio, tie_word_embeddings=False)  # fmt: skip
+            hidden_size=dims["v_hidden"],
+            num_hidden_layers=dims["v_depth"],
+            num_attention_heads=dims["v_heads"],
+            intermediate_size=2 * dims["v_hidden"],
+            image_size=TILE_SIZE,
+            patch_size=patch,
+        )
+        config = InternVLConfig(
+            text_config=text_config,
+            vision_config=vision_config,
+            image_token_id=ids[IMG_CONTEXT_TOKEN],
+            image_seq_length=image_seq_length,
+            downsample_ratio=ratio,
+            tie_word_embeddings=False,
+        )
         model = InternVLForConditionalGeneration(config)
         image_processor = GotOcr2ImageProcessorPil(
-            size={"height": TILE_SIZE, "width": TILE_SIZE}, crop_to_patches=True, min_patches=1,
-            max_patches=DEFAULT_MAX_TILES, image_mean=[0.485, 0.456, 0.406], image_std=[0.229, 0.224, 0.225],
-        )  # fmt: skip
+            size={"height": TILE_SIZE, "width": TILE_SIZE},
+            crop_to_patches=True,
+            min_patches=1,
+            max_patches=DEFAULT_MAX_TILES,
+            image_mean=[0.485, 0.456, 0.406],
+            image_std=[0.229, 0.224, 0.225],
+        )
         processor = self.build_processor(image_processor, tokenizer, INTERNVL_CHAT_TEMPLATE, image_seq_length)
 
-        return save_tiny_checkpoint(out_dir, model, processor, self, {
-            "arch": self.model_type, "seed": seed, "size": size, "tile_size": TILE_SIZE, "patch_size": patch,
-            "downsample_ratio": ratio, "image_seq_length": image_seq_length, "max_tiles": DEFAULT_MAX_TILES})  # fmt: skip
+        return save_tiny_checkpoint(
+            out_dir,
+            model,
+            processor,
+            self,
+            {
+                "arch": self.model_type,
+                "seed": seed,
+                "size": size,
+                "tile_size": TILE_SIZE,
+                "patch_size": patch,
+                "downsample_ratio": ratio,
+                "image_seq_length": image_seq_length,
+                "max_tiles": DEFAULT_MAX_TILES,
+            },
+        )
 
     def tidy_saved_processor(self, out_dir: str) -> None:
         """Rewrite ``processor_class`` in tokenizer_config.json to the stock name (cosmetic, as Qwen's)."""

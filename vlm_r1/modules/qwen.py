@@ -117,8 +117,13 @@ class Qwen2VLModule(VLMBaseModule):
         Returns ``(batch, additional_output)`` where ``additional_output[i] = {"image_grid_thw": row}`` per image
         (upstream shape; rows are (t, h, w) patch counts).
         """
-        kwargs = dict(text=prompts_text, return_tensors=return_tensors, padding=padding, padding_side=padding_side,
-                      add_special_tokens=add_special_tokens)  # fmt: skip
+        kwargs = dict(
+            text=prompts_text,
+            return_tensors=return_tensors,
+            padding=padding,
+            padding_side=padding_side,
+            add_special_tokens=add_special_tokens,
+        )
         if images:
             kwargs["images"] = images
         batch = processing_class(**kwargs)
@@ -202,8 +207,10 @@ class Qwen2VLModule(VLMBaseModule):
         """
         ip = processing_class.image_processor
         if budget.factor is not None and budget.factor != ip.patch_size * ip.merge_size:
-            raise ValueError(f"pixel budget factor {budget.factor} does not match the checkpoint's patch_size x "
-                             f"merge_size = {ip.patch_size * ip.merge_size}")  # fmt: skip
+            raise ValueError(
+                f"pixel budget factor {budget.factor} does not match the checkpoint's patch_size x "
+                f"merge_size = {ip.patch_size * ip.merge_size}"
+            )
         self.set_pixel_budget(processing_class, min_pixels=budget.min_pixels, max_pixels=budget.max_pixels)
 
     def get_image_resize_params(self, processing_class: Any) -> tuple[int, int, int]:
@@ -243,8 +250,9 @@ class Qwen2VLModule(VLMBaseModule):
         def positions(prompt_ids, mm_token_type_ids, image_grid_thw):
             if image_grid_thw is None or mm_token_type_ids is None or not bool((mm_token_type_ids != 0).any()):
                 return torch.arange(prompt_ids.numel(), device=prompt_ids.device)[None].expand(3, -1)
-            pos, _ = owner.get_rope_index(prompt_ids[None], mm_token_type_ids=mm_token_type_ids[None],
-                                          image_grid_thw=image_grid_thw)  # fmt: skip
+            pos, _ = owner.get_rope_index(
+                prompt_ids[None], mm_token_type_ids=mm_token_type_ids[None], image_grid_thw=image_grid_thw
+            )
             return pos[:, 0]
 
         return positions
@@ -268,8 +276,13 @@ class Qwen2VLModule(VLMBaseModule):
         ids, mask = generate_inputs["input_ids"], generate_inputs["attention_mask"]
         cache = DynamicCache(config=model.config)
         owner.rope_deltas = None
-        prefill = {"input_ids": ids[:, :-1], "attention_mask": mask[:, :-1], "past_key_values": cache,
-                   "use_cache": True, "logits_to_keep": 1}  # fmt: skip
+        prefill = {
+            "input_ids": ids[:, :-1],
+            "attention_mask": mask[:, :-1],
+            "past_key_values": cache,
+            "use_cache": True,
+            "logits_to_keep": 1,
+        }
         for key in ("pixel_values", "image_grid_thw"):
             if generate_inputs.get(key) is not None:
                 prefill[key] = generate_inputs[key]
@@ -279,13 +292,18 @@ class Qwen2VLModule(VLMBaseModule):
         if cache.get_seq_length() != ids.size(1) - 1:
             # transformers drops the cache under gradient checkpointing in train mode (it only warns); generating on
             # an empty cache without pixels would silently be wrong
-            raise RuntimeError(f"shared-prompt prefill: the cache holds {cache.get_seq_length()} tokens, expected "
-                               f"{ids.size(1) - 1} (gradient checkpointing active during generation?)")  # fmt: skip
+            raise RuntimeError(
+                f"shared-prompt prefill: the cache holds {cache.get_seq_length()} tokens, expected "
+                f"{ids.size(1) - 1} (gradient checkpointing active during generation?)"
+            )
         cache.batch_repeat_interleave(G)
         if owner.rope_deltas is not None:
             owner.rope_deltas = owner.rope_deltas.repeat_interleave(G, dim=0)
-        out = {"input_ids": ids.repeat_interleave(G, dim=0), "attention_mask": mask.repeat_interleave(G, dim=0),
-               "past_key_values": cache}  # fmt: skip
+        out = {
+            "input_ids": ids.repeat_interleave(G, dim=0),
+            "attention_mask": mask.repeat_interleave(G, dim=0),
+            "past_key_values": cache,
+        }
         return out
 
     def tidy_saved_processor(self, out_dir: str) -> None:

@@ -101,8 +101,16 @@ class Qwen3VLModule(Qwen2VLModule):
         return _image_only_processor_class(stock)(image_processor, tokenizer, chat_template=chat_template)
 
     # ---- tiny checkpoint ---------------------------------------------------------------------------------------------
-    def build_tiny_checkpoint(self, out_dir: str, *, seed: int = 0, min_pixels: int = 3136, max_pixels: int = 200_704,
-                              size: str = "tiny", rope_theta: float = 5e6) -> str:  # fmt: skip
+    def build_tiny_checkpoint(
+        self,
+        out_dir: str,
+        *,
+        seed: int = 0,
+        min_pixels: int = 3136,
+        max_pixels: int = 200_704,
+        size: str = "tiny",
+        rope_theta: float = 5e6,
+    ) -> str:
         """Write a randomly initialised tiny Qwen3-VL checkpoint to ``out_dir`` (offline).
 
         Sizes from ``vlm_r1.tiny.TINY_SIZES[size]`` (tiny: text hidden 64, 2 layers, 4 heads / 2 KV heads,
@@ -145,26 +153,47 @@ class Qwen3VLModule(Qwen2VLModule):
         ids = {t: tokenizer.convert_tokens_to_ids(t) for t in QWEN_SPECIAL_TOKENS}
         head_dim = dims["hidden"] // dims["heads"]
         text_config = qwen_text_config(
-            tokenizer, dims, {"rope_type": "default", "rope_theta": rope_theta,
-                              "mrope_section": interleaved_mrope_section(head_dim), "mrope_interleaved": True},
+            tokenizer,
+            dims,
+            {
+                "rope_type": "default",
+                "rope_theta": rope_theta,
+                "mrope_section": interleaved_mrope_section(head_dim),
+                "mrope_interleaved": True,
+            },
             head_dim=head_dim,
-        )  # fmt: skip
+        )
         vision_config = dict(
-            depth=dims["v_depth"], hidden_size=dims["v_hidden"], intermediate_size=2 * dims["v_hidden"],
-            num_heads=dims["v_heads"], out_hidden_size=dims["hidden"], patch_size=PATCH_SIZE,
-            spatial_merge_size=MERGE_SIZE, temporal_patch_size=2, num_position_embeddings=256,
+            depth=dims["v_depth"],
+            hidden_size=dims["v_hidden"],
+            intermediate_size=2 * dims["v_hidden"],
+            num_heads=dims["v_heads"],
+            out_hidden_size=dims["hidden"],
+            patch_size=PATCH_SIZE,
+            spatial_merge_size=MERGE_SIZE,
+            temporal_patch_size=2,
+            num_position_embeddings=256,
             deepstack_visual_indexes=list(range(min(dims["v_depth"], dims["layers"]))),
-        )  # fmt: skip
+        )
         config = Qwen3VLConfig(
-            text_config=text_config, vision_config=vision_config, image_token_id=ids["<|image_pad|>"],
-            video_token_id=ids["<|video_pad|>"], vision_start_token_id=ids["<|vision_start|>"],
-            vision_end_token_id=ids["<|vision_end|>"], tie_word_embeddings=False,
-        )  # fmt: skip
+            text_config=text_config,
+            vision_config=vision_config,
+            image_token_id=ids["<|image_pad|>"],
+            video_token_id=ids["<|video_pad|>"],
+            vision_start_token_id=ids["<|vision_start|>"],
+            vision_end_token_id=ids["<|vision_end|>"],
+            tie_word_embeddings=False,
+        )
         model = model_cls(config)
         image_processor = Qwen2VLImageProcessorPil(
-            patch_size=PATCH_SIZE, merge_size=MERGE_SIZE, temporal_patch_size=2, min_pixels=min_pixels,
-            max_pixels=max_pixels, image_mean=IMAGE_MEAN_STD, image_std=IMAGE_MEAN_STD,
-        )  # fmt: skip
+            patch_size=PATCH_SIZE,
+            merge_size=MERGE_SIZE,
+            temporal_patch_size=2,
+            min_pixels=min_pixels,
+            max_pixels=max_pixels,
+            image_mean=IMAGE_MEAN_STD,
+            image_std=IMAGE_MEAN_STD,
+        )
         processor = self.build_processor(image_processor, tokenizer, QWEN_CHAT_TEMPLATE)
 
         return save_tiny_checkpoint(

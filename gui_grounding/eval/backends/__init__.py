@@ -142,8 +142,13 @@ def record(sample, request, text: str, adapter, *, error: str | None = None) -> 
         text = (getattr(request, "assistant_prefix", "") or "") + text
     refusal = error is None and adapter.is_refusal(text)
     point = None if error is not None or refusal else adapter.parse(text, request)
-    rec = {"sample_id": sample.sample_id, "point": [float(point[0]), float(point[1])] if point is not None else None,
-           "raw_response": text, "prompt": request.prompt_text, "adapter": adapter.name}  # fmt: skip
+    rec = {
+        "sample_id": sample.sample_id,
+        "point": [float(point[0]), float(point[1])] if point is not None else None,
+        "raw_response": text,
+        "prompt": request.prompt_text,
+        "adapter": adapter.name,
+    }
     if refusal:
         rec["refusal"] = True
     if error is not None:
@@ -213,8 +218,7 @@ def open_predictions(path: str, samples: list) -> tuple[Any, list]:
     done = prepare_resume(path)
     todo = [s for s in samples if s.sample_id not in done]
     if done:
-        logger.info("resuming: %d of %d samples already predicted in %s", len(samples) - len(todo), len(samples),
-                    path)  # fmt: skip
+        logger.info("resuming: %d of %d samples already predicted in %s", len(samples) - len(todo), len(samples), path)
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     return LineAppender(path), todo
 

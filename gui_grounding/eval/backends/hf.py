@@ -49,21 +49,30 @@ def _build_requests(samples: list, adapter, budget, pool: ThreadPoolExecutor | N
 
 def _model_inputs(processor, vlm_module, requests: list, device):
     """The processor's batch for ``requests`` (chat template + forced assistant prefix, images), on ``device``."""
-    texts = [processor.apply_chat_template(r.messages, tokenize=False, add_generation_prompt=True) + r.assistant_prefix
-             for r in requests]  # fmt: skip
+    texts = [
+        processor.apply_chat_template(r.messages, tokenize=False, add_generation_prompt=True) + r.assistant_prefix
+        for r in requests
+    ]
     inputs, _ = vlm_module.prepare_model_inputs(processor, texts, [r.image for r in requests])
     return inputs.to(device)
 
 
-def _predict_batch(model, processor, vlm_module, samples: list, requests: list, adapter, *, banned,
-                   max_new_tokens: int, device) -> list[dict]:  # fmt: skip
+def _predict_batch(
+    model, processor, vlm_module, samples: list, requests: list, adapter, *, banned, max_new_tokens: int, device
+) -> list[dict]:
     """Prediction records for one batch (one left-padded greedy ``generate`` call). Caller sets eval/inference mode."""
     # a forced assistant prefix (Request.assistant_prefix) is appended after the generation prompt, as the ScreenSpot-Pro
     # harness does for Qwen2.5-VL; record() puts it back in front of the generated text
     inputs = _model_inputs(processor, vlm_module, requests, device)
     tokenizer = processor.tokenizer
-    output = model.generate(**inputs, do_sample=False, max_new_tokens=max_new_tokens, bad_words_ids=banned,
-                            pad_token_id=tokenizer.pad_token_id, use_cache=True)  # fmt: skip
+    output = model.generate(
+        **inputs,
+        do_sample=False,
+        max_new_tokens=max_new_tokens,
+        bad_words_ids=banned,
+        pad_token_id=tokenizer.pad_token_id,
+        use_cache=True,
+    )
     answers = tokenizer.batch_decode(output[:, inputs["input_ids"].shape[1] :], skip_special_tokens=True)
     return [record(s, r, text, adapter) for s, r, text in zip(samples, requests, answers, strict=True)]
 
@@ -94,9 +103,11 @@ class HFEngine:
         eos = [eos] if isinstance(eos, int) else list(eos or [])
         self.stop_ids = sorted({*eos, *([tok.eos_token_id] if tok.eos_token_id is not None else [])})
         self.shared = type(vlm_module).shared_prompt_prefill is not _base_prefill()
-        self.sampling_note = ("K samples per prompt from one shared prefill (shared_prompt_prefill)" if self.shared
-                              else f"{type(vlm_module).__name__} has no shared-prompt prefill: K independent "
-                                   "generate calls per batch")  # fmt: skip
+        self.sampling_note = (
+            "K samples per prompt from one shared prefill (shared_prompt_prefill)"
+            if self.shared
+            else f"{type(vlm_module).__name__} has no shared-prompt prefill: K independent generate calls per batch"
+        )
 
     def _lengths(self, ids) -> list[int]:
         """Generated tokens per row, up to and including the first stop token."""
@@ -125,8 +136,12 @@ class HFEngine:
                     inputs = _model_inputs(self.processor, self.module, batch, self.device)
                     P = inputs["input_ids"].shape[1]
                     prompt = [int(v) for v in inputs["attention_mask"].sum(dim=1)]
-                    common = {"max_new_tokens": self.max_new_tokens, "bad_words_ids": self.banned,
-                              "pad_token_id": tok.pad_token_id, "use_cache": True}  # fmt: skip
+                    common = {
+                        "max_new_tokens": self.max_new_tokens,
+                        "bad_words_ids": self.banned,
+                        "pad_token_id": tok.pad_token_id,
+                        "use_cache": True,
+                    }
                     if n == 1 and not temperature:
                         out = self.model.generate(**inputs, do_sample=False, **common)[:, P:]
                         texts = tok.batch_decode(out, skip_special_tokens=True)
@@ -148,8 +163,9 @@ class HFEngine:
                         gen = [0] * len(batch)
                         for _ in range(n):
                             out = self.model.generate(**inputs, **sampling)[:, P:]
-                            for j, (t, g) in enumerate(zip(tok.batch_decode(out, skip_special_tokens=True),
-                                                           self._lengths(out), strict=True)):  # fmt: skip
+                            for j, (t, g) in enumerate(
+                                zip(tok.batch_decode(out, skip_special_tokens=True), self._lengths(out), strict=True)
+                            ):
                                 per[j].append(t)
                                 gen[j] += g
                         draws += [Draw(per[j], n, p * n, gen[j]) for j, p in enumerate(prompt)]
@@ -165,8 +181,19 @@ def _base_prefill():
     return VLMBaseModule.shared_prompt_prefill
 
 
-def _iter_predictions(model, processor, vlm_module, samples: list, adapter, *, batch_size: int, max_new_tokens: int,
-                      device, budget=None, requests_fn=None) -> Iterable[list[dict]]:  # fmt: skip
+def _iter_predictions(
+    model,
+    processor,
+    vlm_module,
+    samples: list,
+    adapter,
+    *,
+    batch_size: int,
+    max_new_tokens: int,
+    device,
+    budget=None,
+    requests_fn=None,
+) -> Iterable[list[dict]]:
     """Record lists, one per batch; the model is in eval mode under ``torch.inference_mode`` meanwhile, and every
     submodule's previous ``training`` flag is restored afterwards (also on error).
 
@@ -194,8 +221,17 @@ def _iter_predictions(model, processor, vlm_module, samples: list, adapter, *, b
             if prefetch and i + 1 < len(batches):
                 pending = ahead.submit(build, batches[i + 1])
             with torch.inference_mode():
-                records = _predict_batch(model, processor, vlm_module, batch, requests, adapter, banned=banned,
-                                         max_new_tokens=max_new_tokens, device=device)  # fmt: skip
+                records = _predict_batch(
+                    model,
+                    processor,
+                    vlm_module,
+                    batch,
+                    requests,
+                    adapter,
+                    banned=banned,
+                    max_new_tokens=max_new_tokens,
+                    device=device,
+                )
             yield records
     finally:
         for pool in (ahead, images):
@@ -205,8 +241,18 @@ def _iter_predictions(model, processor, vlm_module, samples: list, adapter, *, b
             m.training = training
 
 
-def predict_points(model, processor, vlm_module, samples: list, adapter, *, budget=None, batch_size: int = 8,
-                   max_new_tokens: int = 32, progress: bool = False) -> list[dict]:  # fmt: skip
+def predict_points(
+    model,
+    processor,
+    vlm_module,
+    samples: list,
+    adapter,
+    *,
+    budget=None,
+    batch_size: int = 8,
+    max_new_tokens: int = 32,
+    progress: bool = False,
+) -> list[dict]:
     """Predict with an already-loaded (possibly training) model; returns the predictions records (no file).
 
     Meant for a training-time evaluation callback: the model is switched to eval mode for generation and every
@@ -239,15 +285,25 @@ def predict_points(model, processor, vlm_module, samples: list, adapter, *, budg
     device = next(model.parameters()).device
     out = []
     with tqdm(total=len(samples), desc="predict", unit="sample", disable=not progress) as bar:
-        for records in _iter_predictions(model, processor, vlm_module, samples, adapter, batch_size=batch_size,
-                                         max_new_tokens=max_new_tokens, device=device, budget=budget):  # fmt: skip
+        for records in _iter_predictions(
+            model,
+            processor,
+            vlm_module,
+            samples,
+            adapter,
+            batch_size=batch_size,
+            max_new_tokens=max_new_tokens,
+            device=device,
+            budget=budget,
+        ):
             out.extend(records)
             bar.update(len(records))
     return out
 
 
-def predict_rows(model, processor, vlm_module, rows: list[dict], budget, *, batch_size: int = 8,
-                 max_new_tokens: int = 32) -> list[dict]:  # fmt: skip
+def predict_rows(
+    model, processor, vlm_module, rows: list[dict], budget, *, batch_size: int = 8, max_new_tokens: int = 32
+) -> list[dict]:
     """Predict on task rows as they were trained on (``gui_grounding.task`` rows: ``prompt``, ``image_path``,
     ``resized_size``, ``image_size``, ``adapter``): the row's own prompt and the image resized by the training run's
     ``budget`` (as the training image transform does: ``gui_grounding.rows.row_request``), parsed by the row's
@@ -270,9 +326,17 @@ def predict_rows(model, processor, vlm_module, rows: list[dict], budget, *, batc
     ids = [SimpleNamespace(sample_id=r["sample_id"], row=r) for r in rows]
     device = next(model.parameters()).device
     out = []
-    for records in _iter_predictions(model, processor, vlm_module, ids, adapter, batch_size=batch_size,
-                                     max_new_tokens=max_new_tokens, device=device,
-                                     requests_fn=lambda batch: [row_request(x.row, budget, adapter) for x in batch]):  # fmt: skip
+    for records in _iter_predictions(
+        model,
+        processor,
+        vlm_module,
+        ids,
+        adapter,
+        batch_size=batch_size,
+        max_new_tokens=max_new_tokens,
+        device=device,
+        requests_fn=lambda batch: [row_request(x.row, budget, adapter) for x in batch],
+    ):
         out.extend(records)
     return out
 
@@ -328,8 +392,10 @@ def predict_hf(
         raise ValueError(f"unknown prompt_mode {prompt_mode!r}; expected one of {', '.join(PROMPT_MODE_ADAPTERS)}")
     if prompt_mode in ("thinking", "box"):
         if adapter is not None:
-            raise ValueError(f"give either prompt_mode={prompt_mode!r} or an adapter, not both (use "
-                             f"adapter={PROMPT_MODE_ADAPTERS[prompt_mode]!r})")  # fmt: skip
+            raise ValueError(
+                f"give either prompt_mode={prompt_mode!r} or an adapter, not both (use "
+                f"adapter={PROMPT_MODE_ADAPTERS[prompt_mode]!r})"
+            )
         adapter = PROMPT_MODE_ADAPTERS[prompt_mode]
     adapter = checkpoint_adapter(model_path, adapter)
     module = get_vlm_module(model_path)
@@ -345,13 +411,21 @@ def predict_hf(
     if tts is not None and tts.mode != "greedy":
         from gui_grounding.eval.tts import predict_tts
 
-        engine = HFEngine(model, processor, module, device=device, batch_size=batch_size,
-                          max_new_tokens=max_new_tokens)  # fmt: skip
+        engine = HFEngine(model, processor, module, device=device, batch_size=batch_size, max_new_tokens=max_new_tokens)
         return predict_tts(engine, samples, out_path, adapter=adapter, budget=budget, tts=tts)
     out, todo = open_predictions(out_path, samples)
     with out, tqdm(total=len(todo), desc="predict", unit="sample") as bar:
-        for records in _iter_predictions(model, processor, module, todo, adapter, batch_size=batch_size,
-                                         max_new_tokens=max_new_tokens, device=device, budget=budget):  # fmt: skip
+        for records in _iter_predictions(
+            model,
+            processor,
+            module,
+            todo,
+            adapter,
+            batch_size=batch_size,
+            max_new_tokens=max_new_tokens,
+            device=device,
+            budget=budget,
+        ):
             write_records(out, records)
             bar.update(len(records))
     return out_path

@@ -36,8 +36,9 @@ def _import_openai():
     try:
         import openai
     except ImportError as err:
-        raise ImportError("the openai backend needs the `openai` package: pip install -e .[api]  "
-                          "(or pip install 'openai>=1.40')") from err  # fmt: skip
+        raise ImportError(
+            "the openai backend needs the `openai` package: pip install -e .[api]  (or pip install 'openai>=1.40')"
+        ) from err
     return openai
 
 
@@ -72,8 +73,15 @@ def _with_retries(openai, stats: dict, sample_id: str, max_retries: int, retry_b
             if attempt < max_retries and _retryable(openai, err):
                 delay = min(MAX_BACKOFF_S, retry_backoff * 2**attempt)
                 stats["retries"] += 1
-                logger.info("%s: %s: %s; retry %d/%d in %.2f s", sample_id, type(err).__name__, err, attempt + 1,
-                            max_retries, delay)  # fmt: skip
+                logger.info(
+                    "%s: %s: %s; retry %d/%d in %.2f s",
+                    sample_id,
+                    type(err).__name__,
+                    err,
+                    attempt + 1,
+                    max_retries,
+                    delay,
+                )
                 time.sleep(delay)
                 continue
             message = f"{type(err).__name__}: {err}"
@@ -122,8 +130,10 @@ class OpenAIEngine:
     def generate(self, requests, *, n, temperature, top_p=1.0, seeds=None):
         self.requests += len(requests)
         with ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="openai-tts") as pool:
-            futures = [pool.submit(self._one, r, n, temperature, top_p, seeds[i] if seeds else None)
-                       for i, r in enumerate(requests)]  # fmt: skip
+            futures = [
+                pool.submit(self._one, r, n, temperature, top_p, seeds[i] if seeds else None)
+                for i, r in enumerate(requests)
+            ]
             return [f.result() for f in futures]
 
 
@@ -183,9 +193,12 @@ def predict_openai(
         raise ValueError(f"need concurrency >= 1 and max_retries >= 0, got {concurrency}, {max_retries}")
     adapter = resolve_adapter(adapter)
     budget = budget or adapter.default_budget
-    client = openai.OpenAI(base_url=base_url or os.environ.get("OPENAI_BASE_URL") or "http://localhost:8000/v1",
-                           api_key=api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY",
-                           max_retries=0, timeout=timeout)  # fmt: skip
+    client = openai.OpenAI(
+        base_url=base_url or os.environ.get("OPENAI_BASE_URL") or "http://localhost:8000/v1",
+        api_key=api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY",
+        max_retries=0,
+        timeout=timeout,
+    )
     stats = {"retries": 0, "failed": 0}
 
     def create(sample_id: str, request, **params):
@@ -219,8 +232,9 @@ def predict_openai(
 
         engine = OpenAIEngine(create, concurrency=concurrency, stats=stats)
         predict_tts(engine, samples, out_path, adapter=adapter, budget=budget, tts=tts)
-        logger.info("openai backend: %d requests, %d retries, %d failed", engine.requests, stats["retries"],
-                    stats["failed"])  # fmt: skip
+        logger.info(
+            "openai backend: %d requests, %d retries, %d failed", engine.requests, stats["retries"], stats["failed"]
+        )
         return out_path
 
     out, todo = open_predictions(out_path, samples)
@@ -234,7 +248,11 @@ def predict_openai(
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
     if stats["failed"]:
-        logger.warning("%d of %d requests failed after retries (point null, error in raw_response); rerun on %s to "
-                       "retry them", stats["failed"], len(todo), out_path)  # fmt: skip
+        logger.warning(
+            "%d of %d requests failed after retries (point null, error in raw_response); rerun on %s to retry them",
+            stats["failed"],
+            len(todo),
+            out_path,
+        )
     logger.info("openai backend: %d requests, %d retries, %d failed", len(todo), stats["retries"], stats["failed"])
     return out_path

@@ -33,8 +33,10 @@ def _import_vllm():
     try:
         import vllm
     except ImportError as err:
-        raise ImportError("the vllm backend needs vLLM (CUDA GPUs): pip install -e .[gpu]  (or use --backend hf, "
-                          "or --backend openai against a `vllm serve` endpoint)") from err  # fmt: skip
+        raise ImportError(
+            "the vllm backend needs vLLM (CUDA GPUs): pip install -e .[gpu]  (or use --backend hf, "
+            "or --backend openai against a `vllm serve` endpoint)"
+        ) from err
     return vllm
 
 
@@ -59,14 +61,33 @@ class VLLMEngine:
         if n == 1 and not temperature:
             params = self.vllm.SamplingParams(temperature=0.0, max_tokens=self.max_new_tokens)
         else:
-            params = [self.vllm.SamplingParams(n=n, temperature=temperature, top_p=top_p,
-                                               seed=int(seeds[i]) if seeds else None, max_tokens=self.max_new_tokens)
-                      for i in range(len(requests))]  # fmt: skip
+            params = [
+                self.vllm.SamplingParams(
+                    n=n,
+                    temperature=temperature,
+                    top_p=top_p,
+                    seed=int(seeds[i]) if seeds else None,
+                    max_tokens=self.max_new_tokens,
+                )
+                for i in range(len(requests))
+            ]
         prefix = bool(requests[0].assistant_prefix)  # one adapter per run: all or none
-        outputs = self.llm.chat([openai_messages(r) for r in requests], sampling_params=params, use_tqdm=False,
-                                continue_final_message=prefix, add_generation_prompt=not prefix)  # fmt: skip
-        return [Draw([o.text for o in out.outputs], 1, len(getattr(out, "prompt_token_ids", None) or []),
-                     sum(len(getattr(o, "token_ids", None) or []) for o in out.outputs)) for out in outputs]  # fmt: skip
+        outputs = self.llm.chat(
+            [openai_messages(r) for r in requests],
+            sampling_params=params,
+            use_tqdm=False,
+            continue_final_message=prefix,
+            add_generation_prompt=not prefix,
+        )
+        return [
+            Draw(
+                [o.text for o in out.outputs],
+                1,
+                len(getattr(out, "prompt_token_ids", None) or []),
+                sum(len(getattr(o, "token_ids", None) or []) for o in out.outputs),
+            )
+            for out in outputs
+        ]
 
 
 def predict_vllm(
@@ -116,12 +137,24 @@ def predict_vllm(
 
         budget, _ = resolve_eval_budget(adapter, model=model_path)
     mm_processor_kwargs = {"min_pixels": budget.min_pixels, "max_pixels": budget.max_pixels} if budget.resizes else {}
-    llm = vllm.LLM(model=model_path, limit_mm_per_prompt={"image": 1}, mm_processor_kwargs=mm_processor_kwargs or None,
-                   tensor_parallel_size=tensor_parallel_size, gpu_memory_utilization=gpu_memory_utilization,
-                   max_model_len=max_model_len, dtype=dtype, **(llm_kwargs or {}))  # fmt: skip
+    llm = vllm.LLM(
+        model=model_path,
+        limit_mm_per_prompt={"image": 1},
+        mm_processor_kwargs=mm_processor_kwargs or None,
+        tensor_parallel_size=tensor_parallel_size,
+        gpu_memory_utilization=gpu_memory_utilization,
+        max_model_len=max_model_len,
+        dtype=dtype,
+        **(llm_kwargs or {}),
+    )
     params = vllm.SamplingParams(temperature=0.0, max_tokens=max_new_tokens)
-    logger.info("vllm backend: %s, adapter %s, mm_processor_kwargs %s, %s", model_path, adapter.name,
-                mm_processor_kwargs, budget.describe())  # fmt: skip
+    logger.info(
+        "vllm backend: %s, adapter %s, mm_processor_kwargs %s, %s",
+        model_path,
+        adapter.name,
+        mm_processor_kwargs,
+        budget.describe(),
+    )
 
     if tts is not None and tts.mode != "greedy":
         from gui_grounding.eval.tts import predict_tts
@@ -134,9 +167,16 @@ def predict_vllm(
             chunk = todo[i : i + chunk_size]
             requests = [adapter.build_request(s, load_image(s), budget=budget) for s in chunk]
             prefix = bool(requests and requests[0].assistant_prefix)  # one adapter per run: all or none
-            outputs = llm.chat([openai_messages(r) for r in requests], sampling_params=params, use_tqdm=False,
-                               continue_final_message=prefix, add_generation_prompt=not prefix)  # fmt: skip
-            write_records(out, [record(s, r, o.outputs[0].text, adapter)
-                                for s, r, o in zip(chunk, requests, outputs, strict=True)])  # fmt: skip
+            outputs = llm.chat(
+                [openai_messages(r) for r in requests],
+                sampling_params=params,
+                use_tqdm=False,
+                continue_final_message=prefix,
+                add_generation_prompt=not prefix,
+            )
+            write_records(
+                out,
+                [record(s, r, o.outputs[0].text, adapter) for s, r, o in zip(chunk, requests, outputs, strict=True)],
+            )
             bar.update(len(chunk))
     return out_path

@@ -118,9 +118,13 @@ def load_report_dict(report: LoadReport, max_examples: int = 20, max_warnings: i
     ``notes`` (counts), ``num_warnings`` and ``warnings`` (every warning with its ref, up to ``max_warnings``;
     ``warnings_omitted`` counts the rest).
     """
-    out = {"num_records": report.num_records, "num_samples": report.num_samples, "rejected": len(report.rejects),
-           "reject_reasons": dict(sorted(report.counts.items())),
-           "rejects": [{"ref": r, "reason": why, "message": m} for r, why, m in report.rejects[:max_examples]]}  # fmt: skip
+    out = {
+        "num_records": report.num_records,
+        "num_samples": report.num_samples,
+        "rejected": len(report.rejects),
+        "reject_reasons": dict(sorted(report.counts.items())),
+        "rejects": [{"ref": r, "reason": why, "message": m} for r, why, m in report.rejects[:max_examples]],
+    }
     if isinstance(report, BenchmarkLoadReport):
         out["notes"] = dict(sorted(report.notes.items()))
         out["num_warnings"] = len(report.warnings)
@@ -132,8 +136,13 @@ def load_report_dict(report: LoadReport, max_examples: int = 20, max_warnings: i
 def log_load_report(report: BenchmarkLoadReport, where: str) -> None:
     """One log warning when a load had errors (records not scored) or warnings (records kept and scored)."""
     if report.rejects or report.warnings:
-        logger.warning("%s: %d errors (not scored), %d warnings (kept and scored):\n%s", where, len(report.rejects),
-                       len(report.warnings), report.table())  # fmt: skip
+        logger.warning(
+            "%s: %d errors (not scored), %d warnings (kept and scored):\n%s",
+            where,
+            len(report.rejects),
+            len(report.warnings),
+            report.table(),
+        )
 
 
 def handle_reject(report: LoadReport, err: SampleError, strict: bool) -> None:
@@ -382,8 +391,11 @@ def instruction_text(record: dict, key: str, ref: str, report: BenchmarkLoadRepo
 
 def _four_numbers(value: Any, ref: str, what: str, convention: str) -> list[float]:
     if not (isinstance(value, (list, tuple)) and len(value) == 4 and all(is_number(v) for v in value)):
-        raise SampleError(ref, "bad_box", f"{what} must be 4 finite numbers (|v| <= {MAX_COORDINATE:g}) "
-                                            f"{convention}, got {short_repr(value)}")  # fmt: skip
+        raise SampleError(
+            ref,
+            "bad_box",
+            f"{what} must be 4 finite numbers (|v| <= {MAX_COORDINATE:g}) {convention}, got {short_repr(value)}",
+        )
     return [float(v) for v in value]
 
 
@@ -425,14 +437,25 @@ def check_extent(extent: Box, width: int, height: int, ref: str, report: Benchma
     """
     if width <= 0 or height <= 0:  # UNKNOWN_SIZE: an unavailable image when rescoring (ImageSizes warned)
         return
-    x0, y0, x1, y1 = (min(extent[0], extent[2]), min(extent[1], extent[3]), max(extent[0], extent[2]),
-                      max(extent[1], extent[3]))  # fmt: skip
+    x0, y0, x1, y1 = (
+        min(extent[0], extent[2]),
+        min(extent[1], extent[3]),
+        max(extent[0], extent[2]),
+        max(extent[1], extent[3]),
+    )
     if x1 < 0 or y1 < 0 or x0 > width or y0 > height:
-        report.warn(ref, "box_outside_image", f"{what} {list(extent)} lies entirely outside the {width}x{height} "
-                                              "image as read (kept and scored, not clipped)")  # fmt: skip
+        report.warn(
+            ref,
+            "box_outside_image",
+            f"{what} {list(extent)} lies entirely outside the {width}x{height} "
+            "image as read (kept and scored, not clipped)",
+        )
     elif x0 < 0 or y0 < 0 or x1 > width or y1 > height:
-        report.warn(ref, "box_partly_outside_image", f"{what} {list(extent)} extends outside the {width}x{height} "
-                                                     "image (kept, not clipped)")  # fmt: skip
+        report.warn(
+            ref,
+            "box_partly_outside_image",
+            f"{what} {list(extent)} extends outside the {width}x{height} image (kept, not clipped)",
+        )
 
 
 #: the size of a sample whose image is unavailable and whose record states none (rescoring only): unknown
@@ -500,10 +523,15 @@ def check_results(samples: list[Sample], results: dict[str, dict]) -> None:
     """
     missing = [s.sample_id for s in samples if s.sample_id not in results]
     if missing:
-        raise ValueError(f"{len(missing)} samples have no result (fill missing predictions as wrong_format first), "
-                         f"e.g. {missing[:5]}")  # fmt: skip
-    bad = [(s.sample_id, results[s.sample_id].get("correctness")) for s in samples
-           if results[s.sample_id].get("correctness") not in (CORRECT, WRONG, WRONG_FORMAT)]  # fmt: skip
+        raise ValueError(
+            f"{len(missing)} samples have no result (fill missing predictions as wrong_format first), "
+            f"e.g. {missing[:5]}"
+        )
+    bad = [
+        (s.sample_id, results[s.sample_id].get("correctness"))
+        for s in samples
+        if results[s.sample_id].get("correctness") not in (CORRECT, WRONG, WRONG_FORMAT)
+    ]
     if bad:
         raise ValueError(f"{len(bad)} results have a correctness other than correct/wrong/wrong_format: {bad[:5]}")
 

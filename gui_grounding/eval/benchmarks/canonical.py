@@ -56,8 +56,9 @@ _PROBE_PIXEL_BOX = [0, 0, 2, 2]
 
 def _four(value: Any, ref: str, what: str) -> Box:
     if not (isinstance(value, (list, tuple)) and len(value) == 4 and all(is_number(v) for v in value)):
-        raise SampleError(ref, "bad_box", f"{what} must be 4 finite numbers [x_min, y_min, x_max, y_max], got "
-                                            f"{short_repr(value)}")  # fmt: skip
+        raise SampleError(
+            ref, "bad_box", f"{what} must be 4 finite numbers [x_min, y_min, x_max, y_max], got {short_repr(value)}"
+        )
     return tuple(float(v) for v in value)
 
 
@@ -82,11 +83,14 @@ def published_boxes(record: dict, fmt: str, ref: str) -> tuple[list[Box], dict]:
         boxes = []
         for item in items:
             if not isinstance(item, dict) or not all(k in item for k in ("x_min", "y_min", "x_max", "y_max")):
-                raise SampleError(ref, "bad_field", f"target_bbox must be {{x_min, y_min, x_max, y_max}}, got "
-                                                    f"{short_repr(item)}")  # fmt: skip
+                raise SampleError(
+                    ref, "bad_field", f"target_bbox must be {{x_min, y_min, x_max, y_max}}, got {short_repr(item)}"
+                )
             boxes.append(_four([item["x_min"], item["y_min"], item["x_max"], item["y_max"]], ref, "target_bbox"))
-        probe = {**record, "target_bbox": dict(zip(("x_min", "y_min", "x_max", "y_max"), _PROBE_PIXEL_BOX,
-                                                   strict=True))}  # fmt: skip
+        probe = {
+            **record,
+            "target_bbox": dict(zip(("x_min", "y_min", "x_max", "y_max"), _PROBE_PIXEL_BOX, strict=True)),
+        }
         return boxes, probe
     if fmt == "gta1":
         return _box_list(record["bbox"], ref, "bbox"), {**record, "bbox": [0, 0, 1000, 1000]}
@@ -160,22 +164,30 @@ class Canonical(Benchmark):
     ) -> Sample:
         fmt = detect_format(record)
         if fmt is None:
-            raise SampleError(ref, "unknown_format", f"keys {short_repr(sorted(record), 300)} match no supported "
-                                                     "format")  # fmt: skip
+            raise SampleError(
+                ref, "unknown_format", f"keys {short_repr(sorted(record), 300)} match no supported format"
+            )
         boxes, probe = published_boxes(record, fmt, ref)
-        sample = record_to_sample(probe, ref, base_dir=base_dir, default_id=default_id, contain_paths=True,
-                                  image_optional=image_optional)  # fmt: skip
+        sample = record_to_sample(
+            probe, ref, base_dir=base_dir, default_id=default_id, contain_paths=True, image_optional=image_optional
+        )
         width, height = sample.width, sample.height
         if image_optional and not os.path.isfile(sample.image_path):  # rescoring: kept, as the other readers keep it
-            report.warn(ref, "image_unavailable", f"image {sample.image_path} is not available (kept: rescoring needs "
-                                                  "no pixels)")  # fmt: skip
+            report.warn(
+                ref,
+                "image_unavailable",
+                f"image {sample.image_path} is not available (kept: rescoring needs no pixels)",
+            )
         pixel_boxes = [box_from_norm1000(b, width, height) for b in boxes] if fmt == "gta1" else list(boxes)
         for b in pixel_boxes:
             if b[0] >= b[2] or b[1] >= b[3]:
                 report.warn(ref, "inverted_box", f"box {list(b)} is inverted or has zero area (kept)")
             if fmt != "gta1" and validate.all_fractions(b):
-                report.warn(ref, "suspect_unit", f"pixel box {list(b)} lies within [0, 1]: fractions, not pixels? "
-                                                 "(kept, scored as pixels)")  # fmt: skip
+                report.warn(
+                    ref,
+                    "suspect_unit",
+                    f"pixel box {list(b)} lies within [0, 1]: fractions, not pixels? (kept, scored as pixels)",
+                )
             check_extent(b, width, height, ref, report, "box")
         sample.boxes = pixel_boxes
         sample.source_boxes = list(boxes)

@@ -85,8 +85,9 @@ def parse_polygon(value, ref: str, report: BenchmarkLoadReport | None = None) ->
     elif isinstance(value, list) and all(is_number(v) for v in value) and len(value) % 2 == 0:
         points = [(float(value[i]), float(value[i + 1])) for i in range(0, len(value), 2)]
     else:
-        raise SampleError(ref, "bad_box", f"polygon must be [x1, y1, x2, y2, ...] or [[x, y], ...], got "
-                                            f"{short_repr(value)}")  # fmt: skip
+        raise SampleError(
+            ref, "bad_box", f"polygon must be [x1, y1, x2, y2, ...] or [[x, y], ...], got {short_repr(value)}"
+        )
     if len(points) < 3:
         raise SampleError(ref, "bad_box", f"polygon needs at least 3 vertices, got {len(points)}")
     area2 = sum(x1 * y2 - x2 * y1 for (x1, y1), (x2, y2) in zip(points, points[1:] + points[:1], strict=True))
@@ -189,14 +190,20 @@ class OSWorldG(Benchmark):
         classes_by_id, self.class_order = self.read_classes(data_dir, report)
         image_dir = os.path.join(data_dir, "images")
         samples = read_annotation_samples(
-            path, lambda sid, rec, ref: self._sample(sid, rec, ref, image_dir, sizes, report, classes_by_id), report,
-            strict, ids=ids,
-        )  # fmt: skip
+            path,
+            lambda sid, rec, ref: self._sample(sid, rec, ref, image_dir, sizes, report, classes_by_id),
+            report,
+            strict,
+            ids=ids,
+        )
         ids.check(path)
         for item_id in classes_by_id:  # every record's id, scored or not
             if item_id not in ids:
-                report.warn(os.path.join(data_dir, CLASSIFICATION_FILE), "classified_id_not_in_annotations",
-                            f"id {item_id!r} is classified but not in {os.path.basename(path)}")  # fmt: skip
+                report.warn(
+                    os.path.join(data_dir, CLASSIFICATION_FILE),
+                    "classified_id_not_in_annotations",
+                    f"id {item_id!r} is classified but not in {os.path.basename(path)}",
+                )
         report.num_samples = len(samples)
         log_load_report(report, path)
         return samples, report
@@ -222,10 +229,24 @@ class OSWorldG(Benchmark):
         for poly in polygons:
             xs, ys = [p[0] for p in poly], [p[1] for p in poly]
             check_extent((min(xs), min(ys), max(xs), max(ys)), width, height, ref, report, "polygon extent")
-        extra = {"box_type": box_type, "classes": classes_by_id.get(sample_id, [UNCLASSIFIED]),
-                 "image_rel": rec["image_path"]}  # fmt: skip
-        return Sample(sample_id, instruction, image_path, boxes, width, height, source="osworld-g",
-                      platform="desktop", extra=extra, polygons=polygons, refusal=box_type == "refusal")  # fmt: skip
+        extra = {
+            "box_type": box_type,
+            "classes": classes_by_id.get(sample_id, [UNCLASSIFIED]),
+            "image_rel": rec["image_path"],
+        }
+        return Sample(
+            sample_id,
+            instruction,
+            image_path,
+            boxes,
+            width,
+            height,
+            source="osworld-g",
+            platform="desktop",
+            extra=extra,
+            polygons=polygons,
+            refusal=box_type == "refusal",
+        )
 
     def metrics(self, samples: list[Sample], results: dict[str, dict]) -> dict:
         """``{"subset", "overall", "overall_without_refusal", "refusal", "by_class", "by_box_type"}``, accuracy in
@@ -261,11 +282,14 @@ class OSWorldG(Benchmark):
         """Overall (with and without the refusal items), per class and per box type (accuracy in percent)."""
         subset = metrics.get("subset", "?")
         rows = breakdown_table(
-            f"OSWorld-G ({subset}) accuracy (refusal items correct only on a refusal answer)", metrics,
+            f"OSWorld-G ({subset}) accuracy (refusal items correct only on a refusal answer)",
+            metrics,
             [("by_class", "class"), ("by_box_type", "box_type")],
-        )  # fmt: skip
-        extra = [f"| without refusal items |  | {_cols(metrics.get('overall_without_refusal'))} |",
-                 f"| refusal items only |  | {_cols(metrics.get('refusal'))} |"]  # fmt: skip
+        )
+        extra = [
+            f"| without refusal items |  | {_cols(metrics.get('overall_without_refusal'))} |",
+            f"| refusal items only |  | {_cols(metrics.get('refusal'))} |",
+        ]
         lines = rows.split("\n")
         return "\n".join(lines[:5] + extra + lines[5:]) if len(lines) >= 5 else rows
 

@@ -78,15 +78,18 @@ def calc(rows: list[dict]) -> dict:
     icon = [r for r in rows if r["ui_type"] == "icon"]
     text_correct = sum(r["correctness"] == CORRECT for r in text)
     icon_correct = sum(r["correctness"] == CORRECT for r in icon)
-    return {"num_correct_action": correct, "num_total": total,
-            "wrong_format_num": sum(r["correctness"] == WRONG_FORMAT for r in rows),
-            "action_acc": correct / total if total else 0,
-            "text_acc": text_correct / len(text) if text else 0,
-            "icon_acc": icon_correct / len(icon) if icon else 0,
-            # ours, beside the harness's keys: 95% Wilson intervals in percent (gui_grounding.eval.stats)
-            "action_ci95": wilson_interval(correct, total),
-            "text_ci95": wilson_interval(text_correct, len(text)),
-            "icon_ci95": wilson_interval(icon_correct, len(icon))}  # fmt: skip
+    return {
+        "num_correct_action": correct,
+        "num_total": total,
+        "wrong_format_num": sum(r["correctness"] == WRONG_FORMAT for r in rows),
+        "action_acc": correct / total if total else 0,
+        "text_acc": text_correct / len(text) if text else 0,
+        "icon_acc": icon_correct / len(icon) if icon else 0,
+        # ours, beside the harness's keys: 95% Wilson intervals in percent (gui_grounding.eval.stats)
+        "action_ci95": wilson_interval(correct, total),
+        "text_ci95": wilson_interval(text_correct, len(text)),
+        "icon_ci95": wilson_interval(icon_correct, len(icon)),
+    }
 
 
 def _breakdown(rows: list[dict], fields: tuple[str, ...], key_format: str) -> dict:
@@ -94,8 +97,10 @@ def _breakdown(rows: list[dict], fields: tuple[str, ...], key_format: str) -> di
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
         groups.setdefault(tuple(r[f] for f in fields), []).append(r)
-    return {key_format.format(**dict(zip(fields, combo, strict=True))): calc(groups[combo])
-            for combo in sorted(groups, key=lambda c: tuple(str(v) for v in c))}  # fmt: skip
+    return {
+        key_format.format(**dict(zip(fields, combo, strict=True))): calc(groups[combo])
+        for combo in sorted(groups, key=lambda c: tuple(str(v) for v in c))
+    }
 
 
 class ScreenSpotPro(Benchmark):
@@ -128,9 +133,12 @@ class ScreenSpotPro(Benchmark):
         for path in files:
             task = os.path.splitext(os.path.basename(path))[0]
             samples += read_annotation_samples(
-                path, lambda sid, rec, ref, t=task: self._sample(rec, ref, sid, t, image_dir, sizes, report), report,
-                strict, ids=ids,
-            )  # fmt: skip
+                path,
+                lambda sid, rec, ref, t=task: self._sample(rec, ref, sid, t, image_dir, sizes, report),
+                report,
+                strict,
+                ids=ids,
+            )
         ids.check(os.path.join(data_dir, "annotations"))
         report.num_samples = len(samples)
         log_load_report(report, data_dir)
@@ -148,24 +156,53 @@ class ScreenSpotPro(Benchmark):
         width, height = sizes(image_path, ref, stated=img_size, report=report)
         if (width, height) != (img_size[0], img_size[1]):
             sx, sy = width / img_size[0], height / img_size[1]
-            report.warn(ref, "img_size_mismatch", f"img_size {img_size} differs from the image file as read, "
-                                                  f"{width}x{height} ({image_path}); bbox {list(box)} scaled by "
-                                                  f"({sx:g}, {sy:g}) as the harness normalises it by img_size")  # fmt: skip
+            report.warn(
+                ref,
+                "img_size_mismatch",
+                f"img_size {img_size} differs from the image file as read, "
+                f"{width}x{height} ({image_path}); bbox {list(box)} scaled by "
+                f"({sx:g}, {sy:g}) as the harness normalises it by img_size",
+            )
             box = (box[0] * sx, box[1] * sy, box[2] * sx, box[3] * sy)
         check_extent(box, width, height, ref, report, "bbox")
-        extra = {"group": rec.get("group"), "application": rec["application"], "task_filename": task,
-                 "img_filename": rec["img_filename"], "img_size": [width, height],
-                 "instruction_cn": rec.get("instruction_cn")}  # fmt: skip
-        return Sample(sample_id, instruction, image_path, [box], width, height, source=task,
-                      platform=rec["platform"], ui_type=rec["ui_type"], extra=extra)  # fmt: skip
+        extra = {
+            "group": rec.get("group"),
+            "application": rec["application"],
+            "task_filename": task,
+            "img_filename": rec["img_filename"],
+            "img_size": [width, height],
+            "instruction_cn": rec.get("instruction_cn"),
+        }
+        return Sample(
+            sample_id,
+            instruction,
+            image_path,
+            [box],
+            width,
+            height,
+            source=task,
+            platform=rec["platform"],
+            ui_type=rec["ui_type"],
+            extra=extra,
+        )
 
     @staticmethod
     def harness_rows(samples: list[Sample], results: dict[str, dict]) -> list[dict]:
         """One harness-style result per sample: platform, application, group, ui_type, the fixed instruction style /
         gt_type / lang, and our ``correctness``."""
-        return [{"platform": s.platform, "application": s.extra.get("application"), "group": s.extra.get("group"),
-                 "ui_type": s.ui_type, "instruction_style": INSTRUCTION_STYLE, "gt_type": GT_TYPE, "lang": LANG,
-                 "correctness": results[s.sample_id]["correctness"]} for s in samples]  # fmt: skip
+        return [
+            {
+                "platform": s.platform,
+                "application": s.extra.get("application"),
+                "group": s.extra.get("group"),
+                "ui_type": s.ui_type,
+                "instruction_style": INSTRUCTION_STYLE,
+                "gt_type": GT_TYPE,
+                "lang": LANG,
+                "correctness": results[s.sample_id]["correctness"],
+            }
+            for s in samples
+        ]
 
     def metrics(self, samples: list[Sample], results: dict[str, dict]) -> dict:
         """The harness's ``metrics`` object: ``fine_grained``, ``seeclick_style``, ``leaderboard_simple_style``,
@@ -173,15 +210,20 @@ class ScreenSpotPro(Benchmark):
         check_results(samples, results)
         rows = self.harness_rows(samples, results)
         return {
-            "fine_grained": _breakdown(rows, ("platform", "application", "instruction_style", "gt_type"),
-                                       "plat:{platform} app:{application} inst_style:{instruction_style} "
-                                       "gt_type:{gt_type}"),
-            "seeclick_style": _breakdown(rows, ("platform", "instruction_style", "gt_type"),
-                                         "plat:{platform} inst_style:{instruction_style} gt_type:{gt_type}"),
+            "fine_grained": _breakdown(
+                rows,
+                ("platform", "application", "instruction_style", "gt_type"),
+                "plat:{platform} app:{application} inst_style:{instruction_style} gt_type:{gt_type}",
+            ),
+            "seeclick_style": _breakdown(
+                rows,
+                ("platform", "instruction_style", "gt_type"),
+                "plat:{platform} inst_style:{instruction_style} gt_type:{gt_type}",
+            ),
             "leaderboard_simple_style": _breakdown(rows, ("group",), "group:{group}"),
             "leaderboard_detailed_style": _breakdown(rows, ("application",), "app:{application}"),
             "overall": calc(rows),
-        }  # fmt: skip
+        }
 
     def table(self, metrics: dict) -> str:
         """Leaderboard-style tables in percent: per group and per application text / icon / avg, then overall."""

@@ -85,9 +85,13 @@ class ScreenSpotV2(Benchmark):
                 logger.warning("%s not found: platform %r is not evaluated", path, platform)
                 continue
             samples += read_annotation_samples(
-                path, lambda sid, rec, ref, pl=platform: self._sample(rec, ref, sid, pl, image_dir, sizes, report),
-                report, strict, ids=ids, id_key=None,
-            )  # fmt: skip
+                path,
+                lambda sid, rec, ref, pl=platform: self._sample(rec, ref, sid, pl, image_dir, sizes, report),
+                report,
+                strict,
+                ids=ids,
+                id_key=None,
+            )
         ids.check(data_dir)
         report.num_samples = len(samples)
         log_load_report(report, data_dir)
@@ -103,8 +107,18 @@ class ScreenSpotV2(Benchmark):
         width, height = sizes(image_path, ref, report=report)
         check_extent(box, width, height, ref, report, "bbox")
         extra = {"img_filename": rec["img_filename"], "data_source": rec.get("data_source")}
-        return Sample(sample_id, instruction, image_path, [box], width, height, source=rec.get("data_source"),
-                      platform=platform, ui_type=ui_type, extra=extra)  # fmt: skip
+        return Sample(
+            sample_id,
+            instruction,
+            image_path,
+            [box],
+            width,
+            height,
+            source=rec.get("data_source"),
+            platform=platform,
+            ui_type=ui_type,
+            extra=extra,
+        )
 
     def metrics(self, samples: list[Sample], results: dict[str, dict]) -> dict:
         """Cells and averages (accuracy in percent, 2 decimals).
@@ -116,8 +130,9 @@ class ScreenSpotV2(Benchmark):
             average is computed from unrounded cell accuracies, then rounded.
         """
         check_results(samples, results)
-        cells = tally(samples, results, lambda s: [(s.platform, s.ui_type)],
-                      order=[(p, u) for p in PLATFORMS for u in UI_TYPES])  # fmt: skip
+        cells = tally(
+            samples, results, lambda s: [(s.platform, s.ui_type)], order=[(p, u) for p in PLATFORMS for u in UI_TYPES]
+        )
         nested: dict[str, dict] = {}
         for (platform, ui_type), c in cells.items():
             nested.setdefault(platform, {})[ui_type] = c
@@ -129,10 +144,13 @@ class ScreenSpotV2(Benchmark):
             "by_platform": tally(samples, results, lambda s: [s.platform], order=PLATFORMS),
             "by_ui_type": tally(samples, results, lambda s: [s.ui_type], order=UI_TYPES),
             "micro_avg": {**micro, "definition": "correct / total over all samples"},
-            "macro_avg": {"accuracy": macro, "num_cells": len(fractions),
-                          "definition": "mean of the platform x ui_type cell accuracies, over the cells that have "
-                                        "samples (SeeClick / UGround paper style)"},
-        }  # fmt: skip
+            "macro_avg": {
+                "accuracy": macro,
+                "num_cells": len(fractions),
+                "definition": "mean of the platform x ui_type cell accuracies, over the cells that have "
+                "samples (SeeClick / UGround paper style)",
+            },
+        }
 
     def table(self, metrics: dict) -> str:
         """One row per platform (text, icon, both), then the micro and macro averages, accuracy in percent."""

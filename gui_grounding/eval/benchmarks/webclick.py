@@ -123,8 +123,11 @@ class WebClick(Benchmark):
             index += 1
         ids.check(data_dir)
         if report.notes["bbox_normalised"] and report.notes["bbox_pixels"]:
-            report.warn(data_dir, "mixed_bbox_conventions", f"{report.notes['bbox_normalised']} rows normalised and "
-                                                            f"{report.notes['bbox_pixels']} rows in pixels")  # fmt: skip
+            report.warn(
+                data_dir,
+                "mixed_bbox_conventions",
+                f"{report.notes['bbox_normalised']} rows normalised and {report.notes['bbox_pixels']} rows in pixels",
+            )
         report.num_samples = len(samples)
         log_load_report(report, data_dir)
         return samples, report
@@ -157,8 +160,9 @@ class WebClick(Benchmark):
             pf = pq.ParquetFile(path)
             missing = [c for c in COLUMNS if c not in pf.schema_arrow.names]
             if missing:
-                raise SampleError(path, "bad_field", f"parquet file lacks column(s) {missing}; has "
-                                                     f"{pf.schema_arrow.names}")  # fmt: skip
+                raise SampleError(
+                    path, "bad_field", f"parquet file lacks column(s) {missing}; has {pf.schema_arrow.names}"
+                )
             batches = pf.iter_batches(batch_size=64, columns=list(COLUMNS))
             i = 0
             for batch in batches:
@@ -258,8 +262,9 @@ class WebClick(Benchmark):
             "bbox_convention": "normalised" if normalised else "pixels",
             "bbox_raw": list(values),
         }
-        return Sample(sample_id, instruction, image_path, [box], width, height, source="webclick", platform="web",
-                      extra=extra)  # fmt: skip
+        return Sample(
+            sample_id, instruction, image_path, [box], width, height, source="webclick", platform="web", extra=extra
+        )
 
     # ---------------------------------------------------------------------------------------------------------------
     # metrics
@@ -280,6 +285,8 @@ class WebClick(Benchmark):
     def table(self, metrics: dict) -> str:
         """Overall and per bucket (accuracy in percent), and the bbox conventions seen."""
         conv = metrics.get("bbox_convention", {})
-        return (breakdown_table("WebClick accuracy", metrics, [("by_bucket", "bucket")])
-                + f"\n\nbbox convention seen: {conv.get('normalised', 0)} normalised rows, {conv.get('pixels', 0)} "
-                "pixel rows")  # fmt: skip
+        return (
+            breakdown_table("WebClick accuracy", metrics, [("by_bucket", "bucket")])
+            + f"\n\nbbox convention seen: {conv.get('normalised', 0)} normalised rows, {conv.get('pixels', 0)} "
+            "pixel rows"
+        )
