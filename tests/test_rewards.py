@@ -1,4 +1,5 @@
-"""GTA1 click reward rules (gta1_and_peers.md 1.2), the thinking-format reward, TRL wrappers, and the reward registry."""
+"""GTA1 click reward rules (Yan98/GTA1 ``src/grpo_grounding.py:146-188`` at 81f0c4c), the thinking-format reward, TRL
+wrappers, and the reward registry."""
 
 from __future__ import annotations
 

@@ -219,7 +219,8 @@ def accuracy_reward(completions: list, solution: list, accu_reward_method: list 
 
 # --------------------------------------------------------------------------------------------------------------------
 # REC (referring expression comprehension): upstream VLM-R1 Qwen2VLModule.iou_reward / format_reward_rec
-# (vlm_r1_upstream.md 1.4 and 1.5; rules restated in docs/UPSTREAM.md). The rows come from vlm_r1.tasks.RECTask.
+# (om-ai-lab/VLM-R1 src/open-r1-multimodal/src/open_r1/vlm_modules/qwen_module.py:87-189 at 90052f4; rules restated
+# in docs/UPSTREAM.md). The rows come from vlm_r1.tasks.RECTask.
 
 # A bbox as upstream parses it: four unsigned integers, "[a,b,c,d]" with optional whitespace after each comma only.
 # Linear: a match can only start at "[", and the span it scans (digits, commas, whitespace) holds no other "[".
