@@ -327,8 +327,9 @@ def test_gui_rewards_come_from_the_task_not_the_core_registry():
     # the plugin declares its rewards through its task (Task.rewards), not as core entry points
     assert not {ep.name for ep in entry_points(group="vlm_r1.rewards")} & set(gg_rewards.REWARDS)
     assert GUIGroundingTask.rewards is gg_rewards.REWARDS
-    assert sorted(GUIGroundingTask.rewards) == ["click", "click_distance_bonus", "click_format", "consensus", "distance",
-                                                "gaussian_coverage", "gaussian_point", "iou"]  # fmt: skip
+    # the shape, not the full list: adding a built-in (docs/ADDING_A_REWARD.md) must not break this test
+    assert {"click", "click_format"} <= set(GUIGroundingTask.rewards)
+    assert all(callable(f) and isinstance(n, str) for n, f in GUIGroundingTask.rewards.items())
 
 
 def test_resolve_reward_names():

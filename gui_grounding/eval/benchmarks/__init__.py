@@ -616,27 +616,21 @@ def _cell_cols(c: dict) -> list:
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# registry (imported last: the modules use the helpers above)
+# registry: the benchmark modules of this package are found by discovery (each lists its classes in BENCHMARKS)
 
 from gui_grounding.eval.benchmarks.base import Benchmark  # noqa: E402
-from gui_grounding.eval.benchmarks.canonical import Canonical  # noqa: E402
-from gui_grounding.eval.benchmarks.osworld_g import OSWorldG  # noqa: E402
-from gui_grounding.eval.benchmarks.screenspot_pro import ScreenSpotPro  # noqa: E402
-from gui_grounding.eval.benchmarks.screenspot_v2 import ScreenSpotV2  # noqa: E402
-from gui_grounding.eval.benchmarks.webclick import WebClick  # noqa: E402
 
 ENTRY_POINT_GROUP = "gui_grounding.benchmarks"
 
 
 def _builtins() -> dict[str, type[Benchmark]]:
-    """The benchmarks of this package, in ``--benchmark`` listing order."""
-    return {
-        "screenspot-v2": ScreenSpotV2,
-        "screenspot-pro": ScreenSpotPro,
-        "osworld-g": OSWorldG,
-        "webclick": WebClick,
-        "canonical": Canonical,
-    }
+    """The benchmarks of this package: every class a submodule lists in ``BENCHMARKS``
+    (:func:`vlm_r1.registry.discover`, as model families and adapters are found), in ``--benchmark`` listing order
+    (``Benchmark.listing_order``, then name). Adding a benchmark is adding its file (docs/ADDING_A_BENCHMARK.md)."""
+    from vlm_r1.registry import discover
+
+    found = discover("gui_grounding.eval.benchmarks", "BENCHMARKS")
+    return {cls.name: cls for cls in sorted(found, key=lambda c: (c.listing_order, c.name))}
 
 
 #: built-ins + the entry-point group ``gui_grounding.benchmarks`` (name -> ``module:Class``), built lazily

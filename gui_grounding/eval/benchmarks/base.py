@@ -13,6 +13,8 @@ class Benchmark:
     """Base class. Subclasses set ``name`` and ``layout_help`` and implement ``load``, ``metrics`` and ``table``."""
 
     name = "base"
+    # Place in `--benchmark` listings and the registry's order (then by name); built-ins use 10..50.
+    listing_order = 100
     # Where the benchmark is published and how to lay it out locally; shown by `gui-grounding eval --help`.
     layout_help = ""
     # Whether ``load`` must be able to read every screenshot. ``run_eval`` sets it False when it only rescores a

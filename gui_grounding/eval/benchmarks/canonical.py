@@ -112,6 +112,7 @@ class Canonical(Benchmark):
     """Canonical JSONL reader (``gui_grounding.schema``) and breakdown metrics."""
 
     name = "canonical"
+    listing_order = 50
     layout_help = (
         "Our canonical JSONL (README 'Data'): a .jsonl/.json file of {instruction, image_path, target_bbox "
         "{x_min,y_min,x_max,y_max} px, ...} records (also GTA1 / VLM-R1 records), or a folder holding test.jsonl; "
@@ -212,3 +213,7 @@ class Canonical(Benchmark):
     def table(self, metrics: dict) -> str:
         """Overall, then each breakdown (accuracy in percent)."""
         return breakdown_table("click accuracy", metrics, [(f"by_{k}", k) for k in BREAKDOWN_KEYS])
+
+
+#: the benchmark classes this file registers (vlm_r1.registry.discover)
+BENCHMARKS = (Canonical,)

@@ -105,6 +105,7 @@ class OSWorldG(Benchmark):
     """
 
     name = "osworld-g"
+    listing_order = 30
     layout_help = (
         "OSWorld-G, published at github.com/xlang-ai/OSWorld-G (folder benchmark/). DIR holds OSWorld-G.json "
         "(or OSWorld-G_refined.json; records {id, image_path, instruction, box_type bbox|polygon|refusal, "
@@ -299,3 +300,7 @@ def _cols(c: dict | None) -> str:
     from gui_grounding.eval.benchmarks import fmt_cell_columns
 
     return " | ".join(str(v) for v in fmt_cell_columns(c or cell(0, 0, 0)))
+
+
+#: the benchmark classes this file registers (vlm_r1.registry.discover)
+BENCHMARKS = (OSWorldG,)

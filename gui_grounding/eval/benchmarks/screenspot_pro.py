@@ -107,6 +107,7 @@ class ScreenSpotPro(Benchmark):
     """ScreenSpot-Pro reader and harness-equivalent metrics (module docstring gives format and rules)."""
 
     name = "screenspot-pro"
+    listing_order = 20
     layout_help = (
         "ScreenSpot-Pro, published at huggingface.co/datasets/likaixin/ScreenSpot-Pro. DIR holds annotations/*.json "
         "(lists of {id, img_filename, bbox [x1,y1,x2,y2] px, img_size [w,h], instruction, application, platform, "
@@ -247,3 +248,7 @@ class ScreenSpotPro(Benchmark):
             + "\n\nAccuracies are micro averages (correct / total), as the ScreenSpot-Pro harness and leaderboard "
             "report them; each 95% CI is the Wilson interval of the accuracy before it."
         )
+
+
+#: the benchmark classes this file registers (vlm_r1.registry.discover)
+BENCHMARKS = (ScreenSpotPro,)

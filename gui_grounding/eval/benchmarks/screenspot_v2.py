@@ -55,6 +55,7 @@ class ScreenSpotV2(Benchmark):
     """ScreenSpot-V2 reader and metrics (module docstring gives the format)."""
 
     name = "screenspot-v2"
+    listing_order = 10
     layout_help = (
         "ScreenSpot-V2, published at huggingface.co/datasets/OS-Copilot/ScreenSpot-v2. DIR holds "
         "screenspot_{mobile,desktop,web}_v2.json (lists of {img_filename, bbox [x,y,w,h] px, instruction, "
@@ -169,3 +170,7 @@ class ScreenSpotV2(Benchmark):
             "interval: a mean of cell accuracies is not one proportion)  \n"
             "Cells: accuracy % [95% Wilson interval] (correct/total)."
         )
+
+
+#: the benchmark classes this file registers (vlm_r1.registry.discover)
+BENCHMARKS = (ScreenSpotV2,)

@@ -88,6 +88,7 @@ class WebClick(Benchmark):
     """
 
     name = "webclick"
+    listing_order = 40
     layout_help = (
         "WebClick, published at huggingface.co/datasets/Hcompany/WebClick. DIR holds data/test-*.parquet (or any "
         "*.parquet, or a datasets save_to_disk folder) with columns image {bytes,path}, instruction, bbox (4 floats, "
@@ -290,3 +291,7 @@ class WebClick(Benchmark):
             + f"\n\nbbox convention seen: {conv.get('normalised', 0)} normalised rows, {conv.get('pixels', 0)} "
             "pixel rows"
         )
+
+
+#: the benchmark classes this file registers (vlm_r1.registry.discover)
+BENCHMARKS = (WebClick,)
