@@ -24,8 +24,8 @@ import subprocess
 import pytest
 import torch
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SAMPLE = os.path.join(REPO, "data", "web_sample")
+from tests.helpers.paths import REPO, SAMPLE
+
 PLUGINS = os.path.join(REPO, "tests", "plugins")
 CONFIGS = os.path.join(REPO, "configs", "deepspeed")
 MINIMAL = ["--model_name_or_path", "unused", "--data_file_paths", "unused.jsonl"]

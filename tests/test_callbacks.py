@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from tests.helpers.paths import REPO
 
 # A plain trl.GRPOTrainer on the tiny Qwen2.5-VL (no project trainer, so the test does not depend on how grpo_jsonl
 # registers the callback), 2 optimisation steps of 2 micro-batches each (exercises the gradient-accumulation path),

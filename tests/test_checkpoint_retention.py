@@ -18,6 +18,7 @@ import torch
 from transformers import Trainer, TrainingArguments
 
 import vlm_r1.preemption as preemption
+from tests.helpers.paths import REPO
 from vlm_r1.preemption import (
     COMPLETE_MARKER,
     PreemptionCallback,
@@ -25,8 +26,6 @@ from vlm_r1.preemption import (
     rotate_checkpoints,
     save_checkpoint_then_rotate,
 )
-
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 class _Killed(BaseException):

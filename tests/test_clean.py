@@ -43,9 +43,8 @@ from gui_grounding.data.detectors import (
 )
 from gui_grounding.frames import box_iou
 from gui_grounding.schema import load_samples
+from tests.helpers.paths import SAMPLE
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SAMPLE = os.path.join(REPO, "data", "web_sample")
 NUM_IMAGES, PER_IMAGE = 10, 4
 
 

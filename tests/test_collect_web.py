@@ -25,10 +25,9 @@ from gui_grounding.collect.web import (
     to_pixel_box,
 )
 from gui_grounding.schema import load_samples
+from tests.helpers.paths import REPO, SAMPLE
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURE = os.path.join(REPO, "tests", "fixtures", "html", "elements.html")
-SAMPLE = os.path.join(REPO, "data", "web_sample")
 KEYS = {
     "sample_id",
     "instruction",

@@ -35,9 +35,9 @@ from gui_grounding.collect.web import (
     register_cli,
     request_block_reason,
 )
+from tests.helpers.paths import REPO
 from vlm_r1.outputs import OutputError, OutputLock
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURE = os.path.join(REPO, "tests", "fixtures", "html", "elements.html")
 MAGENTA, RED, BLUE, GREEN = (255, 0, 255), (255, 0, 0), (0, 0, 255), (0, 170, 0)
 

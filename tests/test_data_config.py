@@ -8,10 +8,8 @@ import random
 
 import pytest
 
+from tests.helpers.paths import REPO, SAMPLE
 from vlm_r1.data import load_data_config, requested_count, sampling_indices
-
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SAMPLE = os.path.join(REPO, "data", "web_sample")
 
 
 def test_sampling_strategies_exact():

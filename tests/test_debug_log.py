@@ -15,11 +15,11 @@ from types import SimpleNamespace
 import pytest
 import torch
 
+from tests.helpers.paths import REPO
 from vlm_r1 import debug_log
 from vlm_r1.debug_log import RolloutDebugLog, format_log_path, render_rollouts, reward_role
 from vlm_r1.rewards import BUILTIN_REWARDS, accuracy_reward, format_reward
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 T0 = datetime(2026, 11, 23, 14, 5, 9, 123456)  # -> "23-14-05-09-123456"
 
 

@@ -19,10 +19,10 @@ import sys
 
 import pytest
 
+from tests.helpers.paths import REPO, SAMPLE
+
 pytest.importorskip("deepspeed", reason="DeepSpeed not installed: pip install -e .[deepspeed] (or .[dev])")
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SAMPLE = os.path.join(REPO, "data", "web_sample")
 CONFIGS = os.path.join(REPO, "configs", "deepspeed")
 TOY_REWARD = "toy_rewards:completion_length_reward"
 LOSS_TOL = dict(rel=1e-5, abs=1e-7)

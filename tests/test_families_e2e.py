@@ -24,10 +24,10 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from tests.helpers.paths import REPO, SAMPLE
+
 pytestmark = pytest.mark.slow  # ~3 minutes on 2 idle cores: two tiny models, 4 trainings, 4 evaluations
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SAMPLE = os.path.join(REPO, "data", "web_sample")
 TEST_FILE = os.path.join(SAMPLE, "test.jsonl")
 INSTRUCTION0 = 'Open the "reStructuredText" link'  # train.jsonl record 0
 NORM1000_BOX0 = [419.53125, 200.0, 510.9375, 222.22222222222223]  # 537/1280, 144/720, 654/1280, 160/720 (x 1000)

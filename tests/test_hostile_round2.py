@@ -29,10 +29,10 @@ from PIL import Image, ImageOps
 
 from gui_grounding.data.convert import convert
 from gui_grounding.schema import load_samples
+from tests.helpers.paths import REPO
 from vlm_r1 import outputs, validate
 from vlm_r1.data import RecordError, iter_records
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 XMP = (
     '<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#">'
     '<rdf:Description xmlns:tiff="http://ns.adobe.com/tiff/1.0/" tiff:Orientation="{o}"/></rdf:RDF></x:xmpmeta>'

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import os
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from tests.helpers.paths import REPO
 
 
 def _graph() -> dict[str, set[str]]:

@@ -12,8 +12,7 @@ import warnings
 
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SAMPLE = os.path.join(REPO, "data", "web_sample")
+from tests.helpers.paths import REPO, SAMPLE
 
 
 # ---- deprecation warnings ----------------------------------------------------------------------------------------

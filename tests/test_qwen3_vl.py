@@ -24,12 +24,11 @@ import pytest
 import torch
 from PIL import Image
 
+from tests.helpers.paths import REPO, SAMPLE
 from vlm_r1.geometry import smart_resize
 from vlm_r1.modules import get_vlm_module, load_model, load_processor
 from vlm_r1.modules.qwen3_vl import Qwen3VLModule, interleaved_mrope_section
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SAMPLE = os.path.join(REPO, "data", "web_sample")
 SCREENSHOT = "images/installing-index__1280x720.png"
 VISION_TOKENS = ["<|image_pad|>", "<|video_pad|>", "<|vision_start|>", "<|vision_end|>"]
 ENV = {**os.environ, "OMP_NUM_THREADS": "2", "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1"}

@@ -18,14 +18,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.helpers.paths import REPO, SAMPLE
 from vlm_r1 import rewards as vr
 from vlm_r1.geometry import Frame, box_iou, smart_resize
 from vlm_r1.grpo_jsonl import build_rewards
 from vlm_r1.modules import Qwen2VLModule, get_vlm_module, load_processor
 from vlm_r1.tasks import DefaultTask, RECTask, get_task, parse_rec_gt
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SAMPLE = os.path.join(REPO, "data", "web_sample")
 W720 = dict(image_size=[1280, 720], resized_size=[588, 336])
 
 

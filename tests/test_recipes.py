@@ -9,9 +9,9 @@ import time
 
 import pytest
 
+from tests.helpers.paths import REPO
 from vlm_r1.preemption import COMPLETE_MARKER, PREEMPT_FILE, latest_complete_checkpoint
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STEPS = 8  # the preemption request comes after step 2 starts: several steps of headroom before the end
 
 

@@ -31,9 +31,9 @@ from types import SimpleNamespace
 import pytest
 import torch
 
+from tests.helpers.paths import REPO
 from vlm_r1 import shared_prompt as sp
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LOGP_ATOL = 1e-5
 GRAD_RTOL = 1e-5
 #: completion token ids: ordinary tokens of the tiny vocabulary (512; specials are 0..13: pad, eos, vision tokens)

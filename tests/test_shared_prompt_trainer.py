@@ -17,11 +17,9 @@ import sys
 import pytest
 import torch
 
+from tests.helpers.paths import REPO, SAMPLE
 from vlm_r1 import shared_prompt as sp
 from vlm_r1.shared_prompt_trainer import GroupedProcessor, split_generation_batch
-
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SAMPLE = os.path.join(REPO, "data", "web_sample")
 
 
 def _env():

@@ -8,10 +8,10 @@ import ast
 import dataclasses
 import os
 
+from tests.helpers.paths import REPO
 from vlm_r1.modules.base import UpstreamModuleMixin, VLMBaseModule
 from vlm_r1.tasks import Task
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CORE = os.path.join(REPO, "vlm_r1")
 
 

@@ -11,8 +11,8 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SAMPLE = os.path.join(REPO, "data", "web_sample")
+from tests.helpers.paths import REPO, SAMPLE
+
 TOY_REWARD = "toy_rewards:completion_length_reward"
 
 

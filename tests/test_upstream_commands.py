@@ -19,9 +19,10 @@ import sys
 
 import pytest
 
+from tests.helpers.paths import REPO
+
 pytestmark = pytest.mark.slow
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ZERO2 = os.path.join(REPO, "configs", "deepspeed", "zero2.json")
 ZERO3 = os.path.join(REPO, "configs", "deepspeed", "zero3.json")
 MAX_STEPS = 3

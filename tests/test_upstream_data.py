@@ -14,12 +14,11 @@ from types import SimpleNamespace
 import pytest
 from PIL import Image
 
+from tests.helpers.paths import REPO
 from vlm_r1 import data as vdata
 from vlm_r1.data import RecordError, iter_records, json_text_columns, rows_to_dataset
 from vlm_r1.modules import get_vlm_module, load_processor
 from vlm_r1.tasks import DefaultTask
-
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _script_args(files, **kw):

@@ -10,11 +10,11 @@ import os
 
 import pytest
 
+from tests.helpers.paths import REPO
 from vlm_r1.configs import LEGACY_TRAINING_FLAGS
 from vlm_r1.grpo_jsonl import parse_args
 from vlm_r1.upstream_defaults import load_rows, markdown_table, our_defaults
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ROWS = load_rows()
 
 

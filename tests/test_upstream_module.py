@@ -9,7 +9,7 @@ import subprocess
 import sys
 import textwrap
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from tests.helpers.paths import REPO
 
 # Upstream-style module (omm/src/open_r1/vlm_modules/vlm_module.py interface), written here from the interface only.
 PLUGIN = textwrap.dedent("""

@@ -19,7 +19,8 @@ import sys
 
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from tests.helpers.paths import REPO
+
 BLOCK = 32768
 HEADER = 7  # ":W&B" + magic (2) + version (1); each record header is 7 bytes too
 
