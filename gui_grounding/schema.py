@@ -90,6 +90,20 @@ class SampleError(ValueError):
         super().__init__(f"{ref}: {reason}: {message}")
 
 
+def require(record: Any, keys, ref: str) -> None:
+    """Check ``record`` is a JSON object holding ``keys`` (the one record-shape check of the data converters and the
+    benchmark readers, which import it from here).
+
+    Raises:
+        SampleError: ``unparseable_record`` for a non-object, ``bad_field`` naming the missing keys.
+    """
+    if not isinstance(record, dict):
+        raise SampleError(ref, "unparseable_record", f"record is not a JSON object: {type(record).__name__}")
+    missing = [k for k in keys if k not in record]
+    if missing:
+        raise SampleError(ref, "bad_field", f"missing field(s) {missing}; record has {sorted(record)}")
+
+
 def clip_box(
     box: Box,
     width: int,

@@ -30,9 +30,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from gui_grounding.eval.benchmarks import require  # the one record-shape check (benchmark readers share it)
 from gui_grounding.frames import Box
-from gui_grounding.schema import SampleError, conversation_turns
+from gui_grounding.schema import (
+    SampleError,
+    conversation_turns,
+    require,  # the one record-shape check (benchmark readers share it)
+)
 from vlm_r1 import validate
 
 UNITS = ("pixel", "ratio", "norm1000")

@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Any
 from gui_grounding.eval import EvalInputError
 from gui_grounding.eval.judge import CORRECT, WRONG, WRONG_FORMAT
 from gui_grounding.frames import Box
-from gui_grounding.schema import LoadReport, Sample, SampleError, read_image_size
+from gui_grounding.schema import LoadReport, Sample, SampleError, read_image_size, require  # noqa: F401 (re-exported)
 from vlm_r1 import validate
 from vlm_r1.data import RecordError, container_problem, iter_records
 from vlm_r1.registry import Registry
@@ -341,19 +341,6 @@ def short_repr(value: Any, limit: int = 120) -> str:
     except (RecursionError, ValueError):
         return f"<unprintable {type(value).__name__}>"
     return text if len(text) <= limit else text[:limit] + f"... [{len(text) - limit} more characters]"
-
-
-def require(record: Any, keys: Iterable[str], ref: str) -> None:
-    """Check ``record`` is a JSON object holding ``keys``.
-
-    Raises:
-        SampleError: ``unparseable_record`` for a non-object, ``bad_field`` naming the missing keys.
-    """
-    if not isinstance(record, dict):
-        raise SampleError(ref, "unparseable_record", f"record is not a JSON object: {type(record).__name__}")
-    missing = [k for k in keys if k not in record]
-    if missing:
-        raise SampleError(ref, "bad_field", f"missing field(s) {missing}; record has {sorted(record)}")
 
 
 def require_str(record: dict, key: str, ref: str) -> str:
