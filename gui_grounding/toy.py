@@ -47,7 +47,7 @@ def random_reward(completions: list, **kwargs) -> list[float]:
 
 @dataclass
 class ToyRecipe:
-    """Settings of the toy experiments (defaults: the measured recipe in the README, about 10 CPU minutes for
+    """Settings of the toy experiments (defaults: the measured recipe in docs/TRAINING.md, about 10 CPU minutes for
     ``learning`` on 2 cores).
 
     Attributes:

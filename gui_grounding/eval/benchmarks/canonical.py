@@ -114,7 +114,7 @@ class Canonical(Benchmark):
     name = "canonical"
     listing_order = 50
     layout_help = (
-        "Our canonical JSONL (README 'Data'): a .jsonl/.json file of {instruction, image_path, target_bbox "
+        "Our canonical JSONL (docs/TRAINING.md 'Data'): a .jsonl/.json file of {instruction, image_path, target_bbox "
         "{x_min,y_min,x_max,y_max} px, ...} records (also GTA1 / VLM-R1 records), or a folder holding test.jsonl; "
         "image paths are relative to the file's folder."
     )
