@@ -26,6 +26,10 @@ INSTALL_REQUIRES = [
     "ijson>=3.2",  # streaming multi-GB JSON lists (gui-grounding convert)
     "imagesize>=1.4",  # image sizes from headers, without decoding
     "scipy>=1.11",  # eval: Wilson intervals and McNemar's paired test (gui_grounding.eval.stats)
+    # the default task's `accuracy` as upstream VLM-R1 scores it (vlm_r1.rewards): math_verify for math answers,
+    # the Indel ratio (python-Levenshtein's `ratio`) for partial credit
+    "math-verify>=0.9,<0.10",
+    "rapidfuzz>=3",
 ]
 
 EXTRAS = {

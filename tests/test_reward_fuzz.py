@@ -8,6 +8,12 @@ hostile values: NaN/inf, inverted, zero-size, huge and malformed boxes and sizes
 integers, NaN/inf tokens, unicode with lone surrogates, nested brackets, many pairs, ``(`` before 16k digits) and the
 fixed cases below up to 1 MB. Every call must return one finite float per completion. Timing is measured by
 ``benchmarks/bench_rewards.py``, not asserted here.
+
+The default task's ``accuracy`` runs every ``accu_reward_method`` it scores (``default``, ``mcq``, ``yes_no``,
+``all_match``, ``math``; ``llm`` is refused and scores 0.0) on LaTeX, choice-letter and yes/no pieces too, and on
+worst cases of its own: huge LaTeX, deeply nested braces, many ``<answer>`` blocks, 1 MB texts against 1 MB solutions
+(the Levenshtein cell bound), and short answers that make math_verify time out or raise. The math_verify deadline is
+lowered to 0.2 s here (production keeps upstream's 5 s), so such an answer costs a fraction of a second, not five.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from gui_grounding.consensus import MAX_SAMPLES
 from gui_grounding.prompts import PROMPT_MODES
 from gui_grounding.rewards import BOX_ROUNDINGS
 from gui_grounding.task import GUIGroundingTask
+from vlm_r1 import rewards as vr
 from vlm_r1.rewards import available_rewards, resolve_reward
 
 # the task whose rows each reward reads; box rewards need prompt_mode "box"
@@ -75,14 +82,87 @@ size = st.one_of(
 
 DIGITS_16K = "1" * 16_000
 PIECES = [
-    "(", ")", "[", "]", "{", "}", ",", ", ", " ", "\n", "\t", "-", ".", "<think>", "</think>", "<answer>", "</answer>",
-    "<point>", "</point>", '"point_2d": [', '"bbox_2d": [', "nan", "NaN", "inf", "-inf", "Infinity", "1e400",
-    "(nan,nan)", "(inf,-inf)", "[nan,1,2,3]", "[0,0,inf,10]", "(1,2)", "(-5,7)", "(12.5,3)", "[1,2,3,4]",
-    "[10,20,30,40]", "[40,30,20,10]", '{"bbox_2d": [1, 2, 3, 4]}', "(0,0),(9,9)", "9" * 155, "1" * 400,
-    "(" + "9" * 155 + ",1)", "[1,2," + "9" * 200 + ",4]", "(" + DIGITS_16K, "[" + "1" * 203,
-    "\ud800", "\udfff", "\udc00(1,2)", "\U0001f600", "\u00a0", "\u2028", "\x00", "\x1c", "٣", "０", "((((", "]]]]",
-    "(((1,2)))", "[[[1,2,3,4]]]",
-]  # fmt: skip
+    "(",
+    ")",
+    "[",
+    "]",
+    "{",
+    "}",
+    ",",
+    ", ",
+    " ",
+    "\n",
+    "\t",
+    "-",
+    ".",
+    "<think>",
+    "</think>",
+    "<answer>",
+    "</answer>",
+    "<point>",
+    "</point>",
+    '"point_2d": [',
+    '"bbox_2d": [',
+    "nan",
+    "NaN",
+    "inf",
+    "-inf",
+    "Infinity",
+    "1e400",
+    "(nan,nan)",
+    "(inf,-inf)",
+    "[nan,1,2,3]",
+    "[0,0,inf,10]",
+    "(1,2)",
+    "(-5,7)",
+    "(12.5,3)",
+    "[1,2,3,4]",
+    "[10,20,30,40]",
+    "[40,30,20,10]",
+    '{"bbox_2d": [1, 2, 3, 4]}',
+    "(0,0),(9,9)",
+    "9" * 155,
+    "1" * 400,
+    "(" + "9" * 155 + ",1)",
+    "[1,2," + "9" * 200 + ",4]",
+    "(" + DIGITS_16K,
+    "[" + "1" * 203,
+    "\ud800",
+    "\udfff",
+    "\udc00(1,2)",
+    "\U0001f600",
+    "\u00a0",
+    "\u2028",
+    "\x00",
+    "\x1c",
+    "٣",
+    "０",
+    "((((",
+    "]]]]",
+    "(((1,2)))",
+    "[[[1,2,3,4]]]",
+    # accuracy's paths: math_verify's LaTeX, the math normalisation, choice letters, yes/no, line breaks
+    "$",
+    "\\frac{",
+    "\\frac",
+    "\\boxed{",
+    "\\boxed ",
+    "\\fbox{",
+    "^{",
+    "\\sqrt",
+    "\\text{ ",
+    "\\%",
+    "\\left(",
+    "=",
+    "/",
+    "A.",
+    "(B)",
+    "B",
+    "yes",
+    "no",
+    "\r\n",
+    "\r",
+]
 pieces = st.one_of(
     st.sampled_from(PIECES),
     st.integers(-(10**200), 10**200).map(str),
@@ -134,7 +214,7 @@ solutions = st.one_of(
             [1, 2, 3, 4],
             "\ud800",
         ]
-    ),  # fmt: skip
+    ),
 )
 
 
@@ -143,10 +223,34 @@ def rows(draw, task: str) -> dict:
     if task in ("gui", "gui_box"):
         return _gui_row(draw, ["box"] if task == "gui_box" else list(PROMPT_MODES))
     if task == "rec":
-        return {"image_path": "a.png", "problem": "the cat", "solution": "<answer> [1, 2, 3, 4] </answer>",
-                "gt_bbox": draw(box), "image_size": draw(size), "resized_size": draw(size), "id": 0}  # fmt: skip
-    return {"image_path": "a.png", "problem": "how many?", "solution": draw(solutions), "id": 0,
-            "accu_reward_method": draw(st.sampled_from(["default", "all_match", "yes_no", "mcq", "odd", None]))}  # fmt: skip
+        return {
+            "image_path": "a.png",
+            "problem": "the cat",
+            "solution": "<answer> [1, 2, 3, 4] </answer>",
+            "gt_bbox": draw(box),
+            "image_size": draw(size),
+            "resized_size": draw(size),
+            "id": 0,
+        }
+    return {
+        "image_path": "a.png",
+        "problem": "how many?",
+        "solution": draw(solutions),
+        "id": 0,
+        "accu_reward_method": draw(st.sampled_from([*vr.ACCURACY_METHODS, "llm", "odd", None])),
+    }
+
+
+# A deadline alarm that lands in hypothesis's garbage-collector callback is swallowed there ("Exception ignored in");
+# vlm_r1.rewards.call_with_deadline fires again, so the call still ends: the report of the swallowed one is noise.
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:Exception ignored in. <function gc_cumulative_time:pytest.PytestUnraisableExceptionWarning"
+)
+
+
+@pytest.fixture(autouse=True)
+def _math_verify_deadline(monkeypatch):
+    monkeypatch.setattr(vr, "MATH_VERIFY_TIMEOUT_S", 0.2)
 
 
 def call_like_trl(name: str, texts: list[str], row_list: list[dict]) -> list:
@@ -246,28 +350,60 @@ FIXED = {
     "1mb-think-space-answer": "<think>x</think>" + " " * MB + "<answer>{[1,2,3,4]}(1,2)</answer>",
     "1mb-point-tags": "<point>1 " * (MB // 9),
 }
-GOOD_GUI = {"image_path": "a.png", "resized_size": [1000, 800], "image_size": [2000, 1600],
-            "target_boxes_resized": [[10, 10, 50, 50]], "target_boxes": [[20, 20, 100, 100]], "instruction": "x",
-            "sample_id": "s", "prompt_mode": "non_thinking", "target_boxes_source": [[10, 12, 50, 62]],
-            "source_box_unit": "norm1000", "source_box_scale": [1000.0, 1000.0], "box_rounding": "float", "image": None}  # fmt: skip
+GOOD_GUI = {
+    "image_path": "a.png",
+    "resized_size": [1000, 800],
+    "image_size": [2000, 1600],
+    "target_boxes_resized": [[10, 10, 50, 50]],
+    "target_boxes": [[20, 20, 100, 100]],
+    "instruction": "x",
+    "sample_id": "s",
+    "prompt_mode": "non_thinking",
+    "target_boxes_source": [[10, 12, 50, 62]],
+    "source_box_unit": "norm1000",
+    "source_box_scale": [1000.0, 1000.0],
+    "box_rounding": "float",
+    "image": None,
+}
 BAD_GUI = [
     {"target_boxes_resized": [[float("nan")] * 4], "resized_size": [float("nan"), 800]},
     {"target_boxes_resized": [[50, 50, 10, 10]], "box_rounding": "gta1", "target_boxes_source": [[50, 50, 10, 10]]},
-    {"target_boxes_resized": [[0, 0, float("inf"), 10]], "resized_size": [0, 0], "box_rounding": "gta1",
-     "source_box_scale": [0.0, float("nan")]},
-    {"target_boxes_resized": [[10**400, 0, 10**401, 5]], "resized_size": [10**400, 1], "box_rounding": "gta1",
-     "target_boxes_source": [[1e300, 0, 1e308, 1]], "source_box_scale": [1e-300, 1e-300]},
+    {
+        "target_boxes_resized": [[0, 0, float("inf"), 10]],
+        "resized_size": [0, 0],
+        "box_rounding": "gta1",
+        "source_box_scale": [0.0, float("nan")],
+    },
+    {
+        "target_boxes_resized": [[10**400, 0, 10**401, 5]],
+        "resized_size": [10**400, 1],
+        "box_rounding": "gta1",
+        "target_boxes_source": [[1e300, 0, 1e308, 1]],
+        "source_box_scale": [1e-300, 1e-300],
+    },
     {"target_boxes_resized": [[5, 5, 5, 5], None, "x", [1, 2]], "resized_size": None, "image_size": "big"},
-]  # fmt: skip
-GOOD_REC = {"image_path": "a.png", "problem": "p", "solution": "<answer> [1, 2, 3, 4] </answer>",
-            "gt_bbox": [10, 10, 50, 50], "image_size": [1280, 720], "resized_size": [588, 336], "id": 0}  # fmt: skip
+]
+GOOD_REC = {
+    "image_path": "a.png",
+    "problem": "p",
+    "solution": "<answer> [1, 2, 3, 4] </answer>",
+    "gt_bbox": [10, 10, 50, 50],
+    "image_size": [1280, 720],
+    "resized_size": [588, 336],
+    "id": 0,
+}
 BAD_REC = [
     {"gt_bbox": [float("nan")] * 4, "image_size": [0, 720]},
     {"gt_bbox": [50, 50, 10, 10], "resized_size": [float("inf"), 1]},
     {"gt_bbox": None, "image_size": None, "resized_size": "x"},
 ]
-GOOD_DEFAULT = {"image_path": "a.png", "problem": "p", "solution": "<answer> 3 </answer>", "id": 0,
-                "accu_reward_method": "default"}  # fmt: skip
+GOOD_DEFAULT = {
+    "image_path": "a.png",
+    "problem": "p",
+    "solution": "<answer> 3 </answer>",
+    "id": 0,
+    "accu_reward_method": "default",
+}
 BAD_DEFAULT = [{"solution": 10**5000}, {"solution": float("nan")}, {"solution": "1" * MB}, {"accu_reward_method": None}]
 
 
@@ -302,3 +438,86 @@ def test_plausible_answers_still_score():
         1.0,
         0.0,
     ]
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# the default task's accuracy and format: every method on its own worst cases
+
+DEFAULT_WORST = {
+    "1mb-latex": "<answer>$" + ("\\frac{1}{2}+\\sqrt{x^{2}}\\cdot" * (MB // 28))[:MB] + "$</answer>",
+    "1mb-nested-braces": "<answer>$" + "{" * (MB // 2) + "1" + "}" * (MB // 2) + "$</answer>",
+    "1mb-answer-blocks": "<answer>1</answer>" * (MB // 17),
+    "1mb-answer-lines": "<answer>a\n" * (MB // 10) + "</answer>",
+    "1mb-boxed": "\\boxed{" * (MB // 7),
+    "1mb-boxed-space": "\\boxed 1$" * (MB // 9),
+    "1mb-fracs-units": "\\frac\\sqrt\\text{ /=" * (MB // 19),
+    "1mb-choice-letters": "A. B, C! " * (MB // 9),
+    "1mb-yes-no": "not yes " * (MB // 8),
+    "1mb-newlines": " \n\r" * (MB // 3),
+    "16k-nested-braces": "<answer>$" + "{" * 8000 + "1" + "}" * 8000 + "$</answer>",  # at math_verify's length bound
+}
+DEFAULT_SOLUTIONS = [
+    "<answer> 3 </answer>",
+    "<answer>B</answer>",
+    "<answer>\nyes\n</answer>",  # a multi-line block: upstream reads the whole solution
+    "<answer>\\boxed{\\frac{1}{2}}</answer>",
+    "A. " * (MB // 3),
+]
+
+
+@pytest.mark.parametrize("case", sorted(DEFAULT_WORST))
+def test_default_task_rewards_are_total_on_their_worst_cases(case):
+    text = DEFAULT_WORST[case]
+    methods = [*vr.ACCURACY_METHODS, "llm", None]
+    rows = [
+        {**GOOD_DEFAULT, "solution": DEFAULT_SOLUTIONS[i % len(DEFAULT_SOLUTIONS)], "accu_reward_method": m}
+        for i, m in enumerate(methods)
+    ]
+    rows.append({**GOOD_DEFAULT, "solution": "1" * MB})  # 1 MB against 1 MB: past the Levenshtein cell bound
+    for name in ("accuracy", "format"):
+        out = call_like_trl(name, [text] * len(rows), rows)
+        assert all(0.0 <= v <= 1.0 for v in out)
+
+
+# short answers math_verify cannot finish: comparisons past the deadline (10^(10^10) against 3), parses past it
+MATH_TIMEOUTS = [
+    "<answer>$10^{10^{10}}$</answer>",
+    "<answer>$" + "{" * 50 + "1" + "}" * 50 + "$</answer>",
+    "<answer>$" + "2^{" * 400 + "2" + "}" * 400 + "$</answer>",
+    "<answer>" + "\\[" * 5000 + "</answer>",
+]
+
+
+@pytest.mark.parametrize("text", MATH_TIMEOUTS, ids=["power", "nested-braces", "power-tower", "open-brackets"])
+def test_accuracy_is_total_when_math_verify_times_out(text):
+    rows = [{**GOOD_DEFAULT, "accu_reward_method": m} for m in ("default", "math")]
+    assert call_like_trl("accuracy", [text] * 2, rows) == [0.0, 0.0]
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        ValueError("signal only works in main thread of the main interpreter"),
+        RecursionError(),
+        MemoryError(),
+        TypeError("x"),
+        "timeout",
+    ],
+    ids=["thread", "recursion", "memory", "type", "timeout"],
+)
+def test_accuracy_is_total_when_math_verify_raises(monkeypatch, error):
+    import math_verify
+    from math_verify.errors import TimeoutException
+
+    def boom(*args, **kwargs):
+        raise TimeoutException("late alarm") if error == "timeout" else error
+
+    for fn in ("parse", "verify"):
+        with monkeypatch.context() as patch:
+            patch.setattr(math_verify, fn, boom)
+            vr.clear_math_verify_cache()
+            rows = [{**GOOD_DEFAULT, "accu_reward_method": m} for m in vr.ACCURACY_METHODS]
+            out = call_like_trl("accuracy", ["<answer>3</answer>"] * len(rows), rows)
+            # the text rules still pay a right answer (mcq: "3" is no choice letter)
+            assert out == [0.0 if m == "mcq" else 1.0 for m in vr.ACCURACY_METHODS]
+    vr.clear_math_verify_cache()

@@ -200,9 +200,13 @@ def test_click_reward_plain_string_completions_and_default_mode():
 def test_click_reward_structured_content_blocks_and_extra_kwargs():
     completion = [{"role": "assistant", "content": [{"type": "text", "text": "(15,"}, {"type": "text", "text": "20)"}]}]
     out = click_reward(
-        [completion], target_boxes_resized=[[BOX]], prompt_mode=["non_thinking"], completion_ids=[[1, 2, 3]],
-        trainer_state=None, image_path=["x.png"],
-    )  # fmt: skip
+        [completion],
+        target_boxes_resized=[[BOX]],
+        prompt_mode=["non_thinking"],
+        completion_ids=[[1, 2, 3]],
+        trainer_state=None,
+        image_path=["x.png"],
+    )
     assert out == [1.0]
 
 
@@ -214,8 +218,12 @@ def test_click_reward_length_mismatch_raises():
 def test_click_reward_gta1_rounding_uses_published_boxes():
     # GTA1 record [100, 200, 300, 400] (0-1000) on a 500x250 resized image: ratio 0.5 / 0.25 -> (50, 50, 150, 100);
     # the float column deliberately disagrees, so the test shows which one is scored
-    kw = dict(target_boxes_resized=[[[0, 0, 1, 1]]] * 4, target_boxes_source=[[[100, 200, 300, 400]]] * 4,
-              source_box_scale=[[1000.0, 1000.0]] * 4, resized_size=[[500, 250]] * 4)  # fmt: skip
+    kw = dict(
+        target_boxes_resized=[[[0, 0, 1, 1]]] * 4,
+        target_boxes_source=[[[100, 200, 300, 400]]] * 4,
+        source_box_scale=[[1000.0, 1000.0]] * 4,
+        resized_size=[[500, 250]] * 4,
+    )
     texts = ["(50,50)", "(150,100)", "(49,50)", "(1,1)"]
     assert click_reward(texts, box_rounding=["gta1"] * 4, **kw) == [1.0, 1.0, 0.0, 0.0]
     assert click_reward(texts, box_rounding=["float"] * 4, **kw) == [0.0, 0.0, 0.0, 1.0]
@@ -231,12 +239,21 @@ def test_click_reward_gta1_needs_source_columns_and_known_rounding():
 
 
 @settings(max_examples=300, deadline=None)
-@given(text=st.text(max_size=60), rounding=st.sampled_from(["float", "gta1"]),
-       mode=st.sampled_from(["non_thinking", "thinking", "box"]))  # fmt: skip
+@given(
+    text=st.text(max_size=60),
+    rounding=st.sampled_from(["float", "gta1"]),
+    mode=st.sampled_from(["non_thinking", "thinking", "box"]),
+)
 def test_click_reward_is_total_under_both_roundings(text, rounding, mode):
-    out = click_reward([text], target_boxes_resized=[[BOX]], prompt_mode=[mode], box_rounding=[rounding],
-                       target_boxes_source=[[[5.5, 0, 999.9, 1000]]], source_box_scale=[[1000.0, 1000.0]],
-                       resized_size=[[588, 336]])  # fmt: skip
+    out = click_reward(
+        [text],
+        target_boxes_resized=[[BOX]],
+        prompt_mode=[mode],
+        box_rounding=[rounding],
+        target_boxes_source=[[[5.5, 0, 999.9, 1000]]],
+        source_box_scale=[[1000.0, 1000.0]],
+        resized_size=[[588, 336]],
+    )
     assert out in ([0.0], [1.0])
 
 
@@ -250,48 +267,106 @@ def test_click_format_reward_exact_list():
 
 
 def test_format_reward_exact():
+    # upstream full-matches the completion as written (grpo_jsonl.py:882-897 at 90052f4): no strip
     comps = [
         _conv("<think>a</think> <answer>b</answer>"),
         _conv("<think>a</think><answer>b</answer>"),
-        _conv("  <think>a\nb</think>\n<answer>c</answer>  "),
+        _conv("<think>a\nb</think>\n<answer>c</answer>"),
+        _conv("  <think>a\nb</think>\n<answer>c</answer>  "),  # whitespace around: 0.0, as upstream
+        _conv("<think>a</think><answer>b</answer>\n"),
         _conv("<answer>b</answer>"),
         _conv("<think>a</think> <answer>b</answer> trailing"),
+        _conv("<think>a</think><answer>b</answer><answer>c</answer>"),  # .*? may hold tags
         "<think>a</think><answer>b</answer>",
     ]
-    assert vr.format_reward(comps) == [1.0, 1.0, 1.0, 0.0, 0.0, 1.0]
+    assert vr.format_reward(comps) == [1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0]
 
 
-def test_accuracy_default_numeric_equality():
-    comps = [
-        _conv("<think>x</think><answer>3.0</answer>"),
-        _conv("<answer>4</answer>"),
-        _conv("<answer>1,000</answer>"),
-    ]
-    sols = ["<answer> 3 </answer>", "<answer> 3 </answer>", "<answer>1000</answer>"]
-    assert vr.accuracy_reward(comps, solution=sols) == [1.0, 0.0, 1.0]
-    assert vr.accuracy_reward(comps, solution=sols, accu_reward_method=["default"] * 3) == [1.0, 0.0, 1.0]
+@settings(max_examples=300, deadline=None)
+@given(
+    parts=st.lists(
+        st.sampled_from(["<think>", "</think>", "<answer>", "</answer>", " ", "\n", "\u00a0", "x", "<"]), max_size=12
+    )
+)
+def test_format_rule_is_upstreams_full_match(parts):
+    import re
+
+    text = "".join(parts)
+    expected = re.fullmatch(r"<think>.*?</think>\s*<answer>.*?</answer>", text, re.DOTALL) is not None
+    assert vr.has_think_answer_format(text) is expected
 
 
-def test_accuracy_default_text_falls_back_to_cleaned_exact_match():
-    comps = [
-        _conv("<answer>Paris.</answer>"),
-        _conv("<answer>  The   Red  Button </answer>"),
-        _conv("<answer>Lyon</answer>"),
-    ]
-    sols = ["<answer> paris </answer>", "the red button", "<answer> paris </answer>"]
-    assert vr.accuracy_reward(comps, solution=sols, accu_reward_method=[None, "default", "default"]) == [1.0, 1.0, 0.0]
+def _acc(pred: str, sol, method=None) -> float:
+    return vr.accuracy_reward([_conv(pred)], solution=[sol], accu_reward_method=[method])[0]
+
+
+def test_accuracy_default_math_verify_numbers_and_partial_credit():
+    assert _acc("<answer>\\frac{7}{2}</answer>", "<answer>3.5</answer>") == 1.0  # math_verify
+    assert _acc("<think>x</think><answer>3.0</answer>", "<answer> 3 </answer>") == 1.0
+    assert _acc("<answer>4</answer>", "<answer> 3 </answer>") == 0.0
+    assert _acc("<answer>Dark red</answer>", "<answer>Red</answer>") == 6 / 11  # Levenshtein ratio of the cleaned texts
+    assert _acc("<answer>Lyon</answer>", "<answer>Paris</answer>") == 0.0
+    assert _acc("<answer>Paris.</answer>", "<answer> paris </answer>") == 1.0
+    assert _acc("<answer>B. a dog</answer>", "<answer>B</answer>") == 1.0  # the solution is a choice letter
+    assert _acc("<answer>(B)</answer>", "<answer>B</answer>") == 0.0  # "(B)" gives no choice letter
+
+
+def test_accuracy_reads_the_last_completion_block_and_the_first_single_line_solution_block():
+    assert _acc("<answer>1</answer> then <answer>2</answer>", "<answer>2</answer>") == 1.0
+    assert _acc("<answer>2</answer> then <answer>1</answer>", "<answer>2</answer>") == 0.0
+    # a solution block spanning lines is not a block for upstream's pattern (no DOTALL): the whole solution is read
+    assert vr.first_answer_in_line("<answer>\nB\n</answer>") is None
+    assert vr.first_answer_in_line("<answer>a\n</answer><answer>b</answer>") == "b"
+    assert vr.last_answer("<answer>a</answer><answer>b</answer><answer>c") == "b"
+
+
+def test_clean_answer_text_is_upstreams_clean_text():
+    assert vr.clean_answer_text("<answer> Dark\nRed. </answer>") == "dark red"
+    assert vr.clean_answer_text("a \nb") == "a b"  # a newline after a space is dropped
+    assert vr.clean_answer_text("a\r\nb") == "a b"
+    assert vr.clean_answer_text("  The   Red ") == "the   red"  # inner runs kept
+    assert vr.clean_answer_text("a .") == "a "  # strip, then the periods
+
+
+def test_extract_choice_is_upstreams_heuristic():
+    assert vr.extract_choice("B") == "B"
+    assert vr.extract_choice("(B)") is None
+    assert vr.extract_choice("I think A, but the answer is C.") == "C"
+    assert vr.extract_choice("A and B.") == "B"
+    assert vr.extract_choice("dog") is None
 
 
 def test_accuracy_all_match_is_not_numeric():
-    comps = [_conv("<answer>3.0</answer>"), _conv("<answer>3</answer>"), _conv("<answer>Cat</answer>")]
+    comps = [_conv("<answer>3.0</answer>"), _conv("<answer>3</answer>"), _conv("<answer>Cat.</answer>")]
     sols = ["<answer> 3 </answer>"] * 2 + ["<answer>cat</answer>"]
     assert vr.accuracy_reward(comps, solution=sols, accu_reward_method=["all_match"] * 3) == [0.0, 1.0, 1.0]
+    assert _acc("<answer>a\nb</answer>", "<answer>a b</answer>", "all_match") == 1.0
+    assert _acc("<answer>  The   Red  Button </answer>", "the red button", "all_match") == 0.0
 
 
-def test_accuracy_yes_no():
-    comps = [_conv("<answer>Yes</answer>"), _conv("<answer>no</answer>"), _conv("<answer>yes.</answer>")]
-    sols = ["<answer> yes </answer>", "<answer> yes </answer>", "<answer>yes</answer>"]
-    assert vr.accuracy_reward(comps, solution=sols, accu_reward_method=["yes_no"] * 3) == [1.0, 0.0, 1.0]
+def test_accuracy_yes_no_takes_the_first_yes_or_no_substring():
+    assert _acc("<answer>Yes</answer>", "<answer> yes </answer>", "yes_no") == 1.0
+    assert _acc("<answer>no</answer>", "<answer> yes </answer>", "yes_no") == 0.0
+    assert _acc("<answer>not sure</answer>", "<answer>no</answer>", "yes_no") == 1.0  # "not" holds "no", as upstream
+    assert _acc("<answer>maybe</answer>", "<answer>perhaps</answer>", "yes_no") == 1.0  # neither: "" == ""
+    assert _acc("<ANSWER>No</ANSWER>", "<answer>no</answer>", "yes_no") == 1.0  # lower-cased before the tags are read
+
+
+def test_accuracy_mcq():
+    assert _acc("<answer>B. a dog</answer>", "<answer>B</answer>", "mcq") == 1.0
+    assert _acc("<answer>b</answer>", "<answer>B</answer>", "mcq") == 1.0
+    assert _acc("<answer>(B)</answer>", "<answer>B</answer>", "mcq") == 0.0
+    assert _acc("<answer>C</answer><answer>D</answer>", "<answer>D</answer>", "mcq") == 0.0  # the FIRST block
+
+
+def test_accuracy_math():
+    assert _acc("<answer>\\boxed{\\frac{1}{2}}</answer>", "<answer>0.5</answer>", "math") == 1.0
+    assert _acc("<answer>\\boxed{abc}</answer>", "<answer>abc</answer>", "math") == 1.0  # boxed content, normalised
+    assert _acc("<answer>blue</answer>", "<answer>red</answer>", "math") == 0.0
+    assert vr._normalize_math("\\dfrac{3}{4}") == vr._normalize_math("\\frac34") == "\\frac{3}{4}"
+    assert vr._normalize_math("k = 3/4") == "\\frac{3}{4}"
+    assert vr._normalize_math("\\sqrt") is None  # upstream raised: is_equiv compares the raw texts
+    assert vr._last_boxed("a \\boxed{x{y}} b") == "\\boxed{x{y}}" and vr._unboxed("\\fbox{3}") is None
 
 
 def test_accuracy_mixed_methods_per_sample():
@@ -300,23 +375,102 @@ def test_accuracy_mixed_methods_per_sample():
     assert out == [1.0, 0.0]
 
 
-@pytest.mark.parametrize("method", ["mcq", "llm", "math", "od_ap"])
-def test_accuracy_upstream_only_method_is_refused_before_training(method):
-    with pytest.raises(NotImplementedError, match=rf"accu_reward_method \['{method}'\] is not implemented here"):
+@pytest.mark.parametrize("method", ["llm", "map", "od_ap", "od_ap50", "odLength", "weighted_sum"])
+def test_accuracy_network_and_detection_methods_are_refused_before_training(method):
+    with pytest.raises(
+        NotImplementedError,
+        match=rf"accu_reward_method \['{method}'\] is not implemented here \("
+        rf"{method}: ",
+    ):
         vr.check_accuracy_methods(["default", method])
-    vr.check_accuracy_methods(["default", "all_match", "yes_no", "bogus", None])  # no error
+    vr.check_accuracy_methods(["default", "mcq", "yes_no", "all_match", "math", "bogus", None])  # no error
     # reached at run time anyway: a 0.0, never an exception that stops the step
-    assert vr.accuracy_reward(
-        [_conv("<answer>a</answer>")], solution=["<answer>a</answer>"], accu_reward_method=[method]
-    ) == [0.0]
+    assert _acc("<answer>a</answer>", "<answer>a</answer>", method) == 0.0
 
 
-def test_accuracy_unknown_method_scores_as_default_as_upstream():
-    comps = [_conv("<answer>2.0</answer>"), _conv("<answer>b</answer>")]
-    out = vr.accuracy_reward(
-        comps, solution=["<answer>2</answer>", "<answer>B</answer>"], accu_reward_method=["bogus", None]
-    )
-    assert out == [1.0, 1.0]
+def test_accuracy_unknown_or_missing_method_scores_as_default_as_upstream():
+    comps = [_conv("<answer>Dark red</answer>"), _conv("<answer>b</answer>")]
+    sols = ["<answer>Red</answer>", "<answer>B</answer>"]
+    assert vr.accuracy_reward(comps, solution=sols, accu_reward_method=["bogus", None]) == [6 / 11, 1.0]
+    assert vr.accuracy_reward(comps, solution=sols) == [6 / 11, 1.0]  # no column
+
+
+def test_math_verify_calls_are_timed_by_us_and_bounded(monkeypatch):
+    import math_verify
+
+    calls = []
+    monkeypatch.setattr(math_verify, "parse", lambda text, **kw: calls.append(("parse", text, kw)) or [text])
+    monkeypatch.setattr(math_verify, "verify", lambda g, t, **kw: calls.append(("verify", g, t, kw)) or True)
+    vr.clear_math_verify_cache()
+    try:
+        assert vr.math_verify_match("7/2", "3.5")  # the prediction goes into math_verify's gold slot, as upstream
+        # math_verify's own alarm is off: call_with_deadline times each call
+        assert sorted(calls, key=str) == [
+            ("parse", "3.5", {"parsing_timeout": None}),
+            ("parse", "7/2", {"parsing_timeout": None}),
+            ("verify", "7/2", "3.5", {"timeout_seconds": None}),
+        ]
+        calls.clear()
+        monkeypatch.setattr(vr, "MATH_VERIFY_MAX_CHARS", 3)
+        assert not vr.math_verify_match("7/22", "7/22") and calls == []  # too long: not parsed, no match
+    finally:
+        vr.clear_math_verify_cache()
+
+
+def test_a_timeout_swallowed_once_fires_again(monkeypatch):
+    # math_verify's one-shot alarm is lost when it lands in a gc callback or __del__ (Python swallows the exception);
+    # call_with_deadline re-fires until the call gives up
+    import time
+
+    interrupted = []
+
+    def stubborn(*args, **kwargs):
+        for _ in range(3):
+            try:
+                time.sleep(30)
+            except vr.MathVerifyTimeout:
+                interrupted.append(len(interrupted))
+                if len(interrupted) == 2:
+                    raise
+                # the first one is swallowed, as a gc callback would
+        return "finished"
+
+    with pytest.raises(vr.MathVerifyTimeout):
+        vr.call_with_deadline(0.05, stubborn)
+    assert interrupted == [0, 1]
+    assert vr.call_with_deadline(5, lambda x: x + 1, 1) == 2  # a call in time returns its value; the timer is off
+    time.sleep(0.2)  # no late alarm arrives
+
+
+def test_math_verify_timeouts_score_as_no_match(monkeypatch):
+    import math_verify
+
+    monkeypatch.setattr(vr, "MATH_VERIFY_TIMEOUT_S", 0.05)
+    monkeypatch.setattr(math_verify, "verify", lambda *a, **k: __import__("time").sleep(30))
+    vr.clear_math_verify_cache()
+    try:
+        assert not vr.math_verify_match("7/2", "3.5")
+        assert _acc("<answer>7/2</answer>", "<answer>3.5</answer>") == vr.levenshtein_ratio("7/2", "3.5")
+    finally:
+        vr.clear_math_verify_cache()
+
+
+def test_math_verify_is_skipped_outside_the_main_thread():
+    import threading
+
+    out = []
+    worker = threading.Thread(target=lambda: out.append(_acc("<answer>\\frac{7}{2}</answer>", "<answer>3.5</answer>")))
+    worker.start()
+    worker.join()
+    # upstream's math_verify raised there and its default reward fell through to the text rules: ratio, not 1.0
+    assert out == [vr.levenshtein_ratio("\\frac{7}{2}", "3.5")] and out[0] < 1.0
+
+
+def test_levenshtein_ratio_values_and_cell_bound(monkeypatch):
+    assert vr.levenshtein_ratio("dark red", "red") == 6 / 11
+    assert vr.levenshtein_ratio("", "") == 1.0 and vr.levenshtein_ratio("a", "") == 0.0
+    monkeypatch.setattr(vr, "RATIO_MAX_CELLS", 10)
+    assert vr.levenshtein_ratio("abcdef", "abc") == 0.0  # 18 cells: not computed
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -349,22 +503,36 @@ def test_resolve_reward_unknown_lists_available():
         vr.resolve_reward("no_such_reward", GUIGroundingTask())
     msg = str(info.value)
     assert msg.startswith("unknown reward 'no_such_reward'. Available: ")
-    for part in ("accuracy (builtin)", "format (builtin)", "click (task gui_grounding)",
-                 "click_format (task gui_grounding)", "'package.module:function'"):  # fmt: skip
+    for part in (
+        "accuracy (builtin)",
+        "format (builtin)",
+        "click (task gui_grounding)",
+        "click_format (task gui_grounding)",
+        "'package.module:function'",
+    ):
         assert part in msg
 
 
 def test_resolve_reward_bad_specs():
-    with pytest.raises(ValueError, match=r"^reward 'gui_grounding.rewards:no_such_function': cannot load "
-                                         r"'gui_grounding.rewards:no_such_function': module 'gui_grounding.rewards' has "
-                                         r"no attribute 'no_such_function'; registered: accuracy, format, rec_iou, "
-                                         r"rec_format$"):  # fmt: skip
+    with pytest.raises(
+        ValueError,
+        match=r"^reward 'gui_grounding.rewards:no_such_function': cannot load "
+        r"'gui_grounding.rewards:no_such_function': module 'gui_grounding.rewards' has "
+        r"no attribute 'no_such_function'; registered: accuracy, format, rec_iou, "
+        r"rec_format$",
+    ):
         vr.resolve_reward("gui_grounding.rewards:no_such_function")
-    with pytest.raises(ValueError, match=r"^reward 'no_such_package.rewards:fn': cannot load 'no_such_package.rewards:fn': "
-                                         r"No module named"):  # fmt: skip
+    with pytest.raises(
+        ValueError,
+        match=r"^reward 'no_such_package.rewards:fn': cannot load 'no_such_package.rewards:fn': "
+        r"No module named",
+    ):
         vr.resolve_reward("no_such_package.rewards:fn")
-    with pytest.raises(ValueError, match=r"^reward 'gui_grounding.prompts:PROMPT_MODES' is \('non_thinking', "
-                                         r"'thinking', 'box'\), not callable$"):  # fmt: skip
+    with pytest.raises(
+        ValueError,
+        match=r"^reward 'gui_grounding.prompts:PROMPT_MODES' is \('non_thinking', "
+        r"'thinking', 'box'\), not callable$",
+    ):
         vr.resolve_reward("gui_grounding.prompts:PROMPT_MODES")
 
 
@@ -413,8 +581,12 @@ def test_reward_plugin_entry_point(monkeypatch):
 
 
 def test_available_rewards():
-    assert vr.available_rewards() == {"accuracy": "builtin", "format": "builtin", "rec_iou": "builtin",
-                                      "rec_format": "builtin"}  # fmt: skip
+    assert vr.available_rewards() == {
+        "accuracy": "builtin",
+        "format": "builtin",
+        "rec_iou": "builtin",
+        "rec_format": "builtin",
+    }
     avail = vr.available_rewards(GUIGroundingTask())
     assert avail["accuracy"] == "builtin"
     assert avail["click"] == avail["click_format"] == "task gui_grounding"
