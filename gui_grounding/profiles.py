@@ -176,7 +176,7 @@ def profile_dict(profile: Profile) -> dict:
 
 def profiles_table() -> str:
     """A Markdown table of every profile: name, model, adapter, budget, max_new_tokens, backends, published."""
-    from gui_grounding.eval.benchmarks import md_table
+    from gui_grounding.eval.tables import md_table
 
     rows = []
     for p in PROFILES.values():

@@ -23,8 +23,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
+from gui_grounding.annotations import DuplicateIdError, SampleIds, check_unique_ids
 from gui_grounding.eval import EvalInputError
-from gui_grounding.eval.benchmarks import DuplicateIdError, SampleIds, check_unique_ids, get_benchmark
+from gui_grounding.eval.benchmarks import get_benchmark
 from vlm_r1 import validate
 
 SIZE = (64, 48)

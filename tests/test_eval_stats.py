@@ -12,8 +12,8 @@ from helpers.wilson import wilson_closed_form
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gui_grounding.eval.benchmarks import breakdown_table, cell, fmt_cell
 from gui_grounding.eval.stats import EXACT_BELOW, mcnemar, wilson_interval
+from gui_grounding.eval.tables import breakdown_table, cell, fmt_cell
 
 
 @pytest.mark.parametrize("k, n", [(50, 100), (0, 10), (10, 10), (1, 1), (470, 1581), (3, 7), (0, 1581)])

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from gui_grounding.annotations import is_number  # a finite int/float within +-1e7, never a bool (the readers' rule)
 from gui_grounding.frames import Box
 from gui_grounding.schema import (
     SampleError,
@@ -148,9 +149,6 @@ def platform_from_path(path: str) -> str | None:
     folders = os.path.dirname(path.replace("\\", "/")).lower()
     found = {words[token] for token in re.split(r"[^a-z0-9]+", folders) if token in words}
     return found.pop() if len(found) == 1 else None
-
-
-is_number = validate.is_coord  # a finite int/float within +-1e7, never a bool
 
 
 def box_from_xywh(value: Any, ref: str, what: str = "bbox") -> Box:

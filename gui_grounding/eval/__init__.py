@@ -17,18 +17,13 @@ from __future__ import annotations
 import logging
 import os
 
+from gui_grounding.annotations import EvalInputError
+
 logger = logging.getLogger(__name__)
 
 ON_DUPLICATE = ("error", "first", "last")
 #: ``max_new_tokens`` when neither the flag nor a profile gives one (GTA1's inference snippet: 32)
 DEFAULT_MAX_NEW_TOKENS = 32
-
-
-class EvalInputError(ValueError):
-    """Input that eval refuses as a whole, with a one-line message naming the file (and the first offending records):
-    a benchmark file with duplicate sample ids, a predictions file with duplicate predictions (without
-    ``on_duplicate``), a predictions file that is neither of the readable formats, or data with no usable sample.
-    ``gui-grounding eval`` prints the message and exits with status 1 (no traceback)."""
 
 
 #: backend options checked by :func:`run_eval` (name -> smallest value); ``min_pixels <= max_pixels`` too

@@ -73,8 +73,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from gui_grounding.annotations import is_number, short_repr
 from gui_grounding.eval import ON_DUPLICATE, EvalInputError
-from gui_grounding.eval.benchmarks import is_number, short_repr
 from gui_grounding.eval.judge import WRONG_FORMAT, judge
 from gui_grounding.schema import Sample
 from vlm_r1 import validate

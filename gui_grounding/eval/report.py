@@ -34,10 +34,11 @@ import math
 import os
 import re
 
-from gui_grounding.eval.benchmarks import load_report_dict, md_table
+from gui_grounding.annotations import load_report_dict
 from gui_grounding.eval.benchmarks.base import Benchmark
 from gui_grounding.eval.judge import CORRECT
 from gui_grounding.eval.predictions import PredictionReport
+from gui_grounding.eval.tables import md_table
 from gui_grounding.schema import LoadReport, Sample
 from vlm_r1.outputs import OutputError, atomic_writer, write_bytes, write_text
 

@@ -26,7 +26,7 @@ def ci_text(k: int, n: int) -> str:
 
 
 def expected_cell(correct: int, total: int, wf: int = 0) -> dict:
-    """An accuracy cell as ``gui_grounding.eval.benchmarks.cell`` gives it (percent, 2 decimals)."""
+    """An accuracy cell as ``gui_grounding.eval.tables.cell`` gives it (percent, 2 decimals)."""
     return {
         "num_correct": correct,
         "num_total": total,

@@ -12,10 +12,10 @@ unknown format, a missing field, a box that is not 4 numbers (``bad_box``), an e
 Image paths follow the canonical data rule (the training loader's and ``convert``'s): a relative path is resolved
 against the file's folder and must not climb out of it (``path_outside_root``); an absolute path is accepted, since
 ``convert`` writes the images outside its ``--image-root`` that way, and counted (``absolute_image_path`` note).
-Identity (:class:`~gui_grounding.eval.benchmarks.SampleIds`): a record's ``sample_id``, else its ``id``
+Identity (:class:`~gui_grounding.annotations.SampleIds`): a record's ``sample_id``, else its ``id``
 (``vlm_r1.validate.explicit_id``: ``7`` and ``"7"`` are one id; null, a boolean, an empty string or a non-scalar is no
 id), else the generated ``<file stem>:<index>``; an id handed out twice (two equal ids, or an explicit id equal to
-another record's generated one) refuses the load (:class:`~gui_grounding.eval.benchmarks.DuplicateIdError`).
+another record's generated one) refuses the load (:class:`~gui_grounding.annotations.DuplicateIdError`).
 Metrics: ``overall`` and ``by_platform`` / ``by_ui_type`` / ``by_source`` over the samples that carry each field,
 accuracy in percent.
 """
@@ -27,20 +27,17 @@ import logging
 import os
 from typing import Any
 
-from gui_grounding.eval.benchmarks import (
+from gui_grounding.annotations import (
     BenchmarkLoadReport,
     SampleIds,
-    breakdown_table,
-    cell,
     check_extent,
-    check_results,
     handle_reject,
     is_number,
     log_load_report,
     short_repr,
-    tally,
 )
 from gui_grounding.eval.benchmarks.base import Benchmark
+from gui_grounding.eval.tables import breakdown_table, cell, check_results, tally
 from gui_grounding.frames import Box, box_from_norm1000
 from gui_grounding.schema import Sample, SampleError, detect_format, record_to_sample
 from vlm_r1 import validate
@@ -201,7 +198,7 @@ class Canonical(Benchmark):
     def metrics(self, samples: list[Sample], results: dict[str, dict]) -> dict:
         """``{"overall": cell, "by_platform": ..., "by_ui_type": ..., "by_source": ...}`` (breakdowns only for fields
         some sample has); a cell is ``{"num_correct", "num_total", "wrong_format", "accuracy", "ci95"}`` in percent
-        (``gui_grounding.eval.benchmarks.cell``)."""
+        (``gui_grounding.eval.tables.cell``)."""
         check_results(samples, results)
         out = {"overall": tally(samples, results, lambda s: ["all"]).get("all", cell(0, 0, 0))}
         for key in BREAKDOWN_KEYS:

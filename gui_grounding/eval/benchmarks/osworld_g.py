@@ -17,7 +17,7 @@ eval script does; ``image_path`` must stay inside ``images/`` (no ``..`` out of 
 ``path_outside_root``). ``sample_id`` is the record's ``id`` (``vlm_r1.validate.explicit_id``: ``7`` and ``"7"`` are
 one id); a record whose ``id`` is absent, null, a boolean, empty or not a scalar is still scored (the official script
 scores it) under the generated id ``<file stem>:<index>`` and is ``unclassified``. An id handed out twice refuses
-the load (:class:`~gui_grounding.eval.benchmarks.DuplicateIdError`).
+the load (:class:`~gui_grounding.annotations.DuplicateIdError`).
 
 Classes: an item counts in every class whose list in ``classification_result.json`` holds its id, and in
 ``unclassified`` when it is in none (the official script's rule). Metrics (:meth:`OSWorldG.metrics`): ``subset``,
@@ -38,27 +38,23 @@ from __future__ import annotations
 import logging
 import os
 
-from gui_grounding.eval.benchmarks import (
+from gui_grounding.annotations import (
     BenchmarkLoadReport,
     ImageSizes,
     SampleIds,
     box_from_xywh,
-    breakdown_table,
-    cell,
     check_extent,
-    check_results,
     image_file,
     instruction_text,
     is_number,
     log_load_report,
     read_annotation_samples,
     read_json_file,
-    require,
     short_repr,
-    tally,
 )
 from gui_grounding.eval.benchmarks.base import Benchmark
-from gui_grounding.schema import Sample, SampleError
+from gui_grounding.eval.tables import breakdown_table, cell, check_results, fmt_cell_columns, tally
+from gui_grounding.schema import Sample, SampleError, require
 from vlm_r1 import validate
 
 logger = logging.getLogger(__name__)
@@ -297,8 +293,6 @@ class OSWorldG(Benchmark):
 
 def _cols(c: dict | None) -> str:
     """The table cells of one accuracy cell (``breakdown_table``'s columns)."""
-    from gui_grounding.eval.benchmarks import fmt_cell_columns
-
     return " | ".join(str(v) for v in fmt_cell_columns(c or cell(0, 0, 0)))
 
 

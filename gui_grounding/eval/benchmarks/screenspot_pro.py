@@ -32,7 +32,7 @@ whose ``img_size`` differs from the image file as we read it (a resized copy, or
 ``img_size_mismatch`` warning and its box scaled by ``file size / img_size`` per axis: the harness compares
 ``point / image size`` with ``bbox / img_size``, which is the same test. An id handed out twice across the
 annotation files (two equal ids, or an id equal to a generated one) refuses the load
-(:class:`~gui_grounding.eval.benchmarks.DuplicateIdError`). Not copied: the serial script's stale ``gt_type``
+(:class:`~gui_grounding.annotations.DuplicateIdError`). Not copied: the serial script's stale ``gt_type``
 variable and the ``lang``/``language`` filter mismatch (section 2.2).
 """
 
@@ -42,27 +42,24 @@ import glob
 import logging
 import os
 
-from gui_grounding.eval.benchmarks import (
+from gui_grounding.annotations import (
     BenchmarkLoadReport,
     ImageSizes,
     SampleIds,
     box_from_xyxy,
     check_extent,
-    check_results,
-    fmt_ci,
     image_file,
     instruction_text,
     is_number,
     log_load_report,
-    md_table,
     read_annotation_samples,
-    require,
     short_repr,
 )
 from gui_grounding.eval.benchmarks.base import Benchmark
 from gui_grounding.eval.judge import CORRECT, WRONG_FORMAT
 from gui_grounding.eval.stats import wilson_interval
-from gui_grounding.schema import Sample, SampleError
+from gui_grounding.eval.tables import check_results, fmt_ci, md_table
+from gui_grounding.schema import Sample, SampleError, require
 
 logger = logging.getLogger(__name__)
 

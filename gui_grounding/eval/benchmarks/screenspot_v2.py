@@ -23,26 +23,21 @@ from __future__ import annotations
 import logging
 import os
 
-from gui_grounding.eval.benchmarks import (
+from gui_grounding.annotations import (
     BenchmarkLoadReport,
     ImageSizes,
     SampleIds,
     box_from_xywh,
-    cell,
     check_extent,
-    check_results,
-    fmt_cell,
     image_file,
     instruction_text,
     log_load_report,
-    md_table,
     read_annotation_samples,
-    require,
     require_str,
-    tally,
 )
 from gui_grounding.eval.benchmarks.base import Benchmark
-from gui_grounding.schema import Sample
+from gui_grounding.eval.tables import cell, check_results, fmt_cell, md_table, tally
+from gui_grounding.schema import Sample, require
 
 logger = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ and a changed dataset never reuses a stale image; its size is then read from tha
 image file by ``path``: it must lie inside the data folder (relative, no ``..`` out of it, not absolute:
 ``path_outside_root``; a regular non-empty file, ``not_a_file``), and is used where it is, never copied.
 ``sample_id`` is the 0-based row index (as a string), counted across the parquet files in name order (the format has no
-id column; the ids go through :class:`~gui_grounding.eval.benchmarks.SampleIds` all the same).
+id column; the ids go through :class:`~gui_grounding.annotations.SampleIds` all the same).
 
 **bbox convention.** Loaders describe ``bbox`` as normalised ``[0, 1]`` ``x_min, y_min, x_max, y_max``; one
 third-party loader calls it absolute. We decide per row: all four values within ``[0, 1]`` -> normalised (multiplied
@@ -33,27 +33,23 @@ import os
 import stat
 from collections.abc import Iterator
 
-from gui_grounding.eval.benchmarks import (
+from gui_grounding.annotations import (
     BenchmarkLoadReport,
     ImageSizes,
     SampleIds,
     box_from_xyxy,
-    breakdown_table,
-    cell,
     check_extent,
-    check_results,
     handle_reject,
     image_file,
     instruction_text,
     is_number,
     log_load_report,
-    require,
     require_str,
     short_repr,
-    tally,
 )
 from gui_grounding.eval.benchmarks.base import Benchmark
-from gui_grounding.schema import Sample, SampleError
+from gui_grounding.eval.tables import breakdown_table, cell, check_results, tally
+from gui_grounding.schema import Sample, SampleError, require
 from vlm_r1.outputs import atomic_writer
 
 logger = logging.getLogger(__name__)
@@ -207,7 +203,7 @@ class WebClick(Benchmark):
     @staticmethod
     def _image_file(image, ref: str, sample_id: str, root: str, cache_dir: str) -> str:
         """Path of the row's image: its bytes written to the cache, or the file named by ``path`` inside ``root``
-        (:func:`~gui_grounding.eval.benchmarks.image_file`: no ``..`` out of it, no absolute path; never copied).
+        (:func:`~gui_grounding.annotations.image_file`: no ``..`` out of it, no absolute path; never copied).
         Whether the file is a readable image, and its displayed size, is :class:`ImageSizes`' check.
 
         Raises:
