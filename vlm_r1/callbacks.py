@@ -44,6 +44,11 @@ the reporting callbacks registered before it). Timings are measured on each rank
 Register after building the trainer (the trainer reference is needed for the reward functions and metrics store)::
 
     trainer.add_callback(StepStatsCallback(trainer))
+
+:class:`RankPerfCallback` (:class:`vlm_r1.perf.RankPerf`) adds each rank's own figures at every log, gathered from
+all ranks: ``perf/rank{r}/tokens_per_s``, ``perf/rank{r}/peak_mem_gib`` (GPU: also ``perf/rank{r}/peak_mem_reserved_gib``),
+``perf/tokens_per_s`` (the sum) and ``perf/peak_mem_gib_max``; ``vlm_r1.perf`` says which tokens count and how memory
+is read.
 """
 
 from __future__ import annotations
@@ -54,6 +59,8 @@ import time
 from typing import Any
 
 from transformers import TrainerCallback
+
+from vlm_r1.perf import RankPerf
 
 logger = logging.getLogger(__name__)
 
@@ -187,6 +194,13 @@ class StepStatsCallback(TrainerCallback):
             if key in train:  # same entries as TRL's key, so TRL's averaging gives the same number
                 train[alias] = list(train[key])
         return control
+
+
+# ---- per-rank throughput and peak memory (issue 22) -------------------------------------------------------------------
+class RankPerfCallback(RankPerf, TrainerCallback):
+    """:class:`vlm_r1.perf.RankPerf` as a ``TrainerCallback``: per-rank ``perf/rank{r}/tokens_per_s`` and
+    ``perf/rank{r}/peak_mem_gib`` at every log, gathered from every rank (keys, units and which tokens count: its
+    docstring). ``trainer.add_callback(RankPerfCallback(trainer))``."""
 
 
 # ---- the console: one compact line per log (issue 13) ----------------------------------------------------------------

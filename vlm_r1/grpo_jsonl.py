@@ -451,12 +451,13 @@ def train(script_args, training_args, model_args) -> None:
         eval_dataset=eval_dataset,
         peft_config=get_peft_config(model_args),
     )
-    from vlm_r1.callbacks import StepStatsCallback, use_compact_console
+    from vlm_r1.callbacks import RankPerfCallback, StepStatsCallback, use_compact_console
     from vlm_r1.preemption import PREEMPT_FILE, PreemptionCallback
 
     # what the task declares (vlm_r1.tasks.Task; getattr: plugins need not subclass Task)
     trainer.debug_columns = dict(getattr(task, "debug_columns", {}))  # DEBUG_MODE log lines (vlm_r1.debug_log)
     trainer.add_callback(StepStatsCallback(trainer, aliases=getattr(task, "metric_aliases", {})))  # timing, tokens/s
+    trainer.add_callback(RankPerfCallback(trainer))  # perf/rank{r}/tokens_per_s, perf/rank{r}/peak_mem_gib per log
     use_compact_console(trainer, getattr(task, "console_metrics", ()))  # one line per step; full dicts in logs.jsonl
 
     preemption = PreemptionCallback(training_args.output_dir)
