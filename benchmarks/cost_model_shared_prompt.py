@@ -9,6 +9,17 @@ patch, forward only: GTA1 freezes it) and decoding (2N per generated token). Eve
 
     python benchmarks/cost_model_shared_prompt.py                 # table + JSON (benchmarks/results/cost_model.json)
     python benchmarks/cost_model_shared_prompt.py --width 3840 --height 2160
+    python benchmarks/cost_model_shared_prompt.py --measured benchmarks/results/gpu_check_h200_run2.json
+    python benchmarks/cost_model_shared_prompt.py --naive-step-s 18.2 --shared-step-s 2.39 --naive-prefill-s 3.25 \
+        --shared-prefill-s 0.34 --measured-on "H200, gpu_check run 2"
+
+**Measured inputs** (``--measured`` reads a ``benchmarks/gpu_check.py`` JSON: part b's G=8 group at the 7B shape; or
+give the seconds as flags): seconds of one group's policy forward+backward and of its generation prefill, naive and
+shared, at the measured shape. The measured hours are ``steps x prompts x seconds`` per part, in GPU-hours (one
+group per GPU at a time, as the check ran it); decoding was not measured and is taken from the FLOP model at ``--mfu``
+(labelled). A GPU check on an H200 counts as H100 time: the two have the same dense bf16 peak (NVIDIA datasheets);
+the H200's faster memory favours memory-bound phases, so H100 hours may be somewhat higher. ``--measured-tokens-per-s``
+(LLM tokens per second of the policy pass) converts the recipe's tokens to hours when only a throughput is known.
 """
 
 from __future__ import annotations
@@ -46,6 +57,51 @@ def step_flops(P: int, C: int, G: int, U: int, patches: int, a) -> dict:
     return {"naive": naive, "shared": shared}
 
 
+def _from_gpu_check(path: str) -> dict:
+    """Seconds per group from a gpu_check JSON (part b, the G=8 group): policy fwd+bwd and prefill, naive and
+    shared (dense mask), with the shape they were measured at."""
+    with open(path, encoding="utf-8") as f:
+        data = json.load(f)
+    b = (data.get("b") or {}).get("G8") or {}
+    out = {"inputs": b.get("inputs"), "device": (data.get("environment") or {}).get("gpu"), "source": path}
+    for variant, key in (("naive", "naive"), ("shared", "shared_dense")):
+        out[f"{variant}_step_s"] = (b.get(key) or {}).get("fwd_bwd_s")
+        out[f"{variant}_prefill_s"] = ((b.get("prefill") or {}).get(variant) or {}).get("prefill_s")
+    return out
+
+
+def measured_hours(a, flops: dict, naive_tokens: int, shared_tokens: int) -> dict | None:
+    """H100-hours of the recipe from measured seconds per group (see the module docstring), or None without any."""
+    seconds = {k: getattr(a, k) for k in ("naive_step_s", "shared_step_s", "naive_prefill_s", "shared_prefill_s")}
+    source = {"measured_on": a.measured_on, "source": "flags"}
+    if a.measured:
+        found = _from_gpu_check(a.measured)
+        for k in seconds:
+            if seconds[k] is None:
+                seconds[k] = found.get(k)
+        source = {
+            "measured_on": a.measured_on or f"{found['device']} ({a.measured})",
+            "source": a.measured,
+            "inputs": found["inputs"],
+        }
+    groups = a.steps * a.prompts
+    if a.measured_tokens_per_s:
+        per_group = {"naive": naive_tokens / a.prompts, "shared": shared_tokens / a.prompts}
+        for v in ("naive", "shared"):
+            if seconds[f"{v}_step_s"] is None:
+                seconds[f"{v}_step_s"] = per_group[v] / a.measured_tokens_per_s
+    if all(v is None for v in seconds.values()):
+        return None
+    hours = {}
+    for v in ("naive", "shared"):
+        decode = flops[v]["decode"] * a.steps / (H100_BF16_DENSE * a.mfu) / 3600
+        policy = (seconds[f"{v}_step_s"] or 0.0) * groups / 3600
+        prefill = (seconds[f"{v}_prefill_s"] or 0.0) * groups / 3600
+        hours[v] = {"policy": policy, "prefill": prefill, "decode (FLOP model)": decode}
+        hours[v]["total"] = policy + prefill + decode
+    return {**source, "seconds_per_group": seconds, "groups": groups, "hours": hours}
+
+
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--width", type=int, default=1920, help="screenshot width in pixels [1920]")
@@ -73,6 +129,18 @@ def main(argv=None) -> dict:
     ap.add_argument("--vision-params", type=float, default=0.67e9, help="Qwen2.5-VL vision tower [0.67e9]")
     ap.add_argument("--mfu", type=float, default=0.30, help="model FLOP utilisation assumed for the compute [0.30]")
     ap.add_argument("--gta1-hours", type=float, default=800.0, help="GTA1-7B's reported cost [800]")
+    ap.add_argument("--measured", default=None, help="a benchmarks/gpu_check.py JSON: take the seconds below from it")
+    ap.add_argument("--naive-step-s", type=float, default=None, help="measured naive policy fwd+bwd s per group")
+    ap.add_argument("--shared-step-s", type=float, default=None, help="measured shared policy fwd+bwd s per group")
+    ap.add_argument("--naive-prefill-s", type=float, default=None, help="measured naive generation prefill s per group")
+    ap.add_argument("--shared-prefill-s", type=float, default=None, help="measured shared prefill s per group")
+    ap.add_argument(
+        "--measured-tokens-per-s",
+        type=float,
+        default=None,
+        help="measured LLM tokens/s of the policy pass (used for a part whose seconds are not given)",
+    )
+    ap.add_argument("--measured-on", default=None, help="where the measurement ran (printed and recorded)")
     ap.add_argument(
         "--json-out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "cost_model.json")
     )
@@ -141,6 +209,14 @@ def main(argv=None) -> dict:
         f"decoding (not reduced by sharing): f=0.25 -> {result['shared_hours_if_decode_share_unchanged'][0.25]:,.0f}"
         f" h, f=0.5 -> {result['shared_hours_if_decode_share_unchanged'][0.5]:,.0f} h"
     )
+    measured = measured_hours(a, flops, naive_tokens, shared_tokens)
+    if measured:
+        result["measured"] = measured
+        print(f"\nMeasured ({measured['measured_on']}; per group of {G} at the measured shape):")
+        print("| H100-hours (measured) | naive | shared | ratio |\n|---|---:|---:|---:|")
+        for part in ("policy", "prefill", "decode (FLOP model)", "total"):
+            n, sh = measured["hours"]["naive"][part], measured["hours"]["shared"][part]
+            print(f"| {part} | {n:,.1f} | {sh:,.1f} | {n / sh if sh else float('nan'):.2f}x |")
     os.makedirs(os.path.dirname(a.json_out), exist_ok=True)
     with open(a.json_out, "w", encoding="utf-8") as f:
         json.dump(result, f, indent=2, allow_nan=False)

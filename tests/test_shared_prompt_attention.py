@@ -108,7 +108,7 @@ def _token_mask(segments, L):
     return keep
 
 
-@pytest.mark.parametrize("backend", ["reference", "flash"])
+@pytest.mark.parametrize("backend", ["reference", "flash", "flex"])
 @pytest.mark.parametrize("heads", [(4, 4), (4, 2), (6, 1)])
 def test_split_matches_dense_mask_sdpa(backend, heads, fake_flash):
     H, Hkv = heads
@@ -141,7 +141,7 @@ def test_flash_and_reference_backends_agree_on_padding_and_order(fake_flash):
     segments = [(3, [2, 2]), (20, [1, 3])]
     L = 30
     out = {}
-    for backend in ("reference", "flash"):
+    for backend in ("reference", "flash", "flex"):
         module = torch.nn.Module()
         module.config = SimpleNamespace(_shared_prompt_split_backend=backend)
         q, k, v = _random_qkv(2, 4, 2, L, 16, seed=3)
@@ -149,24 +149,57 @@ def test_flash_and_reference_backends_agree_on_padding_and_order(fake_flash):
             module, q, k, v, None, shared_prompt_segments=sp.SegmentInfo(segments, L)
         )[0]
     torch.testing.assert_close(out["flash"], out["reference"], atol=TOL, rtol=TOL)
+    torch.testing.assert_close(out["flex"], out["reference"], atol=TOL, rtol=TOL)
+    assert torch.equal(out["flex"][:, 24:], torch.zeros_like(out["flex"][:, 24:]))  # padding tail: zeros
+
+
+def test_flex_kernel_forward_matches_reference():
+    # no gradient: the FlexAttention function itself runs (eager on CPU); with one, CPU uses the same mask via SDPA
+    segments = [(5, [3, 1, 4]), (0, [2, 5]), (9, [6])]
+    L = 20
+    out = {}
+    for backend in ("reference", "flex"):
+        module = torch.nn.Module()
+        module.config = SimpleNamespace(_shared_prompt_split_backend=backend)
+        q, k, v = (t.detach() for t in _random_qkv(3, 4, 2, L, 16, seed=5))
+        out[backend] = spa.split_attention_forward(
+            module, q, k, v, None, scaling=0.25, shared_prompt_segments=sp.SegmentInfo(segments, L)
+        )[0]
+    torch.testing.assert_close(out["flex"], out["reference"], atol=TOL, rtol=TOL)
+
+
+def test_flex_refuses_dropout():
+    module = torch.nn.Module()
+    module.config = SimpleNamespace(_shared_prompt_split_backend="flex")
+    q, k, v = _random_qkv(1, 2, 2, 6, 4, seed=0)
+    with pytest.raises(NotImplementedError, match="dropout"):
+        spa.split_attention_forward(
+            module, q, k, v, None, dropout=0.1, shared_prompt_segments=sp.SegmentInfo([(2, [4])], 6)
+        )
 
 
 def test_backend_selection(fake_flash, monkeypatch):
     assert spa.split_backend("cpu", torch.float32) == "reference"
-    assert spa.split_backend("cuda", torch.float32) == "reference"  # flash-attn has no fp32 kernels
+    assert spa.split_backend("cuda", torch.float32) == "flex"  # flash-attn has no fp32 kernels; FlexAttention has
     assert spa.split_backend("cuda", torch.bfloat16) == "flash"
     assert spa.split_backend("cpu", torch.float32, "flash") == "flash"
     assert spa.split_backend("cuda", torch.bfloat16, "reference") == "reference"
+    assert spa.split_backend("cpu", torch.float32, "flex") == "flex"
     with pytest.raises(ValueError, match="unknown split attention backend"):
-        spa.split_backend("cpu", torch.float32, "flex")
+        spa.split_backend("cpu", torch.float32, "triton")
     fake_flash.__version__ = "2.0.9"  # top-left causal alignment: refused
     with pytest.raises(ImportError, match=">= 2.1"):
         spa.split_backend("cpu", torch.float32, "flash")
-    assert spa.split_backend("cuda", torch.float16) == "reference"
+    assert spa.split_backend("cuda", torch.float16) == "flex"  # no usable flash-attn: torch's FlexAttention on CUDA
     monkeypatch.setitem(sys.modules, "flash_attn", None)  # not installed
     with pytest.raises(ImportError, match="pip install flash-attn"):
         spa.split_backend("cpu", torch.float32, "flash")
+    assert spa.split_backend("cuda", torch.bfloat16) == "flex"
+    assert spa.split_backend("cpu", torch.bfloat16) == "reference"
+    monkeypatch.setitem(sys.modules, "torch.nn.attention.flex_attention", None)  # a torch without FlexAttention
     assert spa.split_backend("cuda", torch.bfloat16) == "reference"
+    with pytest.raises(ImportError, match="torch >= 2.5"):
+        spa.split_backend("cpu", torch.float32, "flex")
 
 
 def test_bad_layout_is_refused():
@@ -340,6 +373,19 @@ def test_flash_plumbing_on_tiny_qwen25(sdpa_model, tiny, batches, fake_flash):
         spa.enable_split_attention(model, backend="reference")
     assert fake_flash.calls == model.config.text_config.num_hidden_layers  # one varlen call per layer
     _assert_same(reference, flash)
+
+
+def test_flex_backend_on_tiny_qwen25(sdpa_model, tiny, batches):
+    model = sdpa_model
+    batch = batches[4]
+    spa.enable_split_attention(model, backend="reference")
+    reference = _run(model, tiny, batch, "split")
+    spa.enable_split_attention(model, backend="flex")
+    try:
+        flex = _run(model, tiny, batch, "split")
+    finally:
+        spa.enable_split_attention(model, backend="reference")
+    _assert_same(reference, flex)
 
 
 def test_split_with_eager_base(tiny, batches):

@@ -26,7 +26,15 @@ Backends:
   fp16/bf16, ``pip install flash-attn`` >= 2.1, whose causal mask is bottom-right aligned when a sequence has more
   keys than queries). Each suffix's key sequence is ``[prefix K/V | suffix K/V]``, so the prefix K/V are gathered
   once per suffix: G extra copies of ``P x Hkv x d`` per layer (saved for backward unless gradient checkpointing is on).
-* ``"auto"`` (default): flash when the query is on CUDA in fp16/bf16 and ``flash_attn`` imports, else reference.
+* ``"flex"``: one :func:`torch.nn.attention.flex_attention.flex_attention` call per layer over the packed rows, with a
+  block mask built from the layout (torch's own kernel, no extra package; compiled with ``torch.compile`` on CUDA, the
+  eager reference implementation elsewhere, which builds the (L, L) scores and is for tests only). Nothing is gathered:
+  the mask keeps each suffix to the prefix and its own past, so memory is the packed row's alone.
+* ``"auto"`` (default): flash when the query is on CUDA in fp16/bf16 and ``flash_attn`` imports; else flex on CUDA;
+  else reference.
+
+Measured on a GPU: ``benchmarks/gpu_check.py`` (part a) compares the backend that ran with the naive dense path in
+bf16 on a Qwen2.5-VL-7B-shaped layer stack; results under ``benchmarks/results/``.
 """
 
 from __future__ import annotations
@@ -44,7 +52,7 @@ import torch.nn.functional as F
 SPLIT_ATTENTION = "shared_prompt_split"
 #: keyword the packed forward passes down to every attention call (:class:`vlm_r1.shared_prompt.SegmentInfo`).
 SEGMENTS_KWARG = "shared_prompt_segments"
-BACKENDS = ("auto", "reference", "flash")
+BACKENDS = ("auto", "reference", "flash", "flex")
 
 # Private attributes on the text config: the implementation to delegate to and the requested backend. Attributes
 # rather than a side table so that a deep-copied model (TRL's reference model) keeps them.
@@ -79,11 +87,21 @@ def _flash_available() -> bool:
     return True
 
 
-def split_backend(device: torch.device | str, dtype: torch.dtype, requested: str = "auto") -> str:
-    """Which backend split attention runs for a query on ``device`` in ``dtype``: ``"flash"`` or ``"reference"``.
+def _flex_available() -> bool:
+    try:
+        importlib.import_module("torch.nn.attention.flex_attention")
+    except ImportError:
+        return False
+    return True
 
-    ``requested``: ``"auto"`` (flash on CUDA in fp16/bf16 when ``flash_attn`` imports, else reference),
-    ``"reference"``, or ``"flash"`` (forced, any device; raises ImportError without flash-attn >= 2.1).
+
+def split_backend(device: torch.device | str, dtype: torch.dtype, requested: str = "auto") -> str:
+    """Which backend split attention runs for a query on ``device`` in ``dtype``: ``"flash"``, ``"flex"`` or
+    ``"reference"``.
+
+    ``requested``: ``"auto"`` (flash on CUDA in fp16/bf16 when ``flash_attn`` imports; else flex on CUDA when torch has
+    FlexAttention; else reference), ``"reference"``, ``"flash"`` (forced, any device; raises ImportError without
+    flash-attn >= 2.1) or ``"flex"`` (forced, any device; raises ImportError on a torch without FlexAttention).
     """
     if requested not in BACKENDS:
         raise ValueError(f"unknown split attention backend {requested!r}; choose from {', '.join(BACKENDS)}")
@@ -92,9 +110,15 @@ def split_backend(device: torch.device | str, dtype: torch.dtype, requested: str
     if requested == "flash":
         _import_flash_attn()
         return "flash"
+    if requested == "flex":
+        if not _flex_available():
+            raise ImportError("split attention backend 'flex' needs torch.nn.attention.flex_attention (torch >= 2.5)")
+        return "flex"
     on_cuda = torch.device(device).type == "cuda"
     if on_cuda and dtype in (torch.float16, torch.bfloat16) and _flash_available():
         return "flash"
+    if on_cuda and _flex_available():
+        return "flex"
     return "reference"
 
 
@@ -231,6 +255,82 @@ def _flash_split(query, key, value, info, scaling, dropout) -> torch.Tensor:
     return full.view(b, L, H, out.size(-1))
 
 
+def _flex_documents(segments, L: int, device: torch.device) -> torch.Tensor:
+    """(b, L) int32 document ids of the packed rows: 0 = prefix, g + 1 = suffix g, -1 = padding."""
+    rows = []
+    for P, lens in segments:
+        ids = [0] * P
+        for g, n in enumerate(lens):
+            ids += [g + 1] * n
+        rows.append(ids + [-1] * (L - len(ids)))
+    return torch.tensor(rows, dtype=torch.int32, device=device)
+
+
+def _flex_block_mask(info: Any, L: int, device: torch.device) -> Any:
+    """The FlexAttention ``BlockMask`` of the layout, cached on the ``SegmentInfo`` (every layer and the checkpointed
+    recompute of one forward pass the same object). Query q may see key k when ``k <= q`` and k is in the prefix or in
+    q's own suffix; a padding query sees only itself (a finite, discarded output rather than a fully masked row)."""
+    from torch.nn.attention.flex_attention import create_block_mask
+
+    cache = getattr(info, "_flex_masks", None)
+    if not isinstance(cache, dict):
+        cache = {}
+        try:
+            info._flex_masks = cache
+        except AttributeError:
+            pass
+    key = (str(device), L)
+    if key not in cache:
+        docs = _flex_documents(info.segments, L, device)
+
+        def mask_mod(b, h, q, kv):
+            dq, dk = docs[b, q], docs[b, kv]
+            real = (dq >= 0) & ((dk == 0) | (dk == dq))
+            return (kv <= q) & (real | ((dq < 0) & (kv == q)))
+
+        cache[key] = (create_block_mask(mask_mod, docs.size(0), None, L, L, device=device), docs >= 0)
+    return cache[key]
+
+
+_COMPILED_FLEX: dict[str, Callable] = {}
+
+
+def _flex_function(device: torch.device) -> Callable:
+    """``flex_attention``, compiled once per process on CUDA (its fused kernel); the eager implementation elsewhere."""
+    from torch.nn.attention.flex_attention import flex_attention
+
+    if device.type != "cuda":
+        return flex_attention
+    if "cuda" not in _COMPILED_FLEX:
+        _COMPILED_FLEX["cuda"] = torch.compile(flex_attention, dynamic=False)
+    return _COMPILED_FLEX["cuda"]
+
+
+def _flex_split(query, key, value, info, scaling, dropout) -> torch.Tensor:
+    """One FlexAttention call. query (b, H, L, d), key/value (b, Hkv, L, d) -> (b, L, H, d), zeros at padding."""
+    if dropout:
+        raise NotImplementedError("split attention backend 'flex' has no attention dropout; use 'reference'")
+    b, H, L, d = query.shape
+    block_mask, real = _flex_block_mask(info, L, query.device)
+    needs_grad = torch.is_grad_enabled() and any(t.requires_grad for t in (query, key, value))
+    if query.device.type == "cpu" and needs_grad:
+        # FlexAttention has no backward on CPU (torch 2.13 flex_attention.py raises): the same mask, materialised
+        # from the block mask's mask_mod, through SDPA (tests only; O(L^2) memory)
+        from torch.nn.attention.flex_attention import create_mask
+
+        mask = create_mask(block_mask.mask_mod, b, None, L, L, device=query.device)
+        n_rep = H // key.size(1)
+        out = F.scaled_dot_product_attention(
+            query, _repeat_kv(key, n_rep), _repeat_kv(value, n_rep), attn_mask=mask, scale=scaling
+        )
+    else:
+        out = _flex_function(query.device)(
+            query, key, value, block_mask=block_mask, scale=scaling, enable_gqa=H != key.size(1)
+        )
+    out = out.transpose(1, 2)
+    return torch.where(real[:, :, None, None], out, out.new_zeros(())).contiguous()
+
+
 # ---- the registered functions ----------------------------------------------------------------------------------------
 def _base_attention(module: torch.nn.Module) -> Callable:
     """The attention function of the implementation the model had before :func:`enable_split_attention`."""
@@ -293,8 +393,11 @@ def split_attention_forward(
     if kwargs.get("sliding_window") is not None or kwargs.get("softcap") is not None:
         raise NotImplementedError("split attention supports neither sliding-window attention nor softcapping")
     requested = getattr(module.config, _BACKEND_ATTR, "auto")
-    if split_backend(query.device, query.dtype, requested) == "flash":
+    backend = split_backend(query.device, query.dtype, requested)
+    if backend == "flash":
         return _flash_split(query, key, value, info, scaling, dropout), None
+    if backend == "flex":
+        return _flex_split(query, key, value, info, scaling, dropout), None
     out = _reference_split(query, key, value, segments, scaling, dropout)
     return out.transpose(1, 2).contiguous(), None
 
@@ -361,8 +464,8 @@ def enable_split_attention(model: Any, backend: str = "auto") -> str:
 
     Args:
         model: a loaded transformers model, possibly wrapped (DDP, DeepSpeed, PEFT).
-        backend: ``"auto"``, ``"reference"`` or ``"flash"`` (see :func:`split_backend`); ``"flash"`` raises
-            ImportError at once without flash-attn.
+        backend: ``"auto"``, ``"reference"``, ``"flash"`` or ``"flex"`` (see :func:`split_backend`); ``"flash"``
+            raises ImportError at once without flash-attn.
 
     Returns:
         The base implementation (``"sdpa"``, ``"eager"``, ``"flash_attention_2"``, ...) that calls without
