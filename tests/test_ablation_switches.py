@@ -19,12 +19,12 @@ import json
 import logging
 import math
 import os
-import subprocess
 
 import pytest
 import torch
 
 from tests.helpers.paths import REPO, SAMPLE
+from tests.helpers.proc import TORCH_EXTENSIONS_DIR, child_env, run
 
 PLUGINS = os.path.join(REPO, "tests", "plugins")
 CONFIGS = os.path.join(REPO, "configs", "deepspeed")
@@ -430,14 +430,7 @@ def test_dynamic_sampling_gives_up_after_max_tries(tiny_qwen25_dir, train6, tmp_
 
 
 def _launch(model_dir, data, out, extra):
-    env = dict(
-        os.environ,
-        PYTHONPATH=os.pathsep.join([PLUGINS, os.environ.get("PYTHONPATH", "")]),
-        OMP_NUM_THREADS="1",
-        TOKENIZERS_PARALLELISM="false",
-        NPROC_PER_NODE="2",
-    )
-    env.setdefault("TORCH_EXTENSIONS_DIR", os.path.join(os.path.expanduser("~"), ".cache", "torch_extensions"))
+    env = child_env(threads=1, NPROC_PER_NODE=2, TORCH_EXTENSIONS_DIR=TORCH_EXTENSIONS_DIR)
     args = [
         "--model_name_or_path",
         model_dir,
@@ -487,10 +480,7 @@ def _launch(model_dir, data, out, extra):
         "4",
         *extra,
     ]
-    proc = subprocess.run(
-        ["bash", "run_scripts/train_grpo.sh", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=600
-    )
-    assert proc.returncode == 0, f"training failed ({' '.join(extra) or 'DDP'}):\n{proc.stderr[-6000:]}"
+    run(["bash", "run_scripts/train_grpo.sh", *args], env=env, tail=6000)
     with open(os.path.join(out, "trainer_state.json")) as f:
         logs = _step_logs(json.load(f)["log_history"])
     with open(os.path.join(out, "vlm_r1_run.json")) as f:

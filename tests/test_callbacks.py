@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 
-from tests.helpers.paths import REPO
+from tests.helpers.proc import run
 
 # A plain trl.GRPOTrainer on the tiny Qwen2.5-VL (no project trainer, so the test does not depend on how grpo_jsonl
 # registers the callback), 2 optimisation steps of 2 micro-batches each (exercises the gradient-accumulation path),
@@ -45,16 +43,7 @@ print("LOGS" + json.dumps(trainer.state.log_history))
 
 
 def test_step_stats_in_log_history(tiny_qwen25_dir, tmp_path):
-    env = dict(os.environ, TOKENIZERS_PARALLELISM="false")
-    proc = subprocess.run(
-        [sys.executable, "-c", SCRIPT, tiny_qwen25_dir, str(tmp_path / "run")],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
+    proc = run([sys.executable, "-c", SCRIPT, tiny_qwen25_dir, tmp_path / "run"])
     line = next(x for x in proc.stdout.splitlines() if x.startswith("LOGS"))
     logs = [h for h in json.loads(line[4:]) if "loss" in h]
     assert [h["step"] for h in logs] == [1, 2]

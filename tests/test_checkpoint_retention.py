@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import logging
 import os
-import subprocess
 
 import pytest
 import torch
 from transformers import Trainer, TrainingArguments
 
 import vlm_r1.preemption as preemption
-from tests.helpers.paths import REPO
+from tests.helpers.proc import child_env, run
 from vlm_r1.preemption import (
     COMPLETE_MARKER,
     PreemptionCallback,
@@ -177,17 +176,13 @@ def test_no_complete_checkpoint_is_said_loudly(tmp_path, caplog):
 def test_tiny_recipe_with_save_total_limit_one(tmp_path, tiny_qwen25_dir):
     """VLMGRPOTrainer itself (2 gloo processes through the recipe launcher): one complete checkpoint at the end."""
     out = tmp_path / "run"
-    env = dict(
-        os.environ,
-        TOKENIZERS_PARALLELISM="false",
-        OMP_NUM_THREADS="1",
+    env = child_env(
+        threads=1,
+        plugins=False,
         OUTPUT_DIR=str(out),
         MAX_STEPS="4",
         SAVE_TOTAL_LIMIT="1",
         TINY_MODEL_DIR=tiny_qwen25_dir,
     )
-    p = subprocess.run(
-        ["bash", "run_scripts/gta1_tiny_cpu.sh"], cwd=REPO, env=env, capture_output=True, text=True, timeout=600
-    )
-    assert p.returncode == 0, p.stderr[-3000:]
+    run(["bash", "run_scripts/gta1_tiny_cpu.sh"], env=env)
     assert _checkpoints(out) == [("checkpoint-4", True)]

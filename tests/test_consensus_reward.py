@@ -216,9 +216,10 @@ def test_torchrun_grpo_with_groups_split_across_two_processes(tiny_qwen25_dir, t
     group 2 is split 2/2 across the processes); the run finishes (no process left waiting in the collective) and logs
     the consensus reward every step."""
     import json
-    import subprocess
 
-    from tests.test_train_pipeline import REPO, _env, _grpo_args
+    from tests.helpers.paths import REPO
+    from tests.helpers.proc import child_env, run
+    from tests.test_train_pipeline import _grpo_args
 
     data = tmp_path / "train.jsonl"
     with open(os.path.join(REPO, "data", "web_sample", "train.jsonl"), encoding="utf-8") as f:
@@ -244,15 +245,7 @@ def test_torchrun_grpo_with_groups_split_across_two_processes(tiny_qwen25_dir, t
             "no",
         ],
     )
-    proc = subprocess.run(
-        ["bash", "run_scripts/train_grpo.sh", *args],
-        cwd=REPO,
-        env={**_env(), "NPROC_PER_NODE": "2"},
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
+    run(["bash", "run_scripts/train_grpo.sh", *args], env=child_env(NPROC_PER_NODE=2))
     with open(os.path.join(out, "vlm_r1_run.json")) as f:
         info = json.load(f)
     assert info["world_size"] == 2 and info["global_completions_per_step"] == 12

@@ -5,9 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
-import os
 import re
-import subprocess
 import sys
 from datetime import datetime
 from types import SimpleNamespace
@@ -15,7 +13,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from tests.helpers.paths import REPO
+from tests.helpers.proc import child_env, run
 from vlm_r1 import debug_log
 from vlm_r1.debug_log import RolloutDebugLog, format_log_path, render_rollouts, reward_role
 from vlm_r1.rewards import BUILTIN_REWARDS, accuracy_reward, format_reward
@@ -259,16 +257,8 @@ def test_grpo_cli_debug_mode_writes_upstream_log(tmp_path, make_image, tiny_qwen
         "--seed",
         "0",
     ]
-    env = {
-        **os.environ,
-        "OMP_NUM_THREADS": "1",
-        "TOKENIZERS_PARALLELISM": "false",
-        "DEBUG_MODE": "true",
-        "LOG_PATH": str(log_path),
-        "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]),
-    }
-    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-4000:]
+    env = child_env(threads=1, pythonpath=[tmp_path], DEBUG_MODE="true", LOG_PATH=log_path)
+    run(cmd, env=env)
 
     blocks = _split_blocks(_read(log_path), "")
     parsed = [_BLOCK.fullmatch(b) for b in blocks]

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 
 import pytest
 
 from tests.helpers.paths import REPO, SAMPLE
+from tests.helpers.proc import TORCH_EXTENSIONS_DIR, child_env, run
 
 pytest.importorskip("deepspeed", reason="DeepSpeed not installed: pip install -e .[deepspeed] (or .[dev])")
 
@@ -29,15 +29,9 @@ LOSS_TOL = dict(rel=1e-5, abs=1e-7)
 WEIGHT_ATOL = 1e-6
 
 
-def _env(nproc: int | None = None) -> dict:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([os.path.join(REPO, "tests", "plugins"), env.get("PYTHONPATH", "")])
-    env["OMP_NUM_THREADS"] = "1"
-    env["TOKENIZERS_PARALLELISM"] = "false"
-    env.setdefault("TORCH_EXTENSIONS_DIR", os.path.join(os.path.expanduser("~"), ".cache", "torch_extensions"))
-    if nproc is not None:
-        env["NPROC_PER_NODE"] = str(nproc)
-    return env
+def _env(**extra) -> dict:
+    """One OpenMP thread per rank; DeepSpeed's JIT ops cached once per machine."""
+    return child_env(threads=1, TORCH_EXTENSIONS_DIR=TORCH_EXTENSIONS_DIR, **extra)
 
 
 @pytest.mark.parametrize("name", ["zero2", "zero3", "zero3_offload"])
@@ -69,10 +63,7 @@ print(json.dumps({{"stage": ds.zero_optimization_stage, "micro": ds.train_micro_
                    "offload_opt": str(ds.zero_config.offload_optimizer.device) if ds.zero_config.offload_optimizer else None,
                    "offload_param": str(ds.zero_config.offload_param.device) if ds.zero_config.offload_param else None}}))
 """
-    proc = subprocess.run(
-        [sys.executable, "-c", script], cwd=REPO, env=_env(), capture_output=True, text=True, timeout=300
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
+    proc = run([sys.executable, "-c", script], env=_env(), timeout=300)
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     assert (got["micro"], got["accum"], got["batch"], got["clip"]) == (8, 2, 16, 1.0)
     assert got["bf16"] is False and got["fp16"] is False
@@ -138,15 +129,7 @@ def _train(model_dir, data, out, extra=()):
         "false",
         *extra,
     ]
-    proc = subprocess.run(
-        ["bash", "run_scripts/train_grpo.sh", *args],
-        cwd=REPO,
-        env=_env(nproc=2),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert proc.returncode == 0, f"training failed ({' '.join(extra) or 'DDP'}):\n{proc.stderr[-6000:]}"
+    run(["bash", "run_scripts/train_grpo.sh", *args], env=_env(NPROC_PER_NODE=2), tail=6000)
     with open(os.path.join(out, "checkpoint-2", "trainer_state.json")) as f:
         history = [h for h in json.load(f)["log_history"] if "loss" in h]
     assert [h["step"] for h in history] == [1, 2]

@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 import torch
 from safetensors.torch import load_file
 
-from tests.helpers.paths import REPO, SAMPLE
+from tests.helpers.paths import SAMPLE
+from tests.helpers.proc import child_env, run_module
 
 pytestmark = pytest.mark.slow  # ~3 minutes on 2 idle cores: two tiny models, 4 trainings, 4 evaluations
 
@@ -68,29 +67,13 @@ FAMILIES = {
 INTERNVL_MAX_TILES = 2
 
 
-def _env(**extra):
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([os.path.join(REPO, "tests", "plugins"), env.get("PYTHONPATH", "")])
-    env["TOKENIZERS_PARALLELISM"] = "false"
-    env.update(extra)
-    return env
-
-
-def _run(args, **env_extra):
-    proc = subprocess.run(
-        [sys.executable, "-m", *args], cwd=REPO, env=_env(**env_extra), capture_output=True, text=True, timeout=600
-    )
-    assert proc.returncode == 0, f"failed ({proc.returncode}): {' '.join(args)}\n{proc.stderr[-4000:]}"
-    return proc
-
-
 @pytest.fixture(scope="module", params=list(FAMILIES))
 def family(request, tmp_path_factory):
     """``(arch, spec, tiny checkpoint dir, workdir)``; the checkpoint is built once per family through the CLI."""
     arch = request.param
     work = tmp_path_factory.mktemp(f"e2e_{arch}")
     out = str(work / "tiny")
-    _run(["gui_grounding.cli", "make-tiny-model", "--arch", arch, "--out", out])
+    run_module(["gui_grounding.cli", "make-tiny-model", "--arch", arch, "--out", out])
     if arch == "internvl":
         path = os.path.join(out, "processor_config.json")
         with open(path) as f:
@@ -170,13 +153,10 @@ def _sft_argv(model, data, out):
 def grpo_run(family, train4):
     arch, _, model, work = family
     out, log = str(work / "grpo"), str(work / "rollouts.txt")
-    proc = subprocess.run(
-        [sys.executable, "-m", "vlm_r1.grpo_jsonl", *_grpo_argv(model, train4, out)],
-        cwd=REPO,
-        env=_env(DEBUG_MODE="true", LOG_PATH=log),
-        capture_output=True,
-        text=True,
-        timeout=600,
+    proc = run_module(
+        ["vlm_r1.grpo_jsonl", *_grpo_argv(model, train4, out)],
+        env=child_env(DEBUG_MODE="true", LOG_PATH=log),
+        check=False,
     )
     return out, log, proc
 
@@ -189,7 +169,7 @@ def _check_grpo_ran(arch, proc):
 def sft_run(family, train4):
     _, _, model, work = family
     out = str(work / "sft")
-    proc = _run(["vlm_r1.sft", *_sft_argv(model, train4, out)])
+    proc = run_module(["vlm_r1.sft", *_sft_argv(model, train4, out)])
     return out, proc
 
 
@@ -235,7 +215,7 @@ def _check_trained(initial, out, spec):
 
 
 def _check_eval(model_dir, out, spec):
-    _run(
+    run_module(
         [
             "gui_grounding.cli",
             "eval",
@@ -349,7 +329,7 @@ def test_prompt_cli_picks_family_adapter(family):
     _, spec, model, _ = family
     # the tiny checkpoint records no training budget, so the pixel budget is the adapter's published one; InternVL's
     # tile bound is given as the runs give it (INTERNVL_MAX_TILES; Qwen3-VL ignores it)
-    proc = _run(
+    proc = run_module(
         [
             "gui_grounding.cli",
             "prompt",

@@ -13,6 +13,7 @@ import warnings
 import pytest
 
 from tests.helpers.paths import REPO, SAMPLE
+from tests.helpers.proc import child_env, run
 
 
 # ---- deprecation warnings ----------------------------------------------------------------------------------------
@@ -180,7 +181,6 @@ def test_grpo_cli_quiet_compact_and_jsonl(tiny_qwen25_dir, tmp_path):
     with open(os.path.join(SAMPLE, "train.jsonl"), encoding="utf-8") as f:
         data.write_text("".join([line for line in f if line.strip()][:4]))
     out = tmp_path / "run"
-    env = dict(os.environ, TOKENIZERS_PARALLELISM="false", OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "2"))
     cmd = [
         sys.executable,
         "-W",
@@ -224,7 +224,7 @@ def test_grpo_cli_quiet_compact_and_jsonl(tiny_qwen25_dir, tmp_path):
         "--seed",
         "0",
     ]
-    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    proc = run(cmd, env=child_env(threads=os.environ.get("OMP_NUM_THREADS", "2")), check=False)
     console = proc.stdout + proc.stderr
     assert proc.returncode == 0, console[-4000:]
     assert "FutureWarning" not in console and "DeprecationWarning" not in console, console[-4000:]

@@ -17,34 +17,31 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 import torch
 from PIL import Image
 
-from tests.helpers.paths import REPO, SAMPLE
+from tests.helpers.paths import SAMPLE
+from tests.helpers.proc import child_env, run_module
 from vlm_r1.geometry import smart_resize
 from vlm_r1.modules import get_vlm_module, load_model, load_processor
 from vlm_r1.modules.qwen3_vl import Qwen3VLModule, interleaved_mrope_section
 
 SCREENSHOT = "images/installing-index__1280x720.png"
 VISION_TOKENS = ["<|image_pad|>", "<|video_pad|>", "<|vision_start|>", "<|vision_end|>"]
-ENV = {**os.environ, "OMP_NUM_THREADS": "2", "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1"}
-
-
-def _run(args: list[str], timeout: int = 300) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, *args], cwd=REPO, env=ENV, capture_output=True, text=True, timeout=timeout)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    return proc
+ENV = child_env(threads=2)
 
 
 @pytest.fixture(scope="module")
 def q3_dir(tmp_path_factory) -> str:
     """The tiny Qwen3-VL checkpoint, written by the CLI (seed 0, defaults: size tiny, 3,136 .. 200,704 pixels)."""
     out = str(tmp_path_factory.mktemp("tiny_qwen3_vl") / "ckpt")
-    _run(["-m", "gui_grounding.cli", "make-tiny-model", "--arch", "qwen3_vl", "--out", out, "--seed", "0"])
+    run_module(
+        ["gui_grounding.cli", "make-tiny-model", "--arch", "qwen3_vl", "--out", out, "--seed", "0"],
+        env=ENV,
+        timeout=300,
+    )
     return out
 
 
@@ -326,9 +323,8 @@ def _reloads(out: str) -> None:
 @pytest.mark.slow  # a CLI subprocess run (~9 s); the default suite keeps the in-process checks
 def test_grpo_rec_three_steps_shared_prompt(q3_dir, rec_file, tmp_path):
     out = str(tmp_path / "grpo")
-    proc = _run(
+    proc = run_module(
         [
-            "-m",
             "vlm_r1.grpo_jsonl",
             "--model_name_or_path",
             q3_dir,
@@ -364,6 +360,7 @@ def test_grpo_rec_three_steps_shared_prompt(q3_dir, rec_file, tmp_path):
             "--shared_prompt",
             "true",
         ],
+        env=ENV,
         timeout=600,
     )
     assert "module=Qwen3VLModule pixel budget:" in proc.stderr  # printed with every value's source
@@ -390,9 +387,8 @@ def test_sft_three_steps(q3_dir, rec_file, tmp_path):
     from safetensors.torch import load_file
 
     out = str(tmp_path / "sft")
-    _run(
+    run_module(
         [
-            "-m",
             "vlm_r1.sft",
             "--model_name_or_path",
             q3_dir,
@@ -420,7 +416,9 @@ def test_sft_three_steps(q3_dir, rec_file, tmp_path):
             "true",
             "--max_pixels",
             "50176",
-        ]
+        ],
+        env=ENV,
+        timeout=300,
     )
     logs = [h for h in json.load(open(os.path.join(out, "trainer_state.json")))["log_history"] if "loss" in h]
     assert [h["step"] for h in logs] == [1, 2, 3] and all(h["loss"] > 0 for h in logs)

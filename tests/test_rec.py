@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.helpers.paths import REPO, SAMPLE
+from tests.helpers.proc import child_env, run
 from vlm_r1 import rewards as vr
 from vlm_r1.geometry import Frame, box_iou, smart_resize
 from vlm_r1.grpo_jsonl import build_rewards
@@ -532,9 +533,7 @@ def test_grpo_cli_rec_two_steps(rec_jsonl, tiny_qwen25_dir, tmp_path):
         "--per_device_eval_batch_size",
         "4",
     ]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
-    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-4000:]
+    proc = run(cmd, env=child_env(threads=1))
     assert "task_type rec: reward 'accuracy' resolves to 'rec_iou'" in proc.stderr
     assert "task_type rec: reward 'format' resolves to 'rec_format'" in proc.stderr
     assert "rec: skipped records: {'unparseable_record': 2, 'needs_one_image': 2" in proc.stderr

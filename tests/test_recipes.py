@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -10,26 +11,18 @@ import time
 import pytest
 
 from tests.helpers.paths import REPO
+from tests.helpers.proc import child_env, run, stop
 from vlm_r1.preemption import COMPLETE_MARKER, PREEMPT_FILE, latest_complete_checkpoint
 
 STEPS = 8  # the preemption request comes after step 2 starts: several steps of headroom before the end
 
 
-def _env(**extra):
-    env = dict(os.environ, TOKENIZERS_PARALLELISM="false", OMP_NUM_THREADS="1")
-    env.update({k: str(v) for k, v in extra.items()})
-    return env
+#: the launchers' environment: one OpenMP thread per rank, the repository (not the test plugins) on PYTHONPATH
+_env = functools.partial(child_env, threads=1, plugins=False)
 
 
 def _dry_run(script, **env):
-    return subprocess.run(
-        ["bash", f"run_scripts/{script}", "--dry-run"],
-        cwd=REPO,
-        env=_env(**env),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run(["bash", f"run_scripts/{script}", "--dry-run"], env=_env(**env), timeout=120, check=False)
 
 
 def test_batch_math_and_dry_run():
@@ -89,15 +82,7 @@ def test_rendezvous_ports_do_not_collide():
     joining a stranger's rendezvous), and a rendezvous id of its own per launch."""
 
     def launch(**env):
-        p = subprocess.run(
-            ["bash", "run_scripts/train_grpo.sh", "--x"],
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            env=_env(DRY_RUN=1, NPROC_PER_NODE=2, **env),
-            timeout=120,
-        )
-        assert p.returncode == 0, p.stderr
+        p = run(["bash", "run_scripts/train_grpo.sh", "--x"], env=_env(DRY_RUN=1, NPROC_PER_NODE=2, **env), timeout=120)
         words = p.stdout.split()
         conf = words[words.index("--rdzv_conf") + 1] if "--rdzv_conf" in words else None
         return words[words.index("--rdzv_endpoint") + 1], words[words.index("--rdzv_id") + 1], conf
@@ -135,7 +120,7 @@ def test_torchrun_restart_gets_a_working_group(tmp_path):
     env = _env(
         NPROC_PER_NODE=2, NNODES=1, MAX_RESTARTS=1, ENTRY="restart_probe", PYTHONPATH=str(tmp_path), SLURM_JOB_ID=""
     )
-    p = _run(["bash", "run_scripts/train_grpo.sh"], env, timeout=300)
+    p = run(["bash", "run_scripts/train_grpo.sh"], env=env, timeout=300, check=False)
     assert p.returncode == 0, p.stderr[-3000:]
     assert "attempt 1 rank 0 done" in p.stdout and "attempt 1 rank 1 done" in p.stdout
 
@@ -158,7 +143,7 @@ def test_taken_rendezvous_port_fails_fast(tmp_path):
             SLURM_JOB_ID="",
         )
         start = time.time()
-        p = _run(["bash", "run_scripts/train_grpo.sh"], env, timeout=300)
+        p = run(["bash", "run_scripts/train_grpo.sh"], env=env, timeout=300, check=False)
     assert p.returncode != 0 and "address already in use" in p.stderr.lower(), p.stderr[-3000:]
     assert "the workers must not start" not in p.stderr
     assert time.time() - start < 120
@@ -180,14 +165,7 @@ def test_impossible_batch_is_refused(env, message):
 
 
 def test_multinode_without_rendezvous_host_is_refused(tmp_path):
-    p = subprocess.run(
-        ["bash", "run_scripts/train_grpo.sh", "--help"],
-        cwd=REPO,
-        env=_env(NNODES=2),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    p = run(["bash", "run_scripts/train_grpo.sh", "--help"], env=_env(NNODES=2), timeout=60, check=False)
     assert p.returncode == 2 and "no rendezvous host" in p.stderr
 
 
@@ -232,29 +210,6 @@ def _max_recorded_step(path):
     return max(steps)
 
 
-def _stop(proc):
-    """Stop a launcher still running: SIGTERM lets torchrun stop its workers (they run in sessions of their own, so
-    killing torchrun alone would leave them running); SIGKILL after a minute."""
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
-def _run(cmd, env, timeout=600):
-    """subprocess.run that never leaves a run behind: on timeout (or any error) the launcher is stopped with
-    :func:`_stop`, and its workers with it."""
-    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    finally:
-        _stop(proc)
-    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
-
-
 def _recipe(out, steps, tiny_dir):
     return ["bash", "run_scripts/gta1_tiny_cpu.sh"], _env(OUTPUT_DIR=out, MAX_STEPS=steps, TINY_MODEL_DIR=tiny_dir)
 
@@ -263,7 +218,7 @@ def test_tiny_recipe_preempt_and_resume(tmp_path, tiny_qwen25_dir):
     # reference: an uninterrupted run
     ref = str(tmp_path / "ref")
     cmd, env = _recipe(ref, STEPS, tiny_qwen25_dir)
-    p = _run(cmd, env)
+    p = run(cmd, env=env, check=False)
     assert p.returncode == 0, p.stderr[-3000:]
     assert {"checkpoint-2", "checkpoint-4"} <= set(os.listdir(ref))
     assert all(os.path.isfile(os.path.join(ref, f"checkpoint-{s}", COMPLETE_MARKER)) for s in (2, 4))
@@ -302,7 +257,7 @@ def test_tiny_recipe_preempt_and_resume(tmp_path, tiny_qwen25_dir):
                 time.sleep(0.1)
             proc.wait(timeout=300)
         finally:
-            _stop(proc)  # never leave a run behind (its workers would load the machine for the next tests)
+            stop(proc)  # never leave a run behind (its workers would load the machine for the next tests)
     err = log.read_text()
     assert requested, "step 2 never started: " + err[-3000:]
     assert proc.returncode == 0, err[-3000:]
@@ -314,7 +269,7 @@ def test_tiny_recipe_preempt_and_resume(tmp_path, tiny_qwen25_dir):
     assert os.path.exists(os.path.join(out, PREEMPT_FILE))  # tells the batch script to requeue
 
     # the requeued job: same command, resumes from the newest complete checkpoint and finishes
-    p = _run(cmd, env)
+    p = run(cmd, env=env, check=False)
     assert p.returncode == 0, p.stderr[-3000:]
     assert f"resuming from {os.path.join(out, f'checkpoint-{stopped}')}" in p.stderr
     assert os.path.exists(os.path.join(out, "model.safetensors")) and not os.path.exists(

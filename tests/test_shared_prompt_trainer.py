@@ -11,23 +11,15 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 
 import pytest
 import torch
 
-from tests.helpers.paths import REPO, SAMPLE
+from tests.helpers.paths import SAMPLE
+from tests.helpers.proc import run as run_process
 from vlm_r1 import shared_prompt as sp
 from vlm_r1.shared_prompt_trainer import GroupedProcessor, split_generation_batch
-
-
-def _env():
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([os.path.join(REPO, "tests", "plugins"), env.get("PYTHONPATH", "")])
-    env.setdefault("OMP_NUM_THREADS", "1")
-    env["TOKENIZERS_PARALLELISM"] = "false"
-    return env
 
 
 @pytest.fixture(scope="module")
@@ -86,8 +78,7 @@ def _train(model_dir, data, out, shared: bool, steps=2, extra=()):
         "true" if shared else "false",
         *extra,
     ]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=_env(), timeout=900)
-    assert proc.returncode == 0, proc.stderr[-4000:]
+    proc = run_process(cmd, timeout=900)
     with open(os.path.join(out, "trainer_state.json"), encoding="utf-8") as f:
         history = [h for h in json.load(f)["log_history"] if "loss" in h]
     with open(os.path.join(out, "vlm_r1_run.json"), encoding="utf-8") as f:

@@ -33,10 +33,12 @@ import time
 
 import pytest
 
+from tests.helpers.paths import REPO
+from tests.helpers.proc import run
+
 pytestmark = pytest.mark.slurm
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SBATCH = os.path.join(ROOT, "run_scripts", "slurm", "gta1.sbatch")
+SBATCH = os.path.join(REPO, "run_scripts", "slurm", "gta1.sbatch")
 RECIPE = os.environ.get("GG_SLURM_RECIPE", "gta1_tiny_cpu.sh")
 STEPS = int(os.environ.get("GG_SLURM_STEPS", "8"))
 SAVE_STEPS = 2
@@ -58,7 +60,7 @@ def slurm_env(request):
             f"no SLURM cluster answers with SLURM_CONF={conf} ({r.stderr.strip()}): start it with "
             "`bash run_scripts/slurm/local_cluster.sh start`"
         )
-    if not os.path.isfile(os.path.join(ROOT, "run_scripts", RECIPE)):
+    if not os.path.isfile(os.path.join(REPO, "run_scripts", RECIPE)):
         pytest.fail(f"run_scripts/{RECIPE} does not exist")
     return env
 
@@ -67,13 +69,6 @@ def slurm_env(request):
 def tiny_dir(tmp_path_factory):
     """Where the recipe builds (case A) and reuses (case B) the tiny model; outside the repository."""
     return str(tmp_path_factory.mktemp("slurm_tiny") / "tiny-qwen2_5_vl")
-
-
-def _run(cmd, env, check=True):
-    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
-    if check and r.returncode != 0:
-        raise AssertionError(f"{' '.join(cmd)} failed ({r.returncode}): {r.stderr.strip()}")
-    return r
 
 
 def _submit(env, out_dir, log, tiny):
@@ -90,14 +85,13 @@ def _submit(env, out_dir, log, tiny):
         f"--export={exports}",
         SBATCH,
     ]
-    r = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0, f"sbatch failed: {r.stderr.strip()}"
+    r = run(cmd, env=env, timeout=60)
     return r.stdout.strip().split(";")[0]
 
 
 def _job(env, job_id) -> dict:
     """`scontrol show job -o` as a dict (JobState, Restarts, ExitCode, ...); {} once the job is forgotten."""
-    r = _run(["scontrol", "show", "job", "-o", job_id], env, check=False)
+    r = run(["scontrol", "show", "job", "-o", job_id], env=env, cwd=None, timeout=60, check=False)
     fields = {}
     for token in r.stdout.split():
         key, sep, value = token.partition("=")
@@ -127,7 +121,7 @@ def _wait(env, job_id, log, done, what, timeout=JOB_TIMEOUT):
                 f"job {job_id} {state} (ExitCode {job.get('ExitCode')}) waiting for {what}; log:\n{_log_tail(log)}"
             )
         if time.time() - t0 > timeout:
-            _run(["scancel", job_id], env, check=False)
+            run(["scancel", job_id], env=env, cwd=None, timeout=60, check=False)
             pytest.fail(f"job {job_id} still {state} after {timeout:.0f}s waiting for {what}; log:\n{_log_tail(log)}")
         time.sleep(1)
 
@@ -202,7 +196,7 @@ def test_b_preempted_job_is_requeued_and_resumes(slurm_env, tiny_dir, tmp_path):
     assert _job(slurm_env, job_id).get("JobState") == "RUNNING", "the job finished before it could be preempted"
     before = _complete_checkpoints(out_dir)
     t_signal = time.time()
-    _run(["scancel", "--signal=USR1", "--batch", job_id], slurm_env)
+    run(["scancel", "--signal=USR1", "--batch", job_id], env=slurm_env, cwd=None, timeout=60)
     job = _wait(slurm_env, job_id, log, lambda j: int(j.get("Restarts", "0") or 0) >= 1, "the requeue", timeout=300)
     t_requeued = time.time()
     job = _wait(slurm_env, job_id, log, lambda j: j.get("JobState") == "COMPLETED", "COMPLETED after the requeue")

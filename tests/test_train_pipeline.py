@@ -4,24 +4,15 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 import torch
 from safetensors.torch import load_file
 
 from tests.helpers.paths import REPO, SAMPLE
+from tests.helpers.proc import child_env, run, run_module
 
 TOY_REWARD = "toy_rewards:completion_length_reward"
-
-
-def _env():
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([os.path.join(REPO, "tests", "plugins"), env.get("PYTHONPATH", "")])
-    env.setdefault("OMP_NUM_THREADS", "1")
-    env["TOKENIZERS_PARALLELISM"] = "false"
-    return env
 
 
 @pytest.fixture(scope="module")
@@ -79,12 +70,6 @@ def _grpo_args(model_dir, data, out, steps, extra=()):
     ]
 
 
-def _run(cmd, **kw):
-    proc = subprocess.run(cmd, cwd=REPO, env=_env(), capture_output=True, text=True, timeout=600, **kw)
-    assert proc.returncode == 0, f"command failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stderr[-4000:]}"
-    return proc
-
-
 def _log_history(checkpoint_dir):
     with open(os.path.join(checkpoint_dir, "trainer_state.json")) as f:
         return [h for h in json.load(f)["log_history"] if "loss" in h]
@@ -121,7 +106,7 @@ def test_grpo_cli_two_steps(tiny_qwen25_dir, train_subset, tmp_path):
         "--per_device_eval_batch_size",
         "8",
     ]
-    proc = _run([sys.executable, "-m", "vlm_r1.grpo_jsonl", *_grpo_args(tiny_qwen25_dir, train_subset, out, 2, extra)])
+    proc = run_module(["vlm_r1.grpo_jsonl", *_grpo_args(tiny_qwen25_dir, train_subset, out, 2, extra)])
     assert "UPSTREAM FLAG: --dataset_name='unused' has NO effect" in proc.stderr
     assert "--reward_method=default has NO effect with task_type gui_grounding" in proc.stderr
     for name in (
@@ -187,16 +172,10 @@ def test_grpo_cli_two_steps(tiny_qwen25_dir, train_subset, tmp_path):
 
 def test_torchrun_two_processes_and_reload(tiny_qwen25_dir, train_subset, tmp_path):
     out = str(tmp_path / "ddp")
-    env_extra = {"NPROC_PER_NODE": "2"}
-    proc = subprocess.run(
+    proc = run(
         ["bash", "run_scripts/train_grpo.sh", *_grpo_args(tiny_qwen25_dir, train_subset, out, 2)],
-        cwd=REPO,
-        env={**_env(), **env_extra},
-        capture_output=True,
-        text=True,
-        timeout=600,
+        env=child_env(NPROC_PER_NODE=2),
     )
-    assert proc.returncode == 0, proc.stderr[-4000:]
     # DDP's find_unused_parameters comes from the model (vision tower frozen: nothing can be unused), so torch's
     # per-step "find_unused_parameters=True was specified ... but did not find any unused parameters" never appears
     assert "DDP find_unused_parameters=False: the vision tower has no trainable parameter" in proc.stderr
@@ -283,10 +262,10 @@ def test_eval_predict_and_rescore(tiny_qwen25_dir, tmp_path):
 
 
 def test_cli_help_lists_subcommands():
-    proc = _run([sys.executable, "-m", "gui_grounding.cli", "--help"])
+    proc = run_module(["gui_grounding.cli", "--help"])
     for sub in ("make-tiny-model", "collect-web", "train", "eval"):
         assert sub in proc.stdout
-    proc = _run([sys.executable, "-m", "vlm_r1.grpo_jsonl", "--help"])
+    proc = run_module(["vlm_r1.grpo_jsonl", "--help"])
     for flag in (
         "--data_file_paths",
         "--image_folders",

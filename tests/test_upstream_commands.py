@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import subprocess
 import sys
 
 import pytest
 
 from tests.helpers.paths import REPO
+from tests.helpers.proc import child_env, run
 
 pytestmark = pytest.mark.slow
 
@@ -51,8 +51,9 @@ def _torchrun(nproc: int, entry: list[str]) -> list[str]:
 def _run(cmd: list[str], tmp_path, name: str) -> subprocess.CompletedProcess:
     log_dir = tmp_path / "runs" / name / "log"
     log_dir.mkdir(parents=True)
-    env = dict(
-        os.environ,
+    env = child_env(  # the repository on PYTHONPATH (not the test plugins), as upstream's users run it
+        threads=1,
+        plugins=False,
         DEBUG_MODE="true",
         LOG_PATH=str(log_dir / "debug_log.2026-11-23-12-00-00.txt"),
         WANDB_MODE="offline",
@@ -60,14 +61,9 @@ def _run(cmd: list[str], tmp_path, name: str) -> subprocess.CompletedProcess:
         WANDB_PROJECT="upstream-commands",
         WANDB_CACHE_DIR=str(tmp_path / "wandb-cache"),
         WANDB_CONFIG_DIR=str(tmp_path / "wandb-config"),
-        OMP_NUM_THREADS="1",
-        TOKENIZERS_PARALLELISM="false",
-        PYTHONPATH=REPO,
     )
     (tmp_path / "wandb").mkdir(exist_ok=True)
-    proc = subprocess.run(cmd, cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=1500)
-    assert proc.returncode == 0, f"{shlex.join(cmd)}\n{proc.stderr[-6000:]}"
-    return proc
+    return run(cmd, env=env, cwd=tmp_path, timeout=1500, tail=6000)
 
 
 def _run_info(out) -> dict:

@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import subprocess
 import sys
 from types import SimpleNamespace
 
 import pytest
 from PIL import Image
 
-from tests.helpers.paths import REPO
+from tests.helpers.proc import child_env, run
 from vlm_r1 import data as vdata
 from vlm_r1.data import RecordError, iter_records, json_text_columns, rows_to_dataset
 from vlm_r1.modules import get_vlm_module, load_processor
@@ -333,15 +331,8 @@ def test_custom_reward_receives_extra_columns_end_to_end(image_dir, tiny_qwen25_
         "--logging_steps",
         "1",
     ]
-    env = {
-        **os.environ,
-        "OMP_NUM_THREADS": "1",
-        "TOKENIZERS_PARALLELISM": "false",
-        "SPY_OUT": spy_out,
-        "PYTHONPATH": os.pathsep.join([str(tmp_path), REPO, os.environ.get("PYTHONPATH", "")]),
-    }
-    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-4000:]
+    env = child_env(threads=1, pythonpath=[tmp_path], SPY_OUT=spy_out)
+    proc = run(cmd, env=env)
     assert "record key 'meta' holds values Arrow cannot keep in one column (dict, str;" in proc.stderr
     with open(spy_out) as f:
         calls = [json.loads(line) for line in f]

@@ -14,12 +14,11 @@ import glob
 import json
 import os
 import struct
-import subprocess
 import sys
 
 import pytest
 
-from tests.helpers.paths import REPO
+from tests.helpers.proc import child_env, run
 
 BLOCK = 32768
 HEADER = 7  # ":W&B" + magic (2) + version (1); each record header is 7 bytes too
@@ -108,23 +107,20 @@ def test_report_to_wandb_offline(tmp_path, make_image, tiny_qwen25_dir):
         "0",
     ]
     home = tmp_path / "home"
-    env = {
-        **os.environ,
-        "OMP_NUM_THREADS": "1",
-        "TOKENIZERS_PARALLELISM": "false",
-        "WANDB_MODE": "offline",
-        "WANDB_DIR": str(tmp_path),
-        "WANDB_PROJECT": "test",
-        "HOME": str(home),
-        "XDG_CACHE_HOME": str(home / ".cache"),
-        "XDG_CONFIG_HOME": str(home / ".config"),
-        "WANDB_CACHE_DIR": str(home / "wandb_cache"),
-        "WANDB_CONFIG_DIR": str(home / "wandb_config"),
-        "WANDB_DATA_DIR": str(home / "wandb_data"),
-    }
-    env.pop("WANDB_API_KEY", None)
-    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-4000:]
+    env = child_env(
+        threads=1,
+        WANDB_MODE="offline",
+        WANDB_DIR=tmp_path,
+        WANDB_PROJECT="test",
+        HOME=home,
+        XDG_CACHE_HOME=home / ".cache",
+        XDG_CONFIG_HOME=home / ".config",
+        WANDB_CACHE_DIR=home / "wandb_cache",
+        WANDB_CONFIG_DIR=home / "wandb_config",
+        WANDB_DATA_DIR=home / "wandb_data",
+        WANDB_API_KEY=None,
+    )
+    run(cmd, env=env)
 
     runs = glob.glob(str(tmp_path / "wandb" / "offline-run-*"))
     assert len(runs) == 1, os.listdir(tmp_path)
