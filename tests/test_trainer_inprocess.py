@@ -1,0 +1,200 @@
+"""The GRPO CLI in this process: ``vlm_r1.grpo_jsonl.main(argv)`` trains the tiny Qwen2.5-VL for 2 steps.
+
+The CLI tests (``tests/test_train_pipeline.py``) run the same entry point in a subprocess; this one calls it directly,
+so a failure shows its real traceback, and the run leaves no global state behind for the next tests: the
+environment, the working directory, the root and library loggers, the warning filters, torch's thread count and the
+random generators are checked and put back as they were (the ``global_state`` fixture).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import random
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+from tests.helpers.paths import SAMPLE
+from tests.helpers.proc import PLUGINS
+
+STEPS = 2
+GENERATIONS = 4
+
+
+class _GlobalState:
+    """What an in-process training run could change for the whole test session, as it was at construction."""
+
+    def __init__(self):
+        import transformers
+
+        self.env, self.cwd = self._env(), os.getcwd()
+        root = logging.getLogger()
+        self.root_handlers, self.root_level = list(root.handlers), root.level
+        self.hf_verbosity = transformers.logging.get_verbosity()
+        self.threads = torch.get_num_threads()
+        self.rng = (random.getstate(), np.random.get_state(), torch.get_rng_state())
+
+    @staticmethod
+    def _env() -> dict:
+        return {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}  # pytest's own, per phase
+
+    def changes(self) -> dict:
+        """What differs now (the random generators are expected to move: they are restored, not compared)."""
+        import transformers
+
+        env = self._env()
+        root = logging.getLogger()
+        now = {
+            "env": {k: env.get(k) for k in set(env) | set(self.env) if env.get(k) != self.env.get(k)},
+            "cwd": os.getcwd() if os.getcwd() != self.cwd else None,
+            "root_handlers": [h for h in root.handlers if h not in self.root_handlers],
+            "root_level": root.level if root.level != self.root_level else None,
+            "transformers_verbosity": (
+                transformers.logging.get_verbosity()
+                if transformers.logging.get_verbosity() != self.hf_verbosity
+                else None
+            ),
+            "torch_threads": torch.get_num_threads() if torch.get_num_threads() != self.threads else None,
+        }
+        return {k: v for k, v in now.items() if v}
+
+    def restore(self) -> None:
+        import transformers
+
+        for key in set(self._env()) - set(self.env):
+            del os.environ[key]
+        os.environ.update(self.env)
+        os.chdir(self.cwd)
+        root = logging.getLogger()
+        root.handlers[:] = self.root_handlers
+        root.setLevel(self.root_level)
+        transformers.logging.set_verbosity(self.hf_verbosity)
+        torch.set_num_threads(self.threads)
+        random.setstate(self.rng[0])
+        np.random.set_state(self.rng[1])
+        torch.set_rng_state(self.rng[2])
+
+
+@pytest.fixture
+def global_state():
+    """The session-wide state before the test; restored afterwards whatever happened (warning filters too: the run
+    adds some, ``vlm_r1.launch.silence_library_deprecations``)."""
+    state = _GlobalState()
+    with warnings.catch_warnings():
+        try:
+            yield state
+        finally:
+            state.restore()
+
+
+def _argv(model_dir: str, data: str, out: str) -> list[str]:
+    return [
+        "--model_name_or_path",
+        model_dir,
+        "--task_type",
+        "gui_grounding",
+        "--data_file_paths",
+        data,
+        "--image_folders",
+        SAMPLE,
+        "--reward_funcs",
+        "click",
+        "toy_rewards:completion_length_reward",
+        "--output_dir",
+        out,
+        "--max_steps",
+        str(STEPS),
+        "--per_device_train_batch_size",
+        str(GENERATIONS),
+        "--num_generations",
+        str(GENERATIONS),
+        "--max_completion_length",
+        "8",
+        "--max_pixels",
+        "100352",
+        "--freeze_vision_modules",
+        "true",
+        "--beta",
+        "0.0",
+        "--learning_rate",
+        "1e-3",
+        "--bf16",
+        "false",
+        "--dtype",
+        "float32",
+        "--logging_steps",
+        "1",
+        "--report_to",
+        "none",
+        "--save_strategy",
+        "steps",
+        "--save_steps",
+        str(STEPS),
+        "--seed",
+        "0",
+        "--disable_tqdm",
+        "true",
+    ]
+
+
+def test_grpo_main_in_process(tiny_qwen25_dir, tmp_path, monkeypatch, global_state):
+    from vlm_r1 import grpo_jsonl
+
+    monkeypatch.syspath_prepend(PLUGINS)  # the toy reward, named as module:function
+    data = tmp_path / "train.jsonl"
+    with open(os.path.join(SAMPLE, "train.jsonl"), encoding="utf-8") as f:
+        data.write_text("".join([line for line in f if line.strip()][:2]), encoding="utf-8")
+    out = tmp_path / "run"
+
+    grpo_jsonl.main(_argv(tiny_qwen25_dir, str(data), str(out)))
+    leaks = global_state.changes()
+
+    # finished: the final model and processor beside the step's checkpoint and the run's records
+    for name in (
+        "model.safetensors",
+        "config.json",
+        "processor_config.json",
+        "trainer_state.json",
+        "vlm_r1_run.json",
+        "logs.jsonl",
+        f"checkpoint-{STEPS}",
+    ):
+        assert (out / name).exists(), name
+    state = json.loads((out / "trainer_state.json").read_text())
+    assert state["global_step"] == state["max_steps"] == STEPS
+    history = [h for h in state["log_history"] if "loss" in h]
+    assert [h["step"] for h in history] == list(range(1, STEPS + 1))
+    for h in history:
+        assert math.isfinite(h["loss"]) and math.isfinite(h["grad_norm"])
+        assert 0.0 <= h["rewards/click_reward/mean"] <= 1.0
+        assert h["rewards/completion_length_reward/mean"] > 0  # every completion has some text
+        assert math.isfinite(h["reward"])
+    # logs.jsonl holds the same per-step logs as trainer_state.json
+    logged = [json.loads(line) for line in (out / "logs.jsonl").read_text().splitlines() if line.strip()]
+    steps = [rec for rec in logged if "loss" in rec]
+    assert [rec["step"] for rec in steps] == [h["step"] for h in history]
+    assert [rec["loss"] for rec in steps] == pytest.approx([h["loss"] for h in history])
+    info = json.loads((out / "vlm_r1_run.json").read_text())
+    assert info["world_size"] == 1 and info["num_train_rows"] == 2 and info["num_generations"] == GENERATIONS
+    assert info["reward_funcs"] == ["click_reward", "completion_length_reward"]
+    # nothing left behind for the next tests (the fixture restores it all the same)
+    assert leaks == {}, leaks
+
+
+def test_global_state_sees_what_a_run_would_leak(global_state, tmp_path):
+    """The check above is not vacuous: a variable, a working directory, a root handler, a thread count are seen."""
+    os.environ["VLM_R1_LEAK_PROBE"] = "1"
+    os.chdir(tmp_path)
+    handler = logging.NullHandler()
+    logging.getLogger().addHandler(handler)
+    torch.set_num_threads(global_state.threads + 1)
+    leaks = global_state.changes()
+    assert leaks["env"] == {"VLM_R1_LEAK_PROBE": "1"} and leaks["cwd"] == os.getcwd()
+    assert leaks["root_handlers"] == [handler] and leaks["torch_threads"] == global_state.threads + 1
+    global_state.restore()
+    assert global_state.changes() == {}
