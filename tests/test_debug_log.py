@@ -271,7 +271,10 @@ def test_grpo_cli_debug_mode_writes_upstream_log(tmp_path, make_image, tiny_qwen
     contents = [m.group(7) for m in parsed[:4]]
     assert [m.group(7) for m in parsed[4:]] == contents  # the same rollouts, in the same order, for every reward
     accuracy = [float(m.group(2)) for m in parsed[:4]]
-    assert accuracy == accuracy_reward(contents, ["<answer> red </answer>"] * 4, ["default"] * 4)
+    expected = accuracy_reward(contents, ["<answer> red </answer>"] * 4, ["default"] * 4)
+    assert accuracy == [
+        float(np.float32(v)) for v in expected
+    ]  # float32 as TRL keeps rewards (partial credit shows it)
     length = [np.float32(m.group(2)) for m in parsed[4:]]
     assert length == [np.float32(len(c) / 7) for c in contents]  # each rollout's own value, float32 as TRL keeps it
 

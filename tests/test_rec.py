@@ -673,8 +673,10 @@ def test_accuracy_bounds_numbers_and_is_total():
 
     d12 = "9" * 12
     assert acc(f"<answer>{d12}.0</answer>", f"<answer> {d12} </answer>") == 1.0  # numeric equality
-    assert acc("<answer>" + "1" * 13 + ".0</answer>", "<answer>" + "1" * 13 + "</answer>") == 0.0  # text, differs
+    # upstream compares numbers with math_verify and float(): no digit bound, the same value scores 1.0
+    assert acc("<answer>" + "1" * 13 + ".0</answer>", "<answer>" + "1" * 13 + "</answer>") == 1.0
     assert acc("<answer>" + "1" * 400 + "</answer>", "<answer>" + "1" * 400 + "</answer>") == 1.0  # same text
-    assert acc("<answer>1e400</answer>", "<answer>1e401</answer>") == 0.0  # inf is not a number: text differs
+    # math_verify says 10^400 != 10^401, then upstream's float() overflows both to inf, and inf == inf (as upstream)
+    assert acc("<answer>1e400</answer>", "<answer>1e401</answer>") == 1.0
     assert acc("<answer>nan</answer>", float("nan")) == 1.0  # the same text
     assert acc("<answer>5</answer>", 10**5000) == 0.0  # str() refuses this int: no crash
