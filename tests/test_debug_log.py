@@ -270,7 +270,7 @@ def test_grpo_cli_debug_mode_writes_upstream_log(tmp_path, make_image, tiny_qwen
         assert m.group(3, 4, 5, 6, 8) == ("11", "default", str([image]), "What colour is it?", "<answer> red </answer>")
     contents = [m.group(7) for m in parsed[:4]]
     assert [m.group(7) for m in parsed[4:]] == contents  # the same rollouts, in the same order, for every reward
-    accuracy = [float(m.group(2)) for m in parsed[:4]]
+    accuracy = [np.float32(m.group(2)) for m in parsed[:4]]
     expected = accuracy_reward(contents, ["<answer> red </answer>"] * 4, ["default"] * 4)
     assert accuracy == [
         float(np.float32(v)) for v in expected
