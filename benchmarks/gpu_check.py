@@ -485,6 +485,12 @@ def build_model(args, device, dtype):
     finally:
         torch.set_default_dtype(previous)
     model.config.use_cache = False
+    if args.freeze_vision:
+        # GTA1's recipe freezes the vision tower (recipes/gta1/7b.yaml freeze_vision_modules: true): no gradients or
+        # saved activations for it; the language model and the merger's output stay trainable as in training
+        for name, p in model.named_parameters():
+            if ".visual." in f".{name}" or name.startswith("visual."):
+                p.requires_grad_(False)
     return model
 
 
@@ -820,6 +826,18 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--device", default=None, help="torch device (default: cuda when available, else cpu)")
     ap.add_argument("--budget-s", type=float, default=270.0, help="wall-clock budget; later parts are skipped")
     ap.add_argument("--seed", type=int, default=0, help="seed of weights and inputs")
+    ap.add_argument(
+        "--freeze-vision",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="freeze the vision tower as GTA1's recipe does (freeze_vision_modules: true) [on]",
+    )
+    ap.add_argument(
+        "--variants",
+        default="naive,shared_dense,shared_split",
+        help="part b's training variants, comma-separated (naive, shared_dense, shared_split)",
+    )
+    ap.add_argument("--no-prefill", action="store_true", help="skip part b's prefill measurement")
     args = ap.parse_args(argv)
     for key, value in SHAPES[args.shape]["defaults"].items():
         if getattr(args, key, None) is None:
@@ -869,6 +887,8 @@ def main(argv=None) -> dict:
             params = sum(p.numel() for p in model.parameters())
             result["model"] = {
                 "parameters": params,
+                "trainable_parameters": sum(p.numel() for p in model.parameters() if p.requires_grad),
+                "vision_frozen": args.freeze_vision,
                 "build_s": round(time.perf_counter() - t, 1),
                 "weights_gib": gib(sum(p.numel() * p.element_size() for p in model.parameters())),
             }
@@ -876,7 +896,7 @@ def main(argv=None) -> dict:
         except Exception as err:  # noqa: BLE001 - recorded
             result["model"] = _failure(err)
             model = None
-        variants = ("naive", "shared_dense", "shared_split")
+        variants = tuple(v.strip() for v in args.variants.split(",") if v.strip())
         if model is not None and "b" in parts:
             result["b"] = {}
             try:
@@ -891,7 +911,7 @@ def main(argv=None) -> dict:
                     height=args.height,
                     max_pixels=GTA1_MAX_PIXELS,
                     variants=variants,
-                    prefill=True,
+                    prefill=not args.no_prefill,
                 )
             except Exception as err:  # noqa: BLE001 - recorded
                 result["b"]["G8"] = _failure(err)
