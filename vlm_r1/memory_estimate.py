@@ -1,0 +1,779 @@
+"""Predicted peak GPU memory per rank of a GRPO run of a Qwen2.5-VL-shaped model, before launch (issue 22).
+
+Model-agnostic maths: a :class:`ModelShape` (the published config numbers), a :class:`RunShape` (world size, ZeRO stage,
+precision, micro-batch, G, tokens) and a :class:`Calibration` (read from ``benchmarks/results/memory_calibration.json``)
+give a :class:`MemoryEstimate`: every part in bytes per rank, for the two phases of a GRPO step that hold the most,
+
+* **training** (the policy forward+backward of one micro-step): parameters, gradients, optimizer states, ZeRO buffers,
+  activations (gradient checkpointing: per-layer hidden states saved + one layer's recompute working set), log-prob
+  head, fixed overhead;
+* **generation** (HF ``generate`` of the whole per-process generation batch, TRL 1.16 ``_generate_single_turn``: one
+  ``generate`` call for ``per_device_train_batch_size x steps_per_generation`` completions): the same resident states,
+  the parameters gathered for generation under ZeRO-3 (TRL ``ds3_gather_for_generation``, default true), the KV cache
+  and the prefill working set (vision tower or one decoder layer, no grad);
+
+and the peak is the larger phase. The GTA1 recipe wiring (recipe YAML, model names, screenshot size) is in
+``gui_grounding/estimate.py``; the launcher's ``--dry-run`` and ``gui-grounding estimate`` print it.
+
+Units: bytes everywhere inside; GiB (2**30 bytes) in the printed table and the JSON ``*_gib`` fields. Token counts are
+language-model tokens; "patches" are 14x14 vision patches (4 per image token: 2x2 spatial merge).
+
+Formulas (``a`` = bytes of the training dtype, 2 for bfloat16; ``h`` hidden, ``L`` layers, ``kv`` = kv_heads x
+head_dim, ``I`` intermediate, ``V`` vocab, ``Psi`` all parameters, ``Psi_t`` trainable ones, ``N`` world size):
+
+* states (DeepSpeed ZeRO, Rajbhandari et al. 2020, arXiv 1910.02054 section 3: mixed-precision Adam keeps 2 bytes of
+  parameters, 2 of gradients and 12 of optimizer states per parameter: fp32 master weights 4 + momentum 4 + variance
+  4): ZeRO-1 shards the 12, ZeRO-2 the 12 and the gradients, ZeRO-3 also the parameters, each by ``N``. fp32 weights
+  need no master copy (the optimizer keeps 8 bytes). Without DeepSpeed (plain DDP, HF ``Trainer``): nothing is
+  sharded, torch ``AdamW`` keeps its two states in the parameters' dtype and DDP's gradient buckets hold a second copy
+  of the gradients (``gradient_as_bucket_view`` false). A frozen vision tower (GTA1: ``freeze_vision_modules``) has
+  parameters only. ZeRO buffers: ZeRO-1/2 ``reduce_bucket_size + allgather_bucket_size`` elements; ZeRO-3
+  ``reduce_bucket_size`` plus the gathered working set, ``min(stage3_max_live_parameters, two decoder layers or the
+  LM head + stage3_prefetch_bucket_size)`` elements; ``"auto"`` values as transformers fills them
+  (``integrations/deepspeed.py``: ``h*h``, ``0.9*h*h``).
+* activations per token of one decoder layer, what autograd saves in the HF Qwen2.5-VL layer (counted, and checked
+  against a CPU measurement of transformers 5.23's layer: ``benchmarks/bench_memory_calibration.py``): two RMSNorms
+  ``2 x (4h fp32 input + a*h output)``, attention ``a*(4h + 3kv)`` (q, k, v outputs, rotated q and k, the attention
+  output and its contiguous copy for o_proj; flash/SDPA attention saves no ``T x T`` scores), MLP ``a*4I`` (gate, up,
+  SiLU(gate), product): ``LAYER = 12h + a*(4h + 3kv + 4I)`` (20h + 6kv + 8I bytes in bf16). With gradient
+  checkpointing (HF: one checkpoint per decoder layer) what stays is each layer's input, ``a*h x (L + 1)``, plus the
+  final norm's fp32 input ``4h``; the backward of one layer recomputes ``LAYER`` and, at the MLP product's backward,
+  holds three more ``I``-wide gradients (of the product, of SiLU(gate) and of up: ``3a*I``; counted, not measured).
+  Without checkpointing every layer keeps ``LAYER``.
+* tokens of one micro-step of ``B`` completions, prompt ``P``, completion ``C``: naive GRPO (every completion row
+  repeats its prompt) ``B x (P + C)``; shared-prompt GRPO (``vlm_r1/shared_prompt.py``: one packed row per group,
+  ``[prompt[:-1] | prompt[-1], c_1 | ... | prompt[-1], c_G]``) ``B/G x (P - 1 + G x (C + 1))``, exactly what
+  :func:`vlm_r1.shared_prompt.token_counts` counts for full-length completions. The vision tower (frozen: no grad, a
+  transient working set ``a*(3h_v + 3I_v)`` per patch) sees ``B`` images naive, ``B/G`` shared.
+* log-probs of the ``B x C`` completion tokens: TRL 1.16's fused LM head (``trl.trainer.utils.add_fused_lm_head``,
+  ``trl/kernels/chunked_logprob.py``: tiles of 4096 tokens x 32768 vocabulary entries, fp32 accumulators; its backward
+  holds the LM head's weight gradient in fp32 and casts it, ``V*h*(4 + a)``) -- ``logits="fused"``, what this project
+  runs; or full logits ``B*C x V`` in the compute dtype plus an fp32 copy for the log-softmax (``a + 4`` bytes per
+  entry) -- ``logits="full"``, what a trainer without the fused head (GTA1's own) materialises.
+* generation: KV cache ``rows x (P + C) x L x 2 x kv x a``; prefill working set: one decoder layer without grad
+  ``a*(2h + 3I) + 4h`` per prefill token (naive: every row's prompt; shared-prompt prefill: each unique prompt once,
+  then the cache repeated G times, ``vlm_r1/modules/qwen.py`` ``shared_prompt_prefill``), or the vision tower's, the
+  larger of the two.
+* timing: the transients of a training micro-step do not coincide (the frozen vision tower runs before the decoder;
+  the LM head's backward runs first, with every checkpoint alive; then each layer is recomputed and differentiated),
+  so the training phase is the resident states + the checkpointed hidden states + the largest of the three
+  transients (layer recompute + backward, LM-head log-probs, vision tower). Gradients are counted whole (an upper
+  bound: without ZeRO-2/3 they fill up during the backward).
+
+Calibration (:class:`Calibration`): ``activation_factor`` multiplies the activation-like parts (activations, log-prob
+head, prefill working set), ``overhead_gib`` is added once (CUDA context, NCCL buffers, allocator fragmentation). The
+JSON file says where its numbers come from; the table prints that label on every estimate.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+GIB = 1024**3
+#: ``benchmarks/results/memory_calibration.json`` of this repository (the estimator's default calibration)
+DEFAULT_CALIBRATION_PATH = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks", "results", "memory_calibration.json"
+)
+#: TRL 1.16 fused LM head tiles (``trl/kernels/chunked_logprob.py`` TOKEN_CHUNK_SIZE; ``trl/trainer/utils.py``
+#: ``_CHUNKED_LOGPROB_CHUNK_SIZE``)
+FUSED_TOKEN_TILE, FUSED_VOCAB_TILE = 4096, 32768
+ZERO_STAGES = (0, 1, 2, 3)
+
+
+# ---- model shapes -----------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ModelShape:
+    """The numbers of a Qwen2.5-VL-style checkpoint that decide its memory (its ``config.json``).
+
+    Language model: ``hidden`` (h), ``layers`` (L), ``heads``, ``kv_heads`` (grouped-query attention),
+    ``intermediate`` (SwiGLU width I), ``vocab`` (V), ``tie_embeddings`` (one matrix for input embeddings and LM head).
+    Vision tower (Qwen2.5-VL ViT): ``vision_depth`` blocks of width ``vision_hidden`` with SwiGLU ``vision_intermediate``,
+    ``patch_size`` x ``patch_size`` patches, ``temporal_patch_size`` frames per patch, ``spatial_merge`` x
+    ``spatial_merge`` patches merged into one LM token by the merger MLP. ``source``: where the numbers are published.
+    """
+
+    name: str
+    hidden: int
+    layers: int
+    heads: int
+    kv_heads: int
+    intermediate: int
+    vocab: int
+    tie_embeddings: bool
+    vision_depth: int = 32
+    vision_hidden: int = 1280
+    vision_intermediate: int = 3420
+    vision_heads: int = 16
+    patch_size: int = 14
+    temporal_patch_size: int = 2
+    spatial_merge: int = 2
+    source: str = ""
+
+    @property
+    def head_dim(self) -> int:
+        return self.hidden // self.heads
+
+    @property
+    def kv_dim(self) -> int:
+        """``kv_heads x head_dim``: the width of the k and v projections (and of one KV-cache entry per layer)."""
+        return self.kv_heads * self.head_dim
+
+    @property
+    def resize_factor(self) -> int:
+        """smart_resize factor in pixels: ``patch_size x spatial_merge`` (28 for Qwen2/2.5-VL)."""
+        return self.patch_size * self.spatial_merge
+
+    def decoder_layer_params(self) -> int:
+        """Parameters of one decoder layer: q (with bias), k, v (with bias), o (no bias), gate/up/down, two norms."""
+        h, kv, inter = self.hidden, self.kv_dim, self.intermediate
+        return (h * h + h) + 2 * (h * kv + kv) + h * h + 3 * h * inter + 2 * h
+
+    def embedding_params(self) -> int:
+        return self.vocab * self.hidden
+
+    def lm_params(self) -> int:
+        """Language-model parameters: input embeddings, decoder layers, final norm, LM head (unless tied)."""
+        head = 0 if self.tie_embeddings else self.vocab * self.hidden
+        return self.embedding_params() + self.layers * self.decoder_layer_params() + self.hidden + head
+
+    def vision_params(self) -> int:
+        """Vision tower parameters: patch embedding (Conv3d, no bias), blocks (qkv and proj with bias, SwiGLU MLP
+        with bias, two RMSNorms), merger (RMSNorm, ``m*vh -> m*vh -> h`` MLP with biases; ``m = spatial_merge**2``)."""
+        vh, vi = self.vision_hidden, self.vision_intermediate
+        patch = 3 * self.temporal_patch_size * self.patch_size**2 * vh
+        block = (vh * 3 * vh + 3 * vh) + (vh * vh + vh) + 2 * (vh * vi + vi) + (vi * vh + vh) + 2 * vh
+        m = self.spatial_merge**2 * vh
+        merger = vh + (m * m + m) + (m * self.hidden + self.hidden)
+        return patch + self.vision_depth * block + merger
+
+    def total_params(self) -> int:
+        return self.lm_params() + self.vision_params()
+
+    def lora_params(self, rank: int) -> int:
+        """LoRA parameters of rank ``rank`` on every decoder linear (q, k, v, o, gate, up, down: upstream VLM-R1's
+        default targets without the LM head): ``rank x (in + out)`` each."""
+        h, kv, inter = self.hidden, self.kv_dim, self.intermediate
+        per_layer = (h + h) + 2 * (h + kv) + (h + h) + 2 * (h + inter) + (inter + h)
+        return self.layers * rank * per_layer
+
+
+def _hf(name: str) -> str:
+    return f"https://huggingface.co/{name}/blob/main/config.json"
+
+
+#: Published Qwen2.5-VL shapes (config.json of each checkpoint on the Hugging Face hub; the vision tower is the same
+#: 32-block, 1280-wide ViT in every size, its merger projecting to the language model's width).
+QWEN2_5_VL_SHAPES: dict[str, ModelShape] = {
+    s.name: s
+    for s in (
+        ModelShape("Qwen2.5-VL-3B", 2048, 36, 16, 2, 11008, 151936, True, source=_hf("Qwen/Qwen2.5-VL-3B-Instruct")),
+        ModelShape("Qwen2.5-VL-7B", 3584, 28, 28, 4, 18944, 152064, False, source=_hf("Qwen/Qwen2.5-VL-7B-Instruct")),
+        ModelShape("Qwen2.5-VL-32B", 5120, 64, 40, 8, 27648, 152064, False, source=_hf("Qwen/Qwen2.5-VL-32B-Instruct")),
+        ModelShape("Qwen2.5-VL-72B", 8192, 80, 64, 8, 29568, 152064, False, source=_hf("Qwen/Qwen2.5-VL-72B-Instruct")),
+    )
+}
+
+
+def shape_from_config(config: Mapping[str, Any], name: str, source: str) -> ModelShape:
+    """A :class:`ModelShape` from a Qwen2/2.5-VL ``config.json`` (text values at the top level or under
+    ``text_config``, vision values under ``vision_config``; ``vision_config.embed_dim`` is Qwen2-VL's name for the
+    width, ``mlp_ratio`` its MLP width).
+
+    Raises:
+        ValueError: a needed value is missing (one line naming it and ``source``).
+    """
+    text = dict(config)
+    text.update(config.get("text_config") or {})
+    vision = dict(config.get("vision_config") or {})
+
+    def need(d: Mapping[str, Any], key: str, *alts: str) -> int:
+        for k in (key, *alts):
+            if d.get(k) is not None:
+                return int(d[k])
+        raise ValueError(f"{source}: config has no {key}")
+
+    heads = need(text, "num_attention_heads")
+    vh = int(vision.get("hidden_size") if "embed_dim" not in vision else vision["embed_dim"]) if vision else 1280
+    vi = vision.get("intermediate_size") or int(vh * float(vision.get("mlp_ratio", 4)))
+    return ModelShape(
+        name=name,
+        hidden=need(text, "hidden_size"),
+        layers=need(text, "num_hidden_layers"),
+        heads=heads,
+        kv_heads=int(text.get("num_key_value_heads") or heads),
+        intermediate=need(text, "intermediate_size"),
+        vocab=need(text, "vocab_size"),
+        tie_embeddings=bool(text.get("tie_word_embeddings", config.get("tie_word_embeddings", False))),
+        vision_depth=int(vision.get("depth", 32)),
+        vision_hidden=vh,
+        vision_intermediate=int(vi),
+        vision_heads=int(vision.get("num_heads", 16)),
+        patch_size=int(vision.get("patch_size", vision.get("spatial_patch_size", 14))),
+        temporal_patch_size=int(vision.get("temporal_patch_size", 2)),
+        spatial_merge=int(vision.get("spatial_merge_size", 2)),
+        source=source,
+    )
+
+
+# ---- calibration ------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Calibration:
+    """The measured correction of the formulas, from ``benchmarks/results/memory_calibration.json``.
+
+    ``activation_factor`` multiplies the activation-like parts; ``overhead_gib`` (CUDA context, NCCL buffers, allocator
+    fragmentation) is added to each phase. ``measured_peak_gib`` / ``predicted_peak_gib``: the measurement the factor
+    comes from and this estimator's uncalibrated prediction for the same shape (``measurement`` describes it);
+    ``source``, ``device``: where and how it was measured; ``is_gpu_measurement``: false for CPU/published figures.
+    ``label`` is printed with every estimate.
+    """
+
+    activation_factor: float = 1.0
+    overhead_gib: float = 0.0
+    label: str = "uncalibrated: formulas only (no calibration file)"
+    source: str = ""
+    device: str = ""
+    is_gpu_measurement: bool = False
+    measured_peak_gib: float | None = None
+    predicted_peak_gib: float | None = None
+    measurement: str = ""
+    path: str | None = None
+
+    def describe(self) -> str:
+        """One line: the label, the factor and overhead, and where they come from."""
+        ratio = ""
+        if self.measured_peak_gib is not None and self.predicted_peak_gib is not None:
+            ratio = f" = measured {self.measured_peak_gib:.3f} / predicted {self.predicted_peak_gib:.3f} GiB"
+        shown = self.path
+        if shown and os.path.isabs(shown):
+            repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+            rel = os.path.relpath(shown, repo)
+            shown = shown if rel.startswith("..") else rel
+        where = f" [{shown}]" if shown else ""
+        return (
+            f"calibration: {self.label}; activation factor {self.activation_factor:.3f}{ratio}; overhead "
+            f"{self.overhead_gib:.2f} GiB; device {self.device or '-'}{where}"
+        )
+
+
+def load_calibration(path: str | None = DEFAULT_CALIBRATION_PATH) -> Calibration:
+    """The :class:`Calibration` in ``path`` (JSON object; see ``benchmarks/results/memory_calibration.json``).
+
+    ``activation_factor`` is the file's, else ``measured_peak_gib / predicted_peak_gib``; ``overhead_gib`` the file's,
+    else 0. ``path=None`` or a missing default file: uncalibrated (factor 1, no overhead, labelled so).
+
+    Raises:
+        ValueError: the file cannot be read, is not an object, or holds a non-positive factor or negative overhead.
+    """
+    if path is None or (path == DEFAULT_CALIBRATION_PATH and not os.path.isfile(path)):
+        return Calibration()
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, ValueError) as err:
+        raise ValueError(f"calibration {path}: cannot read it: {err}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"calibration {path}: must be a JSON object")
+
+    def num(key: str) -> float | None:
+        value = data.get(key)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise ValueError(f"calibration {path}: {key} must be a number, got {value!r}")
+        return float(value)
+
+    measured, predicted = num("measured_peak_gib"), num("predicted_peak_gib")
+    factor = num("activation_factor")
+    if factor is None:
+        factor = measured / predicted if measured and predicted else 1.0
+    overhead = num("overhead_gib") or 0.0
+    if factor <= 0 or overhead < 0:
+        raise ValueError(f"calibration {path}: activation_factor must be > 0 and overhead_gib >= 0")
+    measurement = data.get("measurement", "")
+    return Calibration(
+        activation_factor=factor,
+        overhead_gib=overhead,
+        label=str(data.get("label") or "unlabelled calibration"),
+        source=str(data.get("source", "")),
+        device=str(data.get("device", "")),
+        is_gpu_measurement=bool(data.get("is_gpu_measurement", False)),
+        measured_peak_gib=measured,
+        predicted_peak_gib=predicted,
+        measurement=measurement if isinstance(measurement, str) else json.dumps(measurement),
+        path=path,
+    )
+
+
+# ---- the run --------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ZeroConfig:
+    """The DeepSpeed settings that decide memory. ``stage`` 0 = no DeepSpeed (plain DDP). Bucket sizes in elements
+    (``None``: the config's ``"auto"``, filled as transformers does from the model width)."""
+
+    stage: int = 0
+    offload_optimizer: bool = False
+    offload_params: bool = False
+    reduce_bucket_size: int | None = None
+    allgather_bucket_size: int | None = None
+    prefetch_bucket_size: int | None = None
+    max_live_parameters: int | None = None
+    source: str = "no DeepSpeed"
+
+    @classmethod
+    def from_json(cls, config: Mapping[str, Any], source: str) -> ZeroConfig:
+        """From a DeepSpeed JSON config (``zero_optimization``; DeepSpeed's defaults where a key is absent:
+        ``reduce_bucket_size`` / ``allgather_bucket_size`` 5e8, ``stage3_max_live_parameters`` 1e9,
+        ``stage3_prefetch_bucket_size`` 5e7)."""
+        z = dict(config.get("zero_optimization") or {})
+
+        def size(key: str, default: int) -> int | None:
+            value = z.get(key, default)
+            return None if value == "auto" else int(float(value))
+
+        def offloaded(key: str) -> bool:
+            return str((z.get(key) or {}).get("device", "none")).lower() in ("cpu", "nvme")
+
+        stage = int(z.get("stage", 0))
+        if stage not in ZERO_STAGES:
+            raise ValueError(f"{source}: zero_optimization.stage {stage} is not one of {ZERO_STAGES}")
+        return cls(
+            stage=stage,
+            offload_optimizer=offloaded("offload_optimizer"),
+            offload_params=offloaded("offload_param") and stage == 3,
+            reduce_bucket_size=size("reduce_bucket_size", 500_000_000),
+            allgather_bucket_size=size("allgather_bucket_size", 500_000_000),
+            prefetch_bucket_size=size("stage3_prefetch_bucket_size", 50_000_000),
+            max_live_parameters=size("stage3_max_live_parameters", 1_000_000_000),
+            source=source,
+        )
+
+
+@dataclass(frozen=True)
+class RunShape:
+    """What one rank holds and computes.
+
+    ``world_size``: ranks (GPUs); ``zero``: :class:`ZeroConfig`; ``param_bytes``: bytes per weight of the loaded
+    model (2 for bfloat16/float16, 4 for float32; activations use the same dtype); ``train_vision``: the vision tower
+    is trained (GTA1 freezes it); ``lora_rank``: LoRA adapters instead of full fine-tuning (0: none);
+    ``per_device_batch``: completions per micro-step (``per_device_train_batch_size``); ``num_generations``: G;
+    ``steps_per_generation``: micro-steps one ``generate`` call feeds (TRL default: gradient accumulation steps);
+    ``prompt_tokens``: P (image + text tokens); ``image_tokens``: the image's LM tokens (4 vision patches each);
+    ``completion_tokens``: C (the padded completion width; at most ``max_completion_length``);
+    ``shared_prompt``: shared-prompt GRPO (needs ``per_device_batch`` a multiple of G, else the run is naive);
+    ``gradient_checkpointing``; ``logits``: ``"fused"`` (TRL 1.16) or ``"full"``; ``gather_for_generation``: ZeRO-3
+    gathers every parameter for ``generate`` (TRL ``ds3_gather_for_generation``).
+    """
+
+    world_size: int
+    zero: ZeroConfig
+    per_device_batch: int
+    num_generations: int
+    prompt_tokens: int
+    image_tokens: int
+    completion_tokens: int
+    steps_per_generation: int = 1
+    param_bytes: int = 2
+    train_vision: bool = False
+    lora_rank: int = 0
+    shared_prompt: bool = True
+    gradient_checkpointing: bool = True
+    logits: str = "fused"
+    gather_for_generation: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("world_size", "per_device_batch", "num_generations", "prompt_tokens", "steps_per_generation"):
+            if int(getattr(self, name)) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.image_tokens < 0 or self.completion_tokens < 0 or self.lora_rank < 0:
+            raise ValueError("image_tokens, completion_tokens and lora_rank must be >= 0")
+        if self.param_bytes not in (2, 4):
+            raise ValueError(f"param_bytes must be 2 or 4, got {self.param_bytes}")
+        if self.logits not in ("fused", "full"):
+            raise ValueError(f"logits must be 'fused' or 'full', got {self.logits!r}")
+
+    @property
+    def shares(self) -> bool:
+        """Shared-prompt packing is in effect: asked for, G > 1 and whole groups per micro-step."""
+        return self.shared_prompt and self.num_generations > 1 and self.per_device_batch % self.num_generations == 0
+
+
+def micro_step_tokens(run: RunShape, shared: bool) -> int:
+    """LM tokens of one micro-step: naive ``B x (P + C)``; shared ``B/G x (P - 1 + G x (C + 1))`` (the packed rows of
+    :func:`vlm_r1.shared_prompt.pack_groups` for completions of full width C)."""
+    B, G, P, C = run.per_device_batch, run.num_generations, run.prompt_tokens, run.completion_tokens
+    if not shared:
+        return B * (P + C)
+    return B * (P - 1 + G * (C + 1)) // G  # B/G whole groups when sharing runs; pro rata for a comparison otherwise
+
+
+# ---- the estimate ---------------------------------------------------------------------------------------------------
+@dataclass
+class Part:
+    """One line of the estimate: ``name``, ``bytes`` per rank, ``how`` (the formula with its numbers), ``calibrated``
+    (the activation factor is in ``bytes``)."""
+
+    name: str
+    bytes: float
+    how: str
+    calibrated: bool = False
+
+    @property
+    def gib(self) -> float:
+        return self.bytes / GIB
+
+
+@dataclass
+class MemoryEstimate:
+    """Per-rank memory of the two phases (:data:`phases`: name -> parts), the peak, and the inputs."""
+
+    model: ModelShape
+    run: RunShape
+    calibration: Calibration
+    phases: dict[str, list[Part]]
+    counts: dict[str, int]
+    comparison: dict[str, dict[str, float]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    inputs: list[str] = field(default_factory=list)
+
+    def total(self, phase: str) -> float:
+        """Bytes of ``phase``: the sum of its parts."""
+        return sum(p.bytes for p in self.phases[phase])
+
+    @property
+    def peak_phase(self) -> str:
+        return max(self.phases, key=self.total)
+
+    @property
+    def peak_bytes(self) -> float:
+        return self.total(self.peak_phase)
+
+    @property
+    def peak_gib(self) -> float:
+        return self.peak_bytes / GIB
+
+    def over(self, gpu_memory_gib: float) -> bool:
+        """True when the predicted peak exceeds ``gpu_memory_gib``."""
+        return self.peak_gib > gpu_memory_gib
+
+    def warning(self, gpu_memory_gib: float) -> str | None:
+        """The warning line when the peak exceeds ``gpu_memory_gib``, else None."""
+        if not self.over(gpu_memory_gib):
+            return None
+        largest = max(self.phases[self.peak_phase], key=lambda p: p.bytes)
+        advice = {
+            "parameters gathered for generate": "--ds3_gather_for_generation false (generate then gathers layer by "
+            "layer: slower); more GPUs do not shrink this part",
+            "KV cache": "fewer completions per generate call (ROLLOUTS_PER_DEVICE, or --steps_per_generation 1), a "
+            "smaller pixel budget (MAX_PIXELS) or shorter completions",
+            "prefill working set": "shared-prompt GRPO (--shared_prompt true, per-device batch a multiple of G), fewer "
+            "completions per generate call or a smaller pixel budget (MAX_PIXELS)",
+        }.get(
+            largest.name,
+            "a smaller per-device batch (ROLLOUTS_PER_DEVICE), a smaller pixel budget (MAX_PIXELS), a higher ZeRO "
+            "stage or more GPUs",
+        )
+        return (
+            f"WARNING: predicted peak {self.peak_gib:.1f} GiB per GPU ({self.peak_phase} phase) exceeds the "
+            f"{gpu_memory_gib:g} GiB of GPU memory (--gpu-memory-gib): expect out-of-memory. Largest part: "
+            f"{largest.name} {largest.gib:.1f} GiB; try {advice}"
+        )
+
+    def to_dict(self, gpu_memory_gib: float | None = None) -> dict:
+        """JSON form: every part in GiB with its formula, the totals, the peak, the inputs and the calibration."""
+        out = {
+            "peak_gib": self.peak_gib,
+            "peak_phase": self.peak_phase,
+            "phases": {
+                name: {
+                    "total_gib": self.total(name) / GIB,
+                    "parts": [{"name": p.name, "gib": p.gib, "how": p.how, "calibrated": p.calibrated} for p in parts],
+                }
+                for name, parts in self.phases.items()
+            },
+            "comparison_gib": self.comparison,
+            "counts": self.counts,
+            "model": asdict(self.model),
+            "run": {**asdict(self.run), "zero": asdict(self.run.zero), "shares": self.run.shares},
+            "calibration": asdict(self.calibration),
+            "notes": self.notes,
+            "inputs": self.inputs,
+        }
+        if gpu_memory_gib is not None:
+            out["gpu_memory_gib"] = gpu_memory_gib
+            out["fits"] = not self.over(gpu_memory_gib)
+            out["warning"] = self.warning(gpu_memory_gib)
+        return out
+
+    def table(self, gpu_memory_gib: float | None = None) -> str:
+        """Readable lines: one table per phase (part, GiB, formula), the peak, the naive/shared comparison, the
+        calibration label, and the warning when over ``gpu_memory_gib``."""
+        lines = [f"input: {line}" for line in self.inputs]
+        width = max(len(p.name) for parts in self.phases.values() for p in parts)
+        for name, parts in self.phases.items():
+            lines.append(f"{name} phase (per rank):")
+            for p in parts:
+                mark = " *" if p.calibrated else ""
+                lines.append(f"  {p.name:<{width}} {p.gib:8.2f} GiB{mark:2}  {p.how}")
+            lines.append(f"  {'total':<{width}} {self.total(name) / GIB:8.2f} GiB")
+        lines.append(
+            f"predicted peak per GPU: {self.peak_gib:.2f} GiB ({self.peak_phase} phase)"
+            + (f" of {gpu_memory_gib:g} GiB" if gpu_memory_gib is not None else "")
+        )
+        for phase, c in self.comparison.items():
+            lines.append(
+                f"{phase} activations, naive vs shared-prompt: {c['naive_gib']:.2f} vs {c['shared_gib']:.2f} GiB "
+                f"({c['naive_tokens']:,} vs {c['shared_tokens']:,} tokens)"
+            )
+        lines.append("* activation factor applied. " + self.calibration.describe())
+        lines.extend(f"note: {n}" for n in self.notes)
+        warning = self.warning(gpu_memory_gib) if gpu_memory_gib is not None else None
+        if warning:
+            lines.append(warning)
+        return "\n".join(lines)
+
+
+def layer_activation_bytes(model: ModelShape, a: int) -> int:
+    """Bytes per token autograd saves in one decoder layer: ``12h + a*(4h + 3kv + 4I)`` (module docstring)."""
+    h, kv, inter = model.hidden, model.kv_dim, model.intermediate
+    return 12 * h + a * (4 * h + 3 * kv + 4 * inter)
+
+
+def _vision_patch_bytes(model: ModelShape, a: int) -> int:
+    """Bytes per patch of the vision tower's no-grad working set (one block): ``a*(3h_v + 3I_v)``."""
+    return a * (3 * model.vision_hidden + 3 * model.vision_intermediate)
+
+
+def _prefill_token_bytes(model: ModelShape, a: int) -> int:
+    """Bytes per prefill token of one decoder layer without grad: ``a*(2h + 3I) + 4h`` (residual, norm output, gate,
+    up, SiLU(gate); the fp32 norm input)."""
+    return a * (2 * model.hidden + 3 * model.intermediate) + 4 * model.hidden
+
+
+def _activations(model: ModelShape, run: RunShape, shared: bool) -> tuple[float, float, float, int, int]:
+    """``(saved, working, vision, tokens, patches)`` bytes of one micro-step's training activations (uncalibrated)."""
+    a, h, L = run.param_bytes, model.hidden, model.layers
+    T = micro_step_tokens(run, shared)
+    images = run.per_device_batch / run.num_generations if shared else run.per_device_batch
+    patches = math.ceil(images * run.image_tokens * model.spatial_merge**2)
+    layer = layer_activation_bytes(model, a)
+    backward = 3 * a * model.intermediate
+    if run.gradient_checkpointing:
+        saved = T * (a * h * (L + 1) + 4 * h)
+        working = T * (layer + backward)
+    else:
+        saved = T * (L * layer + a * h + 4 * h)
+        working = T * backward
+    vision = patches * _vision_patch_bytes(model, a)
+    if run.train_vision:  # its activations are kept for backward like the decoder's
+        vlayer = 12 * model.vision_hidden + a * (7 * model.vision_hidden + 4 * model.vision_intermediate)
+        depth = model.vision_depth
+        vsaved = patches * (a * model.vision_hidden * (depth + 1) if run.gradient_checkpointing else depth * vlayer)
+        saved += vsaved
+        vision = patches * (vlayer + 3 * a * model.vision_intermediate)
+    return saved, working, vision, T, patches
+
+
+def estimate(model: ModelShape, run: RunShape, calibration: Calibration | None = None) -> MemoryEstimate:
+    """The per-rank memory of ``run`` on ``model`` (formulas in the module docstring), calibrated by ``calibration``
+    (default: uncalibrated)."""
+    cal = calibration or Calibration()
+    k = cal.activation_factor
+    a, N, z = run.param_bytes, run.world_size, run.zero
+    h = model.hidden
+    lm, vision = model.lm_params(), model.vision_params()
+    lora = model.lora_params(run.lora_rank) if run.lora_rank else 0
+    total = lm + vision + lora
+    trainable = lora if run.lora_rank else lm + (vision if run.train_vision else 0)
+    notes: list[str] = []
+    if run.shared_prompt and not run.shares and run.num_generations > 1:
+        notes.append(
+            f"shared-prompt GRPO asked for, but per-device batch {run.per_device_batch} is not a multiple of "
+            f"G={run.num_generations}: the trainer runs naive (estimated so)"
+        )
+
+    # ---- resident states -----------------------------------------------------------------------------------------
+    stage = z.stage
+    p_shard = N if stage == 3 else 1
+    g_shard = N if stage >= 2 else 1
+    o_shard = N if stage >= 1 else 1
+    params_b = 0.0 if z.offload_params else total * a / p_shard
+    grads_b = trainable * a / g_shard
+    if stage == 0:
+        adam_b, master_b = trainable * 2 * a, 0.0
+        opt_how = f"AdamW m, v in the weights' dtype: {trainable:,} x 2 x {a} B (no DeepSpeed: not sharded)"
+    else:
+        adam_b = 0.0 if z.offload_optimizer else trainable * 8 / o_shard
+        master_b = 0.0 if (z.offload_optimizer or a == 4) else trainable * 4 / o_shard
+        opt_how = f"AdamW m, v fp32: {trainable:,} x 8 B / {o_shard}" + (
+            " (offloaded to CPU)" if z.offload_optimizer else ""
+        )
+    where = {0: "not sharded (DDP)", 1: "ZeRO-1", 2: "ZeRO-2", 3: "ZeRO-3"}[stage]
+    if stage == 0:
+        buf_b = trainable * a
+        buf_how = f"DDP gradient buckets (a copy of the gradients): {trainable:,} x {a} B"
+    elif stage in (1, 2):
+        elems = (z.reduce_bucket_size or h * h) + (z.allgather_bucket_size or h * h)
+        buf_b = elems * a
+        buf_how = f"reduce + allgather buckets: {elems:,} elements x {a} B ({z.source})"
+    else:
+        largest = max(2 * model.decoder_layer_params(), model.embedding_params())
+        live = min(z.max_live_parameters or largest, largest + (z.prefetch_bucket_size or int(0.9 * h * h)))
+        elems = live + (z.reduce_bucket_size or h * h)
+        buf_b = elems * a
+        buf_how = f"gathered layers + prefetch + reduce bucket: {elems:,} elements x {a} B ({z.source})"
+    resident = [
+        Part(
+            "parameters",
+            params_b,
+            f"{total:,} params x {a} B / {p_shard}"
+            + (" (offloaded to CPU)" if z.offload_params else "")
+            + f" ({lm:,} LM + {vision:,} vision{f' + {lora:,} LoRA' if lora else ''}; {where})",
+        ),
+        Part("gradients", grads_b, f"{trainable:,} trainable x {a} B / {g_shard}"),
+        Part("optimizer states", adam_b, opt_how),
+        Part(
+            "master weights (fp32)",
+            master_b,
+            "none: the weights are fp32 or not sharded by DeepSpeed"
+            if master_b == 0 and not z.offload_optimizer
+            else f"{trainable:,} x 4 B / {o_shard}" + (" (offloaded to CPU)" if z.offload_optimizer else ""),
+        ),
+        Part("ZeRO/DDP buffers", buf_b, buf_how),
+    ]
+    overhead = Part(
+        "overhead (fixed)", cal.overhead_gib * GIB, "CUDA context, NCCL, allocator fragmentation (calibration)"
+    )
+
+    # ---- training phase ------------------------------------------------------------------------------------------
+    shares = run.shares
+    saved, working, vis, T, patches = _activations(model, run, shares)
+    scored = run.per_device_batch * run.completion_tokens
+    if run.logits == "full":
+        logits_b = scored * model.vocab * (a + 4)
+        logits_how = f"LM head full logits {scored:,} x {model.vocab:,} x ({a} + 4 fp32) B"
+    else:
+        head_trainable = not run.lora_rank
+        tile = min(scored, FUSED_TOKEN_TILE) * FUSED_VOCAB_TILE * a
+        logits_b = tile + scored * h * 4 + (model.vocab * h * (4 + a) if head_trainable else 0)
+        logits_how = f"LM head fused log-probs (tile {min(scored, FUSED_TOKEN_TILE):,}x{FUSED_VOCAB_TILE:,}" + (
+            f", weight grad {model.vocab:,}x{h:,} x (4 fp32 + {a}) B)" if head_trainable else ")"
+        )
+    ck = "checkpointed hidden states" if run.gradient_checkpointing else "saved activations (every layer)"
+    ck_how = (
+        f"{T:,} tokens x (({model.layers} + 1) x {h:,} x {a} B + 4 x {h:,})"
+        if run.gradient_checkpointing
+        else f"{T:,} tokens x {model.layers} layers x {layer_activation_bytes(model, a):,} B"
+    )
+    if shares:
+        ck_how += f" [shared: {run.per_device_batch // run.num_generations} group(s) x (P-1 + G x (C+1))]"
+    else:
+        ck_how += f" [naive: {run.per_device_batch} rows x (P + C)]"
+    layer_name = "one layer recomputed + backward" if run.gradient_checkpointing else "backward buffers"
+    per_token = (layer_activation_bytes(model, a) if run.gradient_checkpointing else 0) + 3 * a * model.intermediate
+    transients = {"layer": working, "lm_head": logits_b, "vision": vis}
+    largest = max(transients, key=transients.get)
+    transient_how = (
+        f"max({layer_name} {T:,} x {per_token:,} B = {working / GIB:.2f}; {logits_how} = {logits_b / GIB:.2f}; "
+        f"vision tower {patches:,} patches x {_vision_patch_bytes(model, a):,} B = {vis / GIB:.2f}) -> {largest}"
+    )
+    training = resident + [
+        Part(f"activations: {ck}", saved * k, ck_how, True),
+        Part("activations: largest transient", transients[largest] * k, transient_how, True),
+        overhead,
+    ]
+
+    # ---- generation phase ----------------------------------------------------------------------------------------
+    rows = run.per_device_batch * run.steps_per_generation
+    prompts = -(-rows // run.num_generations)
+    P, C = run.prompt_tokens, run.completion_tokens
+    kv = rows * (P + C) * model.layers * 2 * model.kv_dim * a
+    gen_shared = shares  # the trainer shares generation and training alike, or neither
+    prefill_tokens = prompts * P if gen_shared else rows * P
+    images = prompts if gen_shared else rows
+    gen_work_lm = prefill_tokens * _prefill_token_bytes(model, a)
+    gen_work_vis = images * run.image_tokens * model.spatial_merge**2 * _vision_patch_bytes(model, a)
+    generation = list(resident)
+    if stage == 3 and run.gather_for_generation:
+        generation.append(
+            Part("parameters gathered for generate", total * a, f"ZeRO-3 ds3_gather_for_generation: {total:,} x {a} B")
+        )
+    generation += [
+        Part(
+            "KV cache",
+            kv,
+            f"{rows:,} rows x ({P:,} + {C:,}) tokens x {model.layers} layers x 2 x {model.kv_dim} x {a} B",
+        ),
+        Part(
+            "prefill working set",
+            max(gen_work_lm, gen_work_vis) * k,
+            f"max({'shared' if gen_shared else 'naive'} prefill {prefill_tokens:,} tokens x "
+            f"{_prefill_token_bytes(model, a):,} B, vision {images:,} images x {run.image_tokens * 4:,} patches x "
+            f"{_vision_patch_bytes(model, a):,} B)",
+            True,
+        ),
+        overhead,
+    ]
+
+    # ---- naive vs shared -----------------------------------------------------------------------------------------
+    comparison = {}
+    acts = {}
+    for mode, flag in (("naive", False), ("shared", True)):
+        s_, w, v, t, _ = _activations(model, run, flag and run.num_generations > 1)
+        acts[mode] = (s_ + max(w, v, logits_b), t)
+    comparison["training"] = {
+        "naive_gib": acts["naive"][0] * k / GIB,
+        "shared_gib": acts["shared"][0] * k / GIB,
+        "naive_tokens": acts["naive"][1],
+        "shared_tokens": acts["shared"][1],
+    }
+    patches_per_image = run.image_tokens * model.spatial_merge**2
+    prefill = {
+        mode: max(
+            n_rows * P * _prefill_token_bytes(model, a), n_rows * patches_per_image * _vision_patch_bytes(model, a)
+        )
+        for mode, n_rows in (("naive", rows), ("shared", prompts))
+    }
+    comparison["generation prefill"] = {
+        "naive_gib": prefill["naive"] * k / GIB,
+        "shared_gib": prefill["shared"] * k / GIB,
+        "naive_tokens": rows * P,
+        "shared_tokens": prompts * P,
+    }
+    if run.gradient_checkpointing is False:
+        notes.append("gradient checkpointing is off: every layer keeps its activations")
+    counts = {
+        "params_total": total,
+        "params_lm": lm,
+        "params_vision": vision,
+        "params_lora": lora,
+        "params_trainable": trainable,
+        "tokens_per_micro_step": T,
+        "scored_tokens_per_micro_step": scored,
+        "transient_bytes": {name: int(v * k) for name, v in transients.items()},
+        "vision_patches_per_micro_step": patches,
+        "generation_rows": rows,
+        "generation_prompts": prompts,
+    }
+    zero_name = "no DeepSpeed (DDP)" if stage == 0 else f"ZeRO-{stage}"
+    inputs = [
+        f"model {model.name}: {total:,} parameters, {trainable:,} trainable; h={h}, L={model.layers}, "
+        f"kv={model.kv_dim}, I={model.intermediate}, V={model.vocab} ({model.source or 'shape given'})",
+        f"{N} GPU(s), {zero_name} ({z.source}), weights {'bf16/fp16' if a == 2 else 'fp32'}, gradient checkpointing "
+        f"{'on' if run.gradient_checkpointing else 'off'}, {'shared-prompt' if shares else 'naive'} GRPO",
+        f"per-device batch B={run.per_device_batch} completions, G={run.num_generations}, prompt P={run.prompt_tokens:,}"
+        f" tokens ({run.image_tokens:,} image), completion C={run.completion_tokens}, steps_per_generation "
+        f"{run.steps_per_generation}",
+    ]
+    return MemoryEstimate(
+        model, run, cal, {"training": training, "generation": generation}, counts, comparison, notes, inputs
+    )
+
+
+def with_world_size(run: RunShape, world_size: int) -> RunShape:
+    """``run`` on ``world_size`` ranks (everything else the same)."""
+    return replace(run, world_size=world_size)
