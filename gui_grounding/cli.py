@@ -10,6 +10,7 @@
     gui-grounding eval --data data/web_sample/test.jsonl --model runs/demo --out runs/demo/eval
     gui-grounding prompt --adapter gta1 --image-size 1920x1080 --instruction "Click the search box"
     gui-grounding profiles                      (pinned settings of published checkpoints, with sources)
+    gui-grounding estimate --recipe recipes/gta1/7b.yaml --nnodes 1 --nproc-per-node 8   (peak GPU memory per rank)
     gui-grounding compare runs/baseline/eval runs/ours/eval --out runs/compare   (paired, sample by sample)
     gui-grounding eval --profile gta1-7b-2507 --benchmark screenspot-pro --data ScreenSpot-Pro --model ... --out ...
 
@@ -413,6 +414,10 @@ def build_parser() -> argparse.ArgumentParser:
     from gui_grounding.prompt_cli import register_cli as register_prompt
 
     register_prompt(sub)
+
+    from gui_grounding.plan import register_estimate_cli
+
+    register_estimate_cli(sub)
     return parser
 
 

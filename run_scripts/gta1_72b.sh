@@ -4,9 +4,9 @@
 # On SLURM:   RECIPE=gta1_72b.sh sbatch --nodes N run_scripts/slurm/gta1.sbatch
 # Print the resolved launch without running:                      bash run_scripts/gta1_72b.sh --dry-run
 # Every setting is an environment variable of run_scripts/gta1_recipe.sh (MODEL, DATA_CONFIG, OUTPUT_DIR, MAX_STEPS,
-# GLOBAL_PROMPTS, ROLLOUTS_PER_DEVICE, ZERO, MAX_PIXELS, ...); GTA1 settings: recipes/gta1/72b.yaml; extra arguments
-# are passed to python -m gui_grounding.train and override both.
+# GLOBAL_PROMPTS, ROLLOUTS_PER_DEVICE, NUM_GENERATIONS, ZERO, MAX_PIXELS, ...), passed only when set: the recipe
+# values (DeepSpeed config included) live in recipes/gta1/72b.yaml; extra arguments are passed to
+# python -m gui_grounding.train and override both.
 set -euo pipefail
 export RECIPE_YAML="${RECIPE_YAML:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/recipes/gta1/72b.yaml}"
-export ZERO="${ZERO:-3}"
 exec bash "$(dirname "${BASH_SOURCE[0]}")/gta1_recipe.sh" "$@"

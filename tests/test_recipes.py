@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import subprocess
 import time
 
@@ -21,35 +22,82 @@ STEPS = 8  # the preemption request comes after step 2 starts: several steps of 
 _env = functools.partial(child_env, threads=1, plugins=False)
 
 
+#: the launcher's optional variables, unset (a value in the caller's environment would pass a flag)
+_UNSET = dict.fromkeys(
+    ("NUM_GENERATIONS", "ZERO", "DEEPSPEED", "GLOBAL_PROMPTS", "ROLLOUTS_PER_DEVICE", "GPU_MEMORY_GIB", "BETA", "MODEL")
+)
+
+
 def _dry_run(script, **env):
-    return run(["bash", f"run_scripts/{script}", "--dry-run"], env=_env(**env), timeout=120, check=False)
+    return run(["bash", f"run_scripts/{script}", "--dry-run"], env=_env(**{**_UNSET, **env}), timeout=180, check=False)
 
 
-def test_batch_math_and_dry_run():
-    p = _dry_run("gta1_7b.sh", NNODES=4, NPROC_PER_NODE=8, MASTER_ADDR="node001", OUTPUT_DIR="/tmp/x", SLURM_JOB_ID="")
+def _resolved(stderr):
+    """The ``[dry-run] key value`` lines of a dry run (the objective as gui_grounding.train resolves it)."""
+    return {line.split()[1]: line.split(None, 2)[2] for line in stderr.splitlines() if line.startswith("[dry-run]")}
+
+
+def _recipe_with(tmp_path, **values):
+    """A copy of recipes/gta1/7b.yaml with some top-level values replaced (the DeepSpeed path made absolute, as the
+    copy is outside the repository)."""
+    values.setdefault("deepspeed", os.path.join(REPO, "configs", "deepspeed", "zero2.json"))
+    lines = []
+    with open(os.path.join(REPO, "recipes", "gta1", "7b.yaml"), encoding="utf-8") as f:
+        for line in f:
+            key = line.split(":", 1)[0]
+            lines.append(f"{key}: {values.pop(key)}\n" if key in values else line)
+    assert not values, values
+    path = tmp_path / "recipe.yaml"
+    path.write_text("".join(lines))
+    return str(path)
+
+
+def test_recipe_yaml_is_the_source_and_dry_run_prints_batch_maths_and_memory(tmp_path):
+    """With NUM_GENERATIONS (and ZERO, DEEPSPEED) unset the launcher passes no such flag: the recipe YAML's value is
+    what training and the dry run use (a recipe whose G is 4, not the old hard-coded 8). The batch maths (Python,
+    gui_grounding/plan.py) and the memory estimate are printed."""
+    recipe = _recipe_with(tmp_path, num_generations=4)
+    p = _dry_run(
+        "gta1_7b.sh",
+        RECIPE_YAML=recipe,
+        NNODES=4,
+        NPROC_PER_NODE=8,
+        MASTER_ADDR="node001",
+        OUTPUT_DIR="/tmp/x",
+        SLURM_JOB_ID="",
+    )
     assert p.returncode == 0, p.stderr
-    assert "world size 32 = 4 node(s) x 8 process(es)" in p.stderr
-    assert "128 prompts x 8 rollouts = 1024 completions" in p.stderr
-    assert "= 32 processes x 8 completions/micro-step x 4 gradient accumulation steps" in p.stderr
     cmd = p.stdout
+    assert "--num_generations" not in cmd and "--deepspeed" not in cmd, cmd
     for piece in (
         "--nnodes 4",
         "--nproc_per_node 8",
         "--rdzv_endpoint node001:29500",
         "--max_restarts 3",
         "-m gui_grounding.train",
-        "--config " + os.path.join(REPO, "recipes/gta1/7b.yaml"),
+        f"--config {recipe}",
         "--per_device_train_batch_size 8",
-        "--gradient_accumulation_steps 4",
-        "--num_generations 8",
-        "configs/deepspeed/zero2.json",
+        "--gradient_accumulation_steps 2",  # 128 prompts x 4 = 512 completions = 32 GPUs x 8 x 2
     ):
         assert piece in cmd, piece
-    # the resolved objective: GTA1's (recipes/gta1/7b.yaml), not the core's upstream defaults
+    err = p.stderr
+    for line in (
+        f"[plan] num_generations 4 <- --config {recipe}",
+        "[plan] world size 32 = 4 node(s) x 8 process(es) per node",
+        "[plan] completions per optimisation step: 4 node(s) x 8 GPU(s) per node x 8 per-device batch x 2 gradient "
+        "accumulation = 512",
+        "[plan] prompts (groups) per step: 512 completions / 4 num_generations = 128",
+        "[plan] steps: 250 (max_steps) -> 32,000 prompts, 128,000 completions",
+        "[plan] generation: 16 completions (4 prompts) per process per generate call (per-device batch x "
+        "steps_per_generation 2)",
+    ):
+        assert line in err.splitlines(), line
+    # the resolved objective: GTA1's (the recipe), not the core's upstream defaults
+    dry = _resolved(err)
     for key, value in (
         ("loss_type", "grpo"),
         ("beta", "0.0"),
-        ("num_generations", "8"),
+        ("num_generations", "4"),
         ("learning_rate", "1e-06"),
         ("temperature", "1.0"),
         ("top_k", "50"),
@@ -60,19 +108,68 @@ def test_batch_math_and_dry_run():
         ("reward_funcs", "['click']"),
         ("box_rounding", "gta1"),
         ("max_steps", "250"),
-        ("gradient_accumulation_steps", "4"),
+        ("per_device_train_batch_size", "8"),
+        ("gradient_accumulation_steps", "2"),
     ):
-        assert any(
-            line.split()[1:] == [key, value] for line in p.stderr.splitlines() if line.startswith("[dry-run]")
-        ), (key, value)
-    # environment variables and arguments override the YAML
-    q = _dry_run("gta1_7b.sh", NNODES=1, NPROC_PER_NODE=8, BETA="0.04", MAX_PIXELS="1003520")
-    assert q.returncode == 0, q.stderr
-    dry = {line.split()[1]: line.split(None, 2)[2] for line in q.stderr.splitlines() if line.startswith("[dry-run]")}
-    assert (dry["beta"], dry["max_pixels"]) == ("0.04", "1003520")
-    assert "zero3.json" in _dry_run("gta1_72b.sh", NNODES=2, NPROC_PER_NODE=8, MASTER_ADDR="n1").stdout
-    one = _dry_run("gta1_32b.sh", NNODES=1, NPROC_PER_NODE=8, ROLLOUTS_PER_DEVICE=4)
-    assert "= 8 processes x 4 completions/micro-step x 32 gradient accumulation steps" in one.stderr
+        assert dry.get(key) == value, (key, dry.get(key))
+    # the memory estimate: its parts, the peak, the calibration's label
+    memory = [line for line in err.splitlines() if line.startswith("[memory]")]
+    assert any("ZeRO-2 (" in line for line in memory), memory
+    for start in ("[memory]   parameters ", "[memory]   optimizer states ", "[memory]   KV cache "):
+        assert any(line.startswith(start) for line in memory), start
+    assert any(line.startswith("[memory] predicted peak per GPU: ") and "of 80 GiB" in line for line in memory)
+    assert any("calibration: CPU/published figures, not a GPU measurement" in line for line in memory)
+
+
+def test_environment_variables_pass_flags_that_win():
+    """NUM_GENERATIONS=16 passes --num_generations 16, which wins over the YAML's 8, and the batch maths use it;
+    ZERO=3 passes the ZeRO-3 config; BETA and MAX_PIXELS override the YAML too."""
+    p = _dry_run(
+        "gta1_7b.sh",
+        NNODES=1,
+        NPROC_PER_NODE=8,
+        NUM_GENERATIONS=16,
+        ROLLOUTS_PER_DEVICE=16,
+        ZERO=3,
+        BETA="0.04",
+        MAX_PIXELS="1003520",
+    )
+    assert p.returncode == 0, p.stderr
+    for piece in (
+        "--num_generations 16",
+        "--deepspeed " + os.path.join(REPO, "configs/deepspeed/zero3.json"),
+        "--per_device_train_batch_size 16",
+        "--gradient_accumulation_steps 16",  # 128 x 16 = 2048 = 8 GPUs x 16 x 16
+    ):
+        assert piece in p.stdout, piece
+    err = p.stderr.splitlines()
+    assert "[plan] num_generations 16 <- flag --num_generations" in err
+    assert (
+        "[plan] completions per optimisation step: 1 node(s) x 8 GPU(s) per node x 16 per-device batch x 16 gradient "
+        "accumulation = 2,048" in err
+    )
+    assert "[plan] prompts (groups) per step: 2,048 completions / 16 num_generations = 128" in err
+    dry = _resolved(p.stderr)
+    assert (dry["num_generations"], dry["beta"], dry["max_pixels"], dry["gradient_accumulation_steps"]) == (
+        "16",
+        "0.04",
+        "1003520",
+        "16",
+    )
+    assert any(line.startswith("[memory] input: 8 GPU(s), ZeRO-3 (") for line in err)
+
+
+def test_recipe_scripts_force_no_recipe_value():
+    """The size scripts set no ZeRO stage and the launcher no G: the recipe YAMLs hold them."""
+    for size, stage in (("7b", 2), ("32b", 3), ("72b", 3)):
+        with open(os.path.join(REPO, "run_scripts", f"gta1_{size}.sh"), encoding="utf-8") as f:
+            assert "ZERO=" not in f.read(), size
+        with open(os.path.join(REPO, "recipes", "gta1", f"{size}.yaml"), encoding="utf-8") as f:
+            assert f"deepspeed: configs/deepspeed/zero{stage}.json" in f.read(), size
+    with open(os.path.join(REPO, "run_scripts", "gta1_recipe.sh"), encoding="utf-8") as f:
+        launcher = f.read()
+    assert 'add --num_generations "${NUM_GENERATIONS:-}"' in launcher  # only when set
+    assert not re.search(r"(NUM_GENERATIONS|ZERO):-[^}]", launcher)  # no default of its own
 
 
 @pytest.mark.slow  # several launcher subprocesses (~10 s; issue 19 time budget)
@@ -149,19 +246,11 @@ def test_taken_rendezvous_port_fails_fast(tmp_path):
     assert time.time() - start < 120
 
 
-@pytest.mark.parametrize(
-    "env, message",
-    [
-        (
-            dict(NNODES=3, NPROC_PER_NODE=8, MASTER_ADDR="n1"),
-            "cannot be spread evenly over 24 processes. Use GLOBAL_PROMPTS=129",
-        ),
-        (dict(NNODES=1, NPROC_PER_NODE=8, ROLLOUTS_PER_DEVICE=3), "ROLLOUTS_PER_DEVICE=3 does not divide"),
-    ],
-)
-def test_impossible_batch_is_refused(env, message):
-    p = _dry_run("gta1_7b.sh", **env)
-    assert p.returncode == 2 and message in p.stderr
+def test_impossible_batch_is_refused():
+    """The planner's refusal (gui_grounding.plan.derive_batch, both messages tested in test_memory_estimate.py)
+    stops the launcher with status 2."""
+    p = _dry_run("gta1_7b.sh", NNODES=3, NPROC_PER_NODE=8, MASTER_ADDR="n1")
+    assert p.returncode == 2 and "cannot be spread evenly over 24 processes. Use GLOBAL_PROMPTS=129" in p.stderr
 
 
 def test_multinode_without_rendezvous_host_is_refused(tmp_path):
