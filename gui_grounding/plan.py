@@ -172,6 +172,35 @@ def quiet_logging(level: int = logging.ERROR):
         root.setLevel(before)
 
 
+#: what accelerate reads to decide that a process is one rank of several (``accelerate/state.py``,
+#: ``accelerate/utils/environment.py``): ``srun`` sets PMI_*, torchrun RANK/WORLD_SIZE/LOCAL_RANK
+_RANK_VARIABLES = (
+    "RANK",
+    "WORLD_SIZE",
+    "LOCAL_RANK",
+    "LOCAL_WORLD_SIZE",
+    "PMI_RANK",
+    "PMI_SIZE",
+    "MPI_LOCALRANKID",
+    "MPI_LOCALNRANKS",
+    *(f"{mpi}_COMM_WORLD_{x}" for mpi in ("OMPI", "MV2") for x in ("RANK", "SIZE", "LOCAL_RANK", "LOCAL_SIZE")),
+)
+
+
+@contextlib.contextmanager
+def single_process_env():
+    """The rank variables of :data:`_RANK_VARIABLES` removed from ``os.environ`` inside the block (restored after).
+
+    The plan parses the training flags in the launcher's own process, on each node; under ``srun`` (PMI_SIZE = the
+    node count) accelerate would otherwise take that process for one rank of a CPU group and try to form it, which
+    fails without MASTER_ADDR or waits for ranks that never come."""
+    saved = {k: os.environ.pop(k) for k in _RANK_VARIABLES if k in os.environ}
+    try:
+        yield
+    finally:
+        os.environ.update(saved)
+
+
 @dataclass
 class Plan:
     """A resolved launch: ``batch``; ``launcher_args`` (what the launcher adds before the recipe's command line);
@@ -225,7 +254,7 @@ def resolve(
         found = locate(value, recipe) if isinstance(value, str) else value
         if found != value:  # relative to the repository, not to the working directory: pass it absolute
             launcher += ["--deepspeed", os.path.abspath(found)]
-    with quiet_logging():  # the probe's notices would repeat the final parse's (training prints them once)
+    with quiet_logging(), single_process_env():  # the probe's notices would repeat the final parse's
         _, probe, _ = parse_args(_PROBE + launcher + recipe_argv)
     G = int(probe.num_generations)
     prompts = DEFAULT_GLOBAL_PROMPTS if global_prompts is None else int(global_prompts)
@@ -250,7 +279,8 @@ def resolve(
     batch = BatchPlan(nnodes, nproc_per_node, per_device, accum, G, int(probe.max_steps), accum)
     plan = Plan(batch, launcher, argv, recipe, prompts, per_device_in, deepspeed, sources)
     if final:
-        plan.args = parse_args(argv)
+        with single_process_env():
+            plan.args = parse_args(argv)
         tr = plan.args[1]
         plan.batch = BatchPlan(
             nnodes,

@@ -133,6 +133,8 @@ def test_environment_variables_pass_flags_that_win():
         ZERO=3,
         BETA="0.04",
         MAX_PIXELS="1003520",
+        PMI_SIZE=2,  # as srun sets it: the plan's parse in the launcher must not try to form a process group
+        PMI_RANK=0,
     )
     assert p.returncode == 0, p.stderr
     for piece in (
