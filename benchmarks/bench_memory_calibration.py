@@ -94,7 +94,9 @@ def gpu_cross_check(path: str = GPU_CHECK) -> dict | None:
     """The estimator (uncalibrated) against ``benchmarks/gpu_check.py``'s measured peaks on a GPU, where that file
     exists: one forward+backward of the 7B model on one GPU (no optimizer, no DeepSpeed), measured as
     the peak allocated above the weights; predicted as the estimate's gradients + checkpointed hidden states + largest
-    transient for the same inputs (world size 1, no ZeRO). Reported beside the calibration, not used for its factor."""
+    transient for the same inputs (world size 1, no ZeRO); and its generation prefill (G prompts, or one prompt whose
+    cache is repeated G times) against the estimate's KV cache + prefill working set. Reported beside the calibration,
+    not used for its factor."""
     from vlm_r1.memory_estimate import estimate
 
     if not os.path.isfile(path):
@@ -133,6 +135,31 @@ def gpu_cross_check(path: str = GPU_CHECK) -> dict | None:
                         "measured_over_predicted": round(measured / predicted, 3),
                     }
                 )
+        prefill = case.get("prefill") or {}
+        for variant in ("naive", "shared"):
+            measured = (prefill.get(variant) or {}).get("peak_above_start_gib")
+            if measured is None or not inputs:
+                continue
+            run = RunShape(
+                world_size=1,
+                zero=ZeroConfig(),
+                per_device_batch=inputs["G"],
+                num_generations=inputs["G"],
+                prompt_tokens=inputs["prompt_tokens"],
+                image_tokens=inputs["image_tokens"],
+                completion_tokens=0,  # the prefill fills the prompt's cache only
+                shared_prompt=variant == "shared",
+            )
+            parts = {p.name: p.bytes for p in estimate(shape, run).phases["generation"]}
+            predicted = (parts["KV cache"] + parts["prefill working set"]) / GIB
+            cases.append(
+                {
+                    "case": f"{name} prefill {variant}",
+                    "measured_gib": measured,
+                    "predicted_gib": round(predicted, 3),
+                    "measured_over_predicted": round(measured / predicted, 3),
+                }
+            )
     env = check.get("environment") or {}
     return {
         "source": f"{os.path.relpath(path, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))} "
