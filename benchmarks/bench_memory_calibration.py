@@ -1,5 +1,6 @@
 """CPU calibration of the memory estimator (``vlm_r1/memory_estimate.py``): what autograd really saves in a
-Qwen2.5-VL-7B decoder layer, against the estimator's formula; writes ``benchmarks/results/memory_calibration.json``.
+Qwen2.5-VL-7B decoder layer, against the estimator's formula; writes ``benchmarks/results/memory_calibration_cpu.json`` (the CPU check of the per-token formula; the estimator reads
+``memory_calibration.json``, calibrated on a GPU by ``benchmarks/calibrate_memory.py``).
 
 Measured here (CPU, no GPU): the bytes of every tensor autograd saves for backward (``torch.autograd.graph.
 saved_tensors_hooks``, each storage counted once, parameters excluded) in a forward of transformers' own
@@ -30,7 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from vlm_r1.memory_estimate import GIB, QWEN2_5_VL_SHAPES, RunShape, ZeroConfig, layer_activation_bytes  # noqa: E402
 
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "memory_calibration.json")
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "memory_calibration_cpu.json")
 # The GTA1-7B shape the factor is stated for: 1920x1080 -> 1932x1092 under max_pixels 4096*2160 = 2,691 image tokens,
 # + 110 text tokens (benchmarks/cost_model_shared_prompt.py), completions padded to 128, one group of 8 per micro-step.
 GTA1_7B = dict(prompt_tokens=2801, image_tokens=2691, completion_tokens=128, per_device_batch=8, num_generations=8)

@@ -97,3 +97,20 @@ def test_cost_model_flags_and_throughput(tmp_path):
 
 def test_launcher_script_parses():
     subprocess.run(["bash", "-n", os.path.join(REPO, "run_scripts", "gpu_check.sh")], check=True)
+
+
+def test_memory_calibration_reproduces_from_the_committed_gpu_check(tmp_path):
+    import calibrate_memory
+
+    out = tmp_path / "cal.json"
+    got = calibrate_memory.main(
+        [os.path.join(REPO, "benchmarks", "results", "gpu_check_h200_run3.json"), "--out", str(out)]
+    )
+    with open(os.path.join(REPO, "benchmarks", "results", "memory_calibration.json"), encoding="utf-8") as f:
+        committed = json.load(f)
+    assert got["activation_factor"] == committed["activation_factor"] and got["cases"] == committed["cases"]
+    naive = next(c for c in got["cases"] if c["case"] == "b/G8/naive")
+    assert naive["measured_peak_gib"] == naive["predicted_peak_gib"] == 43.2  # the calibration case is met
+    assert {c["case"] for c in got["cases"]} == {
+        f"{p}/{n}/{v}" for p, n in (("b", "G8"), ("c", "G16"), ("c", "4k")) for v in ("naive", "shared_dense")
+    }

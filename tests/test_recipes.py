@@ -118,7 +118,7 @@ def test_recipe_yaml_is_the_source_and_dry_run_prints_batch_maths_and_memory(tmp
     for start in ("[memory]   parameters ", "[memory]   optimizer states ", "[memory]   KV cache "):
         assert any(line.startswith(start) for line in memory), start
     assert any(line.startswith("[memory] predicted peak per GPU: ") and "of 80 GiB" in line for line in memory)
-    assert any("calibration: CPU/published figures, not a GPU measurement" in line for line in memory)
+    assert any("calibration: GPU measurement: NVIDIA H200" in line for line in memory)  # benchmarks/calibrate_memory.py
 
 
 def test_environment_variables_pass_flags_that_win():
