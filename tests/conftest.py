@@ -1,4 +1,7 @@
-"""Shared fixtures: tiny Qwen2.5-VL / Qwen2-VL checkpoints (built offline, once per session) and a PNG factory.
+"""Shared fixtures: tiny Qwen2.5-VL / Qwen2-VL checkpoints (built offline, once per session), a PNG factory, and the
+shared helpers of ``tests/helpers`` as fixtures (``repo`` / ``sample``: paths.REPO / paths.SAMPLE; ``proc``: the
+child-process module, ``proc.child_env(...)`` and ``proc.run(...)``). Plain functions are imported from
+``tests.helpers`` directly (``from tests.helpers.proc import run``); one home each, no per-file copies.
 
 Environment is pinned before anything imports torch or huggingface_hub: at most 2 OpenMP threads (the CI machine has 2
 cores; more threads oversubscribe and slow generation ~50x), no tokenizer thread pool, and the HF hub in offline mode
@@ -41,6 +44,30 @@ def tiny_qwen25_dir(tmp_path_factory) -> str:
 def tiny_qwen2_dir(tmp_path_factory) -> str:
     """Directory of a tiny, randomly initialised Qwen2-VL checkpoint (max_pixels 200704, min_pixels 3136)."""
     return _build_tiny("qwen2_vl", tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def repo() -> str:
+    """The repository root (``tests.helpers.paths.REPO``)."""
+    from tests.helpers.paths import REPO
+
+    return REPO
+
+
+@pytest.fixture(scope="session")
+def sample() -> str:
+    """The committed sample data folder (``tests.helpers.paths.SAMPLE``)."""
+    from tests.helpers.paths import SAMPLE
+
+    return SAMPLE
+
+
+@pytest.fixture(scope="session")
+def proc():
+    """The child-process helpers (``tests/helpers/proc.py``): ``child_env``, ``run``, ``run_module``, ``stop``."""
+    from tests.helpers import proc as module
+
+    return module
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ import logging
 import math
 import os
 import random
+import sys
 import warnings
 
 import numpy as np
@@ -198,3 +199,11 @@ def test_global_state_sees_what_a_run_would_leak(global_state, tmp_path):
     assert leaks["root_handlers"] == [handler] and leaks["torch_threads"] == global_state.threads + 1
     global_state.restore()
     assert global_state.changes() == {}
+
+
+def test_shared_helper_fixtures(repo, sample, proc):
+    from tests.helpers import paths
+
+    assert repo == paths.REPO and sample == paths.SAMPLE and os.path.isdir(sample)
+    out = proc.run([sys.executable, "-c", "import os; print(os.environ['HF_HUB_OFFLINE'])"], env=proc.child_env())
+    assert out.stdout.strip() == "1"
