@@ -147,6 +147,10 @@ def main(argv: list[str] | None = None) -> None:
     dry_run = "--dry_run" in argv or "--dry-run" in argv
     argv = [a for a in argv if a not in ("--dry_run", "--dry-run")]
     setup_logging()
+    if not dry_run:
+        from vlm_r1.preflight import preflight_from_argv
+
+        preflight_from_argv(argv)  # --preflight: before parsing, which creates the process group
     args = parse_args(argv)
     if dry_run:
         resolved = objective(*args)

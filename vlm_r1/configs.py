@@ -4,7 +4,8 @@ Parsed together by ``trl.TrlParser`` (which also reads ``--config file.yaml``):
 
 * :class:`GRPOScriptArguments`: what TRL lacks (data files, image folders, pixel budget, task, prompt mode);
 * :class:`VLMGRPOConfig`: ``trl.GRPOConfig`` (all TRL GRPO and HF TrainingArguments flags) + vision-token banning,
-  loss presets (``--loss_preset``) and DAPO-style dynamic sampling (``--dynamic_sampling``);
+  loss presets (``--loss_preset``), DAPO-style dynamic sampling (``--dynamic_sampling``) and the multi-node
+  preflight (``--preflight``, ``--preflight_timeout``, ``--preflight_min_free_gib``; ``vlm_r1.preflight``);
 * :class:`GRPOModelConfig`: ``trl.ModelConfig`` + ``--freeze_vision_modules``;
 * :class:`UpstreamCompatArguments`: flags upstream VLM-R1 accepted that TRL 1.16 renamed or dropped. Renamed ones are
   mapped with a warning; ones that cannot apply warn loudly. Nothing is silently ignored.
@@ -35,6 +36,8 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from trl import GRPOConfig, ModelConfig
+
+from vlm_r1.preflight import DEFAULT_TIMEOUT_S as DEFAULT_PREFLIGHT_TIMEOUT_S
 
 logger = logging.getLogger(__name__)
 
@@ -427,6 +430,39 @@ class VLMGRPOConfig(GRPOConfig):
         },
     )
 
+    preflight: str = field(
+        default="auto",
+        metadata={
+            "help": "Multi-node preflight before the model loads (vlm_r1/preflight.py): every rank checks the "
+            "rendezvous (MASTER_ADDR resolves, the store at MASTER_ADDR:MASTER_PORT answers, all WORLD_SIZE ranks "
+            "register with the same settings), an all_reduce on the run's backend (nccl on GPU, gloo on CPU; gloo "
+            "also a monitored_barrier) whose sum must be the world size, and the free disk at --output_dir, each "
+            "within --preflight_timeout seconds. A failure stops the run on every rank that can still talk to the "
+            "others with 'PREFLIGHT FAILED: ...' naming the failing rank(s), host(s) and node(s), instead of a "
+            "hang until --ddp_timeout. 'auto' (default): on when WORLD_SIZE > 1; 'on': also in one process (disk "
+            "only); 'off': never. Read from the command line or --config before anything else (the process group "
+            "is created while the arguments are parsed).",
+            "choices": ["auto", "on", "off"],
+        },
+    )
+    preflight_timeout: float = field(
+        default=DEFAULT_PREFLIGHT_TIMEOUT_S,
+        metadata={
+            "help": "Seconds each preflight step may take (rendezvous, process-group init, barrier, all_reduce). "
+            f"Default {DEFAULT_PREFLIGHT_TIMEOUT_S:g}: room for nodes that start or import slowly, far below "
+            "--ddp_timeout's 1800."
+        },
+    )
+    preflight_min_free_gib: float | None = field(
+        default=None,
+        metadata={
+            "help": "Free GiB the preflight requires at --output_dir on every rank (0: no disk requirement). "
+            "Default: an estimate of one checkpoint from the safetensors headers of a local "
+            "--model_name_or_path (weights as stored + 8 bytes/parameter of AdamW moments, + 4 with --deepspeed; "
+            "weights only with --use_peft); none for a hub name."
+        },
+    )
+
     def __post_init__(self):
         from vlm_r1.devices import apply_device_defaults
         from vlm_r1.launch import prefer_activation_checkpointing
@@ -439,6 +475,13 @@ class VLMGRPOConfig(GRPOConfig):
             raise ValueError(f"--loss_preset {self.loss_preset!r}: choose one of none, {', '.join(LOSS_PRESETS)}")
         if self.shared_prompt_attention not in ("auto", "dense", "split"):
             raise ValueError(f"--shared_prompt_attention {self.shared_prompt_attention!r}: choose auto, dense or split")
+        from vlm_r1.preflight import preflight_mode
+
+        self.preflight = preflight_mode(self.preflight)  # YAML reads an unquoted on/off as a boolean
+        if self.preflight not in ("auto", "on", "off"):
+            raise ValueError(f"--preflight {self.preflight!r}: choose auto, on or off")
+        if not self.preflight_timeout > 0:
+            raise ValueError(f"--preflight_timeout must be > 0 seconds, got {self.preflight_timeout}")
         if self.dynamic_sampling_max_tries < 1:
             raise ValueError(f"--dynamic_sampling_max_tries must be >= 1, got {self.dynamic_sampling_max_tries}")
         # The user's own values of the preset fields, kept so the preset can be re-resolved (command line) without

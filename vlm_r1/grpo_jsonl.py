@@ -390,10 +390,17 @@ def write_run_info(output_dir, trainer, script_args, task, vlm_module, processor
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Build everything from the command line and train; saves the final model + processor to ``--output_dir``."""
+    """Build everything from the command line and train; saves the final model + processor to ``--output_dir``.
+
+    With ``--preflight`` on (auto: ``WORLD_SIZE > 1``) the multi-node preflight (``vlm_r1.preflight``) runs first and
+    stops the run, naming the failing rank(s) and host(s), if the ranks cannot rendezvous, all_reduce or store
+    checkpoints."""
     from vlm_r1.launch import setup_logging
+    from vlm_r1.preflight import preflight_from_argv
 
     setup_logging()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    preflight_from_argv(argv)  # --preflight: before parsing, which creates the process group (TrainingArguments)
     train(*parse_args(argv))
 
 
