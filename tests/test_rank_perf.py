@@ -5,8 +5,8 @@ from every rank.
   tokens count, the division, eval generations left out, the metrics store, unwrapping at the end);
 * ``test_falls_back_to_num_input_tokens_seen``: a trainer without ``_generate``;
 * ``test_two_gloo_ranks_gathered``: 2 processes (gloo): every rank gets both ranks' values;
-* ``test_grpo_cli_logs_perf_keys`` (slow): a 2-step tiny GRPO CLI run writes the keys, finite and positive, to
-  ``logs.jsonl`` and TensorBoard.
+* ``test_grpo_cli_logs_perf_keys`` (slow): a 2-step tiny GRPO CLI run on 2 torchrun ranks writes both ranks' keys,
+  finite and positive, to ``logs.jsonl`` and TensorBoard.
 
 The fast tests use ``vlm_r1.perf.RankPerf`` (the callback's logic without transformers, so the spawned ranks start in
 about 2 s).
@@ -161,57 +161,36 @@ def test_two_gloo_ranks_gathered(tmp_path):
 
 @pytest.mark.slow
 def test_grpo_cli_logs_perf_keys(tiny_qwen25_dir, tmp_path):
-    """``python -m vlm_r1.grpo_jsonl`` registers the callback: 2 logged steps, every perf key finite and positive in
-    logs.jsonl and in the TensorBoard events; tokens were counted from TRL's ``_generate`` output (no fallback)."""
+    """``torchrun --nproc_per_node 2 -m vlm_r1.grpo_jsonl`` (gloo): the preflight passes first (auto with 2 ranks),
+    then 2 logged steps where both ranks' perf keys are finite and positive in logs.jsonl and in the TensorBoard
+    events; tokens were counted from TRL's ``_generate`` output (no fallback)."""
     data = tmp_path / "train.jsonl"
     with open(os.path.join(SAMPLE, "train.jsonl"), encoding="utf-8") as f:
         data.write_text("".join([line for line in f if line.strip()][:2]))
     out = tmp_path / "run"
     cmd = [
-        sys.executable,
-        "-m",
-        "vlm_r1.grpo_jsonl",
-        "--config",
-        os.path.join(REPO, "recipes", "gta1", "tiny_cpu.yaml"),
-        "--model_name_or_path",
-        tiny_qwen25_dir,
-        "--data_file_paths",
-        str(data),
-        "--image_folders",
-        SAMPLE,
-        "--output_dir",
-        str(out),
-        "--max_steps",
-        "2",
-        "--per_device_train_batch_size",
-        "8",
-        "--max_completion_length",
-        "4",
-        "--logging_steps",
-        "1",
-        "--report_to",
-        "tensorboard",
-        "--save_strategy",
-        "no",
-        "--resume_from_checkpoint",
-        "false",
-        "--disable_tqdm",
-        "true",
+        *(sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"),
+        *("-m", "vlm_r1.grpo_jsonl", "--config", os.path.join(REPO, "recipes", "gta1", "tiny_cpu.yaml")),
+        *("--model_name_or_path", tiny_qwen25_dir, "--data_file_paths", str(data), "--image_folders", SAMPLE),
+        *("--output_dir", str(out), "--max_steps", "2", "--per_device_train_batch_size", "8"),
+        *("--max_completion_length", "4", "--logging_steps", "1", "--report_to", "tensorboard"),
+        *("--save_strategy", "no", "--resume_from_checkpoint", "false", "--disable_tqdm", "true"),
     ]
-    env = dict(os.environ, TOKENIZERS_PARALLELISM="false", PYTHONPATH=REPO)
-    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    env = dict(os.environ, TOKENIZERS_PARALLELISM="false", PYTHONPATH=REPO, OMP_NUM_THREADS="1")
+    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-4000:]
+    assert "preflight passed: world size 2, backend gloo" in proc.stderr, proc.stderr[-4000:]
     assert "unexpected _generate output" not in proc.stderr
     with open(out / "logs.jsonl") as f:
         train = [r for r in map(json.loads, f) if "loss" in r]
     assert [r["step"] for r in train] == [1, 2]
-    keys = [perf_keys(0)[0], perf_keys(0)[1], PERF_TOTAL_KEY, PERF_MAX_MEM_KEY]
+    keys = [*perf_keys(0)[:2], *perf_keys(1)[:2], PERF_TOTAL_KEY, PERF_MAX_MEM_KEY]
     for record in train:
         for key in keys:
             assert math.isfinite(record[key]) and record[key] > 0, (key, record)
-        assert record[PERF_TOTAL_KEY] == record[perf_keys(0)[0]]  # one rank
-        assert "perf/rank1/tokens_per_s" not in record
-    # TensorBoard got the same scalars
+        rates = record[perf_keys(0)[0]] + record[perf_keys(1)[0]]
+        assert record[PERF_TOTAL_KEY] == pytest.approx(rates)
+        assert "perf/rank2/tokens_per_s" not in record
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     runs = [os.path.join(d, f) for d, _, files in os.walk(out) for f in files if f.startswith("events.out")]
