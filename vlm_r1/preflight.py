@@ -339,6 +339,9 @@ class _Run:
                 f"the rendezvous store at {self.addr}:{self.port} stopped answering while the records were read: the "
                 f"process hosting it (rank 0 without torchrun, torchrun's agent on the first node) exited?"
             )
+        # settings first: a rank with a larger WORLD_SIZE can see "all arrived" set by a rank with a smaller one, and
+        # then misses ranks that never existed; the differing setting is the cause to name
+        self.check_settings()
         missing = [r for r in range(self.world) if r not in self.records]
         if missing:
             raise self.fail(
