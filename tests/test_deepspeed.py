@@ -150,7 +150,7 @@ def ddp_run(tiny_qwen25_dir, ds_train_subset, tmp_path_factory):
     return out, history
 
 
-@pytest.mark.parametrize("stage", ["zero2", "zero3"])
+@pytest.mark.parametrize("stage", ["zero2", pytest.param("zero3", marks=pytest.mark.slow)])  # zero3: ~20 s, slow suite
 def test_zero_matches_ddp(stage, ddp_run, tiny_qwen25_dir, ds_train_subset, tmp_path):
     ddp_out, ddp_history = ddp_run
     out = str(tmp_path / stage)

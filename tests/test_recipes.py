@@ -305,6 +305,7 @@ def _recipe(out, steps, tiny_dir):
     return ["bash", "run_scripts/gta1_tiny_cpu.sh"], _env(OUTPUT_DIR=out, MAX_STEPS=steps, TINY_MODEL_DIR=tiny_dir)
 
 
+@pytest.mark.slow  # ~90 s; the real-SLURM test (run_scripts/test_slurm.sh) preempts and resumes too
 def test_tiny_recipe_preempt_and_resume(tmp_path, tiny_qwen25_dir):
     # reference: an uninterrupted run
     ref = str(tmp_path / "ref")

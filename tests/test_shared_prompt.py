@@ -717,6 +717,7 @@ def _ds_env() -> dict:
     return env
 
 
+@pytest.mark.slow  # ~20 s: two ZeRO-3 processes
 def test_zero3_two_processes(tiny_qwen25_dir, tmp_path):
     """TRL naive vs shared through a DeepSpeed ZeRO-3 engine on 2 gloo ranks with different prompts per rank: logps
     and entropies within 1e-5, every full (gathered) gradient within 1e-5 relative, on both ranks."""

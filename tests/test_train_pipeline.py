@@ -170,6 +170,7 @@ def test_grpo_cli_two_steps(tiny_qwen25_dir, train_subset, tmp_path):
     _check_weights(tiny_qwen25_dir, out)
 
 
+@pytest.mark.slow  # ~23 s: two torchrun processes (the 2-process ZeRO-2 test and the preflight tests stay fast)
 def test_torchrun_two_processes_and_reload(tiny_qwen25_dir, train_subset, tmp_path):
     out = str(tmp_path / "ddp")
     proc = run(

@@ -290,6 +290,7 @@ def spy(completions, **kwargs):
 """
 
 
+@pytest.mark.slow  # ~13 s: a CLI training run
 def test_custom_reward_receives_extra_columns_end_to_end(image_dir, tiny_qwen25_dir, tmp_path):
     records = [
         {"id": "r0", "image": "a.png", "conversations": _conv("<image>What?", "A"), "meta": {"k": 1}, "note": "x"},
