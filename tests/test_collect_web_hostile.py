@@ -236,6 +236,7 @@ BAD_PAGES = {
 }
 
 
+@pytest.mark.slow  # ~14 s: real Chromium pages
 def test_bad_pages_are_counted_and_good_pages_written(tmp_path):
     _require_browser()
     pages = tmp_path / "pages"

@@ -174,6 +174,7 @@ def _parse(line: str) -> dict:
     return fields
 
 
+@pytest.mark.slow  # ~15 s: a CLI training run
 def test_grpo_cli_quiet_compact_and_jsonl(tiny_qwen25_dir, tmp_path):
     """A 2-step GRPO CLI run with FutureWarning/DeprecationWarning as errors: it completes, the console shows one
     compact line per step whose numbers are log_history's, the full dicts are in logs.jsonl and not on the console."""

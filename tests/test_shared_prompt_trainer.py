@@ -171,6 +171,7 @@ def test_dynamic_sampling_keeps_groups_whole(tiny_qwen25_dir, screenshots, tmp_p
             assert len(set(ids)) == 1 and int(ids[0].rsplit(":", 1)[1]) % 2 == 1, ids  # one whole, varied group
 
 
+@pytest.mark.slow  # ~14 s: a CLI training run
 def test_fallback_is_announced_and_recorded(tiny_qwen25_dir, screenshots, tmp_path):
     """Per-device batch not a multiple of G: the run says why at start-up, runs naive, records the reason."""
     history, run, stderr = _train(
