@@ -55,8 +55,11 @@ import time
 import traceback
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if REPO not in sys.path:
-    sys.path.insert(0, REPO)
+for _path in (REPO, os.path.join(REPO, "benchmarks")):
+    if _path not in sys.path:
+        sys.path.insert(0, _path)
+
+from bench_shared_prompt import grpo_loss  # noqa: E402  (one GRPO loss for both benchmarks; imports nothing heavy)
 
 #: GTA1's training budget (recipes/gta1/7b.yaml max_pixels: 4096 * 2160) and the larger one of part c
 GTA1_MAX_PIXELS = 8_847_360
@@ -320,16 +323,6 @@ def build_group(shape: str, width: int, height: int, max_pixels: int, G: int, C:
             "pad_id": ids["pad"],
         },
     }
-
-
-def grpo_loss(logps, advantages, mask, eps: float = 0.2):
-    """GRPO's clipped surrogate on one step (old log-probs = the current ones, detached), token-mean over the mask."""
-    import torch
-
-    ratio = torch.exp(logps - logps.detach())
-    a = advantages[:, None]
-    per_token = -torch.min(ratio * a, torch.clamp(ratio, 1 - eps, 1 + eps) * a)
-    return (per_token * mask).sum() / mask.sum().clamp(min=1)
 
 
 # ---- part a --------------------------------------------------------------------------------------------------------
