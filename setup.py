@@ -62,7 +62,9 @@ setup(
     long_description=open("README.md", encoding="utf-8").read() if __import__("os").path.exists("README.md") else "",
     long_description_content_type="text/markdown",
     python_requires=">=3.10",
-    packages=find_packages(include=["vlm_r1", "vlm_r1.*", "gui_grounding", "gui_grounding.*"]),
+    packages=find_packages(
+        include=["groundwork", "groundwork.*", "vlm_r1", "vlm_r1.*", "gui_grounding", "gui_grounding.*"]
+    ),
     include_package_data=True,
     package_data={"gui_grounding": ["eval/*.html"], "vlm_r1": ["upstream_defaults.json"]},
     install_requires=INSTALL_REQUIRES,
@@ -72,6 +74,6 @@ setup(
         # Task plugins: `--task_type gui_grounding` turns records into prompts + reward columns and declares its own
         # flags (--prompt_mode, --adapter, --box_rounding) and rewards (click, ...) (vlm_r1/tasks.py). Reward-only
         # plugins register under "vlm_r1.rewards".
-        "vlm_r1.tasks": ["gui_grounding = gui_grounding.task:GUIGroundingTask"],
+        "vlm_r1.tasks": ["gui_grounding = gui_grounding.training.task:GUIGroundingTask"],
     },
 )

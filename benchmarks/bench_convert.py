@@ -12,7 +12,7 @@ missing image, 1% have a box sticking a little out of the image (clipped) and 1%
 in a fresh Python process (``convert(..., workers=N, verify_images=MODE)``, streaming with ijson), ``--repeats``
 times, side by side; the report gives the median
 records/s, the peak resident memory of that process (``VmHWM``) and its peak after imports
-(transformers, pulled in by ``gui_grounding.frames``, is most of it), so the converter's own share is visible.
+(transformers, pulled in by ``gui_grounding.models.frames``, is most of it), so the converter's own share is visible.
 Besides records/s of wall-clock time it reports records per CPU-second of the converting process (user + system),
 which does not move when other jobs share the cores.
 """

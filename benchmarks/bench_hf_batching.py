@@ -24,7 +24,7 @@ import time
 
 def pick_samples(data: str, n: int) -> list:
     """``n`` samples of ``data``, round-robin over its distinct screenshots (file order within each)."""
-    from gui_grounding.schema import load_samples
+    from gui_grounding.data.schema import load_samples
 
     samples, _ = load_samples([data])
     by_image: dict[str, list] = {}

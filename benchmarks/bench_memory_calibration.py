@@ -1,4 +1,4 @@
-"""CPU calibration of the memory estimator (``vlm_r1/memory_estimate.py``): what autograd really saves in a
+"""CPU calibration of the memory estimator (``gui_grounding/ops/memory.py``): what autograd really saves in a
 Qwen2.5-VL-7B decoder layer, against the estimator's formula; writes ``benchmarks/results/memory_calibration_cpu.json`` (the CPU check of the per-token formula; the estimator reads
 ``memory_calibration.json``, calibrated on a GPU by ``benchmarks/calibrate_memory.py``).
 
@@ -29,7 +29,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from vlm_r1.memory_estimate import GIB, QWEN2_5_VL_SHAPES, RunShape, ZeroConfig, layer_activation_bytes  # noqa: E402
+from gui_grounding.ops.memory import GIB, QWEN2_5_VL_SHAPES, RunShape, ZeroConfig, layer_activation_bytes  # noqa: E402
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "memory_calibration_cpu.json")
 # The GTA1-7B shape the factor is stated for: 1920x1080 -> 1932x1092 under max_pixels 4096*2160 = 2,691 image tokens,
@@ -98,7 +98,7 @@ def gpu_cross_check(path: str = GPU_CHECK) -> dict | None:
     transient for the same inputs (world size 1, no ZeRO); and its generation prefill (G prompts, or one prompt whose
     cache is repeated G times) against the estimate's KV cache + prefill working set. Reported beside the calibration,
     not used for its factor."""
-    from vlm_r1.memory_estimate import estimate
+    from gui_grounding.ops.memory import estimate
 
     if not os.path.isfile(path):
         return None
@@ -193,7 +193,7 @@ def main(argv=None) -> dict:
     h, L = shape.hidden, shape.layers
     predicted_layer = layer_activation_bytes(shape, 2)
     run = RunShape(world_size=8, zero=ZeroConfig(), **GTA1_7B)
-    from vlm_r1.memory_estimate import micro_step_tokens
+    from gui_grounding.ops.memory import micro_step_tokens
 
     tokens = micro_step_tokens(run, shared=True)
     measured = tokens * (L * per[True]["per_layer_per_token"] + per[True]["constant_per_token"])

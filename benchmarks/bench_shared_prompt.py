@@ -134,7 +134,7 @@ def image_size_for_tokens(tokens: int) -> tuple[int, int]:
 
 
 def prompt_text(processor, width: int, height: int) -> str:
-    from gui_grounding.prompts import build_messages
+    from gui_grounding.models.prompts import build_messages
 
     messages = build_messages(INSTRUCTION, height, width, image_block=True)
     return processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)

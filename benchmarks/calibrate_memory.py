@@ -1,4 +1,4 @@
-"""Calibrate the memory estimator (``vlm_r1.memory_estimate``) against a GPU check (``benchmarks/gpu_check.py``).
+"""Calibrate the memory estimator (``gui_grounding.ops.memory``) against a GPU check (``benchmarks/gpu_check.py``).
 
     python benchmarks/calibrate_memory.py benchmarks/results/gpu_check_h200_run3.json   # writes memory_calibration.json
 
@@ -26,7 +26,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
-from vlm_r1 import memory_estimate as me  # noqa: E402
+from gui_grounding.ops import memory as me  # noqa: E402
 
 OUT = os.path.join(REPO, "benchmarks", "results", "memory_calibration.json")
 CALIBRATION_CASE = ("b", "G8", "naive")

@@ -2,7 +2,7 @@
 
 Token counts are what the trainer's ``shared_prompt/*`` metrics count (``vlm_r1.shared_prompt.token_counts``), taken
 for the recipe's screenshots: image tokens from the processor's smart_resize at GTA1's pixel budget
-(``vlm_r1.geometry.smart_resize``, factor 28, 3136..8847360 pixels), plus ``--text-tokens`` of system prompt,
+(``groundwork.geometry.smart_resize``, factor 28, 3136..8847360 pixels), plus ``--text-tokens`` of system prompt,
 instruction and chat template. FLOPs per step count the language model (2N per token forward, 6N forward+backward,
 plus the attention score/value products, 2*layers*d*L^2 forward per sequence), the frozen vision tower (2*Nv per
 patch, forward only: GTA1 freezes it) and decoding (2N per generated token). Every assumption is a flag and is printed.
@@ -31,7 +31,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from vlm_r1.geometry import smart_resize  # noqa: E402
+from groundwork.geometry import smart_resize  # noqa: E402
 
 H100_BF16_DENSE = 989e12  # FLOP/s, NVIDIA H100 SXM datasheet (dense bf16)
 

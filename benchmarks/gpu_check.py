@@ -9,7 +9,7 @@
 hidden 3584, 28 layers, 28 heads, 4 key/value heads, MLP 18944, vocabulary 152064, M-RoPE sections 16/24/24; vision
 tower 32 blocks of width 1280, MLP 3420, 16 heads, patch 14, spatial merge 2, window 112, full attention in blocks
 7/15/23/31). Inputs are synthetic but shaped as the real ones: a screenshot of ``--width`` x ``--height`` pixels resized
-by smart_resize at the pixel budget (``vlm_r1.geometry.smart_resize``, factor 28), one image token per 28 x 28
+by smart_resize at the pixel budget (``groundwork.geometry.smart_resize``, factor 28), one image token per 28 x 28
 pixels, GTA1-sized text around it, and G completions of ``C/2..C`` random tokens (one exactly C), right-padded as TRL
 lays them out.
 
@@ -255,7 +255,7 @@ def model_config(shape: str):
 
 def image_grid(width: int, height: int, max_pixels: int) -> tuple[int, int, int]:
     """(1, grid_h, grid_w) of a ``width`` x ``height`` screenshot after smart_resize (patches of 14 pixels)."""
-    from vlm_r1.geometry import smart_resize
+    from groundwork.geometry import smart_resize
 
     h, w = smart_resize(height, width, factor=FACTOR, min_pixels=MIN_PIXELS, max_pixels=max_pixels)
     return 1, h // 14, w // 14

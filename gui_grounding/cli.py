@@ -35,9 +35,9 @@ def _make_tiny_model(args: argparse.Namespace) -> None:
 
 
 def _eval(args: argparse.Namespace) -> None:
+    from groundwork.outputs import OutputError
+    from gui_grounding.data.schema import SampleError
     from gui_grounding.eval import EvalInputError, run_eval
-    from gui_grounding.schema import SampleError
-    from vlm_r1.outputs import OutputError
 
     if args.min_pixels is not None and args.max_pixels is not None and args.min_pixels > args.max_pixels:
         raise SystemExit(
@@ -87,9 +87,9 @@ def _eval(args: argparse.Namespace) -> None:
 
 def _add_tts_flags(p: argparse.ArgumentParser) -> None:
     """``--tts`` and its settings (``gui_grounding.eval.tts``)."""
-    from gui_grounding.consensus import DEFAULT_REGION, MAX_SAMPLES
+    from groundwork.argtypes import integer, number, with_range
     from gui_grounding.eval.tts import DEFAULT_SAMPLES, DEFAULT_TEMPERATURE, DEFAULT_ZOOM, TTS_MODES
-    from vlm_r1.argtypes import integer, number, with_range
+    from gui_grounding.models.consensus import DEFAULT_REGION, MAX_SAMPLES
 
     g = p.add_argument_group("test-time grounding (greedy and the mode side by side in one run)")
     g.add_argument(
@@ -165,7 +165,7 @@ class _NamesOrSpecs(list):
 def _profiles(args: argparse.Namespace) -> None:
     import json
 
-    from gui_grounding.profiles import PROFILES, get_profile, profile_dict, profiles_table
+    from gui_grounding.models.profiles import PROFILES, get_profile, profile_dict, profiles_table
 
     if args.json:
         names = [args.name] if args.name else list(PROFILES)
@@ -216,15 +216,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-pixels", type=int, default=200_704, help="image processor max_pixels (smart_resize bound)")
     p.set_defaults(func=_make_tiny_model)
 
-    from gui_grounding.synthetic import register_cli as register_synthetic
+    from gui_grounding.data.synthetic import register_cli as register_synthetic
 
     register_synthetic(sub)
 
-    from gui_grounding.toy import register_cli as register_toy
+    from gui_grounding.ops.toy import register_cli as register_toy
 
     register_toy(sub)
 
-    from gui_grounding.collect.web import register_cli
+    from gui_grounding.data.collect.web import register_cli
 
     register_cli(sub)
 
@@ -241,10 +241,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=None)
 
-    from gui_grounding.adapters import ADAPTERS
+    from groundwork.argtypes import integer, with_range
     from gui_grounding.eval.backends import REGISTRY as BACKEND_REGISTRY
     from gui_grounding.eval.benchmarks import BENCHMARKS
-    from vlm_r1.argtypes import integer, with_range
+    from gui_grounding.models.adapters import ADAPTERS
 
     layouts = "\n\n".join(f"{name}:\n{getattr(cls, 'layout_help', '')}" for name, cls in BENCHMARKS.items())
     p = sub.add_parser(
@@ -297,7 +297,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--batch-size", type=positive, default=8, help=with_range("hf backend: prompts per generate call", positive)
     )
-    from gui_grounding.profiles import PROFILES
+    from gui_grounding.models.profiles import PROFILES
 
     p.add_argument(
         "--profile",
@@ -411,11 +411,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     register_compare(sub)
 
-    from gui_grounding.prompt_cli import register_cli as register_prompt
+    from gui_grounding.ops.prompt import register_cli as register_prompt
 
     register_prompt(sub)
 
-    from gui_grounding.plan import register_estimate_cli
+    from gui_grounding.ops.plan import register_estimate_cli
 
     register_estimate_cli(sub)
     return parser
@@ -437,7 +437,7 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as err:  # any error of a subcommand: one line, non-zero (GUI_GROUNDING_TRACEBACK=1 shows it)
         if os.environ.get("GUI_GROUNDING_TRACEBACK"):
             raise
-        from vlm_r1.outputs import OutputError
+        from groundwork.outputs import OutputError
 
         text = err.strerror if isinstance(err, OutputError) and err.strerror else str(err)  # no "[Errno N]"
         message = " ".join(text.split()) or type(err).__name__

@@ -10,7 +10,7 @@
 # resolves it (python -m gui_grounding.plan: GLOBAL_PROMPTS x num_generations completions per optimisation step =
 # nodes x GPUs per node x per-device batch x gradient accumulation), then torchrun/SLURM (run_scripts/train_grpo.sh).
 # --dry-run prints that batch maths, the resolved values that decide the objective (loss_type, sampling, beta, G, lr,
-# max_pixels, prompt mode, ...), the predicted peak GPU memory per rank (gui_grounding/estimate.py; GPU_MEMORY_GIB)
+# max_pixels, prompt mode, ...), the predicted peak GPU memory per rank (gui_grounding/ops/estimate.py; GPU_MEMORY_GIB)
 # and the torchrun command, and exits.
 # Resumes automatically from the newest COMPLETE checkpoint in OUTPUT_DIR (preemption-safe; vlm_r1/preemption.py).
 #
@@ -77,7 +77,7 @@ add --attn_implementation "${ATTN:-}"
 [ -n "${REPORT_TO:-}" ] && OVERRIDES+=(--report_to $REPORT_TO)
 RECIPE_ARGS=(--config "$RECIPE_YAML" "${DATA_ARGS[@]}" --output_dir "$OUTPUT_DIR" "${DS_ARGS[@]}" "${OVERRIDES[@]}" "$@")
 
-# ---- batch maths in Python, from the recipe as training resolves it (gui_grounding/plan.py) ----------------------
+# ---- batch maths in Python, from the recipe as training resolves it (gui_grounding/ops/plan.py) ----------------------
 PLAN=(--nnodes "$NNODES" --nproc-per-node "$NPROC_PER_NODE")
 [ -n "${GLOBAL_PROMPTS:-}" ] && PLAN+=(--global-prompts "$GLOBAL_PROMPTS")
 [ -n "${ROLLOUTS_PER_DEVICE:-}" ] && PLAN+=(--rollouts-per-device "$ROLLOUTS_PER_DEVICE")

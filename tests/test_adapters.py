@@ -13,7 +13,9 @@ import json
 
 import pytest
 
-from gui_grounding.adapters import (
+from groundwork.pixel_budget import PixelBudget
+from gui_grounding.data.schema import Sample
+from gui_grounding.models.adapters import (
     ADAPTERS,
     DEFAULT_ADAPTER_FOR_MODEL_TYPE,
     GTA1Adapter,
@@ -21,11 +23,9 @@ from gui_grounding.adapters import (
     get_adapter,
     training_adapter,
 )
-from gui_grounding.frames import point_in_box
-from gui_grounding.rewards import click_reward, distance_reward
-from gui_grounding.schema import Sample
-from gui_grounding.task import GUIGroundingOptions, GUIGroundingTask, sample_to_row
-from vlm_r1.pixel_budget import PixelBudget
+from gui_grounding.models.frames import point_in_box
+from gui_grounding.training.rewards import click_reward, distance_reward
+from gui_grounding.training.task import GUIGroundingOptions, GUIGroundingTask, sample_to_row
 
 SAMPLE = Sample("s0", "Open the menu", "unused.png", [(100.0, 50.0, 300.0, 150.0)], 1280, 720)
 BUDGET = PixelBudget.published("test", factor=28, min_pixels=3136, max_pixels=200704)  # 1280x720 -> 588x336

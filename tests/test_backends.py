@@ -15,7 +15,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from PIL import Image
 
-from gui_grounding.adapters import (
+from groundwork.pixel_budget import PixelBudget
+from gui_grounding.data.schema import Sample, load_samples
+from gui_grounding.eval.backends import BACKENDS, predict, prepare_resume
+from gui_grounding.models.adapters import (
     ADAPTERS,
     GTA1_MAX_PIXELS,
     UI_TARS_MAX_PIXELS,
@@ -25,9 +28,6 @@ from gui_grounding.adapters import (
     get_adapter,
     messages_to_text,
 )
-from gui_grounding.eval.backends import BACKENDS, predict, prepare_resume
-from gui_grounding.schema import Sample, load_samples
-from vlm_r1.pixel_budget import PixelBudget
 
 TEST_DATA = "data/web_sample/test.jsonl"
 # the tiny checkpoints' processor budget: 1280x720 -> 588x336

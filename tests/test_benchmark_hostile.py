@@ -16,8 +16,8 @@ import pytest
 from helpers.wilson import expected_cell
 from PIL import Image
 
-from gui_grounding.annotations import DuplicateIdError
 from gui_grounding.cli import main as cli_main
+from gui_grounding.data.annotations import DuplicateIdError
 from gui_grounding.eval import EvalInputError, run_eval
 from gui_grounding.eval.benchmarks import get_benchmark
 from gui_grounding.eval.judge import CORRECT, WRONG, WRONG_FORMAT

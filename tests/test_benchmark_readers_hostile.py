@@ -1,6 +1,6 @@
 """Benchmark readers on hostile input, by rule rather than by case.
 
-* identity: every reader hands out sample ids through ``SampleIds`` (``vlm_r1.validate.IdRegistry``): null ids get
+* identity: every reader hands out sample ids through ``SampleIds`` (``groundwork.validate.IdRegistry``): null ids get
   distinct generated ids, an explicit id equal to another record's generated id or to another explicit id (``1`` and
   ``"1"``) refuses the load;
 * containment: an image path from a data file must stay inside the benchmark's folder (``..`` out of it or an absolute
@@ -23,10 +23,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from gui_grounding.annotations import DuplicateIdError, SampleIds, check_unique_ids
+from groundwork import validate
+from gui_grounding.data.annotations import DuplicateIdError, SampleIds, check_unique_ids
 from gui_grounding.eval import EvalInputError
 from gui_grounding.eval.benchmarks import get_benchmark
-from vlm_r1 import validate
 
 SIZE = (64, 48)
 

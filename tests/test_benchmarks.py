@@ -16,13 +16,13 @@ from dataclasses import replace
 import pytest
 from helpers.wilson import ci_text, expected_cell, wilson_closed_form
 
-from gui_grounding.annotations import BenchmarkLoadReport, DuplicateIdError
+from gui_grounding.data.annotations import BenchmarkLoadReport, DuplicateIdError
+from gui_grounding.data.schema import SampleError
 from gui_grounding.eval import EvalInputError
 from gui_grounding.eval.benchmarks import BENCHMARKS, get_benchmark
 from gui_grounding.eval.judge import CORRECT, WRONG, WRONG_FORMAT
 from gui_grounding.eval.predictions import load_predictions, results_from_predictions
 from gui_grounding.eval.report import write_reports
-from gui_grounding.schema import SampleError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MINI = os.path.join(ROOT, "data", "mini_benchmarks")

@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from gui_grounding.frames import Frame, gta1_box_to_resized
-from gui_grounding.rewards import click_reward
-from gui_grounding.schema import load_samples
-from gui_grounding.task import GUIGroundingOptions, GUIGroundingTask, sample_to_row
-from vlm_r1.pixel_budget import PixelBudget
+from groundwork.pixel_budget import PixelBudget
+from gui_grounding.data.schema import load_samples
+from gui_grounding.models.frames import Frame, gta1_box_to_resized
+from gui_grounding.training.rewards import click_reward
+from gui_grounding.training.task import GUIGroundingOptions, GUIGroundingTask, sample_to_row
 
 N = 100_000
 SEED = 20250705
@@ -187,8 +187,8 @@ def test_build_dataset_reads_box_rounding(tmp_path):
 
 def test_rows_keep_the_published_boxes(tmp_path):
     """A GTA1 record's row keeps its published 0-1000 boxes next to the original-pixel targets the greedy eval
-    judges (``gui_grounding.train_eval.row_verdict``)."""
-    from gui_grounding.train_eval import row_verdict
+    judges (``gui_grounding.training.train_eval.row_verdict``)."""
+    from gui_grounding.training.train_eval import row_verdict
 
     (row,) = _gta1_record_rows(tmp_path, "gta1")
     assert row["target_boxes"] == [[128.0, 72.0, 384.0, 216.0]]  # original pixels, what the greedy eval judges

@@ -41,8 +41,8 @@ from gui_grounding.data.detectors import (
     parse_detector_spec,
     quad_to_box,
 )
-from gui_grounding.frames import box_iou
-from gui_grounding.schema import load_samples
+from gui_grounding.data.schema import load_samples
+from gui_grounding.models.frames import box_iou
 from tests.helpers.paths import SAMPLE
 
 NUM_IMAGES, PER_IMAGE = 10, 4

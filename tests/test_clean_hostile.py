@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image, ImageOps, PngImagePlugin
 
+from groundwork.outputs import OutputError, OutputLock
 from gui_grounding.data import clean as clean_mod
 from gui_grounding.data import detectors as det_mod
 from gui_grounding.data.clean import (
@@ -35,8 +36,7 @@ from gui_grounding.data.clean import (
     shard_of,
 )
 from gui_grounding.data.detectors import Detector
-from gui_grounding.frames import box_iou
-from vlm_r1.outputs import OutputError, OutputLock
+from gui_grounding.models.frames import box_iou
 
 # --------------------------------------------------------------------------------------------------------------------
 # a stub detector and a small data set
@@ -711,7 +711,7 @@ def test_cache_reader_never_raises_and_counts_every_line_deep(parts, joiner, tai
 def test_an_entry_that_cannot_be_written_stays_an_error_in_memory(stub, tmp_path):
     """An image path that is not valid Unicode (an undecodable byte of a folder name) cannot be a cache line: the
     image counts as failed for this run and nothing is appended."""
-    from vlm_r1.outputs import LineAppender
+    from groundwork.outputs import LineAppender
 
     cache = DetectionCache(str(tmp_path), Stub())
     path = str(tmp_path / "stub.jsonl")

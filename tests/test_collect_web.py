@@ -15,7 +15,7 @@ import shutil
 import pytest
 from PIL import Image
 
-from gui_grounding.collect.web import (
+from gui_grounding.data.collect.web import (
     DEFAULT_CHROMIUM,
     DROP_REASONS,
     collect_web,
@@ -24,7 +24,7 @@ from gui_grounding.collect.web import (
     register_cli,
     to_pixel_box,
 )
-from gui_grounding.schema import load_samples
+from gui_grounding.data.schema import load_samples
 from tests.helpers.paths import REPO, SAMPLE
 
 FIXTURE = os.path.join(REPO, "tests", "fixtures", "html", "elements.html")
@@ -121,7 +121,7 @@ def test_fixture_elements_boxes_and_drops(collected):
             "split": "train",
         }
     ]
-    assert prov["chromium"] and prov["seed"] == 0 and prov["tool"] == "gui_grounding.collect.web"
+    assert prov["chromium"] and prov["seed"] == 0 and prov["tool"] == "gui_grounding.data.collect.web"
     assert prov["root"] == os.path.dirname(os.path.realpath(FIXTURE))
     assert "dropped elements:" in result.table() and "long_name" in result.table()
 

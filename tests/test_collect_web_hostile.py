@@ -20,8 +20,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from gui_grounding.collect import web
-from gui_grounding.collect.web import (
+from groundwork.outputs import OutputError, OutputLock
+from gui_grounding.data.collect import web
+from gui_grounding.data.collect.web import (
     DEFAULT_CHROMIUM,
     MAX_SCROLL_OFFSET,
     MAX_VIEWPORT_SIDE,
@@ -36,7 +37,6 @@ from gui_grounding.collect.web import (
     request_block_reason,
 )
 from tests.helpers.paths import REPO
-from vlm_r1.outputs import OutputError, OutputLock
 
 FIXTURE = os.path.join(REPO, "tests", "fixtures", "html", "elements.html")
 MAGENTA, RED, BLUE, GREEN = (255, 0, 255), (255, 0, 0), (0, 0, 255), (0, 170, 0)

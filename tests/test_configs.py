@@ -7,7 +7,7 @@ from dataclasses import fields
 
 import pytest
 
-from gui_grounding.task import GUIGroundingOptions
+from gui_grounding.training.task import GUIGroundingOptions
 from vlm_r1.grpo_jsonl import parse_args
 
 BASE = ["--model_name_or_path", "some/model", "--data_file_paths", "a.jsonl"]
@@ -315,11 +315,13 @@ def test_yaml_config_with_cli_override(tmp_path):
 def test_get_task_gui_grounding_via_entry_point():
     from importlib.metadata import entry_points
 
-    from gui_grounding.task import GUIGroundingTask
+    from gui_grounding.training.task import GUIGroundingTask
     from vlm_r1.tasks import get_task
 
     eps = {ep.name: ep.value for ep in entry_points(group="vlm_r1.tasks")}
-    assert eps.get("gui_grounding") == "gui_grounding.task:GUIGroundingTask", "package not installed with entry points"
+    assert eps.get("gui_grounding") == "gui_grounding.training.task:GUIGroundingTask", (
+        "package not installed with entry points"
+    )
     task = get_task("gui_grounding")
     assert type(task) is GUIGroundingTask
     assert task.default_reward_funcs == ("click",)

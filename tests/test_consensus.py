@@ -1,4 +1,4 @@
-"""GUI-RC's region vote (``gui_grounding.consensus.consensus``): hand-computed answers, and a property test against a
+"""GUI-RC's region vote (``gui_grounding.models.consensus.consensus``): hand-computed answers, and a property test against a
 brute-force pixel-grid GUI-RC (ZJU-REAL/GUI-RCPO ``GUI-RC/evaluation.py`` at cd3bd51) on small images.
 
 The brute force is written here, independently of the coordinate-compressed implementation: a ``H x W`` vote grid,
@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gui_grounding.consensus import DEFAULT_REGION, MAX_SAMPLES, Consensus, consensus
+from gui_grounding.models.consensus import DEFAULT_REGION, MAX_SAMPLES, Consensus, consensus
 
 NAN, INF = float("nan"), float("inf")
 

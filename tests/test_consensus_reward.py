@@ -9,8 +9,8 @@ import os
 
 import pytest
 
-from gui_grounding.consensus import MAX_SAMPLES
-from gui_grounding.rewards import REWARDS, consensus_reward
+from gui_grounding.models.consensus import MAX_SAMPLES
+from gui_grounding.training.rewards import REWARDS, consensus_reward
 
 
 def rows(sample_id: str, texts: list[str], answer_size=(500, 500), image_size=(1000, 1000), **columns) -> list[dict]:

@@ -15,7 +15,7 @@ import pytest
 
 from gui_grounding.data.convert import convert, iter_input, output_paths, register_cli
 from gui_grounding.data.formats import FORMATS, platform_from_path
-from gui_grounding.schema import REASONS, SampleError, load_samples
+from gui_grounding.data.schema import REASONS, SampleError, load_samples
 
 FIX = os.path.join(os.path.dirname(__file__), "fixtures", "datasets")
 IMAGES = {

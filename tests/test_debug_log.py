@@ -45,7 +45,7 @@ def test_render_exact_text_upstream_layout():
     rows = _rows()
     contents = ["<think>x</think> <answer>red</answer>", "(5,6)"]
     rewards = [[1.0, 1.0, 0.5], [0.0, 0.0, 1 / 3]]
-    from gui_grounding.task import GUIGroundingTask
+    from gui_grounding.training.task import GUIGroundingTask
 
     main, fmt = render_rollouts(
         rows,

@@ -1,7 +1,7 @@
-"""The 64 Mpx decode guard has its own name (issue 19): ``vlm_r1.validate.DECODE_PIXEL_LIMIT``,
+"""The 64 Mpx decode guard has its own name (issue 19): ``groundwork.validate.DECODE_PIXEL_LIMIT``,
 ``ImageChecker(max_image_pixels=...)`` and ``gui-grounding convert --max-image-pixels N``; the old flag ``--max-pixels``
 still works for one release and logs a one-line deprecation warning. It is unrelated to the model's smart_resize
-``max_pixels`` (``vlm_r1.pixel_budget``).
+``max_pixels`` (``groundwork.pixel_budget``).
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import logging
 
 import pytest
 
+from groundwork import validate
 from gui_grounding.cli import main
-from vlm_r1 import validate
 
 DEPRECATION = (
     "convert: --max-pixels is deprecated: use --max-image-pixels (the decode guard on the original image; the "

@@ -17,7 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PIL import Image, ImageDraw
 
+from groundwork.outputs import OutputError, OutputLock
 from gui_grounding.cli import main as cli_main
+from gui_grounding.data.schema import Sample
 from gui_grounding.eval import EvalInputError, run_eval
 from gui_grounding.eval.backends import open_predictions, prepare_resume, write_records
 from gui_grounding.eval.benchmarks import get_benchmark
@@ -31,8 +33,6 @@ from gui_grounding.eval.predictions import (
     results_from_predictions,
 )
 from gui_grounding.eval.report import POINT, TARGET, ZOOM_SIZE, _draw_marks, clip_segment, zoom_box
-from gui_grounding.schema import Sample
-from vlm_r1.outputs import OutputError, OutputLock
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MINI = os.path.join(ROOT, "data", "mini_benchmarks")

@@ -1,4 +1,4 @@
-"""Benchmark and prediction-backend registries (``vlm_r1.registry.Registry``): built-ins, entry points, specs."""
+"""Benchmark and prediction-backend registries (``groundwork.registry.Registry``): built-ins, entry points, specs."""
 
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ class _EntryPoint:
         self.name, self.value, self.group = name, value, group
 
     def load(self):
-        from vlm_r1.registry import load_spec
+        from groundwork.registry import load_spec
 
         return load_spec(self.value)
 

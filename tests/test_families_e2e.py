@@ -261,7 +261,7 @@ def _inside(point, record):
 
 
 def test_grpo_rows_use_family_adapter(family, train4, grpo_run):
-    from gui_grounding.task import GUIGroundingTask
+    from gui_grounding.training.task import GUIGroundingTask
     from vlm_r1.grpo_jsonl import parse_args
 
     arch, spec, model, _ = family
@@ -295,8 +295,8 @@ def test_grpo_result_reloads_and_evaluates(family, grpo_run):
 
 
 def test_sft_targets_are_family_format(family, train4, sft_run):
-    from gui_grounding.adapters import get_adapter
-    from gui_grounding.task import GUIGroundingTask
+    from gui_grounding.models.adapters import get_adapter
+    from gui_grounding.training.task import GUIGroundingTask
     from vlm_r1.sft import parse_args
 
     _, spec, model, _ = family

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from gui_grounding.frames import Frame, box_from_norm1000, point_in_box, smart_resize
-from gui_grounding.prompts import (
+from gui_grounding.models.frames import Frame, box_from_norm1000, point_in_box, smart_resize
+from gui_grounding.models.prompts import (
     GTA1_SYSTEM_PROMPT,
     build_messages,
     extract_answer,
@@ -298,7 +298,7 @@ _PIECES = [
 def test_parsers_match_the_reference_patterns(pieces):
     import re
 
-    from gui_grounding import prompts
+    from gui_grounding.models import prompts
 
     text = "".join(pieces)
     assert prompts._PAIR_RE.findall(text) == re.findall(_REF_PAIR, text)
@@ -334,8 +334,8 @@ def test_parsers_match_the_reference_patterns(pieces):
 def test_parsers_are_linear_time_on_adversarial_text(text):
     import time
 
-    from gui_grounding.prompts import parse_json_point, parse_point_or_box, parse_point_tag
-    from gui_grounding.rewards import score_click, score_click_format
+    from gui_grounding.models.prompts import parse_json_point, parse_point_or_box, parse_point_tag
+    from gui_grounding.training.rewards import score_click, score_click_format
 
     start = time.perf_counter()
     for mode in ("non_thinking", "thinking", "box"):
@@ -381,13 +381,13 @@ def test_parse_point_bounds_number_digits(text, strict, expected):
     ],
 )
 def test_parse_box_bounds_number_digits(text, strict, expected):
-    from gui_grounding.prompts import parse_box
+    from gui_grounding.models.prompts import parse_box
 
     assert parse_box(text, strict=strict) == expected
 
 
 def test_lenient_parsers_bound_number_digits():
-    from gui_grounding.prompts import parse_json_point, parse_point_or_box, parse_point_tag
+    from gui_grounding.models.prompts import parse_json_point, parse_point_or_box, parse_point_tag
 
     assert parse_point_or_box(f"({D12},1)") == (float(D12), 1.0)
     assert parse_point_or_box(f"({D13},1)") is None

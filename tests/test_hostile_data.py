@@ -1,4 +1,4 @@
-"""Hostile and odd input through the one validation path (vlm_r1.validate): convert, the training loader and the
+"""Hostile and odd input through the one validation path (groundwork.validate): convert, the training loader and the
 core readers give a reason-coded reject per bad record, never a crash, never a lost neighbour; JSON out is strict."""
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from types import SimpleNamespace
 import pytest
 from PIL import Image
 
+from groundwork import validate
+from groundwork.records import iter_records
 from gui_grounding.data.convert import convert
-from gui_grounding.schema import REASONS, load_samples
-from vlm_r1 import validate
-from vlm_r1.data import iter_records
+from gui_grounding.data.schema import REASONS, load_samples
 
 
 def png_bytes(width: int, height: int, idat: bytes) -> bytes:
@@ -280,7 +280,7 @@ def test_convert_verify_header_keeps_truncated_decode_rejects(root, tmp_path):
 
 
 def test_exif_orientation_6_through_convert_and_a_training_row(tmp_path, tiny_qwen25_dir):
-    from gui_grounding.task import GUIGroundingTask
+    from gui_grounding.training.task import GUIGroundingTask
     from vlm_r1.modules import get_vlm_module, load_processor
 
     root = tmp_path / "root"

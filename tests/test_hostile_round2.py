@@ -27,11 +27,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PIL import Image, ImageOps
 
+from groundwork import outputs, validate
+from groundwork.records import RecordError, iter_records
 from gui_grounding.data.convert import convert
-from gui_grounding.schema import load_samples
+from gui_grounding.data.schema import load_samples
 from tests.helpers.paths import REPO
-from vlm_r1 import outputs, validate
-from vlm_r1.data import RecordError, iter_records
 
 XMP = (
     '<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#">'
@@ -369,7 +369,7 @@ def test_default_task_checker_applies_the_limits(make_image, tmp_path):
 
 def test_prompt_image_size_limits_and_huge_sizes_without_a_canvas(capsys):
     from gui_grounding.cli import main
-    from gui_grounding.prompt_cli import describe_prompt
+    from gui_grounding.ops.prompt import describe_prompt
 
     info = describe_prompt("gta1", (30000, 30000), "Click menu")
     assert info["image_size"] == [30000, 30000] and info["resized_size"][0] * info["resized_size"][1] <= 8_847_360
@@ -816,7 +816,7 @@ def test_reader_refuses_what_is_not_a_regular_file(tmp_path):
 
 
 def test_a_line_longer_than_any_record_is_one_error_and_the_next_line_is_read(tmp_path, monkeypatch):
-    import vlm_r1.data as data_mod
+    import groundwork.records as data_mod
 
     monkeypatch.setattr(data_mod, "MAX_DOCUMENT_CHARS", 64)
     monkeypatch.setattr(data_mod, "JSON_LIST_CHUNK_CHARS", 16)

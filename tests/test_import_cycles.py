@@ -1,10 +1,10 @@
 """Import cycles: every import statement of the project's modules (top-level and inside functions), as a graph.
 
-Guards the cycle issue 21 found (``gui_grounding.task`` -> ``train_eval`` -> ``eval.backends.hf`` -> ``task``, broken by
-``gui_grounding.rows``): the core (``vlm_r1``) and the training side of the plugin are in no cycle. Some ``eval``
+Guards the cycle issue 21 found (``gui_grounding.training.task`` -> ``train_eval`` -> ``eval.backends.hf`` -> ``task``, broken by
+``gui_grounding.models.rows``): the core (``vlm_r1``) and the training side of the plugin are in no cycle. Some ``eval``
 modules (predictions, report, tts, backends) still import their package's ``__init__`` (``ON_DUPLICATE``,
 ``EvalInputError``) while it imports them lazily; that package-level pattern is the one cycle left, and the test names
-it so a new one shows up. The benchmark readers' helpers live outside ``eval`` (``gui_grounding.annotations``), so the
+it so a new one shows up. The benchmark readers' helpers live outside ``eval`` (``gui_grounding.data.annotations``), so the
 data side (``gui_grounding.data``) never imports ``eval``: checked on the import graph (every import statement, also
 inside functions) and by importing the data modules in a fresh interpreter.
 """
@@ -97,11 +97,15 @@ def test_no_import_cycle_outside_the_eval_package():
     cycles = _cycles(_graph())
     for comp in cycles:
         assert all(m.startswith("gui_grounding.eval") for m in comp), comp
-    assert not any("gui_grounding.task" in c or "gui_grounding.train_eval" in c for c in cycles)
+    assert not any("gui_grounding.training.task" in c or "gui_grounding.training.train_eval" in c for c in cycles)
     assert not any(m.startswith("vlm_r1") for c in cycles for m in c)
     # the shared helpers, the benchmark registry and the tables are in no cycle
     in_cycles = {m for c in cycles for m in c}
-    assert not in_cycles & {"gui_grounding.annotations", "gui_grounding.eval.tables", "gui_grounding.profiles"}
+    assert not in_cycles & {
+        "gui_grounding.data.annotations",
+        "gui_grounding.eval.tables",
+        "gui_grounding.models.profiles",
+    }
     assert not any(m.startswith("gui_grounding.eval.benchmarks") for m in in_cycles)
 
 
@@ -109,12 +113,12 @@ def test_the_data_side_never_imports_eval():
     graph = _graph()
     data = sorted(m for m in graph if m == "gui_grounding.data" or m.startswith("gui_grounding.data."))
     assert "gui_grounding.data.formats" in data and "gui_grounding.data.convert" in data
-    for mod in [*data, "gui_grounding.annotations", "gui_grounding.schema"]:
+    for mod in [*data, "gui_grounding.data.annotations", "gui_grounding.data.schema"]:
         reached = _reachable(graph, mod)
         assert not {m for m in reached if m == "gui_grounding.eval" or m.startswith("gui_grounding.eval.")}, mod
-    assert "gui_grounding.annotations" in graph["gui_grounding.data.formats"]  # the one home both sides import
+    assert "gui_grounding.data.annotations" in graph["gui_grounding.data.formats"]  # the one home both sides import
     benchmarks = sorted(m for m in graph if m.startswith("gui_grounding.eval.benchmarks."))
-    assert all("gui_grounding.annotations" in graph[m] for m in benchmarks if not m.endswith(".base")), benchmarks
+    assert all("gui_grounding.data.annotations" in graph[m] for m in benchmarks if not m.endswith(".base")), benchmarks
 
 
 def test_importing_the_data_modules_loads_no_eval_module():
@@ -122,11 +126,11 @@ def test_importing_the_data_modules_loads_no_eval_module():
     ``sys.modules``; importing the eval package gives the same ``EvalInputError`` class as the helpers."""
     code = (
         "import sys\n"
-        "import gui_grounding.annotations, gui_grounding.data.clean, gui_grounding.data.convert\n"
+        "import gui_grounding.data.annotations, gui_grounding.data.clean, gui_grounding.data.convert\n"
         "import gui_grounding.data.detectors, gui_grounding.data.formats\n"
         "print(sorted(m for m in sys.modules if m == 'gui_grounding.eval' or m.startswith('gui_grounding.eval.')))\n"
         "import gui_grounding.eval as ev\n"
-        "print(ev.EvalInputError is gui_grounding.annotations.EvalInputError)\n"
+        "print(ev.EvalInputError is gui_grounding.data.annotations.EvalInputError)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr

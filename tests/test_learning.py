@@ -27,7 +27,7 @@ MIN_CLICK_OVER_RANDOM = 10.0  # points
 
 @pytest.fixture(scope="module")
 def learning_results(tmp_path_factory):
-    from gui_grounding.toy import ToyExperiments
+    from gui_grounding.ops.toy import ToyExperiments
 
     out = os.environ.get("TOY_LEARNING_OUT") or str(tmp_path_factory.mktemp("toy"))
     return ToyExperiments(out).learning(), out
@@ -65,7 +65,7 @@ def test_learning_outputs_written(learning_results):
 def test_ablation_driver_smoke_incl_thinking(tmp_path):
     """The ablations driver end to end on a miniature recipe: one GRPO switch plus the thinking pair (its own
     thinking-format SFT, click + click_format rewards), one table row each."""
-    from gui_grounding.toy import ToyExperiments, ToyRecipe
+    from gui_grounding.ops.toy import ToyExperiments, ToyRecipe
 
     recipe = ToyRecipe(
         synthetic={"num_train": 32, "num_test": 8, "buttons_per_image": 1, "background": "panels"},

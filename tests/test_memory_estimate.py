@@ -1,5 +1,5 @@
-"""The memory estimate before launch (issue 22): vlm_r1/memory_estimate.py (formulas), gui_grounding/estimate.py (GTA1
-wiring), gui_grounding/plan.py (the launcher's batch maths). Pure arithmetic: no model is built, no recipe parsed."""
+"""The memory estimate before launch (issue 22): gui_grounding/ops/memory.py (formulas), gui_grounding/ops/estimate.py (GTA1
+wiring), gui_grounding/ops/plan.py (the launcher's batch maths). Pure arithmetic: no model is built, no recipe parsed."""
 
 from __future__ import annotations
 
@@ -9,10 +9,8 @@ from dataclasses import replace
 
 import pytest
 
-from gui_grounding.estimate import image_tokens, shape_for_model, zero_config
-from gui_grounding.plan import BatchPlan, PlanError, derive_batch
-from tests.helpers.paths import REPO
-from vlm_r1.memory_estimate import (
+from gui_grounding.ops.estimate import image_tokens, shape_for_model, zero_config
+from gui_grounding.ops.memory import (
     DEFAULT_CALIBRATION_PATH,
     GIB,
     QWEN2_5_VL_SHAPES,
@@ -24,6 +22,8 @@ from vlm_r1.memory_estimate import (
     micro_step_tokens,
     shape_from_config,
 )
+from gui_grounding.ops.plan import BatchPlan, PlanError, derive_batch
+from tests.helpers.paths import REPO
 
 Q7 = QWEN2_5_VL_SHAPES["Qwen2.5-VL-7B"]
 ZERO2 = zero_config(os.path.join(REPO, "configs", "deepspeed", "zero2.json"))

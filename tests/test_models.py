@@ -15,8 +15,8 @@ import pytest
 import torch
 from PIL import Image
 
-from gui_grounding.frames import Frame
-from gui_grounding.prompts import build_messages
+from gui_grounding.models.frames import Frame
+from gui_grounding.models.prompts import build_messages
 from vlm_r1.modules import Qwen2VLModule, available_modules, get_vlm_module, load_model, load_processor
 from vlm_r1.trainer import banned_generation_kwargs, freeze_vision_modules
 
@@ -300,7 +300,7 @@ def _write_dataset(tmp_path, make_image, n=4) -> str:
 
 
 def _train_one_step(biased, tmp_path, make_image, *, ban: bool):
-    from gui_grounding.task import GUIGroundingTask
+    from gui_grounding.training.task import GUIGroundingTask
     from vlm_r1.configs import VLMGRPOConfig
     from vlm_r1.trainer import VLMGRPOTrainer
 

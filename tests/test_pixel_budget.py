@@ -12,17 +12,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from gui_grounding.adapters import ADAPTERS, get_adapter
-from gui_grounding.eval.budget import resolve_eval_budget
-from vlm_r1.geometry import Frame
-from vlm_r1.pixel_budget import (
+from groundwork.geometry import Frame
+from groundwork.pixel_budget import (
     PixelBudget,
     record,
     recorded_budget,
     resize_for_model,
     resolve,
 )
-from vlm_r1.validate import ImageLimits
+from groundwork.validate import ImageLimits
+from gui_grounding.eval.budget import resolve_eval_budget
+from gui_grounding.models.adapters import ADAPTERS, get_adapter
 
 GTA1 = PixelBudget.published("GTA1 README", factor=28, min_pixels=3136, max_pixels=8_847_360)
 TINY = PixelBudget.published("test", factor=28, min_pixels=3136, max_pixels=200_704)

@@ -13,9 +13,9 @@ import json
 
 import pytest
 
-from gui_grounding.adapters import get_adapter
 from gui_grounding.cli import main
-from gui_grounding.profiles import PROFILES, get_profile, profiles_table
+from gui_grounding.models.adapters import get_adapter
+from gui_grounding.models.profiles import PROFILES, get_profile, profiles_table
 
 PORTRAIT, UHD = (1080, 2400), (3840, 2160)
 INSTRUCTION = "Click the search box"
@@ -121,7 +121,7 @@ def test_every_value_is_cited():
 def test_golden_request(name, which):
     from PIL import Image
 
-    from gui_grounding.schema import Sample
+    from gui_grounding.data.schema import Sample
 
     profile = get_profile(name)
     adapter = get_adapter(profile.adapter)
@@ -154,8 +154,8 @@ ANSWERS = [
 def test_official_answers_parse_to_the_same_point(name, original, answer, point):
     from PIL import Image
 
+    from gui_grounding.data.schema import Sample
     from gui_grounding.eval.backends import record
-    from gui_grounding.schema import Sample
 
     profile = get_profile(name)
     adapter = get_adapter(profile.adapter)
@@ -168,8 +168,8 @@ def test_official_answers_parse_to_the_same_point(name, original, answer, point)
 def test_refusal_answers():
     from PIL import Image
 
+    from gui_grounding.data.schema import Sample
     from gui_grounding.eval.backends import record
-    from gui_grounding.schema import Sample
 
     adapter = get_adapter("ui-venus-ground")
     sample = Sample("s", INSTRUCTION, "", [], *PORTRAIT)
@@ -189,8 +189,8 @@ def test_qwen25vl_request_is_the_harness_request(tiny_qwen25_dir):
     with the image then the instruction, and the forced assistant guide."""
     from PIL import Image
 
-    from gui_grounding.adapters.qwen2_5_vl import QWEN25VL_COMPUTER_USE_SYSTEM
-    from gui_grounding.schema import Sample
+    from gui_grounding.data.schema import Sample
+    from gui_grounding.models.adapters.qwen2_5_vl import QWEN25VL_COMPUTER_USE_SYSTEM
     from vlm_r1.modules import load_processor
 
     profile = get_profile("qwen2.5-vl-7b")

@@ -8,9 +8,9 @@ import json
 import pytest
 from PIL import Image
 
-from gui_grounding.adapters import ADAPTERS, get_adapter
 from gui_grounding.cli import main
-from gui_grounding.prompt_cli import describe_prompt, parse_image_size
+from gui_grounding.models.adapters import ADAPTERS, get_adapter
+from gui_grounding.ops.prompt import describe_prompt, parse_image_size
 
 # GTA1's SYSTEM_PROMPT (Yan98/GTA1 src/grpo_grounding.py:78-84) for a 1932x1092 resized image, typed out.
 GTA1_SYSTEM_1932x1092 = (

@@ -137,7 +137,7 @@ def test_compact_line_format():
         "step_time": 9.0,
         "completions/min_length": 3.0,
     }
-    from gui_grounding.task import GUIGroundingTask
+    from gui_grounding.training.task import GUIGroundingTask
 
     # the task's console metric (its click hit rate) sits after the reward fields; the core knows no such key
     assert compact_log_line(logs, 5, 20, GUIGroundingTask.console_metrics) == (
@@ -260,7 +260,7 @@ def test_grpo_cli_quiet_compact_and_jsonl(tiny_qwen25_dir, tmp_path):
 
 # ---- the demo's learning stage ---------------------------------------------------------------------------------------
 def test_rise_summary_numbers_and_line():
-    from gui_grounding.toy import rise_summary
+    from gui_grounding.ops.toy import rise_summary
 
     hits = [(s, v) for s, v in enumerate([0.1, 0.2, 0.1, 0.2, 0.1, 0.2, 0.3, 0.3, 0.4, 0.4], 1)]
     rise = rise_summary(hits, 23.0, 27.5, 100)

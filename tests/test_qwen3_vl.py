@@ -22,9 +22,9 @@ import pytest
 import torch
 from PIL import Image
 
+from groundwork.geometry import smart_resize
 from tests.helpers.paths import SAMPLE
 from tests.helpers.proc import child_env, run_module
-from vlm_r1.geometry import smart_resize
 from vlm_r1.modules import get_vlm_module, load_model, load_processor
 from vlm_r1.modules.qwen3_vl import Qwen3VLModule, interleaved_mrope_section
 

@@ -18,10 +18,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from groundwork.geometry import Frame, box_iou, smart_resize
 from tests.helpers.paths import REPO, SAMPLE
 from tests.helpers.proc import child_env, run
 from vlm_r1 import rewards as vr
-from vlm_r1.geometry import Frame, box_iou, smart_resize
 from vlm_r1.grpo_jsonl import build_rewards
 from vlm_r1.modules import Qwen2VLModule, get_vlm_module, load_processor
 from vlm_r1.tasks import DefaultTask, RECTask, get_task, parse_rec_gt
@@ -44,7 +44,7 @@ def _iou(text: str, gt, image_size=(1280, 720), resized_size=(588, 336)) -> floa
 
 
 def test_gui_grounding_frames_reexports_vlm_r1_geometry():
-    from gui_grounding import frames
+    from gui_grounding.models import frames
 
     assert frames.box_iou is box_iou and frames.Frame is Frame and frames.smart_resize is smart_resize
     assert frames.Box is not None and frames.Point is not None
@@ -53,7 +53,7 @@ def test_gui_grounding_frames_reexports_vlm_r1_geometry():
 
 def test_vlm_r1_never_imports_gui_grounding():
     code = (
-        "import sys, vlm_r1.geometry, vlm_r1.rewards, vlm_r1.tasks, vlm_r1.modules, vlm_r1.grpo_jsonl; "
+        "import sys, groundwork.geometry, vlm_r1.rewards, vlm_r1.tasks, vlm_r1.modules, vlm_r1.grpo_jsonl; "
         "bad = sorted(m for m in sys.modules if m.startswith('gui_grounding')); assert not bad, bad"
     )
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
@@ -633,7 +633,7 @@ def test_box_iou_never_nan():
 
 
 def test_geometry_validators():
-    from vlm_r1.geometry import finite_number, valid_box, valid_size
+    from groundwork.geometry import finite_number, valid_box, valid_size
 
     assert finite_number(3) == 3.0 and finite_number(-1e12) == -1e12
     for bad in (float("nan"), float("inf"), 1e12 + 1, 10**400, True, "3", None, [3]):

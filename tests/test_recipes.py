@@ -55,7 +55,7 @@ def _recipe_with(tmp_path, **values):
 def test_recipe_yaml_is_the_source_and_dry_run_prints_batch_maths_and_memory(tmp_path):
     """With NUM_GENERATIONS (and ZERO, DEEPSPEED) unset the launcher passes no such flag: the recipe YAML's value is
     what training and the dry run use (a recipe whose G is 4, not the old hard-coded 8). The batch maths (Python,
-    gui_grounding/plan.py) and the memory estimate are printed."""
+    gui_grounding/ops/plan.py) and the memory estimate are printed."""
     recipe = _recipe_with(tmp_path, num_generations=4)
     p = _dry_run(
         "gta1_7b.sh",
@@ -249,7 +249,7 @@ def test_taken_rendezvous_port_fails_fast(tmp_path):
 
 
 def test_impossible_batch_is_refused():
-    """The planner's refusal (gui_grounding.plan.derive_batch, both messages tested in test_memory_estimate.py)
+    """The planner's refusal (gui_grounding.ops.plan.derive_batch, both messages tested in test_memory_estimate.py)
     stops the launcher with status 2."""
     p = _dry_run("gta1_7b.sh", NNODES=3, NPROC_PER_NODE=8, MASTER_ADDR="n1")
     assert p.returncode == 2 and "cannot be spread evenly over 24 processes. Use GLOBAL_PROMPTS=129" in p.stderr

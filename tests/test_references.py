@@ -336,7 +336,7 @@ def test_rule_b_paths_of_ours_and_upstream_paths():
 
     assert flagged("see docs/NO_SUCH_PAGE.md.") == ["docs/NO_SUCH_PAGE.md does not exist"]
     assert flagged("(`vlm_r1/no_such_module.py:12`)") == ["vlm_r1/no_such_module.py does not exist"]
-    assert flagged("gui_grounding/frames.py, tests/test_references.py, recipes/gta1/7b.yaml") == []
+    assert flagged("gui_grounding/models/frames.py, tests/test_references.py, recipes/gta1/7b.yaml") == []
     assert flagged("tests/test_*.py") == []
     assert flagged("tests/test_no_such_*.py") == ["tests/test_no_such_*.py matches no file"]
     assert flagged("docs/REFERENCES.md#cpu-install") == []

@@ -3,7 +3,7 @@
 TRL calls each reward on every rank with ``prompts``, ``completions`` (``[{"role": "assistant", "content": text}]``),
 ``completion_ids``, every dataset column as a per-completion list, and ``trainer_state`` / ``log_extra`` /
 ``log_metric``; a reward that raises kills the step. The rows here carry the columns each task writes, named exactly
-as the tasks write them (``gui_grounding.task.sample_to_row``, ``vlm_r1.tasks.RECTask`` / ``DefaultTask``), with
+as the tasks write them (``gui_grounding.training.task.sample_to_row``, ``vlm_r1.tasks.RECTask`` / ``DefaultTask``), with
 hostile values: NaN/inf, inverted, zero-size, huge and malformed boxes and sizes. Completions go up to 20 KB (huge
 integers, NaN/inf tokens, unicode with lone surrogates, nested brackets, many pairs, ``(`` before 16k digits) and the
 fixed cases below up to 1 MB. Every call must return one finite float per completion. Timing is measured by
@@ -24,11 +24,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gui_grounding.adapters import ADAPTERS
-from gui_grounding.consensus import MAX_SAMPLES
-from gui_grounding.prompts import PROMPT_MODES
-from gui_grounding.rewards import BOX_ROUNDINGS
-from gui_grounding.task import GUIGroundingTask
+from gui_grounding.models.adapters import ADAPTERS
+from gui_grounding.models.consensus import MAX_SAMPLES
+from gui_grounding.models.prompts import PROMPT_MODES
+from gui_grounding.training.rewards import BOX_ROUNDINGS
+from gui_grounding.training.task import GUIGroundingTask
 from vlm_r1 import rewards as vr
 from vlm_r1.rewards import available_rewards, resolve_reward
 

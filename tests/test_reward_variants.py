@@ -10,17 +10,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gui_grounding import frames
-from gui_grounding import rewards as gg
-from gui_grounding.frames import Frame
-from gui_grounding.prompts import (
+from gui_grounding.data.schema import Sample
+from gui_grounding.models import frames
+from gui_grounding.models.frames import Frame
+from gui_grounding.models.prompts import (
     BOX_SYSTEM_PROMPT,
     build_messages,
     parse_answer_point,
     parse_box,
     system_prompt,
 )
-from gui_grounding.rewards import (
+from gui_grounding.training import rewards as gg
+from gui_grounding.training.rewards import (
     centre_distance_bonus,
     gaussian_overlap,
     gaussian_point_value,
@@ -31,8 +32,7 @@ from gui_grounding.rewards import (
     score_gaussian_point,
     score_iou,
 )
-from gui_grounding.schema import Sample
-from gui_grounding.task import sample_to_row
+from gui_grounding.training.task import sample_to_row
 from vlm_r1 import rewards as vr
 
 
@@ -548,7 +548,7 @@ VARIANTS = {
 
 
 def test_variants_are_declared_by_the_task():
-    from gui_grounding.task import GUIGroundingTask
+    from gui_grounding.training.task import GUIGroundingTask
 
     for name, fn in VARIANTS.items():
         assert GUIGroundingTask.rewards[name] is fn
@@ -557,10 +557,10 @@ def test_variants_are_declared_by_the_task():
 def test_resolve_rewards_all_names():
     names = ["click", "click_format", "format", "accuracy", *VARIANTS]
     expected = [gg.click_reward, gg.click_format_reward, vr.format_reward, vr.accuracy_reward, *VARIANTS.values()]
-    from gui_grounding.task import GUIGroundingTask
+    from gui_grounding.training.task import GUIGroundingTask
 
     assert vr.resolve_rewards(names, GUIGroundingTask()) == expected
-    assert vr.resolve_reward("gui_grounding.rewards:gaussian_point_reward") is gg.gaussian_point_reward
+    assert vr.resolve_reward("gui_grounding.training.rewards:gaussian_point_reward") is gg.gaussian_point_reward
 
 
 # --------------------------------------------------------------------------------------------------------------------

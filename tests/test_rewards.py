@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gui_grounding import rewards as gg_rewards
-from gui_grounding.prompts import parse_point
-from gui_grounding.rewards import click_format_reward, click_reward, score_click, score_click_format
-from gui_grounding.task import GUIGroundingTask
+from gui_grounding.models.prompts import parse_point
+from gui_grounding.training import rewards as gg_rewards
+from gui_grounding.training.rewards import click_format_reward, click_reward, score_click, score_click_format
+from gui_grounding.training.task import GUIGroundingTask
 from vlm_r1 import rewards as vr
 
 BOX = [10, 10, 20, 20]
@@ -492,7 +492,7 @@ def test_resolve_reward_names():
     assert vr.resolve_reward("click_format", task) is gg_rewards.click_format_reward
     assert vr.resolve_reward("format", task) is vr.format_reward
     assert vr.resolve_reward("accuracy") is vr.accuracy_reward
-    assert vr.resolve_reward("gui_grounding.rewards:click_reward") is gg_rewards.click_reward
+    assert vr.resolve_reward("gui_grounding.training.rewards:click_reward") is gg_rewards.click_reward
     assert vr.resolve_rewards(["click", "format"], task) == [gg_rewards.click_reward, vr.format_reward]
     with pytest.raises(ValueError, match=r"^unknown reward 'click'\. Available: accuracy \(builtin\), format "):
         vr.resolve_reward("click")  # without the task: the core knows no GUI reward
@@ -516,12 +516,12 @@ def test_resolve_reward_unknown_lists_available():
 def test_resolve_reward_bad_specs():
     with pytest.raises(
         ValueError,
-        match=r"^reward 'gui_grounding.rewards:no_such_function': cannot load "
-        r"'gui_grounding.rewards:no_such_function': module 'gui_grounding.rewards' has "
+        match=r"^reward 'gui_grounding.training.rewards:no_such_function': cannot load "
+        r"'gui_grounding.training.rewards:no_such_function': module 'gui_grounding.training.rewards' has "
         r"no attribute 'no_such_function'; registered: accuracy, format, rec_iou, "
         r"rec_format$",
     ):
-        vr.resolve_reward("gui_grounding.rewards:no_such_function")
+        vr.resolve_reward("gui_grounding.training.rewards:no_such_function")
     with pytest.raises(
         ValueError,
         match=r"^reward 'no_such_package.rewards:fn': cannot load 'no_such_package.rewards:fn': "
@@ -530,10 +530,10 @@ def test_resolve_reward_bad_specs():
         vr.resolve_reward("no_such_package.rewards:fn")
     with pytest.raises(
         ValueError,
-        match=r"^reward 'gui_grounding.prompts:PROMPT_MODES' is \('non_thinking', "
+        match=r"^reward 'gui_grounding.models.prompts:PROMPT_MODES' is \('non_thinking', "
         r"'thinking', 'box'\), not callable$",
     ):
-        vr.resolve_reward("gui_grounding.prompts:PROMPT_MODES")
+        vr.resolve_reward("gui_grounding.models.prompts:PROMPT_MODES")
 
 
 class _FakeEP:

@@ -11,7 +11,7 @@ from collections import Counter
 
 import pytest
 
-from gui_grounding.schema import REASONS, Sample, SampleError, load_samples, record_to_sample
+from gui_grounding.data.schema import REASONS, Sample, SampleError, load_samples, record_to_sample
 
 
 @pytest.fixture
@@ -268,7 +268,7 @@ BAD_RECORDS = {
         "bad_field",
     ),
     "vlm_r1_answer_not_a_box": (vlm_r1("<answer>the logo</answer>"), "bad_field"),
-    # JSON's NaN / Infinity literals are not JSON: the line is unparseable (strict JSON, vlm_r1.data)
+    # JSON's NaN / Infinity literals are not JSON: the line is unparseable (strict JSON, groundwork.records)
     "gta1_nan_edge": (
         '{"image": "images/screen.png", "bbox": [NaN, 2, 3, 4], "conversations": '
         '[{"from": "human", "value": "<image>Click"}]}',
@@ -280,7 +280,7 @@ BAD_RECORDS = {
         "unparseable_record",
     ),
     "float_overflow_edge": (canonical_text("1e999"), "unparseable_record"),
-    # vlm_r1.validate: box numbers are finite, within +-1e7, never booleans
+    # groundwork.validate: box numbers are finite, within +-1e7, never booleans
     "boolean_edge": (canonical_text("true"), "bad_box"),
     "huge_int_edge": (canonical_text("9" * 400), "bad_box"),
     "past_1e7_edge": (canonical_text("10000001"), "bad_box"),
@@ -361,7 +361,7 @@ def test_mixed_file_non_strict_counts_table_and_warning(data_dir, caplog):
         vlm_r1([1, 2, 30, 40]),  # 12 good
     ]
     path = write_jsonl(data_dir / "mixed.jsonl", lines)
-    with caplog.at_level(logging.WARNING, logger="gui_grounding.schema"):
+    with caplog.at_level(logging.WARNING, logger="gui_grounding.data.schema"):
         samples, report = load_samples([path])
     assert [s.sample_id for s in samples] == ["mixed:0", "mixed:4", "mixed:10"]
     assert (report.num_records, report.num_samples) == (11, 3)
@@ -417,7 +417,7 @@ def test_boxes_within_tolerance_are_clipped_and_counted(data_dir, caplog):
             canonical(box=(12, 10, 42, 40)),  # untouched
         ],
     )
-    with caplog.at_level(logging.WARNING, logger="gui_grounding.schema"):
+    with caplog.at_level(logging.WARNING, logger="gui_grounding.data.schema"):
         samples, report = load_samples([path])
     assert [s.boxes for s in samples] == [
         [(900.0, 10.0, 1000.0, 40.0)],

@@ -1,4 +1,4 @@
-"""Synthetic toy set (gui_grounding.synthetic) and the SFT entry point (vlm_r1.sft)."""
+"""Synthetic toy set (gui_grounding.data.synthetic) and the SFT entry point (vlm_r1.sft)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from gui_grounding.synthetic import COLOURS, SyntheticConfig, make_synthetic
+from gui_grounding.data.synthetic import COLOURS, SyntheticConfig, make_synthetic
 
 
 def _digest(folder: str) -> str:
@@ -23,7 +23,7 @@ def _digest(folder: str) -> str:
 def test_synthetic_is_seeded_and_valid(tmp_path):
     from PIL import Image
 
-    from gui_grounding.schema import load_samples
+    from gui_grounding.data.schema import load_samples
 
     cfg = SyntheticConfig(num_train=12, num_test=4, buttons_per_image=2, samples_per_image=2, seed=3)
     out = make_synthetic(str(tmp_path / "a"), cfg)
@@ -75,7 +75,7 @@ def test_make_synthetic_cli(tmp_path):
 
 
 def test_sft_completion_per_prompt_mode():
-    from gui_grounding.task import GUIGroundingTask
+    from gui_grounding.training.task import GUIGroundingTask
 
     task = GUIGroundingTask()
     row = {"target_boxes_resized": [[10.0, 20.0, 31.0, 41.0], [0, 0, 5, 5]], "instruction": "Click the red button"}
@@ -150,7 +150,7 @@ def test_sft_run_learns_and_saves(tmp_path, tiny_qwen25_dir):
 
 def test_toy_curves_and_random_reward(tmp_path):
     """The toy driver's readers of trainer_state.json, its PNG, and the control reward's independence of answers."""
-    from gui_grounding.toy import accuracy_curve, hit_rate_curve, plot_curves, random_reward, reward_curve
+    from gui_grounding.ops.toy import accuracy_curve, hit_rate_curve, plot_curves, random_reward, reward_curve
 
     state = {
         "log_history": [

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 from PIL import Image
 
-from gui_grounding.task import GUIGroundingTask
+from gui_grounding.training.task import GUIGroundingTask
 from vlm_r1.modules import get_vlm_module, load_processor
 from vlm_r1.tasks import DefaultTask
 
@@ -126,10 +126,10 @@ def test_gui_task_rows_resize_once_into_the_prompt_frame(tmp_path, tiny_qwen25_d
 
 def test_images_load_in_their_displayed_frame(tmp_path):
     """EXIF orientation 6 (stored landscape, displayed portrait): the pixels fed to the model are the displayed ones,
-    as sizes and boxes are read (vlm_r1.validate); upstream VLM-R1 and GTA1 ignore the tag."""
-    from vlm_r1.pixel_budget import PixelBudget
+    as sizes and boxes are read (groundwork.validate); upstream VLM-R1 and GTA1 ignore the tag."""
+    from groundwork.pixel_budget import PixelBudget
+    from groundwork.validate import ImageChecker
     from vlm_r1.tasks import load_images_transform
-    from vlm_r1.validate import ImageChecker
 
     im = Image.new("RGB", (200, 100), (255, 0, 0))
     im.paste((0, 0, 255), (100, 0, 200, 100))

@@ -108,7 +108,7 @@ def _plugin_vocabulary() -> tuple[set[str], set[str]]:
     words among them ("thinking", "distance", "iou", "adapter"): the core may use the word (LoRA adapters, REC IoU),
     never the string value.
     """
-    from gui_grounding.task import GUIGroundingTask
+    from gui_grounding.training.task import GUIGroundingTask
 
     task = GUIGroundingTask
     names = {f.name for f in dataclasses.fields(task.options_class)}
@@ -203,17 +203,17 @@ def test_grpo_and_sft_share_one_data_arguments_dataclass(tmp_path):
 
 
 def test_one_registry_helper_serves_every_kind():
-    import gui_grounding.adapters
     import gui_grounding.eval.backends
     import gui_grounding.eval.benchmarks
+    import gui_grounding.models.adapters
     import vlm_r1.modules
     import vlm_r1.rewards
     import vlm_r1.tasks
-    from vlm_r1.registry import Registry
+    from groundwork.registry import Registry
 
     registries = {
         "modules": vlm_r1.modules.REGISTRY,
-        "adapters": gui_grounding.adapters.REGISTRY,
+        "adapters": gui_grounding.models.adapters.REGISTRY,
         "tasks": vlm_r1.tasks.TASKS,
         "rewards": vlm_r1.rewards.REWARDS,
         "benchmarks": gui_grounding.eval.benchmarks.REGISTRY,
@@ -222,7 +222,7 @@ def test_one_registry_helper_serves_every_kind():
     assert {k: type(r) for k, r in registries.items()} == dict.fromkeys(registries, Registry)
     assert {k: r.group for k, r in registries.items()} == {
         "modules": "vlm_r1.modules",
-        "adapters": "gui_grounding.adapters",
+        "adapters": "gui_grounding.models.adapters",
         "tasks": "vlm_r1.tasks",
         "rewards": "vlm_r1.rewards",
         "benchmarks": "gui_grounding.benchmarks",
@@ -257,8 +257,8 @@ def test_task_spec_with_its_own_options(tmp_path):
 
 # The files that ARE a model family (docs/ADDING_A_MODEL.md): a module file and an adapter file (plus its tests).
 FAMILY_FILES = {
-    "qwen3_vl": ("vlm_r1/modules/qwen3_vl.py", "gui_grounding/adapters/qwen3_vl.py"),
-    "internvl": ("vlm_r1/modules/internvl.py", "gui_grounding/adapters/internvl.py"),
+    "qwen3_vl": ("vlm_r1/modules/qwen3_vl.py", "gui_grounding/models/adapters/qwen3_vl.py"),
+    "internvl": ("vlm_r1/modules/internvl.py", "gui_grounding/models/adapters/internvl.py"),
 }
 
 
@@ -276,8 +276,8 @@ def test_a_family_is_its_two_files(tmp_path):
             (tmp_path / rel).unlink()
     root = str(tmp_path)
     script = (
-        "import json, vlm_r1, gui_grounding.adapters as a, vlm_r1.modules as m, vlm_r1.tiny as t\n"
-        "import gui_grounding.cli, gui_grounding.task, gui_grounding.eval.backends.hf, vlm_r1.grpo_jsonl, vlm_r1.sft\n"
+        "import json, vlm_r1, gui_grounding.models.adapters as a, vlm_r1.modules as m, vlm_r1.tiny as t\n"
+        "import gui_grounding.cli, gui_grounding.training.task, gui_grounding.eval.backends.hf, vlm_r1.grpo_jsonl, vlm_r1.sft\n"
         f"assert vlm_r1.__file__.startswith({root!r}) and a.__file__.startswith({root!r}), (vlm_r1.__file__, a.__file__)\n"
         "print(json.dumps({'modules': sorted(m.available_modules()), 'adapters': sorted(a.ADAPTERS)}))\n"
     )
@@ -293,7 +293,7 @@ def test_a_family_is_its_two_files(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     import json
 
-    from gui_grounding.adapters import ADAPTERS
+    from gui_grounding.models.adapters import ADAPTERS
     from vlm_r1.modules import available_modules
 
     left = json.loads(proc.stdout.strip().splitlines()[-1])

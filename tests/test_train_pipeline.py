@@ -133,8 +133,8 @@ def test_grpo_cli_two_steps(tiny_qwen25_dir, train_subset, tmp_path):
     assert (budget["factor"], budget["min_pixels"], budget["max_pixels"]) == (28, 3136, 100352)
     assert budget["sources"]["max_pixels"] == "flag --max_pixels"
     assert budget["sources"]["factor"] == f"checkpoint {tiny_qwen25_dir} image processor"
-    from gui_grounding.adapters import get_adapter
     from gui_grounding.eval.budget import resolve_eval_budget
+    from gui_grounding.models.adapters import get_adapter
 
     for model in (out, os.path.join(out, "checkpoint-2")):
         resolved, warnings = resolve_eval_budget(get_adapter("gta1"), model=model)
@@ -218,8 +218,8 @@ def test_torchrun_two_processes_and_reload(tiny_qwen25_dir, train_subset, tmp_pa
 
 
 def test_eval_predict_and_rescore(tiny_qwen25_dir, tmp_path):
+    from gui_grounding.data.schema import load_samples
     from gui_grounding.eval import run_eval
-    from gui_grounding.schema import load_samples
 
     test_file = os.path.join(SAMPLE, "test.jsonl")
     doc = run_eval(

@@ -13,10 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
+from gui_grounding.data.schema import Sample
 from gui_grounding.eval import run_eval
 from gui_grounding.eval.tts import Draw, Engine, TTSConfig, predict_tts, seed_for
-from gui_grounding.frames import CropWindow, zoom_window
-from gui_grounding.schema import Sample
+from gui_grounding.models.frames import CropWindow, zoom_window
 
 
 class ScriptEngine(Engine):
@@ -81,7 +81,7 @@ def _run(tmp_path, samples, mode, name="p.jsonl", script=None):
     engine.full_size = {s.sample_id: (s.width, s.height) for s in samples}
     cfg = TTSConfig(mode=mode, samples=5, temperature=0.9, top_p=0.8, seed=7)
     out = tmp_path / name
-    from gui_grounding.adapters import get_adapter
+    from gui_grounding.models.adapters import get_adapter
 
     adapter = get_adapter("qwen2-vl")
     predict_tts(engine, samples, str(out), adapter=adapter, budget=adapter.default_budget, tts=cfg)
@@ -396,7 +396,7 @@ def test_hostile_tts_fields_are_reason_coded_never_a_crash(tmp_path, screen):
 def test_toy_tts_table(tmp_path, tiny_qwen25_dir):
     """`gui-grounding toy tts` on a small synthetic set with a given checkpoint: one eval folder per mode, the table's
     rows in order, each row's accuracy equal to its run's metrics.json, greedy measured in every run."""
-    from gui_grounding.toy import TTS_RUNS, ToyExperiments, ToyRecipe
+    from gui_grounding.ops.toy import TTS_RUNS, ToyExperiments, ToyRecipe
 
     recipe = ToyRecipe(
         synthetic={"num_train": 2, "num_test": 6, "buttons_per_image": 1, "background": "panels"},

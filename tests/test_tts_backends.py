@@ -27,11 +27,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from PIL import Image
 
-from gui_grounding.adapters.qwen2_vl import QWEN2_VL_BUDGET
 from gui_grounding.cli import main as cli_main
-from gui_grounding.consensus import consensus
+from gui_grounding.data.schema import Sample
 from gui_grounding.eval.tts import TTSConfig, seed_for, tts_predictions
-from gui_grounding.schema import Sample
+from gui_grounding.models.adapters.qwen2_vl import QWEN2_VL_BUDGET
+from gui_grounding.models.consensus import consensus
 
 W, H = 1120, 560  # 40 x 20 patches of 28: sent as is; a 0.5 zoom window (560x280) too
 CROP = (560, 280)
@@ -868,7 +868,7 @@ def test_tts_config_refuses_what_the_flags_refuse():
 
 @pytest.mark.parametrize("mode", ["zoom", "zoom+consensus"])
 def test_openai_zoom_modes_map_the_crop_answer_back(server, tmp_path, mode):
-    from gui_grounding.frames import zoom_window
+    from gui_grounding.models.frames import zoom_window
 
     srv = server(honour_n=True, usage=True)
     samples = _samples(tmp_path)

@@ -12,9 +12,9 @@ from types import SimpleNamespace
 import pytest
 from PIL import Image
 
+from groundwork import records as vdata
+from groundwork.records import RecordError, iter_records, json_text_columns, rows_to_dataset
 from tests.helpers.proc import child_env, run
-from vlm_r1 import data as vdata
-from vlm_r1.data import RecordError, iter_records, json_text_columns, rows_to_dataset
 from vlm_r1.modules import get_vlm_module, load_processor
 from vlm_r1.tasks import DefaultTask
 

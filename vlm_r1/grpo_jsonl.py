@@ -154,7 +154,7 @@ def build_train_dataset(script_args, training_args, task, processor, vlm_module)
     """
     if not script_args.data_config:
         return task.build_dataset(script_args, processor, vlm_module), []
-    from vlm_r1.data import load_data_config, requested_count, sampling_indices
+    from groundwork.records import load_data_config, requested_count, sampling_indices
 
     sources, seed = load_data_config(script_args.data_config)
     seed = training_args.seed if seed is None else seed
@@ -189,16 +189,16 @@ def build_train_dataset(script_args, training_args, task, processor, vlm_module)
     )
     logger.info("data mixture %s (seed %d):\n%s", script_args.data_config, seed, table)
     # Each part carries its own (equivalent) lazy-loading transform; the join drops formats, so put the task's
-    # transform back once. Pass-through columns may differ across sources (vlm_r1.data.concatenate_record_datasets:
+    # transform back once. Pass-through columns may differ across sources (groundwork.records.concatenate_record_datasets:
     # union of columns, a column whose types cannot merge becomes JSON text with a warning).
-    from vlm_r1.data import concatenate_record_datasets
+    from groundwork.records import concatenate_record_datasets
     from vlm_r1.launch import with_transform_of
 
     return with_transform_of(parts[0], concatenate_record_datasets(parts, logger=logger)), mixture
 
 
 def load_processor_and_budget(vlm_module, model_path: str, script_args):
-    """``(processor, budget)``: the run's processor and its :class:`vlm_r1.pixel_budget.PixelBudget`, resolved once
+    """``(processor, budget)``: the run's processor and its :class:`groundwork.pixel_budget.PixelBudget`, resolved once
     (GRPO and SFT) and written into the processor (:meth:`PixelBudget.apply`).
 
     Each value: the flag (``--min_pixels``/``--max_pixels``/``--max_anyres_num``), else the ``--config`` recipe, else
@@ -207,7 +207,7 @@ def load_processor_and_budget(vlm_module, model_path: str, script_args):
     frame (InternVL) ignores min/max pixels: when a flag or recipe set them, that is said as a warning. The budget is
     logged with every value's source.
     """
-    from vlm_r1 import pixel_budget
+    from groundwork import pixel_budget
 
     processor = vlm_module.load_processor(model_path)
     checkpoint = vlm_module.processor_budget(processor)

@@ -79,7 +79,7 @@ def load_policy_model(model_args: Any, training_args: Any, vlm_module: Any):
 
 def save_final(trainer: Any, processor: Any, vlm_module: Any, output_dir: str, title: str, budget: Any = None) -> None:
     """Save model, processor (tidied by the module; it holds the run's pixel budget), ``trainer_state.json``,
-    ``training_curves.png`` and, with ``budget`` (the run's :class:`vlm_r1.pixel_budget.PixelBudget`), the budget in
+    ``training_curves.png`` and, with ``budget`` (the run's :class:`groundwork.pixel_budget.PixelBudget`), the budget in
     ``vlm_r1_run.json`` (what ``gui-grounding eval`` of this checkpoint uses by default)."""
     from vlm_r1.plots import plot_training_curves
 
@@ -96,7 +96,7 @@ def save_final(trainer: Any, processor: Any, vlm_module: Any, output_dir: str, t
         logger.warning("no training curves: %s (log more often with --logging_steps)", err)
     processor.save_pretrained(output_dir)
     if budget is not None:
-        from vlm_r1.pixel_budget import record
+        from groundwork.pixel_budget import record
 
         record(output_dir, budget)
     if hasattr(vlm_module, "tidy_saved_processor"):
@@ -129,7 +129,7 @@ def prefer_activation_checkpointing(args: Any) -> None:
 # 3276-3307), so the warning tells a user of this project nothing they can act on.
 _TRL_DEPRECATED_MODEL_CALLS = (
     # trl/models/utils.py:136-154 (_unwrap_model_for_generation, around every generation: TRL's own and the one our
-    # shared-prompt generation and gui_grounding.train_eval reuse) and :397-413 (disable_gradient_checkpointing,
+    # shared-prompt generation and gui_grounding.training.train_eval reuse) and :397-413 (disable_gradient_checkpointing,
     # grpo_trainer.py:2634)
     r"`is_gradient_checkpointing` is deprecated",
     r"`gradient_checkpointing_disable` is deprecated",

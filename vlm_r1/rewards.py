@@ -12,7 +12,7 @@ entry per completion. Resolution order for a name given to ``--reward_funcs``:
    ``vlm_r1.grpo_jsonl.build_rewards``), as upstream's ``--is_reward_customized_from_vlm_module true`` did;
 3. a reward the task declares (``Task.rewards``: a task plugin brings its own rewards), then a name registered by an
    installed package under the entry-point group ``vlm_r1.rewards`` (:data:`REWARDS`, a
-   :class:`vlm_r1.registry.Registry`).
+   :class:`groundwork.registry.Registry`).
 
 A task's reward that shadows a built-in name is logged; an entry point named like a built-in is an error. Never a
 silent pick.
@@ -28,8 +28,8 @@ text and any target give one finite float. The rules that make it so (plugins' r
 * ``accuracy``'s two library steps are bounded: math_verify (``parse``/``verify``) by a timeout and an input length
   (:data:`MATH_VERIFY_TIMEOUT_S`, :data:`MATH_VERIFY_MAX_CHARS`; skipped outside the main thread, where its signal
   alarm cannot work) and the Levenshtein ratio (O(n*m/64)) by :data:`RATIO_MAX_CELLS`;
-* a target box or an image size that is NaN, infinite, inverted, malformed or past ±1e12 (``vlm_r1.geometry``
-  :func:`~vlm_r1.geometry.valid_box` / :func:`~vlm_r1.geometry.valid_size`) scores 0.0.
+* a target box or an image size that is NaN, infinite, inverted, malformed or past ±1e12 (``groundwork.geometry``
+  :func:`~groundwork.geometry.valid_box` / :func:`~groundwork.geometry.valid_size`) scores 0.0.
 
 Configuration errors (a missing column, an unknown prompt mode) still raise: they fail the first step, not hour 6.
 """
@@ -45,8 +45,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from vlm_r1.geometry import Frame, box_iou, valid_box, valid_size
-from vlm_r1.registry import Registry
+from groundwork.geometry import Frame, box_iou, valid_box, valid_size
+from groundwork.registry import Registry
 
 logger = logging.getLogger(__name__)
 
@@ -795,7 +795,7 @@ def score_rec_iou(text: str, gt_box, image_size, resized_size) -> float:
         0.0 when no box can be parsed. The predicted box is scaled per axis by ``W / W'`` and ``H / H'`` first
         (upstream's resize-back, which took ``W', H'`` from ``image_grid_thw * 14``). Total: an unusable ``gt_box``
         (NaN, infinite, inverted, malformed) or size (a side under 1 pixel, NaN, infinite) scores 0.0
-        (:func:`vlm_r1.geometry.valid_box`, :func:`vlm_r1.geometry.valid_size`).
+        (:func:`groundwork.geometry.valid_box`, :func:`groundwork.geometry.valid_size`).
     """
     box = extract_rec_box(text)
     target, size, rsize = valid_box(gt_box), valid_size(image_size), valid_size(resized_size)

@@ -10,7 +10,7 @@ attached lazily) and any columns its rewards read. Tasks are chosen by ``--task_
   ``rec`` (:class:`RECTask`: upstream's REC records, conversations form or ``grpo_rec.py`` annotation form, GT box
   validated at load, ``accuracy``/``format`` resolve to the REC IoU and REC format rewards);
 * plugins: the entry-point group ``vlm_r1.tasks`` (name -> ``package.module:TaskClass``), or a
-  ``--task_type package.module:TaskClass`` spec (:data:`TASKS`, a :class:`vlm_r1.registry.Registry`).
+  ``--task_type package.module:TaskClass`` spec (:data:`TASKS`, a :class:`groundwork.registry.Registry`).
 
 A plugin task declares everything the core must not know about it: its own command-line options (``options_class``,
 a dataclass parsed together with the core's flags once ``--task_type`` is known: :func:`task_options_class`, used by
@@ -18,7 +18,7 @@ a dataclass parsed together with the core's flags once ``--task_type`` is known:
 ``vlm_r1.rewards`` registry), metric aliases and the metrics of the one-line console log.
 
 In both built-in tasks every record key the task does not read is a pass-through column, so a reward function
-receives it per rollout as upstream (column rules: :func:`vlm_r1.data.rows_to_dataset`), and a bad record is skipped
+receives it per rollout as upstream (column rules: :func:`groundwork.records.rows_to_dataset`), and a bad record is skipped
 with a reason code (``--strict_data``: raised as ``file:line: reason: message``).
 """
 
@@ -30,9 +30,9 @@ import os
 from collections import Counter
 from typing import Any
 
-from vlm_r1 import validate
-from vlm_r1.data import RecordError, iter_records, rows_to_dataset, split_extras, warn_dropped
-from vlm_r1.registry import Registry
+from groundwork import validate
+from groundwork.records import RecordError, iter_records, rows_to_dataset, split_extras, warn_dropped
+from groundwork.registry import Registry
 
 logger = logging.getLogger(__name__)
 
@@ -71,7 +71,7 @@ class Task:
     metric_aliases: dict[str, str] = {}
     console_metrics: tuple[tuple[str, str, str], ...] = ()
     debug_columns: dict[str, tuple[str, ...]] = {}
-    #: the run's :class:`vlm_r1.pixel_budget.PixelBudget`, bound by the entry point (``vlm_r1.grpo_jsonl`` / ``vlm_r1.sft``)
+    #: the run's :class:`groundwork.pixel_budget.PixelBudget`, bound by the entry point (``vlm_r1.grpo_jsonl`` / ``vlm_r1.sft``)
     #: before ``build_dataset``; read it through :meth:`budget`
     pixel_budget: Any = None
 
@@ -89,9 +89,9 @@ class Task:
 
     def budget(self, processing_class: Any, vlm_module: Any):
         """The run's pixel budget: :attr:`pixel_budget` when the entry point bound one, else the processor's own
-        settings (:func:`vlm_r1.pixel_budget.from_processor`; a task built directly)."""
+        settings (:func:`groundwork.pixel_budget.from_processor`; a task built directly)."""
         if self.pixel_budget is None:
-            from vlm_r1.pixel_budget import from_processor
+            from groundwork.pixel_budget import from_processor
 
             self.pixel_budget = from_processor(vlm_module, processing_class)
         return self.pixel_budget
@@ -122,13 +122,13 @@ def load_images_transform(budget: Any = None):
     """A ``Dataset.with_transform`` function adding PIL images from the ``image_path`` column.
 
     ``image_path`` holds a path or a list of paths. One path gives an ``image`` column; a list gives ``images``.
-    With ``budget`` (the run's :class:`vlm_r1.pixel_budget.PixelBudget`), each image is resized once, here, by
-    :func:`vlm_r1.pixel_budget.resize_for_model`, so the processor's own smart_resize (set to the same budget) is the
+    With ``budget`` (the run's :class:`groundwork.pixel_budget.PixelBudget`), each image is resized once, here, by
+    :func:`groundwork.pixel_budget.resize_for_model`, so the processor's own smart_resize (set to the same budget) is the
     identity. Images are converted to RGB, in their displayed frame (``ImageOps.exif_transpose``, the convention of
-    ``vlm_r1.validate``: the frame sizes and boxes are read in; upstream VLM-R1 and GTA1 ignore the EXIF orientation
+    ``groundwork.validate``: the frame sizes and boxes are read in; upstream VLM-R1 and GTA1 ignore the EXIF orientation
     tag).
     """
-    from vlm_r1.pixel_budget import resize_for_model
+    from groundwork.pixel_budget import resize_for_model
 
     def load(path: str):
         im = validate.open_image(path)
@@ -229,7 +229,7 @@ def _check_text(**fields: Any) -> None:
 
 
 def _record_id(rec: dict, ref: str) -> str:
-    """A row's ``id``: the record's explicit id (``vlm_r1.validate.explicit_id``: null, booleans, empty strings and
+    """A row's ``id``: the record's explicit id (``groundwork.validate.explicit_id``: null, booleans, empty strings and
     non-scalars are none), else its ``file:line`` reference (upstream wrote ``str(id)``, so a null id became "None"
     and two records shared it)."""
     sid = validate.explicit_id(rec.get("id"))
@@ -238,7 +238,7 @@ def _record_id(rec: dict, ref: str) -> str:
 
 def check_image(path: str, checker: validate.ImageChecker) -> tuple[int, int]:
     """``(width, height)`` of the image at ``path`` in its displayed frame, checked once per image by ``checker``
-    (``vlm_r1.validate.ImageChecker``: decoded by default, so no training run meets a broken image mid-run).
+    (``groundwork.validate.ImageChecker``: decoded by default, so no training run meets a broken image mid-run).
 
     Raises:
         SkipRecord: ``missing_image`` (message ``missing image PATH``), ``not_a_file``, ``image_too_large`` or
@@ -255,7 +255,7 @@ def check_image(path: str, checker: validate.ImageChecker) -> tuple[int, int]:
 
 
 def image_paths(folder: str, names: list[str], absolute: Counter, contain: bool = True) -> list[str]:
-    """Paths of a record's images under ``folder`` (``vlm_r1.validate.resolve_path``; ``contain``: ``folder`` came
+    """Paths of a record's images under ``folder`` (``groundwork.validate.resolve_path``; ``contain``: ``folder`` came
     from ``--image_folders``, so ``..`` may not climb out of it); absolute names are accepted as upstream does and
     counted in ``absolute["absolute image paths"]``.
 
@@ -301,7 +301,7 @@ class DefaultTask(Task):
     record has its own (the record wins, as upstream; null counts as absent).
 
     Every other record key is a pass-through column that reaches the reward functions (``id`` is kept as a string,
-    the record's ``file:line`` when absent). Columns follow :func:`vlm_r1.data.rows_to_dataset`: the union of all
+    the record's ``file:line`` when absent). Columns follow :func:`groundwork.records.rows_to_dataset`: the union of all
     records' keys (upstream kept only the first line's), None where a record lacks a key, a column of mixed kinds
     stored as JSON text with a warning. Record keys named like a column the task computes (``prompt``,
     ``image_path``, ``problem``, ``solution``) or like a TRL reward keyword are dropped with a warning.
@@ -310,7 +310,7 @@ class DefaultTask(Task):
     ``unparseable_record`` (not JSON / not an object / conversations without two ``{"value"}`` turns),
     ``missing_key`` (no ``conversations``), ``bad_question`` (human turn not a string), ``bad_image`` (``image`` not
     a path or a list of paths), ``missing_image``, ``bad_accu_reward_method`` (not a string), ``bad_text`` (a string
-    that is not valid Unicode), and the image checks of ``vlm_r1.validate`` run on every image before training starts
+    that is not valid Unicode), and the image checks of ``groundwork.validate`` run on every image before training starts
     (decoded once each, so no run meets a broken image mid-run): ``path_outside_root`` (a relative path whose ``..``
     climbs out of the image folder; absolute paths are accepted, as upstream, and counted in the log),
     ``not_a_file`` (not a regular, non-empty file), ``image_too_large`` (over 64 Mpx, nothing decoded),
@@ -426,7 +426,7 @@ def parse_rec_gt(value: Any) -> list[float]:
     one bad label crashed training; here it is checked once, at load time.
 
     Raises:
-        ValueError: not JSON, not 4 finite numbers within +-1e7 (``vlm_r1.validate.is_coord``: booleans are not
+        ValueError: not JSON, not 4 finite numbers within +-1e7 (``groundwork.validate.is_coord``: booleans are not
             numbers), or ``x2 <= x1`` / ``y2 <= y1``.
     """
     if isinstance(value, str):
@@ -459,7 +459,7 @@ REC_KEYS = ("image", "problem", "solution")  # upstream grpo_rec.py annotation r
 class RECTask(Task):
     """Upstream VLM-R1 REC (referring expression comprehension) on our core: ``--task_type rec``.
 
-    Two record forms, in ``.jsonl`` or ``.json`` (a JSON list) files alike (:func:`vlm_r1.data.iter_records`):
+    Two record forms, in ``.jsonl`` or ``.json`` (a JSON list) files alike (:func:`groundwork.records.iter_records`):
 
     * ``grpo_jsonl`` conversations (``src/open-r1-multimodal/src/open_r1/grpo_jsonl.py:945-1000``)::
 
@@ -488,7 +488,7 @@ class RECTask(Task):
     (the frame the model answers in: ``vlm_module.answer_frame_size`` under the run's pixel budget, i.e. the
     smart_resize frame for Qwen2/2.5-VL, ``[1000, 1000]`` for 0-1000 families) and ``id`` (the record's ``id`` as a string, else its ``file:line`` / ``file:[index]``). Every other
     record key (``normal_caption``, ...) is a pass-through column, with the column rules of
-    :func:`vlm_r1.data.rows_to_dataset`; keys named like the task's columns are dropped with a warning.
+    :func:`groundwork.records.rows_to_dataset`; keys named like the task's columns are dropped with a warning.
 
     Rewards: the defaults ``accuracy format`` resolve to ``rec_iou`` / ``rec_format`` (``reward_aliases``), which is
     what upstream's ``--is_reward_customized_from_vlm_module true --task_type rec`` selected; that flag gives the same
@@ -512,7 +512,7 @@ class RECTask(Task):
     NEEDS = "a REC record needs 'conversations' (grpo_jsonl form) or all of 'image', 'problem', 'solution'"
 
     def build_dataset(self, script_args: Any, processing_class: Any, vlm_module: Any):
-        from vlm_r1.geometry import Frame
+        from groundwork.geometry import Frame
 
         files = script_args.data_file_list
         folders = script_args.image_folder_list or [os.path.dirname(os.path.abspath(f)) for f in files]

@@ -3,10 +3,10 @@
 Rule (GTA1 ``preprocessing/filter.py``: Yan98/GTA1 ``preprocessing/filter.py:33,87-98`` at 81f0c4c; described on
 https://huggingface.co/datasets/HelloKKMe/grounding_dataset): detect the UI elements on each screenshot,
 take the best IoU between the annotated box (any of a sample's boxes) and any detection, keep the sample when
-``best_iou >= iou_threshold`` (0.1 by default, as GTA1), reject it otherwise. The IoU is :func:`gui_grounding.frames.
+``best_iou >= iou_threshold`` (0.1 by default, as GTA1), reject it otherwise. The IoU is :func:`gui_grounding.models.frames.
 box_iou`; all boxes are in the pixels of the **displayed** image (``(x_min, y_min, x_max, y_max)``, EXIF orientation
-applied): samples are sized by :func:`gui_grounding.schema.load_samples` and detectors read pixels through
-:func:`vlm_r1.validate.open_image`, both through the one image-frame function ``vlm_r1.validate.image_frame``.
+applied): samples are sized by :func:`gui_grounding.data.schema.load_samples` and detectors read pixels through
+:func:`groundwork.validate.open_image`, both through the one image-frame function ``groundwork.validate.image_frame``.
 
 Nothing is lost: every input record ends up in ``OUT.jsonl`` (kept, canonical record + ``best_iou``) or in
 ``OUT.rejected.jsonl`` with a reason from ``REJECT_REASONS`` (``low_iou``, ``detection_failed``, ``invalid_record``).
@@ -34,7 +34,7 @@ Hostile input rules:
   earlier one of the same kind). Reading never raises on a line's content;
 * **detector failures** (undecodable image, any exception, output that would not pass :func:`parse_cache_line`) are
   cached as ``error`` lines and their samples rejected as ``detection_failed``; the rest is written;
-* **outputs** (``vlm_r1.outputs``): checked before any input is read (``--out`` equal to an input, naming a folder or
+* **outputs** (``groundwork.outputs``): checked before any input is read (``--out`` equal to an input, naming a folder or
   unwritable is refused), ``--out`` locked (a second run on the same ``--out`` fails at once), every file written
   atomically under a unique temporary name, the report last; cache files are appended whole lines, flushed, under a
   lock per file (two writers never interleave one cache file; a torn last line of a killed run is cut first).
@@ -56,13 +56,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from groundwork import validate
+from groundwork.argtypes import number, with_range
+from groundwork.outputs import LineAppender, OutputError, OutputLock, atomic_writer, check_outputs, write_json
+from groundwork.records import strict_loads
 from gui_grounding.data.detectors import Detector, build_detector
-from gui_grounding.frames import Box, box_iou
-from gui_grounding.schema import Sample, load_samples
-from vlm_r1 import validate
-from vlm_r1.argtypes import number, with_range
-from vlm_r1.data import strict_loads
-from vlm_r1.outputs import LineAppender, OutputError, OutputLock, atomic_writer, check_outputs, write_json
+from gui_grounding.data.schema import Sample, load_samples
+from gui_grounding.models.frames import Box, box_iou
 
 logger = logging.getLogger(__name__)
 
@@ -690,7 +690,7 @@ def clean(
         progress: show a progress bar per image.
         plot: write the histogram PNG.
 
-    Outputs are checked before any input is read (``vlm_r1.outputs.check_outputs``), ``out`` is locked for the run,
+    Outputs are checked before any input is read (``groundwork.outputs.check_outputs``), ``out`` is locked for the run,
     every file is written atomically and the report last (an older report is removed before the first new file is
     written, so a report always describes the files beside it). Folders this run created are removed again when it
     leaves them empty (a failed run leaves nothing behind).

@@ -7,19 +7,19 @@ Pipeline, record by record (``gui_grounding.data.formats`` has one reader per fo
 cites the published description of its format):
 
 1. **read** the inputs incrementally: a JSON list is streamed with ``ijson`` (a 4 GB file never sits in memory),
-   JSONL line by line (``vlm_r1.data.iter_records``), parquet in row batches (``pyarrow``);
+   JSONL line by line (``groundwork.records.iter_records``), parquet in row batches (``pyarrow``);
 2. the format's reader turns each record into targets (instruction, image, box(es) in the format's own convention);
 3. the **image size** comes from the image header (``imagesize``, PIL as fallback), read once per image path and
    cached; with ``--workers N`` the header reads (and the writing of images embedded in parquet rows) of a chunk of
    records run on N threads, while samples are still written in input order, so the output does not depend on N;
-4. boxes are converted to **original-image pixels** (``gui_grounding.frames``) and validated by the one clipping rule
-   (``gui_grounding.schema.clip_box``): a few pixels of overshoot are clipped and counted, more is rejected;
+4. boxes are converted to **original-image pixels** (``gui_grounding.models.frames``) and validated by the one clipping rule
+   (``gui_grounding.data.schema.clip_box``): a few pixels of overshoot are clipped and counted, more is rejected;
 5. exact **duplicates** (same image, instruction and box(es) as an earlier sample of this run) are rejected.
 
-Outputs, for ``--out OUT.jsonl``: ``OUT.jsonl`` (canonical records, ``gui_grounding.schema.Sample.to_record``, image
+Outputs, for ``--out OUT.jsonl``: ``OUT.jsonl`` (canonical records, ``gui_grounding.data.schema.Sample.to_record``, image
 paths relative to ``--image-root``, with ``source``, ``platform``, ``ui_type`` where known and
 ``image_width``/``image_height``), ``OUT.rejects.jsonl`` (one line per rejected target: ``{"ref", "reason",
-"message", "record"}``, ``reason`` a key of ``gui_grounding.schema.REASONS``) and ``OUT.summary.json`` (counts per
+"message", "record"}``, ``reason`` a key of ``gui_grounding.data.schema.REASONS``) and ``OUT.summary.json`` (counts per
 reason, clipped count, records/s, elapsed). Every target becomes a sample or a reject line: ``targets == samples +
 rejected``. Files are written under temporary names and renamed at the end, so a failed run leaves no partial output.
 """
@@ -39,9 +39,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from groundwork import validate
+from groundwork.records import RecordError, iter_json_list, iter_records
 from gui_grounding.data.formats import DIRECT_FORMATS, FORMATS, PLATFORMS, UNITS, EmbeddedImage, ReadContext, Target
-from gui_grounding.frames import Box, box_from_norm1000
-from gui_grounding.schema import (
+from gui_grounding.data.schema import (
     CANONICAL_KEYS,
     CLIP_TOLERANCE_PX,
     CLIP_TOLERANCE_RATIO,
@@ -53,8 +54,7 @@ from gui_grounding.schema import (
     record_to_sample,
     strip_image_tags,
 )
-from vlm_r1 import validate
-from vlm_r1.data import RecordError, iter_json_list, iter_records
+from gui_grounding.models.frames import Box, box_from_norm1000
 
 CHUNK_TARGETS = 2048  # targets resolved together (one batch of header reads on the worker threads)
 CHUNK_BYTES = 64 << 20  # ... or fewer, when their embedded images add up to this many bytes
@@ -72,13 +72,13 @@ def iter_input(path: str, *, stream_json: bool = True) -> Iterator[tuple[str, in
     """Yield ``(ref, index, record_or_error)`` for each record of one input file, reading it incrementally.
 
     Container detection: ``.parquet`` -> row batches (pyarrow), ref ``file:[row]``; ``.jsonl``/``.ndjson`` -> JSONL
-    (``vlm_r1.data.iter_records``, ref ``file:line``, 1-based); otherwise a file whose first non-blank byte is ``[``
-    -> JSON list streamed with ``ijson`` (``stream_json=False`` loads it whole with ``vlm_r1.data.iter_records``
+    (``groundwork.records.iter_records``, ref ``file:line``, 1-based); otherwise a file whose first non-blank byte is ``[``
+    -> JSON list streamed with ``ijson`` (``stream_json=False`` loads it whole with ``groundwork.records.iter_records``
     instead; same refs and records), ref ``file:[index]``; anything else -> one JSON object for a ``.json`` file, else
-    JSONL (``vlm_r1.data.iter_records``).
+    JSONL (``groundwork.records.iter_records``).
 
     A record that is not a JSON object, an unparseable line, or a file that cannot be parsed from some point on is
-    yielded as a :class:`vlm_r1.data.RecordError` (for a JSON list or parquet file that breaks part-way, one error
+    yielded as a :class:`groundwork.records.RecordError` (for a JSON list or parquet file that breaks part-way, one error
     names the position and the rest of that file is not read).
     """
     if path.endswith(".parquet"):
@@ -119,7 +119,7 @@ def _has_lone_surrogate_escape(path: str) -> bool:
 
 def _iter_json_list(path: str) -> Iterator[tuple[str, int, Any]]:
     """A JSON list, streamed with ijson (fast); at the first element ijson cannot read (NaN, an integer beyond 64
-    bits, bad syntax, bad UTF-8, ...), the rest of the file is read by ``vlm_r1.data.iter_json_list``, which splits
+    bits, bad syntax, bad UTF-8, ...), the rest of the file is read by ``groundwork.records.iter_json_list``, which splits
     it into elements lexically: the bad element is one error and every element after it is read as usual. A file
     holding a lone surrogate escape is read by ``iter_json_list`` from the start (ijson would replace it by ``?``
     and the record would be kept, altered, instead of being a ``bad_text`` reject)."""
@@ -175,7 +175,7 @@ def probe_image(
 ) -> tuple[int, int] | tuple[str, str]:
     """``(width, height)`` of the displayed frame (EXIF orientation applied), or ``(reason, message)``.
 
-    The image is checked by ``checker`` (``vlm_r1.validate.ImageChecker``; default: decode, 64 Mpx limit), once per
+    The image is checked by ``checker`` (``groundwork.validate.ImageChecker``; default: decode, 64 Mpx limit), once per
     image: ``missing_image``, ``not_a_file`` (not a regular non-empty file), ``image_too_large`` (the header declares
     more pixels than the limit; nothing is decoded) or ``unreadable_image`` (under ``decode``: truncated or corrupt
     pixel data). ``embedded`` bytes are first written to ``path`` unless a file is already there (never overwritten;
@@ -186,7 +186,7 @@ def probe_image(
     """
     if embedded is not None and not os.path.isfile(path):
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        from vlm_r1.outputs import write_bytes
+        from groundwork.outputs import write_bytes
 
         write_bytes(path, embedded)  # a unique temporary name, then renamed
     try:
@@ -405,7 +405,7 @@ class _Converter:
 
     def _path(self, image: str | EmbeddedImage) -> str | validate.Invalid:
         """Resolved path of a record's image (cached per name, as its path relative to the image root), or the
-        :class:`vlm_r1.validate.Invalid` saying why there is none (``path_outside_root``, ``bad_text``, ...)."""
+        :class:`groundwork.validate.Invalid` saying why there is none (``path_outside_root``, ``bad_text``, ...)."""
         name = image.name if isinstance(image, EmbeddedImage) else image
         path = self.paths.get(name)
         if path is None:
@@ -656,14 +656,14 @@ def convert(
         stream_json: stream JSON lists with ijson (``False`` loads each file whole; same output).
         verify_images: ``decode`` (default: every unique image decoded once; truncated or corrupt data is
             ``unreadable_image``), ``header`` (header only) or ``none`` (header only, for the size; same as
-            ``header`` today). See ``vlm_r1.validate.ImageChecker``.
+            ``header`` today). See ``groundwork.validate.ImageChecker``.
         max_image_pixels: the decode guard: ``image_too_large`` when the header declares more pixels of the original
-            image (default ``vlm_r1.validate.DECODE_PIXEL_LIMIT``, 64 Mpx; None/0: no limit). Unrelated to the
+            image (default ``groundwork.validate.DECODE_PIXEL_LIMIT``, 64 Mpx; None/0: no limit). Unrelated to the
             model's smart_resize ``max_pixels``.
         limits: the target model family's image limits (``--family`` / ``--model``): an image outside them (aspect
             ratio, smallest side) is ``image_unsupported``, so no training run meets it at step 1.
 
-    Outputs (``vlm_r1.outputs``): checked before any input is read (``--out`` may not be an input, a folder, or in
+    Outputs (``groundwork.outputs``): checked before any input is read (``--out`` may not be an input, a folder, or in
     a folder that cannot be written), locked against a second writer, written under unique temporary names and
     renamed, the summary last; a stale summary of an earlier run is removed first, so a summary always describes
     the outputs beside it.
@@ -675,7 +675,7 @@ def convert(
         SampleError: in strict mode, for the first bad record; its ref names the file and line / index.
         FileNotFoundError: an input file does not exist.
         ValueError: unknown format, platform, box unit or verify mode, or ``workers < 1``.
-        vlm_r1.outputs.OutputError: an output that cannot or must not be written (one line).
+        groundwork.outputs.OutputError: an output that cannot or must not be written (one line).
     """
     if verify_images not in validate.VERIFY_MODES:
         raise ValueError(f"verify_images must be one of {validate.VERIFY_MODES}, got {verify_images!r}")
@@ -695,7 +695,7 @@ def convert(
             raise FileNotFoundError(f"input file not found: {path}")
     from tqdm import tqdm
 
-    from vlm_r1 import outputs
+    from groundwork import outputs
 
     rejects_path, summary_path = output_paths(out)
     outputs.check_outputs(files=[out, rejects_path, summary_path], inputs=inputs)
@@ -789,7 +789,7 @@ def _run(args: argparse.Namespace) -> None:
         )
     except SampleError as err:
         raise SystemExit(f"convert --strict: stopped at the first bad record: {err}") from None
-    except (ValueError, OSError) as err:  # FileNotFoundError, vlm_r1.outputs.OutputError, disk full, ...
+    except (ValueError, OSError) as err:  # FileNotFoundError, groundwork.outputs.OutputError, disk full, ...
         raise SystemExit(f"convert: error: {err}") from None
     print(report.table())
 
@@ -843,8 +843,8 @@ def register_cli(subparsers) -> None:
         "(duplicates included, unless --keep-duplicates) with an error naming its file and line (or "
         "[index]); nothing is written",
     )
-    from vlm_r1.argtypes import integer, number, with_range
-    from vlm_r1.argtypes import text as text_arg
+    from groundwork.argtypes import integer, number, with_range
+    from groundwork.argtypes import text as text_arg
     from vlm_r1.modules import available_modules
 
     workers_t, tol_t, max_px_t = integer(min=1, max=1024), number(min=0, max=validate.MAX_COORD), integer(min=0)

@@ -29,7 +29,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from gui_grounding.frames import Box, box_iou
+from gui_grounding.models.frames import Box, box_iou
 
 CLEAN_EXTRA_HINT = "pip install -e .[clean]  (rapidocr-onnxruntime, opencv-python-headless)"
 OMNIPARSER_HINT = (
@@ -59,7 +59,7 @@ def read_image_bgr(image_path: str):
 
     if not os.path.isfile(image_path):
         raise FileNotFoundError(f"image not found: {image_path}")
-    from vlm_r1.validate import open_image
+    from groundwork.validate import open_image
 
     rgb = np.asarray(open_image(image_path))  # displayed frame (EXIF applied), as the annotated boxes are
     return np.ascontiguousarray(rgb[:, :, ::-1])

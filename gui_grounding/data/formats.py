@@ -30,14 +30,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from gui_grounding.annotations import is_number  # a finite int/float within +-1e7, never a bool (the readers' rule)
-from gui_grounding.frames import Box
-from gui_grounding.schema import (
+from groundwork import validate
+from gui_grounding.data.annotations import (
+    is_number,  # a finite int/float within +-1e7, never a bool (the readers' rule)
+)
+from gui_grounding.data.schema import (
     SampleError,
     conversation_turns,
     require,  # the one record-shape check (benchmark readers share it)
 )
-from vlm_r1 import validate
+from gui_grounding.models.frames import Box
 
 UNITS = ("pixel", "ratio", "norm1000")
 PLATFORMS = ("mobile", "desktop", "web")
@@ -62,7 +64,7 @@ class Target:
     ``sub_id`` its sample id (``stem:3`` + ``:1.0``) when a record holds several targets. ``stated_size``: the image
     ``(width, height)`` the record claims, checked against the image header. ``error`` marks a sub-item that could
     not be read (it becomes a reject line, in order). ``record``: for direct formats, the whole record, handed to
-    ``gui_grounding.schema.record_to_sample``.
+    ``gui_grounding.data.schema.record_to_sample``.
     """
 
     instruction: Any = None
@@ -229,7 +231,7 @@ def _image_value(value: Any, ctx: ReadContext, what: str, name_hint: Any = None)
 def _box(value: Any, ref: str, what: str) -> Box:
     """4 finite numbers ``[x_min, y_min, x_max, y_max]`` (any unit; inverted boxes are caught by ``clip_box`` after
     conversion); 4 values one of which is not a finite number within +-1e7 (NaN, inf, a boolean, a huge integer) ->
-    ``bad_box`` (``vlm_r1.validate.box4``); 2 numbers are a point -> ``point_only``; anything else -> ``bad_field``."""
+    ``bad_box`` (``groundwork.validate.box4``); 2 numbers are a point -> ``point_only``; anything else -> ``bad_field``."""
     if isinstance(value, (list, tuple)):
         if len(value) == 4:
             try:
@@ -770,7 +772,7 @@ def read_screenspot_pro(record: dict, ctx: ReadContext) -> list[Target]:
     ]
 
 
-# keys of a canonical output record (gui_grounding.schema.Sample.to_record): a record key of the same name is not
+# keys of a canonical output record (gui_grounding.data.schema.Sample.to_record): a record key of the same name is not
 # copied into a sample's extra fields, which would overwrite them
 CANONICAL_KEYS = (
     "sample_id",
@@ -819,7 +821,7 @@ def read_vlm_r1(record: dict, ctx: ReadContext) -> list[Target]:
 
     * ``grpo_jsonl`` records: ``{"image", "conversations": [{"from": "human", "value": "<image>..."},
       {"from": "gpt", "value": "[x1, y1, x2, y2]"}]}``, the gpt answer a box (a list, or a string, plain or inside
-      ``<answer>...</answer>``). Read by ``gui_grounding.schema.record_to_sample`` (the one reader of this form);
+      ``<answer>...</answer>``). Read by ``gui_grounding.data.schema.record_to_sample`` (the one reader of this form);
       ``bbox``/``target_bbox`` keys of such a record are kept as extra fields, never read as GTA1/canonical boxes.
     * REC annotation records, as in upstream's published ``rec_jsons_processed/*.json`` (a JSON list; read by
       ``src/open-r1-multimodal/src/open_r1/grpo_rec.py:92-195``): ``{"image": "train2014/COCO_train2014_...jpg",
@@ -868,11 +870,11 @@ def read_vlm_r1(record: dict, ctx: ReadContext) -> list[Target]:
 
 @register("canonical")
 def read_canonical(record: dict, ctx: ReadContext) -> list[Target]:
-    """Our canonical records (``gui_grounding.schema``): ``{"instruction", "image_path", "target_bbox": {x_min,
+    """Our canonical records (``gui_grounding.data.schema``): ``{"instruction", "image_path", "target_bbox": {x_min,
     y_min, x_max, y_max} or a list of them}`` in original **pixels**, optional ``sample_id``, ``source``,
     ``platform``, ``ui_type``, ``image_width``/``image_height``.
 
-    Read by ``gui_grounding.schema.record_to_sample``; useful to re-validate, clip and de-duplicate a file, or to
+    Read by ``gui_grounding.data.schema.record_to_sample``; useful to re-validate, clip and de-duplicate a file, or to
     merge several. Image paths relative to the image root.
     """
     return [Target(record=record, raw=record)]

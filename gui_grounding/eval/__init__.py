@@ -6,7 +6,7 @@ Three separate axes, combined at run time (lm-evaluation-harness style):
   canonical JSONL; each reads its published layout and computes its own metric tables;
 * backends (``gui_grounding.eval.backends``): ``hf`` (transformers), ``openai`` (any OpenAI-compatible endpoint),
   ``vllm`` (offline engine);
-* adapters (``gui_grounding.adapters``): the prompt and coordinate frame of a model family.
+* adapters (``gui_grounding.models.adapters``): the prompt and coordinate frame of a model family.
 
 One scorer (``gui_grounding.eval.judge``) judges every prediction; ``gui_grounding.eval.report`` writes
 ``metrics.json``, ``results.md`` and ``failures.html``.
@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import os
 
-from gui_grounding.annotations import EvalInputError
+from gui_grounding.data.annotations import EvalInputError
 
 logger = logging.getLogger(__name__)
 
@@ -95,7 +95,7 @@ def run_eval(
 ) -> dict:
     """Evaluate on ``benchmark``: predict with ``model`` (then score) or rescore a ``predictions`` file.
 
-    Outputs (``vlm_r1.outputs``): ``out_dir`` is checked before any input is read (it must not be an existing file,
+    Outputs (``groundwork.outputs``): ``out_dir`` is checked before any input is read (it must not be an existing file,
     the ``data`` folder/file or the ``predictions`` file, and must be writable) and locked for the whole run (a
     second eval on the same folder fails at once). ``predictions.jsonl`` (model mode) is appended line by line and
     resumable; ``results.md``, ``failures.html`` and ``metrics.json`` are written atomically, ``metrics.json`` last
@@ -127,7 +127,7 @@ def run_eval(
             harness logs are exempt from ``"error"`` (see ``gui_grounding.eval.predictions``).
         predictions_format: ``"auto"`` (a harness log only by its full published shape), ``"jsonl"`` /
             ``"json-list"`` (our predictions), ``"harness-log"`` (``gui_grounding.eval.predictions``).
-        profile: a :mod:`gui_grounding.profiles` name: its adapter, pixel budget, ``max_new_tokens`` and benchmark
+        profile: a :mod:`gui_grounding.models.profiles` name: its adapter, pixel budget, ``max_new_tokens`` and benchmark
             options apply unless given explicitly, and ``metrics.json``/``results.md`` show its published numbers
             next to ours (``published``).
         tts: a :class:`gui_grounding.eval.tts.TTSConfig` (``None``: greedy). A test-time mode predicts (model mode)
@@ -152,10 +152,10 @@ def run_eval(
         OutputError: ``out_dir`` is unusable (a file, an input, not writable), locked by another run, or a write
             fails (disk full); no ``metrics.json`` is left behind.
     """
+    from groundwork.outputs import OutputLock, check_outputs
     from gui_grounding.eval.benchmarks import get_benchmark
     from gui_grounding.eval.predictions import PREDICTION_FORMATS, load_predictions, results_from_predictions, show_path
     from gui_grounding.eval.report import remove_summary, write_reports
-    from vlm_r1.outputs import OutputLock, check_outputs
 
     if (model is None) == (predictions is None):
         raise ValueError("give exactly one of model (predict, then score) or predictions (rescore a file)")
@@ -169,7 +169,7 @@ def run_eval(
     budget_flags = {k: backend_kwargs.pop(k, None) for k in ("min_pixels", "max_pixels", "max_tiles")}
     prof = None
     if profile is not None:
-        from gui_grounding.profiles import get_profile
+        from gui_grounding.models.profiles import get_profile
 
         prof = get_profile(profile)
         adapter = adapter or prof.adapter
@@ -285,14 +285,14 @@ def _refuse_unsupported_images(model: str, backend: str, samples, show_path):
     official denominator). The openai backend serves a remote model whose family is not known here: not checked.
 
     Returns:
-        the family's :class:`vlm_r1.validate.ImageLimits`, or ``None`` when the family is not known here.
+        the family's :class:`groundwork.validate.ImageLimits`, or ``None`` when the family is not known here.
 
     Raises:
         EvalInputError: samples outside the family's limits.
     """
     if backend == "openai":
         return None
-    from vlm_r1 import validate
+    from groundwork import validate
     from vlm_r1.modules import get_vlm_module
 
     try:
@@ -339,9 +339,9 @@ def _resolve_model_settings(model: str, backend: str, adapter, budget_flags: dic
     """``(adapter, budget, warnings)`` of a model run: the adapter (given, else the checkpoint's default; the openai
     backend needs one) and the pixel budget resolved once (``gui_grounding.eval.budget.resolve_eval_budget``), logged
     with every value's source."""
-    from gui_grounding.adapters import resolve_adapter
     from gui_grounding.eval.backends import checkpoint_adapter
     from gui_grounding.eval.budget import resolve_eval_budget
+    from gui_grounding.models.adapters import resolve_adapter
 
     run_adapter = resolve_adapter(adapter) if adapter is not None else checkpoint_adapter(model)
     local = model if backend != "openai" else None

@@ -3,14 +3,14 @@
 Each value (smart_resize ``factor``, ``min_pixels``, ``max_pixels``, InternVL's ``max_tiles``) comes from the first of:
 
 1. the flag (``--min-pixels`` / ``--max-pixels`` / ``--max-tiles``);
-2. ``--profile NAME`` (the pinned budget of a published checkpoint, :mod:`gui_grounding.profiles`);
+2. ``--profile NAME`` (the pinned budget of a published checkpoint, :mod:`gui_grounding.models.profiles`);
 3. the budget recorded with the checkpoint (``vlm_r1_run.json`` ``pixel_budget``, written by our training runs:
-   :func:`vlm_r1.pixel_budget.recorded_budget`), so evaluating a checkpoint we trained uses its training budget;
+   :func:`groundwork.pixel_budget.recorded_budget`), so evaluating a checkpoint we trained uses its training budget;
 4. the adapter's published default (``Adapter.default_budget``; ``--adapter`` picks the adapter).
 
 A flag or profile value that differs from the checkpoint's recorded budget is allowed (ScreenSpot-Pro at a larger
 budget is a legitimate experiment) but warned about, naming both values. The result is a
-:class:`vlm_r1.pixel_budget.PixelBudget`; every backend resizes with it (:meth:`Adapter.build_request`) and the hf
+:class:`groundwork.pixel_budget.PixelBudget`; every backend resizes with it (:meth:`Adapter.build_request`) and the hf
 and vllm backends set their processor to it, so the frame the prompt states is the frame the model sees.
 """
 
@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from vlm_r1.pixel_budget import BUDGET_FIELDS, PixelBudget, recorded_budget, resolve
+from groundwork.pixel_budget import BUDGET_FIELDS, PixelBudget, recorded_budget, resolve
 
 logger = logging.getLogger(__name__)
 
@@ -28,7 +28,7 @@ FLAG_NAMES = {"min_pixels": "--min-pixels", "max_pixels": "--max-pixels", "max_t
 
 
 def budget_layers(budget: PixelBudget | None) -> list[tuple[str, dict]]:
-    """``budget`` as :func:`vlm_r1.pixel_budget.resolve` layers, one per set value, each with its own source."""
+    """``budget`` as :func:`groundwork.pixel_budget.resolve` layers, one per set value, each with its own source."""
     if budget is None:
         return []
     return [
@@ -53,8 +53,8 @@ def resolve_eval_budget(
         model: checkpoint directory or hub id (its recorded budget, when it has one); ``None`` for predictions-only
             runs and API backends without a local checkpoint.
         flags: ``{"min_pixels", "max_pixels", "max_tiles"}`` from the command line (``None`` values: not given).
-        profile: a :class:`gui_grounding.profiles.Profile` or ``None``.
-        limits: the family's :class:`vlm_r1.validate.ImageLimits` (``None``: no limits).
+        profile: a :class:`gui_grounding.models.profiles.Profile` or ``None``.
+        limits: the family's :class:`groundwork.validate.ImageLimits` (``None``: no limits).
 
     Returns:
         the budget and the warnings already logged (a flag or profile value that differs from the checkpoint's

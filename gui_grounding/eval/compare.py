@@ -298,8 +298,8 @@ def write_gallery(out_dir: str, doc: dict, a: dict, b: dict, *, max_cards: int =
     Raises:
         OutputError: a file cannot be written.
     """
+    from groundwork.outputs import OutputError, write_bytes
     from gui_grounding.eval.report import _draw, _image_problem, prepare_image_dir
-    from vlm_r1.outputs import OutputError, write_bytes
 
     img_dir = prepare_image_dir(os.path.join(out_dir, GALLERY_DIR))
     common = [s for s in a["order"] if s in b["scores"]]
@@ -375,7 +375,7 @@ body {{ font-family: sans-serif; margin: 1.5em; max-width: 1400px; }}
 def main(args: argparse.Namespace) -> None:
     """Compare, print ``compare.md``, and with ``--out`` write the gallery, ``compare.md`` and ``compare.json``
     (last). A refusal (:class:`CompareError`) is one line on stderr and exit status 2."""
-    from vlm_r1.outputs import OutputLock, check_outputs, write_json, write_text
+    from groundwork.outputs import OutputLock, check_outputs, write_json, write_text
 
     try:
         a, b = read_run(args.run_a), read_run(args.run_b)
@@ -396,7 +396,7 @@ def main(args: argparse.Namespace) -> None:
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     """Add the ``compare`` subcommand to the ``gui-grounding`` subparsers; returns its parser."""
-    from vlm_r1.argtypes import integer, with_range
+    from groundwork.argtypes import integer, with_range
 
     p = subparsers.add_parser(
         "compare",

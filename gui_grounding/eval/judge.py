@@ -29,8 +29,8 @@ accuracy is the official one).
 
 from __future__ import annotations
 
-from gui_grounding.frames import point_in_box, point_in_polygon
-from gui_grounding.schema import Sample
+from gui_grounding.data.schema import Sample
+from gui_grounding.models.frames import point_in_box, point_in_polygon
 
 CORRECT, WRONG, WRONG_FORMAT = "correct", "wrong", "wrong_format"
 

@@ -1,6 +1,6 @@
 """Reading prediction files, and judging them against a benchmark's samples.
 
-Every predictions file is read by the one record reader, :func:`vlm_r1.data.iter_records`: any framing (one object per
+Every predictions file is read by the one record reader, :func:`groundwork.records.iter_records`: any framing (one object per
 line, a JSON list, a list followed by JSONL lines, concatenated objects), LF / CRLF / CR-only line endings (a raw CR
 inside a line never splits a record), a UTF-8 byte-order mark ignored. What is not JSON text (gzip, bzip2, a zip
 archive, parquet, UTF-16/32) is refused with one line naming what the file is.
@@ -44,7 +44,7 @@ kept per prediction and compared with ours by :func:`results_from_predictions` (
 Nothing is dropped silently, and no record makes eval crash:
 
 * a **malformed** record (not JSON -- NaN, ``Infinity``, ``1e999``, bad syntax --, not UTF-8, nested too deeply, a
-  number over the parser's digit limit, not an object, no usable ``sample_id`` (:func:`vlm_r1.validate.explicit_id`),
+  number over the parser's digit limit, not an object, no usable ``sample_id`` (:func:`groundwork.validate.explicit_id`),
   no ``point`` key, a point that is not null or 2 finite numbers within +-1e7: ``"12"``, a 400-digit integer,
   booleans) is counted in ``malformed`` with its ref. When its sample can be told (the parsed ``sample_id``, or for a
   record that does not parse, a ``"sample_id": ...`` found in its text) that sample is scored as the harness scores
@@ -73,12 +73,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from gui_grounding.annotations import is_number, short_repr
+from groundwork import validate
+from groundwork.records import RecordError, iter_records
+from gui_grounding.data.annotations import is_number, short_repr
+from gui_grounding.data.schema import Sample
 from gui_grounding.eval import ON_DUPLICATE, EvalInputError
 from gui_grounding.eval.judge import WRONG_FORMAT, judge
-from gui_grounding.schema import Sample
-from vlm_r1 import validate
-from vlm_r1.data import RecordError, iter_records
 
 logger = logging.getLogger(__name__)
 

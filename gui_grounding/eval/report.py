@@ -19,10 +19,10 @@
   "image missing" instead of pictures. Every target box, polygon edge and point is clipped to the picture before it
   is drawn, so drawing costs what the picture's size allows, whatever the coordinates (a box 1e7 px wide).
 
-Writing (``vlm_r1.outputs``): every file is written atomically (a unique temporary name, then a rename); an earlier
+Writing (``groundwork.outputs``): every file is written atomically (a unique temporary name, then a rename); an earlier
 ``metrics.json`` in the folder is removed first and the new one is written **last**, so a complete-looking summary
 never sits beside missing or truncated outputs. A full disk or a read-only folder raises
-:class:`vlm_r1.outputs.OutputError` (one line).
+:class:`groundwork.outputs.OutputError` (one line).
 """
 
 from __future__ import annotations
@@ -34,13 +34,13 @@ import math
 import os
 import re
 
-from gui_grounding.annotations import load_report_dict
+from groundwork.outputs import OutputError, atomic_writer, write_bytes, write_text
+from gui_grounding.data.annotations import load_report_dict
+from gui_grounding.data.schema import LoadReport, Sample
 from gui_grounding.eval.benchmarks.base import Benchmark
 from gui_grounding.eval.judge import CORRECT
 from gui_grounding.eval.predictions import PredictionReport
 from gui_grounding.eval.tables import md_table
-from gui_grounding.schema import LoadReport, Sample
-from vlm_r1.outputs import OutputError, atomic_writer, write_bytes, write_text
 
 logger = logging.getLogger(__name__)
 
@@ -483,8 +483,8 @@ def _known_size(s: Sample) -> bool:
 
 def _image_problem(s: Sample) -> str | None:
     """Why the sample's screenshot cannot be drawn (missing, not a file, over the pixel limit, unreadable), or None;
-    read from its header only (``vlm_r1.validate``'s checker, so an oversized image is never decoded)."""
-    from gui_grounding.schema import SampleError, read_image_size
+    read from its header only (``groundwork.validate``'s checker, so an oversized image is never decoded)."""
+    from gui_grounding.data.schema import SampleError, read_image_size
 
     try:
         read_image_size(s.image_path, s.sample_id, verify=False)
@@ -592,7 +592,7 @@ def _draw(s: Sample, point, img_dir: str, i: int, max_width: int, *, marks=None)
     ``[(point or None, (r, g, b))]`` drawn instead of the red ``point`` (:func:`_draw_marks`)."""
     from PIL import Image, ImageDraw
 
-    from vlm_r1.validate import open_image
+    from groundwork.validate import open_image
 
     out = []
     im = open_image(s.image_path)  # the displayed frame (EXIF applied), as boxes and points are

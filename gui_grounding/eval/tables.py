@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from gui_grounding.data.schema import Sample
 from gui_grounding.eval.judge import CORRECT, WRONG, WRONG_FORMAT
-from gui_grounding.schema import Sample
 
 
 def check_results(samples: list[Sample], results: dict[str, dict]) -> None:

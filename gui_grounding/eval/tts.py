@@ -6,15 +6,15 @@ Modes (:data:`TTS_MODES`):
 * ``greedy`` (default): one greedy answer per screenshot; the run is exactly what it was before test-time modes
   existed (same predictions lines, same ``metrics.json``).
 * ``consensus``: K answers sampled per screenshot (``--tts-samples``, ``--tts-temperature``, ``--tts-top-p``,
-  ``--tts-seed``), voted by GUI-RC's region rule (:mod:`gui_grounding.consensus`: the centre of the largest max-vote
+  ``--tts-seed``), voted by GUI-RC's region rule (:mod:`gui_grounding.models.consensus`: the centre of the largest max-vote
   region, ties to the region first in raster order); the **agreement** (share of the K samples covering the winner)
   is stored per sample as a confidence. GUI-RC samples 64 at temperature 0.7 (ZJU-REAL/GUI-RCPO
   ``GUI-RC/evaluation.py:23-24``); our defaults are K=8 at 0.7.
 * ``zoom``: two passes. The greedy answer picks a window of the **original** screenshot (``--tts-zoom``: each side
   that fraction of the screenshot's, centred on the answer and shifted inside the image:
-  :func:`gui_grounding.frames.zoom_window`); the crop is sent under the run's resolved pixel budget (the same
-  :class:`vlm_r1.pixel_budget.PixelBudget` as every request: the adapter's ``build_request``), and the second greedy
-  answer is mapped back through the crop (:class:`gui_grounding.frames.CropWindow`: a plain integer offset). Crops
+  :func:`gui_grounding.models.frames.zoom_window`); the crop is sent under the run's resolved pixel budget (the same
+  :class:`groundwork.pixel_budget.PixelBudget` as every request: the adapter's ``build_request``), and the second greedy
+  answer is mapped back through the crop (:class:`gui_grounding.models.frames.CropWindow`: a plain integer offset). Crops
   are taken from the displayed frame (EXIF orientation applied), the frame every box and point is in.
 * ``zoom+consensus``: the consensus answer picks the window, and K samples on the crop are voted again (in the crop's
   pixels, clipped to the crop); its agreement is the second vote's (the first's when the crop gives no point).
@@ -55,7 +55,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
-from gui_grounding.consensus import DEFAULT_REGION, MAX_SAMPLES, consensus
+from gui_grounding.models.consensus import DEFAULT_REGION, MAX_SAMPLES, consensus
 
 logger = logging.getLogger(__name__)
 
@@ -79,7 +79,7 @@ class TTSConfig:
 
     Attributes:
         mode: one of :data:`TTS_MODES`.
-        samples: K sampled answers per pass (consensus modes), 1 .. :data:`gui_grounding.consensus.MAX_SAMPLES`.
+        samples: K sampled answers per pass (consensus modes), 1 .. :data:`gui_grounding.models.consensus.MAX_SAMPLES`.
         temperature: sampling temperature (> 0).
         top_p: nucleus sampling mass in ``(0, 1]``.
         seed: the run's sampling seed (recorded in ``metrics.json``).
@@ -253,7 +253,7 @@ def predict_tts(engine: Engine, samples: list, out_path: str, *, adapter, budget
     from tqdm.auto import tqdm
 
     from gui_grounding.eval.backends import load_image, open_predictions, record, write_records
-    from gui_grounding.frames import zoom_window
+    from gui_grounding.models.frames import zoom_window
 
     logger.info("test-time mode %s on %s; %s", tts.label(), engine.name, engine.sampling_note or "")
     out, todo = open_predictions(out_path, samples)
@@ -540,7 +540,7 @@ def plot_calibration(bins: list[dict], path: str, *, title: str) -> str:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from vlm_r1.outputs import write_bytes
+    from groundwork.outputs import write_bytes
 
     fig, ax = plt.subplots(figsize=(5.5, 4))
     centres = [(b["low"] + b["high"]) / 2 for b in bins]

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from groundwork.registry import Registry, by_attribute, discover
 from vlm_r1.modules.base import VLMBaseModule
 from vlm_r1.modules.qwen import Qwen2VLModule
-from vlm_r1.registry import Registry, by_attribute, discover
 
 ENTRY_POINT_GROUP = "vlm_r1.modules"
 

@@ -10,7 +10,7 @@ shared-prompt hooks. Upstream's other methods (``get_vlm_key``, ``is_embeds_inpu
 :class:`UpstreamModuleMixin` with defaults, so a module written for upstream instantiates unchanged.
 Modules are chosen by ``config.model_type`` (``vlm_r1.modules.get_vlm_module``), never by path substrings;
 ``model_types`` names the values a module serves. A family is one file in this package listing its classes in
-``FAMILY`` (``vlm_r1.registry.discover``); third-party modules register under the entry-point group
+``FAMILY`` (``groundwork.registry.discover``); third-party modules register under the entry-point group
 ``vlm_r1.modules`` (name = the ``config.model_type`` served). ``docs/ADDING_A_MODEL.md`` walks through one.
 """
 
@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from vlm_r1.validate import ImageLimits
+from groundwork.validate import ImageLimits
 
 
 def load_processor_files(path: str, build: Callable[[Any, Any, str], Any]) -> Any:
@@ -182,12 +182,12 @@ class VLMBaseModule(UpstreamModuleMixin, ABC):
     IMAGE_LIMITS: ImageLimits = ImageLimits()
 
     def image_limits(self) -> ImageLimits:
-        """The family's :class:`vlm_r1.validate.ImageLimits` (largest aspect ratio, smallest side)."""
+        """The family's :class:`groundwork.validate.ImageLimits` (largest aspect ratio, smallest side)."""
         limits = type(self).IMAGE_LIMITS
         return limits if limits.family else replace(limits, family=self.model_type or type(self).__name__)
 
     def processor_budget(self, processing_class: Any) -> dict:
-        """The pixel-budget values ``processing_class`` holds, as a :func:`vlm_r1.pixel_budget.resolve` layer:
+        """The pixel-budget values ``processing_class`` holds, as a :func:`groundwork.pixel_budget.resolve` layer:
         ``{factor, min_pixels, max_pixels, max_tiles}`` (``None`` where the family has no such value). Default: the
         smart_resize parameters (:meth:`get_image_resize_params`), or none for a family without a smart_resize
         frame."""
@@ -198,7 +198,7 @@ class VLMBaseModule(UpstreamModuleMixin, ABC):
         return {"factor": factor, "min_pixels": min_px, "max_pixels": max_px, "max_tiles": None}
 
     def apply_pixel_budget(self, processing_class: Any, budget: Any) -> None:
-        """Write a :class:`vlm_r1.pixel_budget.PixelBudget` into ``processing_class`` (once per run). Default:
+        """Write a :class:`groundwork.pixel_budget.PixelBudget` into ``processing_class`` (once per run). Default:
         upstream's way, each ``get_custom_processing_keywords()`` pair named ``min_pixels``/``max_pixels`` set on its
         component (grpo_trainer.py:313-318). Families override it (Qwen: the image processor's ``size``; InternVL:
         ``max_patches``)."""
@@ -262,7 +262,7 @@ class VLMBaseModule(UpstreamModuleMixin, ABC):
     def answer_frame_size(self, budget: Any, width: int, height: int) -> tuple[int, int]:
         """``(W', H')``: the frame this family answers coordinates in for an original ``width x height`` image, as a
         per-axis scaling of it (the REC task's ``resized_size``; its IoU reward maps answers back with it). Default:
-        the run's smart_resize frame, ``budget.size_sent`` of the :class:`vlm_r1.pixel_budget.PixelBudget` (Qwen2/2.5-VL
+        the run's smart_resize frame, ``budget.size_sent`` of the :class:`groundwork.pixel_budget.PixelBudget` (Qwen2/2.5-VL
         answer in resized pixels); families answering on a 0-1000 grid return ``(1000, 1000)``.
 
         Raises:

@@ -39,9 +39,9 @@ import logging
 import os
 from typing import Any
 
+from groundwork.validate import ImageLimits
 from vlm_r1 import rewards
 from vlm_r1.modules.base import VLMBaseModule
-from vlm_r1.validate import ImageLimits
 
 logger = logging.getLogger(__name__)
 
@@ -345,7 +345,7 @@ class InternVLModule(VLMBaseModule):
 
     def answer_frame_size(self, budget: Any, width: int, height: int) -> tuple[int, int]:
         """``(W', H')`` of the frame InternVL answers coordinates in, for an original ``width x height`` image:
-        always ``(1000, 1000)`` (a per-axis scaling of the original image, so ``vlm_r1.geometry``'s resized->original
+        always ``(1000, 1000)`` (a per-axis scaling of the original image, so ``groundwork.geometry``'s resized->original
         mapping with ``resized_size = [1000, 1000]`` is exact)."""
         return BOX_GRID, BOX_GRID
 
@@ -471,5 +471,5 @@ class InternVLModule(VLMBaseModule):
         restore_stock_processor_class(out_dir, "InternVLProcessor")
 
 
-#: the module classes this family file registers (vlm_r1.registry.discover)
+#: the module classes this family file registers (groundwork.registry.discover)
 FAMILY = (InternVLModule,)

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from groundwork.validate import ImageLimits
 from vlm_r1 import rewards
 from vlm_r1.modules.base import VLMBaseModule
-from vlm_r1.validate import ImageLimits
 
 VISION_SPECIAL_TOKENS = ("<|image_pad|>", "<|video_pad|>", "<|vision_start|>", "<|vision_end|>")
 
@@ -314,5 +314,5 @@ class Qwen2VLModule(VLMBaseModule):
         restore_stock_processor_class(out_dir, self._classes(self.model_type)[1].__name__)
 
 
-#: the module classes this family file registers (vlm_r1.registry.discover)
+#: the module classes this family file registers (groundwork.registry.discover)
 FAMILY = (Qwen2VLModule,)

@@ -30,8 +30,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from groundwork.validate import ImageLimits
 from vlm_r1.modules.qwen import Qwen2VLModule, _image_only_processor_class
-from vlm_r1.validate import ImageLimits
 
 # Qwen3-VL's interleaved M-RoPE split of the head_dim/2 rotary frequencies, (temporal, height, width): [24, 20, 20] for
 # head_dim 128 (Qwen/Qwen3-VL-*-Instruct config.json, text_config.rope_scaling.mrope_section; also the fallback of
@@ -205,5 +205,5 @@ class Qwen3VLModule(Qwen2VLModule):
         )
 
 
-#: the module classes this family file registers (vlm_r1.registry.discover)
+#: the module classes this family file registers (groundwork.registry.discover)
 FAMILY = (Qwen3VLModule,)

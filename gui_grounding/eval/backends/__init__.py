@@ -1,13 +1,13 @@
 """Prediction backends: run a model on samples through an adapter and write one JSONL line per sample.
 
-Backends (``BACKENDS``) and adapters (``gui_grounding.adapters``) are separate axes, combined at run time:
+Backends (``BACKENDS``) and adapters (``gui_grounding.models.adapters``) are separate axes, combined at run time:
 
 * ``hf``     - transformers ``generate`` in this process (:mod:`.hf`; also ``predict_points`` for a loaded model);
 * ``openai`` - any OpenAI-compatible chat-completions endpoint, e.g. ``vllm serve`` (:mod:`.openai_api`,
   ``pip install -e .[api]``);
 * ``vllm``   - an offline ``vllm.LLM`` engine on this machine's GPUs (:mod:`.vllm_engine`, ``pip install -e .[gpu]``).
 
-The registry (``REGISTRY``) is a :class:`vlm_r1.registry.Registry`: the built-in backends above (each a lazy
+The registry (``REGISTRY``) is a :class:`groundwork.registry.Registry`: the built-in backends above (each a lazy
 wrapper of its ``module:function`` spec, so importing this package imports neither torch, vLLM nor openai), then those
 that installed packages declare under the entry-point group ``gui_grounding.backends`` (name -> ``module:function``,
 a function with :func:`predict`'s signature less ``backend``; an entry point replaces a built-in of the same name), and
@@ -34,7 +34,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from vlm_r1.registry import Registry
+from groundwork.registry import Registry
 
 logger = logging.getLogger(__name__)
 
@@ -97,7 +97,7 @@ def predict(backend: str, model: str, samples: list, out_path: str, *, adapter=N
             ``"package.module:function"`` spec; the function is called as
             ``fn(model, samples, out_path, adapter=adapter, **kwargs)``.
         model: checkpoint directory / hub id (hf, vllm) or the served model name (openai).
-        samples: ``gui_grounding.schema.Sample`` list (boxes and sizes in original pixels).
+        samples: ``gui_grounding.data.schema.Sample`` list (boxes and sizes in original pixels).
         out_path: predictions JSONL (appended to; resumable).
         adapter: adapter name or instance (prompt + coordinate frame). ``None``: the default for the checkpoint's
             ``config.model_type`` (hf, vllm); required for openai.
@@ -117,7 +117,7 @@ def predict(backend: str, model: str, samples: list, out_path: str, *, adapter=N
 
 def checkpoint_adapter(model_path: str, adapter=None):
     """``adapter`` resolved to an instance; ``None`` -> the default for ``model_path``'s ``config.model_type``."""
-    from gui_grounding.adapters import default_adapter_for, resolve_adapter
+    from gui_grounding.models.adapters import default_adapter_for, resolve_adapter
 
     if adapter is not None:
         return resolve_adapter(adapter)
@@ -128,8 +128,8 @@ def checkpoint_adapter(model_path: str, adapter=None):
 
 def load_image(sample) -> Any:
     """The sample's screenshot as an RGB ``PIL.Image`` in its displayed frame (EXIF orientation applied, the frame
-    sizes and boxes are read in: ``vlm_r1.validate.open_image``), fully loaded (file closed)."""
-    from vlm_r1.validate import open_image
+    sizes and boxes are read in: ``groundwork.validate.open_image``), fully loaded (file closed)."""
+    from groundwork.validate import open_image
 
     return open_image(sample.image_path)
 
@@ -159,20 +159,20 @@ def record(sample, request, text: str, adapter, *, error: str | None = None) -> 
 def prepare_resume(path: str) -> set[str]:
     """sample_ids already predicted in ``path`` (empty if there is no file), with the file made safe to append to.
 
-    The file is our own output (:class:`vlm_r1.outputs.LineAppender`: whole LF-terminated lines), so it is read line
+    The file is our own output (:class:`groundwork.outputs.LineAppender`: whole LF-terminated lines), so it is read line
     by line. A half-written last line (no trailing newline: the run was interrupted while writing it), lines that
     are not prediction records (not JSON, not an object, no usable ``sample_id``, a ``point`` that is neither null
     nor two finite numbers), and lines of requests that failed for good (``"error"`` key) are removed, so those
     samples are predicted again; a warning counts each kind. The file is rewritten atomically
-    (:func:`vlm_r1.outputs.atomic_writer`: a unique temporary name in its folder, then a rename), so an interruption
+    (:func:`groundwork.outputs.atomic_writer`: a unique temporary name in its folder, then a rename), so an interruption
     leaves the old file or the new one. Callers hold the output's lock (``run_eval`` locks ``--out``).
 
     Raises:
         OutputError: the file cannot be read or rewritten (one line, naming it).
     """
+    from groundwork.outputs import OutputError, write_bytes
+    from groundwork.validate import explicit_id
     from gui_grounding.eval.predictions import parse_point
-    from vlm_r1.outputs import OutputError, write_bytes
-    from vlm_r1.validate import explicit_id
 
     if not os.path.exists(path):
         return set()
@@ -208,12 +208,12 @@ def prepare_resume(path: str) -> set[str]:
 
 def open_predictions(path: str, samples: list) -> tuple[Any, list]:
     """``(appender, samples still to predict)`` for a resumable run on ``path``: a
-    :class:`vlm_r1.outputs.LineAppender` (a context manager; pass it to :func:`write_records`).
+    :class:`groundwork.outputs.LineAppender` (a context manager; pass it to :func:`write_records`).
 
     Raises:
         OutputError: the file cannot be read, rewritten or opened for appending.
     """
-    from vlm_r1.outputs import LineAppender
+    from groundwork.outputs import LineAppender
 
     done = prepare_resume(path)
     todo = [s for s in samples if s.sample_id not in done]
@@ -241,7 +241,7 @@ def _line(rec: dict) -> str:
 
 def write_records(out, records: list[dict]) -> None:
     """Append ``records`` as whole JSON lines, each written and flushed by ``out.write`` (a
-    :class:`vlm_r1.outputs.LineAppender` from :func:`open_predictions`), so a crash loses at most the line being
+    :class:`groundwork.outputs.LineAppender` from :func:`open_predictions`), so a crash loses at most the line being
     written, which the next resume drops.
 
     Raises:

@@ -1,7 +1,7 @@
 """``hf`` backend: transformers ``generate`` in this process, batched, greedy, resumable.
 
 * Requests come from the adapter (prompt, image already in its frame, parse rule) under the run's pixel budget
-  (:class:`vlm_r1.pixel_budget.PixelBudget`): the adapter resizes each screenshot once with it, and the processor is
+  (:class:`groundwork.pixel_budget.PixelBudget`): the adapter resizes each screenshot once with it, and the processor is
   set to the same budget, so its own smart_resize is the identity.
 * Generation: greedy (``do_sample=False``), ``max_new_tokens`` (GTA1 inference: 32), **left padding** (the
   processor pads on the left; ``vlm_r1.modules`` ``prepare_model_inputs``), vision tokens banned
@@ -18,7 +18,6 @@ import os
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 
-from gui_grounding.adapters import PROMPT_MODE_ADAPTERS
 from gui_grounding.eval.backends import (
     checkpoint_adapter,
     load_image,
@@ -26,6 +25,7 @@ from gui_grounding.eval.backends import (
     record,
     write_records,
 )
+from gui_grounding.models.adapters import PROMPT_MODE_ADAPTERS
 
 logger = logging.getLogger(__name__)
 
@@ -265,8 +265,8 @@ def predict_points(
         vlm_module: the ``vlm_r1.modules`` module of the model (``get_vlm_module(model_type)``).
         samples: canonical samples (original pixels).
         adapter: adapter name or instance, e.g. ``"gta1"`` (GTA1 prompt, resized-pixel answers).
-        budget: the run's :class:`vlm_r1.pixel_budget.PixelBudget` (``None``: the processor's own settings,
-            :func:`vlm_r1.pixel_budget.from_processor`).
+        budget: the run's :class:`groundwork.pixel_budget.PixelBudget` (``None``: the processor's own settings,
+            :func:`groundwork.pixel_budget.from_processor`).
         batch_size: prompts per ``generate`` call (greedy, left padded).
         max_new_tokens: generation budget per sample.
         progress: show a tqdm bar.
@@ -277,8 +277,8 @@ def predict_points(
     """
     from tqdm.auto import tqdm
 
-    from gui_grounding.adapters import resolve_adapter
-    from vlm_r1.pixel_budget import from_processor
+    from groundwork.pixel_budget import from_processor
+    from gui_grounding.models.adapters import resolve_adapter
 
     adapter = resolve_adapter(adapter)
     budget = budget or from_processor(vlm_module, processor)
@@ -304,9 +304,9 @@ def predict_points(
 def predict_rows(
     model, processor, vlm_module, rows: list[dict], budget, *, batch_size: int = 8, max_new_tokens: int = 32
 ) -> list[dict]:
-    """Predict on task rows as they were trained on (``gui_grounding.task`` rows: ``prompt``, ``image_path``,
+    """Predict on task rows as they were trained on (``gui_grounding.training.task`` rows: ``prompt``, ``image_path``,
     ``resized_size``, ``image_size``, ``adapter``): the row's own prompt and the image resized by the training run's
-    ``budget`` (as the training image transform does: ``gui_grounding.rows.row_request``), parsed by the row's
+    ``budget`` (as the training image transform does: ``gui_grounding.models.rows.row_request``), parsed by the row's
     adapter. No prompt is rebuilt.
     Same generation settings and model handling as :func:`predict_points`.
 
@@ -316,7 +316,7 @@ def predict_rows(
     """
     from types import SimpleNamespace
 
-    from gui_grounding.rows import row_adapter, row_request
+    from gui_grounding.models.rows import row_adapter, row_request
 
     if not rows:
         return []
@@ -363,7 +363,7 @@ def predict_hf(
         out_path: predictions JSONL; sample_ids already there are skipped, a half-written last line is redone.
         adapter: adapter name or instance; ``None`` -> ``default_adapter_for(config.model_type)`` (qwen2_5_vl ->
             ``gta1``, qwen2_vl -> ``qwen2-vl``).
-        budget: the run's :class:`vlm_r1.pixel_budget.PixelBudget` (``run_eval`` resolves it:
+        budget: the run's :class:`groundwork.pixel_budget.PixelBudget` (``run_eval`` resolves it:
             ``gui_grounding.eval.budget.resolve_eval_budget``); ``None``: resolved here the same way without flags
             or profile (the checkpoint's recorded budget, else the adapter's published one). Written into the
             processor and used to resize every screenshot.

@@ -169,7 +169,7 @@ def predict_openai(
         retry_backoff: first backoff delay in seconds; doubles per retry, capped at 60 s.
         max_new_tokens: generation budget per answer (sent as ``max_tokens``).
         timeout: seconds per HTTP request.
-        budget: the run's :class:`vlm_r1.pixel_budget.PixelBudget` (``None``: the adapter's published
+        budget: the run's :class:`groundwork.pixel_budget.PixelBudget` (``None``: the adapter's published
             ``default_budget``).
         extra_body: extra JSON fields for the server (e.g. vLLM's ``{"top_k": 1}``).
         tts: a :class:`gui_grounding.eval.tts.TTSConfig` (``None`` or mode ``greedy``: one greedy request per
@@ -185,7 +185,7 @@ def predict_openai(
     openai = _import_openai()
     from tqdm.auto import tqdm
 
-    from gui_grounding.adapters import resolve_adapter
+    from gui_grounding.models.adapters import resolve_adapter
 
     if adapter is None:
         raise ValueError("the openai backend needs an explicit adapter (e.g. 'gta1', 'ui-tars-1.5', 'qwen2-vl')")

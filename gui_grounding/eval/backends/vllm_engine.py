@@ -4,7 +4,7 @@
   chats go through ``llm.chat`` (OpenAI-format messages, the image as a base64 PNG data URL) with greedy
   ``SamplingParams(temperature=0, max_tokens=max_new_tokens)``; vLLM decodes with ``skip_special_tokens=True``, as
   the hf backend does.
-* Frames: the run's pixel budget (:class:`vlm_r1.pixel_budget.PixelBudget`, resolved by ``run_eval``) resizes each
+* Frames: the run's pixel budget (:class:`groundwork.pixel_budget.PixelBudget`, resolved by ``run_eval``) resizes each
   screenshot once (the adapter's request) and is given to vLLM's processor (``mm_processor_kwargs`` min/max pixels),
   whose smart_resize is then the identity.
 * Resumable like the other backends; samples go to the engine in chunks of ``chunk_size`` (vLLM batches inside a
@@ -113,7 +113,7 @@ def predict_vllm(
         samples: canonical samples (original pixels).
         out_path: predictions JSONL.
         adapter: adapter name or instance; ``None`` -> ``default_adapter_for(config.model_type)``.
-        budget: the run's :class:`vlm_r1.pixel_budget.PixelBudget` (``None``: resolved as ``run_eval`` does without
+        budget: the run's :class:`groundwork.pixel_budget.PixelBudget` (``None``: resolved as ``run_eval`` does without
             flags or profile: the checkpoint's recorded budget, else the adapter's published one).
         max_new_tokens: generation budget per answer (greedy).
         chunk_size: samples per ``llm.chat`` call (and per file write).

@@ -4,31 +4,31 @@
 (``screenspot_v2``, ``screenspot_pro``, ``osworld_g``, ``webclick``, ``canonical``) knows only its published file
 layout and its breakdown keys; the scorer is the shared :func:`gui_grounding.eval.judge.judge`.
 
-The registry (``REGISTRY``) is a :class:`vlm_r1.registry.Registry`: the built-in benchmarks above, then those that
+The registry (``REGISTRY``) is a :class:`groundwork.registry.Registry`: the built-in benchmarks above, then those that
 installed packages declare under the entry-point group ``gui_grounding.benchmarks`` (name -> ``module:Class``; an
 entry point replaces a built-in of the same name), and ``get_benchmark`` also takes a ``"package.module:Class"`` spec
 directly. ``BENCHMARKS`` is built on first access (a plugin module may import this package), so it
 includes the entry points installed at that time (after ``REGISTRY.refresh()``, at the next access).
 
 The helpers the readers share (record readers, ids, boxes, image sizes, load reports) and the conventions they keep
-are in :mod:`gui_grounding.annotations`; the accuracy cells and Markdown tables in :mod:`gui_grounding.eval.tables`.
+are in :mod:`gui_grounding.data.annotations`; the accuracy cells and Markdown tables in :mod:`gui_grounding.eval.tables`.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from groundwork.registry import Registry
 from gui_grounding.eval.benchmarks.base import Benchmark
-from vlm_r1.registry import Registry
 
 ENTRY_POINT_GROUP = "gui_grounding.benchmarks"
 
 
 def _builtins() -> dict[str, type[Benchmark]]:
     """The benchmarks of this package: every class a submodule lists in ``BENCHMARKS``
-    (:func:`vlm_r1.registry.discover`, as model families and adapters are found), in ``--benchmark`` listing order
+    (:func:`groundwork.registry.discover`, as model families and adapters are found), in ``--benchmark`` listing order
     (``Benchmark.listing_order``, then name). Adding a benchmark is adding its file (docs/ADDING_A_BENCHMARK.md)."""
-    from vlm_r1.registry import discover
+    from groundwork.registry import discover
 
     found = discover("gui_grounding.eval.benchmarks", "BENCHMARKS")
     return {cls.name: cls for cls in sorted(found, key=lambda c: (c.listing_order, c.name))}

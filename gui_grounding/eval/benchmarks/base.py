@@ -1,12 +1,12 @@
 """The benchmark interface: read a published benchmark folder, and turn per-sample judgements into its metrics.
 
 A benchmark module knows only its file format and its breakdown keys (lm-evaluation-harness style); prediction
-backends and model adapters are separate axes (``gui_grounding.eval.backends``, ``gui_grounding.adapters``).
+backends and model adapters are separate axes (``gui_grounding.eval.backends``, ``gui_grounding.models.adapters``).
 """
 
 from __future__ import annotations
 
-from gui_grounding.schema import LoadReport, Sample
+from gui_grounding.data.schema import LoadReport, Sample
 
 
 class Benchmark:

@@ -1,7 +1,7 @@
 """Our canonical JSONL (e.g. the web collector's test split) as a benchmark.
 
 ``--data`` is a JSONL/JSON file, or a folder holding ``test.jsonl``. Records are read with
-:func:`vlm_r1.data.iter_records` and validated by :func:`gui_grounding.schema.record_to_sample` (canonical, GTA1 and
+:func:`groundwork.records.iter_records` and validated by :func:`gui_grounding.data.schema.record_to_sample` (canonical, GTA1 and
 VLM-R1 formats; image paths relative to the file's folder), with one difference from the training loader, for
 benchmark denominators: boxes are **never clipped or dropped**. A box past the image edge, entirely outside the image as
 we read it (e.g. an EXIF-rotated photo), inverted, or within [0, 1] (fractions?) is scored as given, with a warning
@@ -12,10 +12,10 @@ unknown format, a missing field, a box that is not 4 numbers (``bad_box``), an e
 Image paths follow the canonical data rule (the training loader's and ``convert``'s): a relative path is resolved
 against the file's folder and must not climb out of it (``path_outside_root``); an absolute path is accepted, since
 ``convert`` writes the images outside its ``--image-root`` that way, and counted (``absolute_image_path`` note).
-Identity (:class:`~gui_grounding.annotations.SampleIds`): a record's ``sample_id``, else its ``id``
-(``vlm_r1.validate.explicit_id``: ``7`` and ``"7"`` are one id; null, a boolean, an empty string or a non-scalar is no
+Identity (:class:`~gui_grounding.data.annotations.SampleIds`): a record's ``sample_id``, else its ``id``
+(``groundwork.validate.explicit_id``: ``7`` and ``"7"`` are one id; null, a boolean, an empty string or a non-scalar is no
 id), else the generated ``<file stem>:<index>``; an id handed out twice (two equal ids, or an explicit id equal to
-another record's generated one) refuses the load (:class:`~gui_grounding.annotations.DuplicateIdError`).
+another record's generated one) refuses the load (:class:`~gui_grounding.data.annotations.DuplicateIdError`).
 Metrics: ``overall`` and ``by_platform`` / ``by_ui_type`` / ``by_source`` over the samples that carry each field,
 accuracy in percent.
 """
@@ -27,7 +27,9 @@ import logging
 import os
 from typing import Any
 
-from gui_grounding.annotations import (
+from groundwork import validate
+from groundwork.records import RecordError, iter_records
+from gui_grounding.data.annotations import (
     BenchmarkLoadReport,
     SampleIds,
     check_extent,
@@ -36,12 +38,10 @@ from gui_grounding.annotations import (
     log_load_report,
     short_repr,
 )
+from gui_grounding.data.schema import Sample, SampleError, detect_format, record_to_sample
 from gui_grounding.eval.benchmarks.base import Benchmark
 from gui_grounding.eval.tables import breakdown_table, cell, check_results, tally
-from gui_grounding.frames import Box, box_from_norm1000
-from gui_grounding.schema import Sample, SampleError, detect_format, record_to_sample
-from vlm_r1 import validate
-from vlm_r1.data import RecordError, iter_records
+from gui_grounding.models.frames import Box, box_from_norm1000
 
 logger = logging.getLogger(__name__)
 
@@ -106,7 +106,7 @@ def published_boxes(record: dict, fmt: str, ref: str) -> tuple[list[Box], dict]:
 
 
 class Canonical(Benchmark):
-    """Canonical JSONL reader (``gui_grounding.schema``) and breakdown metrics."""
+    """Canonical JSONL reader (``gui_grounding.data.schema``) and breakdown metrics."""
 
     name = "canonical"
     listing_order = 50
@@ -212,5 +212,5 @@ class Canonical(Benchmark):
         return breakdown_table("click accuracy", metrics, [(f"by_{k}", k) for k in BREAKDOWN_KEYS])
 
 
-#: the benchmark classes this file registers (vlm_r1.registry.discover)
+#: the benchmark classes this file registers (groundwork.registry.discover)
 BENCHMARKS = (Canonical,)

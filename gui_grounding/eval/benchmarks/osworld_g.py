@@ -14,10 +14,10 @@ Records: ``{"id", "image_path", "instruction", "box_type": "bbox"|"polygon"|"ref
 only on an explicit refusal answer, or a point with both coordinates negative: the official rule,
 ``gui_grounding.eval.judge``). The image size is read from the image file (displayed frame), as the official
 eval script does; ``image_path`` must stay inside ``images/`` (no ``..`` out of it, no absolute path:
-``path_outside_root``). ``sample_id`` is the record's ``id`` (``vlm_r1.validate.explicit_id``: ``7`` and ``"7"`` are
+``path_outside_root``). ``sample_id`` is the record's ``id`` (``groundwork.validate.explicit_id``: ``7`` and ``"7"`` are
 one id); a record whose ``id`` is absent, null, a boolean, empty or not a scalar is still scored (the official script
 scores it) under the generated id ``<file stem>:<index>`` and is ``unclassified``. An id handed out twice refuses
-the load (:class:`~gui_grounding.annotations.DuplicateIdError`).
+the load (:class:`~gui_grounding.data.annotations.DuplicateIdError`).
 
 Classes: an item counts in every class whose list in ``classification_result.json`` holds its id, and in
 ``unclassified`` when it is in none (the official script's rule). Metrics (:meth:`OSWorldG.metrics`): ``subset``,
@@ -38,7 +38,8 @@ from __future__ import annotations
 import logging
 import os
 
-from gui_grounding.annotations import (
+from groundwork import validate
+from gui_grounding.data.annotations import (
     BenchmarkLoadReport,
     ImageSizes,
     SampleIds,
@@ -52,10 +53,9 @@ from gui_grounding.annotations import (
     read_json_file,
     short_repr,
 )
+from gui_grounding.data.schema import Sample, SampleError, require
 from gui_grounding.eval.benchmarks.base import Benchmark
 from gui_grounding.eval.tables import breakdown_table, cell, check_results, fmt_cell_columns, tally
-from gui_grounding.schema import Sample, SampleError, require
-from vlm_r1 import validate
 
 logger = logging.getLogger(__name__)
 
@@ -296,5 +296,5 @@ def _cols(c: dict | None) -> str:
     return " | ".join(str(v) for v in fmt_cell_columns(c or cell(0, 0, 0)))
 
 
-#: the benchmark classes this file registers (vlm_r1.registry.discover)
+#: the benchmark classes this file registers (groundwork.registry.discover)
 BENCHMARKS = (OSWorldG,)

@@ -9,7 +9,7 @@ Layout::
 
 Records: ``{"id", "img_filename", "bbox": [x1, y1, x2, y2] (pixels), "img_size": [w, h], "instruction",
 "instruction_cn", "application", "platform", "ui_type": "text"|"icon", "group"}``. ``sample_id`` is the record's
-``id`` (``vlm_r1.validate.explicit_id``: ``7`` and ``"7"`` are one id); a record whose ``id`` is absent, null, a
+``id`` (``groundwork.validate.explicit_id``: ``7`` and ``"7"`` are one id); a record whose ``id`` is absent, null, a
 boolean, empty or not a scalar is still scored (the harness scores it) under the generated id ``<task>:<index>``.
 The annotation file stem is kept as ``task_filename`` (what the harness logs). ``img_filename`` must stay inside
 ``images/`` (no ``..`` out of it, no absolute path: ``path_outside_root``).
@@ -32,7 +32,7 @@ whose ``img_size`` differs from the image file as we read it (a resized copy, or
 ``img_size_mismatch`` warning and its box scaled by ``file size / img_size`` per axis: the harness compares
 ``point / image size`` with ``bbox / img_size``, which is the same test. An id handed out twice across the
 annotation files (two equal ids, or an id equal to a generated one) refuses the load
-(:class:`~gui_grounding.annotations.DuplicateIdError`). Not copied: the serial script's stale ``gt_type``
+(:class:`~gui_grounding.data.annotations.DuplicateIdError`). Not copied: the serial script's stale ``gt_type``
 variable and the ``lang``/``language`` filter mismatch (section 2.2).
 """
 
@@ -42,7 +42,7 @@ import glob
 import logging
 import os
 
-from gui_grounding.annotations import (
+from gui_grounding.data.annotations import (
     BenchmarkLoadReport,
     ImageSizes,
     SampleIds,
@@ -55,11 +55,11 @@ from gui_grounding.annotations import (
     read_annotation_samples,
     short_repr,
 )
+from gui_grounding.data.schema import Sample, SampleError, require
 from gui_grounding.eval.benchmarks.base import Benchmark
 from gui_grounding.eval.judge import CORRECT, WRONG_FORMAT
 from gui_grounding.eval.stats import wilson_interval
 from gui_grounding.eval.tables import check_results, fmt_ci, md_table
-from gui_grounding.schema import Sample, SampleError, require
 
 logger = logging.getLogger(__name__)
 
@@ -247,5 +247,5 @@ class ScreenSpotPro(Benchmark):
         )
 
 
-#: the benchmark classes this file registers (vlm_r1.registry.discover)
+#: the benchmark classes this file registers (groundwork.registry.discover)
 BENCHMARKS = (ScreenSpotPro,)

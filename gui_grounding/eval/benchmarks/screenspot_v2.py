@@ -9,7 +9,7 @@ Published at https://huggingface.co/datasets/OS-Copilot/ScreenSpot-v2 (``[x, y, 
 Each file is a JSON list of ``{"img_filename", "bbox": [x, y, w, h] (pixels, top-left + size), "instruction",
 "data_type": "text"|"icon", "data_source"}``. The platform comes from the file name. The format has no id field:
 ``sample_id`` is always ``<file stem>:<0-based index>`` (e.g. ``screenspot_web_v2:17``; an ``id`` key in a record is
-ignored), the index counting every record of the file (``vlm_r1.data.iter_records``: a list, then any further
+ignored), the index counting every record of the file (``groundwork.records.iter_records``: a list, then any further
 documents). ``img_filename`` must stay inside ``screenspotv2_image/`` (no ``..`` out of it, no absolute path:
 ``path_outside_root``). The image size is read from the image file, in its displayed frame.
 
@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import os
 
-from gui_grounding.annotations import (
+from gui_grounding.data.annotations import (
     BenchmarkLoadReport,
     ImageSizes,
     SampleIds,
@@ -35,9 +35,9 @@ from gui_grounding.annotations import (
     read_annotation_samples,
     require_str,
 )
+from gui_grounding.data.schema import Sample, require
 from gui_grounding.eval.benchmarks.base import Benchmark
 from gui_grounding.eval.tables import cell, check_results, fmt_cell, md_table, tally
-from gui_grounding.schema import Sample, require
 
 logger = logging.getLogger(__name__)
 
@@ -167,5 +167,5 @@ class ScreenSpotV2(Benchmark):
         )
 
 
-#: the benchmark classes this file registers (vlm_r1.registry.discover)
+#: the benchmark classes this file registers (groundwork.registry.discover)
 BENCHMARKS = (ScreenSpotV2,)

@@ -8,11 +8,11 @@ split). Columns: ``image`` (struct ``{bytes, path}``), ``instruction``, ``bbox``
 Images live inside the rows; each is written once to ``cache_dir`` (default ``<DIR>/.gui_grounding_images/``) as
 ``<row index>_<sha1 prefix>.<format>`` (the format from the bytes' signature), so ``Sample.image_path`` is a real file
 and a changed dataset never reuses a stale image; its size is then read from that file by the one image-frame rule
-(``vlm_r1.validate.ImageChecker``: the displayed frame, EXIF orientation applied). A row without bytes may name an
+(``groundwork.validate.ImageChecker``: the displayed frame, EXIF orientation applied). A row without bytes may name an
 image file by ``path``: it must lie inside the data folder (relative, no ``..`` out of it, not absolute:
 ``path_outside_root``; a regular non-empty file, ``not_a_file``), and is used where it is, never copied.
 ``sample_id`` is the 0-based row index (as a string), counted across the parquet files in name order (the format has no
-id column; the ids go through :class:`~gui_grounding.annotations.SampleIds` all the same).
+id column; the ids go through :class:`~gui_grounding.data.annotations.SampleIds` all the same).
 
 **bbox convention.** Loaders describe ``bbox`` as normalised ``[0, 1]`` ``x_min, y_min, x_max, y_max``; one
 third-party loader calls it absolute. We decide per row: all four values within ``[0, 1]`` -> normalised (multiplied
@@ -33,7 +33,8 @@ import os
 import stat
 from collections.abc import Iterator
 
-from gui_grounding.annotations import (
+from groundwork.outputs import atomic_writer
+from gui_grounding.data.annotations import (
     BenchmarkLoadReport,
     ImageSizes,
     SampleIds,
@@ -47,10 +48,9 @@ from gui_grounding.annotations import (
     require_str,
     short_repr,
 )
+from gui_grounding.data.schema import Sample, SampleError, require
 from gui_grounding.eval.benchmarks.base import Benchmark
 from gui_grounding.eval.tables import breakdown_table, cell, check_results, tally
-from gui_grounding.schema import Sample, SampleError, require
-from vlm_r1.outputs import atomic_writer
 
 logger = logging.getLogger(__name__)
 
@@ -203,7 +203,7 @@ class WebClick(Benchmark):
     @staticmethod
     def _image_file(image, ref: str, sample_id: str, root: str, cache_dir: str) -> str:
         """Path of the row's image: its bytes written to the cache, or the file named by ``path`` inside ``root``
-        (:func:`~gui_grounding.annotations.image_file`: no ``..`` out of it, no absolute path; never copied).
+        (:func:`~gui_grounding.data.annotations.image_file`: no ``..`` out of it, no absolute path; never copied).
         Whether the file is a readable image, and its displayed size, is :class:`ImageSizes`' check.
 
         Raises:
@@ -289,5 +289,5 @@ class WebClick(Benchmark):
         )
 
 
-#: the benchmark classes this file registers (vlm_r1.registry.discover)
+#: the benchmark classes this file registers (groundwork.registry.discover)
 BENCHMARKS = (WebClick,)

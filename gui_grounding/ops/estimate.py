@@ -1,14 +1,14 @@
 """``gui-grounding estimate``: predicted peak GPU memory per rank of a GTA1 GRPO recipe, before launch (issue 22).
 
-The GTA1 wiring of :mod:`vlm_r1.memory_estimate` (the model-agnostic formulas, documented there):
+The GTA1 wiring of :mod:`gui_grounding.ops.memory` (the model-agnostic formulas, documented there):
 
-* the recipe is resolved as the launcher resolves it (:func:`gui_grounding.plan.resolve`: the recipe YAML, the flags
+* the recipe is resolved as the launcher resolves it (:func:`gui_grounding.ops.plan.resolve`: the recipe YAML, the flags
   given, the per-device batch and gradient accumulation for the cluster);
 * the model's shape from its name (:data:`MODEL_SHAPES`: GTA1's bases, published Qwen2.5-VL configs) or from a local
   checkpoint's ``config.json``;
 * the prompt length P = image tokens + text tokens: the image tokens of a ``--screenshot`` (default 1920x1080) under the
   run's pixel budget (``max_pixels``/``min_pixels`` as resolved: GTA1's 4096x2160 in the recipes), through the
-  project's one resize rule (:meth:`vlm_r1.pixel_budget.PixelBudget.size_sent`, smart_resize with the model's factor
+  project's one resize rule (:meth:`groundwork.pixel_budget.PixelBudget.size_sent`, smart_resize with the model's factor
   28), one token per 28x28 pixels; text tokens ``--text-tokens`` (110: GTA1's system prompt, instruction and chat
   template, as ``benchmarks/cost_model_shared_prompt.py`` assumes);
 * completion width C = ``max_completion_length`` (completions are padded to the longest of the batch; the worst case
@@ -17,7 +17,7 @@ The GTA1 wiring of :mod:`vlm_r1.memory_estimate` (the model-agnostic formulas, d
 * weights' bytes from ``--dtype`` (bfloat16: 2; the launching machine's bf16 support is not consulted);
 * the calibration file ``benchmarks/results/memory_calibration.json`` (``--calibration``), whose label is printed.
 
-The command (``gui-grounding estimate``, registered from ``gui_grounding/plan.py``, which resolves the recipe) and the
+The command (``gui-grounding estimate``, registered from ``gui_grounding/ops/plan.py``, which resolves the recipe) and the
 launcher's ``--dry-run`` (``python -m gui_grounding.plan --dry-run``) print it:
 
     gui-grounding estimate --recipe recipes/gta1/7b.yaml --nnodes 1 --nproc-per-node 8 --gpu-memory-gib 80
@@ -32,7 +32,7 @@ import json
 import os
 from typing import Any
 
-from vlm_r1.memory_estimate import (
+from gui_grounding.ops.memory import (
     DEFAULT_CALIBRATION_PATH,
     QWEN2_5_VL_SHAPES,
     MemoryEstimate,
@@ -44,7 +44,7 @@ from vlm_r1.memory_estimate import (
     shape_from_config,
 )
 
-_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 #: GTA1's base checkpoints (recipes/gta1/*.yaml) and the Qwen2.5-VL releases -> published shapes. UI-TARS-1.5-7B is a
 #: Qwen2.5-VL-7B fine-tune with the same architecture (its config.json: model_type qwen2_5_vl, the 7B numbers).
 MODEL_SHAPES: dict[str, str] = {
@@ -90,8 +90,8 @@ def shape_for_model(name_or_path: str) -> ModelShape:
 
 def image_tokens(width: int, height: int, factor: int, min_pixels: int, max_pixels: int) -> tuple[int, int, int]:
     """``(tokens, W', H')``: LM tokens of a ``width x height`` screenshot sent under the pixel budget
-    (:meth:`vlm_r1.pixel_budget.PixelBudget.size_sent`), one per ``factor x factor`` pixels of the resized image."""
-    from vlm_r1.pixel_budget import PixelBudget
+    (:meth:`groundwork.pixel_budget.PixelBudget.size_sent`), one per ``factor x factor`` pixels of the resized image."""
+    from groundwork.pixel_budget import PixelBudget
 
     budget = PixelBudget(factor=factor, min_pixels=min_pixels, max_pixels=max_pixels)
     w, h = budget.size_sent(width, height)
@@ -186,7 +186,7 @@ def estimate_for_plan(
     calibration: str | None = DEFAULT_CALIBRATION_PATH,
     logits: str = "fused",
 ) -> MemoryEstimate:
-    """The memory estimate of a resolved :class:`gui_grounding.plan.Plan` (``resolve(..., final=True)``).
+    """The memory estimate of a resolved :class:`gui_grounding.ops.plan.Plan` (``resolve(..., final=True)``).
 
     Raises:
         ValueError: unknown model shape, unreadable DeepSpeed or calibration file, an image the budget refuses.

@@ -20,19 +20,19 @@ name                        wrapper                                 answer      
 ``consensus``               :func:`consensus_reward`                point (box: centre)  GUI-RCPO (label-free)
 ==========================  ======================================  ===================  =========================
 
-Frames: rows built through an adapter (``gui_grounding.adapters``; every row the ``gui_grounding`` task writes) carry
+Frames: rows built through an adapter (``gui_grounding.models.adapters``; every row the ``gui_grounding`` task writes) carry
 ``adapter``, ``answer_frame`` and the targets in that frame (``target_boxes_answer``, extent ``answer_size``); the
 rewards then read those and parse with the adapter's training parser (:func:`answer_point`; e.g. Qwen3-VL's JSON
 ``point_2d`` on the 0-1000 grid, where ``distance`` normalises by the grid's diagonal). Rows without these columns
 (older datasets, custom tasks) are read as before: ``target_boxes_resized`` and ``resized_size`` in resized pixels,
 GTA1's parser for ``prompt_mode``. For the GTA1 family the two coincide.
-Otherwise all coordinates are pixels of the **resized** image the model sees (``gui_grounding.frames``); ``docs/REWARDS.md``
+Otherwise all coordinates are pixels of the **resized** image the model sees (``gui_grounding.models.frames``); ``docs/REWARDS.md``
 has the formulas side by side. ``--box_rounding gta1`` (row column ``box_rounding``) changes only ``click``: its
 targets are then GTA1's integer boxes, each published edge ``int(edge * (resized_side / source_side))``
-(:func:`gui_grounding.frames.gta1_box_to_resized`, GTA1 ``src/grpo_grounding.py:156-166``), from the row columns
-``target_boxes_source`` / ``source_box_scale`` / ``resized_size``; every other reward keeps ``target_boxes_resized``. Point rewards read the point with :func:`gui_grounding.prompts.parse_answer_point`
+(:func:`gui_grounding.models.frames.gta1_box_to_resized`, GTA1 ``src/grpo_grounding.py:156-166``), from the row columns
+``target_boxes_source`` / ``source_box_scale`` / ``resized_size``; every other reward keeps ``target_boxes_resized``. Point rewards read the point with :func:`gui_grounding.models.prompts.parse_answer_point`
 (strict GTA1 rules; in ``box`` mode the centre of the strictly parsed box); box rewards read
-:func:`gui_grounding.prompts.parse_box` (strict) and need ``prompt_mode == "box"``. An answer that does not parse
+:func:`gui_grounding.models.prompts.parse_box` (strict) and need ``prompt_mode == "box"``. An answer that does not parse
 scores 0.0 in every reward. Several target boxes: the best one counts (max over boxes); no target box: 0.0.
 ``consensus`` is the exception: it reads no target at all (label-free, test-time RL); it pays a rollout for agreeing
 with the other rollouts of its prompt (:func:`consensus_reward`), voting in original-image pixels.
@@ -40,8 +40,8 @@ with the other rollouts of its prompt (:func:`consensus_reward`), voting in orig
 Every reward is total (TRL calls it on every rank; one that raises kills the step): any completion and any row give one
 finite float. A number whose integer part has more than 12 digits is not an answer (the parsers, so every parsed
 value is below 1e12); a target box that is NaN, infinite, inverted, malformed or past ±1e12
-(:func:`vlm_r1.geometry.valid_box`) is skipped, so it scores 0.0; a row whose image size or source scale is not two
-finite sides of at least 1 pixel (:func:`vlm_r1.geometry.valid_size`) scores 0.0. Zero-width or zero-height targets
+(:func:`groundwork.geometry.valid_box`) is skipped, so it scores 0.0; a row whose image size or source scale is not two
+finite sides of at least 1 pixel (:func:`groundwork.geometry.valid_size`) scores 0.0. Zero-width or zero-height targets
 are usable and keep the limits documented per reward. Configuration errors (unknown prompt mode or box rounding, a box
 reward under a point prompt, missing ``gta1`` columns, columns of different lengths) still raise.
 """
@@ -53,10 +53,10 @@ import math
 import sys
 from collections.abc import Sequence
 
-from gui_grounding.consensus import DEFAULT_REGION, MAX_SAMPLES, consensus
-from gui_grounding.frames import box_iou, gta1_box_to_resized, point_in_box
-from gui_grounding.prompts import check_mode, is_thinking_format, parse_answer_point, parse_box
-from vlm_r1.geometry import valid_box, valid_size
+from groundwork.geometry import valid_box, valid_size
+from gui_grounding.models.consensus import DEFAULT_REGION, MAX_SAMPLES, consensus
+from gui_grounding.models.frames import box_iou, gta1_box_to_resized, point_in_box
+from gui_grounding.models.prompts import check_mode, is_thinking_format, parse_answer_point, parse_box
 from vlm_r1.rewards import completion_text
 
 BoxLike = Sequence[float]  # (x_min, y_min, x_max, y_max), resized pixels
@@ -75,7 +75,7 @@ def check_box_rounding(box_rounding: str) -> str:
 
 @functools.lru_cache(maxsize=64)
 def _adapter(name: str):
-    from gui_grounding.adapters import get_adapter
+    from gui_grounding.models.adapters import get_adapter
 
     return get_adapter(name)
 
@@ -83,7 +83,7 @@ def _adapter(name: str):
 def answer_point(text: str, mode: str = "non_thinking", adapter: str | None = None) -> tuple[float, float] | None:
     """The point a completion answers, in the row's answer frame: the row's adapter's training parser
     (``Adapter.parse_answer(strict=True)``, e.g. Qwen3-VL's JSON ``point_2d``) when the row names one (column
-    ``adapter``), else GTA1's rule for ``mode`` (:func:`gui_grounding.prompts.parse_answer_point`, strict).
+    ``adapter``), else GTA1's rule for ``mode`` (:func:`gui_grounding.models.prompts.parse_answer_point`, strict).
 
     Raises:
         ValueError: unknown ``mode`` or adapter name.
@@ -98,7 +98,7 @@ def _centre(box: BoxLike) -> tuple[float, float]:
 
 
 def _targets(boxes) -> list[tuple[float, float, float, float]]:
-    """The usable target boxes of a row (:func:`vlm_r1.geometry.valid_box`); unusable ones (NaN, inf, inverted,
+    """The usable target boxes of a row (:func:`groundwork.geometry.valid_box`); unusable ones (NaN, inf, inverted,
     malformed) are dropped, so they score 0. A row value that is not a list of boxes gives no target."""
     if not isinstance(boxes, (list, tuple)):
         return []
@@ -203,7 +203,7 @@ def score_iou(text: str, boxes: Sequence[BoxLike], mode: str = "box") -> float:
     """IoU reward: the answered box's best IoU with the target boxes.
 
     Formula: ``r = max_i IoU(b, g_i)`` with ``b`` the strictly parsed ``[x1,y1,x2,y2]`` answer and
-    :func:`gui_grounding.frames.box_iou` (continuous areas; zero-area boxes give 0.0). Source: the IoU term of
+    :func:`gui_grounding.models.frames.box_iou` (continuous areas; zero-area boxes give 0.0). Source: the IoU term of
     VLM-R1's REC reward (om-ai-lab/VLM-R1 ``src/open-r1-multimodal/src/open_r1/vlm_modules/qwen_module.py:108-176`` at
     90052f4) and of GUI-G1's box reward (arXiv 2505.15810).
 
@@ -351,7 +351,7 @@ def centre_distance_bonus(point: Sequence[float], box: BoxLike, image_size: Sequ
     which goes negative for a point outside the image with ``d_max < d <= 1``; ours clamps at 0, and is identical
     for every point inside the image.
 
-    Total: 0.0 for an unusable image size (:func:`vlm_r1.geometry.valid_size`) or a non-finite value.
+    Total: 0.0 for an unusable image size (:func:`groundwork.geometry.valid_size`) or a non-finite value.
     """
     size = valid_size(image_size)
     if size is None:
@@ -372,7 +372,7 @@ def score_click_distance_bonus(
 ) -> float:
     """SE-GUI click reward with a distance bonus: ``max_i (1[p in g_i] + centre_distance_bonus(p, g_i))``.
 
-    The hit term is GTA1's inclusive in-box test (:func:`gui_grounding.frames.point_in_box`); the bonus is
+    The hit term is GTA1's inclusive in-box test (:func:`gui_grounding.models.frames.point_in_box`); the bonus is
     :func:`centre_distance_bonus`. A point at a box centre scores 2.0; on a box corner ``1 + bonus``; outside every
     box only the bonus (< 1). ``p`` is the strictly parsed point (``box`` mode: the box centre).
 
@@ -407,7 +407,7 @@ def gta1_click_boxes(
     """The click reward's targets under ``--box_rounding gta1``: GTA1's integer boxes in the resized frame.
 
     Each published edge becomes ``int(edge * (resized_side / source_side))`` (x with widths, y with heights;
-    :func:`gui_grounding.frames.gta1_box_to_resized`). GTA1 ``click_reward`` (``src/grpo_grounding.py:156-166``) does
+    :func:`gui_grounding.models.frames.gta1_box_to_resized`). GTA1 ``click_reward`` (``src/grpo_grounding.py:156-166``) does
     this with the 0-1000 boxes of its records and ``ratio = resized_side / 1000``, then compares the integer point
     inclusively, ``x0 <= x <= x1 and y0 <= y <= y1`` (:func:`score_click`).
 
@@ -418,8 +418,8 @@ def gta1_click_boxes(
         resized_size: ``[W', H']`` (column ``resized_size``).
 
     Returns:
-        the boxes, in order; unusable source boxes (:func:`vlm_r1.geometry.valid_box`) are dropped, and an unusable
-        source scale or image size (:func:`vlm_r1.geometry.valid_size`) gives no box (the row scores 0.0).
+        the boxes, in order; unusable source boxes (:func:`groundwork.geometry.valid_box`) are dropped, and an unusable
+        source scale or image size (:func:`groundwork.geometry.valid_size`) gives no box (the row scores 0.0).
     """
     scale, size = valid_size(source_scale), valid_size(resized_size)
     if scale is None or size is None:
@@ -499,7 +499,7 @@ def _modes(prompt_mode: list | None, n: int, default: str) -> list:
 
 def _answer_boxes(target_boxes_resized: list, columns: dict) -> list:
     """Per rollout, the target boxes in the row's answer frame: column ``target_boxes_answer`` (rows built through an
-    adapter, ``gui_grounding.task``), else ``target_boxes_resized`` (older rows: resized pixels, as before)."""
+    adapter, ``gui_grounding.training.task``), else ``target_boxes_resized`` (older rows: resized pixels, as before)."""
     answer = columns.get("target_boxes_answer")
     return answer if answer is not None else target_boxes_resized
 
@@ -685,12 +685,12 @@ def consensus_reward(
     default ``non_thinking``, and ``adapter``), then mapped from the answer frame to original pixels,
     ``x * W / W_a``, ``y * H / H_a`` (``[W, H]`` the column ``image_size``; ``[W_a, H_a]`` the column ``answer_size``,
     else ``resized_size``). The completions of one group vote by GUI-RC's region rule
-    (:func:`gui_grounding.consensus.consensus` with the image size, squares of
-    :data:`~gui_grounding.consensus.DEFAULT_REGION` = 50 original pixels), and a completion earns 1.0 when it is a
+    (:func:`gui_grounding.models.consensus.consensus` with the image size, squares of
+    :data:`~gui_grounding.models.consensus.DEFAULT_REGION` = 50 original pixels), and a completion earns 1.0 when it is a
     member of the winning region (``Consensus.members``: its pixel ``(floor x, floor y)`` is in the winning
     component). An answer that does not parse counts in the group but casts no vote and scores 0.0; a row whose
-    ``image_size`` or answer size is unusable (:func:`vlm_r1.geometry.valid_size`) casts no vote and scores 0.0; a
-    group of more than :data:`~gui_grounding.consensus.MAX_SAMPLES` completions scores 0.0 throughout.
+    ``image_size`` or answer size is unusable (:func:`groundwork.geometry.valid_size`) casts no vote and scores 0.0; a
+    group of more than :data:`~gui_grounding.models.consensus.MAX_SAMPLES` completions scores 0.0 throughout.
 
     Groups: the completions of one prompt, keyed by the row's ``sample_id`` (rows without one: the ``repr`` of the
     ``prompts`` entry) and the original image size. Two rows of one generation batch with the same ``sample_id``

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import re
 
-from gui_grounding.adapters.base import Adapter, _fmt
-from gui_grounding.prompts import parse_box, parse_point_or_box
-from vlm_r1.pixel_budget import PixelBudget
+from groundwork.pixel_budget import PixelBudget
+from gui_grounding.models.adapters.base import Adapter, _fmt
+from gui_grounding.models.prompts import parse_box, parse_point_or_box
 
 # InternVL does not smart_resize: it tiles the image into 448x448 crops (+ a thumbnail), up to max_patches tiles
 # (transformers got_ocr2 image processor, crop_to_patches). The budget has no smart_resize factor, so nothing is

@@ -11,9 +11,9 @@ Shared conventions (each benchmark module names its published source; the scorin
 * boxes become ``(x_min, y_min, x_max, y_max)`` in original-image pixels, whatever the native convention;
 * **official denominators**: every record the official harness would score is scored. Only what the harness itself
   could not score is an error, counted in the :class:`BenchmarkLoadReport` with a ``file:[index]`` reference (or raised
-  as :class:`~gui_grounding.schema.SampleError` in strict mode): an unreadable annotation file or element, a record
+  as :class:`~gui_grounding.data.schema.SampleError` in strict mode): an unreadable annotation file or element, a record
   that is not an object or lacks a field, a box that is not 4 numbers (``bad_box``: finite, within +-1e7, no
-  booleans; ``vlm_r1.validate``), an instruction that is not valid Unicode (``bad_text``), an image path that climbs
+  booleans; ``groundwork.validate``), an instruction that is not valid Unicode (``bad_text``), an image path that climbs
   out of the image folder or is absolute (``path_outside_root``: a published benchmark's images lie inside its
   folder), a missing, non-regular, oversized or corrupt image. Oddities the harness scores anyway are **kept and
   warned** (``notes`` + ``warnings``, listed in
@@ -21,13 +21,13 @@ Shared conventions (each benchmark module names its published source; the scorin
   whose EXIF orientation turns it) outside the image as we read it, an inverted or zero-area box or polygon
   (``inverted_box``: no point can hit it, as in the harness), an empty instruction (``empty_instruction``),
   ScreenSpot-Pro's ``img_size`` differing from the file (``img_size_mismatch``). Boxes are never clipped;
-* **framing**: an annotation file is read with :func:`vlm_r1.data.iter_records`, the one record reader: every
+* **framing**: an annotation file is read with :func:`groundwork.records.iter_records`, the one record reader: every
   document of the file is read (a JSON list, then more lists or JSONL lines; LF, CRLF or CR line endings), each
   element that does not parse is one ``unparseable_record`` error and the elements after it are read. A file of a
   JSON-list benchmark that does not start with a list (an object, garbage, an empty or compressed file) is one
   ``unparseable_record`` error with the file as its ref;
-* **identity** (:class:`SampleIds`, the rule of :class:`vlm_r1.validate.IdRegistry`): a record's explicit id
-  (:func:`vlm_r1.validate.explicit_id`: ``7`` and ``"7"`` are one id; absent, null, a boolean, an empty string or a
+* **identity** (:class:`SampleIds`, the rule of :class:`groundwork.validate.IdRegistry`): a record's explicit id
+  (:func:`groundwork.validate.explicit_id`: ``7`` and ``"7"`` are one id; absent, null, a boolean, an empty string or a
   non-scalar is no id) or else its generated id ``<file stem>:<index>`` (WebClick: the row index). Any id handed
   out twice, explicit or generated, makes the whole load fail (:class:`DuplicateIdError`, naming the ids and their
   refs): predictions are matched by id, so a repeated id would score one answer twice;
@@ -45,14 +45,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from gui_grounding.frames import Box
-from gui_grounding.schema import LoadReport, Sample, SampleError, read_image_size
-from vlm_r1 import validate
-from vlm_r1.data import RecordError, container_problem, iter_records
+from groundwork import validate
+from groundwork.records import RecordError, container_problem, iter_records
+from gui_grounding.data.schema import LoadReport, Sample, SampleError, read_image_size
+from gui_grounding.models.frames import Box
 
 logger = logging.getLogger(__name__)
 
-# coordinates beyond this magnitude are not pixels of any screenshot (the shared rule, vlm_r1.validate)
+# coordinates beyond this magnitude are not pixels of any screenshot (the shared rule, groundwork.validate)
 MAX_COORDINATE = validate.MAX_COORD
 # warnings listed one by one in metrics.json (all of them are counted in ``notes``)
 MAX_LISTED_WARNINGS = 1000
@@ -72,7 +72,7 @@ class DuplicateIdError(EvalInputError):
 
 @dataclass
 class BenchmarkLoadReport(LoadReport):
-    """A :class:`~gui_grounding.schema.LoadReport` plus what was kept but is worth knowing.
+    """A :class:`~gui_grounding.data.schema.LoadReport` plus what was kept but is worth knowing.
 
     ``notes`` counts facts about the data (e.g. WebClick ``bbox_normalised`` / ``bbox_pixels``,
     ``box_partly_outside_image``); ``warnings`` holds ``(ref, message)`` for every kept record or file with an oddity
@@ -198,10 +198,10 @@ def list_file_problem(path: str) -> str | None:
 
 
 class SampleIds:
-    """The identity rule of one benchmark load (every file of it): :class:`vlm_r1.validate.IdRegistry`, plus the refs
+    """The identity rule of one benchmark load (every file of it): :class:`groundwork.validate.IdRegistry`, plus the refs
     of every id handed out twice, so that :meth:`check` names them all.
 
-    :meth:`assign` gives a record its explicit id (:func:`vlm_r1.validate.explicit_id`) or, when it has none, the
+    :meth:`assign` gives a record its explicit id (:func:`groundwork.validate.explicit_id`) or, when it has none, the
     reader's deterministic ``generated`` id; an id handed out before (explicit or generated alike) is recorded as a
     duplicate. :meth:`check` raises :class:`DuplicateIdError` when there is any.
     """
@@ -256,7 +256,7 @@ def read_annotation_samples(
     Args:
         path: the annotation file; it must start with a JSON list (:func:`list_file_problem`, else the file is one
             ``unparseable_record`` error, ref = the path). Every document of it is read
-            (:func:`vlm_r1.data.iter_records`): each record that does not parse or is not an object is one
+            (:func:`groundwork.records.iter_records`): each record that does not parse or is not an object is one
             ``unparseable_record`` error (ref ``file:[i]``, ``file:LINE`` or ``file:LINE[i]``), and the others are
             scored.
         make_sample: ``(sample_id, record, ref) -> Sample``, raising :class:`SampleError` for a bad record.
@@ -307,15 +307,15 @@ def check_unique_ids(id_refs: list[tuple[str, str]], where: str) -> None:
 
 def is_number(value: Any) -> bool:
     """True for an int/float within ``+-MAX_COORDINATE`` (bools, NaN, inf and huge integers excluded; never raises):
-    :func:`vlm_r1.validate.is_coord`, the one number rule of the data readers."""
+    :func:`groundwork.validate.is_coord`, the one number rule of the data readers."""
     return validate.is_coord(value)
 
 
 def image_file(image_dir: str, name: Any, ref: str) -> str:
     """The path of image ``name`` (as the record writes it) under ``image_dir``: the containment rule of
-    :func:`vlm_r1.validate.resolve_path` (``contain=True``; symbolic links inside the folder are followed), and no
+    :func:`groundwork.validate.resolve_path` (``contain=True``; symbolic links inside the folder are followed), and no
     absolute path, since a published benchmark's images lie inside its folder. Whether the file is a regular,
-    non-empty image is :class:`ImageSizes`' check (:func:`vlm_r1.validate.regular_file`).
+    non-empty image is :class:`ImageSizes`' check (:func:`groundwork.validate.regular_file`).
 
     Raises:
         SampleError: ``bad_field`` for a non-string or empty name, ``bad_text`` for one that is not valid Unicode,

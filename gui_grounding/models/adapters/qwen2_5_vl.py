@@ -8,9 +8,15 @@ from __future__ import annotations
 
 import re
 
-from gui_grounding.adapters.base import Adapter, _fmt
-from gui_grounding.prompts import build_messages, parse_answer_point, parse_box, parse_point_or_box, parse_point_tag
-from vlm_r1.pixel_budget import PixelBudget
+from groundwork.pixel_budget import PixelBudget
+from gui_grounding.models.adapters.base import Adapter, _fmt
+from gui_grounding.models.prompts import (
+    build_messages,
+    parse_answer_point,
+    parse_box,
+    parse_point_or_box,
+    parse_point_tag,
+)
 
 # Qwen2/2.5-VL: patch 14 x spatial merge 2 (transformers 5.23 models/qwen2_vl/image_processing_pil_qwen2_vl.py:98-100;
 # GTA1 resizes with factor patch_size * merge_size, Yan98/GTA1 src/grpo_grounding.py:125-131 at 81f0c4c).
@@ -60,7 +66,7 @@ class GTA1Adapter(Adapter):
     * Image: resized **once** with smart_resize under the run's pixel budget (``default_budget``: GTA1's published
       inference budget, factor 28, 3,136 .. 4096*2160 = 8,847,360 pixels, README.md:149-153) to ``W' x H'``; that
       resized image is sent.
-    * Prompt: system = GTA1's prompt stating "height {H'} and width {W'}" (``gui_grounding.prompts``, byte for byte);
+    * Prompt: system = GTA1's prompt stating "height {H'} and width {W'}" (``gui_grounding.models.prompts``, byte for byte);
       user = image, then the instruction.
     * Parse: the **first** ``(x,y)`` pair (training: integers, GTA1's reward regex; inference: decimals allowed,
       ``parse_point(strict=False)``), in resized pixels, mapped back per axis: ``x * W / W'``, ``y * H / H'``.
@@ -79,7 +85,7 @@ class GTA1Adapter(Adapter):
     # README.md:149-153): hf/vllm backends use it unless --min-pixels/--max-pixels override it.
 
     @property
-    def mode(self) -> str:  # the prompt mode of gui_grounding.prompts (kept for callers of the old attribute)
+    def mode(self) -> str:  # the prompt mode of gui_grounding.models.prompts (kept for callers of the old attribute)
         return self.prompt_mode
 
     def messages(self, instruction, frame, *, image_block=True):
@@ -100,7 +106,7 @@ class GTA1ThinkingAdapter(GTA1Adapter):
 
     Budget: GTA1's (``GTA1_BUDGET``), as the variant only changes the prompt.
 
-    Prompt: ``gui_grounding.prompts.THINKING_SYSTEM_PROMPT`` (resized H/W stated); parse: the first ``(x,y)`` inside
+    Prompt: ``gui_grounding.models.prompts.THINKING_SYSTEM_PROMPT`` (resized H/W stated); parse: the first ``(x,y)`` inside
     the single ``<answer>...</answer>`` block (none or several blocks -> ``None``), resized pixels -> original. SFT
     target: ``<think>The element to click: {instruction}.</think><answer>(x,y)</answer>`` (a fixed template thought:
     it teaches the format only; we have no reasoning traces).
@@ -118,7 +124,7 @@ class GTA1BoxAdapter(GTA1Adapter):
     """GTA1 frame and image handling with our box prompt (``--prompt_mode box`` checkpoints, e.g. trained with the
     ``iou`` / ``gaussian_coverage`` rewards). Budget: GTA1's (``GTA1_BUDGET``).
 
-    Prompt: ``gui_grounding.prompts.BOX_SYSTEM_PROMPT`` (resized H/W stated, answer ``[x1,y1,x2,y2]``); parse: the
+    Prompt: ``gui_grounding.models.prompts.BOX_SYSTEM_PROMPT`` (resized H/W stated, answer ``[x1,y1,x2,y2]``); parse: the
     centre of the first box (the ScreenSpot-Pro convention for box answers), resized pixels -> original. SFT target:
     the rounded box ``[x1,y1,x2,y2]``.
     """

@@ -2,9 +2,9 @@
 
 Source: GTA1 ``src/grpo_grounding.py`` (Yan98/GTA1 at 81f0c4c). The non-thinking system prompt is GTA1's
 byte for byte (``src/grpo_grounding.py:78-84``, line breaks included); it states the *resized* image size (the
-smart_resize frame, ``gui_grounding.frames``) and asks for ``(x,y)`` in that frame. The user turn is the image, then
+smart_resize frame, ``gui_grounding.models.frames``) and asks for ``(x,y)`` in that frame. The user turn is the image, then
 the instruction (``src/grpo_grounding.py:110-116``: ``[{"type": "image"}, {"type": "text", "text": instruction}]``,
-where GTA1's instruction is the human text with only ``"<image>"`` removed, lines 106-107; ``gui_grounding.schema``).
+where GTA1's instruction is the human text with only ``"<image>"`` removed, lines 106-107; ``gui_grounding.data.schema``).
 
 Prompt modes (``--prompt_mode``):
 
@@ -246,7 +246,7 @@ def is_thinking_format(text: str) -> bool:
 
 
 # --------------------------------------------------------------------------------------------------------------------
-# Other answer syntaxes (model families other than GTA1; used by gui_grounding.adapters). Pairs are still found
+# Other answer syntaxes (model families other than GTA1; used by gui_grounding.models.adapters). Pairs are still found
 # with GTA1's ``_PAIR_RE``; the helpers below only add the syntaxes that are not a bare ``(x,y)``.
 
 _BOX_JOIN_RE = re.compile(r"\s*,\s*")  # between the two corners of a box "(x1,y1),(x2,y2)"

@@ -1,7 +1,7 @@
 """One validation path for data records: numbers, text, paths and images (GUI-free, no task knowledge).
 
-Used by the core's readers (``vlm_r1.data``, ``vlm_r1.tasks``) and by the GUI plugin's schema
-(``gui_grounding.schema``, hence ``gui-grounding convert`` and the training loader). Every check raises
+Used by the core's readers (``groundwork.records``, ``vlm_r1.tasks``) and by the GUI plugin's schema
+(``gui_grounding.data.schema``, hence ``gui-grounding convert`` and the training loader). Every check raises
 :class:`Invalid` with a reason code from :data:`REASONS` and a message; callers turn it into a per-record reject
 (never a crash, never a lost neighbour).
 
@@ -42,7 +42,7 @@ from typing import Any
 MAX_COORD = 1e7  # any box number beyond +-1e7 is bad_box (no screen is that large, in any unit)
 # The decode guard (a decompression-bomb guard): image_too_large above this many pixels (header-declared width x
 # height of the ORIGINAL image, before decoding). Unrelated to the model's smart_resize max_pixels budget
-# (vlm_r1.pixel_budget), which sizes the image the model sees.
+# (groundwork.pixel_budget), which sizes the image the model sees.
 DECODE_PIXEL_LIMIT = 64_000_000
 VERIFY_MODES = ("none", "header", "decode")
 
@@ -465,7 +465,7 @@ class ImageChecker:
             ``"header"`` (header only) or ``"none"`` (header only as well: the size is still needed).
         max_image_pixels: the decode guard: a header-declared ``width * height`` (pixels of the original image) above
             this is ``image_too_large``, checked before decoding; None or 0 disables it. Unrelated to the model's
-            smart_resize ``max_pixels`` (:mod:`vlm_r1.pixel_budget`).
+            smart_resize ``max_pixels`` (:mod:`groundwork.pixel_budget`).
         limits: the model family's :class:`ImageLimits`; a displayed size outside them is ``image_unsupported``.
     """
 

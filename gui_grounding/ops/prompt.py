@@ -11,7 +11,7 @@ Prints one JSON object:
 
 * ``adapter``, ``image_size`` ``[W, H]`` (the screenshot), ``resized_size`` ``[W', H']`` (the smart_resize frame the
   model sees under the pixel budget: ``--min-pixels``/``--max-pixels``, else the adapter's published
-  ``default_budget``, ``gui_grounding.adapters``), ``messages`` (the chat messages the adapter builds, image
+  ``default_budget``, ``gui_grounding.models.adapters``), ``messages`` (the chat messages the adapter builds, image
   placeholder ``{"type": "image"}`` where the image goes);
 * with ``--model PATH`` (a local checkpoint) also ``chat_template_text``, the processor's chat-template rendering with
   ``add_generation_prompt=True`` and the image placeholder expanded to the real number of image pad tokens, i.e. the
@@ -23,7 +23,7 @@ Prints one JSON object:
   ``<img>`` + 256 ``<IMG_CONTEXT>`` per tile + ``</img>``).
 
 Example (GTA1, 1920x1080, budget 3,136 .. 8,847,360): ``resized_size`` is ``[1932, 1092]`` and the system message is
-GTA1's prompt with "height 1092 and width 1932" (``gui_grounding.prompts.GTA1_SYSTEM_PROMPT``).
+GTA1's prompt with "height 1092 and width 1932" (``gui_grounding.models.prompts.GTA1_SYSTEM_PROMPT``).
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ import argparse
 import json
 import re
 
-from gui_grounding.adapters import ADAPTERS, get_adapter
-from gui_grounding.schema import Sample
+from gui_grounding.data.schema import Sample
+from gui_grounding.models.adapters import ADAPTERS, get_adapter
 
 MAX_SIDE = 1_000_000  # a screenshot side beyond this is not a screen (and would not fit in memory)
 IMAGE_PAD = "<|image_pad|>"  # Qwen-VL image placeholder token, repeated once per merged patch by the processor
@@ -77,7 +77,7 @@ def describe_prompt(
     """The JSON object ``gui-grounding prompt`` prints (see the module docstring).
 
     Args:
-        adapter: adapter name (``gui_grounding.adapters.ADAPTERS``); ``None``: the profile's, else the default
+        adapter: adapter name (``gui_grounding.models.adapters.ADAPTERS``); ``None``: the profile's, else the default
             of ``model``'s ``config.model_type`` (``gui_grounding.eval.backends.checkpoint_adapter``).
         image_size: ``(W, H)`` of the screenshot.
         instruction: the element description, sent as given.
@@ -85,14 +85,14 @@ def describe_prompt(
             budget is used as ``gui-grounding eval`` uses it.
         min_pixels, max_pixels, max_tiles: pixel-budget flags (resolved as ``gui-grounding eval`` resolves them:
             flag, else ``profile``, else the checkpoint's recorded budget, else the adapter's published one).
-        profile: a :mod:`gui_grounding.profiles` name (adapter and budget).
+        profile: a :mod:`gui_grounding.models.profiles` name (adapter and budget).
         parse: an answer in the model's format: ``parsed_point`` is the point it means in original pixels
             (``Adapter.parse``, the inference rules; ``null`` when it holds no point), ``answer_point`` the same in the
             answer frame.
 
     Only the sizes are needed to build the messages: no image of the screenshot's size is ever allocated (with
     ``model``, the processor gets a blank image of the size the budget sends, at most the decode guard
-    ``vlm_r1.validate.DECODE_PIXEL_LIMIT``).
+    ``groundwork.validate.DECODE_PIXEL_LIMIT``).
 
     Raises:
         ValueError: unknown adapter or profile, neither ``adapter``, ``profile`` nor ``model``, non-positive image
@@ -101,13 +101,13 @@ def describe_prompt(
     """
     from PIL import Image
 
-    from gui_grounding.adapters import Request
+    from groundwork import validate
     from gui_grounding.eval.budget import resolve_eval_budget
-    from vlm_r1 import validate
+    from gui_grounding.models.adapters import Request
 
     prof = None
     if profile is not None:
-        from gui_grounding.profiles import get_profile
+        from gui_grounding.models.profiles import get_profile
 
         prof = get_profile(profile)
         adapter = adapter or prof.adapter
@@ -215,7 +215,7 @@ def _image_size_arg(text: str) -> tuple[int, int]:
 
 def register_cli(sub) -> None:
     """Add the ``prompt`` subcommand to the ``gui-grounding`` subparsers ``sub``."""
-    from vlm_r1.argtypes import integer, text, with_range
+    from groundwork.argtypes import integer, text, with_range
 
     budgets = "; ".join(
         f"{name}: " + (f"{b.min_pixels:,}..{b.max_pixels:,}" if b.resizes else f"{b.max_tiles} tiles")
@@ -227,9 +227,9 @@ def register_cli(sub) -> None:
         description="Print, as JSON, the resized image size and the chat messages an adapter sends for "
         "a screenshot of the given size; with --model also the chat-template text the model reads "
         "(image pad tokens expanded) and its token count. Default pixel budgets (published inference "
-        f"settings, see gui_grounding/adapters/): {budgets}.",
+        f"settings, see gui_grounding/models/adapters/): {budgets}.",
     )
-    from gui_grounding.profiles import PROFILES
+    from gui_grounding.models.profiles import PROFILES
 
     p.add_argument(
         "--adapter",

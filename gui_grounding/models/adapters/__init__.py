@@ -1,6 +1,6 @@
 """Model-family adapters (one file per family): prompt, answer frame, parser, SFT target and resize rule.
 
-Registered adapters (``get_adapter(name)``; the frames are those of ``gui_grounding.frames``, and each family module
+Registered adapters (``get_adapter(name)``; the frames are those of ``gui_grounding.models.frames``, and each family module
 cites the public source of its convention):
 
 ==================  =======================  ==========================================  ================================
@@ -18,22 +18,24 @@ name                family file              frame of the answer                
 Choosing: ``default_adapter_for(model_type)`` follows each adapter's ``model_types`` (qwen2_5_vl -> gta1, qwen2_vl ->
 qwen2-vl, qwen3_vl -> qwen3-vl, internvl -> internvl); training picks the GTA1 prompt variant of ``--prompt_mode`` for the gta1 family
 (:func:`training_adapter`); ``--adapter NAME`` overrides both. Third-party adapters register under the entry-point
-group ``gui_grounding.adapters`` (name -> ``module:Class``).
+group ``gui_grounding.models.adapters`` (name -> ``module:Class``).
 
 Pixel budgets: every adapter names its family's published inference budget in ``default_budget`` (a
-:class:`vlm_r1.pixel_budget.PixelBudget`: smart_resize factor, min and max pixels of the resized image or InternVL's
+:class:`groundwork.pixel_budget.PixelBudget`: smart_resize factor, min and max pixels of the resized image or InternVL's
 max tiles, each value citing its source). Evaluation resolves one budget per run (``gui_grounding.eval.budget``: the
 flag, else ``--profile``, else the budget recorded with the checkpoint, else ``default_budget``) and hands it to
-:meth:`Adapter.build_request`, which resizes the screenshot with :func:`vlm_r1.pixel_budget.resize_for_model`; the
+:meth:`Adapter.build_request`, which resizes the screenshot with :func:`groundwork.pixel_budget.resize_for_model`; the
 processor (hf, vllm) is set to the same budget, so its own smart_resize is the identity and the frame the prompt states
 is the frame the model sees.
 """
 
 from __future__ import annotations
 
-from gui_grounding.adapters import qwen2_5_vl
-from gui_grounding.adapters.base import ANSWER_FRAMES, Adapter, Request, messages_to_text
-from gui_grounding.adapters.qwen2_5_vl import (
+from groundwork.pixel_budget import PixelBudget
+from groundwork.registry import Registry
+from gui_grounding.models.adapters import qwen2_5_vl
+from gui_grounding.models.adapters.base import ANSWER_FRAMES, Adapter, Request, messages_to_text
+from gui_grounding.models.adapters.qwen2_5_vl import (
     GTA1_BUDGET,
     GTA1_MAX_PIXELS,
     GTA1_MIN_PIXELS,
@@ -49,23 +51,26 @@ from gui_grounding.adapters.qwen2_5_vl import (
     GTA1ThinkingAdapter,
     UITars15Adapter,
 )
-from gui_grounding.adapters.qwen2_vl import OS_ATLAS_POINT_PROMPT, QWEN2_VL_BUDGET, Norm1000Adapter, Qwen2VLAdapter
-from vlm_r1.pixel_budget import PixelBudget
-from vlm_r1.registry import Registry
+from gui_grounding.models.adapters.qwen2_vl import (
+    OS_ATLAS_POINT_PROMPT,
+    QWEN2_VL_BUDGET,
+    Norm1000Adapter,
+    Qwen2VLAdapter,
+)
 
-ENTRY_POINT_GROUP = "gui_grounding.adapters"
+ENTRY_POINT_GROUP = "gui_grounding.models.adapters"
 
 
 def _builtins() -> dict[str, type[Adapter]]:
     """The adapters of this package's family files (each lists its classes in ``ADAPTERS``), GTA1's family first."""
-    from vlm_r1.registry import discover
+    from groundwork.registry import discover
 
-    found = {cls.name: cls for cls in discover("gui_grounding.adapters", "ADAPTERS")}
+    found = {cls.name: cls for cls in discover("gui_grounding.models.adapters", "ADAPTERS")}
     first = {cls.name: cls for cls in qwen2_5_vl.ADAPTERS}
     return {**first, **{k: v for k, v in found.items() if k not in first}}
 
 
-#: built-ins + the entry-point group ``gui_grounding.adapters`` (name -> ``module:Class``)
+#: built-ins + the entry-point group ``gui_grounding.models.adapters`` (name -> ``module:Class``)
 REGISTRY = Registry("adapter", ENTRY_POINT_GROUP, _builtins)
 ADAPTERS: dict[str, type[Adapter]] = REGISTRY.available()
 

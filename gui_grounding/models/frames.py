@@ -1,4 +1,4 @@
-"""Coordinate frames of GUI grounding (the generic maths, shared with vlm_r1, lives in ``vlm_r1.geometry``).
+"""Coordinate frames of GUI grounding (the generic maths, shared with vlm_r1, lives in ``groundwork.geometry``).
 
 Three frames appear in GUI grounding (sources: Qwen2.5-VL's absolute coordinates, QwenLM/Qwen2.5-VL ``README.md:26``
 at f0af299; UI-TARS-1.5's map-back through smart_resize, bytedance/UI-TARS ``README_coordinates.md:90-91`` at 582f3a7;
@@ -25,10 +25,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from vlm_r1.geometry import Box, Frame, Point, box_iou, smart_resize
+from groundwork.geometry import Box, Frame, Point, box_iou, smart_resize
 
-# smart_resize, Frame, box_iou and the Box/Point types live in vlm_r1.geometry (shared with vlm_r1's REC task) and are
-# re-exported here, so ``from gui_grounding.frames import Frame, box_iou, smart_resize`` keeps working.
+# smart_resize, Frame, box_iou and the Box/Point types live in groundwork.geometry (shared with vlm_r1's REC task) and are
+# re-exported here, so ``from gui_grounding.models.frames import Frame, box_iou, smart_resize`` keeps working.
 __all__ = [
     "Box",
     "CropWindow",

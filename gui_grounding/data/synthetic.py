@@ -14,7 +14,7 @@ leaves them unchanged: original pixels == resized pixels), with colours that sur
 tower. Buttons are jittered in size and position inside their cell, so a point must land inside the drawn rectangle,
 not just in the right cell.
 
-Output (canonical format, ``gui_grounding.schema``; boxes in original pixels)::
+Output (canonical format, ``gui_grounding.data.schema``; boxes in original pixels)::
 
     OUT/images/00000.png ...
     OUT/train.jsonl  OUT/test.jsonl   one sample per line: instruction, image_path, target_bbox, image size,
@@ -153,7 +153,7 @@ def make_synthetic(out_dir: str, cfg: SyntheticConfig | None = None) -> dict:
     Raises:
         ValueError: inconsistent settings (:meth:`SyntheticConfig.validate`).
     """
-    from vlm_r1 import outputs
+    from groundwork import outputs
 
     cfg = cfg or SyntheticConfig()
     cfg.validate()
@@ -165,7 +165,7 @@ def make_synthetic(out_dir: str, cfg: SyntheticConfig | None = None) -> dict:
 def _write_synthetic(out_dir: str, cfg: SyntheticConfig) -> dict:
     """:func:`make_synthetic` under its lock: images and splits written atomically, ``synthetic_config.json`` last
     (an earlier one is removed first, so it always describes the files beside it)."""
-    from vlm_r1 import outputs
+    from groundwork import outputs
 
     config_path = os.path.join(out_dir, "synthetic_config.json")
     if os.path.lexists(config_path):
@@ -216,7 +216,7 @@ def register_cli(sub) -> None:
         "arguments -> identical files.",
     )
     p.add_argument("--out", required=True, help="output directory (images/, train.jsonl, test.jsonl)")
-    from vlm_r1.argtypes import integer, number, with_range
+    from groundwork.argtypes import integer, number, with_range
 
     screens, side, grid, count = (
         integer(min=1, max=1_000_000),

@@ -1,7 +1,7 @@
 """The ``gui_grounding`` task plugin for ``python -m vlm_r1.grpo_jsonl --task_type gui_grounding``.
 
-Reads canonical / GTA1 / VLM-R1 records (``gui_grounding.schema``) and turns each into a training row through the
-model family's **adapter** (``gui_grounding.adapters``: chosen by ``config.model_type``, the GTA1 variant by
+Reads canonical / GTA1 / VLM-R1 records (``gui_grounding.data.schema``) and turns each into a training row through the
+model family's **adapter** (``gui_grounding.models.adapters``: chosen by ``config.model_type``, the GTA1 variant by
 ``--prompt_mode``, or ``--adapter NAME``): the adapter's frame (the smart_resize frame for resized-pixel families,
 the original image for the 0-1000 families), its prompt, the image it is sent, and the target boxes in its answer
 frame. Bad records are skipped and counted, or stop the run with ``--strict_data``.
@@ -21,7 +21,7 @@ or ``[W, H]``); ``image`` (the PIL image) is attached lazily when a row is read.
 * ``source_box_scale``: ``[sx, sy]``, the extent of that unit (``[1000, 1000]``, or ``[W, H]`` for pixels);
 * ``box_rounding``: ``"float"`` (the ``click`` reward scores ``target_boxes_answer``) or ``"gta1"`` (it scores
   ``int(edge * (resized_side / source_side))`` edges of ``target_boxes_source``, GTA1's rule,
-  ``gui_grounding.frames.gta1_box_to_resized``; resized-pixel adapters only). Every other reward reads
+  ``gui_grounding.models.frames.gta1_box_to_resized``; resized-pixel adapters only). Every other reward reads
   ``target_boxes_answer`` either way.
 """
 
@@ -31,14 +31,14 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from gui_grounding.adapters.base import Adapter
-from gui_grounding.frames import Frame
-from gui_grounding.prompts import PROMPT_MODES, check_mode
-from gui_grounding.rewards import BOX_ROUNDINGS, REWARDS, check_box_rounding
-from gui_grounding.rows import row_adapter
-from gui_grounding.schema import Sample, load_samples
+from groundwork.validate import module_limits
+from gui_grounding.data.schema import Sample, load_samples
+from gui_grounding.models.adapters.base import Adapter
+from gui_grounding.models.frames import Frame
+from gui_grounding.models.prompts import PROMPT_MODES, check_mode
+from gui_grounding.models.rows import row_adapter
+from gui_grounding.training.rewards import BOX_ROUNDINGS, REWARDS, check_box_rounding
 from vlm_r1.tasks import Task, load_images_transform
-from vlm_r1.validate import module_limits
 
 logger = logging.getLogger(__name__)
 
@@ -47,14 +47,14 @@ def sample_to_row(
     sample: Sample, frame: Frame, adapter: Adapter | str = "non_thinking", box_rounding: str = "float"
 ) -> dict:
     """One training/eval row for ``sample`` seen through ``frame`` by ``adapter`` (see module docstring for the
-    columns). ``adapter``: an :class:`gui_grounding.adapters.Adapter`, or (older callers) a GTA1 ``--prompt_mode``
+    columns). ``adapter``: an :class:`gui_grounding.models.adapters.Adapter`, or (older callers) a GTA1 ``--prompt_mode``
     name, meaning the gta1 adapter of that mode.
 
     Raises:
         ValueError: unknown ``box_rounding`` or prompt mode; ``box_rounding="gta1"`` with an adapter whose answer
             frame is not resized pixels (GTA1's rounding maps published boxes into the resized frame).
     """
-    from gui_grounding.adapters import PROMPT_MODE_ADAPTERS, get_adapter
+    from gui_grounding.models.adapters import PROMPT_MODE_ADAPTERS, get_adapter
 
     if isinstance(adapter, str):
         adapter = get_adapter(PROMPT_MODE_ADAPTERS[check_mode(adapter)])
@@ -137,7 +137,7 @@ class GUIGroundingTask(Task):
     """GUI grounding: screenshot + instruction -> a point in the model family's answer frame; ``click`` reward.
 
     Declares to the core (``vlm_r1.tasks.Task``): its flags (:class:`GUIGroundingOptions`), its rewards
-    (``gui_grounding.rewards.REWARDS``: click, click_format, distance, iou, gaussian_point, gaussian_coverage,
+    (``gui_grounding.training.rewards.REWARDS``: click, click_format, distance, iou, gaussian_point, gaussian_coverage,
     click_distance_bonus), the ``click_accuracy`` alias of the click reward's mean, and the ``click`` hit rate on the
     one-line console log.
     """
@@ -157,7 +157,7 @@ class GUIGroundingTask(Task):
 
     def adapter_for(self, vlm_module: Any) -> Adapter:
         """The run's adapter: ``--adapter``, else the model type's default (gta1 family: by ``--prompt_mode``)."""
-        from gui_grounding.adapters import training_adapter
+        from gui_grounding.models.adapters import training_adapter
 
         return training_adapter(getattr(vlm_module, "model_type", None), self.options.prompt_mode, self.options.adapter)
 
@@ -227,11 +227,11 @@ class GUIGroundingTask(Task):
     def eval_callbacks(
         self, script_args: Any, training_args: Any, processing_class: Any, vlm_module: Any, eval_dataset: Any
     ) -> list:
-        """Greedy click accuracy on the held-out rows every ``--eval_steps`` (``gui_grounding.train_eval``): the rows
+        """Greedy click accuracy on the held-out rows every ``--eval_steps`` (``gui_grounding.training.train_eval``): the rows
         as trained (their prompt, image and adapter), no prompt rebuilt."""
         if eval_dataset is None or training_args.eval_strategy != "steps":
             return []
-        from gui_grounding.train_eval import ClickAccuracyCallback
+        from gui_grounding.training.train_eval import ClickAccuracyCallback
 
         rows = eval_dataset.with_format(None).select(range(min(len(eval_dataset), script_args.eval_max_samples)))
         rows = rows.to_list()

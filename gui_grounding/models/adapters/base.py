@@ -2,17 +2,17 @@
 
 An adapter is the single format of a family. The same object serves:
 
-* training rows (``gui_grounding.task.GUIGroundingTask.build_dataset``): :meth:`Adapter.frame_for` (the frame the
+* training rows (``gui_grounding.training.task.GUIGroundingTask.build_dataset``): :meth:`Adapter.frame_for` (the frame the
   model sees), :meth:`Adapter.messages` (the prompt), :meth:`Adapter.boxes_to_answer` (targets in the answer frame,
   written to the row with the frame's name), :meth:`Adapter.image_size_sent` (the resize rule);
-* rewards (``gui_grounding.rewards``): :meth:`Adapter.parse_answer` reads a completion's point **in the answer frame**;
+* rewards (``gui_grounding.training.rewards``): :meth:`Adapter.parse_answer` reads a completion's point **in the answer frame**;
 * the SFT target: :meth:`Adapter.sft_target`;
 * evaluation (every backend and the training-time callback): :meth:`Adapter.build_request` and :meth:`Adapter.parse`
   (a point in **original** pixels).
 
 Answer frames (``answer_frame``): ``"resized"`` (pixels of the smart_resized image the model sees: Qwen2.5-VL, GTA1,
 UI-TARS-1.5), ``"norm1000"`` (``[0, 1000]`` relative to the image: Qwen2-VL/OS-Atlas, Qwen3-VL, InternVL), or
-``"original"`` (pixels of the original screenshot). Conversions live in :class:`vlm_r1.geometry.Frame`.
+``"original"`` (pixels of the original screenshot). Conversions live in :class:`groundwork.geometry.Frame`.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gui_grounding.frames import Frame
-from vlm_r1.pixel_budget import PixelBudget, resize_for_model
+from groundwork.pixel_budget import PixelBudget, resize_for_model
+from gui_grounding.models.frames import Frame
 
 ANSWER_FRAMES = ("resized", "norm1000", "original")
 
@@ -32,7 +32,7 @@ class Request:
     """One model call. ``messages`` hold ``{"type": "image"}`` where the image goes; ``image`` is what is sent."""
 
     messages: list[dict]
-    image: Any  # PIL.Image.Image, resized by the run's pixel budget (vlm_r1.pixel_budget.resize_for_model)
+    image: Any  # PIL.Image.Image, resized by the run's pixel budget (groundwork.pixel_budget.resize_for_model)
     context: dict = field(default_factory=dict)  # e.g. original and resized sizes, used by parse()
     prompt_text: str = ""  # the full prompt as text, stored per sample in the predictions file
     # text the assistant turn starts with, forced before generation (the ScreenSpot-Pro harness's Qwen2.5-VL
@@ -72,7 +72,7 @@ class Adapter:
         model_types: ``config.model_type`` values this adapter is the default for (``default_adapter_for``).
         prompt_mode: the ``--prompt_mode`` this adapter implements (GTA1 family: non_thinking / thinking / box;
             other families: non_thinking).
-        default_budget: the family's published inference budget (:class:`vlm_r1.pixel_budget.PixelBudget`, each
+        default_budget: the family's published inference budget (:class:`groundwork.pixel_budget.PixelBudget`, each
             value citing its source): what evaluation uses when no flag, profile or checkpoint record sets one
             (``gui_grounding.eval.budget.resolve_eval_budget``).
     """
@@ -152,7 +152,7 @@ class Adapter:
     # ---- evaluation ------------------------------------------------------------------------------------------------
     def build_request(self, sample, image, *, budget: PixelBudget | None = None) -> Request:
         """Request for ``sample`` with its original ``image`` (PIL, displayed frame): the image resized once by
-        ``budget`` (the run's; ``None``: ``default_budget``) with :func:`vlm_r1.pixel_budget.resize_for_model`, and
+        ``budget`` (the run's; ``None``: ``default_budget``) with :func:`groundwork.pixel_budget.resize_for_model`, and
         the adapter's messages for that frame.
 
         Raises:

@@ -8,7 +8,7 @@ A :class:`PixelBudget` holds everything that decides the image a model is sent, 
   448-px tiles; the image is sent as it is and the processor tiles it);
 * ``min_pixels`` / ``max_pixels``: the bounds of the resized image's ``H' * W'`` (transformers' ``smart_resize``);
 * ``max_tiles``: InternVL's tile bound (upstream's ``--max_anyres_num``; ``image_processor.max_patches``);
-* ``limits``: the images the family can take at all (:class:`vlm_r1.validate.ImageLimits`: aspect ratio, side);
+* ``limits``: the images the family can take at all (:class:`groundwork.validate.ImageLimits`: aspect ratio, side);
 * ``sources``: for each of the fields above, where its value came from (``"flag --max_pixels"``, ``"recipe
   recipes/gta1/7b.yaml"``, ``"default of vlm_r1.grpo_jsonl (upstream VLM-R1 grpo_jsonl.py GRPOScriptArguments)"``,
   ``"checkpoint runs/x (vlm_r1_run.json)"``, ``"profile gta1-7b"``, ...).
@@ -20,7 +20,7 @@ smart_resize of an image this object resized is the identity), saved with every 
 resizes: :func:`resize_for_model` (training rows, the image transform, every eval backend, the training-time eval and
 ``gui-grounding prompt`` call it or :meth:`PixelBudget.size_sent`).
 
-This is not the 64 Mpx decode guard (``vlm_r1.validate.DECODE_PIXEL_LIMIT``), which bounds the *original* image a
+This is not the 64 Mpx decode guard (``groundwork.validate.DECODE_PIXEL_LIMIT``), which bounds the *original* image a
 reader may decode.
 """
 
@@ -32,8 +32,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from vlm_r1.geometry import Frame, smart_resize
-from vlm_r1.validate import ImageLimits
+from groundwork.geometry import Frame, smart_resize
+from groundwork.validate import ImageLimits
 
 #: the budget fields that carry a source (``PixelBudget.sources`` keys)
 BUDGET_FIELDS = ("factor", "min_pixels", "max_pixels", "max_tiles")
@@ -90,7 +90,7 @@ class PixelBudget:
 
     def size_sent(self, width: int, height: int) -> tuple[int, int]:
         """``(W', H')`` of the image the model is sent for an original ``width x height`` image: transformers'
-        ``smart_resize`` under this budget (:func:`vlm_r1.geometry.smart_resize`), or the original size for a family
+        ``smart_resize`` under this budget (:func:`groundwork.geometry.smart_resize`), or the original size for a family
         without a smart_resize frame.
 
         The result is checked to be a fixed point (smart_resize of ``(W', H')`` is ``(W', H')``), so the processor, set
@@ -122,7 +122,7 @@ class PixelBudget:
         return w, h
 
     def frame(self, width: int, height: int) -> Frame:
-        """The :class:`vlm_r1.geometry.Frame` of an original ``width x height`` image: original and sent sizes."""
+        """The :class:`groundwork.geometry.Frame` of an original ``width x height`` image: original and sent sizes."""
         return Frame(int(width), int(height), *self.size_sent(width, height))
 
     def apply(self, processor: Any, vlm_module: Any) -> None:
@@ -283,7 +283,7 @@ def record(output_dir: str, budget: PixelBudget) -> str:
     Raises:
         OutputError: the file cannot be written.
     """
-    from vlm_r1.outputs import write_json
+    from groundwork.outputs import write_json
 
     path = os.path.join(output_dir, RUN_INFO_FILE)
     info: dict = {}

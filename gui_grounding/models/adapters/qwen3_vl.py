@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 
-from gui_grounding.adapters.base import _fmt
-from gui_grounding.adapters.qwen2_vl import Norm1000Adapter
-from gui_grounding.prompts import parse_json_point, parse_point_or_box
-from vlm_r1.pixel_budget import PixelBudget
+from groundwork.pixel_budget import PixelBudget
+from gui_grounding.models.adapters.base import _fmt
+from gui_grounding.models.adapters.qwen2_vl import Norm1000Adapter
+from gui_grounding.models.prompts import parse_json_point, parse_point_or_box
 
 # Qwen3-VL: patch 16 x spatial merge 2 (transformers Qwen3VLVisionConfig patch_size 16, spatial_merge_size 2). API
 # backends only; the training/hf path reads the factor from the loaded processor (vlm_r1.modules).

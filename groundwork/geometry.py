@@ -11,7 +11,7 @@ Two pixel frames matter for Qwen-VL models:
 
 Plus ``[0, 1000]`` relative coordinates (norm1000: Qwen2-VL, Qwen3-VL, GTA1's training records).
 
-``gui_grounding.frames`` re-exports everything here (it adds the GUI-only helpers: point-in-box, polygons).
+``gui_grounding.models.frames`` re-exports everything here (it adds the GUI-only helpers: point-in-box, polygons).
 """
 
 from __future__ import annotations

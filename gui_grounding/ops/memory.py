@@ -13,7 +13,7 @@ give a :class:`MemoryEstimate`: every part in bytes per rank, for the two phases
   and the prefill working set (vision tower or one decoder layer, no grad);
 
 and the peak is the larger phase. The GTA1 recipe wiring (recipe YAML, model names, screenshot size) is in
-``gui_grounding/estimate.py``; the launcher's ``--dry-run`` and ``gui-grounding estimate`` print it.
+``gui_grounding/ops/estimate.py``; the launcher's ``--dry-run`` and ``gui-grounding estimate`` print it.
 
 Units: bytes everywhere inside; GiB (2**30 bytes) in the printed table and the JSON ``*_gib`` fields. Token counts are
 language-model tokens; "patches" are 14x14 vision patches (4 per image token: 2x2 spatial merge).
@@ -77,7 +77,10 @@ from typing import Any
 GIB = 1024**3
 #: ``benchmarks/results/memory_calibration.json`` of this repository (the estimator's default calibration)
 DEFAULT_CALIBRATION_PATH = os.path.join(
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks", "results", "memory_calibration.json"
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+    "benchmarks",
+    "results",
+    "memory_calibration.json",
 )
 #: TRL 1.16 fused LM head tiles (``trl/kernels/chunked_logprob.py`` TOKEN_CHUNK_SIZE; ``trl/trainer/utils.py``
 #: ``_CHUNKED_LOGPROB_CHUNK_SIZE``)
@@ -250,7 +253,7 @@ class Calibration:
             ratio = f" = measured {self.measured_peak_gib:.3f} / predicted {self.predicted_peak_gib:.3f} GiB"
         shown = self.path
         if shown and os.path.isabs(shown):
-            repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+            repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
             rel = os.path.relpath(shown, repo)
             shown = shown if rel.startswith("..") else rel
         where = f" [{shown}]" if shown else ""

@@ -2,8 +2,8 @@
 
 ``gui-grounding eval --profile NAME`` (and ``gui-grounding prompt --profile NAME``) takes from a :class:`Profile`:
 
-* the **adapter** (system prompt, user prompt, image/text order, answer frame, parser: ``gui_grounding.adapters``);
-* the **pixel budget** (:class:`vlm_r1.pixel_budget.PixelBudget`, each value citing the model card or the official
+* the **adapter** (system prompt, user prompt, image/text order, answer frame, parser: ``gui_grounding.models.adapters``);
+* the **pixel budget** (:class:`groundwork.pixel_budget.PixelBudget`, each value citing the model card or the official
   evaluation script at a pinned commit);
 * **decoding** (greedy; ``max_new_tokens``);
 * the **benchmark options** (OSWorld-G plain vs Refined);
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from vlm_r1.pixel_budget import PixelBudget
+from groundwork.pixel_budget import PixelBudget
 
 #: how far (in accuracy points) our number may be from the published one to count as reproduced
 REPRODUCED_WITHIN = 1.0
@@ -51,7 +51,7 @@ class Profile:
         name: ``--profile`` name, e.g. ``gta1-7b-2507``.
         model: the checkpoint's hub id.
         model_type: its ``config.model_type``.
-        adapter: the adapter name (``gui_grounding.adapters``).
+        adapter: the adapter name (``gui_grounding.models.adapters``).
         budget: the pixel budget (values cite their sources).
         max_new_tokens: generation budget; decoding is greedy.
         backends: backends that can run it, most practical first (``hf`` only where one device holds the model).
@@ -102,7 +102,7 @@ class Profile:
 
     def describe(self) -> str:
         """Multi-line text of every value with its source (``gui-grounding profiles NAME``)."""
-        from gui_grounding.adapters import get_adapter
+        from gui_grounding.models.adapters import get_adapter
 
         adapter = get_adapter(self.adapter)
         lines = [
@@ -133,7 +133,7 @@ def register(profile: Profile) -> Profile:
     Raises:
         ValueError: the name is taken or the adapter is unknown.
     """
-    from gui_grounding.adapters import ADAPTERS
+    from gui_grounding.models.adapters import ADAPTERS
 
     if profile.name in PROFILES:
         raise ValueError(f"profile {profile.name!r} is already registered")
@@ -198,15 +198,15 @@ def profiles_table() -> str:
 # ---------------------------------------------------------------------------------------------------------------------
 # the profiles (sources: public repositories at the commits named; model cards by URL)
 
-from gui_grounding.adapters.internvl import INTERNVL_HARNESS_BUDGET  # noqa: E402
-from gui_grounding.adapters.qwen2_5_vl import (  # noqa: E402
+from gui_grounding.models.adapters.internvl import INTERNVL_HARNESS_BUDGET  # noqa: E402
+from gui_grounding.models.adapters.qwen2_5_vl import (  # noqa: E402
     GTA1_BUDGET,
     GUI_G2_BUDGET,
     QWEN25VL_HARNESS_BUDGET,
     UI_TARS_BUDGET,
     UI_VENUS_GROUND_BUDGET,
 )
-from gui_grounding.adapters.qwen3_vl import QWEN3_VL_BUDGET  # noqa: E402
+from gui_grounding.models.adapters.qwen3_vl import QWEN3_VL_BUDGET  # noqa: E402
 
 _GTA1_README = "Yan98/GTA1 README.md (81f0c4c)"
 _GTA1_SOURCES = {

@@ -1,31 +1,31 @@
 """The ``gui_grounding`` task's rows seen again at evaluation time: the adapter a row was built with and the request
-it was trained on. Its own module so that the task (``gui_grounding.task``), the training-time click accuracy
-(``gui_grounding.train_eval``) and the ``hf`` backend (``gui_grounding.eval.backends.hf.predict_rows``) import it
+it was trained on. Its own module so that the task (``gui_grounding.training.task``), the training-time click accuracy
+(``gui_grounding.training.train_eval``) and the ``hf`` backend (``gui_grounding.eval.backends.hf.predict_rows``) import it
 without importing each other (no ``task -> train_eval -> backends.hf -> task`` cycle).
 """
 
 from __future__ import annotations
 
-from gui_grounding.adapters.base import Adapter
-from gui_grounding.frames import Frame
-from gui_grounding.prompts import check_mode
+from gui_grounding.models.adapters.base import Adapter
+from gui_grounding.models.frames import Frame
+from gui_grounding.models.prompts import check_mode
 
 __all__ = ["row_adapter", "row_request"]
 
 
 def row_adapter(row: dict) -> Adapter:
     """The adapter a row was built with (column ``adapter``; rows without it: the gta1 adapter of ``prompt_mode``)."""
-    from gui_grounding.adapters import PROMPT_MODE_ADAPTERS, get_adapter
+    from gui_grounding.models.adapters import PROMPT_MODE_ADAPTERS, get_adapter
 
     name = row.get("adapter") or PROMPT_MODE_ADAPTERS[check_mode(row.get("prompt_mode") or "non_thinking")]
     return get_adapter(name)
 
 
 def row_request(row: dict, budget, adapter: Adapter | None = None):
-    """The :class:`gui_grounding.adapters.Request` of a task row, exactly as it was trained: the row's prompt (plain
+    """The :class:`gui_grounding.models.adapters.Request` of a task row, exactly as it was trained: the row's prompt (plain
     strings turned into content blocks with the image before the first user text, TRL's
     ``prepare_multimodal_messages`` rule), its screenshot resized once by the run's ``budget``
-    (:func:`vlm_r1.pixel_budget.resize_for_model`, as the training image transform does), and the frame
+    (:func:`groundwork.pixel_budget.resize_for_model`, as the training image transform does), and the frame
     ``image_size`` -> ``resized_size`` for parsing.
 
     Raises:
@@ -34,9 +34,9 @@ def row_request(row: dict, budget, adapter: Adapter | None = None):
     """
     from trl.data_utils import prepare_multimodal_messages
 
-    from gui_grounding.adapters import Request, messages_to_text
-    from vlm_r1.pixel_budget import resize_for_model
-    from vlm_r1.validate import open_image
+    from groundwork.pixel_budget import resize_for_model
+    from groundwork.validate import open_image
+    from gui_grounding.models.adapters import Request, messages_to_text
 
     adapter = adapter or row_adapter(row)
     image = open_image(row["image_path"])

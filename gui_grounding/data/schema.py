@@ -22,13 +22,13 @@ Boxes: ``Sample.boxes`` are original pixels (validated and clipped, :func:`clip_
 boxes as the record published them (``Sample.source_boxes``, unclipped) with their unit (``Sample.source_box_unit``:
 ``"norm1000"`` for GTA1 records, ``"pixel"`` for canonical and VLM-R1 records) and that unit's extent
 (:meth:`Sample.source_box_scale`: 1000 x 1000, or the original ``W x H``), for ``--box_rounding gta1``
-(``gui_grounding.rewards``).
+(``gui_grounding.training.rewards``).
 
 Nothing is lost: every record becomes a :class:`Sample` or raises :class:`SampleError` with a reason code and the
 record's reference (``file:line``); :func:`load_samples` skips and counts bad records, or stops at the first one in
 strict mode.
 
-Numbers, text, paths and images are checked by the one GUI-free validation path, ``vlm_r1.validate`` (its reason
+Numbers, text, paths and images are checked by the one GUI-free validation path, ``groundwork.validate`` (its reason
 codes extend ``REASONS``: ``bad_box``, ``bad_text``, ``path_outside_root``, ``not_a_file``, ``image_too_large``,
 ``suspect_unit``); image sizes are those of the displayed frame (EXIF orientation applied), a documented difference
 from upstream VLM-R1 and GTA1.
@@ -43,10 +43,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from gui_grounding.frames import Box, box_from_norm1000
-from vlm_r1 import validate
-from vlm_r1.data import RecordError, iter_records
-from vlm_r1.validate import REASONS as VALIDATE_REASONS
+from groundwork import validate
+from groundwork.records import RecordError, iter_records
+from groundwork.validate import REASONS as VALIDATE_REASONS
+from gui_grounding.models.frames import Box, box_from_norm1000
 
 logger = logging.getLogger(__name__)
 
@@ -62,7 +62,7 @@ REASONS = {
     "point_only": "the target is a point, not a box (a point cannot become a box without inventing its extent)",
     "duplicate": "same image, instruction and box(es) as an earlier sample of the same conversion",
     "image_write_failed": "an image embedded in the record could not be written under the image root",
-    # the shared checks of vlm_r1.validate (numbers, text, paths, images)
+    # the shared checks of groundwork.validate (numbers, text, paths, images)
     **{k: v for k, v in VALIDATE_REASONS.items() if k not in ("missing_image", "unreadable_image")},
 }
 
@@ -274,7 +274,7 @@ def image_checker(
     max_image_pixels: int | None = validate.DECODE_PIXEL_LIMIT,
     limits: validate.ImageLimits | None = None,
 ) -> validate.ImageChecker:
-    """The process-wide :class:`vlm_r1.validate.ImageChecker` for ``verify`` / ``max_image_pixels`` / the family's
+    """The process-wide :class:`groundwork.validate.ImageChecker` for ``verify`` / ``max_image_pixels`` / the family's
     ``limits`` (one cache each, keyed by path, size and mtime: each image is checked once)."""
     key = (verify, max_image_pixels, limits)
     if key not in _CHECKERS:
@@ -294,7 +294,7 @@ def read_image_size(
     max_image_pixels: int | None = validate.DECODE_PIXEL_LIMIT,
     limits: validate.ImageLimits | None = None,
 ) -> tuple[int, int]:
-    """``(width, height)`` of an image in its displayed frame (EXIF orientation applied, ``vlm_r1.validate``).
+    """``(width, height)`` of an image in its displayed frame (EXIF orientation applied, ``groundwork.validate``).
 
     ``verify``: ``True``/``"decode"`` decodes every pixel (truncated or corrupt data is rejected), ``False``/
     ``"header"``/``"none"`` reads the header only. Each image is checked once (cached by path, size and mtime).
@@ -340,7 +340,7 @@ def strip_image_tags(text: Any, ref: str, *, collapse_whitespace: bool = True) -
 
 
 def _box_from_seq(value: Any, ref: str, what: str) -> Box:
-    """4 numbers (``vlm_r1.validate.box4``: finite, within +-1e7, no booleans), else ``bad_field`` (not a list of
+    """4 numbers (``groundwork.validate.box4``: finite, within +-1e7, no booleans), else ``bad_field`` (not a list of
     4) or ``bad_box`` (a value that is not such a number)."""
     if not (isinstance(value, (list, tuple)) and len(value) == 4):
         raise SampleError(
@@ -425,7 +425,7 @@ def record_to_sample(
             it states none, ``0 x 0`` (size unknown: pixel boxes are kept unclipped; a 0-1000 box, which needs the
             size, is still rejected with the image's reason).
 
-    Every string of the record must be valid Unicode (``bad_text``); box values follow ``vlm_r1.validate.box4``
+    Every string of the record must be valid Unicode (``bad_text``); box values follow ``groundwork.validate.box4``
     (``bad_box``); a box of a pixel-unit record (canonical, VLM-R1) whose four values all lie in [0, 1] is
     ``suspect_unit`` (fractions, not a sub-pixel box); a relative image path must stay inside ``base_dir``
     (``path_outside_root``).
@@ -541,7 +541,7 @@ def record_to_sample(
     boxes = checked
     if any_clipped and stats is not None:
         stats["clipped"] += 1
-    # the identity rule (vlm_r1.validate.explicit_id): null, booleans, empty strings and non-scalars are no id
+    # the identity rule (groundwork.validate.explicit_id): null, booleans, empty strings and non-scalars are no id
     sample_id = validate.explicit_id(record.get("sample_id"))
     sample_id = sample_id if sample_id is not None else validate.explicit_id(record.get("id"))
     sample_id = sample_id if sample_id is not None else default_id
@@ -616,7 +616,7 @@ def load_samples(
             (header-declared, checked before decoding; None/0: no limit). Not the model's smart_resize ``max_pixels``.
         limits: the model family's image limits (``image_unsupported`` outside them, before step 1).
 
-    Sample ids follow the identity rule (``vlm_r1.validate.IdRegistry``): a record without a usable id gets
+    Sample ids follow the identity rule (``groundwork.validate.IdRegistry``): a record without a usable id gets
     ``STEM:INDEX``; an id already taken in this load (explicit or generated) is a ``duplicate_id`` reject, so two
     records never become one sample.
 

@@ -5,10 +5,10 @@ harness divides these answers by 1000, likaixin2000/ScreenSpot-Pro-GUI-Grounding
 
 from __future__ import annotations
 
-from gui_grounding.adapters.base import Adapter, _fmt
-from gui_grounding.adapters.qwen2_5_vl import QWEN_FACTOR, QWEN_PROCESSOR_MAX_PIXELS, QWEN_PROCESSOR_MIN_PIXELS
-from gui_grounding.prompts import parse_point_or_box
-from vlm_r1.pixel_budget import PixelBudget
+from groundwork.pixel_budget import PixelBudget
+from gui_grounding.models.adapters.base import Adapter, _fmt
+from gui_grounding.models.adapters.qwen2_5_vl import QWEN_FACTOR, QWEN_PROCESSOR_MAX_PIXELS, QWEN_PROCESSOR_MIN_PIXELS
+from gui_grounding.models.prompts import parse_point_or_box
 
 QWEN2_VL_BUDGET = PixelBudget.published(
     "no published grounding budget: the Qwen2-VL processor default (preprocessor_config.json min_pixels 3136, "

@@ -17,7 +17,7 @@ import logging
 
 from transformers import TrainerCallback
 
-from gui_grounding.frames import point_in_box
+from gui_grounding.models.frames import point_in_box
 
 logger = logging.getLogger(__name__)
 
@@ -37,10 +37,10 @@ class ClickAccuracyCallback(TrainerCallback):
     """Logs greedy click accuracy on held-out task ``rows`` after each trainer evaluation and at the end of training.
 
     Args:
-        rows: held-out ``gui_grounding`` task rows (``gui_grounding.task.sample_to_row``; the image is read from
+        rows: held-out ``gui_grounding`` task rows (``gui_grounding.training.task.sample_to_row``; the image is read from
             ``image_path``).
         processor, vlm_module: the training run's processor and VLM module.
-        budget: the training run's :class:`vlm_r1.pixel_budget.PixelBudget` (the rows' images are resized with it).
+        budget: the training run's :class:`groundwork.pixel_budget.PixelBudget` (the rows' images are resized with it).
         batch_size, max_new_tokens: generation settings.
 
     ``trainer`` must be set (``callback.trainer = trainer``) before training starts.

@@ -43,7 +43,7 @@ seconds for load, scrolling, extraction and screenshots together). A unit that f
 reason; nothing of it is written, and the other units go on (a crashed browser is relaunched).
 
 Outputs: ``--out`` is checked before anything is read (not an input, a writable folder), locked for one writer
-(:class:`vlm_r1.outputs.OutputLock`), screenshots are written atomically after their unit succeeded,
+(:class:`groundwork.outputs.OutputLock`), screenshots are written atomically after their unit succeeded,
 ``train.jsonl``/``test.jsonl`` atomically, and ``provenance.json`` (the summary) last. An earlier run's
 ``provenance.json`` and the screenshots it lists are removed before rendering, so an interrupted run leaves no
 summary.
@@ -70,13 +70,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vlm_r1.argtypes import integer, number, with_range
-from vlm_r1.outputs import OutputError, OutputLock, check_outputs, write_bytes, write_json, write_lines
-from vlm_r1.validate import dumps, is_text
+from groundwork.argtypes import integer, number, with_range
+from groundwork.outputs import OutputError, OutputLock, check_outputs, write_bytes, write_json, write_lines
+from groundwork.validate import dumps, is_text
 
 logger = logging.getLogger(__name__)
 
-TOOL = "gui_grounding.collect.web"
+TOOL = "gui_grounding.data.collect.web"
 TOOL_VERSION = "1"
 DEFAULT_CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -489,7 +489,7 @@ def collect_web(
         chromium: Chromium executable.
 
     Returns:
-        :class:`CollectResult`. Sample records are canonical (``gui_grounding.schema``) with ``image_path`` relative
+        :class:`CollectResult`. Sample records are canonical (``gui_grounding.data.schema``) with ``image_path`` relative
         to ``out_dir`` and boxes in screenshot pixels.
 
     Raises:
@@ -1076,8 +1076,8 @@ def register_cli(subparsers) -> None:
     p.set_defaults(func=_run_cli)
 
 
-if __name__ == "__main__":  # python -m gui_grounding.collect.web PATH... --out DIR (same flags as collect-web)
-    _parser = argparse.ArgumentParser(prog="python -m gui_grounding.collect.web")
+if __name__ == "__main__":  # python -m gui_grounding.data.collect.web PATH... --out DIR (same flags as collect-web)
+    _parser = argparse.ArgumentParser(prog="python -m gui_grounding.data.collect.web")
     register_cli(_parser.add_subparsers(dest="command", required=True))
     _args = _parser.parse_args(["collect-web", *sys.argv[1:]])
     try:

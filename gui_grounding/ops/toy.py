@@ -40,7 +40,7 @@ def random_reward(completions: list, **kwargs) -> list[float]:
 
     GRPO with this reward has the same advantage statistics as with a real reward but no information about the task,
     so test accuracy must not rise (``gui-grounding toy learning``). Use as
-    ``--reward_funcs gui_grounding.toy:random_reward``.
+    ``--reward_funcs gui_grounding.ops.toy:random_reward``.
     """
     return [float(_COIN.random() < 0.5) for _ in completions]
 
@@ -51,7 +51,7 @@ class ToyRecipe:
     ``learning`` on 2 cores).
 
     Attributes:
-        synthetic: data settings (``gui_grounding.synthetic.SyntheticConfig`` fields).
+        synthetic: data settings (``gui_grounding.data.synthetic.SyntheticConfig`` fields).
         arch, model_seed: tiny model architecture and weight seed.
         sft_epochs, sft_lr, sft_batch: warm-start SFT (epochs over the training split).
         weak_sft_epochs: SFT epochs of the "weaker start" in ``sft-vs-grpo`` (format, little skill).
@@ -186,7 +186,7 @@ def toy_objective(extra) -> list[str]:
     return [part for flag, value in TOY_GRPO_OBJECTIVE.items() if flag not in given for part in (flag, value)]
 
 
-RANDOM_CONTROL = ["--reward_funcs", "gui_grounding.toy:random_reward", "click", "--reward_weights", "1", "0"]
+RANDOM_CONTROL = ["--reward_funcs", "gui_grounding.ops.toy:random_reward", "click", "--reward_weights", "1", "0"]
 
 
 def hit_rate_curve(run_dir: str) -> list[tuple[int, float]]:
@@ -215,7 +215,7 @@ class ToyExperiments:
 
     def prepare(self) -> None:
         """Write the tiny model and the synthetic set once (reused when their config matches)."""
-        from gui_grounding.synthetic import SyntheticConfig, make_synthetic
+        from gui_grounding.data.synthetic import SyntheticConfig, make_synthetic
         from vlm_r1.tiny import build_tiny_model
 
         cfg = SyntheticConfig(**self.recipe.synthetic)

@@ -1,6 +1,6 @@
 """Reading data files (JSON / JSONL, record by record, with ``file:line`` references) and data mixtures.
 
-``iter_records`` is used by every task (``vlm_r1.tasks``, ``gui_grounding.schema``) so bad lines are reported the same
+``iter_records`` is used by every task (``vlm_r1.tasks``, ``gui_grounding.data.schema``) so bad lines are reported the same
 way everywhere. ``load_data_config`` / ``sampling_indices`` implement VLM-R1's ``data_config`` YAML mixtures
 (``--data_config``), applied per source by ``vlm_r1.grpo_jsonl``.
 """
