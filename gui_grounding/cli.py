@@ -36,8 +36,9 @@ def _make_tiny_model(args: argparse.Namespace) -> None:
 
 def _eval(args: argparse.Namespace) -> None:
     from groundwork.outputs import OutputError
+    from gui_grounding.data.annotations import EvalInputError
     from gui_grounding.data.schema import SampleError
-    from gui_grounding.eval import EvalInputError, run_eval
+    from gui_grounding.eval.run import run_eval
 
     if args.min_pixels is not None and args.max_pixels is not None and args.min_pixels > args.max_pixels:
         raise SystemExit(

@@ -17,11 +17,11 @@ from helpers.wilson import expected_cell
 from PIL import Image
 
 from gui_grounding.cli import main as cli_main
-from gui_grounding.data.annotations import DuplicateIdError
-from gui_grounding.eval import EvalInputError, run_eval
+from gui_grounding.data.annotations import DuplicateIdError, EvalInputError
 from gui_grounding.eval.benchmarks import get_benchmark
 from gui_grounding.eval.judge import CORRECT, WRONG, WRONG_FORMAT
 from gui_grounding.eval.predictions import load_predictions, results_from_predictions
+from gui_grounding.eval.run import run_eval
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MINI = os.path.join(ROOT, "data", "mini_benchmarks")

@@ -24,8 +24,7 @@ from hypothesis import strategies as st
 from PIL import Image
 
 from groundwork import validate
-from gui_grounding.data.annotations import DuplicateIdError, SampleIds, check_unique_ids
-from gui_grounding.eval import EvalInputError
+from gui_grounding.data.annotations import DuplicateIdError, EvalInputError, SampleIds, check_unique_ids
 from gui_grounding.eval.benchmarks import get_benchmark
 
 SIZE = (64, 48)

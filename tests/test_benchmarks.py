@@ -16,9 +16,8 @@ from dataclasses import replace
 import pytest
 from helpers.wilson import ci_text, expected_cell, wilson_closed_form
 
-from gui_grounding.data.annotations import BenchmarkLoadReport, DuplicateIdError
+from gui_grounding.data.annotations import BenchmarkLoadReport, DuplicateIdError, EvalInputError
 from gui_grounding.data.schema import SampleError
-from gui_grounding.eval import EvalInputError
 from gui_grounding.eval.benchmarks import BENCHMARKS, get_benchmark
 from gui_grounding.eval.judge import CORRECT, WRONG, WRONG_FORMAT
 from gui_grounding.eval.predictions import load_predictions, results_from_predictions

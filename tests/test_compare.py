@@ -15,10 +15,10 @@ from helpers.wilson import ci_text, wilson_closed_form
 from PIL import Image, ImageDraw
 
 from gui_grounding.data.schema import Sample
-from gui_grounding.eval import run_eval
 from gui_grounding.eval.benchmarks import get_benchmark
 from gui_grounding.eval.compare import COLOUR_A, COLOUR_B, add_parser
 from gui_grounding.eval.report import TARGET, _draw_marks
+from gui_grounding.eval.run import run_eval
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "data", "mini_benchmarks", "screenspot_v2")

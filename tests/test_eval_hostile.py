@@ -19,8 +19,8 @@ from PIL import Image, ImageDraw
 
 from groundwork.outputs import OutputError, OutputLock
 from gui_grounding.cli import main as cli_main
+from gui_grounding.data.annotations import EvalInputError
 from gui_grounding.data.schema import Sample
-from gui_grounding.eval import EvalInputError, run_eval
 from gui_grounding.eval.backends import open_predictions, prepare_resume, write_records
 from gui_grounding.eval.benchmarks import get_benchmark
 from gui_grounding.eval.judge import CORRECT, WRONG, WRONG_FORMAT
@@ -33,6 +33,7 @@ from gui_grounding.eval.predictions import (
     results_from_predictions,
 )
 from gui_grounding.eval.report import POINT, TARGET, ZOOM_SIZE, _draw_marks, clip_segment, zoom_box
+from gui_grounding.eval.run import run_eval
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MINI = os.path.join(ROOT, "data", "mini_benchmarks")

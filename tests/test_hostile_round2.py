@@ -833,7 +833,7 @@ def test_a_line_longer_than_any_record_is_one_error_and_the_next_line_is_read(tm
 
 
 def test_rescoring_the_canonical_benchmark_keeps_samples_whose_image_is_missing(tmp_path, img_root):
-    from gui_grounding.eval import run_eval
+    from gui_grounding.eval.run import run_eval
 
     recs = [
         _canonical(0, sample_id="s0"),
@@ -852,7 +852,8 @@ def test_rescoring_the_canonical_benchmark_keeps_samples_whose_image_is_missing(
 
 
 def test_eval_model_refuses_images_the_family_cannot_take_before_any_request(tmp_path, make_image, tiny_qwen25_dir):
-    from gui_grounding.eval import EvalInputError, run_eval
+    from gui_grounding.data.annotations import EvalInputError
+    from gui_grounding.eval.run import run_eval
 
     root = tmp_path / "bench"
     make_image(64, 48, "a.png", folder=root)

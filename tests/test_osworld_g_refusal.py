@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 from PIL import Image
 
 from gui_grounding.data.schema import Sample
-from gui_grounding.eval import run_eval
 from gui_grounding.eval.benchmarks import get_benchmark
 from gui_grounding.eval.judge import CORRECT, WRONG, WRONG_FORMAT, judge
 from gui_grounding.eval.predictions import load_predictions, results_from_predictions
+from gui_grounding.eval.run import run_eval
 
 BOX = Sample("t", "x", "", [(0.0, 0.0, 10.0, 10.0)], 100, 100)
 POLY = Sample("p", "x", "", [], 100, 100, polygons=[[(0.0, 0.0), (10.0, 0.0), (0.0, 10.0)]])

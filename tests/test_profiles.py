@@ -252,8 +252,8 @@ def test_profiles_command_and_docs_table(capsys):
 
 def test_eval_with_profile_shows_published_numbers(tmp_path):
     """Rescoring with --profile: metrics.json gets the published rows of that benchmark and subset, each flagged."""
-    from gui_grounding.eval import run_eval
     from gui_grounding.eval.benchmarks import get_benchmark
+    from gui_grounding.eval.run import run_eval
 
     data = "data/mini_benchmarks/osworld_g"
     samples, _ = get_benchmark("osworld-g", subset="plain").load(data)

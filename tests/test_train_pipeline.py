@@ -219,7 +219,7 @@ def test_torchrun_two_processes_and_reload(tiny_qwen25_dir, train_subset, tmp_pa
 
 def test_eval_predict_and_rescore(tiny_qwen25_dir, tmp_path):
     from gui_grounding.data.schema import load_samples
-    from gui_grounding.eval import run_eval
+    from gui_grounding.eval.run import run_eval
 
     test_file = os.path.join(SAMPLE, "test.jsonl")
     doc = run_eval(

@@ -14,8 +14,9 @@ from hypothesis import strategies as st
 from PIL import Image
 
 from gui_grounding.data.schema import Sample
-from gui_grounding.eval import run_eval
-from gui_grounding.eval.tts import Draw, Engine, TTSConfig, predict_tts, seed_for
+from gui_grounding.eval.engine import Draw, Engine
+from gui_grounding.eval.run import run_eval
+from gui_grounding.eval.tts import TTSConfig, predict_tts, seed_for
 from gui_grounding.models.frames import CropWindow, zoom_window
 
 

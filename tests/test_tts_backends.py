@@ -732,7 +732,7 @@ def test_rescoring_samples_with_tts_consensus_through_the_cli(tmp_path):
 
 
 def test_rescoring_greedy_of_the_same_file_gives_the_greedy_numbers(tmp_path):
-    from gui_grounding.eval import run_eval
+    from gui_grounding.eval.run import run_eval
 
     data, preds = _rescore_files(tmp_path)
     doc = run_eval("canonical", str(data), str(tmp_path / "g"), predictions=str(preds), tts=TTSConfig())

@@ -433,7 +433,7 @@ class VLMGRPOConfig(GRPOConfig):
     preflight: str = field(
         default="auto",
         metadata={
-            "help": "Multi-node preflight before the model loads (vlm_r1/preflight.py): every rank checks the "
+            "help": "Multi-node preflight before the model loads (vlm_r1/preflight/__init__.py): every rank checks the "
             "rendezvous (MASTER_ADDR resolves, the store at MASTER_ADDR:MASTER_PORT answers, all WORLD_SIZE ranks "
             "register with the same settings), an all_reduce on the run's backend (nccl on GPU, gloo on CPU; gloo "
             "also a monitored_barrier) whose sum must be the world size, and the free disk at --output_dir, each "

@@ -63,7 +63,7 @@ class EvalInputError(ValueError):
     a benchmark file with duplicate sample ids, a predictions file with duplicate predictions (without
     ``on_duplicate``), a predictions file that is neither of the readable formats, or data with no usable sample.
     ``gui-grounding eval`` prints the message and exits with status 1 (no traceback). Defined here (the readers raise
-    it) and importable as ``gui_grounding.eval.EvalInputError``, the same class."""
+    it) and raised by ``gui_grounding.eval``, the same class."""
 
 
 class DuplicateIdError(EvalInputError):

@@ -41,6 +41,7 @@ import shlex
 import sys
 from typing import Any
 
+from groundwork.markdown import md_table
 from gui_grounding.eval.judge import CORRECT, WRONG, WRONG_FORMAT
 from gui_grounding.eval.stats import mcnemar, wilson_interval
 
@@ -228,7 +229,7 @@ def _disagreements(a: dict, b: dict, common: list[str]) -> tuple[list[str], list
 def markdown(doc: dict) -> str:
     """``compare.md`` (also printed): the accuracies with intervals, the difference, the paired table, the test and
     the samples right in one run only."""
-    from gui_grounding.eval.tables import fmt_ci, md_table
+    from gui_grounding.eval.tables import fmt_ci
 
     p, test = doc["paired"], doc["mcnemar"]
     subset = f" ({doc['subset']})" if doc.get("subset") else ""

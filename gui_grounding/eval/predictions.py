@@ -75,10 +75,12 @@ from typing import Any
 
 from groundwork import validate
 from groundwork.records import RecordError, iter_records
-from gui_grounding.data.annotations import is_number, short_repr
+from gui_grounding.data.annotations import EvalInputError, is_number, short_repr
 from gui_grounding.data.schema import Sample
-from gui_grounding.eval import ON_DUPLICATE, EvalInputError
 from gui_grounding.eval.judge import WRONG_FORMAT, judge
+
+#: what a second prediction for one sample does: refuse the file, keep the first, keep the last
+ON_DUPLICATE = ("error", "first", "last")
 
 logger = logging.getLogger(__name__)
 

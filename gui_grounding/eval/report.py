@@ -34,13 +34,13 @@ import math
 import os
 import re
 
+from groundwork.markdown import md_table
 from groundwork.outputs import OutputError, atomic_writer, write_bytes, write_text
 from gui_grounding.data.annotations import load_report_dict
 from gui_grounding.data.schema import LoadReport, Sample
 from gui_grounding.eval.benchmarks.base import Benchmark
 from gui_grounding.eval.judge import CORRECT
 from gui_grounding.eval.predictions import PredictionReport
-from gui_grounding.eval.tables import md_table
 
 logger = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@
 A cell is ``{"num_correct", "num_total", "wrong_format", "accuracy", "ci95"}`` (:func:`cell`): accuracy in percent,
 2 decimals, with its 95% Wilson interval (:func:`gui_grounding.eval.stats.wilson_interval`). Every benchmark's
 ``metrics`` tallies judged results (``gui_grounding.eval.judge``) into cells with :func:`tally`, and its ``table``,
-the reports, ``compare`` and the profiles' comparisons print them with :func:`md_table` / :func:`breakdown_table`.
+the reports, ``compare`` and the profiles' comparisons print them with :func:`groundwork.markdown.md_table` / :func:`breakdown_table`.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from groundwork.markdown import md_table
 from gui_grounding.data.schema import Sample
 from gui_grounding.eval.judge import CORRECT, WRONG, WRONG_FORMAT
 
@@ -72,14 +73,6 @@ def tally(
             n[2] += c == WRONG_FORMAT
     ordered = [k for k in order if k in counts] + [k for k in counts if k not in set(order)]
     return {k: cell(*counts[k]) for k in ordered}
-
-
-def md_table(header: list[str], rows: list[list[Any]], left: int = 1) -> str:
-    """A Markdown table; the first ``left`` columns left-aligned, the others right-aligned."""
-    aligns = [":---"] * left + ["---:"] * (len(header) - left)
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(aligns) + "|"]
-    lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in rows]
-    return "\n".join(lines)
 
 
 def fmt_ci(c: dict, key: str = "ci95") -> str:

@@ -52,9 +52,9 @@ import hashlib
 import logging
 import math
 import time
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
+from gui_grounding.eval.engine import Draw, Engine
 from gui_grounding.models.consensus import DEFAULT_REGION, MAX_SAMPLES, consensus
 
 logger = logging.getLogger(__name__)
@@ -118,6 +118,16 @@ class TTSConfig:
             raise ValueError(f"tts seed must be an integer in 0..2**31-1, got {self.seed!r}")
 
     @property
+    def active(self) -> bool:
+        """Whether this mode needs its own driver (:meth:`run`); ``greedy`` is each backend's own greedy loop."""
+        return self.mode != "greedy"
+
+    def run(self, engine: Engine, samples: list, out_path: str, *, adapter, budget) -> str:
+        """The one test-time dispatch: a backend that got an :attr:`active` config hands its :class:`Engine` here
+        (backends never import this module; ``docs/ARCHITECTURE.md``). Returns ``out_path``."""
+        return predict_tts(engine, samples, out_path, adapter=adapter, budget=budget, tts=self)
+
+    @property
     def uses_consensus(self) -> bool:
         return self.mode in ("consensus", "zoom+consensus")
 
@@ -154,40 +164,6 @@ def seed_for(seed: int, sample_id: str, stage: str) -> int:
     ``seed``: stable across runs, processes and batch compositions (SHA-256, not Python's salted ``hash``)."""
     digest = hashlib.sha256(f"{seed}\x00{sample_id}\x00{stage}".encode("utf-8", "surrogatepass")).digest()
     return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
-
-
-@dataclass
-class Draw:
-    """One request's answers from an :class:`Engine`: ``texts`` (generated text, ``n`` of them, or empty on error)
-    and what they cost: model ``calls`` (a ``generate`` call / HTTP request; one prefill shared by K samples is one
-    call), prompt tokens processed, generated tokens."""
-
-    texts: list[str]
-    calls: int = 1
-    prompt_tokens: int = 0
-    generated_tokens: int = 0
-    error: str | None = None
-
-
-class Engine:
-    """What a backend gives test-time grounding: :meth:`generate` answers for a list of requests.
-
-    Attributes:
-        name: backend name (``hf``, ``vllm``, ``openai``).
-        sampling_note: how K samples are drawn (logged at the start of the run).
-        chunk_size: samples per :func:`predict_tts` chunk (one write per chunk).
-    """
-
-    name = "engine"
-    sampling_note = ""
-    chunk_size = 8
-
-    def generate(
-        self, requests: list, *, n: int, temperature: float, top_p: float = 1.0, seeds: Sequence[int] | None = None
-    ) -> list[Draw]:
-        """``n`` answers per request (``temperature`` 0: greedy, ``n`` 1), in request order. ``seeds``: one per
-        request (sampling only)."""
-        raise NotImplementedError
 
 
 # --------------------------------------------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from groundwork.markdown import md_table
 from groundwork.pixel_budget import PixelBudget
 
 #: how far (in accuracy points) our number may be from the published one to count as reproduced
@@ -176,8 +177,6 @@ def profile_dict(profile: Profile) -> dict:
 
 def profiles_table() -> str:
     """A Markdown table of every profile: name, model, adapter, budget, max_new_tokens, backends, published."""
-    from gui_grounding.eval.tables import md_table
-
     rows = []
     for p in PROFILES.values():
         b = p.budget

@@ -513,7 +513,7 @@ class ToyExperiments:
         GRPO(click) model of ``toy learning`` when present under ``OUT/runs/grpo_click``, else the shared SFT warm
         start (trained once, reused when ``OUT/runs/sft`` holds it). Writes ``OUT/tts/results.{json,md}`` and each
         run's eval folder under ``OUT/tts/<name>/``."""
-        from gui_grounding.eval import run_eval
+        from gui_grounding.eval.run import run_eval
         from gui_grounding.eval.tts import TTSConfig
 
         self.prepare()

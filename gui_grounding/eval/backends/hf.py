@@ -25,6 +25,7 @@ from gui_grounding.eval.backends import (
     record,
     write_records,
 )
+from gui_grounding.eval.engine import Draw
 from gui_grounding.models.adapters import PROMPT_MODE_ADAPTERS
 
 logger = logging.getLogger(__name__)
@@ -78,7 +79,7 @@ def _predict_batch(
 
 
 class HFEngine:
-    """Test-time grounding on a loaded model (:class:`gui_grounding.eval.tts.Engine`).
+    """Test-time grounding on a loaded model (:class:`gui_grounding.eval.engine.Engine`).
 
     * greedy: the same left-padded ``generate(do_sample=False)`` call as a greedy run, ``batch_size`` prompts each;
     * K samples: where the family has the shared-prompt prefill hook (``VLMBaseModule.shared_prompt_prefill``: the
@@ -122,8 +123,6 @@ class HFEngine:
 
     def generate(self, requests, *, n, temperature, top_p=1.0, seeds=None):
         import torch
-
-        from gui_grounding.eval.tts import Draw
 
         tok = self.processor.tokenizer
         draws = []
@@ -373,7 +372,7 @@ def predict_hf(
         prompt_mode: ``"thinking"`` / ``"box"`` select the ``gta1-thinking`` / ``gta1-box`` adapter when ``adapter``
             is None (for the CLI's ``--prompt-mode``); ``None``/``"non_thinking"`` change nothing.
         tts: a :class:`gui_grounding.eval.tts.TTSConfig` (``None`` or mode ``greedy``: the greedy run above);
-            other modes run :func:`gui_grounding.eval.tts.predict_tts` with :class:`HFEngine`.
+            other modes go to ``tts.run`` (:meth:`gui_grounding.eval.tts.TTSConfig.run`) with :class:`HFEngine`.
 
     Returns:
         ``out_path``.
@@ -408,11 +407,14 @@ def predict_hf(
     model = module.get_model_class(model_path, {}).from_pretrained(model_path, dtype=dtype).to(device)
     logger.info("hf backend: %s, adapter %s, batch %d, %s", model_path, adapter.name, batch_size, budget.describe())
 
-    if tts is not None and tts.mode != "greedy":
-        from gui_grounding.eval.tts import predict_tts
-
-        engine = HFEngine(model, processor, module, device=device, batch_size=batch_size, max_new_tokens=max_new_tokens)
-        return predict_tts(engine, samples, out_path, adapter=adapter, budget=budget, tts=tts)
+    if tts is not None and tts.active:
+        return tts.run(
+            HFEngine(model, processor, module, device=device, batch_size=batch_size, max_new_tokens=max_new_tokens),
+            samples,
+            out_path,
+            adapter=adapter,
+            budget=budget,
+        )
     out, todo = open_predictions(out_path, samples)
     with out, tqdm(total=len(todo), desc="predict", unit="sample") as bar:
         for records in _iter_predictions(

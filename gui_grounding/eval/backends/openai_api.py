@@ -26,6 +26,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from gui_grounding.eval.backends import load_image, open_predictions, openai_messages, record, write_records
+from gui_grounding.eval.engine import Draw
 
 logger = logging.getLogger(__name__)
 
@@ -91,7 +92,7 @@ def _with_retries(openai, stats: dict, sample_id: str, max_retries: int, retry_b
 
 
 class OpenAIEngine:
-    """Test-time grounding against an OpenAI-compatible endpoint (:class:`gui_grounding.eval.tts.Engine`): requests in
+    """Test-time grounding against an OpenAI-compatible endpoint (:class:`gui_grounding.eval.engine.Engine`): requests in
     a thread pool (``concurrency``); K samples asked as ``n=K`` with the sample's ``seed`` (vLLM and OpenAI honour
     both); a server that returns fewer choices than asked (one that ignores ``n``) is asked again, ``n`` = the
     shortfall and ``seed + calls``, until K answers are in (at most K calls). Cost from each response's ``usage``
@@ -106,8 +107,6 @@ class OpenAIEngine:
         self.requests = 0
 
     def _one(self, request, n, temperature, top_p, seed):
-        from gui_grounding.eval.tts import Draw
-
         sid = request.context.get("sample_id", "?")
         texts, calls, prompt_tokens, generated = [], 0, 0, 0
         try:
@@ -173,7 +172,7 @@ def predict_openai(
             ``default_budget``).
         extra_body: extra JSON fields for the server (e.g. vLLM's ``{"top_k": 1}``).
         tts: a :class:`gui_grounding.eval.tts.TTSConfig` (``None`` or mode ``greedy``: one greedy request per
-            sample); other modes run :func:`gui_grounding.eval.tts.predict_tts` with :class:`OpenAIEngine`.
+            sample); other modes go to ``tts.run`` (:meth:`gui_grounding.eval.tts.TTSConfig.run`) with :class:`OpenAIEngine`.
 
     Returns:
         ``out_path``.
@@ -227,11 +226,9 @@ def predict_openai(
         text = (resp.choices[0].message.content or "") if resp.choices else ""
         return record(sample, request, text, adapter)
 
-    if tts is not None and tts.mode != "greedy":
-        from gui_grounding.eval.tts import predict_tts
-
+    if tts is not None and tts.active:
         engine = OpenAIEngine(create, concurrency=concurrency, stats=stats)
-        predict_tts(engine, samples, out_path, adapter=adapter, budget=budget, tts=tts)
+        tts.run(engine, samples, out_path, adapter=adapter, budget=budget)
         logger.info(
             "openai backend: %d requests, %d retries, %d failed", engine.requests, stats["retries"], stats["failed"]
         )

@@ -25,6 +25,7 @@ from gui_grounding.eval.backends import (
     record,
     write_records,
 )
+from gui_grounding.eval.engine import Draw
 
 logger = logging.getLogger(__name__)
 
@@ -41,7 +42,7 @@ def _import_vllm():
 
 
 class VLLMEngine:
-    """Test-time grounding on an offline ``vllm.LLM`` (:class:`gui_grounding.eval.tts.Engine`): one ``llm.chat`` per
+    """Test-time grounding on an offline ``vllm.LLM`` (:class:`gui_grounding.eval.engine.Engine`): one ``llm.chat`` per
     chunk; greedy with the greedy run's ``SamplingParams(temperature=0, max_tokens)``, K samples with one
     ``SamplingParams(n=K, temperature, top_p, seed=<the sample's seed>, max_tokens)`` per request (vLLM prefills the
     prompt once for its n sequences; a per-request seed makes the draws independent of batching). Cost: one call per
@@ -54,8 +55,6 @@ class VLLMEngine:
         self.vllm, self.llm, self.max_new_tokens, self.chunk_size = vllm, llm, max_new_tokens, chunk_size
 
     def generate(self, requests, *, n, temperature, top_p=1.0, seeds=None):
-        from gui_grounding.eval.tts import Draw
-
         if not requests:
             return []
         if n == 1 and not temperature:
@@ -120,7 +119,7 @@ def predict_vllm(
         tensor_parallel_size, gpu_memory_utilization, max_model_len, dtype: ``vllm.LLM`` arguments.
         llm_kwargs: further ``vllm.LLM`` keyword arguments.
         tts: a :class:`gui_grounding.eval.tts.TTSConfig` (``None`` or mode ``greedy``: the greedy run above); other
-            modes run :func:`gui_grounding.eval.tts.predict_tts` with :class:`VLLMEngine`.
+            modes go to ``tts.run`` (:meth:`gui_grounding.eval.tts.TTSConfig.run`) with :class:`VLLMEngine`.
 
     Returns:
         ``out_path``.
@@ -156,11 +155,14 @@ def predict_vllm(
         budget.describe(),
     )
 
-    if tts is not None and tts.mode != "greedy":
-        from gui_grounding.eval.tts import predict_tts
-
-        engine = VLLMEngine(vllm, llm, max_new_tokens=max_new_tokens, chunk_size=chunk_size)
-        return predict_tts(engine, samples, out_path, adapter=adapter, budget=budget, tts=tts)
+    if tts is not None and tts.active:
+        return tts.run(
+            VLLMEngine(vllm, llm, max_new_tokens=max_new_tokens, chunk_size=chunk_size),
+            samples,
+            out_path,
+            adapter=adapter,
+            budget=budget,
+        )
     out, todo = open_predictions(out_path, samples)
     with out, tqdm(total=len(todo), desc="predict", unit="sample") as bar:
         for i in range(0, len(todo), chunk_size):

@@ -42,6 +42,7 @@ import glob
 import logging
 import os
 
+from groundwork.markdown import md_table
 from gui_grounding.data.annotations import (
     BenchmarkLoadReport,
     ImageSizes,
@@ -59,7 +60,7 @@ from gui_grounding.data.schema import Sample, SampleError, require
 from gui_grounding.eval.benchmarks.base import Benchmark
 from gui_grounding.eval.judge import CORRECT, WRONG_FORMAT
 from gui_grounding.eval.stats import wilson_interval
-from gui_grounding.eval.tables import check_results, fmt_ci, md_table
+from gui_grounding.eval.tables import check_results, fmt_ci
 
 logger = logging.getLogger(__name__)
 

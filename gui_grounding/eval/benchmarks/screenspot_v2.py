@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import os
 
+from groundwork.markdown import md_table
 from gui_grounding.data.annotations import (
     BenchmarkLoadReport,
     ImageSizes,
@@ -37,7 +38,7 @@ from gui_grounding.data.annotations import (
 )
 from gui_grounding.data.schema import Sample, require
 from gui_grounding.eval.benchmarks.base import Benchmark
-from gui_grounding.eval.tables import cell, check_results, fmt_cell, md_table, tally
+from gui_grounding.eval.tables import cell, check_results, fmt_cell, tally
 
 logger = logging.getLogger(__name__)
 

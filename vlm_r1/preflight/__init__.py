@@ -720,7 +720,3 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(asdict(report), default=str), flush=True)
     report.wait_for_others()
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
