@@ -13,8 +13,14 @@ Rules (every ``gui-grounding`` / ``vlm_r1`` command that writes files follows th
   name in the destination folder (``tempfile.mkstemp``: two runs never share a temp name), flushed, ``fsync``-ed and
   renamed onto the final name with ``os.replace``; on any error the temporary file is removed, so a reader sees the
   old complete file, the new complete file, or none;
-* **resumable outputs** (eval predictions, the ``clean`` detection cache) stay appendable (:class:`LineAppender`):
-  each line is written whole with one ``write`` call and flushed, under the output's lock;
+* **resumable outputs and logs** (eval predictions, the ``clean`` detection cache, ``logs.jsonl``, the per-rank batch
+  records, the ``DEBUG_MODE`` rollout log) stay appendable (:class:`LineAppender`): each line (or block of whole
+  lines) is written with one ``write`` call and flushed while an exclusive ``flock`` on the file itself is held, so
+  appenders in several processes or threads never interleave inside a line;
+* **live logs** of a child process (:func:`live_log`): the one file written in place while it grows (a reader tails
+  it), under the output's lock; whatever marks it complete is written atomically after it;
+* **read-modify-write** of a shared JSON record (``vlm_r1_run.json``): under the output's lock taken with ``wait``
+  (:class:`OutputLock`), so two writers cannot lose each other's keys;
 * **summaries last**: callers write their summary (``summary.json``, ``metrics.json``) atomically after every other
   output is in place, so a complete-looking summary never sits beside a truncated output.
 
@@ -29,6 +35,8 @@ import errno
 import json
 import os
 import tempfile
+import threading
+import time
 from collections.abc import Iterable, Iterator
 from typing import IO, Any
 
@@ -105,14 +113,21 @@ class OutputLock:
     """An exclusive advisory lock on an output (``fcntl.flock`` on ``.NAME.lock`` beside it, or ``.lock`` inside a
     folder output), taken without waiting.
 
-    Use as a context manager. A second holder fails at once with :class:`OutputError` naming the first holder's pid.
-    The lock file is removed on release (after checking, on acquire, that the locked file is still the one at the
-    path, so a release racing an acquire cannot give two holders).
+    Use as a context manager. A second holder fails at once with :class:`OutputError` naming the first holder's pid
+    (``wait=0``, for a command's ``--out``: two runs must not share it), or after waiting up to ``wait`` seconds for
+    the holder to release (a short read-modify-write such as :func:`groundwork.pixel_budget.update_run_info`, where the
+    second writer must go after the first, not fail). The lock file is removed on release (after checking, on
+    acquire, that the locked file is still the one at the path, so a release racing an acquire cannot give two
+    holders).
     """
 
-    def __init__(self, output: str, *, folder: bool = False):
+    #: seconds between tries while waiting for a holder (``wait`` > 0)
+    POLL_S = 0.02
+
+    def __init__(self, output: str, *, folder: bool = False, wait: float = 0.0):
         output = os.path.abspath(output)
         self.output = output
+        self.wait = wait
         self.path = (
             os.path.join(output, ".lock")
             if folder
@@ -124,6 +139,7 @@ class OutputLock:
         import fcntl
 
         os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        deadline = time.monotonic() + self.wait
         while True:
             try:
                 fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -136,10 +152,14 @@ class OutputLock:
                 with contextlib.suppress(OSError, ValueError):
                     holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
                 os.close(fd)
+                if time.monotonic() < deadline:
+                    time.sleep(self.POLL_S)
+                    continue
+                waited = f" for {self.wait:g} s" if self.wait > 0 else ""
                 raise OutputError(
                     errno.EBUSY,
-                    f"another run is writing {self.output} (lock {self.path} held by pid {holder or '?'}); wait for "
-                    "it to finish or choose another --out",
+                    f"another run is writing {self.output} (lock {self.path} held by pid {holder or '?'}{waited}); "
+                    "wait for it to finish or choose another --out",
                 ) from None
             try:  # the file we locked must still be the one at the path (a releasing holder unlinks it)
                 same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
@@ -226,38 +246,80 @@ def write_lines(path: str, lines: Iterable[str]) -> int:
 
 
 class LineAppender:
-    """A resumable output (eval predictions, a detection cache): lines appended whole, each with one ``write`` and a
-    flush, so a crash or a kill leaves only whole lines (a torn last line, from a crash inside ``write``, is what
-    the readers of such files skip). Hold the output's :class:`OutputLock` while appending.
+    """An appended output (eval predictions, a detection cache, a training log): whole lines, each :meth:`write` (or
+    :meth:`write_block`) one ``write`` call and a flush, made while an exclusive ``fcntl.flock`` on the file itself
+    is held (blocking; released right after). So appenders in several processes, or several appenders in one
+    process's threads, never interleave inside a line, and a crash or a kill leaves only whole lines (a torn last
+    line, from a crash inside ``write``, is what the readers of such files skip). A resumable output also holds its
+    :class:`OutputLock` (one run per output); a log shared by several writers (ranks, runs) needs only this.
 
-    A file that does not end with a newline (a torn last line from an earlier crash) gets one first, so the next
-    line starts on its own.
+    A file that does not end with a newline (a torn last line from an earlier crash) gets one first, under the same
+    lock (so it is never a writer's line in progress), so the next line starts on its own.
+
+    Args:
+        path: the file (created when missing).
+        errors: how text that UTF-8 cannot encode (a lone surrogate) is written: ``"strict"`` (``UnicodeEncodeError``,
+            nothing written) or a codec error handler such as ``"backslashreplace"`` (a log that must not stop).
     """
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, *, errors: str = "strict"):
+        import fcntl
+
         self.path = path
+        self.errors = errors
+        self._flock = fcntl.flock
+        self._lock_ex, self._lock_un = fcntl.LOCK_EX, fcntl.LOCK_UN
+        self._thread_lock = threading.Lock()
         try:
             self._f = open(path, "a+b")  # noqa: SIM115 - closed by close()
-            self._f.seek(0, os.SEEK_END)
-            if self._f.tell() > 0:
-                self._f.seek(-1, os.SEEK_END)
-                last = self._f.read(1)
-                self._f.seek(0, os.SEEK_END)
-                if last != b"\n":
-                    self._f.write(b"\n")
-                    self._f.flush()
         except OSError as err:
             raise OutputError(err.errno, f"cannot append to {path}: {err.strerror or err}") from None
+        try:
+            with self._locked():
+                self._f.seek(0, os.SEEK_END)
+                if self._f.tell() > 0:
+                    self._f.seek(-1, os.SEEK_END)
+                    last = self._f.read(1)
+                    self._f.seek(0, os.SEEK_END)
+                    if last != b"\n":
+                        self._f.write(b"\n")
+                        self._f.flush()
+        except BaseException:
+            self._f.close()
+            raise
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        with self._thread_lock:
+            try:
+                self._flock(self._f.fileno(), self._lock_ex)
+                try:
+                    yield
+                finally:
+                    self._flock(self._f.fileno(), self._lock_un)
+            except OSError as err:
+                raise OutputError(err.errno, f"cannot append to {self.path}: {err.strerror or err}") from None
+
+    def _append(self, data: bytes) -> None:
+        with self._locked():
+            self._f.write(data)
+            self._f.flush()
 
     def write(self, line: str) -> None:
         """One line (no newline inside; it is added)."""
         if "\n" in line or "\r" in line:
             raise ValueError("a line to append holds a line break")
-        try:
-            self._f.write(line.encode("utf-8") + b"\n")
-            self._f.flush()
-        except OSError as err:
-            raise OutputError(err.errno, f"cannot append to {self.path}: {err.strerror or err}") from None
+        self._append(line.encode("utf-8", self.errors) + b"\n")
+
+    def write_block(self, text: str) -> None:
+        """Several whole lines as one unit (a log entry spanning lines): ``text`` ends with a newline (line breaks
+        inside are kept as they are); appended with one ``write``, so no other writer's line lands inside it.
+        Empty text writes nothing."""
+        if not text:
+            return
+        if not text.endswith("\n"):
+            raise ValueError("a block to append does not end with a newline")
+        self._append(text.encode("utf-8", self.errors))
 
     def close(self) -> None:
         self._f.close()
@@ -267,3 +329,23 @@ class LineAppender:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+@contextlib.contextmanager
+def live_log(path: str) -> Iterator[IO]:
+    """A log file written in place while it grows (a child process's ``stdout``, tailed while the child runs): the
+    one output not written under a temporary name, because it must be readable before it is complete. Truncated
+    when opened, under the path's :class:`OutputLock` (a second writer fails at once, naming the holder). Whatever
+    says the work completed (a stamp, a summary) is written atomically after the block ends, so a reader never
+    takes a log cut short for a finished one.
+
+    Raises:
+        OutputError: the lock is held, or the file cannot be created (one line, naming the path).
+    """
+    with OutputLock(path):
+        try:
+            f = open(path, "w", encoding="utf-8")  # noqa: SIM115 - closed below
+        except OSError as err:
+            raise OutputError(err.errno, f"cannot write {path}: {err.strerror or err}") from None
+        with f:
+            yield f

@@ -27,19 +27,25 @@ reader may decode.
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from groundwork.geometry import Frame, smart_resize
+from groundwork.outputs import OutputError, OutputLock, write_json
 from groundwork.validate import ImageLimits
+
+logger = logging.getLogger(__name__)
 
 #: the budget fields that carry a source (``PixelBudget.sources`` keys)
 BUDGET_FIELDS = ("factor", "min_pixels", "max_pixels", "max_tiles")
 #: the key of the budget in ``vlm_r1_run.json``
 RUN_INFO_KEY = "pixel_budget"
 RUN_INFO_FILE = "vlm_r1_run.json"
+#: seconds a writer of ``vlm_r1_run.json`` waits for another one (a read-modify-write takes milliseconds)
+RUN_INFO_LOCK_WAIT_S = 30.0
 
 
 @dataclass(frozen=True, eq=True)
@@ -276,23 +282,53 @@ def recorded_budget(model_path: str) -> PixelBudget | None:
     return None
 
 
+def update_run_info(output_dir: str, values: Mapping[str, Any], *, new_run: bool = False) -> str:
+    """The one writer of ``output_dir/vlm_r1_run.json`` (the run's record: what the run resolved to, and its pixel
+    budget, which :func:`recorded_budget` reads back); returns the file's path.
+
+    Both moments that write it call this: the start of a GRPO run (``vlm_r1.grpo_jsonl.write_run_info``, with
+    ``new_run=True``: the record starts afresh, so keys of an earlier run in the same folder are not carried over)
+    and the final save (:func:`record`: ``pixel_budget`` merged into the keys already there). The file is read,
+    updated and written back while its :class:`groundwork.outputs.OutputLock` is held (waiting up to
+    :data:`RUN_INFO_LOCK_WAIT_S` for another writer), so two writers cannot lose each other's keys; it is written
+    atomically (``groundwork.outputs.write_json``: strict JSON, indent 2, a final newline), so a reader sees a whole
+    file. Values JSON cannot hold are written as ``str(value)``; NaN / inf are refused (``ValueError``, the old file
+    left as it was). A file there that is not a JSON object is replaced, with a warning. Call it on the main process
+    only (rank 0): the callers do.
+
+    Raises:
+        OutputError: the folder or the file cannot be written, or the lock stays held.
+        ValueError: a value is NaN or infinite.
+    """
+    fresh = json.loads(json.dumps(dict(values), default=str, allow_nan=False))
+    path = os.path.join(output_dir, RUN_INFO_FILE)
+    try:
+        os.makedirs(output_dir, exist_ok=True)
+    except OSError as err:
+        raise OutputError(err.errno, f"cannot create folder {output_dir}: {err.strerror or err}") from None
+    with OutputLock(path, wait=RUN_INFO_LOCK_WAIT_S):
+        info: dict = {}
+        if not new_run and os.path.exists(path):
+            try:
+                with open(path, encoding="utf-8") as f:
+                    loaded = json.load(f)
+            except (OSError, ValueError, RecursionError) as err:
+                loaded = err
+            if isinstance(loaded, dict):
+                info = loaded
+            else:
+                what = loaded if isinstance(loaded, Exception) else f"a JSON {type(loaded).__name__}, not an object"
+                logger.warning("%s: replacing an unreadable run record (%s)", path, what)
+        info.update(fresh)
+        write_json(path, info)
+    return path
+
+
 def record(output_dir: str, budget: PixelBudget) -> str:
     """Write ``budget`` as ``pixel_budget`` into ``output_dir/vlm_r1_run.json`` (the file's other keys kept; created
-    when absent; written atomically), so :func:`recorded_budget` finds it. Returns the file's path.
+    when absent; :func:`update_run_info`), so :func:`recorded_budget` finds it. Returns the file's path.
 
     Raises:
         OutputError: the file cannot be written.
     """
-    from groundwork.outputs import write_json
-
-    path = os.path.join(output_dir, RUN_INFO_FILE)
-    info: dict = {}
-    try:
-        with open(path, encoding="utf-8") as f:
-            loaded = json.load(f)
-        info = loaded if isinstance(loaded, dict) else {}
-    except (OSError, ValueError):
-        pass
-    info[RUN_INFO_KEY] = budget.to_dict()
-    write_json(path, info)
-    return path
+    return update_run_info(output_dir, {RUN_INFO_KEY: budget.to_dict()})

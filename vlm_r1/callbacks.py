@@ -60,6 +60,7 @@ from typing import Any
 
 from transformers import TrainerCallback
 
+from groundwork.outputs import LineAppender
 from vlm_r1.perf import RankPerf
 
 logger = logging.getLogger(__name__)
@@ -281,8 +282,8 @@ class _CompactLog:
         logger.debug("logs: %s", full)
         if args.output_dir:
             os.makedirs(args.output_dir, exist_ok=True)
-            with open(os.path.join(args.output_dir, LOGS_JSONL), "a", encoding="utf-8") as f:
-                f.write(json.dumps(full, default=str) + "\n")
+            with LineAppender(os.path.join(args.output_dir, LOGS_JSONL)) as log:  # whole lines, flushed, locked
+                log.write(json.dumps(full, default=str))
         return compact_log_line(logs, state.global_step, state.max_steps, self.task_fields)
 
 

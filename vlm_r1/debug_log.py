@@ -39,7 +39,11 @@ upstream's layout:
 Differences from upstream, on purpose:
 
 * only rank 0 writes, and it writes its own (local) rollouts with their own rewards; upstream every rank appended to
-  the same file, interleaving lines;
+  the same file, interleaving lines. Each scoring's text is appended as one block of whole lines while an exclusive
+  lock on the file is held (:meth:`groundwork.outputs.LineAppender.write_block`), so any writers sharing a ``LOG_PATH``
+  (two runs with one ``RUN_NAME``, a restarted job) never interleave inside a block; a file ending in a torn line
+  gets a newline first; text UTF-8 cannot encode (a lone surrogate in a completion) is written backslash-escaped
+  instead of stopping the run;
 * ``id``/``image_path``/``problem`` are the rollout's own; upstream ``accuracy_reward`` wrote the batch's FIRST
   ``image_path`` and ``problem`` on every block (``kwargs.get("problem")[0]``, ``grpo_jsonl.py:867-868``);
 * the reward value is the float32 value TRL stored, printed shortest (``0.33333334``; upstream printed the Python
@@ -65,6 +69,8 @@ import os
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
+
+from groundwork.outputs import LineAppender
 
 logger = logging.getLogger(__name__)
 
@@ -232,8 +238,8 @@ class RolloutDebugLog:
             folder = os.path.dirname(path)
             if folder:
                 os.makedirs(folder, exist_ok=True)
-            with open(path, "a", encoding="utf-8") as f:
-                f.write(text)
+            with LineAppender(path, errors="backslashreplace") as log:
+                log.write_block(text)
         except OSError as err:
             if self._warned_io:
                 logger.debug("rollout debug log: cannot write %s: %s", path, err)

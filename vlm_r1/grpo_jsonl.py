@@ -21,6 +21,8 @@ import os
 import sys
 
 from vlm_r1.configs import GRPOModelConfig, GRPOScriptArguments, UpstreamCompatArguments, VLMGRPOConfig
+from groundwork.outputs import write_text
+from groundwork.pixel_budget import update_run_info
 
 logger = logging.getLogger("vlm_r1")
 
@@ -326,7 +328,9 @@ def resolved_generation_params(trainer) -> dict:
 
 
 def write_run_info(output_dir, trainer, script_args, task, vlm_module, processor, num_rows, mixture=()) -> str:
-    """Write ``output_dir/vlm_r1_run.json``: what this run resolved to (world size, frames, rewards, versions).
+    """Write ``output_dir/vlm_r1_run.json``: what this run resolved to (world size, frames, rewards, versions), through
+    its one writer, :func:`groundwork.pixel_budget.update_run_info` (a new run's record: atomic, under the file's lock;
+    the final save adds the budget through the same function). Main process only.
 
     ``generation``: the resolved sampling parameters (:func:`resolved_generation_params`: temperature, top_k, top_p,
     min_p, repetition_penalty, max_new_tokens). Loss fields (``VLMGRPOConfig.loss_settings``): ``loss_preset``, ``loss_preset_overrides`` (explicit user values
@@ -334,8 +338,6 @@ def write_run_info(output_dir, trainer, script_args, task, vlm_module, processor
     to epsilon when not set), ``mask_truncated_completions``; plus ``dynamic_sampling`` ``{enabled, max_tries}`` and
     ``has_ref_model`` (a reference model was loaded: beta != 0 without PEFT).
     """
-    import json
-
     import torch
     import transformers
     import trl
@@ -374,10 +376,7 @@ def write_run_info(output_dir, trainer, script_args, task, vlm_module, processor
         * args.gradient_accumulation_steps,
         "versions": {"torch": torch.__version__, "transformers": transformers.__version__, "trl": trl.__version__},
     }
-    os.makedirs(output_dir, exist_ok=True)
-    path = os.path.join(output_dir, "vlm_r1_run.json")
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(info, f, indent=2, default=str, allow_nan=False)
+    path = update_run_info(output_dir, info, new_run=True)  # the one writer of vlm_r1_run.json (atomic, locked)
     logger.info(
         "run: world_size=%d %s, %d rows, %d completions/step -> %s",
         info["world_size"],
@@ -485,7 +484,7 @@ def train(script_args, training_args, model_args) -> None:
     trainer.train(resume_from_checkpoint=_resolve_resume(training_args))
     if preemption.preempted:
         if trainer.accelerator.is_main_process:
-            open(stale, "a").close()  # tells the batch script to requeue (also when the signal came directly)
+            write_text(stale, "")  # tells the batch script to requeue (also when the signal came directly)
         logger.warning(
             "preempted at step %d: checkpoint saved; rerun with --resume_from_checkpoint latest (the "
             "SLURM wrapper requeues automatically)",

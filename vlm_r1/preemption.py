@@ -29,6 +29,8 @@ import time
 
 from transformers import TrainerCallback
 
+from groundwork.outputs import write_text
+
 logger = logging.getLogger(__name__)
 
 COMPLETE_MARKER = "CHECKPOINT_COMPLETE"
@@ -76,9 +78,9 @@ def is_complete(checkpoint_dir: str) -> bool:
 
 
 def write_complete_marker(checkpoint_dir: str, step: int) -> None:
-    """Write ``checkpoint_dir/CHECKPOINT_COMPLETE`` (call only once every rank has written its part)."""
-    with open(os.path.join(checkpoint_dir, COMPLETE_MARKER), "w") as f:
-        f.write(f"step {step}\n")
+    """Write ``checkpoint_dir/CHECKPOINT_COMPLETE`` (call only once every rank has written its part), atomically
+    (``groundwork.outputs.write_text``: the marker is whole or absent)."""
+    write_text(os.path.join(checkpoint_dir, COMPLETE_MARKER), f"step {step}\n")
 
 
 def rotate_checkpoints(

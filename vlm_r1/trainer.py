@@ -37,6 +37,7 @@ from trl import GRPOTrainer
 
 from vlm_r1 import shared_prompt as sp
 from vlm_r1.launch import FindUnusedParametersFromModel
+from groundwork.outputs import LineAppender
 from vlm_r1.shared_prompt_trainer import SharedPromptMixin
 
 logger = logging.getLogger(__name__)
@@ -426,8 +427,8 @@ class VLMGRPOTrainer(FindUnusedParametersFromModel, SharedPromptMixin, GRPOTrain
         line = {"step": self.state.global_step + 1, "sample_ids": sample_ids}
         if extra:
             line.update(extra)
-        with open(path, "a", encoding="utf-8") as f:
-            f.write(json.dumps(line, allow_nan=False) + "\n")
+        with LineAppender(path) as log:  # whole lines, flushed, under a lock (groundwork.outputs)
+            log.write(json.dumps(line, allow_nan=False))
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
         # Keep the gathered (all processes) rewards of the last scoring: dynamic sampling decides on them.
