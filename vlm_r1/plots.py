@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 
+from groundwork.outputs import atomic_writer
+
 PANELS = (
     ("reward", "reward (mean over rollouts)"),
     ("reward_std", "reward std"),
@@ -47,7 +49,10 @@ def plot_training_curves(trainer_state_path: str, out_png: str, title: str | Non
         if key == "reward":
             ax.legend(fontsize=7)
     fig.suptitle(title or trainer_state_path, fontsize=10)
-    fig.tight_layout()
-    fig.savefig(out_png, dpi=100)
-    plt.close(fig)
+    try:
+        fig.tight_layout()
+        with atomic_writer(out_png, "wb") as f:  # a unique temporary name, then renamed (groundwork.outputs)
+            fig.savefig(f, format="png", dpi=100)
+    finally:
+        plt.close(fig)
     return out_png

@@ -11,9 +11,10 @@ hidden size 64, 2 text layers, a depth-2 vision tower with the real patch size 1
 
 from __future__ import annotations
 
-import json
 import logging
 import os
+
+from groundwork.outputs import write_json
 
 logger = logging.getLogger(__name__)
 
@@ -171,16 +172,14 @@ def save_tiny_checkpoint(out_dir: str, model, processor, module, info: dict) -> 
     if hasattr(module, "tidy_saved_processor"):
         module.tidy_saved_processor(out_dir)
     n = sum(p.numel() for p in model.parameters())
-    with open(os.path.join(out_dir, "tiny_model_info.json"), "w") as f:
-        json.dump(
-            {
-                **info,
-                "num_parameters": n,
-                "note": "randomly initialised tiny checkpoint for CPU tests; it has learned nothing",
-            },
-            f,
-            indent=2,
-        )
+    write_json(  # atomic (groundwork.outputs)
+        os.path.join(out_dir, "tiny_model_info.json"),
+        {
+            **info,
+            "num_parameters": n,
+            "note": "randomly initialised tiny checkpoint for CPU tests; it has learned nothing",
+        },
+    )
     logger.info("wrote tiny %s checkpoint (%d params) to %s", info.get("arch"), n, out_dir)
     return out_dir
 

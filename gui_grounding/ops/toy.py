@@ -30,6 +30,8 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 
+from groundwork import outputs
+
 logger = logging.getLogger(__name__)
 
 _COIN = random.Random(0)
@@ -129,31 +131,48 @@ def rise_summary(hits: list[tuple[int, float]], start_accuracy: float, end_accur
     }
 
 
+def _read_stamp(path: str) -> dict | None:
+    """A stamp file's JSON object (``<log>.done.json``, ``synthetic_config.json``), or None when it is missing or is
+    not a readable JSON object (a torn, empty, non-UTF-8 or hand-edited side file means "redo", never a crash)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            value = json.load(f)
+    except (OSError, ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
 def _run(cmd: list[str], log_path: str) -> float:
     """Run ``cmd`` with its output in ``log_path``; returns the wall seconds. Raises RuntimeError naming the log.
 
     A run whose exact command already completed (``<log>.done.json`` holds the command and its wall time) is reused,
-    so experiments sharing a stage (the SFT warm start, the click GRPO run) train it once.
+    so experiments sharing a stage (the SFT warm start, the click GRPO run) train it once; a stamp that is not such a
+    record (:func:`_read_stamp`) is ignored and the stage reruns. The log is a live log (``groundwork.outputs.live_log``:
+    one writer, readable while it grows); the stamp is written atomically after it (``groundwork.outputs.write_json``).
     """
     done = log_path + ".done.json"
-    if os.path.exists(done):
-        with open(done, encoding="utf-8") as f:
-            prev = json.load(f)
-        if prev["cmd"][1:] == cmd[1:]:
-            logger.info("reusing %s (same command already completed)", log_path)
-            return prev["seconds"]
+    prev = _read_stamp(done)
+    seconds = prev.get("seconds") if prev else None
+    if (
+        prev
+        and isinstance(prev.get("cmd"), list)
+        and prev["cmd"][1:] == cmd[1:]
+        and isinstance(seconds, (int, float))
+        and not isinstance(seconds, bool)
+    ):
+        logger.info("reusing %s (same command already completed)", log_path)
+        return seconds
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     os.makedirs(os.path.dirname(log_path), exist_ok=True)
     start = time.time()
-    with open(log_path, "w", encoding="utf-8") as log:
+    with outputs.live_log(log_path) as log:
         proc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, check=False)
     if proc.returncode != 0:
-        with open(log_path, encoding="utf-8") as f:
+        with open(log_path, encoding="utf-8", errors="replace") as f:
             tail = "".join(f.readlines()[-30:])
         raise RuntimeError(f"{' '.join(cmd[:4])} ... failed (exit {proc.returncode}); log {log_path}:\n{tail}")
     seconds = time.time() - start
-    with open(done, "w", encoding="utf-8") as f:
-        json.dump({"cmd": cmd, "seconds": seconds}, f)
+    outputs.write_json(done, {"cmd": cmd, "seconds": seconds}, indent=None)
     return seconds
 
 
@@ -220,7 +239,7 @@ class ToyExperiments:
 
         cfg = SyntheticConfig(**self.recipe.synthetic)
         stamp = os.path.join(self.data_dir, "synthetic_config.json")
-        if not os.path.exists(stamp) or json.load(open(stamp))["config"] != asdict(cfg):
+        if (_read_stamp(stamp) or {}).get("config") != asdict(cfg):
             make_synthetic(self.data_dir, cfg)
         if not os.path.exists(os.path.join(self.model_dir, "config.json")):
             build_tiny_model(self.recipe.arch, self.model_dir, seed=self.recipe.model_seed)
@@ -603,10 +622,10 @@ class ToyExperiments:
         the folder."""
         out = os.path.join(self.out, name)
         os.makedirs(out, exist_ok=True)
-        with open(os.path.join(out, "results.json"), "w", encoding="utf-8") as f:
-            json.dump(results, f, indent=2)
-        with open(os.path.join(out, "results.md"), "w", encoding="utf-8") as f:
-            f.write(f"# toy experiment: {name}\n\n{intro}\n\n" + "\n".join(table) + "\n")
+        outputs.write_json(os.path.join(out, "results.json"), results)  # atomic (groundwork.outputs)
+        outputs.write_text(
+            os.path.join(out, "results.md"), f"# toy experiment: {name}\n\n{intro}\n\n" + "\n".join(table) + "\n"
+        )
         print("\n".join(table))
         logger.info("wrote %s/results.{json,md}", out)
         return out
@@ -648,9 +667,12 @@ def plot_curves(
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
     fig.suptitle(title, fontsize=11)
-    fig.tight_layout()
-    fig.savefig(out_png, dpi=100)
-    plt.close(fig)
+    try:
+        fig.tight_layout()
+        with outputs.atomic_writer(out_png, "wb") as f:  # a unique temporary name, then renamed (groundwork.outputs)
+            fig.savefig(f, format="png", dpi=100)
+    finally:
+        plt.close(fig)
     return out_png
 
 

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from groundwork.outputs import write_json
 from groundwork.validate import ImageLimits
 
 
@@ -53,7 +54,8 @@ def load_processor_files(path: str, build: Callable[[Any, Any, str], Any]) -> An
 
 def restore_stock_processor_class(out_dir: str, stock_name: str) -> None:
     """Rewrite an ``ImageOnly*`` ``processor_class`` in ``out_dir/tokenizer_config.json`` to ``stock_name`` (cosmetic:
-    the checkpoint then names the class transformers itself would load; ``docs/REFERENCES.md#image-only-processor``)."""
+    the checkpoint then names the class transformers itself would load; ``docs/REFERENCES.md#image-only-processor``).
+    Rewritten atomically (``groundwork.outputs.write_json``), so a crash never leaves a half-written config."""
     path = os.path.join(out_dir, "tokenizer_config.json")
     if not os.path.exists(path):
         return
@@ -61,8 +63,7 @@ def restore_stock_processor_class(out_dir: str, stock_name: str) -> None:
         cfg = json.load(f)
     if str(cfg.get("processor_class", "")).startswith("ImageOnly"):
         cfg["processor_class"] = stock_name
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump(cfg, f, indent=2, ensure_ascii=False)
+        write_json(path, cfg)
 
 
 class UpstreamModuleMixin:
