@@ -122,7 +122,7 @@ class OutputLock:
     """
 
     #: seconds between tries while waiting for a holder (``wait`` > 0)
-    POLL_S = 0.02
+    POLL_S = 0.005
 
     def __init__(self, output: str, *, folder: bool = False, wait: float = 0.0):
         output = os.path.abspath(output)
@@ -254,15 +254,20 @@ class LineAppender:
     :class:`OutputLock` (one run per output); a log shared by several writers (ranks, runs) needs only this.
 
     A file that does not end with a newline (a torn last line from an earlier crash) gets one first, under the same
-    lock (so it is never a writer's line in progress), so the next line starts on its own.
+    lock (so it is never a writer's line in progress), so the next line starts on its own; with ``cut_torn_tail``
+    the torn line is cut off instead (a cache whose unit is then redone).
 
     Args:
         path: the file (created when missing).
         errors: how text that UTF-8 cannot encode (a lone surrogate) is written: ``"strict"`` (``UnicodeEncodeError``,
             nothing written) or a codec error handler such as ``"backslashreplace"`` (a log that must not stop).
+        cut_torn_tail: cut a torn last line (everything after the last newline) instead of ending it.
     """
 
-    def __init__(self, path: str, *, errors: str = "strict"):
+    #: bytes read per step while looking backwards for the last newline of a torn tail
+    TAIL_BLOCK = 65536
+
+    def __init__(self, path: str, *, errors: str = "strict", cut_torn_tail: bool = False):
         import fcntl
 
         self.path = path
@@ -281,12 +286,28 @@ class LineAppender:
                     self._f.seek(-1, os.SEEK_END)
                     last = self._f.read(1)
                     self._f.seek(0, os.SEEK_END)
-                    if last != b"\n":
+                    if last != b"\n" and cut_torn_tail:
+                        self._cut_tail()
+                    elif last != b"\n":
                         self._f.write(b"\n")
                         self._f.flush()
         except BaseException:
             self._f.close()
             raise
+
+    def _cut_tail(self) -> None:
+        """Truncate the file after its last newline (to empty without one), reading backwards in blocks."""
+        pos, keep = self._f.seek(0, os.SEEK_END), 0
+        while pos > 0:
+            start = max(0, pos - self.TAIL_BLOCK)
+            self._f.seek(start)
+            cut = self._f.read(pos - start).rfind(b"\n")
+            if cut >= 0:
+                keep = start + cut + 1
+                break
+            pos = start
+        self._f.truncate(keep)
+        self._f.seek(0, os.SEEK_END)
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:

@@ -590,8 +590,3 @@ def json_value(value: Any, what: str = "value") -> Any:
 def dumps(value: Any, **kwargs: Any) -> str:
     """``json.dumps`` that refuses NaN / inf (``allow_nan=False``: the output is strict JSON)."""
     return json.dumps(value, allow_nan=False, **kwargs)
-
-
-def dump(value: Any, f, **kwargs: Any) -> None:
-    """``json.dump`` that refuses NaN / inf (``allow_nan=False``)."""
-    json.dump(value, f, allow_nan=False, **kwargs)

@@ -56,13 +56,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from gui_grounding.data.detectors import Detector, build_detector
+from gui_grounding.models.frames import Box, box_iou
+from gui_grounding.data.schema import Sample, load_samples
 from groundwork import validate
 from groundwork.argtypes import number, with_range
-from groundwork.outputs import LineAppender, OutputError, OutputLock, atomic_writer, check_outputs, write_json
 from groundwork.records import strict_loads
-from gui_grounding.data.detectors import Detector, build_detector
-from gui_grounding.data.schema import Sample, load_samples
-from gui_grounding.models.frames import Box, box_iou
+from groundwork.outputs import LineAppender, OutputLock, atomic_writer, check_outputs, write_json
 
 logger = logging.getLogger(__name__)
 
@@ -473,33 +473,6 @@ def _error_text(message: str) -> str:
     return message.encode("utf-8", "backslashreplace").decode("utf-8")[:MAX_ERROR_CHARS]
 
 
-def _cut_torn_tail(path: str) -> None:
-    """Cut a half-written last line (no final newline) of a cache file, under its lock: the image is redone."""
-    try:
-        with open(path, "rb+") as f:
-            size = f.seek(0, os.SEEK_END)
-            if size == 0:
-                return
-            f.seek(size - 1)
-            if f.read(1) == b"\n":
-                return
-            pos, keep = size, 0
-            while pos > 0:  # find the last newline, reading backwards in blocks
-                start = max(0, pos - 65536)
-                f.seek(start)
-                block = f.read(pos - start)
-                cut = block.rfind(b"\n")
-                if cut >= 0:
-                    keep = start + cut + 1
-                    break
-                pos = start
-            f.truncate(keep)
-    except FileNotFoundError:
-        return
-    except OSError as err:
-        raise OutputError(err.errno, f"cannot repair cache file {path}: {err.strerror or err}") from None
-
-
 def detect_one(detector: Detector, image: str) -> dict:
     """Run one leaf detector on one image and return its cache entry; any failure (undecodable image, detector
     exception, output that is not a list of valid detections) becomes an ``error`` entry."""
@@ -599,8 +572,8 @@ def _fill_cache(
             path = caches[comp.name].path(shard)
             os.makedirs(os.path.dirname(path), exist_ok=True)
             stack.enter_context(OutputLock(path))  # one writer per cache file: a second fails at once
-            _cut_torn_tail(path)
-            appenders[comp.name] = stack.enter_context(LineAppender(path))
+            # a half-written last line (no final newline) is cut, so its image is redone
+            appenders[comp.name] = stack.enter_context(LineAppender(path, cut_torn_tail=True))
         for image in tqdm(todo_images, desc=f"detect ({detector.name})", unit="img", disable=not progress):
             for comp in needed:
                 if image in sets[comp.name]:
