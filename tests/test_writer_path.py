@@ -82,6 +82,10 @@ DUMPERS = {
 METHOD_SINKS = {"savefig", "save", "to_csv", "to_parquet", "to_json"}
 #: ``pathlib.Path`` writers
 PATH_WRITERS = {"write_text", "write_bytes"}
+#: classes and methods that open a file themselves: a logging file handler; Playwright's ``screenshot`` / ``pdf``
+#: with a ``path=`` (the collector takes the bytes and writes them through outputs)
+SELF_OPENING = {"FileHandler", "RotatingFileHandler", "TimedRotatingFileHandler", "WatchedFileHandler"}
+PATH_KEYWORD_WRITERS = {"screenshot", "pdf"}
 
 #: True exceptions: (file, enclosing function, what) -> why. Checkpoint files are written by HF/TRL's own
 #: ``save_pretrained`` / ``save_model`` (no ``open`` of ours), so they need no entry. Every entry must still match.
@@ -185,6 +189,10 @@ def scan_source(source: str, rel: str) -> list[tuple[int, str, str]]:
             what = _mode_problem(node, (1,))
         elif dotted[-2:] in ALWAYS or tuple(dotted) in ALWAYS:
             what = ".".join(dotted)
+        elif name in SELF_OPENING:
+            what = f"{ast.unparse(func)} (opens its file itself)"
+        elif name in PATH_KEYWORD_WRITERS and any(k.arg == "path" for k in node.keywords):
+            what = f"{ast.unparse(func)}(path=...) (writes the file itself)"
         elif name in PATH_WRITERS:
             outputs_call = (isinstance(func, ast.Name) and functions.get(func.id) == name) or (
                 len(dotted) >= 2 and (dotted[-2] in modules or dotted[:-1] == ("vlm_r1", "outputs"))
@@ -264,6 +272,8 @@ WRITES = [
     ("shutil.copy(a, b)", "shutil.copy"),
     ("pathlib.Path(p).write_text(t)", "pathlib.Path(p).write_text (not groundwork.outputs.write_text)"),
     ("q.write_bytes(b)", "q.write_bytes (not groundwork.outputs.write_bytes)"),
+    ("logging.FileHandler(p)", "logging.FileHandler (opens its file itself)"),
+    ("page.screenshot(path=p)", "page.screenshot(path=...) (writes the file itself)"),
 ]
 READS = [
     "open(p)",
@@ -272,6 +282,7 @@ READS = [
     "Image.open(p)",
     "os.open(p, os.O_RDONLY)",
     "json.dumps(v)",
+    "page.screenshot(type='png')",
     "outputs.write_text(p, t)",
     "write_bytes(p, b)",
     "with atomic_writer(p, 'wb') as f:\n        fig.savefig(f, format='png')",
