@@ -1,4 +1,4 @@
-"""Entry point ``python -m gui_grounding.ops.plan``: the batch maths of a GTA1 launch (the library is
+"""Entry point ``python -m gui_grounding.plan``: the batch maths of a GTA1 launch (the library is
 :mod:`gui_grounding.ops.plan`, whose docstring describes the flags and the output)."""
 
 import sys

@@ -7,7 +7,7 @@
 # recipe's values, read by `python -m gui_grounding.train --config`. This script passes a flag only when the user set
 # its environment variable below (NUM_GENERATIONS=16 -> --num_generations 16; unset: no flag, the YAML's value wins);
 # extra arguments override both. What depends on the cluster is computed in Python from the recipe as training
-# resolves it (python -m gui_grounding.ops.plan: GLOBAL_PROMPTS x num_generations completions per optimisation step =
+# resolves it (python -m gui_grounding.plan: GLOBAL_PROMPTS x num_generations completions per optimisation step =
 # nodes x GPUs per node x per-device batch x gradient accumulation), then torchrun/SLURM (run_scripts/train_grpo.sh).
 # --dry-run prints that batch maths, the resolved values that decide the objective (loss_type, sampling, beta, G, lr,
 # max_pixels, prompt mode, ...), the predicted peak GPU memory per rank (gui_grounding/ops/estimate.py; GPU_MEMORY_GIB)
@@ -83,7 +83,7 @@ PLAN=(--nnodes "$NNODES" --nproc-per-node "$NPROC_PER_NODE")
 [ -n "${ROLLOUTS_PER_DEVICE:-}" ] && PLAN+=(--rollouts-per-device "$ROLLOUTS_PER_DEVICE")
 [ -n "${GPU_MEMORY_GIB:-}" ] && PLAN+=(--gpu-memory-gib "$GPU_MEMORY_GIB")
 [ "$DRY_RUN" = 1 ] && PLAN+=(--dry-run)
-LAUNCHER_ARGS="$("$PYTHON" -m gui_grounding.ops.plan "${PLAN[@]}" -- "${RECIPE_ARGS[@]}")" || exit 2
+LAUNCHER_ARGS="$("$PYTHON" -m gui_grounding.plan "${PLAN[@]}" -- "${RECIPE_ARGS[@]}")" || exit 2
 mapfile -t BATCH_ARGS <<< "$LAUNCHER_ARGS"  # --per_device_train_batch_size B --gradient_accumulation_steps A [...]
 ARGS=("${BATCH_ARGS[@]}" "${RECIPE_ARGS[@]}")
 echo "[gta1_recipe] recipe=$RECIPE_YAML output=$OUTPUT_DIR" >&2

@@ -39,7 +39,7 @@ ENTRY_POINTS = frozenset(
         "vlm_r1.preflight.__main__",
         "vlm_r1.upstream_defaults",
         "gui_grounding.train",
-        "gui_grounding.ops.plan",
+        "gui_grounding.plan",
         "gui_grounding.cli",
     }
 )

@@ -7,7 +7,7 @@ one ``write`` each, under an ``flock`` on the file); a child's live log through 
 (``vlm_r1_run.json``) read-modified-written under a waiting ``OutputLock`` by its one writer
 (``groundwork.pixel_budget.update_run_info``).
 
-Guards: an AST scan of every ``.py`` file under ``vlm_r1/`` and ``gui_grounding/`` (a write-mode ``open``, a
+Guards: an AST scan of every ``.py`` file under ``groundwork/``, ``vlm_r1/`` and ``gui_grounding/`` (a write-mode ``open``, a
 ``json.dump`` / ``.savefig`` / ``.save`` into anything but an outputs handle or an in-memory buffer, ``os.replace``,
 ``Path.write_text`` ... outside ``groundwork/outputs.py`` fails, naming ``file:line``), the scan's own detector checked on
 generated snippets, and behaviour: concurrent appenders never interleave inside a line or block, an error mid-write
@@ -29,15 +29,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.helpers.paths import REPO
 from groundwork import outputs
 from groundwork.outputs import LineAppender, OutputError, OutputLock
+from tests.helpers.paths import REPO
 
 FAST = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 # ---- the scan ----------------------------------------------------------------------------------------------------
 
-LIBRARY = ("vlm_r1", "gui_grounding")
+LIBRARY = ("groundwork", "vlm_r1", "gui_grounding")
 #: the one module allowed to write files directly
 OUTPUTS_FILE = "groundwork/outputs.py"
 OUTPUTS_MODULE = "groundwork.outputs"
@@ -110,7 +110,7 @@ def _outputs_names(tree: ast.Module) -> tuple[set[str], dict[str, str]]:
         if isinstance(node, ast.ImportFrom) and node.level == 0:
             if node.module == OUTPUTS_MODULE:
                 functions.update({a.asname or a.name: a.name for a in node.names})
-            elif node.module == "vlm_r1":
+            elif node.module == "groundwork":
                 modules.update(a.asname or a.name for a in node.names if a.name == "outputs")
         elif isinstance(node, ast.Import):
             modules.update(a.asname for a in node.names if a.name == OUTPUTS_MODULE and a.asname)
@@ -124,7 +124,9 @@ def _is_outputs_call(node: ast.AST, names: set[str], modules: set[str], function
     if isinstance(func, ast.Name):
         return functions.get(func.id) in names
     dotted = _dotted(func)
-    return len(dotted) >= 2 and dotted[-1] in names and (dotted[-2] in modules or dotted[:-1] == ("vlm_r1", "outputs"))
+    return (
+        len(dotted) >= 2 and dotted[-1] in names and (dotted[-2] in modules or dotted[:-1] == ("groundwork", "outputs"))
+    )
 
 
 def _safe_destinations(scope: ast.AST, modules: set[str], functions: dict[str, str]) -> set[str]:
@@ -195,7 +197,7 @@ def scan_source(source: str, rel: str) -> list[tuple[int, str, str]]:
             what = f"{ast.unparse(func)}(path=...) (writes the file itself)"
         elif name in PATH_WRITERS:
             outputs_call = (isinstance(func, ast.Name) and functions.get(func.id) == name) or (
-                len(dotted) >= 2 and (dotted[-2] in modules or dotted[:-1] == ("vlm_r1", "outputs"))
+                len(dotted) >= 2 and (dotted[-2] in modules or dotted[:-1] == ("groundwork", "outputs"))
             )
             if not outputs_call:
                 what = f"{ast.unparse(func)} (not groundwork.outputs.{name})"
@@ -300,9 +302,7 @@ def test_scan_flags_each_kind_of_write(code, what):
 
 @pytest.mark.parametrize("code", READS)
 def test_scan_passes_reads_and_outputs_writes(code):
-    source = (
-        f"from groundwork import outputs\nfrom groundwork.outputs import atomic_writer, write_bytes\n\ndef f():\n    {code}\n"
-    )
+    source = f"from groundwork import outputs\nfrom groundwork.outputs import atomic_writer, write_bytes\n\ndef f():\n    {code}\n"
     assert scan_source(source, "x.py") == []
 
 

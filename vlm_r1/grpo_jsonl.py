@@ -20,9 +20,9 @@ import logging
 import os
 import sys
 
-from vlm_r1.configs import GRPOModelConfig, GRPOScriptArguments, UpstreamCompatArguments, VLMGRPOConfig
 from groundwork.outputs import write_text
 from groundwork.pixel_budget import update_run_info
+from vlm_r1.configs import GRPOModelConfig, GRPOScriptArguments, UpstreamCompatArguments, VLMGRPOConfig
 
 logger = logging.getLogger("vlm_r1")
 

@@ -35,9 +35,9 @@ from typing import Any
 import torch
 from trl import GRPOTrainer
 
+from groundwork.outputs import LineAppender
 from vlm_r1 import shared_prompt as sp
 from vlm_r1.launch import FindUnusedParametersFromModel
-from groundwork.outputs import LineAppender
 from vlm_r1.shared_prompt_trainer import SharedPromptMixin
 
 logger = logging.getLogger(__name__)

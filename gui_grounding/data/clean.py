@@ -56,13 +56,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from gui_grounding.data.detectors import Detector, build_detector
-from gui_grounding.models.frames import Box, box_iou
-from gui_grounding.data.schema import Sample, load_samples
 from groundwork import validate
 from groundwork.argtypes import number, with_range
-from groundwork.records import strict_loads
 from groundwork.outputs import LineAppender, OutputLock, atomic_writer, check_outputs, write_json
+from groundwork.records import strict_loads
+from gui_grounding.data.detectors import Detector, build_detector
+from gui_grounding.data.schema import Sample, load_samples
+from gui_grounding.models.frames import Box, box_iou
 
 logger = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ The GTA1 wiring of :mod:`gui_grounding.ops.memory` (the model-agnostic formulas,
 * the calibration file ``benchmarks/results/memory_calibration.json`` (``--calibration``), whose label is printed.
 
 The command (``gui-grounding estimate``, registered from ``gui_grounding/ops/plan.py``, which resolves the recipe) and the
-launcher's ``--dry-run`` (``python -m gui_grounding.ops.plan --dry-run``) print it:
+launcher's ``--dry-run`` (``python -m gui_grounding.plan --dry-run``) print it:
 
     gui-grounding estimate --recipe recipes/gta1/7b.yaml --nnodes 1 --nproc-per-node 8 --gpu-memory-gib 80
     gui-grounding estimate --recipe recipes/gta1/72b.yaml --nnodes 4 --nproc-per-node 8 --json
@@ -116,7 +116,7 @@ def zero_config(deepspeed: str | None) -> ZeroConfig:
 
 
 def add_estimate_flags(p: argparse.ArgumentParser) -> None:
-    """The estimate's own flags (shared by ``gui-grounding estimate`` and ``python -m gui_grounding.ops.plan``)."""
+    """The estimate's own flags (shared by ``gui-grounding estimate`` and ``python -m gui_grounding.plan``)."""
     p.add_argument(
         "--gpu-memory-gib",
         type=float,

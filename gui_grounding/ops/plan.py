@@ -1,4 +1,4 @@
-"""``python -m gui_grounding.ops.plan``: the batch maths of a GTA1 launch, from the recipe as training resolves it.
+"""``python -m gui_grounding.plan``: the batch maths of a GTA1 launch, from the recipe as training resolves it.
 
 The launcher (``run_scripts/gta1_recipe.sh``, used by ``run_scripts/gta1_7b.sh``, ``gta1_32b.sh``, ``gta1_72b.sh``)
 passes the recipe's command line here: ``--config recipes/gta1/<size>.yaml``, the data, the output folder, only the
@@ -18,7 +18,7 @@ word a line, and the batch maths on stderr. With ``--dry-run`` it parses the fin
 resolved objective (``[dry-run] key value`` lines, :func:`gui_grounding.train.objective`), the batch maths from those
 resolved values, and the predicted peak GPU memory per rank (``gui_grounding/ops/estimate.py``).
 
-    python -m gui_grounding.ops.plan --nnodes 1 --nproc-per-node 8 --dry-run -- --config recipes/gta1/7b.yaml \\
+    python -m gui_grounding.plan --nnodes 1 --nproc-per-node 8 --dry-run -- --config recipes/gta1/7b.yaml \\
         --data_config data_config/gta1_mix.yaml --output_dir runs/x
 
 Exit status 2 with one ``[plan] ERROR:`` line when the batch cannot be spread over the GPUs or the flags do not parse.
@@ -332,7 +332,7 @@ def _positive(text: str) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m gui_grounding.ops.plan",
+        prog="python -m gui_grounding.plan",
         description=__doc__.split("\n\n", 1)[1],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
