@@ -31,6 +31,13 @@ class RecordError(ValueError):
         super().__init__(f"{ref}: {message}")
 
 
+class DataFileError(RecordError):
+    """A data file that is not JSON text as a whole (compressed, an archive, parquet, UTF-16/32, not a regular file:
+    :func:`container_problem`): raised by :func:`iter_records` before anything is read, one error for the file
+    (``str``: ``FILE: the file is gzip-compressed (decompress it first: ...), not JSON/JSONL text``), never a record.
+    ``ref`` is the path, ``message`` the problem."""
+
+
 # bytes that are not UTF-8 come back from errors="surrogateescape" as U+DC80..U+DCFF (valid UTF-8 never decodes to them)
 _UNDECODABLE = re.compile("[\udc80-\udcff]")
 
@@ -106,7 +113,7 @@ _CONTAINERS = (
 
 def container_problem(path: str) -> str | None:
     """Why ``path`` is not JSON text (not a regular file: a FIFO, ``/dev/zero``, a folder; compressed, an archive,
-    parquet, UTF-16/32), or None. Reads 8 bytes."""
+    parquet, UTF-16/32), or None. Reads 8 bytes. :func:`check_data_file` raises it as the file's one error."""
     import stat
 
     try:
@@ -120,6 +127,19 @@ def container_problem(path: str) -> str | None:
         if head.startswith(magic):
             return f"the file is {what}, not JSON/JSONL text"
     return None
+
+
+def check_data_file(path: str) -> None:
+    """The framing rule for a whole file, one error per file: every reader of JSON/JSONL data (through
+    :func:`iter_records`: the training loaders, ``convert``, the benchmark readers, predictions) names a file that is
+    not JSON text (:func:`container_problem`) in the same words.
+
+    Raises:
+        DataFileError: ``FILE: <container_problem(FILE)>``.
+    """
+    problem = container_problem(path)
+    if problem is not None:
+        raise DataFileError(path, problem)
 
 
 class _Text:
@@ -376,8 +396,10 @@ def iter_records(
     gigabytes) is streamed element by element: an element that does not parse is one error and the elements after
     it are read (:func:`_list_elements`); an unterminated list makes the rest of the file its last element. Any other
     list is parsed whole: its elements are records when one of them is an object, else it is one error (a list
-    that does not parse is one error, like an object). A compressed file, an archive, parquet or UTF-16/32 text is one error naming what it is. A
-    leading UTF-8 byte-order mark is ignored.
+    that does not parse is one error, like an object). A compressed file, an archive, parquet, UTF-16/32 text or
+    anything but a regular file is not read at all: :class:`DataFileError` naming what it is (:func:`check_data_file`;
+    one error for the file, raised at the first ``next()``, never a record). A leading UTF-8 byte-order mark is
+    ignored.
 
     ``ref``: ``file:[i]`` for the elements of a file that starts with a list, ``file:LINE`` (1-based) for other
     documents (``file:LINE:COL`` when several start on one line), ``file:LINE[i]`` for elements of a later list.
@@ -385,11 +407,7 @@ def iter_records(
     ``NaN`` / ``Infinity`` / ``1e999`` as float values (Python's ``json.load``), so the caller's value checks reject
     them with their own reason (the benchmark readers: ``bad_box``, as the published harnesses see a number there).
     """
-    problem = container_problem(path)
-    if problem is not None:
-        if start == 0:
-            yield path, 0, RecordError(path, problem)
-        return
+    check_data_file(path)
     with open(path, encoding="utf-8-sig", errors="surrogateescape", newline="") as f:
         decoder = _LAX_DECODER if allow_nan else _DECODER
         yield from _documents(path, _Text(_read_chunks(f)), start, not path.endswith(_JSONL_SUFFIXES), decoder)

@@ -35,6 +35,7 @@ import json
 import os
 import stat
 import threading
+import unicodedata
 import warnings
 from dataclasses import dataclass
 from typing import Any
@@ -54,9 +55,16 @@ REASONS = {
     "image_too_large": "the image header declares more pixels than the limit (default 64 Mpx); nothing was decoded",
     "missing_image": "image file does not exist",
     "unreadable_image": "image file cannot be decoded",
-    "suspect_unit": "a pixel-unit box whose four values all lie in [0, 1]: fractions, not pixels",
+    "suspect_unit": (
+        "a box whose values do not fit its format's declared unit (check_unit): all four values in [0, 1] in a "
+        "pixel or 0-1000 format (fractions), or a value above 1.005 in a 0-1 (fraction) format"
+    ),
     "duplicate_id": "the record's sample id (explicit, or generated for a record without one) is already taken",
     "image_unsupported": "the image is outside the model family's limits (aspect ratio, smallest side)",
+    "unsupported_image": (
+        "an image whose displayed pixels are not the decoded ones: an APNG whose default image (the IDAT image) is "
+        "not part of its animation (viewers show the first animation frame, Pillow the hidden default image)"
+    ),
 }
 
 
@@ -122,6 +130,49 @@ def all_fractions(box: Any) -> bool:
     """True when all four values of a box lie in [0, 1] (a box in fractions of the image, not in pixels)."""
     a, b, c, d = box
     return 0.0 <= a <= 1.0 and 0.0 <= b <= 1.0 and 0.0 <= c <= 1.0 and 0.0 <= d <= 1.0
+
+
+# The unit rule (one home; the training loader, ``convert`` and the benchmark readers apply it to every box in the
+# unit its format declares): unit name -> (its label in messages, what its values are)
+BOX_UNITS = {"pixel": ("pixel", "pixels"), "norm1000": ("0-1000", "0-1000 values"), "ratio": ("ratio", "fractions")}
+# a ratio up to 1.005 is rounding of a 2-decimal ratio, clipped by the clipping rule
+# (gui_grounding.data.schema.CLIP_TOLERANCE_RATIO, the same 0.005); a value beyond it is no fraction of the image
+UNIT_ROUNDING = 0.005
+
+
+def check_unit(box: Any, unit: str, what: str = "box") -> None:
+    """The unit rule: the 4 values of ``box`` (numbers, :func:`box4`) must be plausible in ``unit``, the unit the
+    format declares (a key of :data:`BOX_UNITS`: ``pixel``, ``norm1000``, ``ratio``).
+
+    * all four values in [0, 1] (:func:`all_fractions`) in a unit whose values are not fractions (``pixel``,
+      ``norm1000``): fractions given where pixels or 0-1000 values were expected (read as declared, the box would
+      be a sub-pixel box in the image's corner);
+    * a value above ``1 + UNIT_ROUNDING`` (1.005) in the fraction unit (``ratio``): pixels or 0-1000 values given
+      where fractions were expected.
+
+    A 0-1000 value past 1000, or a pixel value past the image, is an overshoot that the clipping rule judges
+    (``gui_grounding.data.schema.clip_box``: clipped within its allowance, else ``box_outside_image``): pixels and 0-1000
+    values overlap, so such a value does not by itself say the unit is wrong.
+
+    Raises:
+        Invalid: ``suspect_unit``, naming the unit and the box.
+        ValueError: an unknown ``unit``.
+    """
+    if unit not in BOX_UNITS:
+        raise ValueError(f"unknown box unit {unit!r}; expected one of {', '.join(BOX_UNITS)}")
+    label, values = BOX_UNITS[unit]
+    if unit != "ratio":
+        if all_fractions(box):
+            raise Invalid(
+                "suspect_unit",
+                f"{label} {what} {list(box)} has all four values in [0, 1]: fractions of the image, not {values}",
+            )
+    elif max(box) > 1.0 + UNIT_ROUNDING:
+        raise Invalid(
+            "suspect_unit",
+            f"{label} {what} {list(box)} has a value above {1.0 + UNIT_ROUNDING:g}: not fractions of the image "
+            "(pixels or 0-1000 values?)",
+        )
 
 
 def short_repr(value: Any, limit: int = 80) -> str:
@@ -281,17 +332,40 @@ def is_absolute(name: str) -> bool:
     return os.path.isabs(name)
 
 
+def spelling_note(path: str) -> str:
+    """For a path that does not exist: ``" (a file with the NFD spelling exists: 'OTHER')"`` (``ascii()``, so the two
+    spellings look different) when the same name in the other Unicode normalisation (NFC <-> NFD; the whole path,
+    or its last component only) names an existing file, else ``""``.
+
+    The normalisation rule (one home; every image-existence check reports through :func:`regular_file`, the default
+    task through ``vlm_r1.tasks.check_image``): a record's name is never resolved to a file of another spelling (on
+    Linux two names that normalise alike are two files, and which one the record meant is not ours to guess), but a
+    ``missing_image`` says that the other spelling exists, so the mismatch (macOS writes names in NFD, most text in
+    NFC) is seen and fixed in the data instead of looking like a missing file.
+    """
+    folder, name = os.path.split(path)
+    for form in ("NFC", "NFD"):
+        for other in (unicodedata.normalize(form, path), os.path.join(folder, unicodedata.normalize(form, name))):
+            try:
+                if other != path and os.path.exists(other):
+                    return f" (a file with the {form} spelling exists: {ascii(other)})"
+            except (OSError, ValueError):  # a name the OS cannot take
+                continue
+    return ""
+
+
 def regular_file(path: str) -> os.stat_result:
     """``os.stat`` of ``path`` (symlinks followed) when it is a regular, non-empty file.
 
     Raises:
-        Invalid: ``missing_image`` (does not exist) or ``not_a_file`` (a directory, device, FIFO, socket, an empty
-            file such as a ``/proc`` entry, or a path the OS cannot stat).
+        Invalid: ``missing_image`` (does not exist; the message says when the name's other Unicode spelling, NFC or
+            NFD, exists: :func:`spelling_note`) or ``not_a_file`` (a directory, device, FIFO, socket, an empty file
+            such as a ``/proc`` entry, or a path the OS cannot stat).
     """
     try:
         st = os.stat(path)
     except FileNotFoundError:
-        raise Invalid("missing_image", f"image not found: {path}") from None
+        raise Invalid("missing_image", f"image not found: {path}{spelling_note(path)}") from None
     except (OSError, ValueError) as err:
         raise Invalid("not_a_file", f"cannot stat {path}: {type(err).__name__}: {err}") from None
     if not stat.S_ISREG(st.st_mode):
@@ -385,11 +459,25 @@ def image_frame(im, path: str | None = None, *, decode: bool = True) -> tuple[in
     fast path, taken only where it provably agrees: JPEG/MPO (all metadata precedes the scan) and a PNG whose chunks
     after the pixel data are only IDAT/IEND (``path`` is needed to check); any other image is decoded.
 
+    An APNG whose default image is not part of its animation (its ``IDAT`` image has no ``fcTL`` before it, Pillow's
+    ``info["default_image"]``, known from the header) is :class:`Invalid` ``unsupported_image`` on every path (header,
+    decode, pixels): viewers show the animation's first frame, Pillow decodes the hidden default image, so the
+    sizes and boxes annotated on what a person saw would be trained on other pixels. (Rendering the first frame
+    instead is not done: Pillow composites it over the default image, which the APNG spec says is not part of the
+    animation.) An APNG whose default image is its first frame, and any still PNG, is read as before.
+
     Raises:
+        Invalid: ``unsupported_image`` (the APNG above).
         Exception: Pillow's errors for corrupt data or a broken EXIF block (the caller makes them a reject).
     """
     from PIL import Image
 
+    if im.format == "PNG" and im.info.get("default_image"):
+        raise Invalid(
+            "unsupported_image",
+            f"{path or 'the image'} is an APNG whose default image is not part of its animation: viewers show the "
+            "animation's first frame, the decoder the hidden default image (save it as a still PNG)",
+        )
     if not decode:
         if im.format in _HEADER_EXIF_FORMATS:
             method = transpose_method(im)
@@ -486,8 +574,8 @@ class ImageChecker:
         """``(width, height)`` of the image at ``path`` in its displayed frame (EXIF orientation applied).
 
         Raises:
-            Invalid: ``missing_image``, ``not_a_file``, ``image_too_large``, ``unreadable_image`` or
-                ``image_unsupported`` (outside ``limits``).
+            Invalid: ``missing_image``, ``not_a_file``, ``image_too_large``, ``unreadable_image``,
+                ``unsupported_image`` (:func:`image_frame`) or ``image_unsupported`` (outside ``limits``).
         """
         st = regular_file(path)
         key = (path, st.st_size, st.st_mtime_ns)
@@ -519,6 +607,8 @@ class ImageChecker:
                 width, height, _ = image_frame(im, path, decode=self.verify == "decode")
         except Image.DecompressionBombError as err:
             return Invalid("image_too_large", f"{path}: {err}")
+        except Invalid as err:  # image_frame's own verdict (an APNG with a hidden default image)
+            return err
         except Exception as err:  # PIL raises many types for corrupt files (OSError, SyntaxError, zlib.error, ...)
             return Invalid("unreadable_image", f"cannot decode {path}: {type(err).__name__}: {err}")
         return width, height
@@ -529,6 +619,8 @@ def open_image(path: str):
     ``ImageOps.exif_transpose`` through :func:`image_frame` (the function the validator sizes images with).
 
     Raises:
+        Invalid: ``unsupported_image`` (:func:`image_frame`: an APNG whose default image is not part of its
+            animation).
         Exception: Pillow's errors for a missing, corrupt or undecodable image.
     """
     from PIL import Image

@@ -567,10 +567,10 @@ def test_messages_name_the_problem(ssv2, tmp_path):
     with pytest.raises(FileNotFoundError) as err:
         load_predictions(missing, samples)
     assert str(err.value).endswith("gone\\xff.jsonl") and str(err.value).encode("utf-8")
-    # no usable sample: the first error's own message
+    # a benchmark file that is not JSON text: one error for the file, in the predictions reader's words
     canon = tmp_path / "canon.jsonl"
     canon.write_bytes(gzip.compress(b'{"instruction": "x"}\n'))
-    with pytest.raises(EvalInputError, match="no usable samples.*gzip-compressed"):
+    with pytest.raises(EvalInputError, match=r"canon\.jsonl: the file is gzip-compressed .*gunzip"):
         run_eval("canonical", str(canon), str(tmp_path / "c"), predictions=str(gz))
 
 

@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 from PIL import Image, ImageOps
 
 from groundwork import outputs, validate
-from groundwork.records import RecordError, iter_records
+from groundwork.records import DataFileError, iter_records
 from gui_grounding.data.convert import convert
 from gui_grounding.data.schema import load_samples
 from tests.helpers.paths import REPO
@@ -304,8 +304,11 @@ def test_raw_cr_never_splits_a_record_or_shifts_line_refs(tmp_path):
 def test_containers_are_named(tmp_path, magic, word):
     path = tmp_path / "x.jsonl"
     path.write_bytes(magic + b"rest")
-    ((ref, _, item),) = iter_records(str(path))
-    assert isinstance(item, RecordError) and word in item.message and ref == str(path)
+    with pytest.raises(
+        DataFileError
+    ) as err:  # one error for the file, never a record (groundwork.records.check_data_file)
+        list(iter_records(str(path)))
+    assert word in err.value.message and err.value.ref == str(path)
 
 
 def test_jsonl_in_a_json_file_and_a_list_then_jsonl_through_the_loader(tmp_path, img_root):
@@ -811,8 +814,9 @@ def test_reader_refuses_what_is_not_a_regular_file(tmp_path):
     fifo = tmp_path / "pipe.jsonl"
     os.mkfifo(fifo)
     for path in (str(fifo), "/dev/zero", str(tmp_path)):
-        ((ref, _, item),) = iter_records(path)  # returns at once: nothing is read from the FIFO or /dev/zero
-        assert isinstance(item, RecordError) and "not a regular file" in item.message
+        with pytest.raises(DataFileError) as err:  # at once: nothing is read from the FIFO or /dev/zero
+            list(iter_records(path))
+        assert "not a regular file" in err.value.message
 
 
 def test_a_line_longer_than_any_record_is_one_error_and_the_next_line_is_read(tmp_path, monkeypatch):

@@ -241,14 +241,15 @@ def check_image(path: str, checker: validate.ImageChecker) -> tuple[int, int]:
     (``groundwork.validate.ImageChecker``: decoded by default, so no training run meets a broken image mid-run).
 
     Raises:
-        SkipRecord: ``missing_image`` (message ``missing image PATH``), ``not_a_file``, ``image_too_large`` or
+        SkipRecord: ``missing_image`` (message ``missing image PATH``, plus the other Unicode spelling of the name when
+            that one exists: ``groundwork.validate.spelling_note``), ``not_a_file``, ``image_too_large`` or
             ``unreadable_image`` (``unreadable image PATH: ...``).
     """
     try:
         return checker.check(path)
     except validate.Invalid as err:
         if err.reason == "missing_image":
-            raise SkipRecord("missing_image", f"missing image {path}") from None
+            raise SkipRecord("missing_image", f"missing image {path}{validate.spelling_note(path)}") from None
         if err.reason == "unreadable_image":
             raise SkipRecord("unreadable_image", f"unreadable image {path}: {err.message}") from None
         raise SkipRecord(err.reason, err.message) from None

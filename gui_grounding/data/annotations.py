@@ -24,8 +24,10 @@ Shared conventions (each benchmark module names its published source; the scorin
 * **framing**: an annotation file is read with :func:`groundwork.records.iter_records`, the one record reader: every
   document of the file is read (a JSON list, then more lists or JSONL lines; LF, CRLF or CR line endings), each
   element that does not parse is one ``unparseable_record`` error and the elements after it are read. A file of a
-  JSON-list benchmark that does not start with a list (an object, garbage, an empty or compressed file) is one
-  ``unparseable_record`` error with the file as its ref;
+  JSON-list benchmark that does not start with a list (an object, garbage, an empty file) is one
+  ``unparseable_record`` error with the file as its ref; a file that is not JSON text at all (gzip, bzip2, xz,
+  zstd, zip, parquet, UTF-16/32) refuses the load with :class:`groundwork.records.DataFileError`, named in the words of
+  every other reader (:func:`groundwork.records.check_data_file`);
 * **identity** (:class:`SampleIds`, the rule of :class:`groundwork.validate.IdRegistry`): a record's explicit id
   (:func:`groundwork.validate.explicit_id`: ``7`` and ``"7"`` are one id; absent, null, a boolean, an empty string or a
   non-scalar is no id) or else its generated id ``<file stem>:<index>`` (WebClick: the row index). Any id handed
@@ -46,7 +48,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from groundwork import validate
-from groundwork.records import RecordError, container_problem, iter_records
+from groundwork.records import RecordError, check_data_file, iter_records
 from gui_grounding.data.schema import LoadReport, Sample, SampleError, read_image_size
 from gui_grounding.models.frames import Box
 
@@ -157,9 +159,11 @@ def read_json_file(path: str) -> Any:
     records are read by :func:`read_annotation_samples`).
 
     Raises:
+        DataFileError: the file is not JSON text (compressed, UTF-16, ...: :func:`groundwork.records.check_data_file`).
         SampleError: ``unparseable_record`` (ref = the path) when the file cannot be read or is not exactly one
             valid JSON value (a second document after it is an error too).
     """
+    check_data_file(path)
     try:
         with open(path, encoding="utf-8-sig") as f:  # a byte-order mark is accepted
             return json.load(f)
@@ -176,10 +180,8 @@ _JSON_WHITESPACE = b" \t\r\n"
 
 def list_file_problem(path: str) -> str | None:
     """Why ``path`` is not an annotation file of a JSON-list benchmark (it must start with ``[``, after an optional
-    UTF-8 byte-order mark and JSON whitespace), or None. Reads the file's head only."""
-    problem = container_problem(path)
-    if problem is not None:
-        return problem
+    UTF-8 byte-order mark and JSON whitespace), or None. Reads the file's head only. (A file that is not JSON text
+    at all is :func:`groundwork.records.check_data_file`'s error, raised before.)"""
     try:
         with open(path, "rb") as f:
             head = f.read(4096)
@@ -254,8 +256,9 @@ def read_annotation_samples(
     mode).
 
     Args:
-        path: the annotation file; it must start with a JSON list (:func:`list_file_problem`, else the file is one
-            ``unparseable_record`` error, ref = the path). Every document of it is read
+        path: the annotation file; one that is not JSON text (compressed, UTF-16, ...) raises
+            :class:`groundwork.records.DataFileError`; it must start with a JSON list (:func:`list_file_problem`, else the
+            file is one ``unparseable_record`` error, ref = the path). Every document of it is read
             (:func:`groundwork.records.iter_records`): each record that does not parse or is not an object is one
             ``unparseable_record`` error (ref ``file:[i]``, ``file:LINE`` or ``file:LINE[i]``), and the others are
             scored.
@@ -269,6 +272,7 @@ def read_annotation_samples(
     Returns:
         The good samples in file order.
     """
+    check_data_file(path)  # not JSON text (gzip, UTF-16, ...): one error for the file, as every reader names it
     problem = list_file_problem(path)
     if problem is not None:
         report.num_records += 1
@@ -413,6 +417,17 @@ def box_from_xyxy(value: Any, ref: str, report: BenchmarkLoadReport, what: str =
     if x1 >= x2 or y1 >= y2:
         report.warn(ref, "inverted_box", f"{what} {short_repr(value)} is inverted or has zero area (kept)")
     return x1, y1, x2, y2
+
+
+def check_unit(box: Box, unit: str, ref: str, report: BenchmarkLoadReport, what: str = "bbox") -> None:
+    """Warn (never reject) about a box whose values do not fit the unit its benchmark declares: the unit rule of
+    :func:`groundwork.validate.check_unit` (all four values in [0, 1] in a pixel or 0-1000 benchmark): a
+    ``suspect_unit`` warning; the sample is kept and scored as given, as the official
+    harnesses score it."""
+    try:
+        validate.check_unit(box, unit, what)
+    except validate.Invalid as err:
+        report.warn(ref, err.reason, f"{err.message} (kept, scored as given)")
 
 
 def check_extent(extent: Box, width: int, height: int, ref: str, report: BenchmarkLoadReport, what: str) -> None:

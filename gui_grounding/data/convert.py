@@ -503,14 +503,11 @@ class _Converter:
                 box = validate.box4(box, "box")
             except validate.Invalid as err:
                 raise SampleError(ref, err.reason, err.message) from None
-            if unit == "pixel" and validate.all_fractions(box):
-                raise SampleError(
-                    ref,
-                    "suspect_unit",
-                    f"pixel box {list(box)} has all four values in [0, 1]: "
-                    "fractions of the image, not pixels (--box-unit ratio reads "
-                    "them as fractions)",
-                )
+            try:  # the unit rule (groundwork.validate.check_unit), in the unit the format (or --box-unit) declares
+                validate.check_unit(box, unit)
+            except validate.Invalid as err:
+                hint = "ratio reads them as fractions" if unit != "ratio" else "pixel or norm1000 reads them so"
+                raise SampleError(ref, err.reason, f"{err.message} (--box-unit {hint})") from None
             pixels, what = self._to_pixels(box, unit, width, height)
             pixels, clipped = clip_box(
                 pixels,
@@ -674,6 +671,8 @@ def convert(
     Raises:
         SampleError: in strict mode, for the first bad record; its ref names the file and line / index.
         FileNotFoundError: an input file does not exist.
+        groundwork.records.DataFileError: an input that is not JSON text (gzip, bzip2, xz, zstd, zip, UTF-16/32, not a
+            regular file; ``groundwork.records.check_data_file``): one error for the file, nothing written.
         ValueError: unknown format, platform, box unit or verify mode, or ``workers < 1``.
         groundwork.outputs.OutputError: an output that cannot or must not be written (one line).
     """

@@ -158,7 +158,7 @@ def clip_box(
 
 SOURCE_BOX_UNITS = ("pixel", "norm1000")
 # image reasons that ``record_to_sample(image_optional=True)`` tolerates (the pixels are not needed)
-_UNAVAILABLE = frozenset({"missing_image", "not_a_file", "unreadable_image", "image_too_large"})
+_UNAVAILABLE = frozenset({"missing_image", "not_a_file", "unreadable_image", "image_too_large", "unsupported_image"})
 # the fields of a canonical record that Sample.to_record writes from the validated sample (never from ``extra``)
 CANONICAL_KEYS = frozenset(
     {
@@ -426,9 +426,9 @@ def record_to_sample(
             size, is still rejected with the image's reason).
 
     Every string of the record must be valid Unicode (``bad_text``); box values follow ``groundwork.validate.box4``
-    (``bad_box``); a box of a pixel-unit record (canonical, VLM-R1) whose four values all lie in [0, 1] is
-    ``suspect_unit`` (fractions, not a sub-pixel box); a relative image path must stay inside ``base_dir``
-    (``path_outside_root``).
+    (``bad_box``); every box follows the unit rule of ``groundwork.validate.check_unit`` in its format's unit (pixels
+    for canonical and VLM-R1, 0-1000 for GTA1): four values all in [0, 1] (fractions, not a sub-pixel box) are
+    ``suspect_unit``; a relative image path must stay inside ``base_dir`` (``path_outside_root``).
 
     Raises:
         SampleError: with a reason code from ``REASONS``.
@@ -493,14 +493,11 @@ def record_to_sample(
         validate.check_texts(record, "a string of the record")
     except validate.Invalid as err:
         raise SampleError(ref, err.reason, err.message) from None
-    if not norm1000:
-        for b in boxes:
-            if validate.all_fractions(b):
-                raise SampleError(
-                    ref,
-                    "suspect_unit",
-                    f"pixel box {list(b)} has all four values in [0, 1]: fractions of the image, not pixels",
-                )
+    for b in boxes:  # the unit rule (groundwork.validate.check_unit) in the unit the record's format declares
+        try:
+            validate.check_unit(b, "norm1000" if norm1000 else "pixel")
+        except validate.Invalid as err:
+            raise SampleError(ref, err.reason, err.message) from None
     try:
         width, height = read_image_size(
             image_path, ref, verify=verify_image, max_image_pixels=max_image_pixels, limits=limits
@@ -630,6 +627,8 @@ def load_samples(
         SampleError: in strict mode, for the first bad record.
         ValueError: ``image_folders`` given with a different count than ``paths``.
         FileNotFoundError: a data file does not exist.
+        groundwork.records.DataFileError: a data file that is not JSON text (compressed, an archive, UTF-16/32, not a
+            regular file): one error for the file, in the words every reader uses (``groundwork.records.check_data_file``).
     """
     if image_folders is not None and len(image_folders) != len(paths):
         raise ValueError(f"{len(paths)} data files but {len(image_folders)} image folders; give one folder per file")

@@ -42,6 +42,7 @@ import sys
 from typing import Any
 
 from groundwork.markdown import md_table
+from groundwork.records import container_problem
 from gui_grounding.eval.judge import CORRECT, WRONG, WRONG_FORMAT
 from gui_grounding.eval.stats import mcnemar, wilson_interval
 
@@ -103,6 +104,10 @@ def read_run(folder: str) -> dict:
     metrics_path, scores_path = os.path.join(folder, "metrics.json"), os.path.join(folder, SCORES_FILE)
     if not os.path.isfile(metrics_path):
         raise CompareError(f"{metrics_path} not found: {folder} is not a finished `gui-grounding eval` output folder")
+    for path in (metrics_path, scores_path):  # not JSON text (gzip, UTF-16, ...): named as every reader names it
+        problem = container_problem(path) if os.path.lexists(path) else None
+        if problem is not None:
+            raise CompareError(f"{path}: {problem}")
     try:
         with open(metrics_path, encoding="utf-8") as f:
             metrics = json.load(f)

@@ -74,7 +74,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from groundwork import validate
-from groundwork.records import RecordError, iter_records
+from groundwork.records import DataFileError, RecordError, iter_records
 from gui_grounding.data.annotations import EvalInputError, is_number, short_repr
 from gui_grounding.data.schema import Sample
 from gui_grounding.eval.judge import WRONG_FORMAT, judge
@@ -321,7 +321,10 @@ def load_predictions(
         raise EvalInputError(f"predictions {show_path(path)} is a folder; name a predictions file")
     if not os.path.isfile(path):
         raise FileNotFoundError(f"predictions file not found: {show_path(path)}")
-    items = list(iter_records(path))
+    try:
+        items = list(iter_records(path))
+    except DataFileError as err:  # not JSON text (gzip, UTF-16, a FIFO): the framing rule's one error for the file
+        raise EvalInputError(f"{show_path(path)}: {err.message}") from None
     only = items[0][2] if len(items) == 1 else None
     if format == "harness-log":
         if not (isinstance(only, dict) and isinstance(only.get("details"), list)):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import os
 
+from groundwork.records import DataFileError
 from gui_grounding.data.annotations import EvalInputError
 from gui_grounding.eval.predictions import ON_DUPLICATE
 
@@ -184,7 +185,10 @@ def run_eval(
         remove_summary(os.path.join(out_dir, "metrics.json"))  # an earlier run's summary must not outlive its outputs
         bench = get_benchmark(benchmark, **(benchmark_options or {}))
         bench.need_pixels = model is not None  # rescoring: a sample whose image is missing stays in the denominator
-        samples, load_report = bench.load(data, strict=strict)
+        try:
+            samples, load_report = bench.load(data, strict=strict)
+        except DataFileError as err:  # a benchmark file that is not JSON text (gzip, UTF-16, ...): one line
+            raise EvalInputError(f"{show_path(err.ref)}: {err.message}") from None
         if limit is not None:
             samples = samples[:limit]
         if not samples:

@@ -4,7 +4,8 @@
 :func:`groundwork.records.iter_records` and validated by :func:`gui_grounding.data.schema.record_to_sample` (canonical, GTA1 and
 VLM-R1 formats; image paths relative to the file's folder), with one difference from the training loader, for
 benchmark denominators: boxes are **never clipped or dropped**. A box past the image edge, entirely outside the image as
-we read it (e.g. an EXIF-rotated photo), inverted, or within [0, 1] (fractions?) is scored as given, with a warning
+we read it (e.g. an EXIF-rotated photo), inverted, or off its format's unit (``groundwork.validate.check_unit``: within [0, 1]
+in a pixel or 0-1000 record) is scored as given, with a warning
 (``box_partly_outside_image``, ``box_outside_image``, ``inverted_box``, ``suspect_unit``). Errors (counted with ``file:line``, not scored): an unparseable line, an
 unknown format, a missing field, a box that is not 4 numbers (``bad_box``), an empty instruction, and whatever else
 ``record_to_sample`` rejects (text, paths, images).
@@ -33,6 +34,7 @@ from gui_grounding.data.annotations import (
     BenchmarkLoadReport,
     SampleIds,
     check_extent,
+    check_unit,
     handle_reject,
     is_number,
     log_load_report,
@@ -176,16 +178,12 @@ class Canonical(Benchmark):
                 "image_unavailable",
                 f"image {sample.image_path} is not available (kept: rescoring needs no pixels)",
             )
+        for b in boxes:  # the unit rule in the unit of the record's format (GTA1: 0-1000, else pixels)
+            check_unit(b, "norm1000" if fmt == "gta1" else "pixel", ref, report, "box")
         pixel_boxes = [box_from_norm1000(b, width, height) for b in boxes] if fmt == "gta1" else list(boxes)
         for b in pixel_boxes:
             if b[0] >= b[2] or b[1] >= b[3]:
                 report.warn(ref, "inverted_box", f"box {list(b)} is inverted or has zero area (kept)")
-            if fmt != "gta1" and validate.all_fractions(b):
-                report.warn(
-                    ref,
-                    "suspect_unit",
-                    f"pixel box {list(b)} lies within [0, 1]: fractions, not pixels? (kept, scored as pixels)",
-                )
             check_extent(b, width, height, ref, report, "box")
         sample.boxes = pixel_boxes
         sample.source_boxes = list(boxes)

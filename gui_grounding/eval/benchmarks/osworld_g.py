@@ -45,6 +45,7 @@ from gui_grounding.data.annotations import (
     SampleIds,
     box_from_xywh,
     check_extent,
+    check_unit,
     image_file,
     instruction_text,
     is_number,
@@ -222,6 +223,7 @@ class OSWorldG(Benchmark):
             polygons = [parse_polygon(rec["box_coordinates"], ref, report)]
         width, height = sizes(image_path, ref, stated=rec.get("image_size"), report=report)
         for box in boxes:
+            check_unit(box, "pixel", ref, report, "bbox")
             check_extent(box, width, height, ref, report, "bbox")
         for poly in polygons:
             xs, ys = [p[0] for p in poly], [p[1] for p in poly]

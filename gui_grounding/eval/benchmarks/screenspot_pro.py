@@ -49,6 +49,7 @@ from gui_grounding.data.annotations import (
     SampleIds,
     box_from_xyxy,
     check_extent,
+    check_unit,
     image_file,
     instruction_text,
     is_number,
@@ -148,6 +149,7 @@ class ScreenSpotPro(Benchmark):
         require(rec, ("img_filename", "bbox", "img_size", "instruction", "application", "platform", "ui_type"), ref)
         instruction = instruction_text(rec, "instruction", ref, report)
         box = box_from_xyxy(rec["bbox"], ref, report)
+        check_unit(box, "pixel", ref, report, "bbox")
         img_size = rec["img_size"]
         if not (isinstance(img_size, list) and len(img_size) == 2 and all(is_number(v) and v > 0 for v in img_size)):
             raise SampleError(ref, "bad_field", f"img_size must be [width, height] > 0, got {short_repr(img_size)}")

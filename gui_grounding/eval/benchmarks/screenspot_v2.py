@@ -30,6 +30,7 @@ from gui_grounding.data.annotations import (
     SampleIds,
     box_from_xywh,
     check_extent,
+    check_unit,
     image_file,
     instruction_text,
     log_load_report,
@@ -102,6 +103,7 @@ class ScreenSpotV2(Benchmark):
         box = box_from_xywh(rec["bbox"], ref, report)
         image_path = image_file(image_dir, rec["img_filename"], ref)
         width, height = sizes(image_path, ref, report=report)
+        check_unit(box, "pixel", ref, report, "bbox")  # [x, y, w, h] pixels, as [x_min, y_min, x_max, y_max]
         check_extent(box, width, height, ref, report, "bbox")
         extra = {"img_filename": rec["img_filename"], "data_source": rec.get("data_source")}
         return Sample(
