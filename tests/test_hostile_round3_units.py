@@ -32,10 +32,10 @@ from gui_grounding.cli import main as cli_main
 from gui_grounding.data.annotations import EvalInputError
 from gui_grounding.data.convert import convert
 from gui_grounding.data.schema import load_samples
-from gui_grounding.eval import run_eval
 from gui_grounding.eval.benchmarks import get_benchmark
 from gui_grounding.eval.compare import CompareError, read_run
 from gui_grounding.eval.predictions import load_predictions
+from gui_grounding.eval.run import run_eval
 from gui_grounding.models.frames import box_from_norm1000
 from vlm_r1.tasks import SkipRecord, check_image
 
