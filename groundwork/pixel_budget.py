@@ -286,7 +286,7 @@ def update_run_info(output_dir: str, values: Mapping[str, Any], *, new_run: bool
     """The one writer of ``output_dir/vlm_r1_run.json`` (the run's record: what the run resolved to, and its pixel
     budget, which :func:`recorded_budget` reads back); returns the file's path.
 
-    Both moments that write it call this: the start of a GRPO run (``vlm_r1.grpo_jsonl.write_run_info``, with
+    Both moments that write it call this: the start of a GRPO run (``vlm_r1.grpo.write_run_info``, with
     ``new_run=True``: the record starts afresh, so keys of an earlier run in the same folder are not carried over)
     and the final save (:func:`record`: ``pixel_budget`` merged into the keys already there). The file is read,
     updated and written back while its :class:`groundwork.outputs.OutputLock` is held (waiting up to

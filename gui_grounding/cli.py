@@ -179,7 +179,7 @@ def _profiles(args: argparse.Namespace) -> None:
 
 
 def _train(argv: list[str]) -> None:
-    from gui_grounding.train import main as train_main
+    from gui_grounding.training.gta1 import main as train_main
 
     train_main(argv)
 

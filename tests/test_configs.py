@@ -8,7 +8,7 @@ from dataclasses import fields
 import pytest
 
 from gui_grounding.training.task import GUIGroundingOptions
-from vlm_r1.grpo_jsonl import parse_args
+from vlm_r1.grpo import parse_args
 
 BASE = ["--model_name_or_path", "some/model", "--data_file_paths", "a.jsonl"]
 

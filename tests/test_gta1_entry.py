@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-from gui_grounding.train import GTA1_DEFAULTS, parse_args
+from gui_grounding.training.gta1 import GTA1_DEFAULTS, parse_args
 
 
 def test_gta1_script_defaults_and_flags(tmp_path):

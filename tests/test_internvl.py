@@ -358,7 +358,7 @@ def test_pixel_budget_given_for_internvl_warns_and_tiles_are_set(tiny_internvl, 
     import logging
     from types import SimpleNamespace
 
-    from vlm_r1.grpo_jsonl import load_processor_and_budget
+    from vlm_r1.grpo import load_processor_and_budget
     from vlm_r1.modules import get_vlm_module
 
     module = get_vlm_module(tiny_internvl)

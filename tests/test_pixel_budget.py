@@ -257,7 +257,7 @@ def test_eval_resolution_flag_profile_checkpoint_adapter(tmp_path, caplog):
 
 
 def test_training_budget_sources_from_the_command_line(tmp_path):
-    from vlm_r1.grpo_jsonl import parse_args
+    from vlm_r1.grpo import parse_args
 
     yaml = tmp_path / "r.yaml"
     yaml.write_text("max_pixels: 401408\n")
@@ -267,7 +267,7 @@ def test_training_budget_sources_from_the_command_line(tmp_path):
     assert script.budget_sources["max_pixels"] == f"--config {yaml}"
     assert script.budget_sources["min_pixels"] == "flag --min_pixels"
     assert script.budget_sources["max_anyres_num"].startswith("default of vlm_r1.grpo_jsonl (upstream VLM-R1")
-    from gui_grounding.train import parse_args as gta1_parse
+    from gui_grounding.training.gta1 import parse_args as gta1_parse
 
     script, _, _ = gta1_parse(["--model_name_or_path", "m", "--data_file_paths", "d.jsonl"])
     assert (script.max_pixels, script.budget_sources["max_pixels"]) == (

@@ -22,7 +22,7 @@ from groundwork.geometry import Frame, box_iou, smart_resize
 from tests.helpers.paths import REPO, SAMPLE
 from tests.helpers.proc import child_env, run
 from vlm_r1 import rewards as vr
-from vlm_r1.grpo_jsonl import build_rewards
+from vlm_r1.grpo import build_rewards
 from vlm_r1.modules import Qwen2VLModule, get_vlm_module, load_processor
 from vlm_r1.tasks import DefaultTask, RECTask, get_task, parse_rec_gt
 

@@ -231,7 +231,7 @@ def test_one_registry_helper_serves_every_kind():
 
 
 def test_task_spec_with_its_own_options(tmp_path):
-    from vlm_r1.grpo_jsonl import parse_args
+    from vlm_r1.grpo import parse_args
     from vlm_r1.tasks import get_task
 
     spec = f"{__name__}:SpecTask"

@@ -12,7 +12,7 @@ import pytest
 
 from tests.helpers.paths import REPO
 from vlm_r1.configs import LEGACY_TRAINING_FLAGS
-from vlm_r1.grpo_jsonl import parse_args
+from vlm_r1.grpo import parse_args
 from vlm_r1.upstream_defaults import load_rows, markdown_table, our_defaults
 
 ROWS = load_rows()

@@ -540,7 +540,7 @@ def test_run_info_writer_is_the_only_one():
     """``grpo_jsonl.write_run_info`` (a new run's record) and ``pixel_budget.record`` (the final save) both end in
     ``update_run_info``; no other library file names ``vlm_r1_run.json`` as a string (the constant's one home).
     Checked on the sources (importing ``grpo_jsonl`` loads TRL)."""
-    (start,) = _calls_in("vlm_r1/grpo_jsonl.py", "write_run_info", "update_run_info")
+    (start,) = _calls_in("vlm_r1/grpo.py", "write_run_info", "update_run_info")
     assert [ast.unparse(k) for k in start.keywords] == ["new_run=True"]
     (final,) = _calls_in("groundwork/pixel_budget.py", "record", "update_run_info")
     assert final.keywords == []

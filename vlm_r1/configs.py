@@ -160,7 +160,7 @@ class DataArguments:
         """``--image_root``: the image folder of every data file that ``--image_folders`` gives none (in place).
 
         With ``--data_config`` the mixture's entries without ``image_folder`` get it when the mixture is built
-        (``vlm_r1.grpo_jsonl.build_datasets``).
+        (``vlm_r1.grpo.build_datasets``).
         """
         if self.image_root and self.data_file_paths and not self.image_folders:
             self.image_folders = ":".join([self.image_root] * len(self.data_file_list))
@@ -325,7 +325,7 @@ class VLMGRPOConfig(GRPOConfig):
     ``--tf32`` where the hardware lacks them (CPU) warn and fall back to fp32 (:func:`vlm_r1.devices.apply_device_defaults`).
 
     ``loss_preset`` is resolved in ``__post_init__``: a preset field counts as set by the user when its value differs
-    from this class's default. The command line (``vlm_r1.grpo_jsonl.parse_args``) re-resolves it with the
+    from this class's default. The command line (``vlm_r1.grpo.parse_args``) re-resolves it with the
     exact rule: a field counts as set when its flag was given on the command line or its key is in the ``--config``
     YAML, even if the value equals TRL's default. User values always win; each conflict with the preset is listed in
     ``loss_preset_overrides`` (``{field: user value}``) and in the lines :meth:`resolve_loss_preset` returns.

@@ -9,7 +9,7 @@ entry per completion. Resolution order for a name given to ``--reward_funcs``:
 2. a built-in name: upstream VLM-R1's ``accuracy`` and ``format``, and its REC rewards ``rec_iou`` (upstream
    ``iou_reward``) and ``rec_format`` (upstream ``format_reward_rec``). With ``--task_type rec`` the names
    ``accuracy``/``format`` resolve to ``rec_iou``/``rec_format`` (the task's ``reward_aliases``, applied by
-   ``vlm_r1.grpo_jsonl.build_rewards``), as upstream's ``--is_reward_customized_from_vlm_module true`` did;
+   ``vlm_r1.grpo.build_rewards``), as upstream's ``--is_reward_customized_from_vlm_module true`` did;
 3. a reward the task declares (``Task.rewards``: a task plugin brings its own rewards), then a name registered by an
    installed package under the entry-point group ``vlm_r1.rewards`` (:data:`REWARDS`, a
    :class:`groundwork.registry.Registry`).

@@ -91,7 +91,7 @@ def parse_args(argv: list[str] | None = None):
     import argparse
 
     from vlm_r1.configs import given_sources, parse_task_command_line
-    from vlm_r1.grpo_jsonl import BUDGET_FLAGS
+    from vlm_r1.grpo import BUDGET_FLAGS
 
     argv = list(argv) if argv is not None else sys.argv[1:]
     (script_args, training_args, model_args), options, notices = parse_task_command_line(
@@ -135,7 +135,7 @@ def sft_dataset(task, script_args, processor, vlm_module, data_files: str | None
         NotImplementedError: the task defines no SFT target (``Task.sft_completion``).
     """
     if data_files is not None:
-        from vlm_r1.grpo_jsonl import replace_data
+        from vlm_r1.grpo import replace_data
 
         script_args = replace_data(script_args, data_file_paths=data_files, image_folders=None)
     return add_completions(task, task.build_dataset(script_args, processor, vlm_module))
@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> None:
 
     from trl import get_peft_config
 
-    from vlm_r1.grpo_jsonl import build_datasets, load_processor_and_budget
+    from vlm_r1.grpo import build_datasets, load_processor_and_budget
     from vlm_r1.modules import get_vlm_module
     from vlm_r1.tasks import get_task
     from vlm_r1.trainer import freeze_vision_modules

@@ -49,7 +49,7 @@ def our_defaults() -> dict[str, Any]:
     from trl import TrlParser
 
     from vlm_r1.configs import _IGNORED, _RENAMED, LEGACY_TRAINING_FLAGS, allow_bare_bools
-    from vlm_r1.grpo_jsonl import ARG_DATACLASSES
+    from vlm_r1.grpo import ARG_DATACLASSES
 
     parser = TrlParser(ARG_DATACLASSES)
     allow_bare_bools(parser)

@@ -4,7 +4,7 @@ The launcher (``run_scripts/gta1_recipe.sh``, used by ``run_scripts/gta1_7b.sh``
 passes the recipe's command line here: ``--config recipes/gta1/<size>.yaml``, the data, the output folder, only the
 flags whose environment variable the user set (``NUM_GENERATIONS=16`` -> ``--num_generations 16``; unset: no flag, the
 YAML's value wins) and the user's extra arguments. This module parses that command line exactly as
-``python -m gui_grounding.train`` does (:func:`gui_grounding.train.parse_args`: GTA1 defaults < recipe YAML < flags),
+``python -m gui_grounding.train`` does (:func:`gui_grounding.training.gta1.parse_args`: GTA1 defaults < recipe YAML < flags),
 reads the resolved ``num_generations`` (G), and derives what depends on the cluster:
 
     completions per optimisation step = GLOBAL_PROMPTS x G
@@ -15,7 +15,7 @@ reads the resolved ``num_generations`` (G), and derives what depends on the clus
 It prints the launcher's two flags (``--per_device_train_batch_size``, ``--gradient_accumulation_steps``; plus an
 absolute ``--deepspeed`` when the recipe's relative path does not resolve from the working directory) on stdout, one
 word a line, and the batch maths on stderr. With ``--dry-run`` it parses the final command line again and prints the
-resolved objective (``[dry-run] key value`` lines, :func:`gui_grounding.train.objective`), the batch maths from those
+resolved objective (``[dry-run] key value`` lines, :func:`gui_grounding.training.gta1.objective`), the batch maths from those
 resolved values, and the predicted peak GPU memory per rank (``gui_grounding/ops/estimate.py``).
 
     python -m gui_grounding.plan --nnodes 1 --nproc-per-node 8 --dry-run -- --config recipes/gta1/7b.yaml \\
@@ -238,9 +238,9 @@ def resolve(
         PlanError: see :func:`derive_batch`.
         SystemExit: the flags do not parse (argparse's message on stderr).
     """
-    from gui_grounding.train import parse_args
+    from gui_grounding.training.gta1 import parse_args
     from vlm_r1.configs import given_sources
-    from vlm_r1.grpo_jsonl import ARG_DATACLASSES
+    from vlm_r1.grpo import ARG_DATACLASSES
 
     recipe_argv = list(recipe_argv)
     recipe = _config_path(recipe_argv)
@@ -470,7 +470,7 @@ def main(argv: list[str] | None = None) -> int:
     result: dict = {"plan": {"batch": plan.batch.to_dict(), "launcher_args": plan.launcher_args}}
     if plan.args is not None:
         from gui_grounding.ops.estimate import estimate_for_plan, options_from_args
-        from gui_grounding.train import objective
+        from gui_grounding.training.gta1 import objective
 
         resolved = objective(*plan.args)
         result["objective"] = resolved
