@@ -23,7 +23,6 @@ INSTALL_REQUIRES = [
     "matplotlib>=3.8",
     "tensorboard>=2.16",
     "wandb>=0.31",  # --report_to wandb (upstream run scripts log there); WANDB_MODE=offline works without a network
-    "ijson>=3.2",  # streaming multi-GB JSON lists (gui-grounding convert)
     "imagesize>=1.4",  # image sizes from headers, without decoding
     "scipy>=1.11",  # eval: Wilson intervals and McNemar's paired test (gui_grounding.eval.stats)
     # the default task's `accuracy` as upstream VLM-R1 scores it (vlm_r1.rewards): math_verify for math answers,

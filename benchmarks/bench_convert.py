@@ -9,7 +9,7 @@ each a symbolic link to one of the real screenshots in ``data/web_sample/images`
 missing image, 1% have a box sticking a little out of the image (clipped) and 1% repeat an earlier record
 (duplicates), so the reject and clipping paths are exercised too. Each ``--verify`` mode (``--verify-images``:
 ``header`` reads each unique image's header, ``decode`` decodes each unique image once) and ``--workers`` value runs
-in a fresh Python process (``convert(..., workers=N, verify_images=MODE)``, streaming with ijson), ``--repeats``
+in a fresh Python process (``convert(..., workers=N, verify_images=MODE)``, the list streamed by ``groundwork.records.iter_records``), ``--repeats``
 times, side by side; the report gives the median
 records/s, the peak resident memory of that process (``VmHWM``) and its peak after imports
 (transformers, pulled in by ``gui_grounding.models.frames``, is most of it), so the converter's own share is visible.

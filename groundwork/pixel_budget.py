@@ -35,6 +35,7 @@ from typing import Any
 
 from groundwork.geometry import Frame, smart_resize
 from groundwork.outputs import OutputError, OutputLock, write_json
+from groundwork.records import load_json_file
 from groundwork.validate import ImageLimits
 
 logger = logging.getLogger(__name__)
@@ -273,9 +274,8 @@ def recorded_budget(model_path: str) -> PixelBudget | None:
         if not os.path.isfile(path):
             continue
         try:
-            with open(path, encoding="utf-8") as f:
-                info = json.load(f)
-        except (OSError, ValueError) as err:
+            info = load_json_file(path, "run info")  # a regular file of strict JSON, no key twice
+        except ValueError as err:
             raise ValueError(f"{path}: cannot read the recorded pixel budget: {err}") from None
         if isinstance(info, dict) and RUN_INFO_KEY in info:
             return PixelBudget.from_dict(info[RUN_INFO_KEY], f"checkpoint {path}")
@@ -310,9 +310,8 @@ def update_run_info(output_dir: str, values: Mapping[str, Any], *, new_run: bool
         info: dict = {}
         if not new_run and os.path.exists(path):
             try:
-                with open(path, encoding="utf-8") as f:
-                    loaded = json.load(f)
-            except (OSError, ValueError, RecursionError) as err:
+                loaded = load_json_file(path, "run info")  # a regular file of strict JSON, no key twice
+            except ValueError as err:
                 loaded = err
             if isinstance(loaded, dict):
                 info = loaded

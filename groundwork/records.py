@@ -11,9 +11,12 @@ import json
 import math
 import os
 import re
+import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
+
+from groundwork.validate import short_repr
 
 ERROR_TEXT_CHARS = 1 << 20  # a RecordError keeps at most this much of the record's text
 
@@ -23,10 +26,11 @@ class RecordError(ValueError):
 
     ``text``: the record's own text as the reader saw it (what the error covers; at most ``ERROR_TEXT_CHARS``
     characters, or None when there is none, e.g. a compressed file), for callers that recover something from it
-    (``gui_grounding.eval.predictions`` reads a sample_id out of it)."""
+    (``gui_grounding.eval.predictions`` reads a sample_id out of it). ``reason``: the reject reason callers report
+    (``unparseable_record``; ``duplicate_key`` for an object that holds a key twice, see :class:`DuplicateKeyError`)."""
 
-    def __init__(self, ref: str, message: str, text: str | None = None):
-        self.ref, self.message = ref, message
+    def __init__(self, ref: str, message: str, text: str | None = None, reason: str = "unparseable_record"):
+        self.ref, self.message, self.reason = ref, message, reason
         self.text = text[:ERROR_TEXT_CHARS] if text is not None else None
         super().__init__(f"{ref}: {message}")
 
@@ -36,6 +40,34 @@ class DataFileError(RecordError):
     :func:`container_problem`): raised by :func:`iter_records` before anything is read, one error for the file
     (``str``: ``FILE: the file is gzip-compressed (decompress it first: ...), not JSON/JSONL text``), never a record.
     ``ref`` is the path, ``message`` the problem."""
+
+
+class DuplicateKeyError(ValueError):
+    """A JSON object or YAML mapping that holds the same key twice (``key``: the key). Python's ``json`` and PyYAML
+    keep the last value without a word (RFC 8259 section 4 leaves it to the reader: "the names within an object
+    SHOULD be unique"), so one sample's answer could be scored for another, a record get another box, a mixture
+    another sampling strategy; every reader of this module refuses it (``duplicate_key``)."""
+
+    def __init__(self, key: Any, message: str | None = None):
+        self.key = key
+        super().__init__(message or f"duplicate key {short_repr(key)}")
+
+
+def unique_object(pairs: list) -> dict:
+    """``object_pairs_hook`` of every JSON decoder here: the object of ``pairs``, or :class:`DuplicateKeyError`
+    naming the first key given twice (at any depth: the hook sees every object)."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise DuplicateKeyError(key)
+            seen.add(key)
+    return obj
+
+
+def _reason(err: BaseException) -> str:
+    return "duplicate_key" if isinstance(err, DuplicateKeyError) else "unparseable_record"
 
 
 # bytes that are not UTF-8 come back from errors="surrogateescape" as U+DC80..U+DCFF (valid UTF-8 never decodes to them)
@@ -65,8 +97,8 @@ def _loads(text: str, ref: str, decoder: json.JSONDecoder | None = None) -> Any:
         return (decoder or _DECODER).decode(text)
     except RecursionError:
         return RecordError(ref, "invalid JSON: nested too deeply", text)
-    except ValueError as err:  # JSONDecodeError, NaN/Infinity, ints of more than sys.get_int_max_str_digits() digits
-        return RecordError(ref, f"invalid JSON: {str(err)[:200]}", text)
+    except ValueError as err:  # JSONDecodeError, NaN/Infinity, a key twice, ints of more than 4300 digits
+        return RecordError(ref, f"invalid JSON: {str(err)[:200]}", text, _reason(err))
 
 
 def _record(value: Any, ref: str, text: str | None = None) -> dict | RecordError:
@@ -83,17 +115,32 @@ _CLOSER = {"]": "[", "}": "{"}
 _WHITESPACE = re.compile(r"[ \t\r\n]*")  # JSON's whitespace (RFC 8259 section 2): raw CRs are whitespace, not breaks
 JSON_LIST_CHUNK_CHARS = 1 << 20
 MAX_DOCUMENT_CHARS = 1 << 28  # one JSON document or line (not a list element) larger than this is an error
-_DECODER = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite_float)
-_LAX_DECODER = json.JSONDecoder()  # NaN / Infinity / 1e999 read as floats (Python's json.load)
+_DECODER = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite_float, object_pairs_hook=unique_object)
+# NaN / Infinity / 1e999 read as floats (Python's json.load); a key twice is still an error
+_LAX_DECODER = json.JSONDecoder(object_pairs_hook=unique_object)
+_SYNTAX_DECODER = json.JSONDecoder()  # only finds where a document that is valid syntax ends
 
 
 def strict_loads(text: str) -> Any:
-    """One JSON value, strictly (no ``NaN`` / ``Infinity`` tokens, no float beyond the float range).
+    """One JSON value, strictly (no ``NaN`` / ``Infinity`` tokens, no float beyond the float range, no object
+    holding a key twice).
 
     Raises:
-        ValueError: not such JSON (``json.JSONDecodeError`` included); RecursionError: nested too deeply.
+        ValueError: not such JSON (``json.JSONDecodeError`` and :class:`DuplicateKeyError` included);
+        RecursionError: nested too deeply.
     """
     return _DECODER.decode(text)
+
+
+def lax_loads(text: str) -> Any:
+    """``json.loads`` (``NaN`` / ``Infinity`` / ``1e999`` as floats, for callers whose value checks reject them with
+    their own reason), except that an object holding a key twice is an error: JSON embedded in a record's field
+    (a ``solution`` or ``conversations`` string) follows the record's own duplicate-key rule.
+
+    Raises:
+        ValueError: not JSON (``json.JSONDecodeError``, :class:`DuplicateKeyError`); RecursionError: nested too deeply.
+    """
+    return _LAX_DECODER.decode(text)
 
 
 # leading bytes of files that are not JSON text: named, so the reason says what the file is
@@ -111,21 +158,23 @@ _CONTAINERS = (
 )
 
 
-def container_problem(path: str) -> str | None:
-    """Why ``path`` is not JSON text (not a regular file: a FIFO, ``/dev/zero``, a folder; compressed, an archive,
-    parquet, UTF-16/32), or None. Reads 8 bytes. :func:`check_data_file` raises it as the file's one error."""
-    import stat
-
+def container_problem(path: str, expected: str = "JSON/JSONL text") -> str | None:
+    """Why ``path`` is not ``expected`` text (not a regular file: a FIFO, ``/dev/zero``, a folder; compressed, an
+    archive, parquet, UTF-16/32), or None. Reads 8 bytes; never blocks (the file is opened non-blocking and checked
+    again on the open descriptor, so a FIFO put in its place after the first check is refused too)."""
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):
             return "not a regular file (a folder, FIFO, device or socket cannot be read as data)"
-        with open(path, "rb") as f:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return "not a regular file (a folder, FIFO, device or socket cannot be read as data)"
             head = f.read(8)
-    except OSError as err:
-        return f"cannot read: {err.strerror or err}"
+    except (OSError, ValueError) as err:  # ValueError: a path holding a NUL byte
+        return f"cannot read: {getattr(err, 'strerror', None) or err}"
     for magic, what in _CONTAINERS:
         if head.startswith(magic):
-            return f"the file is {what}, not JSON/JSONL text"
+            return f"the file is {what}, not {expected}"
     return None
 
 
@@ -142,15 +191,128 @@ def check_data_file(path: str) -> None:
         raise DataFileError(path, problem)
 
 
+SIDE_FILE_BYTES = 64 << 20  # a side file (config, calibration, run info) larger than this is refused unread
+
+
+def read_side_file(path: str, what: str, *, max_bytes: int = SIDE_FILE_BYTES, expected: str = "JSON text") -> str:
+    """The UTF-8 text of a side file named by a user (a recipe or data-config YAML, a DeepSpeed JSON, a calibration
+    or run-info file, a checkpoint's config files): the one reader of such files, so none of them reads ``/dev/zero``
+    until memory runs out or hangs on a FIFO (the regular-file rule of :func:`container_problem`: a FIFO, device,
+    folder, compressed file or UTF-16 text is refused before anything is read), and none holds more than ``max_bytes``
+    (checked on the open file, before reading, and again while reading a file that grows). A leading byte-order mark
+    is dropped.
+
+    Raises:
+        ValueError: one line, ``"{what} {path}: {why}"`` (missing, not a regular file, too large, not UTF-8).
+    """
+    problem = container_problem(path, expected)
+    if problem is not None:
+        raise ValueError(f"{what} {path}: {problem}")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        with os.fdopen(fd, "rb") as f:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise ValueError(f"{what} {path}: not a regular file (a folder, FIFO, device or socket)")
+            if st.st_size > max_bytes:
+                raise ValueError(f"{what} {path}: {st.st_size:,} bytes, more than the {max_bytes:,}-byte limit")
+            data = f.read(max_bytes + 1)
+    except OSError as err:
+        raise ValueError(f"{what} {path}: cannot read: {err.strerror or err}") from None
+    if len(data) > max_bytes:
+        raise ValueError(f"{what} {path}: more than the {max_bytes:,}-byte limit (the file grew while read)")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{what} {path}: not valid UTF-8 (byte {err.start})") from None
+
+
+def load_json_file(path: str, what: str, *, max_bytes: int = SIDE_FILE_BYTES, allow_nan: bool = False) -> Any:
+    """The one JSON value of a side file (:func:`read_side_file`), strictly: no object holding a key twice (any
+    depth), no ``NaN`` / ``Infinity`` unless ``allow_nan`` (a file written by ``json.dump`` with its default
+    ``allow_nan=True``, such as transformers' ``trainer_state.json``), nothing after the value.
+
+    Raises:
+        ValueError: one line naming ``what``, the file and the problem; :class:`DuplicateKeyError` (a ValueError)
+            for a key twice (``duplicate key 'K'``).
+    """
+    text = read_side_file(path, what, max_bytes=max_bytes)
+    try:
+        return (_LAX_DECODER if allow_nan else _DECODER).decode(text)
+    except RecursionError:
+        raise ValueError(f"{what} {path}: invalid JSON: nested too deeply") from None
+    except DuplicateKeyError as err:
+        raise DuplicateKeyError(err.key, f"{what} {path}: invalid JSON: {err}") from None
+    except ValueError as err:
+        raise ValueError(f"{what} {path}: invalid JSON: {str(err)[:200]}") from None
+
+
+_YAML_LOADER = None
+
+
+def _strict_yaml_loader() -> type:
+    """PyYAML's ``SafeLoader`` refusing a mapping that holds a key twice (:class:`DuplicateKeyError`, at any depth;
+    keys compared as loaded values, so ``1`` and ``"1"`` differ and ``yes``/``true`` are one key). Merge keys
+    (``<<: *base``) still override as YAML 1.1 says: only keys written in the mapping itself are compared."""
+    global _YAML_LOADER
+    if _YAML_LOADER is None:
+        import yaml
+
+        class StrictLoader(yaml.SafeLoader):
+            def compose_mapping_node(self, anchor):
+                node = super().compose_mapping_node(anchor)
+                seen = set()
+                for key_node, _ in node.value:
+                    if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+                        continue
+                    key = self.construct_object(key_node)
+                    try:
+                        fresh = key not in seen
+                    except TypeError:  # unhashable: SafeLoader refuses it later
+                        continue
+                    if not fresh:
+                        line = key_node.start_mark.line + 1
+                        raise DuplicateKeyError(key, f"duplicate key {short_repr(key)} (line {line})")
+                    seen.add(key)
+                return node
+
+        _YAML_LOADER = StrictLoader
+    return _YAML_LOADER
+
+
+def load_yaml_file(path: str, what: str, *, max_bytes: int = SIDE_FILE_BYTES) -> Any:
+    """The YAML document of a side file (:func:`read_side_file`), loaded safely (``yaml.SafeLoader``) and strictly:
+    a mapping holding a key twice is an error naming the key and its line (PyYAML keeps the last value silently).
+
+    Raises:
+        ValueError: one line naming ``what``, the file and the problem; :class:`DuplicateKeyError` (a ValueError)
+            for a key twice (``duplicate key 'K' (line N)``).
+    """
+    import yaml
+
+    text = read_side_file(path, what, max_bytes=max_bytes, expected="YAML text")
+    try:
+        return yaml.load(text, Loader=_strict_yaml_loader())  # noqa: S506 (a SafeLoader subclass)
+    except DuplicateKeyError as err:
+        raise DuplicateKeyError(err.key, f"{what} {path}: {err}") from None
+    except yaml.YAMLError as err:
+        raise ValueError(f"{what} {path}: invalid YAML: {' '.join(str(err).split())[:300]}") from None
+    except RecursionError:
+        raise ValueError(f"{what} {path}: invalid YAML: nested too deeply") from None
+
+
 class _Text:
     """A text read in chunks, with line numbers. Lines are counted by ``\n`` (a CRLF ending counts once; a raw CR
     inside a line is JSON whitespace and counts for nothing), or by ``\r`` in a file whose first chunk holds CRs and
     no ``\n`` (a classic Mac text file: its lines end in CR). ``line_at(pos)`` is the 1-based line of ``buf[pos]``
-    (positions only move forward)."""
+    (positions only move forward). ``undecodable``: some text read holds bytes that were not UTF-8 (checked once per
+    chunk, so readers look for them per record only then)."""
 
     def __init__(self, chunks: Iterable[str]):
         self.it, self.buf, self.eof = iter(chunks), "", False
         self.nl, self.line, self.counted = None, 1, 0
+        self.cut_in_line = 0  # characters of buf's first line dropped by compact() (a line longer than a chunk)
+        self.undecodable = False
 
     def more(self, at_least: int = 0) -> bool:
         """Append chunks (at least ``at_least`` characters when available); False at the end of the text."""
@@ -163,6 +325,7 @@ class _Text:
             if self.nl is None:
                 self.nl = "\r" if "\r" in piece and "\n" not in piece else "\n"
             self.buf += piece
+            self.undecodable = self.undecodable or _UNDECODABLE.search(piece) is not None
             got += len(piece)
             if got >= at_least:
                 return True
@@ -174,15 +337,21 @@ class _Text:
         return self.line
 
     def column(self, pos: int) -> int:
-        return pos - self.buf.rfind(self.nl or "\n", 0, pos)
+        start = self.buf.rfind(self.nl or "\n", 0, pos)
+        return pos - start + (self.cut_in_line if start < 0 else 0)
 
     def compact(self, pos: int) -> int:
-        """Drop the text before the line holding ``pos`` (once it is large); returns ``pos`` in the new buffer."""
+        """Drop the text before the line holding ``pos`` (once it is large), or before ``pos`` itself when that line
+        is longer than a chunk (a JSON list written on one line, as ``json.dump`` writes it: memory stays one chunk
+        plus the current element); returns ``pos`` in the new buffer."""
         if pos < JSON_LIST_CHUNK_CHARS:
             return pos
         cut = self.buf.rfind(self.nl or "\n", 0, pos) + 1
         if cut <= 0:
-            return pos
+            cut = pos
+            self.cut_in_line += cut
+        else:
+            self.cut_in_line = 0
         self.line_at(cut)
         self.buf = self.buf[cut:]
         self.counted -= cut
@@ -220,17 +389,47 @@ class _Text:
                 return pos
 
 
-def _list_elements(text: _Text, pos: int) -> Iterator[tuple[str, int]]:
+_UNREAD = object()  # an element of _list_elements that was split, not decoded
+_SEPARATORS = frozenset({",", "]"})
+
+
+def _list_elements(text: _Text, pos: int, decoder: json.JSONDecoder | None = None) -> Iterator[tuple[str, Any]]:
     """The text of each element of the JSON list whose ``[`` is at ``text.buf[pos]``, read incrementally: a lexical
     scan (strings, brackets, commas), so an element that does not parse (NaN, a huge integer, bad syntax, nesting
-    100k levels deep) is one piece of text and the elements after it are still found. A closing bracket that does
-    not match the innermost open one closes up to the nearest matching one within the element (``{"a": [1}`` ends
-    at its ``}``), else it stays inside the element as a stray. An unterminated list makes the rest one element.
-    Yields ``(element text, position of the list's end)``; after the last element ``text.end`` is set to the
-    position just past the list (the caller goes on reading documents from there). Memory: the current element."""
+    100k levels deep, a key twice) is one piece of text and the elements after it are still found. A closing bracket
+    that does not match the innermost open one closes up to the nearest matching one within the element
+    (``{"a": [1}`` ends at its ``}``), else it stays inside the element as a stray. An unterminated list makes the
+    rest one element. Yields ``(element text, value)`` (the text is None for a decoded object); after the last element ``text.end`` is set to the position
+    just past the list (the caller goes on reading documents from there). Memory: the current element.
+
+    ``value`` is :data:`_UNREAD` unless ``decoder`` is given: then each element is first decoded where it starts (one
+    C call: the fast path for good elements); an element that the decoder refuses, that is not followed by ``,`` or
+    ``]`` within the text read so far, or that holds bytes that are not UTF-8, is split lexically as above (value
+    :data:`_UNREAD`; the caller decodes the text and reports its error), so both paths give the same records."""
     stack, count, start = ["["], 0, pos + 1
-    pos = start
+    scan = decoder.scan_once if decoder is not None else None
+    pos, fresh = start, decoder is not None  # fresh: the fast path is tried once per element (never per chunk read)
     while True:
+        if fresh:  # at an element's start: try the fast path
+            fresh = False
+            buf = text.buf
+            p = _WHITESPACE.match(buf, start).end()
+            try:
+                value, end = scan(buf, p)  # raw_decode without its Python frame
+            except (StopIteration, ValueError, RecursionError):
+                end = -1
+            if end >= 0:
+                q = end if buf[end : end + 1] in _SEPARATORS else _WHITESPACE.match(buf, end).end()
+                sep = buf[q : q + 1]
+                if sep in _SEPARATORS and not (text.undecodable and _UNDECODABLE.search(buf, p, end)):
+                    text.end = q + 1
+                    yield (None if type(value) is dict else buf[p:end]), value
+                    if sep == "]":
+                        return
+                    count += 1
+                    start = pos = q + 1
+                    fresh = True
+                    continue
         m = _TOKEN.search(text.buf, pos)
         if m is None or m.group() == '"':
             if not text.eof:
@@ -241,7 +440,7 @@ def _list_elements(text: _Text, pos: int) -> Iterator[tuple[str, int]]:
                 text.more()
                 continue
             if text.buf[start:].strip() or count:  # unterminated list: the rest is one (bad) element
-                yield text.buf[start:]
+                yield text.buf[start:], _UNREAD
             text.end = len(text.buf)
             return
         tok = m.group()
@@ -262,14 +461,15 @@ def _list_elements(text: _Text, pos: int) -> Iterator[tuple[str, int]]:
             if opener == "[":  # the list is closed
                 if text.buf[start : m.start()].strip() or count:
                     text.end = m.end()
-                    yield text.buf[start : m.start()]
+                    yield text.buf[start : m.start()], _UNREAD
                 text.end = m.end()
                 return
         elif len(stack) == 1:  # a comma between top-level elements
             text.end = m.end()
-            yield text.buf[start : m.start()]
+            yield text.buf[start : m.start()], _UNREAD
             count += 1
             start = m.end()
+            fresh = decoder is not None
 
 
 def split_json_list(chunks: Iterable[str]) -> Iterator[str]:
@@ -283,7 +483,8 @@ def split_json_list(chunks: Iterable[str]) -> Iterator[str]:
     pos = text.skip_whitespace(0)
     if pos >= len(text.buf) or text.buf[pos] != "[":
         raise ValueError("not a JSON list (the text does not start with '[')")
-    yield from _list_elements(text, pos)
+    for piece, _ in _list_elements(text, pos):
+        yield piece
 
 
 def _read_chunks(f, size: int | None = None) -> Iterator[str]:
@@ -311,15 +512,16 @@ def _documents(
         last_line = line
         if text.buf[pos] == "[" and doc == 0 and stream_first_list:  # a JSON file's list, streamed element by element
             prefix = f"{path}:[" if doc == 0 else f"{here}["
-            for k, piece in enumerate(_list_elements(text, pos)):
+            for k, (piece, value) in enumerate(_list_elements(text, pos, decoder)):
                 if index >= start:
                     ref = f"{prefix}{k}]"
-                    value = (
-                        _loads(piece, ref, decoder)
-                        if piece.strip()
-                        else RecordError(ref, "invalid JSON: empty list element", piece)
-                    )
-                    yield ref, index, _record(value, ref, piece)
+                    if value is _UNREAD:
+                        value = (
+                            _loads(piece, ref, decoder)
+                            if piece.strip()
+                            else RecordError(ref, "invalid JSON: empty list element", piece)
+                        )
+                    yield ref, index, value if type(value) is dict else _record(value, ref, piece)
                 index += 1
             pos = text.end
             last_line = text.line_at(pos)
@@ -358,9 +560,9 @@ def _documents(
             except RecursionError:
                 end = max(eol, pos + 1)
                 value = RecordError(here, "invalid JSON: nested too deeply", buf[pos:end])
-            except ValueError as err:  # NaN/Infinity, a float beyond the float range, an int of too many digits
-                end = max(eol, pos + 1)
-                value = RecordError(here, f"invalid JSON: {str(err)[:200]}", buf[pos:end])
+            except ValueError as err:  # NaN/Infinity, a float out of range, an int of too many digits, a key twice
+                end = _syntax_end(buf, pos, eol)
+                value = RecordError(here, f"invalid JSON: {str(err)[:200]}", buf[pos:end], _reason(err))
             break
         if isinstance(value, list) and any(isinstance(item, dict) for item in value):  # a list of records
             for k, item in enumerate(value):
@@ -376,11 +578,39 @@ def _documents(
         pos = end
 
 
+def _syntax_end(buf: str, pos: int, eol: int) -> int:
+    """Where the document at ``buf[pos]`` ends when it is valid syntax refused for its values (a key twice, NaN, a
+    float beyond the float range), so the one error covers all of a pretty-printed object; else the end of its line."""
+    try:
+        return max(_SYNTAX_DECODER.raw_decode(buf, pos)[1], eol)
+    except (ValueError, RecursionError):
+        return max(eol, pos + 1)
+
+
 _JSONL_SUFFIXES = (".jsonl", ".ndjson")
 
 
+def _byte_chunks(f, end: int) -> Iterator[str]:
+    """The text of the first ``end`` bytes of the binary file ``f``, in chunks (UTF-8, a leading BOM dropped, bytes
+    that are not UTF-8 as surrogate escapes: what the text-mode reader of :func:`iter_records` reads)."""
+    import codecs
+
+    decoder = codecs.getincrementaldecoder("utf-8-sig")(errors="surrogateescape")
+    while end > 0:
+        piece = f.read(min(end, JSON_LIST_CHUNK_CHARS))
+        if not piece:
+            break
+        end -= len(piece)
+        text = decoder.decode(piece)
+        if text:
+            yield text
+    text = decoder.decode(b"", final=True)
+    if text:
+        yield text
+
+
 def iter_records(
-    path: str, *, start: int = 0, allow_nan: bool = False
+    path: str, *, start: int = 0, allow_nan: bool = False, end: int | None = None
 ) -> Iterator[tuple[str, int, dict | RecordError]]:
     """Yield ``(ref, index, record_or_error)`` for every record of a JSON or JSONL file: the one record reader.
 
@@ -406,10 +636,19 @@ def iter_records(
     ``index`` is the 0-based position among all records. Records before ``start`` are skipped. ``allow_nan``: read
     ``NaN`` / ``Infinity`` / ``1e999`` as float values (Python's ``json.load``), so the caller's value checks reject
     them with their own reason (the benchmark readers: ``bad_box``, as the published harnesses see a number there).
+    ``end``: read only the file's first ``end`` bytes (a resumable output's whole lines, without the line its writer
+    was writing when it stopped).
+
+    An object holding a key twice, at any depth, is an error with ``reason`` ``duplicate_key`` naming the key
+    (:func:`unique_object`), its neighbours read as usual.
     """
     check_data_file(path)
+    decoder = _LAX_DECODER if allow_nan else _DECODER
+    if end is not None:
+        with open(path, "rb") as f:
+            yield from _documents(path, _Text(_byte_chunks(f, end)), start, not path.endswith(_JSONL_SUFFIXES), decoder)
+        return
     with open(path, encoding="utf-8-sig", errors="surrogateescape", newline="") as f:
-        decoder = _LAX_DECODER if allow_nan else _DECODER
         yield from _documents(path, _Text(_read_chunks(f)), start, not path.endswith(_JSONL_SUFFIXES), decoder)
 
 
@@ -625,13 +864,13 @@ def load_data_config(path: str) -> tuple[list[DataSource], int | None]:
 
     Raises:
         ValueError: not a mapping with a non-empty ``datasets`` list, an entry without ``json_path``, an unknown key,
-            or an invalid sampling strategy (each message names the entry).
+            or an invalid sampling strategy (each message names the entry); a file that is not a regular file, over
+            :data:`SIDE_FILE_BYTES`, not YAML or holding a key twice (:func:`load_yaml_file`).
         FileNotFoundError: the YAML file, or a ``json_path``, does not exist.
     """
-    import yaml
-
-    with open(path, encoding="utf-8") as f:
-        cfg = yaml.safe_load(f)
+    if not os.path.lexists(path):
+        raise FileNotFoundError(f"data_config {path} not found")
+    cfg = load_yaml_file(path, "data_config")
     if not isinstance(cfg, dict) or not isinstance(cfg.get("datasets"), list) or not cfg["datasets"]:
         raise ValueError(f"{path}: expected a mapping with a non-empty 'datasets:' list")
     unknown_top = set(cfg) - {"datasets", "seed"}

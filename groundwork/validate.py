@@ -65,6 +65,8 @@ REASONS = {
         "an image whose displayed pixels are not the decoded ones: an APNG whose default image (the IDAT image) is "
         "not part of its animation (viewers show the first animation frame, Pillow the hidden default image)"
     ),
+    "duplicate_key": "a JSON object in the record holds a key twice (groundwork.records.DuplicateKeyError: which value is meant "
+    "is unknowable)",
 }
 
 

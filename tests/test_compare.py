@@ -187,9 +187,11 @@ def test_compare_refuses_what_cannot_be_compared(runs, samples, tmp_path, capsys
     bad = _copy(a, tmp_path / "bad", scores=lambda t: t.replace('"correctness": "wrong"', '"correctness": "maybe"', 1))
     assert "bad/scores.jsonl:7: correctness must be correct, wrong or wrong_format, got 'maybe'" in refused([a, bad])
     twice = _copy(a, tmp_path / "twice", scores=lambda t: t + t.splitlines()[0] + "\n")
-    assert f"twice/scores.jsonl:11: sample '{samples[0].sample_id}' a second time" in refused([twice, b])
+    compare([twice, b])  # a bad scores line is rejected on its own (issue 28): counted, reported, the rest compared
+    printed = capsys.readouterr().out
+    assert f"twice/scores.jsonl:11: duplicate_id: sample '{samples[0].sample_id}' a second time" in printed
     not_json = _copy(a, tmp_path / "not_json", metrics=lambda t: t[:-5])
-    assert "not_json/metrics.json: JSONDecodeError: " in refused([not_json, b])
+    assert "not_json/metrics.json: invalid JSON: " in refused([not_json, b])
     fewer = _copy(b, tmp_path / "fewer", scores=lambda t: "".join(t.splitlines(keepends=True)[:-1]))
     message = refused([a, fewer])
     assert (

@@ -395,11 +395,11 @@ def test_iter_records_strict_numbers_and_json_list_neighbours(tmp_path):
         item if isinstance(item, dict) else item.reason if hasattr(item, "reason") else "error"
         for _, _, item in iter_records(str(path))
     ]
-    assert out == [{"a": 1}, "error", "error", "error", {"a": 2}]
+    assert out == [{"a": 1}, "unparseable_record", "unparseable_record", "unparseable_record", {"a": 2}]
 
 
 def test_streamed_json_list_lone_surrogate_is_bad_text_not_altered(root, tmp_path):
-    """ijson's C backend turns a lone high-surrogate escape into "?": such a file is read by the exact reader."""
+    """A lone high-surrogate escape is kept as read (ijson's C backend, once used here, turned it into "?")."""
     recs = [
         gta1("shots/a.png", [100, 100, 300, 300], "<image>smile \U0001f600"),  # a valid pair: kept as is
         gta1("shots/a.png", [100, 100, 400, 300], "<image>lone \ud800 here"),

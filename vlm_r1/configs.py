@@ -31,12 +31,14 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 from trl import GRPOConfig, ModelConfig
 
+from groundwork.records import load_json_file, load_yaml_file
 from vlm_r1.preflight import DEFAULT_TIMEOUT_S as DEFAULT_PREFLIGHT_TIMEOUT_S
 
 logger = logging.getLogger(__name__)
@@ -544,7 +546,6 @@ def explicitly_given(dataclass_types: Sequence[type], argv: Sequence[str]) -> se
 def given_sources(dataclass_types: Sequence[type], argv: Sequence[str]) -> dict[str, str]:
     """``{field: where it was set}`` for the fields :func:`explicitly_given` names: ``"flag --NAME"`` for the command
     line (it wins over the YAML, as in TRL's parser), ``"--config PATH"`` for a key of the ``--config`` YAML."""
-    import yaml
     from trl import TrlParser
 
     parser = TrlParser(dataclass_types)
@@ -557,8 +558,7 @@ def given_sources(dataclass_types: Sequence[type], argv: Sequence[str]) -> dict[
     out: dict[str, str] = {}
     if "--config" in args:
         i = args.index("--config")
-        with open(args[i + 1]) as f:
-            out = {k: f"--config {args[i + 1]}" for k in (yaml.safe_load(f) or {}) if k != "env"}
+        out = {k: f"--config {args[i + 1]}" for k in (load_yaml_file(args[i + 1], "--config") or {}) if k != "env"}
         del args[i : i + 2]
     namespace, _ = parser.parse_known_args(args)
     out.update({name: f"flag --{name}" for name in vars(namespace)})
@@ -832,6 +832,7 @@ def parse_command_line(
     """
     from trl import TrlParser
 
+    check_side_files(argv)
     types = (*dataclass_types, LegacyTrainingArguments)
 
     def parse(extra_defaults: dict[str, Any]):
@@ -858,6 +859,40 @@ def parse_command_line(
     return objs, notices
 
 
+def _flag_value(argv: Sequence[str], name: str) -> str | None:
+    """The value of the last ``--NAME X`` / ``--NAME=X`` in ``argv`` (also with ``-`` for ``_``), or None."""
+    found, names = None, {f"--{name}", f"--{name.replace('_', '-')}"}
+    for i, arg in enumerate(argv):
+        if arg in names and i + 1 < len(argv):
+            found = argv[i + 1]
+        elif arg.split("=", 1)[0] in names and "=" in arg:
+            found = arg.split("=", 1)[1]
+    return found
+
+
+def check_side_files(argv: Sequence[str]) -> None:
+    """Read the side files a command line names before TRL / transformers do, by the one side-file rule
+    (:func:`groundwork.records.load_yaml_file` / :func:`groundwork.records.load_json_file`: a regular file, at most 64 MiB, no key
+    given twice): the ``--config`` recipe YAML (TRL's parser ``yaml.safe_load``s it, keeping the last of two equal
+    keys) and the DeepSpeed JSON of ``--deepspeed`` or the recipe's ``deepspeed:`` (transformers'
+    ``TrainingArguments`` reads it whole while parsing: ``/dev/zero`` would fill memory, a FIFO hang). A DeepSpeed
+    value that is not an existing path (inline JSON, a missing file) is left to transformers' own message.
+
+    Raises:
+        SystemExit: one line naming the flag, the file and the problem.
+    """
+    try:
+        config = _flag_value(argv, "config")
+        loaded = load_yaml_file(config, "--config") if config is not None else None
+        deepspeed = _flag_value(argv, "deepspeed")
+        if deepspeed is None and isinstance(loaded, dict):
+            deepspeed = loaded.get("deepspeed")
+        if isinstance(deepspeed, str) and deepspeed and os.path.lexists(deepspeed):
+            load_json_file(deepspeed, "--deepspeed")
+    except ValueError as err:
+        raise SystemExit(" ".join(str(err).split())) from None
+
+
 # ---- two-phase parse: the task first, then the core's flags together with the task's own ---------------------------
 def task_type_of(argv: Sequence[str], defaults: dict[str, Any] | None = None) -> str | None:
     """Phase 1 of :func:`parse_task_command_line`: the ``--task_type`` the command line asks for.
@@ -866,8 +901,6 @@ def task_type_of(argv: Sequence[str], defaults: dict[str, Any] | None = None) ->
     ``task_type`` key of its ``--config`` YAML,
     else ``defaults["task_type"]`` (an entry point's default), else None (the ``default`` task).
     """
-    import yaml
-
     args = list(argv)
     found = None
     for i, arg in enumerate(args):
@@ -879,10 +912,9 @@ def task_type_of(argv: Sequence[str], defaults: dict[str, Any] | None = None) ->
         return found
     if "--config" in args and args.index("--config") + 1 < len(args):
         try:
-            with open(args[args.index("--config") + 1]) as f:
-                config = yaml.safe_load(f)
-        except (OSError, yaml.YAMLError):
-            config = None  # phase 2 (TrlParser) reports an unreadable config
+            config = load_yaml_file(args[args.index("--config") + 1], "--config")
+        except ValueError:
+            config = None  # phase 2 (parse_command_line) reports an unreadable config
         if isinstance(config, dict) and config.get("task_type") is not None:
             return str(config["task_type"])
     return (defaults or {}).get("task_type")

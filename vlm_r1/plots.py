@@ -6,9 +6,8 @@ open TensorBoard for (GTA1 watches the reward rise over optimisation steps).
 
 from __future__ import annotations
 
-import json
-
 from groundwork.outputs import atomic_writer
+from groundwork.records import load_json_file
 
 PANELS = (
     ("reward", "reward (mean over rollouts)"),
@@ -30,8 +29,9 @@ def plot_training_curves(trainer_state_path: str, out_png: str, title: str | Non
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    with open(trainer_state_path, encoding="utf-8") as f:
-        history = [h for h in json.load(f).get("log_history", []) if "step" in h and "loss" in h]
+    state = load_json_file(trainer_state_path, "trainer state", allow_nan=True)  # transformers writes NaN losses
+    log = state.get("log_history", []) if isinstance(state, dict) else []
+    history = [h for h in log if isinstance(h, dict) and "step" in h and "loss" in h]
     if not history:
         raise ValueError(f"{trainer_state_path}: no training steps in log_history")
     steps = [h["step"] for h in history]

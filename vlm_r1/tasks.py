@@ -372,7 +372,7 @@ class DefaultTask(Task):
         budget: Any = None,
     ) -> dict:
         if isinstance(rec, RecordError):
-            raise SkipRecord("unparseable_record", rec.message)
+            raise SkipRecord(rec.reason, rec.message)
         if "conversations" not in rec:
             raise SkipRecord(
                 "missing_key",
@@ -525,7 +525,7 @@ class RECTask(Task):
 
         def row_of(rec: dict | RecordError, ref: str, folder: str) -> tuple[dict, frozenset]:
             if isinstance(rec, RecordError):
-                raise SkipRecord("unparseable_record", rec.message)
+                raise SkipRecord(rec.reason, rec.message)
             if "conversations" in rec:
                 question, gpt = question_and_answer(rec)
                 consumed = frozenset({"image", "conversations", "id"})

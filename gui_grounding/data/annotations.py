@@ -39,7 +39,6 @@ Shared conventions (each benchmark module names its published source; the scorin
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from collections import Counter
@@ -48,7 +47,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from groundwork import validate
-from groundwork.records import RecordError, check_data_file, iter_records
+from groundwork.records import DuplicateKeyError, RecordError, check_data_file, iter_records, load_json_file
 from gui_grounding.data.schema import LoadReport, Sample, SampleError, read_image_size
 from gui_grounding.models.frames import Box
 
@@ -161,18 +160,18 @@ def read_json_file(path: str) -> Any:
     Raises:
         DataFileError: the file is not JSON text (compressed, UTF-16, ...: :func:`groundwork.records.check_data_file`).
         SampleError: ``unparseable_record`` (ref = the path) when the file cannot be read or is not exactly one
-            valid JSON value (a second document after it is an error too).
+            valid JSON value (a second document after it is an error too); ``duplicate_key`` for an object holding
+            a key twice (``groundwork.records.load_json_file``).
     """
     check_data_file(path)
-    try:
-        with open(path, encoding="utf-8-sig") as f:  # a byte-order mark is accepted
-            return json.load(f)
+    try:  # a regular file (no FIFO, /dev/zero), strict JSON with no key twice; a byte-order mark is accepted
+        return load_json_file(path, "annotation file", allow_nan=True)
+    except DuplicateKeyError as err:
+        raise SampleError(path, "duplicate_key", str(err)) from None
     except RecursionError as err:
         raise SampleError(path, "unparseable_record", "cannot read annotation file: JSON nested too deeply") from err
-    except (OSError, ValueError) as err:  # also UnicodeDecodeError, JSONDecodeError, ints over the digit limit
-        raise SampleError(
-            path, "unparseable_record", f"cannot read annotation file: {type(err).__name__}: {str(err)[:300]}"
-        ) from err
+    except ValueError as err:  # not a regular file, too large, not UTF-8, not JSON, ints over the digit limit
+        raise SampleError(path, "unparseable_record", f"cannot read {str(err)[:300]}") from err
 
 
 _JSON_WHITESPACE = b" \t\r\n"
@@ -283,7 +282,7 @@ def read_annotation_samples(
     for ref, index, rec in iter_records(path, allow_nan=True):  # NaN boxes: bad_box, as the harness reads them
         report.num_records += 1
         if isinstance(rec, RecordError):
-            handle_reject(report, SampleError(ref, "unparseable_record", rec.message), strict)
+            handle_reject(report, SampleError(ref, rec.reason, rec.message), strict)
             continue
         sample_id = ids.assign(rec.get(id_key) if id_key else None, f"{stem}:{index}", ref)
         mark = len(report.warnings) if isinstance(report, BenchmarkLoadReport) else 0

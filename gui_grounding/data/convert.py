@@ -6,8 +6,8 @@
 Pipeline, record by record (``gui_grounding.data.formats`` has one reader per format, and each reader's docstring
 cites the published description of its format):
 
-1. **read** the inputs incrementally: a JSON list is streamed with ``ijson`` (a 4 GB file never sits in memory),
-   JSONL line by line (``groundwork.records.iter_records``), parquet in row batches (``pyarrow``);
+1. **read** the inputs incrementally with ``groundwork.records.iter_records`` (a JSON list element by element, so a 4 GB
+   file never sits in memory; JSONL line by line), parquet in row batches (``pyarrow``);
 2. the format's reader turns each record into targets (instruction, image, box(es) in the format's own convention);
 3. the **image size** comes from the image header (``imagesize``, PIL as fallback), read once per image path and
    cached; with ``--workers N`` the header reads (and the writing of images embedded in parquet rows) of a chunk of
@@ -31,7 +31,6 @@ import hashlib
 import logging
 import math
 import os
-import re
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -40,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from groundwork import validate
-from groundwork.records import RecordError, iter_json_list, iter_records
+from groundwork.records import RecordError, iter_records
 from gui_grounding.data.formats import DIRECT_FORMATS, FORMATS, PLATFORMS, UNITS, EmbeddedImage, ReadContext, Target
 from gui_grounding.data.schema import (
     CANONICAL_KEYS,
@@ -68,79 +67,22 @@ logger = logging.getLogger(__name__)
 # reading inputs
 
 
-def iter_input(path: str, *, stream_json: bool = True) -> Iterator[tuple[str, int, Any]]:
+def iter_input(path: str) -> Iterator[tuple[str, int, Any]]:
     """Yield ``(ref, index, record_or_error)`` for each record of one input file, reading it incrementally.
 
-    Container detection: ``.parquet`` -> row batches (pyarrow), ref ``file:[row]``; ``.jsonl``/``.ndjson`` -> JSONL
-    (``groundwork.records.iter_records``, ref ``file:line``, 1-based); otherwise a file whose first non-blank byte is ``[``
-    -> JSON list streamed with ``ijson`` (``stream_json=False`` loads it whole with ``groundwork.records.iter_records``
-    instead; same refs and records), ref ``file:[index]``; anything else -> one JSON object for a ``.json`` file, else
-    JSONL (``groundwork.records.iter_records``).
+    Two front ends, one per container: ``.parquet`` -> row batches (pyarrow), ref ``file:[row]``; every other file
+    -> ``groundwork.records.iter_records``, the one JSON/JSONL reader (whatever the name says: a JSON list, streamed element
+    by element with ``file:[index]`` refs, so a multi-GB list never sits in memory; JSONL with ``file:line`` refs; one
+    object; compressed files, archives, UTF-16 and what is not a regular file named as such).
 
-    A record that is not a JSON object, an unparseable line, or a file that cannot be parsed from some point on is
-    yielded as a :class:`groundwork.records.RecordError` (for a JSON list or parquet file that breaks part-way, one error
-    names the position and the rest of that file is not read).
+    A record that is not a JSON object, an unparseable record (a JSON list element or a line) and an object holding a
+    key twice are yielded as a :class:`groundwork.records.RecordError` and the records after it are read; a parquet file
+    that breaks part-way is one error naming the row, and the rest of that file is not read.
     """
     if path.endswith(".parquet"):
         yield from _iter_parquet(path)
         return
-    if path.endswith((".jsonl", ".ndjson")):
-        yield from iter_records(path)
-        return
-    head = b""
-    with open(path, "rb") as f:
-        while not head:
-            chunk = f.read(1 << 16)
-            if not chunk:
-                break
-            head = chunk.removeprefix(_BOM) if f.tell() == len(chunk) else chunk
-            head = head.lstrip()
-    if head.startswith(b"[") and stream_json:
-        yield from _iter_json_list(path)
-        return
     yield from iter_records(path)
-
-
-_BOM = b"\xef\xbb\xbf"
-# a high-surrogate escape not followed by a low one: ijson's C backend silently turns it into "?"
-_LONE_HIGH_SURROGATE = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})")
-
-
-def _has_lone_surrogate_escape(path: str) -> bool:
-    """True when the file holds a ``\\uD800``-``\\uDBFF`` escape without its low half (a fast byte scan)."""
-    tail = b""
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 22):
-            if _LONE_HIGH_SURROGATE.search(tail + chunk):
-                return True
-            tail = chunk[-12:]
-    return bool(tail) and _LONE_HIGH_SURROGATE.search(tail) is not None
-
-
-def _iter_json_list(path: str) -> Iterator[tuple[str, int, Any]]:
-    """A JSON list, streamed with ijson (fast); at the first element ijson cannot read (NaN, an integer beyond 64
-    bits, bad syntax, bad UTF-8, ...), the rest of the file is read by ``groundwork.records.iter_json_list``, which splits
-    it into elements lexically: the bad element is one error and every element after it is read as usual. A file
-    holding a lone surrogate escape is read by ``iter_json_list`` from the start (ijson would replace it by ``?``
-    and the record would be kept, altered, instead of being a ``bad_text`` reject)."""
-    import ijson
-
-    if _has_lone_surrogate_escape(path):
-        yield from iter_json_list(path)
-        return
-    index = 0
-    with open(path, "rb") as f:
-        if f.read(3) != _BOM:
-            f.seek(0)
-        try:
-            for item in ijson.items(f, "item", use_float=True):
-                ref = f"{path}:[{index}]"
-                yield ref, index, item if isinstance(item, dict) else RecordError(ref, "not a JSON object")
-                index += 1
-            return
-        except (ijson.JSONError, ValueError, OverflowError, UnicodeDecodeError):
-            pass
-    yield from iter_json_list(path, start=index)
 
 
 def _iter_parquet(path: str) -> Iterator[tuple[str, int, Any]]:
@@ -373,7 +315,7 @@ class _Converter:
         self.report.records += 1
         try:
             if isinstance(item, RecordError):
-                raise SampleError(item.ref, "unparseable_record", item.message)
+                raise SampleError(item.ref, item.reason, item.message)
             try:
                 targets = self.spec.read(item, ctx)
             except SampleError:
@@ -626,7 +568,6 @@ def convert(
     box_unit: str | None = None,
     keep_duplicates: bool = False,
     progress: bool | None = None,
-    stream_json: bool = True,
     verify_images: str = "decode",
     max_image_pixels: int | None = validate.DECODE_PIXEL_LIMIT,
     limits: validate.ImageLimits | None = None,
@@ -650,7 +591,6 @@ def convert(
             (for schemas not confirmed, e.g. ``aria-ui-web``); not for ``canonical``/``vlm-r1``.
         keep_duplicates: write exact duplicates instead of rejecting them as ``duplicate``.
         progress: show a tqdm progress bar with records/s (default: only on a terminal).
-        stream_json: stream JSON lists with ijson (``False`` loads each file whole; same output).
         verify_images: ``decode`` (default: every unique image decoded once; truncated or corrupt data is
             ``unreadable_image``), ``header`` (header only) or ``none`` (header only, for the size; same as
             ``header`` today). See ``groundwork.validate.ImageChecker``.
@@ -735,7 +675,7 @@ def convert(
                     stems[stem] += 1
                     stem = stem if stems[stem] == 1 else f"{stem}#{stems[stem]}"  # two inputs with one name stay apart
                     since = 0
-                    for ref, index, item in iter_input(path, stream_json=stream_json):
+                    for ref, index, item in iter_input(path):
                         conv.add_record(ReadContext(path, ref, index, stem), item)
                         since += 1
                         if since == 1000:
@@ -818,7 +758,7 @@ def register_cli(subparsers) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Convert published GUI grounding records (GTA1, OS-Atlas, Aria-UI, ShowUI, UGround, SeeClick, "
         "GUI-R1, ScreenSpot-V2/Pro, VLM-R1, canonical) into canonical JSONL with boxes in original-image pixels. "
-        "Inputs are streamed (JSON lists via ijson, JSONL, parquet); image sizes come from the image headers. Every "
+        "Inputs are streamed (JSON lists element by element, JSONL, parquet); image sizes come from the image headers. Every "
         "record becomes a sample or a line of OUT.rejects.jsonl with a reason code; OUT.summary.json counts them.",
         epilog="formats (source and box convention):\n" + formats,
     )

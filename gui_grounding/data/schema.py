@@ -642,7 +642,7 @@ def load_samples(
             report.num_records += 1
             try:
                 if isinstance(item, RecordError):
-                    raise SampleError(item.ref, "unparseable_record", item.message)
+                    raise SampleError(item.ref, item.reason, item.message)
                 try:
                     sample = record_to_sample(
                         item,

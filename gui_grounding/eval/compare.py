@@ -20,8 +20,8 @@ original pixels). The comparison gives:
 
 Refused, with one line on stderr and exit status 2:
 
-* a folder without ``metrics.json`` (not a finished eval), or with a malformed ``metrics.json`` / ``scores.jsonl``
-  line (named by file and line);
+* a folder without ``metrics.json`` (not a finished eval), or with a malformed ``metrics.json`` (not a regular file,
+  not strict JSON, a key twice);
 * a folder without ``scores.jsonl`` (written by eval since issue 19): compare does not rescore on its own (that would
   write into a run folder as a side effect); the message gives the ``gui-grounding eval --predictions`` command, built
   from the folder's ``meta``, that rescores it in place and writes ``scores.jsonl``;
@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import html
-import json
 import math
 import os
 import shlex
@@ -42,7 +41,8 @@ import sys
 from typing import Any
 
 from groundwork.markdown import md_table
-from groundwork.records import container_problem
+from groundwork.records import RecordError, container_problem, iter_records, load_json_file
+from groundwork.validate import short_repr
 from gui_grounding.eval.judge import CORRECT, WRONG, WRONG_FORMAT
 from gui_grounding.eval.stats import mcnemar, wilson_interval
 
@@ -91,15 +91,22 @@ def rescore_command(folder: str, metrics: dict) -> str:
 def read_run(folder: str) -> dict:
     """Read an eval output folder.
 
+    ``scores.jsonl`` is read by the one record reader (``groundwork.records.iter_records``: LF, CRLF or CR-only lines, a
+    bad line is one error and the lines after it are read). A bad record is rejected on its own, counted and reported
+    (``rejected``: ``(ref, reason, message)``), and its sample is missing from the run (so the sample sets differ,
+    unless ``--intersect``): ``unparseable_record`` (not JSON, not an object), ``duplicate_key`` (a key twice),
+    ``not_a_scores_line`` (no string ``sample_id``), ``bad_correctness`` (not correct / wrong / wrong_format),
+    ``bad_point`` (neither null nor two finite numbers), ``duplicate_id`` (a sample id a second time: the first
+    line is kept).
+
     Returns:
         ``{"folder", "metrics": the metrics.json object, "scores": {sample_id: scores line}, "order": [sample_id,
-        ...] in data order}``.
+        ...] in data order, "rejected": [(ref, reason, message), ...]}``.
 
     Raises:
         CompareError: no or malformed ``metrics.json`` (an object with a string ``benchmark``); no ``scores.jsonl``
-            (the message gives the command that writes it); an unreadable file; a scores line that is not JSON, not
-            an object, without a string ``sample_id``, with a ``correctness`` other than correct / wrong /
-            wrong_format or a ``point`` other than null or two finite numbers, or a sample id twice; no sample.
+            (the message gives the command that writes it); a scores file that is not a regular file or cannot be
+            read; no usable sample.
     """
     metrics_path, scores_path = os.path.join(folder, "metrics.json"), os.path.join(folder, SCORES_FILE)
     if not os.path.isfile(metrics_path):
@@ -109,10 +116,9 @@ def read_run(folder: str) -> dict:
         if problem is not None:
             raise CompareError(f"{path}: {problem}")
     try:
-        with open(metrics_path, encoding="utf-8") as f:
-            metrics = json.load(f)
-    except (OSError, UnicodeDecodeError, ValueError) as err:
-        raise CompareError(f"cannot read {metrics_path}: {type(err).__name__}: {err}") from None
+        metrics = load_json_file(metrics_path, "metrics")  # a regular file of strict JSON, no key twice
+    except ValueError as err:
+        raise CompareError(f"cannot read {err}") from None
     if not isinstance(metrics, dict) or not isinstance(metrics.get("benchmark"), str):
         raise CompareError(f"{metrics_path}: not the metrics.json of `gui-grounding eval` (no benchmark name)")
     if not os.path.isfile(scores_path):
@@ -120,34 +126,55 @@ def read_run(folder: str) -> dict:
             f"{scores_path} not found (eval runs older than scores.jsonl): re-run eval on its predictions to write "
             f"it: {rescore_command(folder, metrics)}"
         )
+    problem = container_problem(scores_path)
+    if problem is not None:
+        raise CompareError(f"cannot read {scores_path}: {problem}")
     scores: dict[str, dict] = {}
-    try:
-        with open(scores_path, encoding="utf-8") as f:
-            for n, line in enumerate(f, start=1):
-                if line.strip():
-                    rec = _scores_line(line, f"{scores_path}:{n}")
-                    if rec["sample_id"] in scores:
-                        raise CompareError(f"{scores_path}:{n}: sample {rec['sample_id']!r} a second time")
-                    scores[rec["sample_id"]] = rec
-    except (OSError, UnicodeDecodeError) as err:
-        raise CompareError(f"cannot read {scores_path}: {type(err).__name__}: {err}") from None
+    rejected: list[tuple[str, str, str]] = []
+    for ref, _, rec in iter_records(scores_path):
+        reason, message = _scores_problem(rec, scores)
+        if reason is not None:
+            rejected.append((ref, reason, message))
+            continue
+        scores[rec["sample_id"]] = rec
     if not scores:
-        raise CompareError(f"{scores_path}: no sample")
-    return {"folder": folder, "metrics": metrics, "scores": scores, "order": list(scores)}
+        why = f" ({len(rejected)} lines rejected, first: {rejected[0][0]}: {rejected[0][2]})" if rejected else ""
+        raise CompareError(f"{scores_path}: no sample{why}")
+    return {"folder": folder, "metrics": metrics, "scores": scores, "order": list(scores), "rejected": rejected}
 
 
-def _scores_line(line: str, ref: str) -> dict:
-    try:
-        rec = json.loads(line)
-    except ValueError as err:
-        raise CompareError(f"{ref}: not JSON ({err})") from None
-    if not isinstance(rec, dict) or not isinstance(rec.get("sample_id"), str):
-        raise CompareError(f"{ref}: not a scores line (an object with a string sample_id)")
+def _scores_problem(rec: Any, scores: dict) -> tuple[str | None, str]:
+    """``(reason, message)`` of a scores record that cannot be used (see :func:`read_run`), else ``(None, "")``."""
+    if isinstance(rec, RecordError):
+        return rec.reason, rec.message
+    if not isinstance(rec.get("sample_id"), str):
+        return "not_a_scores_line", "not a scores line (an object with a string sample_id)"
     if rec.get("correctness") not in (CORRECT, WRONG, WRONG_FORMAT):
-        raise CompareError(f"{ref}: correctness must be correct, wrong or wrong_format, got {rec.get('correctness')!r}")
+        got = short_repr(rec.get("correctness"))
+        return "bad_correctness", f"correctness must be correct, wrong or wrong_format, got {got}"
     if not _point_ok(rec.get("point")):
-        raise CompareError(f"{ref}: point must be null or [x, y] (finite numbers), got {rec.get('point')!r}")
-    return rec
+        return "bad_point", f"point must be null or [x, y] (finite numbers), got {short_repr(rec.get('point'))}"
+    if rec["sample_id"] in scores:
+        return "duplicate_id", f"sample {short_repr(rec['sample_id'])} a second time (the first line is kept)"
+    return None, ""
+
+
+def _rejected_doc(rejected: list, max_listed: int) -> dict:
+    """``{"count", "reasons": {reason: count}, "first": [{"ref", "reason", "message"}, ...] (at most max_listed)}``."""
+    reasons: dict[str, int] = {}
+    for _, reason, _ in rejected:
+        reasons[reason] = reasons.get(reason, 0) + 1
+    first = [{"ref": ref, "reason": reason, "message": message} for ref, reason, message in rejected[:max_listed]]
+    return {"count": len(rejected), "reasons": reasons, "first": first}
+
+
+def _rejected_note(run: dict) -> str:
+    """One sentence on the scores lines of ``run`` that were rejected ("" when none)."""
+    rejected = run.get("rejected") or []
+    if not rejected:
+        return ""
+    ref, _, message = rejected[0]
+    return f"{len(rejected)} scores lines of {run['folder']} rejected (first: {ref}: {message})"
 
 
 def _benchmark_key(run: dict) -> tuple:
@@ -163,6 +190,8 @@ def compare_runs(a: dict, b: dict, *, intersect: bool = False, max_listed: int =
 
     Returns:
         ``{"benchmark", "subset", "num_samples": samples compared, "left_out": {"only_in_a", "only_in_b"},
+        "rejected_lines": {"a"/"b": {"count", "reasons", "first": at most ``max_listed`` {"ref", "reason",
+        "message"}}} (the scores lines :func:`read_run` rejected),
         "a"/"b": {"folder", "model", "num_correct", "accuracy" (percent, 2 decimals), "ci95" ([low, high] percent)},
         "difference_b_minus_a" (points, 2 decimals), "paired": {"both_right", "only_a", "only_b", "both_wrong"},
         "mcnemar": {"method", "statistic", "p_value", "discordant"}, "only_a_right"/"only_b_right": sample ids in
@@ -181,9 +210,11 @@ def compare_runs(a: dict, b: dict, *, intersect: bool = False, max_listed: int =
     only_in_a = [s for s in a["order"] if s not in b["scores"]]
     only_in_b = [s for s in b["order"] if s not in a["scores"]]
     if (only_in_a or only_in_b) and not intersect:
+        notes = "; ".join(note for note in (_rejected_note(a), _rejected_note(b)) if note)
         raise CompareError(
             f"different sample sets: {len(only_in_a)} samples only in {a['folder']} (e.g. {only_in_a[:3]}), "
             f"{len(only_in_b)} only in {b['folder']} (e.g. {only_in_b[:3]}); --intersect compares the common samples"
+            + (f" ({notes})" if notes else "")
         )
     common = [s for s in a["order"] if s in b["scores"]]
     if not common:
@@ -210,6 +241,7 @@ def compare_runs(a: dict, b: dict, *, intersect: bool = False, max_listed: int =
         "subset": key_a[1],
         "num_samples": n,
         "left_out": {"only_in_a": len(only_in_a), "only_in_b": len(only_in_b)},
+        "rejected_lines": {k: _rejected_doc(run.get("rejected", []), max_listed) for k, run in (("a", a), ("b", b))},
         "a": {**run_doc(a, right_a), "ci95": wilson_interval(right_a, n)},
         "b": {**run_doc(b, right_b), "ci95": wilson_interval(right_b, n)},
         "difference_b_minus_a": round(100.0 * (right_b - right_a) / n, 2),
@@ -266,6 +298,15 @@ def markdown(doc: dict) -> str:
             f"{left['only_in_b']} only in B left out.",
             "",
         ]
+    for tag, key in (("A", "a"), ("B", "b")):
+        rejected = doc.get("rejected_lines", {}).get(key) or {}
+        if rejected.get("count"):
+            first = rejected["first"][0] if rejected["first"] else {"ref": "?", "reason": "?", "message": ""}
+            lines += [
+                f"Scores lines rejected in {tag}: {rejected['count']} (first: {first['ref']}: {first['reason']}: "
+                f"{first['message']}).",
+                "",
+            ]
     for tag, key, count in (("A", "only_a_right", p["only_a"]), ("B", "only_b_right", p["only_b"])):
         more = f" (first {len(doc[key])})" if count > len(doc[key]) else ""
         lines += [f"Right only in {tag} ({count}){more}: {', '.join(doc[key]) or '-'}", ""]

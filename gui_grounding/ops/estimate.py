@@ -28,10 +28,10 @@ launcher's ``--dry-run`` (``python -m gui_grounding.plan --dry-run``) print it:
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from typing import Any
 
+from groundwork.records import load_json_file
 from gui_grounding.ops.memory import (
     DEFAULT_CALIBRATION_PATH,
     QWEN2_5_VL_SHAPES,
@@ -71,9 +71,9 @@ def shape_for_model(name_or_path: str) -> ModelShape:
         ValueError: neither (names the known models).
     """
     config = os.path.join(name_or_path, "config.json")
-    if os.path.isfile(config):
-        with open(config, encoding="utf-8") as f:
-            return shape_from_config(json.load(f), os.path.basename(os.path.normpath(name_or_path)), config)
+    if os.path.lexists(config):  # a regular file of strict JSON (groundwork.records.load_json_file), else one line
+        loaded = load_json_file(config, "model config")
+        return shape_from_config(loaded, os.path.basename(os.path.normpath(name_or_path)), config)
     key = MODEL_SHAPES.get(name_or_path)
     if key is None:
         raise ValueError(
@@ -106,11 +106,7 @@ def zero_config(deepspeed: str | None) -> ZeroConfig:
     """
     if not deepspeed:
         return ZeroConfig()
-    try:
-        with open(deepspeed, encoding="utf-8") as f:
-            config = json.load(f)
-    except (OSError, ValueError) as err:
-        raise ValueError(f"DeepSpeed config {deepspeed}: {err}") from None
+    config = load_json_file(deepspeed, "DeepSpeed config")  # a regular file (no /dev/zero, FIFO), strict JSON
     shown = os.path.relpath(deepspeed, _REPO) if os.path.isabs(deepspeed) else deepspeed
     return ZeroConfig.from_json(config, shown if not shown.startswith("..") else deepspeed)
 

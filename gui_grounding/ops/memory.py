@@ -74,6 +74,10 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from groundwork.records import load_json_file
+
+CALIBRATION_BYTES = 1 << 20  # a calibration file is a few lines of JSON
+
 GIB = 1024**3
 #: ``benchmarks/results/memory_calibration.json`` of this repository (the estimator's default calibration)
 DEFAULT_CALIBRATION_PATH = os.path.join(
@@ -274,11 +278,7 @@ def load_calibration(path: str | None = DEFAULT_CALIBRATION_PATH) -> Calibration
     """
     if path is None or (path == DEFAULT_CALIBRATION_PATH and not os.path.isfile(path)):
         return Calibration()
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except (OSError, ValueError) as err:
-        raise ValueError(f"calibration {path}: cannot read it: {err}") from None
+    data = load_json_file(path, "calibration", max_bytes=CALIBRATION_BYTES)  # a regular file, strict JSON
     if not isinstance(data, dict):
         raise ValueError(f"calibration {path}: must be a JSON object")
 

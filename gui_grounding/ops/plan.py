@@ -35,6 +35,8 @@ import sys
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from groundwork.records import load_yaml_file
+
 #: prompts (groups) per optimisation step when GLOBAL_PROMPTS is not set (GTA1: batches under 128 are unstable)
 DEFAULT_GLOBAL_PROMPTS = 128
 #: completions per GPU per micro-step (per_device_train_batch_size) when ROLLOUTS_PER_DEVICE is not set
@@ -244,13 +246,14 @@ def resolve(
 
     recipe_argv = list(recipe_argv)
     recipe = _config_path(recipe_argv)
-    where = given_sources(ARG_DATACLASSES, recipe_argv)
+    try:  # the recipe by the side-file rule (groundwork.records.load_yaml_file: a regular file, no key twice)
+        where = given_sources(ARG_DATACLASSES, recipe_argv)
+        loaded = load_yaml_file(recipe, "--config") if recipe else None
+    except ValueError as err:
+        raise PlanError(str(err)) from None
     launcher: list[str] = []
     if recipe and where.get("deepspeed", "").startswith("--config"):  # the YAML's path, not a flag's
-        import yaml
-
-        with open(recipe, encoding="utf-8") as f:
-            value = (yaml.safe_load(f) or {}).get("deepspeed")
+        value = loaded.get("deepspeed") if isinstance(loaded, dict) else None
         found = locate(value, recipe) if isinstance(value, str) else value
         if found != value:  # relative to the repository, not to the working directory: pass it absolute
             launcher += ["--deepspeed", os.path.abspath(found)]

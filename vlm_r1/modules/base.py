@@ -16,7 +16,6 @@ Modules are chosen by ``config.model_type`` (``vlm_r1.modules.get_vlm_module``),
 
 from __future__ import annotations
 
-import json
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -24,6 +23,7 @@ from dataclasses import replace
 from typing import Any
 
 from groundwork.outputs import write_json
+from groundwork.records import load_json_file
 from groundwork.validate import ImageLimits
 
 
@@ -59,9 +59,8 @@ def restore_stock_processor_class(out_dir: str, stock_name: str) -> None:
     path = os.path.join(out_dir, "tokenizer_config.json")
     if not os.path.exists(path):
         return
-    with open(path, encoding="utf-8") as f:
-        cfg = json.load(f)
-    if str(cfg.get("processor_class", "")).startswith("ImageOnly"):
+    cfg = load_json_file(path, "tokenizer config")
+    if isinstance(cfg, dict) and str(cfg.get("processor_class", "")).startswith("ImageOnly"):
         cfg["processor_class"] = stock_name
         write_json(path, cfg)
 

@@ -34,11 +34,11 @@ height (OpenGVLab/InternVL ``internvl_chat/eval/refcoco/evaluate_grounding.py``,
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from typing import Any
 
+from groundwork.records import load_json_file
 from groundwork.validate import ImageLimits
 from vlm_r1 import rewards
 from vlm_r1.modules.base import VLMBaseModule
@@ -277,9 +277,9 @@ class InternVLModule(VLMBaseModule):
         def build(image_processor, tokenizer, chat_template):
             seq_len = 256  # image tokens per tile: the checkpoint's processor_config.json, else InternVL's 256
             cfg_file = os.path.join(path, "processor_config.json")
-            if os.path.exists(cfg_file):
-                with open(cfg_file, encoding="utf-8") as f:
-                    seq_len = int(json.load(f).get("image_seq_length", seq_len))
+            if os.path.lexists(cfg_file):
+                cfg = load_json_file(cfg_file, "processor config")
+                seq_len = int(cfg.get("image_seq_length", seq_len) if isinstance(cfg, dict) else seq_len)
             return self.build_processor(image_processor, tokenizer, chat_template, seq_len)
 
         processor = load_processor_files(path, build)

@@ -61,6 +61,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import timedelta
 from typing import Any
 
+from groundwork.records import load_yaml_file
+
 logger = logging.getLogger(__name__)
 
 MODES = ("auto", "on", "off")
@@ -584,12 +586,9 @@ def settings_from_argv(argv: list[str]) -> dict:
     given = {k: v for k, v in vars(parser.parse_known_args(argv)[0]).items() if v is not None}
     values: dict[str, Any] = {}
     if given.get("config"):
-        import yaml
-
         try:
-            with open(given["config"], encoding="utf-8") as f:
-                loaded = yaml.safe_load(f)
-        except (OSError, yaml.YAMLError):
+            loaded = load_yaml_file(given["config"], "--config")
+        except ValueError:
             loaded = None  # the argument parser that follows reports it
         if isinstance(loaded, dict):
             values.update(loaded)

@@ -58,7 +58,6 @@ import argparse
 import asyncio
 import datetime as _dt
 import hashlib
-import json
 import logging
 import math
 import os
@@ -72,6 +71,7 @@ from pathlib import Path
 
 from groundwork.argtypes import integer, number, with_range
 from groundwork.outputs import OutputError, OutputLock, check_outputs, write_bytes, write_json, write_lines
+from groundwork.records import load_json_file
 from groundwork.validate import dumps, is_text
 
 logger = logging.getLogger(__name__)
@@ -861,8 +861,7 @@ def _remove_previous_outputs(out_dir: str) -> None:
         return
     names: list[str] = []
     try:
-        with open(path, encoding="utf-8") as f:
-            old = json.load(f)
+        old = load_json_file(path, "provenance")  # a regular file of strict JSON
         shots = old.get("screenshots") if isinstance(old, dict) else None
         names = [s["file"] for s in shots if isinstance(s, dict) and isinstance(s.get("file"), str)]
     except (OSError, ValueError, TypeError) as err:

@@ -25,6 +25,7 @@ last line (interrupted run) and failed-request lines are dropped and redone.
 from __future__ import annotations
 
 import base64
+import errno
 import importlib
 import io
 import json
@@ -34,6 +35,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+from groundwork.records import container_problem, iter_records
 from groundwork.registry import Registry
 
 logger = logging.getLogger(__name__)
@@ -159,37 +161,38 @@ def record(sample, request, text: str, adapter, *, error: str | None = None) -> 
 def prepare_resume(path: str) -> set[str]:
     """sample_ids already predicted in ``path`` (empty if there is no file), with the file made safe to append to.
 
-    The file is our own output (:class:`groundwork.outputs.LineAppender`: whole LF-terminated lines), so it is read line
-    by line. A half-written last line (no trailing newline: the run was interrupted while writing it), lines that
-    are not prediction records (not JSON, not an object, no usable ``sample_id``, a ``point`` that is neither null
-    nor two finite numbers), and lines of requests that failed for good (``"error"`` key) are removed, so those
-    samples are predicted again; a warning counts each kind. The file is rewritten atomically
-    (:func:`groundwork.outputs.atomic_writer`: a unique temporary name in its folder, then a rename), so an interruption
-    leaves the old file or the new one. Callers hold the output's lock (``run_eval`` locks ``--out``).
+    The file is our own output (:class:`groundwork.outputs.LineAppender`: whole LF-terminated lines) but is read as any
+    JSON input is, by the one record reader (``groundwork.records.iter_records``: LF, CRLF and CR-only lines, a key twice
+    is an unreadable line), up to its last line break: the text after it is a half-written last line (the run was
+    interrupted while writing it) and is dropped. Records that are not prediction records (not JSON, not an object,
+    no usable ``sample_id``, a ``point`` that is neither null nor two finite numbers), and records of requests that
+    failed for good (``"error"`` key) are removed, so those samples are predicted again; a warning counts each kind.
+    When anything was dropped, or the line breaks are not LF, the kept records are rewritten one per LF-terminated
+    line (the bytes :func:`write_records` writes) atomically (:func:`groundwork.outputs.atomic_writer`: a unique
+    temporary name in its folder, then a rename), so an interruption leaves the old file or the new one. Callers
+    hold the output's lock (``run_eval`` locks ``--out``).
 
     Raises:
-        OutputError: the file cannot be read or rewritten (one line, naming it).
+        OutputError: the file cannot be read (not a regular file: a FIFO, a device, a folder) or rewritten (one
+            line, naming it).
     """
     from groundwork.outputs import OutputError, write_bytes
     from groundwork.validate import explicit_id
     from gui_grounding.eval.predictions import parse_point
 
-    if not os.path.exists(path):
+    if not os.path.lexists(path):
         return set()
+    problem = container_problem(path)
+    if problem is not None:
+        raise OutputError(errno.EINVAL, f"cannot read {path} to resume: {problem}")
     try:
         with open(path, "rb") as f:
-            lines = f.read().split(b"\n")
+            data = f.read()
     except OSError as err:
         raise OutputError(err.errno, f"cannot read {path} to resume: {err.strerror or err}") from None
-    tail = lines.pop()  # b"" when the file ends with a newline, else the half-written last line
-    kept, done, dropped = [], set(), {"half-written last line": int(bool(tail.strip()))}
-    for raw in lines:
-        if not raw.strip():
-            continue
-        try:
-            rec = json.loads(raw)
-        except (ValueError, RecursionError):  # JSON / UTF-8 / digit-limit errors are ValueErrors
-            rec = None
+    whole = max(data.rfind(b"\n"), data.rfind(b"\r")) + 1  # the whole lines; the rest was being written
+    kept, done, dropped = [], set(), {"half-written last line": int(bool(data[whole:].strip()))}
+    for _, _, rec in iter_records(path, end=whole):
         sid = explicit_id(rec.get("sample_id")) if isinstance(rec, dict) else None
         if sid is None or "point" not in rec or not parse_point(rec["point"])[0]:
             dropped["unreadable line"] = dropped.get("unreadable line", 0) + 1
@@ -197,12 +200,13 @@ def prepare_resume(path: str) -> set[str]:
         if rec.get("error") is not None:
             dropped["failed request"] = dropped.get("failed request", 0) + 1
             continue
-        kept.append(raw)
+        kept.append(rec)
         done.add(sid)
-    if any(dropped.values()):
-        write_bytes(path, b"".join(line + b"\n" for line in kept))
+    if any(dropped.values()) or b"\r" in data:
+        write_bytes(path, "".join(_line(rec) + "\n" for rec in kept).encode("utf-8"))
         what = ", ".join(f"{n} {k}" for k, n in dropped.items() if n)
-        logger.warning("%s: dropped %s; those samples are predicted again", path, what)
+        if what:
+            logger.warning("%s: dropped %s; those samples are predicted again", path, what)
     return done
 
 

@@ -137,7 +137,7 @@ class Canonical(Benchmark):
             mark = len(report.warnings)
             try:
                 if isinstance(item, RecordError):
-                    raise SampleError(item.ref, "unparseable_record", item.message)
+                    raise SampleError(item.ref, item.reason, item.message)
                 # every record, scored or not, takes part in the identity check: sample_id, else id, else generated
                 value = item.get("sample_id")
                 value = value if validate.explicit_id(value) is not None else item.get("id")
