@@ -31,7 +31,7 @@ from collections import Counter
 from typing import Any
 
 from groundwork import validate
-from groundwork.records import RecordError, iter_records, rows_to_dataset, split_extras, warn_dropped
+from groundwork.records import RecordError, iter_records, lax_loads, rows_to_dataset, split_extras, warn_dropped
 from groundwork.registry import Registry
 
 logger = logging.getLogger(__name__)
@@ -433,7 +433,7 @@ def parse_rec_gt(value: Any) -> list[float]:
     if isinstance(value, str):
         text = value.replace("<answer>", " ").replace("</answer>", " ").strip()
         try:
-            value = json.loads(text)
+            value = lax_loads(text)  # a key twice is an error here too
         except RecursionError:
             raise ValueError(f"gt box {text[:60]!r} is not JSON: nested too deeply") from None
         except ValueError as err:  # JSONDecodeError, or an integer with too many digits

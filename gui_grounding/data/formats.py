@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import os
 import re
 from collections.abc import Callable
@@ -31,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from groundwork import validate
+from groundwork.records import lax_loads
 from gui_grounding.data.annotations import (
     is_number,  # a finite int/float within +-1e7, never a bool (the readers' rule)
 )
@@ -598,8 +598,8 @@ def read_uground(record: dict, ctx: ReadContext) -> list[Target]:
     conv = record["conversations"]
     if isinstance(conv, str):
         try:
-            conv = json.loads(conv)
-        except json.JSONDecodeError as err:
+            conv = lax_loads(conv)  # a key twice is an error here too (groundwork.records.unique_object)
+        except (ValueError, RecursionError) as err:
             raise SampleError(ctx.ref, "bad_field", f"conversations is not JSON: {err}") from err
     if not isinstance(conv, list) or not all(isinstance(t, dict) and "value" in t for t in conv):
         raise SampleError(ctx.ref, "bad_field", "conversations must be a list of {from, value} turns")
@@ -807,8 +807,8 @@ def _rec_solution(value: Any, ref: str) -> Box:
     if isinstance(value, str):
         text = value.replace("<answer>", "").replace("</answer>", "").strip()
         try:
-            value = json.loads(text)
-        except (ValueError, RecursionError) as err:  # JSONDecodeError, or an integer with too many digits
+            value = lax_loads(text)
+        except (ValueError, RecursionError) as err:  # JSONDecodeError, a key twice, an integer with too many digits
             raise SampleError(
                 ref, "bad_field", f"solution is not a bbox list: {text[:80]!r} ({type(err).__name__})"
             ) from None

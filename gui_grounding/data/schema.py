@@ -36,7 +36,6 @@ from upstream VLM-R1 and GTA1.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from collections import Counter
@@ -44,7 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from groundwork import validate
-from groundwork.records import RecordError, iter_records
+from groundwork.records import RecordError, iter_records, lax_loads
 from groundwork.validate import REASONS as VALIDATE_REASONS
 from gui_grounding.models.frames import Box, box_from_norm1000
 
@@ -472,7 +471,7 @@ def record_to_sample(
         if isinstance(answer, str):
             text = answer.replace("<answer>", "").replace("</answer>", "").strip()
             try:
-                answer = json.loads(text)
+                answer = lax_loads(text)  # a key twice is an error here too
             except (ValueError, RecursionError):  # JSONDecodeError, an int of too many digits, nesting too deep
                 raise SampleError(ref, "bad_field", f"gpt turn is not a bbox list: {text[:80]!r}") from None
         boxes = _boxes_field(answer, ref, "gpt turn bbox")

@@ -29,7 +29,7 @@ import os
 from typing import Any
 
 from groundwork import validate
-from groundwork.records import RecordError, iter_records
+from groundwork.records import RecordError, iter_records, lax_loads
 from gui_grounding.data.annotations import (
     BenchmarkLoadReport,
     SampleIds,
@@ -99,7 +99,7 @@ def published_boxes(record: dict, fmt: str, ref: str) -> tuple[list[Box], dict]:
     if isinstance(answer, str):
         text = answer.replace("<answer>", "").replace("</answer>", "").strip()
         try:
-            answer = json.loads(text)
+            answer = lax_loads(text)  # a key twice is an error here too
         except (ValueError, RecursionError) as err:
             raise SampleError(ref, "bad_field", f"gpt turn is not a bbox list: {text[:80]!r}") from err
     boxes = _box_list(answer, ref, "gpt turn bbox")
