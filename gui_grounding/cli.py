@@ -90,7 +90,7 @@ def _add_tts_flags(p: argparse.ArgumentParser) -> None:
     """``--tts`` and its settings (``gui_grounding.eval.tts``)."""
     from groundwork.argtypes import integer, number, with_range
     from gui_grounding.eval.tts import DEFAULT_SAMPLES, DEFAULT_TEMPERATURE, DEFAULT_ZOOM, TTS_MODES
-    from gui_grounding.models.consensus import DEFAULT_REGION, MAX_SAMPLES
+    from gui_grounding.models.consensus import DEFAULT_REGION, MAX_REGION, MAX_SAMPLES, MIN_REGION
 
     g = p.add_argument_group("test-time grounding (greedy and the mode side by side in one run)")
     g.add_argument(
@@ -125,8 +125,10 @@ def _add_tts_flags(p: argparse.ArgumentParser) -> None:
         default=0,
         help=with_range("sampling seed (recorded; per sample and pass from it and the sample_id)", seed),
     )
-    region = number(min=0, max=1e6, min_open=True)
-    g.add_argument(
+    region = number(
+        min=MIN_REGION, max=MAX_REGION
+    )  # gui_grounding.models.consensus.check_region: a narrower square votes
+    g.add_argument(  # for no point near the origin (int() truncation), so the flag refuses it
         "--tts-region",
         type=region,
         default=DEFAULT_REGION,

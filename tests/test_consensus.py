@@ -122,13 +122,14 @@ def test_region_parameter():
     # 7.5: [int(96.25), int(103.75)) = [96, 103)
     c = consensus([(100, 100)], 1000, 1000, region=7.5)
     assert c == Consensus((99.5, 99.5), 1.0, 1, 1, (96, 96, 103, 103), (True,))
-    # region 1 around a half pixel: [int(9.5), int(10.5)) = [9, 10); floor(10.0) = 10 lies outside it
-    c = consensus([(10.0, 10.0)], 100, 100, region=1)
-    assert c.region == (9, 9, 10, 10) and c.members == (False,)
+    # region 2 (the smallest, gui_grounding.models.consensus.MIN_REGION) around 10.0: [int(9.0), int(11.0)) = [9, 11) holds
+    # floor(10.0) = 10 (region 1 gave [9, 10), without the point's own pixel: refused since issue 28)
+    c = consensus([(10.0, 10.0)], 100, 100, region=2)
+    assert c.region == (9, 9, 11, 11) and c.members == (True,)
     # a larger region merges two points that a smaller one keeps apart
     assert consensus([(100, 100), (160, 100)], 1000, 1000).votes == 1
     assert consensus([(100, 100), (160, 100)], 1000, 1000, region=100).votes == 2
-    for bad in (0, -1, NAN, INF, True, "50", None):
+    for bad in (0, -1, 1, 1.99, NAN, INF, True, "50", None):
         with pytest.raises(ValueError):
             consensus([(1, 1)], 10, 10, region=bad)
 
@@ -202,7 +203,7 @@ point = st.one_of(
 @st.composite
 def votes(draw):
     width, height = draw(st.integers(1, 80)), draw(st.integers(1, 80))
-    region = draw(st.sampled_from([1, 3, 10, 50, 7.5]))
+    region = draw(st.sampled_from([2, 3, 10, 50, 7.5]))
     # a lattice of pitch ``region``: regions whose edges line up, touching by a side or only by a corner
     base = draw(st.integers(0, 40))
     lattice = st.integers(-1, 4).map(lambda k: base + k * region)

@@ -773,7 +773,7 @@ TTS_RANGES = {
     "--tts-samples": "(an integer >= 1 and <= 1024)",
     "--tts-temperature": "(a number > 0 and <= 100)",
     "--tts-top-p": "(a number > 0 and <= 1)",
-    "--tts-region": "(a number > 0 and <= 1e+06)",
+    "--tts-region": "(a number >= 2 and <= 1e+06)",
     "--tts-zoom": "(a number > 0 and <= 1)",
 }
 
@@ -823,7 +823,7 @@ NUM_0_1 = "a number > 0 and <= 1"
         ("--tts-top-p", "1.01", f"argument --tts-top-p: must be {NUM_0_1}, got '1.01'"),
         ("--tts-seed", "-1", "argument --tts-seed: must be an integer >= 0 and <= "),
         ("--tts-seed", "2147483648", "argument --tts-seed: must be an integer >= 0 and <= "),
-        ("--tts-region", "0", "argument --tts-region: must be a number > 0 and <= 1e+06, got '0'"),
+        ("--tts-region", "0", "argument --tts-region: must be a number >= 2 and <= 1e+06, got '0'"),
         ("--tts", "beam", "argument --tts: invalid choice: 'beam'"),
     ],
 )

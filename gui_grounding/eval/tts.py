@@ -55,7 +55,7 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from gui_grounding.eval.engine import Draw, Engine
-from gui_grounding.models.consensus import DEFAULT_REGION, MAX_SAMPLES, consensus
+from gui_grounding.models.consensus import DEFAULT_REGION, MAX_SAMPLES, check_region, consensus
 
 logger = logging.getLogger(__name__)
 
@@ -83,7 +83,9 @@ class TTSConfig:
         temperature: sampling temperature (> 0).
         top_p: nucleus sampling mass in ``(0, 1]``.
         seed: the run's sampling seed (recorded in ``metrics.json``).
-        region: side of each sample's square voting region, original pixels (GUI-RC: 50).
+        region: side of each sample's square voting region, original pixels (GUI-RC: 50), in
+            ``[MIN_REGION, MAX_REGION]`` = ``[2, 1e6]`` (:func:`gui_grounding.models.consensus.check_region`: a narrower
+            square cannot hold every point's vote).
         zoom: zoom window side as a fraction of the screenshot's side, ``(0, 1]``.
     """
 
@@ -103,7 +105,6 @@ class TTSConfig:
         for name, lo, hi, lo_open in (
             ("temperature", 0.0, 100.0, True),
             ("top_p", 0.0, 1.0, True),
-            ("region", 0.0, 1e6, True),
             ("zoom", 0.0, 1.0, True),
         ):
             v = getattr(self, name)
@@ -114,6 +115,10 @@ class TTSConfig:
                 or not ((lo < v if lo_open else lo <= v) and v <= hi)
             ):
                 raise ValueError(f"tts {name} must be a number in ({lo}, {hi}], got {v!r}")
+        try:
+            check_region(self.region)
+        except ValueError as err:
+            raise ValueError(f"tts {err}") from None
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or not 0 <= self.seed < 2**31:
             raise ValueError(f"tts seed must be an integer in 0..2**31-1, got {self.seed!r}")
 

@@ -26,6 +26,18 @@ and rows, each cell a block of pixels with one vote count), so the cost is ``O(K
 the result equals the pixel grid's (a component's area is the sum of its cells' pixel areas; a component's first
 pixel in raster order lies in its first cell in raster order, so the labels keep their order).
 
+Region size (:func:`check_region`): a finite number of pixels in ``[MIN_REGION, MAX_REGION]`` = ``[2, 1e6]``. The
+lower bound is the smallest side whose region holds a vote for **every** point of the frame, and holds that point's
+own pixel: with ``int()`` truncating toward zero, a side ``r < 1`` gives ``int(x - r/2) == int(x + r/2)`` for most
+``x`` (``--tts-region 0.5`` emptied every vote: each answer became a format error), and a side ``1 <= r < 2`` still
+empties the region of a point in ``[0, 1 - r/2)`` (``r = 1`` around ``(0.3, y)``: ``[int(-0.2), int(0.8)) = [0, 0)``)
+and leaves an integer point outside its own region (``r = 1`` around ``10.0``: ``[9, 10)``, so the ``consensus``
+reward would pay 0.0 to K identical rollouts). From ``r = 2`` on, ``int(x + r/2) >= floor(x) + 1`` and
+``int(x - r/2) <= floor(x)`` for every ``x >= 0`` (and every ``x`` when the size is unknown), so K identical points
+inside the frame always win with agreement 1.0, every one a member. The rule is enforced where a region is defined:
+:func:`consensus` (every caller), ``TTSConfig.region``, the ``--tts-region`` flag's range and the ``consensus``
+reward.
+
 Frames: points, regions and the answer are in one pixel frame; evaluation uses original-image pixels (the frame of
 ``"point"`` and ``"samples"`` in predictions files), the reward maps each completion's answer to original pixels
 first, so ``region`` means the same on every family.
@@ -39,6 +51,11 @@ from dataclasses import dataclass
 
 #: side of the square region around each sampled point, pixels (GUI-RC ``POINT_EXPAND_SIZE``, evaluation.py:26)
 DEFAULT_REGION = 50.0
+#: the smallest region side that holds a vote for every point of the frame, and that point's own pixel (module
+#: docstring: ``int()`` truncation toward zero empties narrower regions near the origin)
+MIN_REGION = 2.0
+#: the largest region side (a square of 1e6 pixels covers any screen)
+MAX_REGION = 1e6
 #: at most this many samples per vote (a predictions file's ``samples`` list beyond it is refused); K=64 is GUI-RC's
 MAX_SAMPLES = 1024
 #: coordinates beyond this magnitude are not answers (the predictions reader's bound)
@@ -78,6 +95,25 @@ class Consensus:
         }
 
 
+def check_region(region) -> float:
+    """``region`` as a float when it is a usable region side (a finite number, not a boolean, in
+    ``[MIN_REGION, MAX_REGION]``: module docstring, "Region size"), else ``ValueError`` naming the value and the range.
+
+    The one home of the region-size rule: :func:`consensus`, ``gui_grounding.eval.tts.TTSConfig``, the
+    ``--tts-region`` flag (``number(min=MIN_REGION, max=MAX_REGION)``) and the ``consensus`` reward apply it."""
+    if (
+        isinstance(region, bool)
+        or not isinstance(region, (int, float))
+        or not math.isfinite(region)
+        or not MIN_REGION <= region <= MAX_REGION
+    ):
+        raise ValueError(
+            f"region must be a number of pixels in [{MIN_REGION:g}, {MAX_REGION:g}] (a smaller square cannot hold "
+            f"a vote for every point: int() truncation empties it), got {region!r}"
+        )
+    return float(region)
+
+
 def usable_point(point) -> tuple[float, float] | None:
     """``point`` as two finite floats within +-:data:`MAX_COORD`, else ``None`` (booleans, strings, NaN, ...)."""
     if not isinstance(point, (list, tuple)) or len(point) != 2:
@@ -114,24 +150,24 @@ def consensus(
         points: K sampled answers, each ``[x, y]`` (pixels of a ``width x height`` image) or ``None``/anything
             unusable (no vote, still counted in K).
         width, height: the image size in the points' frame; ``None`` or 0: unknown (regions are not clipped).
-        region: side of each point's square region, pixels (> 0; GUI-RC: 50).
+        region: side of each point's square region, pixels, in ``[MIN_REGION, MAX_REGION]`` (:func:`check_region`;
+            GUI-RC: 50).
 
     Returns:
         :class:`Consensus` (``point`` None when no sample voted).
 
     Raises:
-        ValueError: more than :data:`MAX_SAMPLES` points, or ``region`` not a finite number > 0.
+        ValueError: more than :data:`MAX_SAMPLES` points, or ``region`` outside :func:`check_region`'s range.
     """
     import numpy as np
     from scipy import ndimage
 
     if len(points) > MAX_SAMPLES:
         raise ValueError(f"at most {MAX_SAMPLES} sampled points per vote, got {len(points)}")
-    if isinstance(region, bool) or not isinstance(region, (int, float)) or not math.isfinite(region) or region <= 0:
-        raise ValueError(f"region must be a finite number of pixels > 0, got {region!r}")
+    region = check_region(region)
     k = len(points)
     usable = [usable_point(p) for p in points]
-    boxes = [sample_region(p, float(region), width, height) if p is not None else None for p in usable]
+    boxes = [sample_region(p, region, width, height) if p is not None else None for p in usable]
     voting = [b for b in boxes if b is not None and b[2] > b[0] and b[3] > b[1]]
     if not voting:
         return Consensus(None, 0.0, 0, k, None, (False,) * k)

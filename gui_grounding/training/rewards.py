@@ -54,7 +54,7 @@ import sys
 from collections.abc import Sequence
 
 from groundwork.geometry import valid_box, valid_size
-from gui_grounding.models.consensus import DEFAULT_REGION, MAX_SAMPLES, consensus
+from gui_grounding.models.consensus import DEFAULT_REGION, MAX_SAMPLES, check_region, consensus
 from gui_grounding.models.frames import box_iou, gta1_box_to_resized, point_in_box
 from gui_grounding.models.prompts import check_mode, is_thinking_format, parse_answer_point, parse_box
 from vlm_r1.rewards import completion_text
@@ -686,7 +686,9 @@ def consensus_reward(
     ``x * W / W_a``, ``y * H / H_a`` (``[W, H]`` the column ``image_size``; ``[W_a, H_a]`` the column ``answer_size``,
     else ``resized_size``). The completions of one group vote by GUI-RC's region rule
     (:func:`gui_grounding.models.consensus.consensus` with the image size, squares of
-    :data:`~gui_grounding.models.consensus.DEFAULT_REGION` = 50 original pixels), and a completion earns 1.0 when it is a
+    :data:`~gui_grounding.models.consensus.DEFAULT_REGION` = 50 original pixels, checked by
+    :func:`~gui_grounding.models.consensus.check_region` before the gather: a side under 2 px would empty votes, so it is a
+    configuration error on every process, never a silent 0.0), and a completion earns 1.0 when it is a
     member of the winning region (``Consensus.members``: its pixel ``(floor x, floor y)`` is in the winning
     component). An answer that does not parse counts in the group but casts no vote and scores 0.0; a row whose
     ``image_size`` or answer size is unusable (:func:`groundwork.geometry.valid_size`) casts no vote and scores 0.0; a
@@ -713,6 +715,7 @@ def consensus_reward(
             different lengths, unknown mode or adapter (on any process).
     """
     try:
+        region = check_region(DEFAULT_REGION)
         local, error = _consensus_entries(completions, prompts, prompt_mode, image_size, resized_size, kwargs), None
     except Exception as err:  # re-raised below, after every process has joined the gather
         local, error = [], err
@@ -732,7 +735,7 @@ def consensus_reward(
         own = [(j, i) for j, (r, i) in enumerate(members) if r == rank]
         if not own or len(members) > MAX_SAMPLES:
             continue
-        vote = consensus([payloads[r][1][i][1] for r, i in members], w, h, region=DEFAULT_REGION)
+        vote = consensus([payloads[r][1][i][1] for r, i in members], w, h, region=region)
         for j, i in own:
             out[i] = 1.0 if vote.members[j] else 0.0
     return out
