@@ -93,6 +93,25 @@ def is_coord(value: Any) -> bool:
     return type(value) in _NUMBER_TYPES and -MAX_COORD <= value <= MAX_COORD
 
 
+#: the largest count or number of seconds a file may state (a hostile file must not overflow a sum or a mean)
+MAX_COUNT = 1e15
+
+
+def bounded_number(value: Any, lo: float = 0.0, hi: float = 1.0, *, integer: bool = False) -> float | int | None:
+    """``value`` when it is a JSON number -- an int or float, not a bool -- that is finite and within ``[lo, hi]``
+    (and, with ``integer``, an int), as a float (an int with ``integer``); else ``None``. Never raises.
+
+    The value rule of every number a reader takes from a file beside the data (a confidence, probability or
+    agreement: ``[0, 1]``, the default; token counts and calls: ``integer`` in ``[0, MAX_COUNT]``; seconds:
+    ``[0, MAX_COUNT]``): the predictions reader (``gui_grounding.eval.predictions``) and ``gui-grounding compare``
+    apply it. NaN fails every comparison and infinities lie outside any finite range, so both are excluded."""
+    if type(value) not in _NUMBER_TYPES or (integer and type(value) is not int):
+        return None
+    if not lo <= value <= hi:
+        return None
+    return int(value) if integer else float(value)
+
+
 def coord(value: Any, what: str = "box value") -> float:
     """``value`` as a float when :func:`is_coord`, else :class:`Invalid` ``bad_box``."""
     if not is_coord(value):

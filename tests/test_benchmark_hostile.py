@@ -359,6 +359,7 @@ def test_malformed_lines_are_wrong_format_and_counted(tmp_path):
         "malformed": 9,
         "malformed_samples": 8,
         "unknown_ids": 0,
+        "bad_values": 0,
         "duplicates": 0,
         "not_mapped": 0,
         "missing": 0,

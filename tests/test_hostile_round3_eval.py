@@ -3,20 +3,30 @@
 1. the consensus region size (:func:`gui_grounding.models.consensus.check_region`): a square narrower than 2 px cannot hold
    every point's vote (``int()`` truncation), so ``consensus()``, ``TTSConfig``, ``--tts-region`` and the
    ``consensus`` reward refuse it; any accepted size lets K identical points win.
+2. numbers read from predictions and scores files (agreement, confidence, vote and token counts, seconds): one value
+   rule (:func:`groundwork.validate.bounded_number`), applied by the predictions reader (a value out of range is dropped
+   and counted in ``bad_values``) and by ``compare`` (a refusal).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from PIL import Image
 
 import gui_grounding.training.rewards as rewards
 from gui_grounding.cli import build_parser
 from gui_grounding.cli import main as cli_main
-from gui_grounding.eval.tts import TTSConfig
+from gui_grounding.data.annotations import EvalInputError
+from gui_grounding.data.schema import Sample
+from gui_grounding.eval.compare import CompareError, read_run
+from gui_grounding.eval.predictions import load_predictions
+from gui_grounding.eval.run import run_eval
+from gui_grounding.eval.tts import TTSConfig, calibration, cost_summary, tts_predictions
 from gui_grounding.models.consensus import MAX_REGION, MIN_REGION, check_region, consensus, sample_region
 
 NAN, INF = float("nan"), float("inf")
@@ -127,3 +137,168 @@ def test_any_region_outside_the_range_is_refused_by_every_path(region):
         TTSConfig(mode="consensus", region=region)
     with pytest.raises(argparse.ArgumentTypeError):
         _tts_region_type()(repr(region))
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# 2. numbers read from predictions files: one value rule (groundwork.validate.bounded_number), applied by the reader
+
+
+def _screen(tmp_path, n=4):
+    path = tmp_path / "s.png"
+    Image.new("RGB", (200, 100), (200, 200, 200)).save(path)
+    return [Sample(f"s{i}", "Click ok", str(path), [(90.0, 40.0, 110.0, 60.0)], 200, 100) for i in range(n)]
+
+
+def _canonical(tmp_path, samples, name="test.jsonl"):
+    keys = ("x_min", "y_min", "x_max", "y_max")
+    data = tmp_path / name
+    data.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "sample_id": s.sample_id,
+                    "instruction": s.instruction,
+                    "image_path": s.image_path,
+                    "target_bbox": dict(zip(keys, s.boxes[0], strict=True)),
+                    "image_width": s.width,
+                    "image_height": s.height,
+                }
+            )
+            + "\n"
+            for s in samples
+        )
+    )
+    return data
+
+
+def _zc_line(sid, agreement, cost=None):
+    return {
+        "sample_id": sid,
+        "point": [100, 50],
+        "tts": {"mode": "zoom+consensus", "point": [100, 50], "agreement": agreement, "votes": 3},
+        "cost": cost or {"greedy": {"calls": 1, "prompt_tokens": 10, "wall_s": 0.5}},
+    }
+
+
+def test_agreement_out_of_range_is_dropped_counted_and_never_binned(tmp_path):
+    samples = _screen(tmp_path)
+    data = _canonical(tmp_path, samples)
+    preds = tmp_path / "p.jsonl"
+    lines = [
+        _zc_line("s0", 7.5),
+        _zc_line("s1", -3),
+        _zc_line("s2", True, {"greedy": {"calls": 2.5, "prompt_tokens": -5, "wall_s": 1e300, "foo": 10**9}}),
+        _zc_line("s3", 1),
+    ]
+    preds.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    doc = run_eval(
+        "canonical", str(data), str(tmp_path / "ev"), predictions=str(preds), tts=TTSConfig(mode="zoom+consensus")
+    )
+    assert doc["predictions"]["bad_values"] == 6 and doc["predictions"]["malformed"] == 0
+    assert [m for _, m in doc["predictions"]["examples"]["bad_values"]] == [
+        "sample s0: tts.agreement must be a finite number in [0, 1], got 7.5 (dropped)",
+        "sample s1: tts.agreement must be a finite number in [0, 1], got -3 (dropped)",
+        "sample s2: tts.agreement must be a finite number in [0, 1], got True (dropped)",
+        "sample s2: cost.greedy.calls must be an integer in [0, 1e+15], got 2.5 (dropped)",
+        "sample s2: cost.greedy.prompt_tokens must be an integer in [0, 1e+15], got -5 (dropped)",
+        "sample s2: cost.greedy.wall_s must be a finite number in [0, 1e+15], got 1e+300 (dropped)",
+    ]
+    # the points are still scored: every answer (100, 50) is correct
+    assert doc["overall"]["num_correct"] == 4
+    # only s3's agreement (1 -> 1.0) reaches the mean and the calibration table
+    assert doc["tts"]["agreement"]["mean"] == 1.0
+    assert [b["samples"] for b in doc["tts"]["agreement"]["calibration"]] == [0, 0, 0, 0, 1]
+    greedy_cost = doc["tts"]["cost"]["phases"]["greedy"]
+    assert (greedy_cost["calls"], greedy_cost["prompt_tokens"], greedy_cost["wall_s"]) == (3, 30, 1.5)
+    assert "foo" not in greedy_cost
+    scores = [json.loads(x) for x in (tmp_path / "ev" / "scores.jsonl").read_text().splitlines()]
+    assert [s["agreement"] for s in scores] == [None, None, None, 1.0]
+
+
+def test_strict_mode_raises_at_the_first_bad_value(tmp_path):
+    samples = _screen(tmp_path, 1)
+    preds = tmp_path / "p.jsonl"
+    preds.write_text(json.dumps(_zc_line("s0", 7.5)) + "\n")
+    with pytest.raises(EvalInputError, match=r"p\.jsonl:1: bad value in prediction: sample s0: tts\.agreement must be"):
+        load_predictions(str(preds), samples, strict=True)
+
+
+def test_compare_refuses_a_scores_line_with_an_agreement_out_of_range(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "metrics.json").write_text(json.dumps({"benchmark": "canonical"}))
+    (run / "scores.jsonl").write_text(
+        json.dumps({"sample_id": "a", "correctness": "correct", "point": [1, 2], "agreement": 7.5}) + "\n"
+    )
+    with pytest.raises(
+        CompareError, match=r"scores\.jsonl:1: agreement must be null or a finite number in \[0, 1\], got 7\.5"
+    ):
+        read_run(str(run))
+
+
+_json_number_or_not = st.one_of(
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.floats(-0.5, 1.5),
+    st.integers(-(10**20), 10**20),
+    st.integers(0, 3),
+    st.booleans(),
+    st.none(),
+    st.text(max_size=3),
+    st.lists(st.integers(), max_size=2),
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(_json_number_or_not, _json_number_or_not, _json_number_or_not), min_size=1, max_size=6))
+def test_every_number_read_from_a_predictions_line_obeys_the_value_rule(tmp_path_factory, values):
+    """For any values of tts.agreement, a top-level agreement, a token count and wall_s: a value is kept exactly when
+    it is in range (as the number it is), every other one is dropped and counted once, and the mean and the
+    calibration bins see only the kept agreements."""
+    tmp = tmp_path_factory.mktemp("values")
+    samples = [Sample(f"s{i}", "x", "unused.png", [(0.0, 0.0, 10.0, 10.0)], 100, 100) for i in range(len(values))]
+    lines = []
+    for s, (agreement, count, seconds) in zip(samples, values, strict=True):
+        cost = {"sampling": {"generated_tokens": count, "wall_s": seconds}}
+        line = {**_zc_line(s.sample_id, agreement, cost), "agreement": seconds}
+        lines.append(line)
+    path = tmp / "p.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    preds, report = load_predictions(str(path), samples)
+
+    def fraction(v):
+        ok = type(v) in (int, float) and 0 <= v <= 1
+        return float(v) if ok else None
+
+    def count_(v):
+        return v if type(v) is int and 0 <= v <= 1e15 else None
+
+    def seconds_(v):
+        return float(v) if type(v) in (int, float) and 0 <= v <= 1e15 else None
+
+    expected_bad = 0
+    for s, (agreement, count, seconds) in zip(samples, values, strict=True):
+        p = preds[s.sample_id]
+        for got, want, raw in (
+            (p["tts"].get("agreement", "absent"), fraction(agreement), agreement),
+            (p.get("agreement", "absent"), fraction(seconds), seconds),
+            (p["cost"]["sampling"].get("generated_tokens", "absent"), count_(count), count),
+            (p["cost"]["sampling"].get("wall_s", "absent"), seconds_(seconds), seconds),
+        ):
+            if raw is None:
+                assert got is None
+            elif want is None:
+                assert got == "absent"
+                expected_bad += 1
+            else:
+                assert got == want and type(got) is type(want)
+    assert len(report.bad_values) == expected_bad
+    tts = TTSConfig(mode="zoom+consensus")
+    answers = tts_predictions(preds, samples, tts)
+    kept = [fraction(a) for a, _, _ in values if fraction(a) is not None]
+    assert [answers[s.sample_id].get("agreement") for s in samples] == [fraction(a) for a, _, _ in values]
+    results = {s.sample_id: {"correctness": "correct"} for s in samples}
+    bins = calibration(results, answers)
+    assert sum(b["samples"] for b in bins) == len(kept)
+    summary = cost_summary(preds, tts)
+    tokens = [count_(c) for _, c, _ in values if count_(c) is not None]
+    assert summary["phases"]["sampling"].get("generated_tokens", 0) == sum(tokens)

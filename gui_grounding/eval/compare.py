@@ -40,6 +40,7 @@ import shlex
 import sys
 from typing import Any
 
+from groundwork import validate
 from groundwork.markdown import md_table
 from groundwork.records import RecordError, container_problem, iter_records, load_json_file
 from groundwork.validate import short_repr
@@ -106,7 +107,8 @@ def read_run(folder: str) -> dict:
     Raises:
         CompareError: no or malformed ``metrics.json`` (an object with a string ``benchmark``); no ``scores.jsonl``
             (the message gives the command that writes it); a scores file that is not a regular file or cannot be
-            read; no usable sample.
+            read; no usable sample; an ``agreement`` other than null or a finite number in
+            ``[0, 1]`` (:func:`groundwork.validate.bounded_number`) rejects its line.
     """
     metrics_path, scores_path = os.path.join(folder, "metrics.json"), os.path.join(folder, SCORES_FILE)
     if not os.path.isfile(metrics_path):
@@ -154,6 +156,9 @@ def _scores_problem(rec: Any, scores: dict) -> tuple[str | None, str]:
         return "bad_correctness", f"correctness must be correct, wrong or wrong_format, got {got}"
     if not _point_ok(rec.get("point")):
         return "bad_point", f"point must be null or [x, y] (finite numbers), got {short_repr(rec.get('point'))}"
+    agreement = rec.get("agreement")
+    if agreement is not None and validate.bounded_number(agreement) is None:  # the predictions reader's value rule
+        return "bad_agreement", f"agreement must be null or a finite number in [0, 1], got {short_repr(agreement)}"
     if rec["sample_id"] in scores:
         return "duplicate_id", f"sample {short_repr(rec['sample_id'])} a second time (the first line is kept)"
     return None, ""

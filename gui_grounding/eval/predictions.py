@@ -50,6 +50,13 @@ Nothing is dropped silently, and no record makes eval crash:
   record that does not parse, a ``"sample_id": ...`` found in its text) that sample is scored as the harness scores
   an unparseable answer, ``wrong_format``, also on refusal items (an unreadable answer is not an abstention). Strict
   mode raises :class:`EvalInputError` at the first one instead;
+* a **number beside the point** that lies outside its range (:data:`VALUE_FIELDS`: an ``agreement`` or
+  ``confidence`` that is not a finite number in ``[0, 1]``, e.g. ``tts.agreement`` 7.5 or -3; a token count, call
+  count or vote count that is not an integer in ``[0, 1e15]``; ``wall_s`` seconds that are not a finite number in
+  ``[0, 1e15]``; booleans are never numbers: :func:`groundwork.validate.bounded_number`) is **dropped** from the
+  prediction and counted in ``bad_values`` with its ref and a warning; the point is still scored (a bad confidence
+  does not make the answer unreadable), and no mean, calibration bin or cost total sees the value. Strict mode
+  raises at the first one;
 * a ``sample_id`` that matches no sample is counted in ``unknown_ids``;
 * several records for one sample (``duplicates``) refuse the file with an :class:`EvalInputError` naming them, unless
   ``on_duplicate`` is ``"first"`` or ``"last"`` (that record counts; the others are counted in ``duplicates``).
@@ -109,6 +116,25 @@ HARNESS_DETAIL_KEYS = (
 #: the reader's own keys on a prediction (a record's keys of these names are not kept)
 INTERNAL_KEYS = ("ref", "malformed", "harness_correctness")
 
+#: ranges of the numbers a predictions line carries beside its point: ``(low, high, integer)`` for
+#: :func:`groundwork.validate.bounded_number`
+FRACTION = (0.0, 1.0, False)
+COUNT = (0.0, validate.MAX_COUNT, True)
+SECONDS = (0.0, validate.MAX_COUNT, False)
+#: every number read from a predictions line beside the point, by its key path (``*``: any key, a cost phase), and
+#: its range; ``null`` is no value. The one place the value rule is applied to predictions (:func:`checked_values`)
+VALUE_FIELDS = {
+    ("agreement",): FRACTION,
+    ("confidence",): FRACTION,
+    ("tts", "agreement"): FRACTION,
+    ("tts", "votes"): COUNT,
+    ("cost", "*", "calls"): COUNT,
+    ("cost", "*", "sequences"): COUNT,
+    ("cost", "*", "prompt_tokens"): COUNT,
+    ("cost", "*", "generated_tokens"): COUNT,
+    ("cost", "*", "wall_s"): SECONDS,
+}
+
 # "sample_id": "..." or "sample_id": 123 in the text of a record that does not parse (linear: the string alternatives
 # are disjoint and the lengths bounded)
 _SAMPLE_ID_IN_TEXT = re.compile(r'"sample_id"\s{0,64}:\s{0,64}(?:"((?:[^"\\\n\r]|\\.){1,512})"|(-?\d{1,64})\b)')
@@ -137,6 +163,7 @@ class PredictionReport:
     malformed: list[tuple[str, str]] = field(default_factory=list)  # (ref, message)
     malformed_samples: list[str] = field(default_factory=list)  # samples scored wrong_format for a malformed record
     unknown_ids: list[tuple[str, str]] = field(default_factory=list)  # (ref, sample_id or harness key)
+    bad_values: list[tuple[str, str]] = field(default_factory=list)  # (ref, message) of each number dropped
     duplicates: list[tuple[str, str]] = field(default_factory=list)  # (ref, sample_id) of each repeat
     not_mapped: list[tuple[str, str]] = field(default_factory=list)  # harness details outside positive/en/instruction
     missing: list[str] = field(default_factory=list)  # sample_ids without a prediction (set by results_from_...)
@@ -150,6 +177,7 @@ class PredictionReport:
             "malformed": len(self.malformed),
             "malformed_samples": len(self.malformed_samples),
             "unknown_ids": len(self.unknown_ids),
+            "bad_values": len(self.bad_values),
             "duplicates": len(self.duplicates),
             "not_mapped": len(self.not_mapped),
             "missing": len(self.missing),
@@ -167,6 +195,7 @@ class PredictionReport:
                 "malformed": [list(x) for x in self.malformed[:max_examples]],
                 "malformed_samples": self.malformed_samples[:max_examples],
                 "unknown_ids": [list(x) for x in self.unknown_ids[:max_examples]],
+                "bad_values": [list(x) for x in self.bad_values[:max_examples]],
                 "duplicates": [list(x) for x in self.duplicates[:max_examples]],
                 "not_mapped": [list(x) for x in self.not_mapped[:max_examples]],
                 "missing": self.missing[:max_examples],
@@ -178,7 +207,7 @@ class PredictionReport:
         """Readable summary: one line of counts, then the first example of each problem."""
         c = self.counts()
         lines = [f"predictions {self.path} ({self.format}): " + ", ".join(f"{k} {v}" for k, v in c.items())]
-        for name in ("malformed", "unknown_ids", "duplicates", "not_mapped", "harness_disagreements"):
+        for name in ("malformed", "unknown_ids", "bad_values", "duplicates", "not_mapped", "harness_disagreements"):
             items = getattr(self, name)
             if items:
                 lines.append(f"  {name:<22} {len(items):>6}   e.g. {' '.join(map(str, items[0]))}")
@@ -195,6 +224,56 @@ def parse_point(value: Any) -> tuple[bool, list[float] | None]:
     if isinstance(value, (list, tuple)) and len(value) == 2 and all(is_number(v) for v in value):
         return True, [float(value[0]), float(value[1])]
     return False, None
+
+
+def _range_text(rule: tuple[float, float, bool]) -> str:
+    lo, hi, integer = rule
+    return f"{'an integer' if integer else 'a finite number'} in [{lo:g}, {hi:g}]"
+
+
+def _checked(obj: dict, path: tuple, rule: tuple, shown: str, problems: list[str]) -> dict:
+    """``obj`` with the values at ``path`` checked (:func:`checked_values`); a changed object is a copy."""
+    head, rest = path[0], path[1:]
+    keys = list(obj) if head == "*" else [head] if head in obj else []
+    out = obj
+    for key in keys:
+        value, name = obj[key], f"{shown}.{key}" if shown else key
+        if rest:
+            if isinstance(value, dict):
+                new = _checked(value, rest, rule, name, problems)
+                if new is not value:
+                    out = dict(out) if out is obj else out
+                    out[key] = new
+            continue
+        if value is None:
+            continue
+        number = validate.bounded_number(value, rule[0], rule[1], integer=rule[2])
+        if number is not None and type(number) is type(value):
+            continue
+        out = dict(out) if out is obj else out
+        if number is None:
+            del out[key]
+            shown_name = name if len(name) <= 80 else name[:80] + "..."
+            problems.append(f"{shown_name} must be {_range_text(rule)}, got {short_repr(value)} (dropped)")
+        else:
+            out[key] = number  # an integral agreement (1) as the float it means (1.0)
+    return out
+
+
+def checked_values(record: dict) -> tuple[dict, list[str]]:
+    """``record`` with every number of :data:`VALUE_FIELDS` checked by the one value rule
+    (:func:`groundwork.validate.bounded_number`): a value outside its range is removed (one message each, naming its key
+    path, the range and the value), a fraction stated as an integer becomes a float, ``null`` stays. Objects it
+    changes are copies; ``record`` itself is never modified. Never raises.
+
+    Returns:
+        ``(record, problems)``.
+    """
+    problems: list[str] = []
+    out = record
+    for path, rule in VALUE_FIELDS.items():
+        out = _checked(out, path, rule, "", problems)
+    return out, problems
 
 
 def harness_shape_problem(doc: Any) -> str | None:
@@ -365,6 +444,12 @@ class _Collector:
         if sample_id is not None and sample_id in self.known:
             self.add(ref, sample_id, {"raw_response": None}, None, malformed=message)
 
+    def bad_value(self, ref: str, message: str) -> None:
+        """Count a number dropped from a prediction (:func:`checked_values`)."""
+        if self.strict:
+            raise EvalInputError(f"{ref}: bad value in prediction: {message}")
+        self.report.bad_values.append((ref, message))
+
     def unknown(self, ref: str, what: str) -> None:
         if self.strict:
             raise EvalInputError(f"{ref}: prediction for unknown sample {what} (wrong predictions file for this data?)")
@@ -400,7 +485,7 @@ class _Collector:
         problems = {
             k: v
             for k, v in self.report.counts().items()
-            if k in ("malformed", "unknown_ids", "duplicates", "not_mapped") and v
+            if k in ("malformed", "unknown_ids", "bad_values", "duplicates", "not_mapped") and v
         }
         if problems:
             logger.warning("%s: %s\n%s", self.report.path, problems, self.report.table())
@@ -454,7 +539,10 @@ def _load_records(
         if refusal is True and point is not None:
             c.malformed(ref, f"sample {sid}: a refusal has no point (got refusal true and point {point})", sid)
             continue
-        c.add(ref, sid, {k: v for k, v in rec.items() if k not in INTERNAL_KEYS}, point)
+        checked, problems = checked_values({k: v for k, v in rec.items() if k not in INTERNAL_KEYS})
+        for problem in problems if sid in c.known else ():  # an unknown sample's numbers are never read
+            c.bad_value(ref, f"sample {sid}: {problem}")
+        c.add(ref, sid, checked, point)
     return c.finish()
 
 

@@ -54,6 +54,7 @@ import math
 import time
 from dataclasses import asdict, dataclass, field
 
+from groundwork import validate
 from gui_grounding.eval.engine import Draw, Engine
 from gui_grounding.models.consensus import DEFAULT_REGION, MAX_SAMPLES, check_region, consensus
 
@@ -67,8 +68,11 @@ DEFAULT_ZOOM = 0.5
 #: cost phases of a predictions line: the greedy pass, K samples on the screenshot, the crop pass
 PHASES = ("greedy", "sampling", "zoom")
 #: a cost value beyond this (or not a number) in a predictions line is not counted (a hostile file must not overflow
-#: the per-sample means)
-MAX_COST_VALUE = 1e15
+#: the per-sample means): the predictions reader drops it with a warning (``gui_grounding.eval.predictions``
+#: ``VALUE_FIELDS``), and :func:`cost_summary` sums only the known keys by the same rule
+MAX_COST_VALUE = validate.MAX_COUNT
+#: the cost keys of one phase (what :func:`_cost` writes) and whether each is a count (integer)
+COST_KEYS = {"calls": True, "sequences": True, "prompt_tokens": True, "generated_tokens": True, "wall_s": False}
 #: agreement bins of the calibration table and plot (left-closed; the last bin includes 1.0)
 CALIBRATION_BINS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 
@@ -416,7 +420,8 @@ def tts_predictions(predictions: dict[str, dict], samples: list, tts: TTSConfig)
         if pred.get("malformed") is not None:
             out[s.sample_id] = pred
             continue
-        new = {k: v for k, v in pred.items() if k not in ("point", "refusal")}
+        # the mode's own point, refusal and agreement (never a top-level "agreement" of the line)
+        new = {k: v for k, v in pred.items() if k not in ("point", "refusal", "agreement")}
         if tts.mode == "consensus":
             problem, points = (
                 _samples_problem(pred.get("samples"))
@@ -435,17 +440,13 @@ def tts_predictions(predictions: dict[str, dict], samples: list, tts: TTSConfig)
                 problem = f"no {tts.mode} answer in this record (a --model run with --tts {tts.mode} writes one)"
             else:
                 ok, point = parse_point(info.get("point"))
-                agreement = info.get("agreement")
+                agreement = validate.bounded_number(info.get("agreement"))  # [0, 1], the reader's rule
                 if not ok:
                     problem = f"tts.point must be null or [x, y], got {str(info.get('point'))[:60]}"
                 else:
                     new["point"] = point
-                    if (
-                        isinstance(agreement, (int, float))
-                        and not isinstance(agreement, bool)
-                        and math.isfinite(agreement)
-                    ):
-                        new["agreement"] = float(agreement)
+                    if agreement is not None:
+                        new["agreement"] = agreement
                     if point is None and pred.get("refusal") is True:
                         new["refusal"] = True
         if problem is not None:
@@ -457,7 +458,9 @@ def tts_predictions(predictions: dict[str, dict], samples: list, tts: TTSConfig)
 def cost_summary(predictions: dict[str, dict], tts: TTSConfig) -> dict:
     """Totals and per-sample means of each phase's cost over the lines' ``"cost"``, and per answer: ``greedy`` and
     the mode's (the sum of :attr:`TTSConfig.phases`). Lines without a ``cost`` (a file sampled elsewhere) are not
-    counted (``lines_with_cost``)."""
+    counted (``lines_with_cost``). Only :data:`COST_KEYS` are summed, each value by the value rule
+    (:func:`groundwork.validate.bounded_number`: counts integers in ``[0, MAX_COST_VALUE]``, ``wall_s`` a finite number
+    in that range), the rule the predictions reader already applied."""
     phases: dict[str, dict] = {}
     counted = 0
     for pred in predictions.values():
@@ -469,9 +472,10 @@ def cost_summary(predictions: dict[str, dict], tts: TTSConfig) -> dict:
             c = cost.get(phase)
             if isinstance(c, dict):
                 acc = phases.setdefault(phase, {})
-                for k, v in c.items():
-                    if isinstance(v, (int, float)) and not isinstance(v, bool) and abs(v) <= MAX_COST_VALUE:
-                        acc[k] = acc.get(k, 0) + v  # NaN fails the comparison
+                for k, integer in COST_KEYS.items():
+                    v = validate.bounded_number(c.get(k), 0, MAX_COST_VALUE, integer=integer)
+                    if v is not None:
+                        acc[k] = acc.get(k, 0) + v
 
     def per_answer(names):
         total: dict = {}
@@ -492,7 +496,8 @@ def cost_summary(predictions: dict[str, dict], tts: TTSConfig) -> dict:
 
 def calibration(results: dict[str, dict], answers: dict[str, dict]) -> list[dict]:
     """Accuracy per agreement bin (:data:`CALIBRATION_BINS`): ``[{"low", "high", "samples", "correct",
-    "accuracy"}]`` over the samples whose answer has an agreement (accuracy ``None`` for an empty bin)."""
+    "accuracy"}]`` over the samples whose answer has an agreement (a finite number in ``[0, 1]``:
+    :func:`groundwork.validate.bounded_number`, the predictions reader's rule; accuracy ``None`` for an empty bin)."""
     from gui_grounding.eval.judge import CORRECT
 
     bins = [
@@ -500,8 +505,8 @@ def calibration(results: dict[str, dict], answers: dict[str, dict]) -> list[dict
         for lo, hi in zip(CALIBRATION_BINS[:-1], CALIBRATION_BINS[1:], strict=True)
     ]
     for sid, ans in answers.items():
-        a = ans.get("agreement")
-        if not isinstance(a, (int, float)) or isinstance(a, bool) or not math.isfinite(a) or sid not in results:
+        a = validate.bounded_number(ans.get("agreement"))
+        if a is None or sid not in results:
             continue
         k = min(len(bins) - 1, max(0, int(a * (len(bins)))))
         bins[k]["samples"] += 1
@@ -581,7 +586,7 @@ def tts_run(
         if results[s.sample_id]["correctness"] == CORRECT and greedy_results[s.sample_id]["correctness"] != CORRECT
     ]
     bins = calibration(results, answers) if tts.uses_consensus else []
-    agreements = [a["agreement"] for a in answers.values() if isinstance(a.get("agreement"), float)]
+    agreements = [a for a in (validate.bounded_number(x.get("agreement")) for x in answers.values()) if a is not None]
     fallbacks: dict[str, int] = {}
     for pred in predictions.values():
         info = pred.get("tts")
