@@ -197,11 +197,15 @@ def check_unit(box: Any, unit: str, what: str = "box") -> None:
 
 
 def short_repr(value: Any, limit: int = 80) -> str:
+    """``repr(value)`` cut to ``limit`` characters for a message, saying how much was cut (``'aaa... [920 more
+    characters]'``); never raises (a huge int's repr raises past ``sys.get_int_max_str_digits()``, a deep nesting
+    raises ``RecursionError``: ``<unprintable int>``). The one ``short_repr`` of the project (the data and benchmark
+    readers import it through ``gui_grounding.data.annotations``)."""
     try:
         text = repr(value)
-    except (ValueError, RecursionError):  # a huge int's repr raises past sys.get_int_max_str_digits()
-        text = f"<{type(value).__name__}>"
-    return text if len(text) <= limit else text[:limit] + "..."
+    except (ValueError, RecursionError):
+        return f"<unprintable {type(value).__name__}>"
+    return text if len(text) <= limit else text[:limit] + f"... [{len(text) - limit} more characters]"
 
 
 # --------------------------------------------------------------------------------------------------------------------

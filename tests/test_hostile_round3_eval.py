@@ -18,7 +18,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
+import gui_grounding.data.annotations as annotations
+import gui_grounding.data.formats as formats
+import gui_grounding.data.schema as schema
 import gui_grounding.training.rewards as rewards
+from groundwork import validate
 from gui_grounding.cli import build_parser
 from gui_grounding.cli import main as cli_main
 from gui_grounding.data.annotations import EvalInputError
@@ -302,3 +306,19 @@ def test_every_number_read_from_a_predictions_line_obeys_the_value_rule(tmp_path
     summary = cost_summary(preds, tts)
     tokens = [count_(c) for _, c, _ in values if count_(c) is not None]
     assert summary["phases"]["sampling"].get("generated_tokens", 0) == sum(tokens)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# one declaration each: short_repr (groundwork.validate) and CANONICAL_KEYS (gui_grounding.data.schema)
+
+
+def test_one_short_repr_with_a_limit():
+    assert annotations.short_repr is validate.short_repr
+    assert validate.short_repr("a" * 200, 10) == "'aaaaaaaaa... [192 more characters]"
+    assert validate.short_repr("a" * 78) == "'" + "a" * 78 + "'"  # 80 characters: whole
+    assert validate.short_repr(10**5000) == "<unprintable int>"
+
+
+def test_one_canonical_keys_declaration():
+    assert formats.CANONICAL_KEYS is schema.CANONICAL_KEYS
+    assert "CANONICAL_KEYS =" not in open(formats.__file__, encoding="utf-8").read()

@@ -48,6 +48,7 @@ from typing import Any
 
 from groundwork import validate
 from groundwork.records import DuplicateKeyError, RecordError, check_data_file, iter_records, load_json_file
+from groundwork.validate import short_repr  # the one short_repr; the benchmark readers import it from here
 from gui_grounding.data.schema import LoadReport, Sample, SampleError, read_image_size
 from gui_grounding.models.frames import Box
 
@@ -335,15 +336,6 @@ def image_file(image_dir: str, name: Any, ref: str) -> str:
         return validate.resolve_path(image_dir, name, contain=True)
     except validate.Invalid as err:
         raise SampleError(ref, err.reason, err.message) from None
-
-
-def short_repr(value: Any, limit: int = 120) -> str:
-    """``repr(value)`` cut to ``limit`` characters, for messages (never raises, even on deep nesting)."""
-    try:
-        text = repr(value)
-    except (RecursionError, ValueError):
-        return f"<unprintable {type(value).__name__}>"
-    return text if len(text) <= limit else text[:limit] + f"... [{len(text) - limit} more characters]"
 
 
 def require_str(record: dict, key: str, ref: str) -> str:

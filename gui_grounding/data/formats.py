@@ -35,6 +35,7 @@ from gui_grounding.data.annotations import (
     is_number,  # a finite int/float within +-1e7, never a bool (the readers' rule)
 )
 from gui_grounding.data.schema import (
+    CANONICAL_KEYS,  # the canonical record's keys: one declaration (Sample.to_record's), used here too
     SampleError,
     conversation_turns,
     require,  # the one record-shape check (benchmark readers share it)
@@ -772,19 +773,6 @@ def read_screenspot_pro(record: dict, ctx: ReadContext) -> list[Target]:
     ]
 
 
-# keys of a canonical output record (gui_grounding.data.schema.Sample.to_record): a record key of the same name is not
-# copied into a sample's extra fields, which would overwrite them
-CANONICAL_KEYS = (
-    "sample_id",
-    "instruction",
-    "image_path",
-    "target_bbox",
-    "image_width",
-    "image_height",
-    "source",
-    "platform",
-    "ui_type",
-)
 VLM_R1_REC_KEYS = ("image", "problem", "solution")
 VLM_R1_NEEDS = (
     "a VLM-R1 record needs 'image' + 'conversations' (grpo_jsonl) or 'image', 'problem', 'solution' "
@@ -850,6 +838,8 @@ def read_vlm_r1(record: dict, ctx: ReadContext) -> list[Target]:
         image = image[0]
     image = _image_path(image, ctx.ref, "image")
     box = _rec_solution(record["solution"], ctx.ref)
+    # a record key named like a canonical output key (gui_grounding.data.schema.CANONICAL_KEYS) is not copied into the
+    # sample's extra fields, which would overwrite them
     extra = {k: v for k, v in record.items() if k not in (*VLM_R1_REC_KEYS, "id", *CANONICAL_KEYS)}
     if "id" in record:
         extra["source_id"] = record["id"]
