@@ -71,7 +71,14 @@ def test_compare_numbers_table_and_outputs(runs, samples, tmp_path, capsys):
     scores = [json.loads(x) for x in open(os.path.join(a, "scores.jsonl"), encoding="utf-8")]
     assert [x["sample_id"] for x in scores] == ids
     assert [x["correctness"] for x in scores] == ["correct"] * 6 + ["wrong"] * 3 + ["wrong_format"]
-    assert scores[0] == {"sample_id": ids[0], "correctness": "correct", "point": _centre(samples[0]), "refusal": False}
+    target = {"boxes": [list(samples[0].boxes[0])], "polygons": [], "refusal": False, "image_size": [360, 640]}
+    assert scores[0] == {
+        "sample_id": ids[0],
+        "correctness": "correct",
+        "point": _centre(samples[0]),
+        "refusal": False,
+        "target": target,
+    }
     out = tmp_path / "cmp"
     compare([a, b, "--out", str(out)])
     printed = capsys.readouterr().out

@@ -6,12 +6,15 @@
 2. numbers read from predictions and scores files (agreement, confidence, vote and token counts, seconds): one value
    rule (:func:`groundwork.validate.bounded_number`), applied by the predictions reader (a value out of range is dropped
    and counted in ``bad_values``) and by ``compare`` (a refusal).
+3. ``compare`` pairs two runs only on the same scored data (``targets_sha256`` in ``metrics.json``, each sample's
+   ``target`` in ``scores.jsonl``): two canonical files whose generated ids coincide are refused.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 
 import pytest
 from hypothesis import given, settings
@@ -27,8 +30,10 @@ from gui_grounding.cli import build_parser
 from gui_grounding.cli import main as cli_main
 from gui_grounding.data.annotations import EvalInputError
 from gui_grounding.data.schema import Sample
-from gui_grounding.eval.compare import CompareError, read_run
+from gui_grounding.eval.compare import CompareError, compare_runs, markdown, read_run
+from gui_grounding.eval.compare import main as compare_main
 from gui_grounding.eval.predictions import load_predictions
+from gui_grounding.eval.report import sample_target, targets_sha256
 from gui_grounding.eval.run import run_eval
 from gui_grounding.eval.tts import TTSConfig, calibration, cost_summary, tts_predictions
 from gui_grounding.models.consensus import MAX_REGION, MIN_REGION, check_region, consensus, sample_region
@@ -322,3 +327,123 @@ def test_one_short_repr_with_a_limit():
 def test_one_canonical_keys_declaration():
     assert formats.CANONICAL_KEYS is schema.CANONICAL_KEYS
     assert "CANONICAL_KEYS =" not in open(formats.__file__, encoding="utf-8").read()
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# 3. compare pairs runs on the same scored data only (targets_sha256 in metrics.json, target per scores line)
+
+
+def _id_less_folder(folder, boxes):
+    """A canonical benchmark folder ``folder/test.jsonl`` whose records carry no id: the reader generates
+    ``test:0``, ``test:1``, ... whatever the boxes."""
+    folder.mkdir()
+    Image.new("RGB", (200, 100), (200, 200, 200)).save(folder / "s.png")
+    keys = ("x_min", "y_min", "x_max", "y_max")
+    recs = [
+        {"instruction": f"click {i}", "image_path": "s.png", "target_bbox": dict(zip(keys, b, strict=True))}
+        for i, b in enumerate(boxes)
+    ]
+    (folder / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    return folder / "test.jsonl"
+
+
+def _eval_run(tmp_path, name, boxes, points):
+    data = _id_less_folder(tmp_path / f"data_{name}", boxes)
+    preds = tmp_path / f"{name}.jsonl"
+    preds.write_text("".join(json.dumps({"sample_id": f"test:{i}", "point": p}) + "\n" for i, p in enumerate(points)))
+    out = tmp_path / f"run_{name}"
+    doc = run_eval("canonical", str(data), str(out), predictions=str(preds), max_failures=0)
+    return str(out), doc
+
+
+BOXES_A = [(10.0, 10.0, 50.0, 50.0), (100.0, 10.0, 150.0, 50.0), (10.0, 60.0, 50.0, 90.0)]
+BOXES_B = [(10.0, 10.0, 50.0, 50.0), (150.0, 60.0, 190.0, 90.0), (10.0, 60.0, 50.0, 90.0)]  # test:1 elsewhere
+POINTS = [[30, 30], [120, 30], [170, 75]]
+
+
+def test_targets_sha256_is_the_scored_data():
+    s = [Sample("b", "x", "p.png", [BOXES_A[0]], 200, 100), Sample("a", "y", "q.png", [BOXES_A[1]], 200, 100)]
+    h = targets_sha256(s)
+    assert len(h) == 64 and h == targets_sha256(s[::-1])  # the order does not matter
+    assert targets_sha256([Sample("b", "other words", "r.png", [BOXES_A[0]], 200, 100), s[1]]) == h
+    assert targets_sha256([Sample("b", "x", "p.png", [BOXES_B[1]], 200, 100), s[1]]) != h  # a box
+    assert targets_sha256([Sample("b", "x", "p.png", [BOXES_A[0]], 201, 100), s[1]]) != h  # an image size
+    assert targets_sha256([Sample("c", "x", "p.png", [BOXES_A[0]], 200, 100), s[1]]) != h  # an id
+    assert sample_target(s[0]) == {
+        "boxes": [[10.0, 10.0, 50.0, 50.0]],
+        "polygons": [],
+        "refusal": False,
+        "image_size": [200, 100],
+    }
+
+
+def test_compare_refuses_runs_on_different_files_whose_generated_ids_coincide(tmp_path, capsys):
+    a, doc_a = _eval_run(tmp_path, "a", BOXES_A, POINTS)
+    b, doc_b = _eval_run(tmp_path, "b", BOXES_B, POINTS)
+    assert doc_a["benchmark"] == doc_b["benchmark"] == "canonical"
+    assert doc_a["targets_sha256"] != doc_b["targets_sha256"]
+    ra, rb = read_run(a), read_run(b)
+    assert list(ra["scores"]) == list(rb["scores"]) == ["test:0", "test:1", "test:2"]
+    with pytest.raises(CompareError, match=r"^different scored data under the same ids: 1 of 3 samples .*'test:1'"):
+        compare_runs(ra, rb)
+    # the CLI: one line, exit status 2, nothing paired
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as err:
+        compare_main(argparse.Namespace(run_a=a, run_b=b, intersect=False, max_listed=50, max_gallery=0, out=None))
+    assert err.value.code == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gui-grounding compare: error: different scored data")
+    # the same data twice: paired, checked by the hash
+    a2, _ = _eval_run(tmp_path, "a2", BOXES_A, [[30, 30], [0, 0], [0, 0]])
+    doc = compare_runs(ra, read_run(a2))
+    assert doc["targets"] == {"a": doc_a["targets_sha256"], "b": doc_a["targets_sha256"], "check": "sha256"}
+    assert doc["paired"] == {"both_right": 1, "only_a": 1, "only_b": 0, "both_wrong": 1}
+
+
+def _make_old(run, *, keep_targets):
+    """Strip what a run of an older version lacks: the hash, and (unless ``keep_targets``) the per-sample targets."""
+    metrics_path, scores_path = os.path.join(run, "metrics.json"), os.path.join(run, "scores.jsonl")
+    metrics = json.load(open(metrics_path, encoding="utf-8"))
+    metrics.pop("targets_sha256", None)
+    with open(metrics_path, "w", encoding="utf-8") as f:
+        json.dump(metrics, f)
+    lines = [json.loads(x) for x in open(scores_path, encoding="utf-8")]
+    if not keep_targets:
+        for x in lines:
+            del x["target"]
+    with open(scores_path, "w", encoding="utf-8") as f:
+        f.writelines(json.dumps(x) + "\n" for x in lines)
+
+
+def test_compare_without_a_hash_checks_per_sample_targets_else_warns_loudly(tmp_path, capsys):
+    a, _ = _eval_run(tmp_path, "a", BOXES_A, POINTS)
+    b, _ = _eval_run(tmp_path, "b", BOXES_B, POINTS)
+    _make_old(b, keep_targets=True)
+    with pytest.raises(CompareError, match="different scored data under the same ids: 1 of 3"):
+        compare_runs(read_run(a), read_run(b))
+    _make_old(b, keep_targets=False)
+    doc = compare_runs(read_run(a), read_run(b))
+    assert doc["targets"]["check"] == "unverified" and doc["targets"]["b"] is None
+    assert doc["targets"]["warning"].startswith(f"cannot check that both runs scored the same data: {b} records no")
+    assert markdown(doc).split("\n")[2].startswith("**WARNING**: cannot check that both runs scored the same data")
+    capsys.readouterr()
+    compare_main(argparse.Namespace(run_a=a, run_b=b, intersect=False, max_listed=50, max_gallery=0, out=None))
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"gui-grounding compare: WARNING: {doc['targets']['warning']}"]
+    # with --intersect, equal per-sample targets on the common samples pass though the hashes differ
+    c, _ = _eval_run(tmp_path, "c", BOXES_A[:2], POINTS[:2])
+    doc = compare_runs(read_run(a), read_run(c), intersect=True)
+    assert doc["targets"]["check"] == "per-sample" and doc["num_samples"] == 2
+
+
+def test_compare_refuses_a_malformed_hash_or_target(tmp_path):
+    a, _ = _eval_run(tmp_path, "a", BOXES_A, POINTS)
+    metrics_path = os.path.join(a, "metrics.json")
+    metrics = json.load(open(metrics_path, encoding="utf-8"))
+    for bad in ("abc", 7, "G" * 64):
+        with open(metrics_path, "w", encoding="utf-8") as f:
+            json.dump({**metrics, "targets_sha256": bad}, f)
+        with pytest.raises(CompareError, match="targets_sha256 must be 64 lowercase hex digits"):
+            read_run(a)

@@ -207,7 +207,7 @@ def test_greedy_default_leaves_every_metric_unchanged(tmp_path, screen):
         predictions=str(tmp_path / "p.jsonl"),
         tts=TTSConfig(mode="zoom+consensus"),
     )
-    greedy = {k: v for k, v in docs[0].items() if k not in ("benchmark", "predictions", "data")}
+    greedy = {k: v for k, v in docs[0].items() if k not in ("benchmark", "predictions", "data", "targets_sha256")}
     assert tts_doc["greedy"] == greedy
 
 

@@ -26,6 +26,13 @@ Refused, with one line on stderr and exit status 2:
   write into a run folder as a side effect); the message gives the ``gui-grounding eval --predictions`` command, built
   from the folder's ``meta``, that rescores it in place and writes ``scores.jsonl``;
 * runs on different benchmarks, or on different OSWorld-G subsets (``plain`` vs ``refined``);
+* runs on different **scored data** (:func:`check_targets`): a benchmark name and coinciding sample ids do not make
+  two data files one (two canonical files read without ids both get ``test:0``, ``test:1``, ...). Each run records
+  ``targets_sha256`` in ``metrics.json`` (:func:`gui_grounding.eval.report.targets_sha256`: every sample's id,
+  boxes, polygons, refusal flag and image size) and each sample's ``target`` in ``scores.jsonl``. Equal hashes
+  pass; otherwise the compared samples' ``target`` lines must be equal (a run of an older version has neither:
+  then its targets cannot be checked, and compare says so on stderr, in ``compare.md`` and in ``compare.json``
+  ``targets.check = "unverified"``);
 * different sample sets (the message says how many samples are only in A and only in B), unless ``--intersect``:
   then only the common samples are compared and the numbers of those left out are reported.
 """
@@ -55,6 +62,9 @@ GALLERY_DIR = "compare"
 
 class CompareError(ValueError):
     """Two runs that cannot be compared, with a one-line reason."""
+
+
+_SHA256_HEX = frozenset("0123456789abcdef")
 
 
 def _point_ok(point: Any) -> bool:
@@ -123,6 +133,11 @@ def read_run(folder: str) -> dict:
         raise CompareError(f"cannot read {err}") from None
     if not isinstance(metrics, dict) or not isinstance(metrics.get("benchmark"), str):
         raise CompareError(f"{metrics_path}: not the metrics.json of `gui-grounding eval` (no benchmark name)")
+    digest = metrics.get("targets_sha256")
+    if digest is not None and not (isinstance(digest, str) and len(digest) == 64 and set(digest) <= _SHA256_HEX):
+        raise CompareError(
+            f"{metrics_path}: targets_sha256 must be 64 lowercase hex digits, got {validate.short_repr(digest)}"
+        )
     if not os.path.isfile(scores_path):
         raise CompareError(
             f"{scores_path} not found (eval runs older than scores.jsonl): re-run eval on its predictions to write "
@@ -156,6 +171,8 @@ def _scores_problem(rec: Any, scores: dict) -> tuple[str | None, str]:
         return "bad_correctness", f"correctness must be correct, wrong or wrong_format, got {got}"
     if not _point_ok(rec.get("point")):
         return "bad_point", f"point must be null or [x, y] (finite numbers), got {short_repr(rec.get('point'))}"
+    if "target" in rec and not isinstance(rec["target"], dict):
+        return "bad_target", f"target must be an object (boxes, image size), got {short_repr(rec['target'])}"
     agreement = rec.get("agreement")
     if agreement is not None and validate.bounded_number(agreement) is None:  # the predictions reader's value rule
         return "bad_agreement", f"agreement must be null or a finite number in [0, 1], got {short_repr(agreement)}"
@@ -190,6 +207,45 @@ def _describe(key: tuple) -> str:
     return key[0] + (f" ({key[1]})" if key[1] is not None else "")
 
 
+def check_targets(a: dict, b: dict, common: list[str]) -> dict:
+    """Whether runs ``a`` and ``b`` scored the same data on the ``common`` samples: ``{"a", "b"}`` (their
+    ``targets_sha256``, or None) and ``"check"``: ``"sha256"`` (equal hashes), ``"per-sample"`` (every common
+    sample's ``target`` line equal) or ``"unverified"`` (a run records neither: with ``"warning"``, the line compare
+    prints).
+
+    Raises:
+        CompareError: the hashes differ and the per-sample targets cannot show the common samples equal, or a common
+            sample's targets differ (the message counts them and names the first).
+    """
+    ha, hb = a["metrics"].get("targets_sha256"), b["metrics"].get("targets_sha256")
+    out = {"a": ha, "b": hb}
+    if ha is not None and ha == hb:
+        return {**out, "check": "sha256"}
+    if all("target" in a["scores"][s] and "target" in b["scores"][s] for s in common):
+        differ = [s for s in common if a["scores"][s]["target"] != b["scores"][s]["target"]]
+        if differ:
+            first = differ[0]
+            raise CompareError(
+                f"different scored data under the same ids: {len(differ)} of {len(common)} samples have other "
+                f"targets in {a['folder']} and {b['folder']} (first {first!r}: "
+                f"{validate.short_repr(a['scores'][first]['target'], 200)} vs "
+                f"{validate.short_repr(b['scores'][first]['target'], 200)}); pairing them would test nothing"
+            )
+        return {**out, "check": "per-sample"}
+    if ha is not None and hb is not None:
+        raise CompareError(
+            f"different scored data: targets_sha256 {ha[:12]}... in {a['folder']} and {hb[:12]}... in {b['folder']} "
+            "(other boxes, image sizes or ids under the same benchmark name); pairing them would test nothing"
+        )
+    old = [run["folder"] for run, h in ((a, ha), (b, hb)) if h is None]
+    warning = (
+        f"cannot check that both runs scored the same data: {', '.join(old)} records no targets_sha256 and no "
+        "per-sample targets (eval before issue 28); the pairing below assumes equal ids mean equal targets. "
+        "Rescore with the current version to check it"
+    )
+    return {**out, "check": "unverified", "warning": warning}
+
+
 def compare_runs(a: dict, b: dict, *, intersect: bool = False, max_listed: int = 50) -> dict:
     """The comparison document (``compare.json``) of two runs read by :func:`read_run`.
 
@@ -200,12 +256,12 @@ def compare_runs(a: dict, b: dict, *, intersect: bool = False, max_listed: int =
         "a"/"b": {"folder", "model", "num_correct", "accuracy" (percent, 2 decimals), "ci95" ([low, high] percent)},
         "difference_b_minus_a" (points, 2 decimals), "paired": {"both_right", "only_a", "only_b", "both_wrong"},
         "mcnemar": {"method", "statistic", "p_value", "discordant"}, "only_a_right"/"only_b_right": sample ids in
-        data order (at most ``max_listed``), "max_listed"}``. A sample counts as right when its correctness is
+        data order (at most ``max_listed``), "max_listed", "targets": :func:`check_targets`}``. A sample counts as right when its correctness is
         ``correct`` (``wrong`` and ``wrong_format`` are both wrong).
 
     Raises:
-        CompareError: different benchmarks or OSWorld-G subsets; different sample sets without ``intersect``; no
-            sample in common.
+        CompareError: different benchmarks or OSWorld-G subsets; different scored data (:func:`check_targets`);
+            different sample sets without ``intersect``; no sample in common.
     """
     key_a, key_b = _benchmark_key(a), _benchmark_key(b)
     if key_a != key_b:
@@ -224,6 +280,7 @@ def compare_runs(a: dict, b: dict, *, intersect: bool = False, max_listed: int =
     common = [s for s in a["order"] if s in b["scores"]]
     if not common:
         raise CompareError(f"{a['folder']} and {b['folder']} have no sample in common")
+    targets = check_targets(a, b, common)
     right_only_a, right_only_b = _disagreements(a, b, common)
     both_right = sum(a["scores"][s]["correctness"] == CORRECT == b["scores"][s]["correctness"] for s in common)
     n = len(common)
@@ -255,6 +312,7 @@ def compare_runs(a: dict, b: dict, *, intersect: bool = False, max_listed: int =
         "only_a_right": right_only_a[:max_listed],
         "only_b_right": right_only_b[:max_listed],
         "max_listed": max_listed,
+        "targets": targets,
     }
 
 
@@ -284,6 +342,7 @@ def markdown(doc: dict) -> str:
     lines = [
         f"# {doc['benchmark']}{subset}: A vs B on {doc['num_samples']} samples",
         "",
+        *([f"**WARNING**: {doc['targets']['warning']}.", ""] if doc.get("targets", {}).get("warning") else []),
         md_table(["run", "folder", "correct", "accuracy %", "95% CI"], runs),
         "",
         f"Difference B - A: {doc['difference_b_minus_a']:+.2f} points.",
@@ -435,6 +494,8 @@ def main(args: argparse.Namespace) -> None:
     except CompareError as err:
         print(f"gui-grounding compare: error: {' '.join(str(err).split())}", file=sys.stderr)
         raise SystemExit(2) from None
+    if doc["targets"].get("warning"):
+        print(f"gui-grounding compare: WARNING: {doc['targets']['warning']}", file=sys.stderr)
     text = markdown(doc)
     print(text)
     if args.out:

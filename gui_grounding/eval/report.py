@@ -5,9 +5,11 @@
   malformed records (and the samples they made wrong_format), duplicates (with the ``on_duplicate`` policy), unmapped
   harness details and harness disagreements (with examples and refs), "data": the load report (records read,
   ``num_samples`` = the denominator, errors per reason (``rejected``, ``reject_reasons``, ``rejects``), ``notes``,
-  ``num_warnings`` and every warning with its ref), "meta": caller's extras}``. Strict JSON (no NaN).
+  ``num_warnings`` and every warning with its ref), "targets_sha256": the identity of the scored data
+  (:func:`targets_sha256`), "meta": caller's extras}``. Strict JSON (no NaN).
 * ``scores.jsonl``: one line per sample in data order, ``{"sample_id", "correctness", "point" ([x, y] original
-  pixels or null), "refusal"}`` (:func:`write_scores`); ``gui-grounding compare`` pairs two runs with it.
+  pixels or null), "refusal", "target"}`` (:func:`write_scores`; ``target``: :func:`sample_target`);
+  ``gui-grounding compare`` pairs two runs with it, and refuses runs whose targets differ.
 * ``results.md``: a short header (samples, prediction problems, errors and warnings of the data) and
   ``benchmark.table(metrics)``.
 * ``failures.html``: one self-contained page over the ``wrong`` and ``wrong_format`` samples in data order (at most
@@ -27,6 +29,7 @@ never sits beside missing or truncated outputs. A full disk or a read-only folde
 
 from __future__ import annotations
 
+import hashlib
 import html
 import json
 import logging
@@ -46,7 +49,7 @@ logger = logging.getLogger(__name__)
 
 TARGET, POINT = (0, 170, 0), (230, 0, 0)
 OTHER_POINT = (30, 90, 230)  # the greedy point on the cards of a test-time run where the two answers disagree
-RESERVED = ("benchmark", "predictions", "data", "meta")
+RESERVED = ("benchmark", "predictions", "data", "meta", "targets_sha256")
 #: per-sample results (``write_scores``), read by ``gui-grounding compare``
 SCORES_FILE = "scores.jsonl"
 _OWN_IMAGE = re.compile(r"^\d{4,}(_zoom)?\.jpg$")
@@ -54,6 +57,33 @@ _OWN_IMAGE = re.compile(r"^\d{4,}(_zoom)?\.jpg$")
 _MARGIN = 16
 # the zoom picture is at most this size (and magnifies at most 4x)
 ZOOM_SIZE = (480, 320)
+
+
+def sample_target(s: Sample) -> dict:
+    """What a sample is scored against, as JSON: ``{"boxes": [[x1, y1, x2, y2], ...], "polygons": [[[x, y], ...],
+    ...], "refusal": bool, "image_size": [W, H]}`` (original pixels, floats; the size as the benchmark read it, null
+    when unknown). Written per sample in ``scores.jsonl`` and hashed by :func:`targets_sha256`."""
+
+    def size(v):
+        return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+    return {
+        "boxes": [[float(v) for v in b] for b in s.boxes],
+        "polygons": [[[float(x), float(y)] for x, y in poly] for poly in s.polygons],
+        "refusal": bool(s.refusal),
+        "image_size": [size(s.width), size(s.height)],
+    }
+
+
+def targets_sha256(samples: list[Sample]) -> str:
+    """The identity of the scored data: SHA-256 (hex) of the canonical JSON (sorted keys, no spaces, ASCII) of
+    ``[[sample_id, sample_target(s)], ...]`` sorted by sample_id. Two runs share it exactly when they scored the same
+    ids against the same boxes, polygons, refusal items and image sizes, whatever the file names or the order:
+    ``gui-grounding compare`` pairs runs only on equal targets (issue 28: a benchmark name and coinciding generated
+    ids do not make two data files one)."""
+    items = sorted(([s.sample_id, sample_target(s)] for s in samples), key=lambda x: x[0])
+    text = json.dumps(items, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
 
 
 def write_reports(
@@ -108,6 +138,7 @@ def write_reports(
         **metrics,
         "predictions": pred_summary,
         "data": load_report_dict(load_report) if load_report else {"num_samples": len(samples)},
+        "targets_sha256": targets_sha256(samples),
         "meta": meta or {},
     }
     if tts is not None:
@@ -148,9 +179,10 @@ def write_reports(
 def write_scores(
     path: str, samples: list[Sample], results: dict[str, dict], predictions: dict[str, dict], *, tts: dict | None = None
 ) -> None:
-    """``scores.jsonl``: one line per sample, in sample order, ``{"sample_id", "correctness", "point", "refusal"}``
-    (``correctness`` one of ``correct`` / ``wrong`` / ``wrong_format``; ``point`` ``[x, y]`` in original pixels or
-    null; ``refusal``: the answer was an explicit "no target"), written atomically before ``metrics.json``.
+    """``scores.jsonl``: one line per sample, in sample order, ``{"sample_id", "correctness", "point", "refusal",
+    "target"}`` (``correctness`` one of ``correct`` / ``wrong`` / ``wrong_format``; ``point`` ``[x, y]`` in original
+    pixels or null; ``refusal``: the answer was an explicit "no target"; ``target``: what it was scored against,
+    :func:`sample_target`), written atomically before ``metrics.json``.
     ``gui-grounding compare`` (:mod:`gui_grounding.eval.compare`) reads it to compare two runs sample by sample."""
     lines = []
     for s in samples:
@@ -161,6 +193,7 @@ def write_scores(
             "correctness": r["correctness"],
             "point": r.get("point"),
             "refusal": pred.get("refusal") is True,
+            "target": sample_target(s),
         }
         if tts is not None:
             answer = tts["answers"].get(s.sample_id) or {}
