@@ -8,6 +8,8 @@
    and counted in ``bad_values``) and by ``compare`` (a refusal).
 3. ``compare`` pairs two runs only on the same scored data (``targets_sha256`` in ``metrics.json``, each sample's
    ``target`` in ``scores.jsonl``): two canonical files whose generated ids coincide are refused.
+4. ``gui-grounding prompt --parse`` shows eval's reading (:func:`gui_grounding.eval.backends.eval_reading`): for
+   every adapter and profile, the point, refusal and format error eval records for the completion.
 """
 
 from __future__ import annotations
@@ -30,13 +32,18 @@ from gui_grounding.cli import build_parser
 from gui_grounding.cli import main as cli_main
 from gui_grounding.data.annotations import EvalInputError
 from gui_grounding.data.schema import Sample
+from gui_grounding.eval.backends import NO_POINT, record
+from gui_grounding.eval.budget import resolve_eval_budget
 from gui_grounding.eval.compare import CompareError, compare_runs, markdown, read_run
 from gui_grounding.eval.compare import main as compare_main
 from gui_grounding.eval.predictions import load_predictions
 from gui_grounding.eval.report import sample_target, targets_sha256
 from gui_grounding.eval.run import run_eval
 from gui_grounding.eval.tts import TTSConfig, calibration, cost_summary, tts_predictions
+from gui_grounding.models.adapters import ADAPTERS, get_adapter
 from gui_grounding.models.consensus import MAX_REGION, MIN_REGION, check_region, consensus, sample_region
+from gui_grounding.models.profiles import PROFILES, get_profile
+from gui_grounding.ops.prompt import describe_prompt
 
 NAN, INF = float("nan"), float("inf")
 
@@ -447,3 +454,111 @@ def test_compare_refuses_a_malformed_hash_or_target(tmp_path):
             json.dump({**metrics, "targets_sha256": bad}, f)
         with pytest.raises(CompareError, match="targets_sha256 must be 64 lowercase hex digits"):
             read_run(a)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# 4. `prompt --parse` shows eval's reading: the predictions line eval writes, read back by eval's reader
+
+SIZE = (640, 400)
+CONFIGS = [("adapter", name) for name in sorted(ADAPTERS)] + [("profile", name) for name in PROFILES]
+
+
+@pytest.fixture(scope="module")
+def eval_requests():
+    """Per adapter / profile: the adapter, and the request eval builds for a SIZE screenshot (the run's budget). The
+    first request imports transformers' smart_resize (seconds on a busy machine; once per process)."""
+    image = Image.new("RGB", SIZE, (255, 255, 255))
+    out = {}
+    for kind, name in CONFIGS:
+        out.update(_eval_request(kind, name, image))
+    return out
+
+
+def _eval_request(kind, name, image):
+    """``{(kind, name): (adapter, sample, request)}``: the run's adapter and budget resolved as eval resolves them."""
+    prof = get_profile(name) if kind == "profile" else None
+    ad = get_adapter(prof.adapter if prof else name)
+    budget, _ = resolve_eval_budget(ad, model=None, flags={}, profile=prof, limits=None)
+    sample = Sample(f"{kind}-{name}", "Click ok", "unused.png", [(0.0, 0.0, 10.0, 10.0)], *SIZE)
+    return {(kind, name): (ad, sample, ad.build_request(sample, image, budget=budget))}
+
+
+def _eval_reads(tmp, eval_requests, text):
+    """What eval records for ``text`` per config: record() -> predictions file -> load_predictions."""
+    samples = [sample for _, sample, _ in eval_requests.values()]
+    path = tmp / "p.jsonl"
+    path.write_text(
+        "".join(json.dumps(record(s, r, text, ad)) + "\n" for ad, s, r in eval_requests.values()),
+        encoding="utf-8",
+    )
+    preds, _ = load_predictions(str(path), samples)
+    return {key: preds[s.sample_id] for key, (_, s, _) in eval_requests.items()}
+
+
+def _prompt_parse(kind, name, text):
+    return describe_prompt(
+        name if kind == "adapter" else None, SIZE, "Click ok", profile=name if kind == "profile" else None, parse=text
+    )
+
+
+def _assert_same_reading(shown, pred):
+    malformed = pred.get("malformed")
+    assert shown["parsed_point"] == pred["point"]
+    assert shown["refusal"] is (pred.get("refusal") is True)
+    if malformed is not None:
+        assert shown["format_error"] == malformed.split(": ", 1)[1] and shown["scored_as"] == "wrong_format"
+    elif pred["point"] is None and pred.get("refusal") is not True:
+        assert shown["format_error"] == NO_POINT and shown["scored_as"] == "wrong_format"
+    else:
+        assert shown["format_error"] is None and shown["scored_as"] == ("refusal" if shown["refusal"] else "point")
+
+
+def test_prompt_parse_shows_the_point_eval_calls_malformed_and_the_refusal(tmp_path, eval_requests):
+    shown = _prompt_parse("adapter", "gta1", "(9.9e9, 5)")
+    assert shown["answer_point"] is None and shown["scored_as"] == "wrong_format"
+    shown = _prompt_parse("adapter", "gta1", "(9900000000, 5)")
+    assert shown["answer_point"] == [9900000000.0, 5.0] and shown["parsed_point"] is None
+    assert shown["format_error"].startswith("point must be null or [x, y] finite numbers (|v| <= 1e7), got [")
+    shown = _prompt_parse("profile", "ui-venus-ground-7b", "[-1,-1]")
+    assert (shown["parsed_point"], shown["refusal"], shown["format_error"], shown["scored_as"]) == (
+        None,
+        True,
+        None,
+        "refusal",
+    )
+    shown = _prompt_parse("adapter", "gta1", "(-1,-1)")  # GTA1 has no refusal answer: a point off the screen
+    assert shown["refusal"] is False and shown["scored_as"] == "point" and shown["parsed_point"][0] < 0
+    reads = _eval_reads(tmp_path, eval_requests, "(9900000000, 5)")
+    for (kind, name), pred in reads.items():
+        _assert_same_reading(_prompt_parse(kind, name, "(9900000000, 5)"), pred)
+
+
+_completion = st.one_of(
+    st.text(max_size=12),
+    st.builds(
+        lambda a, b, fmt: fmt.format(a, b),
+        st.one_of(st.integers(-(10**10), 10**10), st.floats(-1e9, 1e9, allow_nan=False).map(lambda v: round(v, 2))),
+        st.one_of(st.integers(-5, 2000), st.sampled_from([-1, 0, 1])),
+        st.sampled_from(
+            [
+                "({}, {})",
+                "[{}, {}]",
+                "[{0},{1},{0},{1}]",
+                "[{0},{1},{1},{0}]",
+                '{{"coordinate": [{}, {}]}}</tool_call>',
+                "<point>{} {}</point>",
+                "click(start_box='({},{})')",
+                "<think>x</think><answer>({}, {})</answer>",
+            ]
+        ),
+    ),
+    st.sampled_from(["[-1,-1]", " [-1, -1] ", "[-1,-1,-1,-1]", "", "(nan, 3)", "(1e400, 3)", "(3,)"]),
+)
+
+
+@settings(max_examples=25, deadline=None)
+@given(_completion)
+def test_prompt_parse_equals_the_eval_reading_for_every_adapter_and_profile(tmp_path_factory, eval_requests, text):
+    reads = _eval_reads(tmp_path_factory.mktemp("parse"), eval_requests, text)
+    for (kind, name), pred in reads.items():
+        _assert_same_reading(_prompt_parse(kind, name, text), pred)

@@ -276,6 +276,25 @@ def checked_values(record: dict) -> tuple[dict, list[str]]:
     return out, problems
 
 
+def read_answer_fields(rec: dict) -> tuple[str | None, list[float] | None]:
+    """``(problem, point)`` of a predictions record's answer: the reader's rules for ``point`` (present; null or two
+    finite numbers within +-1e7: :func:`parse_point`) and ``refusal`` (true, false or null; a refusal has no point).
+    ``problem`` is the malformed-record message (the sample is then scored ``wrong_format``), else None and
+    ``point`` the normalised point. The one reading of an answer's fields: the predictions reader and
+    ``gui_grounding.eval.backends.eval_reading`` (what ``gui-grounding prompt --parse`` shows) both call it."""
+    if "point" not in rec:
+        return "no 'point' key (use null for no answer)", None
+    ok, point = parse_point(rec["point"])
+    if not ok:
+        return f"point must be null or [x, y] finite numbers (|v| <= 1e7), got {short_repr(rec['point'])}", None
+    refusal = rec.get("refusal", False)
+    if refusal is not True and refusal is not False and refusal is not None:
+        return f"refusal must be true, false or null, got {short_repr(refusal)}", None
+    if refusal is True and point is not None:
+        return f"a refusal has no point (got refusal true and point {point})", None
+    return None, point
+
+
 def harness_shape_problem(doc: Any) -> str | None:
     """Why ``doc`` is not a ScreenSpot-Pro harness log as the harness writes it, or None when it is.
 
@@ -520,24 +539,9 @@ def _load_records(
         if sid is None:
             c.malformed(ref, f"no usable sample_id (got {short_repr(rec.get('sample_id'))})")
             continue
-        if "point" not in rec:
-            c.malformed(ref, f"sample {sid}: no 'point' key (use null for no answer)", sid)
-            continue
-        ok, point = parse_point(rec["point"])
-        if not ok:
-            c.malformed(
-                ref,
-                f"sample {sid}: point must be null or [x, y] finite numbers (|v| <= 1e7), got "
-                f"{short_repr(rec['point'])}",
-                sid,
-            )
-            continue
-        refusal = rec.get("refusal", False)
-        if refusal is not True and refusal is not False and refusal is not None:
-            c.malformed(ref, f"sample {sid}: refusal must be true, false or null, got {short_repr(refusal)}", sid)
-            continue
-        if refusal is True and point is not None:
-            c.malformed(ref, f"sample {sid}: a refusal has no point (got refusal true and point {point})", sid)
+        problem, point = read_answer_fields(rec)
+        if problem is not None:
+            c.malformed(ref, f"sample {sid}: {problem}", sid)
             continue
         checked, problems = checked_values({k: v for k, v in rec.items() if k not in INTERNAL_KEYS})
         for problem in problems if sid in c.known else ():  # an unknown sample's numbers are never read

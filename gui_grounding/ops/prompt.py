@@ -33,6 +33,7 @@ import json
 import re
 
 from gui_grounding.data.schema import Sample
+from gui_grounding.eval.backends import eval_reading
 from gui_grounding.models.adapters import ADAPTERS, get_adapter
 
 MAX_SIDE = 1_000_000  # a screenshot side beyond this is not a screen (and would not fit in memory)
@@ -86,9 +87,14 @@ def describe_prompt(
         min_pixels, max_pixels, max_tiles: pixel-budget flags (resolved as ``gui-grounding eval`` resolves them:
             flag, else ``profile``, else the checkpoint's recorded budget, else the adapter's published one).
         profile: a :mod:`gui_grounding.models.profiles` name (adapter and budget).
-        parse: an answer in the model's format: ``parsed_point`` is the point it means in original pixels
-            (``Adapter.parse``, the inference rules; ``null`` when it holds no point), ``answer_point`` the same in the
-            answer frame.
+        parse: a completion in the model's format (the generated text; an adapter's ``assistant_prefix`` is put
+            before it, as eval does): what ``gui-grounding eval`` records and scores for it, by eval's own path
+            (:func:`gui_grounding.eval.backends.eval_reading`: the predictions line, read back by the predictions
+            reader's rule): ``parsed_point`` (original pixels, exactly as recorded; ``null`` for a refusal or a
+            format error), ``refusal`` (the adapter's explicit "no target", e.g. UI-Venus ``[-1,-1]``: correct on
+            refusal items, wrong elsewhere), ``format_error`` (why eval scores it ``wrong_format``: nothing parsed,
+            or a point eval's reader calls malformed, e.g. beyond +-1e7), ``scored_as`` (``point``, ``refusal`` or
+            ``wrong_format``); and ``answer_point``, the adapter's parse in its answer frame.
 
     Only the sizes are needed to build the messages: no image of the screenshot's size is ever allocated (with
     ``model``, the processor gets a blank image of the size the budget sends, at most the decode guard
@@ -147,11 +153,15 @@ def describe_prompt(
     if warnings:
         out["pixel_budget_warnings"] = warnings
     if parse is not None:
-        point = ad.parse_answer(parse, strict=False)
-        original = ad.parse(parse, Request(out["messages"], None, {"frame": frame}))
+        request = Request(out["messages"], None, {"frame": frame}, assistant_prefix=ad.assistant_prefix)
+        point = ad.parse_answer(request.assistant_prefix + parse, strict=False)
+        reading = eval_reading(Sample("prompt", instruction, "", [], width, height), request, parse, ad)
         out["answer"] = parse
         out["answer_point"] = list(point) if point is not None else None
-        out["parsed_point"] = [round(float(v), 4) for v in original] if original is not None else None
+        out["parsed_point"] = reading["point"]
+        out["refusal"] = reading["refusal"]
+        out["format_error"] = reading["format_error"]
+        out["scored_as"] = reading["scored_as"]
     if model is None:
         return out
     from vlm_r1.modules import get_vlm_module

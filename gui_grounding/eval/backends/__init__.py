@@ -37,6 +37,8 @@ from typing import Any
 
 from groundwork.records import container_problem, iter_records
 from groundwork.registry import Registry
+from gui_grounding.eval.judge import WRONG_FORMAT
+from gui_grounding.eval.predictions import read_answer_fields
 
 logger = logging.getLogger(__name__)
 
@@ -156,6 +158,30 @@ def record(sample, request, text: str, adapter, *, error: str | None = None) -> 
     if error is not None:
         rec["error"] = error
     return rec
+
+
+#: what eval makes of an answer with no point and no refusal (``gui_grounding.eval.judge``)
+NO_POINT = "no point could be read from the answer"
+
+
+def eval_reading(sample, request, text: str, adapter) -> dict:
+    """What ``gui-grounding eval`` records and scores for the answer ``text``: the predictions line :func:`record`
+    writes, read back by the predictions reader's rule (:func:`gui_grounding.eval.predictions.read_answer_fields`).
+    One path, so ``gui-grounding prompt --parse`` (which calls this) shows exactly eval's reading.
+
+    Returns:
+        ``{"point": [x, y] original pixels or None, "refusal": bool (the family's explicit "no target":
+        correct on refusal items, wrong elsewhere), "format_error": None, or why eval scores the answer
+        ``wrong_format`` (the reader's malformed-record message, e.g. a point beyond +-1e7, or
+        :data:`NO_POINT`), "scored_as": "point" | "refusal" | "wrong_format"}``.
+    """
+    rec = record(sample, request, text, adapter)
+    problem, point = read_answer_fields(rec)
+    refusal = problem is None and rec.get("refusal") is True
+    if problem is None and point is None and not refusal:
+        problem = NO_POINT
+    scored = WRONG_FORMAT if problem is not None else "refusal" if refusal else "point"
+    return {"point": point, "refusal": refusal, "format_error": problem, "scored_as": scored}
 
 
 def prepare_resume(path: str) -> set[str]:
