@@ -260,8 +260,8 @@ def register_cli(sub) -> None:
         default=None,
         type=text,
         metavar="ANSWER",
-        help="also print the point this answer "
-        "(in the model's format) means, in the answer frame and in original pixels",
+        help="also print what gui-grounding eval records for this completion (eval's own parse and reader): "
+        "the point in original pixels, the refusal flag, or the format error it scores wrong_format",
     )
     p.add_argument(
         "--image-size",
