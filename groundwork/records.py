@@ -16,6 +16,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from groundwork.argtypes import SEED
+from groundwork.argtypes import value as checked_value
 from groundwork.validate import short_repr
 
 ERROR_TEXT_CHARS = 1 << 20  # a RecordError keeps at most this much of the record's text
@@ -901,8 +903,8 @@ def load_data_config(path: str) -> tuple[list[DataSource], int | None]:
                 entry.get("name"),
             )
         )
-    seed = cfg.get("seed")
-    return sources, int(seed) if seed is not None else None
+    seed = cfg.get("seed")  # the flags' rule (groundwork.argtypes): an integer, not 'abc', 1.5, true or a list
+    return sources, checked_value(SEED, seed, f"{path}: seed") if seed is not None else None
 
 
 def sampling_indices(n: int, strategy: str, seed: int, *, where: str = "") -> list[int]:

@@ -24,6 +24,11 @@ import logging
 import os
 import sys
 
+from groundwork import argtypes
+
+#: make-tiny-model's image processor bounds (smart_resize pixels; :mod:`groundwork.argtypes`, the range in ``--help``)
+_TINY_PIXELS = argtypes.integer(min=1, max=2**31 - 1)
+
 
 def _make_tiny_model(args: argparse.Namespace) -> None:
     from vlm_r1.tiny import build_tiny_model
@@ -208,15 +213,27 @@ def build_parser() -> argparse.ArgumentParser:
         help="architecture (config.model_type; families whose module implements build_tiny_checkpoint)",
     )
     p.add_argument("--out", required=True, help="output directory")
-    p.add_argument("--seed", type=int, default=0, help="seed of the random weights")
+    p.add_argument(
+        "--seed", type=argtypes.SEED, default=0, help=argtypes.with_range("seed of the random weights", argtypes.SEED)
+    )
     p.add_argument(
         "--size",
         choices=["tiny", "small"],
         default="tiny",
         help="tiny: hidden 64, 2 layers; small: hidden 128, 4 layers (~1M parameters)",
     )
-    p.add_argument("--min-pixels", type=int, default=3136, help="image processor min_pixels (smart_resize bound)")
-    p.add_argument("--max-pixels", type=int, default=200_704, help="image processor max_pixels (smart_resize bound)")
+    p.add_argument(
+        "--min-pixels",
+        type=_TINY_PIXELS,
+        default=3136,
+        help=argtypes.with_range("image processor min_pixels (smart_resize bound)", _TINY_PIXELS),
+    )
+    p.add_argument(
+        "--max-pixels",
+        type=_TINY_PIXELS,
+        default=200_704,
+        help=argtypes.with_range("image processor max_pixels (smart_resize bound)", _TINY_PIXELS),
+    )
     p.set_defaults(func=_make_tiny_model)
 
     from gui_grounding.data.synthetic import register_cli as register_synthetic

@@ -32,6 +32,8 @@ import os
 import random
 from dataclasses import asdict, dataclass, field
 
+from groundwork.argtypes import SEED
+
 # Distinct, saturated colours (name -> RGB) that differ strongly per channel.
 COLOURS: dict[str, tuple[int, int, int]] = {
     "red": (220, 30, 30),
@@ -268,7 +270,7 @@ def register_cli(sub) -> None:
         default=d.background,
         help="gradient wallpaper (position cue a tiny model can read), grey panels per cell, or plain",
     )
-    p.add_argument("--seed", type=int, default=d.seed, help="random seed")
+    p.add_argument("--seed", type=SEED, default=d.seed, help=with_range("random seed", SEED))
 
     def run(args) -> None:
         cfg = SyntheticConfig(

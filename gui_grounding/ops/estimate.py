@@ -33,6 +33,7 @@ from typing import Any
 
 from groundwork.records import load_json_file
 from gui_grounding.ops.memory import (
+from groundwork.argtypes import integer, number, with_range
     DEFAULT_CALIBRATION_PATH,
     QWEN2_5_VL_SHAPES,
     MemoryEstimate,
@@ -111,13 +112,21 @@ def zero_config(deepspeed: str | None) -> ZeroConfig:
     return ZeroConfig.from_json(config, shown if not shown.startswith("..") else deepspeed)
 
 
+#: the estimate's numeric flags (:mod:`groundwork.argtypes`: finite, in range, the range in ``--help``)
+GPU_MEMORY_GIB = number(min=0, min_open=True, max=1_000_000)
+TOKENS = integer(min=0, max=2**31 - 1)
+
+
 def add_estimate_flags(p: argparse.ArgumentParser) -> None:
     """The estimate's own flags (shared by ``gui-grounding estimate`` and ``python -m gui_grounding.plan``)."""
     p.add_argument(
         "--gpu-memory-gib",
-        type=float,
+        type=GPU_MEMORY_GIB,
         default=DEFAULT_GPU_MEMORY_GIB,
-        help="memory of one GPU in GiB; a warning is printed when the predicted peak exceeds it [80: H100]",
+        help=with_range(
+            "memory of one GPU in GiB; a warning is printed when the predicted peak exceeds it [80: H100]",
+            GPU_MEMORY_GIB,
+        ),
     )
     p.add_argument(
         "--screenshot",
@@ -126,15 +135,21 @@ def add_estimate_flags(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--text-tokens",
-        type=int,
+        type=TOKENS,
         default=DEFAULT_TEXT_TOKENS,
-        help=f"system prompt + instruction + chat template tokens per prompt (an estimate) [{DEFAULT_TEXT_TOKENS}]",
+        help=with_range(
+            f"system prompt + instruction + chat template tokens per prompt (an estimate) [{DEFAULT_TEXT_TOKENS}]",
+            TOKENS,
+        ),
     )
     p.add_argument(
         "--completion-tokens",
-        type=int,
+        type=TOKENS,
         default=None,
-        help="completion width C in tokens (completions are padded to the longest) [the run's max_completion_length]",
+        help=with_range(
+            "completion width C in tokens (completions are padded to the longest) [the run's max_completion_length]",
+            TOKENS,
+        ),
     )
     p.add_argument(
         "--calibration",

@@ -31,6 +31,7 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from groundwork import outputs
+from groundwork.argtypes import SEED, integer, number, with_range
 
 logger = logging.getLogger(__name__)
 
@@ -692,11 +693,19 @@ def register_cli(sub) -> None:
         "of each, on --model or the toy's GRPO / SFT checkpoint)",
     )
     p.add_argument("--out", required=True, help="output folder (shared tiny model + data reused between experiments)")
-    p.add_argument("--grpo-steps", type=int, default=d.grpo_steps, help="GRPO steps per run")
-    p.add_argument("--sft-epochs", type=float, default=d.sft_epochs, help="warm-start SFT epochs")
-    p.add_argument("--grpo-lr", type=float, default=d.grpo_lr, help="GRPO learning rate (toy scale, not GTA1's 1e-6)")
-    p.add_argument("--eval-steps", type=int, default=d.eval_steps, help="evaluate test accuracy every N steps")
-    p.add_argument("--seed", type=int, default=d.seed, help="training seed")
+    steps, epochs, lr = integer(min=1, max=10_000_000), number(min=0, max=1_000_000), number(min=0, min_open=True)
+    p.add_argument("--grpo-steps", type=steps, default=d.grpo_steps, help=with_range("GRPO steps per run", steps))
+    p.add_argument("--sft-epochs", type=epochs, default=d.sft_epochs, help=with_range("warm-start SFT epochs", epochs))
+    p.add_argument(
+        "--grpo-lr",
+        type=lr,
+        default=d.grpo_lr,
+        help=with_range("GRPO learning rate (toy scale, not GTA1's 1e-6)", lr),
+    )
+    p.add_argument(
+        "--eval-steps", type=steps, default=d.eval_steps, help=with_range("evaluate test accuracy every N steps", steps)
+    )
+    p.add_argument("--seed", type=SEED, default=d.seed, help=with_range("training seed", SEED))
     p.add_argument("--only", action="append", default=None, help="ablations: run only this setting (repeatable)")
     p.add_argument("--no-thinking", action="store_true", help="ablations: skip the thinking-mode SFT+GRPO pair")
     p.add_argument(
