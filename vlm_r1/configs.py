@@ -38,6 +38,8 @@ from typing import Any
 
 from trl import GRPOConfig, ModelConfig
 
+from groundwork.argtypes import BadValue, integer, number
+from groundwork.argtypes import value as checked_value
 from groundwork.records import load_json_file, load_yaml_file
 from vlm_r1.preflight import DEFAULT_TIMEOUT_S as DEFAULT_PREFLIGHT_TIMEOUT_S
 
@@ -486,6 +488,7 @@ class VLMGRPOConfig(GRPOConfig):
             raise ValueError(f"--preflight_timeout must be > 0 seconds, got {self.preflight_timeout}")
         if self.dynamic_sampling_max_tries < 1:
             raise ValueError(f"--dynamic_sampling_max_tries must be >= 1, got {self.dynamic_sampling_max_tries}")
+        check_batch(self, GRPO_BATCH_MINIMUMS)  # before TRL's __post_init__, which divides by them
         # The user's own values of the preset fields, kept so the preset can be re-resolved (command line) without
         # losing them. Fields that differ from TRL's defaults count as explicitly set here.
         self._loss_preset_given = {name: getattr(self, name) for name in PRESET_FIELDS}
@@ -537,6 +540,117 @@ class VLMGRPOConfig(GRPOConfig):
         }
 
 
+#: the batch fields a GRPO run needs, with their least values: TRL 1.16 (``trl/trainer/grpo_config.py``
+#: ``GRPOConfig.__post_init__``) computes ``generation_batch_size % num_generations`` before it checks
+#: ``num_generations < 2`` ("GRPO requires at least 2 generations per prompt"), so 0 was a ZeroDivisionError; a zero
+#: per-device batch or accumulation divides by zero later, in the trainer
+GRPO_BATCH_MINIMUMS = {
+    "per_device_train_batch_size": 1,
+    "gradient_accumulation_steps": 1,
+    "num_generations": 2,
+    "num_generations_eval": 1,
+    "steps_per_generation": 1,
+}
+#: the same for SFT (HF Trainer divides by both)
+SFT_BATCH_MINIMUMS = {"per_device_train_batch_size": 1, "gradient_accumulation_steps": 1}
+#: of these, the fields whose None means "derived" (TRL: num_generations_eval -> num_generations,
+#: steps_per_generation -> gradient_accumulation_steps)
+_NONE_MEANS_DERIVED = {"num_generations_eval", "steps_per_generation"}
+
+
+def check_batch(args: Any, minimums: dict[str, int]) -> None:
+    """Refuse batch sizes the trainer would divide by (or TRL refuses only after dividing): each field of
+    ``minimums`` an integer of at least its value (:data:`GRPO_BATCH_MINIMUMS`, :data:`SFT_BATCH_MINIMUMS`).
+
+    Raises:
+        BadValue: ``--NAME: must be an integer >= N, got V`` (one line).
+    """
+    for name, least in minimums.items():
+        if not hasattr(args, name):
+            continue
+        got = getattr(args, name)
+        if got is None and name in _NONE_MEANS_DERIVED:
+            continue
+        if isinstance(got, bool) or not isinstance(got, int) or got < least:
+            raise BadValue(f"--{name}: must be an integer >= {least}, got {got!r}")
+
+
+def strict_numbers(parser: argparse.ArgumentParser, config_name: str = "--config") -> None:
+    """Give every integer and float flag of a dataclass parser the project's number types (:mod:`groundwork.argtypes`:
+    finite, no booleans; NaN, ``inf`` and ``1e999`` are refused by argparse, naming the flag), and check the same
+    flags' values in the ``--config`` YAML (``config_name``) with the same rule.
+
+    Why: transformers' parser gives ``int`` / ``float`` fields plain ``type=int`` / ``type=float`` (``--learning_rate
+    nan`` passed), and TRL's ``--config`` sets YAML values as argparse *defaults*, which argparse never converts
+    unless they are text: ``max_pixels: [1, 2]`` or ``max_steps: .nan`` reached the run unchecked and failed far from
+    their cause. A refused YAML value is a :class:`groundwork.argtypes.BadValue` naming the file and key.
+    """
+    for action in parser._actions:
+        name = getattr(action.type, "__name__", "")
+        if action.type in (int, float) or (name in ("int", "float") and callable(action.type)):
+            accepts_none = action.type not in (int, float)  # TRL's _accept_none wrapper: 'none' / 'null' -> None
+            parse = integer() if name == "int" else number()
+            action.type = _none_or(parse) if accepts_none else parse
+    apply = parser.set_defaults_with_config
+
+    def set_defaults_with_config(**config):
+        for action in parser._actions:
+            if action.dest in config and getattr(action.type, "range_text", None):
+                config[action.dest] = _config_number(action, config[action.dest], f"{config_name}: {action.dest}")
+        return apply(**config)
+
+    parser.set_defaults_with_config = set_defaults_with_config
+
+
+def _none_or(parse):
+    """``parse`` that also reads ``none`` / ``null`` as None (TRL's rule for ``X | None`` fields)."""
+
+    def parse_or_none(text: str):
+        return None if str(text).strip().lower() in ("none", "null") else parse(text)
+
+    parse_or_none.__name__ = parse.__name__
+    parse_or_none.range_text = parse.range_text  # type: ignore[attr-defined]
+    parse_or_none.accepts_none = True  # type: ignore[attr-defined]
+    return parse_or_none
+
+
+def _config_number(action: argparse.Action, raw: Any, name: str) -> Any:
+    """A ``--config`` YAML value of a numeric flag, converted by the flag's type (:func:`strict_numbers`)."""
+    if action.nargs in ("+", "*") and isinstance(raw, list):
+        return [checked_value(action.type, v, f"{name}[{i}]") for i, v in enumerate(raw)]
+    if raw is None or (isinstance(raw, str) and raw.strip().lower() in ("none", "null")):
+        if getattr(action.type, "accepts_none", False) or action.default is None:
+            return None
+    return checked_value(action.type, raw, name)
+
+
+def allow_word_lists(parser: argparse.ArgumentParser, dataclass_types: Sequence[type]) -> None:
+    """Let a flag whose field is ``str | list[str]`` (``--report_to``, ``--optim_target_modules``) take several words:
+    ``--report_to tensorboard wandb`` is the list transformers' ``TrainingArguments.report_to`` accepts (a single word
+    stays the string it was). transformers' parser keeps only the ``str`` of such a union, so a second word was an
+    "unrecognized arguments" error, and the launchers' documented ``REPORT_TO="tensorboard wandb"`` failed."""
+    import typing
+
+    names = set()
+    for dtype in dataclass_types:
+        hints = typing.get_type_hints(dtype)
+        for f in fields(dtype):
+            parts = typing.get_args(hints.get(f.name))
+            if str in parts and list[str] in parts:
+                names.add(f.name)
+    for action in parser._actions:
+        if action.dest in names and action.nargs is None and action.option_strings:
+            action.nargs = "+"
+            action.__class__ = _WordOrWords
+
+
+class _WordOrWords(argparse._StoreAction):
+    """One word: the word; several: the list (see :func:`allow_word_lists`)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, values[0] if isinstance(values, list) and len(values) == 1 else values)
+
+
 def explicitly_given(dataclass_types: Sequence[type], argv: Sequence[str]) -> set[str]:
     """Names of the fields set on the command line ``argv`` (any spelling argparse accepts, e.g. ``--x=1``,
     ``--no_x``, unique prefixes) or as keys of its ``--config`` YAML; values equal to the defaults count too."""
@@ -550,6 +664,8 @@ def given_sources(dataclass_types: Sequence[type], argv: Sequence[str]) -> dict[
 
     parser = TrlParser(dataclass_types)
     allow_bare_bools(parser)
+    strict_numbers(parser)
+    allow_word_lists(parser, dataclass_types)
     for action in parser._actions:
         if action.dest != "help":
             action.default = argparse.SUPPRESS
@@ -558,7 +674,9 @@ def given_sources(dataclass_types: Sequence[type], argv: Sequence[str]) -> dict[
     out: dict[str, str] = {}
     if "--config" in args:
         i = args.index("--config")
-        out = {k: f"--config {args[i + 1]}" for k in (load_yaml_file(args[i + 1], "--config") or {}) if k != "env"}
+        loaded = load_yaml_file(args[i + 1], "--config")
+        if isinstance(loaded, dict):  # anything else: the parser that follows refuses the file, naming it
+            out = {str(k): f"--config {args[i + 1]}" for k in loaded if k != "env"}
         del args[i : i + 2]
     namespace, _ = parser.parse_known_args(args)
     out.update({name: f"flag --{name}" for name in vars(namespace)})
@@ -834,10 +952,17 @@ def parse_command_line(
 
     check_side_files(argv)
     types = (*dataclass_types, LegacyTrainingArguments)
+    argv = list(argv)
+    config_name = f"--config {argv[argv.index('--config') + 1]}" if "--config" in argv[:-1] else "--config"
 
     def parse(extra_defaults: dict[str, Any]):
-        parser = TrlParser(types, **(parser_kwargs or {}))
+        # a short usage: argparse prints it above every usage error, and the full one is ~240 lines (--help has it)
+        parser = TrlParser(
+            types, **{"usage": "%(prog)s [--config FILE.yaml] [--FLAG VALUE ...]", **(parser_kwargs or {})}
+        )
         allow_bare_bools(parser)
+        strict_numbers(parser, config_name)
+        allow_word_lists(parser, types)
         if extra_defaults:
             parser.set_defaults(**extra_defaults)
         *objs, unknown = parser.parse_args_and_config(args=list(argv), return_remaining_strings=True)

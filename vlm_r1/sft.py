@@ -27,8 +27,9 @@ from dataclasses import dataclass, field
 
 from trl import SFTConfig
 
-from vlm_r1.configs import DataArguments, GRPOModelConfig
+from vlm_r1.configs import SFT_BATCH_MINIMUMS, DataArguments, GRPOModelConfig, check_batch
 from vlm_r1.devices import apply_device_defaults
+from vlm_r1.launch import input_errors
 
 logger = logging.getLogger("vlm_r1")
 
@@ -63,6 +64,7 @@ class VLMSFTConfig(SFTConfig):
 
         apply_device_defaults(self)
         prefer_activation_checkpointing(self)  # transformers 5 names, without the FutureWarning
+        check_batch(self, SFT_BATCH_MINIMUMS)  # HF Trainer divides by them
         super().__post_init__()
 
 
@@ -142,7 +144,13 @@ def sft_dataset(task, script_args, processor, vlm_module, data_files: str | None
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Build everything from the command line, train, and save model + processor to ``--output_dir``."""
+    """Build everything from the command line, train, and save model + processor to ``--output_dir``. An input error
+    ends it with one ``vlm_r1.sft: error: ...`` line, status 2 (:func:`vlm_r1.launch.input_errors`)."""
+    with input_errors("vlm_r1.sft"):
+        _main(argv)
+
+
+def _main(argv: list[str] | None) -> None:
     from vlm_r1.launch import load_policy_model, save_final, setup_logging
 
     setup_logging()

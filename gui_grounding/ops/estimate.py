@@ -31,9 +31,9 @@ import argparse
 import os
 from typing import Any
 
+from groundwork.argtypes import integer, number, with_range
 from groundwork.records import load_json_file
 from gui_grounding.ops.memory import (
-from groundwork.argtypes import integer, number, with_range
     DEFAULT_CALIBRATION_PATH,
     QWEN2_5_VL_SHAPES,
     MemoryEstimate,
