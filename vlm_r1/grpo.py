@@ -21,9 +21,11 @@ import logging
 import os
 import sys
 
+from groundwork.argtypes import from_env, integer
 from groundwork.outputs import write_text
 from groundwork.pixel_budget import update_run_info
 from vlm_r1.configs import GRPOModelConfig, GRPOScriptArguments, UpstreamCompatArguments, VLMGRPOConfig
+from vlm_r1.launch import input_errors
 
 logger = logging.getLogger("vlm_r1")
 
@@ -394,14 +396,18 @@ def main(argv: list[str] | None = None) -> None:
 
     With ``--preflight`` on (auto: ``WORLD_SIZE > 1``) the multi-node preflight (``vlm_r1.preflight``) runs first and
     stops the run, naming the failing rank(s) and host(s), if the ranks cannot rendezvous, all_reduce or store
-    checkpoints."""
+    checkpoints.
+
+    An input error (a flag or ``--config`` value, the data config, a data file, the distributed environment) ends
+    the run with one ``vlm_r1.grpo_jsonl: error: ...`` line and status 2 (:func:`vlm_r1.launch.input_errors`)."""
     from vlm_r1.launch import setup_logging
     from vlm_r1.preflight import preflight_from_argv
 
-    setup_logging()
-    argv = list(sys.argv[1:] if argv is None else argv)
-    preflight_from_argv(argv)  # --preflight: before parsing, which creates the process group (TrainingArguments)
-    train(*parse_args(argv))
+    with input_errors("vlm_r1.grpo_jsonl"):
+        setup_logging()
+        argv = list(sys.argv[1:] if argv is None else argv)
+        preflight_from_argv(argv)  # --preflight: before parsing, which creates the process group (TrainingArguments)
+        train(*parse_args(argv))
 
 
 def train(script_args, training_args, model_args) -> None:
@@ -470,7 +476,7 @@ def train(script_args, training_args, model_args) -> None:
     preemption = PreemptionCallback(training_args.output_dir)
     trainer.add_callback(preemption)
     stale = os.path.join(training_args.output_dir, PREEMPT_FILE)
-    restarted = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") or 0) > 0
+    restarted = from_env("TORCHELASTIC_RESTART_COUNT", integer(min=0), 0) > 0
     if trainer.accelerator.is_main_process and os.path.exists(stale) and not restarted:
         # left by the previous (preempted) job of a requeued run; a torchrun restart of THIS job keeps it, so the
         # preemption still ends the job and the batch script requeues it

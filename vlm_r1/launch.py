@@ -3,18 +3,68 @@ save, and keeping a dataset's lazy image transform across ``map``/``concatenate`
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import sys
+import traceback
+from collections.abc import Iterator
 from typing import Any
+
+import yaml
+
+from groundwork.argtypes import distributed_env
 
 logger = logging.getLogger("vlm_r1")
 
+#: what a user's input can raise before training starts: a value a rule refuses (``ValueError`` and the project's
+#: subclasses: ``groundwork.argtypes.BadValue``, ``groundwork.validate.Invalid``, ``groundwork.records.RecordError``, ...), a file
+#: that cannot be read or written (``OSError``: ``FileNotFoundError``, ``groundwork.outputs.OutputError``), a YAML file
+#: that does not parse. Anything else (``TypeError``, ``KeyError``, ...) is a bug and keeps its traceback.
+INPUT_ERRORS: tuple[type[BaseException], ...] = (ValueError, OSError, yaml.YAMLError)
+#: set (to anything) to see the traceback of an input error too
+TRACEBACK_ENV = "VLM_R1_TRACEBACK"
+
+
+def _in_training_loop(err: BaseException) -> bool:
+    """True when ``err`` was raised inside transformers' ``Trainer.train`` (the training loop, not the setup)."""
+    return any(
+        frame.f_code.co_name in ("train", "_inner_training_loop") and "transformers" in frame.f_code.co_filename
+        for frame, _ in traceback.walk_tb(err.__traceback__)
+    )
+
+
+@contextlib.contextmanager
+def input_errors(prog: str) -> Iterator[None]:
+    """The training entry points' error path (``vlm_r1.grpo_jsonl``, ``vlm_r1.sft``, ``gui_grounding.train``), as
+    ``gui-grounding``'s subcommands have it (``gui_grounding/cli.py:main``): an :data:`INPUT_ERRORS` error raised while
+    the run is set up (arguments, ``--config``, the data config, data files, the distributed environment, the model
+    path) ends the process with ``PROG: error: TYPE: message`` on one line of stderr and exit status 2, as argparse's
+    usage errors. Errors of the training loop itself, other exception types (bugs) and everything with
+    ``VLM_R1_TRACEBACK`` set keep their traceback."""
+    try:
+        yield
+    except INPUT_ERRORS as err:
+        if os.environ.get(TRACEBACK_ENV) or _in_training_loop(err):
+            raise
+        text = str(err)
+        if isinstance(err, OSError) and err.strerror:  # no "[Errno N]"
+            text = f"{err.strerror}: {err.filename}" if err.filename else err.strerror
+        message = " ".join(text.split()) or type(err).__name__
+        print(f"{prog}: error: {type(err).__name__}: {message}", file=sys.stderr, flush=True)
+        raise SystemExit(2) from None
+
 
 def setup_logging() -> None:
-    """INFO on rank 0, WARNING elsewhere; every line names its rank (``RANK`` from torchrun). Also hides the
-    deprecation warnings TRL's own calls raise (:func:`silence_library_deprecations`)."""
+    """INFO on rank 0, WARNING elsewhere; every line names its rank (``RANK`` from torchrun, read and checked with
+    the rest of the distributed environment by :func:`groundwork.argtypes.distributed_env`). Also hides the
+    deprecation warnings TRL's own calls raise (:func:`silence_library_deprecations`).
+
+    Raises:
+        groundwork.argtypes.BadValue: a malformed distributed environment (one line naming the variable).
+    """
     silence_library_deprecations()
-    rank = int(os.environ.get("RANK", "0"))
+    rank = distributed_env().rank
     logging.basicConfig(
         level=logging.INFO if rank == 0 else logging.WARNING,
         format=f"%(asctime)s [rank{rank}] %(levelname)s %(name)s: %(message)s",
@@ -204,7 +254,7 @@ class FindUnusedParametersFromModel:
             keywords, dataset = inputs
             value, why = decide_find_unused_parameters(self.model, keywords, rows_all_have_images(dataset))
             self.args.ddp_find_unused_parameters = value
-            if int(os.environ.get("WORLD_SIZE", "1")) > 1 and not self.args.deepspeed:
+            if distributed_env().world_size > 1 and not self.args.deepspeed:
                 logger.info(
                     "DDP find_unused_parameters=%s: %s (set --ddp_find_unused_parameters to override)", value, why
                 )

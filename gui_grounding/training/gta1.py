@@ -36,6 +36,8 @@ import json
 import logging
 import sys
 
+from vlm_r1.launch import input_errors
+
 logger = logging.getLogger("gui_grounding")
 
 # GTA1's script defaults, where they differ from the core's (upstream VLM-R1's effective) defaults. Sources: GTA1
@@ -133,11 +135,16 @@ def objective(script_args, training_args, model_args) -> dict:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Console entry: parse with GTA1's defaults, then train (or print the objective with ``--dry_run``)."""
+    """Console entry: parse with GTA1's defaults, then train (or print the objective with ``--dry_run``). An input
+    error ends it with one ``gui_grounding.train: error: ...`` line, status 2 (:func:`vlm_r1.launch.input_errors`)."""
+    with input_errors("gui_grounding.train"):
+        _main(list(sys.argv[1:] if argv is None else argv))
+
+
+def _main(argv: list[str]) -> None:
     from vlm_r1.grpo import train
     from vlm_r1.launch import setup_logging
 
-    argv = list(sys.argv[1:] if argv is None else argv)
     if "-h" in argv or "--help" in argv:
         print(
             __doc__.split("What differs", 1)[0].strip() + "\n\n--dry_run: print the resolved objective (loss, "

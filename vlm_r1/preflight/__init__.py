@@ -43,7 +43,9 @@ check first::
     torchrun --nnodes 2 --nproc_per_node 8 --rdzv_backend c10d --rdzv_endpoint HOST:29500 \\
         -m vlm_r1.preflight --output_dir runs/x --model_name_or_path Qwen/Qwen2.5-VL-7B-Instruct
 
-Imports torch and the standard library only.
+Imports torch, the standard library, :mod:`groundwork.argtypes` (the number types and the distributed environment's
+one reader, :func:`groundwork.argtypes.distributed_env`) and :func:`vlm_r1.launch.input_errors` (the one-line error path)
+only.
 """
 
 from __future__ import annotations
@@ -61,7 +63,10 @@ from dataclasses import asdict, dataclass, field
 from datetime import timedelta
 from typing import Any
 
+from groundwork.argtypes import distributed_env, number, with_range
+from groundwork.argtypes import value as checked_value
 from groundwork.records import load_yaml_file
+from vlm_r1.launch import input_errors
 
 logger = logging.getLogger(__name__)
 
@@ -76,6 +81,10 @@ ADAM_BYTES_PER_PARAM = 8
 #: bytes per parameter of DeepSpeed's fp32 master copy of the weights, saved with its optimizer state
 DEEPSPEED_MASTER_BYTES_PER_PARAM = 4
 _GIB = float(2**30)
+#: ``--timeout`` / ``--preflight_timeout``: seconds, finite and > 0; ``--min_free_gib`` / ``--preflight_min_free_gib``:
+#: GiB, finite and >= 0 (:mod:`groundwork.argtypes`; the same rule for the flags and the ``--config`` YAML's keys)
+TIMEOUT_S = number(min=0, min_open=True, max=7 * 24 * 3600)
+FREE_GIB = number(min=0, max=2**40)
 
 # Rendezvous stores kept for the life of the process (see the module docstring, step 4), and a counter so that a
 # second preflight in one process (all ranks alike) uses fresh store keys.
@@ -269,17 +278,17 @@ class _Run:
 
     def __init__(self, timeout: float, backend: str):
         env = os.environ
-        self.timeout = float(timeout)
+        dist_env = distributed_env(env)  # every variable checked together, one line naming a bad one
+        self.timeout = checked_value(TIMEOUT_S, timeout, "timeout")
         self.backend = backend
-        self.rank = int(env.get("RANK", "0"))
-        self.world = int(env.get("WORLD_SIZE", "1"))
-        self.local_rank = int(env.get("LOCAL_RANK", "0"))
-        lws = env.get("LOCAL_WORLD_SIZE")
-        self.local_world = int(lws) if lws and lws.isdigit() and int(lws) > 0 else None
-        self.node = env.get("GROUP_RANK") or env.get("NODE_RANK") or env.get("SLURM_NODEID") or ""
+        self.rank = dist_env.rank
+        self.world = dist_env.world_size
+        self.local_rank = dist_env.local_rank
+        self.local_world = dist_env.local_world_size
+        self.node = str(dist_env.node_rank) if dist_env.node_rank is not None else env.get("SLURM_NODEID") or ""
         self.host = node_name()
         self.addr = env.get("MASTER_ADDR")
-        self.port = env.get("MASTER_PORT")
+        self.port = None if dist_env.master_port is None else str(dist_env.master_port)
         self.records: dict[int, dict] = {}
         self.store = None
         self.start = time.perf_counter()
@@ -596,8 +605,12 @@ def settings_from_argv(argv: list[str]) -> dict:
     min_free = values.get("preflight_min_free_gib")
     return {
         "preflight": preflight_mode(values.get("preflight", "auto")),
-        "preflight_timeout": float(values.get("preflight_timeout", DEFAULT_TIMEOUT_S)),
-        "preflight_min_free_gib": None if min_free in (None, "None", "none", "") else float(min_free),
+        "preflight_timeout": checked_value(
+            TIMEOUT_S, values.get("preflight_timeout", DEFAULT_TIMEOUT_S), "--preflight_timeout"
+        ),
+        "preflight_min_free_gib": None
+        if min_free in (None, "None", "none", "")
+        else checked_value(FREE_GIB, min_free, "--preflight_min_free_gib"),
         "output_dir": values.get("output_dir") or "trainer_output",
         "model_name_or_path": values.get("model_name_or_path"),
         "use_peft": _bool(values.get("use_peft", False)),
@@ -626,7 +639,7 @@ def preflight_from_argv(argv: list[str]) -> PreflightReport | None:
     s = settings_from_argv(argv)
     if s["preflight"] not in MODES:
         raise SystemExit(f"--preflight {s['preflight']!r}: choose one of {', '.join(MODES)}")
-    world = int(os.environ.get("WORLD_SIZE", "1"))
+    world = distributed_env().world_size
     if s["preflight"] == "off" or (s["preflight"] == "auto" and world <= 1):
         return None
     backend = s["ddp_backend"] if s["ddp_backend"] in ("nccl", "gloo") else default_backend(s["use_cpu"])
@@ -660,9 +673,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--timeout",
-        type=float,
+        type=TIMEOUT_S,
         default=DEFAULT_TIMEOUT_S,
-        help=f"Seconds each step may take (rendezvous, init, barrier, all_reduce). Default {DEFAULT_TIMEOUT_S:g}.",
+        help=with_range(
+            f"Seconds each step may take (rendezvous, init, barrier, all_reduce). Default {DEFAULT_TIMEOUT_S:g}.",
+            TIMEOUT_S,
+        ),
     )
     parser.add_argument(
         "--backend",
@@ -678,10 +694,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--min_free_gib",
-        type=float,
+        type=FREE_GIB,
         default=None,
-        help="Free GiB required at --output_dir on every rank (0: none). Default: the estimate of one checkpoint "
-        "from --model_name_or_path, else none.",
+        help=with_range(
+            "Free GiB required at --output_dir on every rank (0: none). Default: the estimate of one checkpoint "
+            "from --model_name_or_path, else none.",
+            FREE_GIB,
+        ),
     )
     parser.add_argument(
         "--model_name_or_path",
@@ -697,9 +716,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m vlm_r1.preflight``: rank 0 prints the summary (and ``--json`` the report); exit 0 or 1."""
+    """``python -m vlm_r1.preflight``: rank 0 prints the summary (and ``--json`` the report); exit 0 or 1; 2 with one
+    line for a bad flag or distributed environment (:func:`vlm_r1.launch.input_errors`)."""
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    with input_errors("vlm_r1.preflight"):
+        distributed_env()  # checked before anything connects
     estimate = None
     if args.min_free_gib is None and args.model_name_or_path:
         estimate = estimate_checkpoint_bytes(args.model_name_or_path, args.use_peft, args.deepspeed)
