@@ -73,12 +73,17 @@ add --seed "${SEED:-}"
 add --data_seed "${SEED:-}"
 add --bf16 "${BF16:-}"
 add --attn_implementation "${ATTN:-}"
-# shellcheck disable=SC2206
-[ -n "${REPORT_TO:-}" ] && OVERRIDES+=(--report_to $REPORT_TO)
+# REPORT_TO="tensorboard wandb" (or "tensorboard,wandb"): one argv word per integration (--report_to takes a list)
+if [ -n "${REPORT_TO:-}" ]; then
+  IFS=$', \t\n' read -r -a REPORT_WORDS <<< "$REPORT_TO"
+  if [ "${#REPORT_WORDS[@]}" -gt 0 ]; then OVERRIDES+=(--report_to "${REPORT_WORDS[@]}"); fi
+fi
 RECIPE_ARGS=(--config "$RECIPE_YAML" "${DATA_ARGS[@]}" --output_dir "$OUTPUT_DIR" "${DS_ARGS[@]}" "${OVERRIDES[@]}" "$@")
 
 # ---- batch maths in Python, from the recipe as training resolves it (gui_grounding/ops/plan.py) ----------------------
-PLAN=(--nnodes "$NNODES" --nproc-per-node "$NPROC_PER_NODE")
+# --launcher-env: every numeric variable above (NNODES, MAX_RESTARTS, MASTER_PORT, NUM_GENERATIONS, GPU_MEMORY_GIB, ...)
+# is checked there, in one place (gui_grounding/ops/plan.py LAUNCHER_VARIABLES): a bad one is one line naming it
+PLAN=(--launcher-env --nnodes "$NNODES" --nproc-per-node "$NPROC_PER_NODE")
 [ -n "${GLOBAL_PROMPTS:-}" ] && PLAN+=(--global-prompts "$GLOBAL_PROMPTS")
 [ -n "${ROLLOUTS_PER_DEVICE:-}" ] && PLAN+=(--rollouts-per-device "$ROLLOUTS_PER_DEVICE")
 [ -n "${GPU_MEMORY_GIB:-}" ] && PLAN+=(--gpu-memory-gib "$GPU_MEMORY_GIB")

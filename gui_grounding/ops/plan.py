@@ -35,7 +35,10 @@ import sys
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from groundwork.argtypes import SEED, BadValue, from_env, integer, number, with_range
 from groundwork.records import load_yaml_file
+from gui_grounding.ops.estimate import GPU_MEMORY_GIB
+from vlm_r1.launch import INPUT_ERRORS, setup_logging
 
 #: prompts (groups) per optimisation step when GLOBAL_PROMPTS is not set (GTA1: batches under 128 are unstable)
 DEFAULT_GLOBAL_PROMPTS = 128
@@ -326,11 +329,50 @@ def describe(plan: Plan) -> list[str]:
     return out
 
 
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
+#: the plan's cluster flags: counts of at least 1 (:mod:`groundwork.argtypes`, the range shown in ``--help``)
+_COUNT = integer(min=1, max=1_000_000)
+
+#: Every numeric variable the launchers read (``run_scripts/gta1_recipe.sh``, ``run_scripts/train_grpo.sh``), with
+#: its type: checked here, in one place, when the launcher passes ``--launcher-env`` (before its dry run or torchrun),
+#: so a bad value is one ``[plan] ERROR: NAME: ...`` line naming the variable, not a torchrun failure or a flag error
+#: naming a flag the user never wrote. The training flags' minimums are TRL's and transformers' rules
+#: (NUM_GENERATIONS >= 2: ``GRPOConfig.__post_init__``; see ``vlm_r1.configs.GRPO_BATCH_MINIMUMS``).
+LAUNCHER_VARIABLES = {
+    "NNODES": _COUNT,
+    "NPROC_PER_NODE": _COUNT,
+    "GLOBAL_PROMPTS": _COUNT,
+    "ROLLOUTS_PER_DEVICE": _COUNT,
+    "MAX_RESTARTS": integer(min=0, max=1_000_000),  # torchrun --max-restarts
+    "MASTER_PORT": integer(min=0, max=65535),  # 0: one node, the store binds a free port (train_grpo.sh)
+    "GPU_MEMORY_GIB": GPU_MEMORY_GIB,
+    "NUM_GENERATIONS": integer(min=2),
+    "MAX_STEPS": integer(min=-1),  # -1: transformers' "train num_train_epochs"
+    "LR": number(min=0),
+    "BETA": number(min=0),
+    "TEMPERATURE": number(min=0, min_open=True),
+    "MAX_COMPLETION_LENGTH": integer(min=1),
+    "MAX_PIXELS": integer(min=1),
+    "MIN_PIXELS": integer(min=1),
+    "SAVE_STEPS": number(min=0, min_open=True),
+    "SAVE_TOTAL_LIMIT": integer(min=1),
+    "SEED": SEED,
+}
+
+
+def check_launcher_env(environ: dict[str, str] | None = None) -> dict[str, Any]:
+    """The :data:`LAUNCHER_VARIABLES` that are set (non-empty), converted; ``MASTER_PORT`` 0 (a free port) only on one
+    node (several nodes must meet at a port they all know).
+
+    Raises:
+        BadValue: one line naming the variable and its value.
+    """
+    env = os.environ if environ is None else environ
+    values = {name: from_env(name, parse, None, env) for name, parse in LAUNCHER_VARIABLES.items()}
+    if (values["NNODES"] or 1) > 1 and values["MASTER_PORT"] == 0:
+        raise BadValue(
+            f"MASTER_PORT: must be 1..65535 with NNODES={values['NNODES']} (0 binds a free port: one node only)"
+        )
+    return {name: v for name, v in values.items() if v is not None}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -339,20 +381,23 @@ def build_parser() -> argparse.ArgumentParser:
         description=__doc__.split("\n\n", 1)[1],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--nnodes", type=_positive, default=1, help="nodes (NNODES) [1]")
-    p.add_argument("--nproc-per-node", type=_positive, default=1, help="processes (GPUs) per node [1]")
+    p.add_argument("--nnodes", type=_COUNT, default=1, help=with_range("nodes (NNODES) [1]", _COUNT))
+    p.add_argument("--nproc-per-node", type=_COUNT, default=1, help=with_range("processes (GPUs) per node [1]", _COUNT))
     p.add_argument(
         "--global-prompts",
-        type=_positive,
+        type=_COUNT,
         default=None,
-        help=f"prompts (groups) per optimisation step, GLOBAL_PROMPTS [{DEFAULT_GLOBAL_PROMPTS}]",
+        help=with_range(f"prompts (groups) per optimisation step, GLOBAL_PROMPTS [{DEFAULT_GLOBAL_PROMPTS}]", _COUNT),
     )
     p.add_argument(
         "--rollouts-per-device",
-        type=_positive,
+        type=_COUNT,
         default=None,
-        help=f"completions per GPU per micro-step (per_device_train_batch_size), ROLLOUTS_PER_DEVICE "
-        f"[{DEFAULT_ROLLOUTS_PER_DEVICE}]",
+        help=with_range(
+            f"completions per GPU per micro-step (per_device_train_batch_size), ROLLOUTS_PER_DEVICE "
+            f"[{DEFAULT_ROLLOUTS_PER_DEVICE}]",
+            _COUNT,
+        ),
     )
     p.add_argument(
         "--dry-run",
@@ -360,6 +405,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="also print the resolved objective ([dry-run] lines) and the memory estimate (stderr)",
     )
     p.add_argument("--json", action="store_true", help="print the plan (and estimate) as JSON on stdout instead")
+    p.add_argument(
+        "--launcher-env",
+        action="store_true",
+        help="first check the launchers' numeric environment variables (" + ", ".join(LAUNCHER_VARIABLES) + "; "
+        "run_scripts/gta1_recipe.sh passes it): one line naming a bad one",
+    )
     from gui_grounding.ops.estimate import add_estimate_flags
 
     add_estimate_flags(p)
@@ -417,19 +468,23 @@ def register_estimate_cli(sub: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--recipe", default=_default_recipe(), help="recipe YAML [recipes/gta1/7b.yaml]")
-    p.add_argument("--nnodes", type=_positive, default=1, help="nodes [1]")
-    p.add_argument("--nproc-per-node", type=_positive, default=8, help="GPUs per node [8]")
+    p.add_argument("--nnodes", type=_COUNT, default=1, help=with_range("nodes [1]", _COUNT))
+    p.add_argument("--nproc-per-node", type=_COUNT, default=8, help=with_range("GPUs per node [8]", _COUNT))
     p.add_argument(
         "--global-prompts",
-        type=_positive,
+        type=_COUNT,
         default=None,
-        help=f"prompts per optimisation step, as the launcher's GLOBAL_PROMPTS [{DEFAULT_GLOBAL_PROMPTS}]",
+        help=with_range(
+            f"prompts per optimisation step, as the launcher's GLOBAL_PROMPTS [{DEFAULT_GLOBAL_PROMPTS}]", _COUNT
+        ),
     )
     p.add_argument(
         "--rollouts-per-device",
-        type=_positive,
+        type=_COUNT,
         default=None,
-        help=f"completions per GPU per micro-step, as ROLLOUTS_PER_DEVICE [{DEFAULT_ROLLOUTS_PER_DEVICE}]",
+        help=with_range(
+            f"completions per GPU per micro-step, as ROLLOUTS_PER_DEVICE [{DEFAULT_ROLLOUTS_PER_DEVICE}]", _COUNT
+        ),
     )
     add_estimate_flags(p)
     p.add_argument("--json", action="store_true", help="print JSON (every part in GiB with its formula) instead")
@@ -443,17 +498,24 @@ def register_estimate_cli(sub: Any) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Console entry (see the module docstring). Returns the exit status."""
-    from vlm_r1.launch import setup_logging
-
-    args = build_parser().parse_args(argv)
-    recipe_argv = args.recipe_argv[1:] if args.recipe_argv[:1] == ["--"] else args.recipe_argv
-    setup_logging()
+    """Console entry (see the module docstring). Returns the exit status: 2 with one ``[plan] ERROR:`` line for a bad
+    launcher variable (``--launcher-env``: :func:`check_launcher_env`, checked before the flags it became), an input
+    error of the recipe (:data:`vlm_r1.launch.INPUT_ERRORS`) or a batch that cannot be spread."""
 
     def say(line: str) -> None:
         print(f"[plan] {line}", file=sys.stderr)
 
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--launcher-env" in (argv[: argv.index("--")] if "--" in argv else argv):
+        try:
+            check_launcher_env()
+        except BadValue as err:
+            say(f"ERROR: {err}")
+            return 2
+    args = build_parser().parse_args(argv)
+    recipe_argv = args.recipe_argv[1:] if args.recipe_argv[:1] == ["--"] else args.recipe_argv
     try:
+        setup_logging()
         plan = resolve(
             recipe_argv,
             nnodes=args.nnodes,
@@ -464,6 +526,9 @@ def main(argv: list[str] | None = None) -> int:
         )
     except PlanError as err:
         say(f"ERROR: {err}")
+        return 2
+    except INPUT_ERRORS as err:
+        say(f"ERROR: {' '.join(str(err).split()) or type(err).__name__}")
         return 2
     except SystemExit as err:  # argparse already printed why
         say("ERROR: the training flags do not parse (see above)")
