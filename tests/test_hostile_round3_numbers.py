@@ -5,7 +5,7 @@
    number and values out of range are refused by argparse with one line naming the flag; the training parser's
    int/float flags and their ``--config`` YAML values follow the same rule, and the batch fields TRL divides by are
    checked first;
-2. the distributed environment has one reader (``vlm_r1.argtypes.distributed_env``), used by every consumer;
+2. the distributed environment has one reader (``groundwork.argtypes.distributed_env``), used by every consumer;
 3. the training entry points end an input error with one ``error:`` line, status 2; a bug keeps its traceback;
 4. the launcher's numeric variables are checked in one place (``gui_grounding.plan --launcher-env``), and REPORT_TO
    with several words reaches ``--report_to`` as separate words.
@@ -23,11 +23,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gui_grounding import plan as plan_module
+from groundwork import argtypes
+from groundwork.argtypes import BadValue, distributed_env
 from gui_grounding.cli import build_parser as cli_parser
+from gui_grounding.ops import plan as plan_module
 from tests.helpers.paths import REPO
-from vlm_r1 import argtypes, configs, launch, preflight
-from vlm_r1.argtypes import BadValue, distributed_env
+from vlm_r1 import configs, launch, preflight
 
 FUZZ = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
@@ -160,7 +161,7 @@ def test_argtypes_value_and_from_env_name_the_key():
 
 # the training parser (TRL's int / float fields) and its --config YAML
 def _train_main(argv, capsys):
-    from gui_grounding.train import main
+    from gui_grounding.training.gta1 import main
 
     with pytest.raises(SystemExit) as exc:
         main(["--data_file_paths", "unused.jsonl", "--output_dir", "unused", "--dry_run", *argv])
@@ -214,7 +215,7 @@ def test_check_batch_accepts_exactly_the_minimums(values):
 
 
 def test_report_to_takes_several_words():
-    from gui_grounding.train import parse_args
+    from gui_grounding.training.gta1 import parse_args
 
     base = ["--data_file_paths", "x.jsonl", "--output_dir", "unused", "--model_name_or_path", "m"]
     assert parse_args([*base, "--report_to", "tensorboard", "wandb"])[1].report_to == ["tensorboard", "wandb"]
@@ -330,8 +331,8 @@ def test_every_reader_of_the_environment_uses_the_one_reader(monkeypatch, tmp_pa
 
 # ---- 3. training entry points: one line for input errors, a traceback for bugs ----------------------------------------
 def test_training_entry_points_end_input_errors_with_one_line(tiny_qwen25_dir, tmp_path, capsys, monkeypatch):
-    from gui_grounding import train as gta1_train
-    from vlm_r1 import grpo_jsonl, sft
+    from gui_grounding.training import gta1 as gta1_train
+    from vlm_r1 import grpo, sft
 
     mapping = tmp_path / "mapping.yaml"
     mapping.write_text("datasets:\n  a: 1\n")
@@ -341,7 +342,7 @@ def test_training_entry_points_end_input_errors_with_one_line(tiny_qwen25_dir, t
     base = ["--model_name_or_path", tiny_qwen25_dir, "--output_dir", str(tmp_path / "out")]
     for main, prog, extra, message in (
         (
-            grpo_jsonl.main,
+            grpo.main,
             "vlm_r1.grpo_jsonl",
             ["--data_config", str(mapping)],
             f"ValueError: {mapping}: expected a mapping with a non-empty 'datasets:' list",
@@ -366,13 +367,13 @@ def test_training_entry_points_end_input_errors_with_one_line(tiny_qwen25_dir, t
         assert err.rstrip("\n").splitlines()[-1] == f"{prog}: error: {message}", err
         assert "Traceback" not in err
     # a bug (not an input error) keeps its traceback; so does an input error with VLM_R1_TRACEBACK set
-    monkeypatch.setattr(grpo_jsonl, "parse_args", lambda argv: (_ for _ in ()).throw(TypeError("a bug")))
+    monkeypatch.setattr(grpo, "parse_args", lambda argv: (_ for _ in ()).throw(TypeError("a bug")))
     with pytest.raises(TypeError, match="a bug"):
-        grpo_jsonl.main(["--output_dir", str(tmp_path)])
-    monkeypatch.setattr(grpo_jsonl, "parse_args", lambda argv: (_ for _ in ()).throw(ValueError("bad input")))
+        grpo.main(["--output_dir", str(tmp_path)])
+    monkeypatch.setattr(grpo, "parse_args", lambda argv: (_ for _ in ()).throw(ValueError("bad input")))
     monkeypatch.setenv(launch.TRACEBACK_ENV, "1")
     with pytest.raises(ValueError, match="bad input"):
-        grpo_jsonl.main(["--output_dir", str(tmp_path)])
+        grpo.main(["--output_dir", str(tmp_path)])
 
 
 # ---- 4. the launcher --------------------------------------------------------------------------------------------------
