@@ -58,6 +58,15 @@ METRIC_KEYS = (
 
 
 # ---- pixel layouts -------------------------------------------------------------------------------------------------
+def _row_starts(counts: Sequence[int]) -> list[int]:
+    """Running sums ``[0, c_0, c_0 + c_1, ...]``: row r owns entries ``starts[r]:starts[r + 1]`` (of ``image_grid_thw``
+    when ``counts`` is ``num_images``, of ``pixel_values`` when it is the patches per row)."""
+    starts = [0]
+    for n in counts:
+        starts.append(starts[-1] + int(n))
+    return starts
+
+
 def _patches_per_row(image_grid_thw: torch.Tensor | None, num_images: Sequence[int] | None, rows: int) -> list[int]:
     """Patch rows of ``pixel_values`` per batch row (naive layout): sum of t*h*w over the row's images."""
     if image_grid_thw is None or num_images is None:
@@ -87,10 +96,7 @@ def carrier_slices(image_grid_thw, num_images, num_generations: int, rows: int) 
 def dedup_pixel_values(pixel_values, image_grid_thw, num_images, num_generations: int) -> torch.Tensor:
     """Naive -> shared layout: keep each group's first row's patches. ``pixel_values``: (patches, D)."""
     rows = len(num_images)
-    per_row = _patches_per_row(image_grid_thw, num_images, rows)
-    starts = [0]
-    for n in per_row:
-        starts.append(starts[-1] + n)
+    starts = _row_starts(_patches_per_row(image_grid_thw, num_images, rows))
     parts = [pixel_values[starts[g] : starts[g + 1]] for g in range(0, rows, num_generations)]
     return torch.cat(parts) if parts else pixel_values[:0]
 
@@ -248,70 +254,161 @@ def pack_groups(
         ValueError: B not a multiple of G, or the G rows of a group differ in prompt tokens (they are not one group).
     """
     B, width = input_ids.shape
-    C = int(logits_to_keep)
-    Pw = width - C
     if B % num_generations:
         raise ValueError(f"{B} rows are not whole groups of {num_generations}")
-    grid_rows = None
-    if image_grid_thw is not None and num_images is not None:
-        cum = [0]
-        for n in num_images:
-            cum.append(cum[-1] + int(n))
-        grid_rows = cum
-    rows_ids, rows_pos, rows_lab, rows_mm, segments, rollout_index = [], [], [], [], [], []
-    llm_tokens = 0
-    for gi, g0 in enumerate(range(0, B, num_generations)):
-        pmask = attention_mask[g0, :Pw].bool()
-        prompt = input_ids[g0, :Pw][pmask]
-        for r in range(g0 + 1, g0 + num_generations):
-            other = input_ids[r, :Pw][attention_mask[r, :Pw].bool()]
+    C = int(logits_to_keep)
+    grid_rows = _row_starts(num_images) if image_grid_thw is not None and num_images is not None else None
+    packer = _GroupPacker(
+        input_ids,
+        attention_mask,
+        prompt_width=width - C,
+        completion_width=C,
+        num_generations=num_generations,
+        positions_fn=positions_fn,
+        image_grid_thw=image_grid_thw,
+        grid_rows=grid_rows,
+        mm_token_type_ids=mm_token_type_ids,
+    )
+    rows = [packer.pack(g0) for g0 in range(0, B, num_generations)]
+    return _pad_rows(rows, input_ids, mm_token_type_ids, pad_token_id)
+
+
+@dataclass
+class _GroupRow:
+    """One group's packed row before padding (a step of :func:`pack_groups`).
+
+    ``ids``/``labels``/``mm`` are (length,), ``pos`` is (R, length); ``suffix_lens`` as in :attr:`PackedBatch.segments`;
+    ``rollouts``: per rollout of the group, ``(first index into the fused head's outputs, n_g)``.
+    """
+
+    ids: torch.Tensor
+    pos: torch.Tensor
+    labels: torch.Tensor
+    mm: torch.Tensor | None
+    prefix_len: int
+    suffix_lens: list[int]
+    rollouts: list[tuple[int, int]]
+
+
+@dataclass
+class _GroupPacker:
+    """The per-group steps of :func:`pack_groups` over one TRL batch: the group's prompt (equal in its G rows), its
+    image grid (equal in its G rows), the prompt's positions (the module hook), then the prefix and the G suffixes.
+
+    ``prompt_width`` is ``P`` (the left-padded prompt columns), ``completion_width`` is ``C``; ``grid_rows`` are
+    :func:`_row_starts` of ``num_images`` when the batch has image grids.
+    """
+
+    input_ids: torch.Tensor
+    attention_mask: torch.Tensor
+    prompt_width: int
+    completion_width: int
+    num_generations: int
+    positions_fn: PositionsFn
+    image_grid_thw: torch.Tensor | None = None
+    grid_rows: list[int] | None = None
+    mm_token_type_ids: torch.Tensor | None = None
+
+    def prompt(self, g0: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(prompt ids, prompt mask)`` of the group whose first row is ``g0``.
+
+        Raises:
+            ValueError: a row of the group has other prompt tokens, or the prompt is empty.
+        """
+        Pw = self.prompt_width
+        pmask = self.attention_mask[g0, :Pw].bool()
+        prompt = self.input_ids[g0, :Pw][pmask]
+        for r in range(g0 + 1, g0 + self.num_generations):
+            other = self.input_ids[r, :Pw][self.attention_mask[r, :Pw].bool()]
             if other.shape != prompt.shape or not torch.equal(other, prompt):
                 raise ValueError(f"rows {g0} and {r} are in one group but their prompt tokens differ")
         if prompt.numel() == 0:
             raise ValueError(f"row {g0} has an empty prompt")
-        mm = mm_token_type_ids[g0, :Pw][pmask] if mm_token_type_ids is not None else None
-        grid = image_grid_thw[grid_rows[g0] : grid_rows[g0 + 1]] if grid_rows is not None else None
-        if grid is not None:
-            for r in range(g0 + 1, g0 + num_generations):
-                if not torch.equal(image_grid_thw[grid_rows[r] : grid_rows[r + 1]], grid):
-                    raise ValueError(f"rows {g0} and {r} are in one group but their image grids differ")
-            if grid.numel() == 0:
-                grid = None
-        pos = positions_fn(prompt, mm, grid)
+        return prompt, pmask
+
+    def grid(self, g0: int) -> torch.Tensor | None:
+        """The image grid rows of the group whose first row is ``g0`` (None without grids or without images).
+
+        Raises:
+            ValueError: a row of the group has other image grids.
+        """
+        if self.grid_rows is None:
+            return None
+        rows, thw = self.grid_rows, self.image_grid_thw
+        grid = thw[rows[g0] : rows[g0 + 1]]
+        for r in range(g0 + 1, g0 + self.num_generations):
+            if not torch.equal(thw[rows[r] : rows[r + 1]], grid):
+                raise ValueError(f"rows {g0} and {r} are in one group but their image grids differ")
+        return grid if grid.numel() else None
+
+    def positions(self, prompt: torch.Tensor, mm: torch.Tensor | None, grid: torch.Tensor | None) -> torch.Tensor:
+        """The hook's ``(R, P_g)`` positions of the unpadded prompt, as long.
+
+        Raises:
+            ValueError: the hook returned another shape.
+        """
+        pos = self.positions_fn(prompt, mm, grid)
         if pos.dim() != 2 or pos.size(1) != prompt.numel():
             raise ValueError(
                 f"positions hook returned shape {tuple(pos.shape)} for a prompt of {prompt.numel()} tokens"
             )
-        pos = pos.to(torch.long)
+        return pos.to(torch.long)
+
+    def completion(self, r: int) -> torch.Tensor:
+        """Row ``r``'s unmasked completion tokens.
+
+        Raises:
+            ValueError: its completion mask is not a prefix of the ``C`` columns (TRL right-pads completions).
+        """
+        cmask = self.attention_mask[r, self.prompt_width :].bool()
+        comp = self.input_ids[r, self.prompt_width :][cmask]
+        C = self.completion_width
+        if cmask.any() and not torch.equal(cmask, torch.arange(C, device=cmask.device) < int(cmask.sum())):
+            raise ValueError(f"row {r}: completion mask is not a prefix (TRL right-pads completions)")
+        return comp
+
+    def pack(self, g0: int) -> _GroupRow:
+        """The packed row of the group whose first row is ``g0``: ``prompt[:-1]``, then per rollout the copy of the last
+        prompt token and its completion, at positions ``last prompt position + j``; labels are the completion tokens."""
+        prompt, pmask = self.prompt(g0)
+        mm = self.mm_token_type_ids[g0, : self.prompt_width][pmask] if self.mm_token_type_ids is not None else None
+        pos = self.positions(prompt, mm, self.grid(g0))
         last_id, last_pos = prompt[-1:], pos[:, -1:]
         ids, poss, labs, mms = [prompt[:-1]], [pos[:, :-1]], [torch.full_like(prompt[:-1], -100)], []
         if mm is not None:
             mms.append(mm[:-1])
-        suffix_lens = []
+        suffix_lens, rollouts = [], []
         cur = prompt.numel() - 1
-        for r in range(g0, g0 + num_generations):
-            cmask = attention_mask[r, Pw:].bool()
-            comp = input_ids[r, Pw:][cmask]
-            if cmask.any() and not torch.equal(cmask, torch.arange(C, device=cmask.device) < int(cmask.sum())):
-                raise ValueError(f"row {r}: completion mask is not a prefix (TRL right-pads completions)")
+        for r in range(g0, g0 + self.num_generations):
+            comp = self.completion(r)
             n = comp.numel()
             ids.append(torch.cat([last_id, comp]))
             poss.append(last_pos + torch.arange(n + 1, device=pos.device)[None])
             labs.append(torch.cat([torch.full_like(last_id, -100), comp]))
             if mm is not None:
                 mms.append(torch.zeros(n + 1, dtype=mm.dtype, device=mm.device))
-            rollout_index.append((gi, cur, n))
+            rollouts.append((cur, n))
             suffix_lens.append(n + 1)
             cur += n + 1
-        segments.append((prompt.numel() - 1, suffix_lens))
-        rows_ids.append(torch.cat(ids))
-        rows_pos.append(torch.cat(poss, dim=1))
-        rows_lab.append(torch.cat(labs))
-        rows_mm.append(torch.cat(mms) if mm is not None else None)
-        llm_tokens += int(rows_ids[-1].numel())
-    L = max(int(r.numel()) for r in rows_ids)
-    n_rows = len(rows_ids)
-    R = rows_pos[0].size(0)
+        return _GroupRow(
+            torch.cat(ids),
+            torch.cat(poss, dim=1),
+            torch.cat(labs),
+            torch.cat(mms) if mm is not None else None,
+            prompt.numel() - 1,
+            suffix_lens,
+            rollouts,
+        )
+
+
+def _pad_rows(
+    rows: list[_GroupRow], input_ids: torch.Tensor, mm_token_type_ids: torch.Tensor | None, pad_token_id: int
+) -> PackedBatch:
+    """The groups' rows right-padded to their longest (``pad_token_id``, position 0, label -100, mm type 0), with the
+    segments and the rollout index of :class:`PackedBatch`."""
+    L = max(int(row.ids.numel()) for row in rows)
+    n_rows = len(rows)
+    R = rows[0].pos.size(0)
     device = input_ids.device
     out_ids = torch.full((n_rows, L), pad_token_id, dtype=input_ids.dtype, device=device)
     out_pos = torch.zeros((R, n_rows, L), dtype=torch.long, device=device)
@@ -319,13 +416,17 @@ def pack_groups(
     out_mm = (
         None if mm_token_type_ids is None else torch.zeros((n_rows, L), dtype=mm_token_type_ids.dtype, device=device)
     )
-    for i in range(n_rows):
-        n = rows_ids[i].numel()
-        out_ids[i, :n] = rows_ids[i]
-        out_pos[:, i, :n] = rows_pos[i].to(device)
-        out_lab[i, :n] = rows_lab[i]
+    segments, rollout_index, llm_tokens = [], [], 0
+    for i, row in enumerate(rows):
+        n = row.ids.numel()
+        out_ids[i, :n] = row.ids
+        out_pos[:, i, :n] = row.pos.to(device)
+        out_lab[i, :n] = row.labels
         if out_mm is not None:
-            out_mm[i, :n] = rows_mm[i]
+            out_mm[i, :n] = row.mm
+        segments.append((row.prefix_len, row.suffix_lens))
+        rollout_index.extend((i, start, k) for start, k in row.rollouts)
+        llm_tokens += int(n)
     return PackedBatch(out_ids, out_pos, out_lab, out_mm, segments, rollout_index, llm_tokens)
 
 
@@ -413,17 +514,8 @@ def per_token_logps_and_entropies(
     C = int(logits_to_keep)
     G = int(num_generations)
     groups_per_chunk = max(1, (batch_size or B) // G)
-    slices = carrier_slices(image_grid_thw, num_images, G, B) if pixel_values is not None else None
-    if slices is not None and (slices[-1][1] if slices else 0) != pixel_values.size(0):
-        raise ValueError(
-            f"pixel_values has {pixel_values.size(0)} rows but the groups' carriers hold "
-            f"{slices[-1][1] if slices else 0}: not the shared layout (one copy per group)"
-        )
-    grid_cum = None
-    if image_grid_thw is not None and num_images is not None:
-        grid_cum = [0]
-        for n in num_images:
-            grid_cum.append(grid_cum[-1] + int(n))
+    slices = _shared_carriers(pixel_values, image_grid_thw, num_images, G, B)
+    grid_cum = _row_starts(num_images) if image_grid_thw is not None and num_images is not None else None
     out_lp: list[torch.Tensor] = []
     out_en: list[torch.Tensor] = []
     for first_group in range(0, B // G, groups_per_chunk):
@@ -443,48 +535,97 @@ def per_token_logps_and_entropies(
             mm_token_type_ids=None if mm_token_type_ids is None else mm_token_type_ids[r0:r1],
             pad_token_id=pad_token_id,
         )
-        inputs: dict[str, Any] = {"input_ids": packed.input_ids}
-        rope = packed.position_ids
-        inputs["position_ids"] = rope if rope.size(0) > 1 else rope[0]
-        if attention == "split":
-            inputs["attention_mask"] = None
-            inputs["shared_prompt_segments"] = SegmentInfo(packed.segments, packed.length)
-        else:
-            inputs["attention_mask"] = dense_mask(packed, additive_dtype=additive_mask_dtype)
+        inputs = _packed_inputs(packed, attention, additive_mask_dtype)
         patches = 0
         if pixel_values is not None and slices is not None:
             groups = range(first_group, first_group + (r1 - r0) // G)
-            parts = [pixel_values[slices[g][0] : slices[g][1]] for g in groups]
-            carriers = [g * G for g in groups]
-            grids = [image_grid_thw[grid_cum[r] : grid_cum[r + 1]] for r in carriers]
-            if sum(p.size(0) for p in parts):
-                inputs["pixel_values"] = torch.cat(parts)
-                inputs["image_grid_thw"] = torch.cat(grids)
-                patches = int(inputs["pixel_values"].size(0))
+            patches = _add_carrier_pixels(inputs, pixel_values, slices, image_grid_thw, grid_cum, groups, G)
         if packed.mm_token_type_ids is not None:
             inputs["mm_token_type_ids"] = packed.mm_token_type_ids
         with autocast():
             outputs = model(**inputs, labels=packed.labels, fused_lm_head=True)
         lp_rows = outputs.log_probs  # (n, L-1): index t scores token t+1
-        en_rows = outputs.entropy if compute_entropy else None
-        for k, (row, start, n) in enumerate(packed.rollout_index):
-            lp = lp_rows.new_zeros(C)
-            if n:
-                lp = torch.cat([lp_rows[row, start : start + n], lp_rows.new_zeros(C - n)])
-            elif k == 0:
-                lp = lp + 0 * lp_rows.sum()  # keep the graph connected when nothing is scored (as TRL's scatter)
-            out_lp.append(lp)
-            if compute_entropy:
-                en = en_rows.new_zeros(C)
-                if n:
-                    en = torch.cat([en_rows[row, start : start + n], en_rows.new_zeros(C - n)])
-                out_en.append(en)
+        out_lp.extend(_scatter_rollouts(lp_rows, packed.rollout_index, C, connect_empty=True))
+        if compute_entropy:
+            out_en.extend(_scatter_rollouts(outputs.entropy, packed.rollout_index, C, connect_empty=False))
         if stats is not None:
             stats["llm_tokens"] = stats.get("llm_tokens", 0) + packed.llm_tokens
             stats["vision_patches"] = stats.get("vision_patches", 0) + patches
     logps = torch.stack(out_lp)
     entropies = torch.stack(out_en) if compute_entropy else None
     return logps, entropies
+
+
+def _shared_carriers(
+    pixel_values: torch.Tensor | None, image_grid_thw, num_images, num_generations: int, rows: int
+) -> list[tuple[int, int]] | None:
+    """:func:`carrier_slices` of a *shared*-layout ``pixel_values`` (None without pixels), checked against its rows.
+
+    Raises:
+        ValueError: ``pixel_values`` does not hold exactly the carriers' patches (one copy per group).
+    """
+    if pixel_values is None:
+        return None
+    slices = carrier_slices(image_grid_thw, num_images, num_generations, rows)
+    held = slices[-1][1] if slices else 0
+    if held != pixel_values.size(0):
+        raise ValueError(
+            f"pixel_values has {pixel_values.size(0)} rows but the groups' carriers hold "
+            f"{held}: not the shared layout (one copy per group)"
+        )
+    return slices
+
+
+def _packed_inputs(packed: PackedBatch, attention: str, additive_mask_dtype: torch.dtype | None) -> dict[str, Any]:
+    """The model inputs of a packed batch: ids, positions (``(R, n, L)`` for M-RoPE, ``(n, L)`` for plain RoPE) and the
+    attention: no mask and a :class:`SegmentInfo` for ``"split"``, else :func:`dense_mask`."""
+    inputs: dict[str, Any] = {"input_ids": packed.input_ids}
+    rope = packed.position_ids
+    inputs["position_ids"] = rope if rope.size(0) > 1 else rope[0]
+    if attention == "split":
+        inputs["attention_mask"] = None
+        inputs["shared_prompt_segments"] = SegmentInfo(packed.segments, packed.length)
+    else:
+        inputs["attention_mask"] = dense_mask(packed, additive_dtype=additive_mask_dtype)
+    return inputs
+
+
+def _add_carrier_pixels(
+    inputs: dict[str, Any],
+    pixel_values: torch.Tensor,
+    slices: list[tuple[int, int]],
+    image_grid_thw: torch.Tensor,
+    grid_cum: list[int] | None,
+    groups: range,
+    num_generations: int,
+) -> int:
+    """Put the carriers' patches of ``groups`` (and their grids) into ``inputs``, when there are any; returns the patch
+    rows added (what the vision tower runs)."""
+    parts = [pixel_values[slices[g][0] : slices[g][1]] for g in groups]
+    carriers = [g * num_generations for g in groups]
+    grids = [image_grid_thw[grid_cum[r] : grid_cum[r + 1]] for r in carriers]
+    if not sum(p.size(0) for p in parts):
+        return 0
+    inputs["pixel_values"] = torch.cat(parts)
+    inputs["image_grid_thw"] = torch.cat(grids)
+    return int(inputs["pixel_values"].size(0))
+
+
+def _scatter_rollouts(
+    rows: torch.Tensor, rollout_index: list[tuple[int, int, int]], width: int, *, connect_empty: bool
+) -> list[torch.Tensor]:
+    """Per rollout, its ``n_g`` values read from the packed ``rows`` (``(n, L-1)``) at its suffix, zero-padded to
+    ``width`` (TRL's ``(B, C)`` layout). With ``connect_empty``, a first rollout with nothing scored is
+    ``0 * rows.sum()`` so the graph stays connected (as TRL's scatter)."""
+    out = []
+    for k, (row, start, n) in enumerate(rollout_index):
+        value = rows.new_zeros(width)
+        if n:
+            value = torch.cat([rows[row, start : start + n], rows.new_zeros(width - n)])
+        elif k == 0 and connect_empty:
+            value = value + 0 * rows.sum()
+        out.append(value)
+    return out
 
 
 # ---- accounting ----------------------------------------------------------------------------------------------------
