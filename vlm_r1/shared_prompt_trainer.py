@@ -50,6 +50,19 @@ VLLM_NOTE = {
 _SPLIT_IMPLEMENTATIONS = ("flash_attention_2", "flash_attention_3", "flash_attention_4", "kernels-community/flash-attn")
 
 
+def _resolve_attention(attention: str, implementation: str) -> tuple[str, str | None]:
+    """``(attention, reason)``: ``--shared_prompt_attention`` (``auto``/``dense``/``split``) resolved against the
+    model's text attention implementation (``auto`` is ``split`` under a flash-attention kernel, else ``dense``), and
+    why it cannot run (a dense 4D mask needs ``sdpa`` or ``eager``), or None."""
+    if attention == "auto":
+        attention = "split" if implementation in _SPLIT_IMPLEMENTATIONS else "dense"
+    if attention == "dense" and implementation not in ("sdpa", "eager"):
+        return attention, (
+            f"attention implementation {implementation!r} takes no dense 4D mask; use --shared_prompt_attention split"
+        )
+    return attention, None
+
+
 class IndexedDataset(torch.utils.data.Dataset):
     """A map-style dataset whose rows also carry their index under :data:`vlm_r1.shared_prompt.INDEX_KEY`."""
 
@@ -134,35 +147,9 @@ class SharedPromptMixin:
         text_config = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
         implementation = getattr(text_config, "_attn_implementation", None) or "eager"
         attention = getattr(args, "shared_prompt_attention", "auto")
-        reason = None
-        if not requested:
-            reason = "off (--shared_prompt false)"
-        elif G < 2:
-            reason = f"num_generations {G}: nothing to share"
-        elif args.per_device_train_batch_size % G:
-            reason = (
-                f"per_device_train_batch_size {args.per_device_train_batch_size} is not a multiple of "
-                f"num_generations {G}: a group's rollouts would sit on different micro-batches or processes "
-                f"(set the per-device batch to a multiple of {G}, e.g. ROLLOUTS_PER_DEVICE={G})"
-            )
-        elif getattr(self.vlm_module, "shared_prompt_positions_fn", lambda m: None)(model) is None:
-            reason = f"model family {type(self.vlm_module).__name__} has no shared-prompt hook"
-        elif getattr(self, "aux_loss_enabled", False):
-            reason = "MoE load-balancing loss is computed per row"
-        elif self.tools or getattr(self, "environment_factories", None) is not None or self.rollout_func is not None:
-            reason = "tool calling / environments / rollout_func change rows after generation"
-        elif isinstance(self.train_dataset, torch.utils.data.IterableDataset) or not hasattr(
-            self.train_dataset, "__getitem__"
-        ):
-            reason = "iterable training dataset: no sampler index to identify a group"
+        reason = self._shared_prompt_unsupported(model, G) if requested else "off (--shared_prompt false)"
         if reason is None:
-            if attention == "auto":
-                attention = "split" if implementation in _SPLIT_IMPLEMENTATIONS else "dense"
-            if attention == "dense" and implementation not in ("sdpa", "eager"):
-                reason = (
-                    f"attention implementation {implementation!r} takes no dense 4D mask; use "
-                    "--shared_prompt_attention split"
-                )
+            attention, reason = _resolve_attention(attention, implementation)
         # every rank must decide alike (static inputs, but a hook could depend on the rank's model)
         ok = torch.tensor([0 if reason else 1], device=self.accelerator.device)
         ok = int(self.accelerator.gather(ok).min()) if self.accelerator.num_processes > 1 else int(ok)
@@ -177,23 +164,54 @@ class SharedPromptMixin:
 
             self._sp_base_attention = enable_split_attention(model)
         if self.accelerator.is_main_process:
-            if self._sp_enabled:
-                logger.info(
-                    "shared-prompt GRPO: on (groups of %d; %s attention over %s): each group's prompt and "
-                    "image go through the model once",
-                    G,
-                    attention,
-                    self._sp_base_attention,
-                )
-                if self.use_vllm:
-                    logger.info(
-                        "shared-prompt GRPO with vLLM: %s",
-                        VLLM_NOTE.get(getattr(args, "vllm_mode", None), VLLM_NOTE["colocate"]),
-                    )
-            elif requested:
-                logger.warning("shared-prompt GRPO requested but running naive: %s", reason)
+            self._shared_prompt_announce(requested, G)
+
+    def _shared_prompt_unsupported(self, model: Any, G: int) -> str | None:
+        """Why this run (requested shared) cannot share prompts, from its static set-up, or None: groups of one, a
+        per-device batch that splits groups, no positions hook in the model family, a per-row MoE loss, anything that
+        changes rows after generation, or a dataset without sampler indices. The first reason found is the one said."""
+        args = self.args
+        if G < 2:
+            return f"num_generations {G}: nothing to share"
+        if args.per_device_train_batch_size % G:
+            return (
+                f"per_device_train_batch_size {args.per_device_train_batch_size} is not a multiple of "
+                f"num_generations {G}: a group's rollouts would sit on different micro-batches or processes "
+                f"(set the per-device batch to a multiple of {G}, e.g. ROLLOUTS_PER_DEVICE={G})"
+            )
+        if getattr(self.vlm_module, "shared_prompt_positions_fn", lambda m: None)(model) is None:
+            return f"model family {type(self.vlm_module).__name__} has no shared-prompt hook"
+        if getattr(self, "aux_loss_enabled", False):
+            return "MoE load-balancing loss is computed per row"
+        if self.tools or getattr(self, "environment_factories", None) is not None or self.rollout_func is not None:
+            return "tool calling / environments / rollout_func change rows after generation"
+        if isinstance(self.train_dataset, torch.utils.data.IterableDataset) or not hasattr(
+            self.train_dataset, "__getitem__"
+        ):
+            return "iterable training dataset: no sampler index to identify a group"
+        return None
+
+    def _shared_prompt_announce(self, requested: bool, G: int) -> None:
+        """Say the set-up decision once (main process): on, with the attention used (and what it means for vLLM), or
+        the reason it runs naive (a warning when it was requested)."""
+        if not self._sp_enabled:
+            if requested:
+                logger.warning("shared-prompt GRPO requested but running naive: %s", self._sp_reason)
             else:
-                logger.info("shared-prompt GRPO: %s", reason)
+                logger.info("shared-prompt GRPO: %s", self._sp_reason)
+            return
+        logger.info(
+            "shared-prompt GRPO: on (groups of %d; %s attention over %s): each group's prompt and "
+            "image go through the model once",
+            G,
+            self._sp_attention,
+            self._sp_base_attention,
+        )
+        if self.use_vllm:
+            logger.info(
+                "shared-prompt GRPO with vLLM: %s",
+                VLLM_NOTE.get(getattr(self.args, "vllm_mode", None), VLLM_NOTE["colocate"]),
+            )
 
     def shared_prompt_status(self) -> dict:
         """What ``vlm_r1_run.json`` records: ``requested``, ``active``, ``reason`` (None when active), ``attention``
@@ -464,6 +482,21 @@ def split_generation_batch(output: dict, num_slices: int, num_generations: int) 
     rows = batch["prompt_ids"].size(0)
     if rows % (num_slices * G):
         raise ValueError(f"{rows} rows do not split into {num_slices} slices of whole groups of {G}")
+    batch = _pixels_per_row(batch, shared, G)
+    order = _group_order(rows, G)
+    batch = {k: _permute(v, order) for k, v in batch.items()}
+    size = rows // num_slices
+    return [_slice(batch, s * size, (s + 1) * size, shared) for s in range(num_slices)]
+
+
+def _pixels_per_row(batch: dict, shared: int, G: int) -> dict:
+    """``pixel_values`` and ``image_grid_thw`` as one tensor per row, so rows can be permuted and sliced: the shared
+    layout through :func:`vlm_r1.shared_prompt.split_rows` (the carrier holds the group's copy), the naive one through
+    TRL's ``split_pixel_values_by_grid``. A batch without pixels, grids or ``num_images`` is returned as it is.
+
+    Raises:
+        NotImplementedError: a shared layout with pixels but without ``image_grid_thw``/``num_images``.
+    """
     num_images = batch.get("num_images")
     if batch.get("pixel_values") is not None and batch.get("image_grid_thw") is not None and num_images is not None:
         grid = batch["image_grid_thw"]
@@ -477,39 +510,44 @@ def split_generation_batch(output: dict, num_slices: int, num_generations: int) 
             batch["image_grid_thw"] = list(torch.split(grid, list(num_images), dim=0))
     elif batch.get("pixel_values") is not None and shared:
         raise NotImplementedError("shared layout without image_grid_thw/num_images")
-    # The same RNG draw as TRL's row shuffle (torch.randperm(rows), trl/trainer/utils.py shuffle_sequence_dict), so
-    # a shared and a naive run with the same seed stay on the same random stream; groups are ordered by where their
-    # first row lands in that permutation.
+    return batch
+
+
+def _group_order(rows: int, G: int) -> torch.Tensor:
+    """The row order of a shuffle by whole groups: each group goes where the first of its rows appears in
+    ``torch.randperm(rows)``, its rows kept in order.
+
+    The same RNG draw as TRL's row shuffle (``torch.randperm(rows)``, ``trl/trainer/utils.py``
+    ``shuffle_sequence_dict``), so a shared and a naive run with the same seed stay on the same random stream.
+    """
     row_perm = torch.randperm(rows)
-    group_order = []
-    for r in row_perm.tolist():
-        if r // G not in group_order:
-            group_order.append(r // G)
-    order = (torch.tensor(group_order)[:, None] * G + torch.arange(G)[None]).reshape(-1)
+    group_order = list(dict.fromkeys(r // G for r in row_perm.tolist()))
+    return (torch.tensor(group_order)[:, None] * G + torch.arange(G)[None]).reshape(-1)
 
-    def permute(value):
-        if value is None or (isinstance(value, torch.Tensor) and value.dim() == 0):
-            return value
-        if isinstance(value, torch.Tensor):
-            return value[order]
-        if isinstance(value, list):
-            return [value[i] for i in order.tolist()]
+
+def _is_rows(value: Any) -> bool:
+    """A per-row value of a generation batch: a list or a tensor with a batch dimension (not a 0-d scalar)."""
+    return isinstance(value, (list, torch.Tensor)) and not (isinstance(value, torch.Tensor) and value.dim() == 0)
+
+
+def _permute(value: Any, order: torch.Tensor) -> Any:
+    """A batch value in row ``order`` (tensors and lists); None, 0-d tensors and other values unchanged."""
+    if value is None or (isinstance(value, torch.Tensor) and value.dim() == 0):
         return value
+    if isinstance(value, torch.Tensor):
+        return value[order]
+    if isinstance(value, list):
+        return [value[i] for i in order.tolist()]
+    return value
 
-    batch = {k: permute(v) for k, v in batch.items()}
-    size = rows // num_slices
-    slices = []
-    for s in range(num_slices):
-        part = {}
-        for key, value in batch.items():
-            if isinstance(value, (list, torch.Tensor)) and not (isinstance(value, torch.Tensor) and value.dim() == 0):
-                part[key] = value[s * size : (s + 1) * size]
-            else:
-                part[key] = value
-        for key in ("pixel_values", "image_grid_thw"):
-            if isinstance(part.get(key), list):
-                part[key] = torch.cat(part[key], dim=0)
-        if shared:
-            part[sp.SHARED_KEY] = shared
-        slices.append(part)
-    return slices
+
+def _slice(batch: dict, start: int, end: int, shared: int) -> dict:
+    """Rows ``start:end`` of a permuted batch, per-row ``pixel_values``/``image_grid_thw`` joined back into tensors,
+    marked shared (``SHARED_KEY``) when the generation output was."""
+    part = {key: value[start:end] if _is_rows(value) else value for key, value in batch.items()}
+    for key in ("pixel_values", "image_grid_thw"):
+        if isinstance(part.get(key), list):
+            part[key] = torch.cat(part[key], dim=0)
+    if shared:
+        part[sp.SHARED_KEY] = shared
+    return part
