@@ -584,197 +584,269 @@ def _activations(model: ModelShape, run: RunShape, shared: bool) -> tuple[float,
 def estimate(model: ModelShape, run: RunShape, calibration: Calibration | None = None) -> MemoryEstimate:
     """The per-rank memory of ``run`` on ``model`` (formulas in the module docstring), calibrated by ``calibration``
     (default: uncalibrated)."""
-    cal = calibration or Calibration()
-    k = cal.activation_factor
-    a, N, z = run.param_bytes, run.world_size, run.zero
-    h = model.hidden
-    lm, vision = model.lm_params(), model.vision_params()
-    lora = model.lora_params(run.lora_rank) if run.lora_rank else 0
-    total = lm + vision + lora
-    trainable = lora if run.lora_rank else lm + (vision if run.train_vision else 0)
-    notes: list[str] = []
-    if run.shared_prompt and not run.shares and run.num_generations > 1:
-        notes.append(
-            f"shared-prompt GRPO asked for, but per-device batch {run.per_device_batch} is not a multiple of "
-            f"G={run.num_generations}: the trainer runs naive (estimated so)"
+    return _Estimate(model, run, calibration or Calibration()).result()
+
+
+class _Estimate:
+    """The steps of :func:`estimate` for one model, run and calibration: the resident states (parameters, gradients,
+    optimizer states, master weights, ZeRO/DDP buffers), the training phase (checkpointed activations and the largest
+    transient), the generation phase (KV cache, prefill working set), the naive vs shared comparison, and the counts
+    and input lines. The formulas are the module docstring's; each step reads the numbers the ones before it set."""
+
+    def __init__(self, model: ModelShape, run: RunShape, cal: Calibration):
+        self.model, self.run, self.cal = model, run, cal
+        self.k = cal.activation_factor
+        self.a = run.param_bytes
+        self.lm, self.vision = model.lm_params(), model.vision_params()
+        self.lora = model.lora_params(run.lora_rank) if run.lora_rank else 0
+        self.total = self.lm + self.vision + self.lora
+        self.trainable = self.lora if run.lora_rank else self.lm + (self.vision if run.train_vision else 0)
+        self.notes: list[str] = []
+        if run.shared_prompt and not run.shares and run.num_generations > 1:
+            self.notes.append(
+                f"shared-prompt GRPO asked for, but per-device batch {run.per_device_batch} is not a multiple of "
+                f"G={run.num_generations}: the trainer runs naive (estimated so)"
+            )
+
+    def result(self) -> MemoryEstimate:
+        """The estimate: both phases, the comparison, the notes, the counts and the input lines."""
+        resident = self.resident()
+        overhead = Part(
+            "overhead (fixed)", self.cal.overhead_gib * GIB, "CUDA context, NCCL, allocator fragmentation (calibration)"
+        )
+        training = resident + self.training_activations() + [overhead]
+        generation = resident + self.generation_parts() + [overhead]
+        comparison = self.comparison()
+        if self.run.gradient_checkpointing is False:
+            self.notes.append("gradient checkpointing is off: every layer keeps its activations")
+        phases = {"training": training, "generation": generation}
+        return MemoryEstimate(
+            self.model, self.run, self.cal, phases, self.counts(), comparison, self.notes, self.input_lines()
         )
 
     # ---- resident states -----------------------------------------------------------------------------------------
-    stage = z.stage
-    p_shard = N if stage == 3 else 1
-    g_shard = N if stage >= 2 else 1
-    o_shard = N if stage >= 1 else 1
-    params_b = 0.0 if z.offload_params else total * a / p_shard
-    grads_b = trainable * a / g_shard
-    if stage == 0:
-        adam_b, master_b = trainable * 2 * a, 0.0
-        opt_how = f"AdamW m, v in the weights' dtype: {trainable:,} x 2 x {a} B (no DeepSpeed: not sharded)"
-    else:
+    def resident(self) -> list[Part]:
+        """Parameters, gradients, optimizer states, master weights and ZeRO/DDP buffers, each sharded as the ZeRO
+        stage shards it (offloaded parts are 0)."""
+        z, a, N, trainable = self.run.zero, self.a, self.run.world_size, self.trainable
+        p_shard = N if z.stage == 3 else 1
+        g_shard = N if z.stage >= 2 else 1
+        o_shard = N if z.stage >= 1 else 1
+        params_b = 0.0 if z.offload_params else self.total * a / p_shard
+        grads_b = trainable * a / g_shard
+        adam_b, master_b, opt_how = self._optimizer(o_shard)
+        buf_b, buf_how = self._buffers()
+        where = {0: "not sharded (DDP)", 1: "ZeRO-1", 2: "ZeRO-2", 3: "ZeRO-3"}[z.stage]
+        lora = self.lora
+        return [
+            Part(
+                "parameters",
+                params_b,
+                f"{self.total:,} params x {a} B / {p_shard}"
+                + (" (offloaded to CPU)" if z.offload_params else "")
+                + f" ({self.lm:,} LM + {self.vision:,} vision{f' + {lora:,} LoRA' if lora else ''}; {where})",
+            ),
+            Part("gradients", grads_b, f"{trainable:,} trainable x {a} B / {g_shard}"),
+            Part("optimizer states", adam_b, opt_how),
+            Part(
+                "master weights (fp32)",
+                master_b,
+                "none: the weights are fp32 or not sharded by DeepSpeed"
+                if master_b == 0 and not z.offload_optimizer
+                else f"{trainable:,} x 4 B / {o_shard}" + (" (offloaded to CPU)" if z.offload_optimizer else ""),
+            ),
+            Part("ZeRO/DDP buffers", buf_b, buf_how),
+        ]
+
+    def _optimizer(self, o_shard: int) -> tuple[float, float, str]:
+        """``(Adam states, fp32 master weights, formula)``: torch AdamW in the weights' dtype without DeepSpeed, fp32
+        states and masters sharded by ``o_shard`` under ZeRO (none on the GPU when offloaded; no masters for fp32)."""
+        z, a, trainable = self.run.zero, self.a, self.trainable
+        if z.stage == 0:
+            return (
+                trainable * 2 * a,
+                0.0,
+                f"AdamW m, v in the weights' dtype: {trainable:,} x 2 x {a} B (no DeepSpeed: not sharded)",
+            )
         adam_b = 0.0 if z.offload_optimizer else trainable * 8 / o_shard
         master_b = 0.0 if (z.offload_optimizer or a == 4) else trainable * 4 / o_shard
         opt_how = f"AdamW m, v fp32: {trainable:,} x 8 B / {o_shard}" + (
             " (offloaded to CPU)" if z.offload_optimizer else ""
         )
-    where = {0: "not sharded (DDP)", 1: "ZeRO-1", 2: "ZeRO-2", 3: "ZeRO-3"}[stage]
-    if stage == 0:
-        buf_b = trainable * a
-        buf_how = f"DDP gradient buckets (a copy of the gradients): {trainable:,} x {a} B"
-    elif stage in (1, 2):
-        elems = (z.reduce_bucket_size or h * h) + (z.allgather_bucket_size or h * h)
-        buf_b = elems * a
-        buf_how = f"reduce + allgather buckets: {elems:,} elements x {a} B ({z.source})"
-    else:
+        return adam_b, master_b, opt_how
+
+    def _buffers(self) -> tuple[float, str]:
+        """``(bytes, formula)`` of the DDP gradient buckets or the ZeRO buckets (ZeRO-3: plus the gathered layers)."""
+        z, a, h, model = self.run.zero, self.a, self.model.hidden, self.model
+        if z.stage == 0:
+            return self.trainable * a, f"DDP gradient buckets (a copy of the gradients): {self.trainable:,} x {a} B"
+        if z.stage in (1, 2):
+            elems = (z.reduce_bucket_size or h * h) + (z.allgather_bucket_size or h * h)
+            return elems * a, f"reduce + allgather buckets: {elems:,} elements x {a} B ({z.source})"
         largest = max(2 * model.decoder_layer_params(), model.embedding_params())
         live = min(z.max_live_parameters or largest, largest + (z.prefetch_bucket_size or int(0.9 * h * h)))
         elems = live + (z.reduce_bucket_size or h * h)
-        buf_b = elems * a
-        buf_how = f"gathered layers + prefetch + reduce bucket: {elems:,} elements x {a} B ({z.source})"
-    resident = [
-        Part(
-            "parameters",
-            params_b,
-            f"{total:,} params x {a} B / {p_shard}"
-            + (" (offloaded to CPU)" if z.offload_params else "")
-            + f" ({lm:,} LM + {vision:,} vision{f' + {lora:,} LoRA' if lora else ''}; {where})",
-        ),
-        Part("gradients", grads_b, f"{trainable:,} trainable x {a} B / {g_shard}"),
-        Part("optimizer states", adam_b, opt_how),
-        Part(
-            "master weights (fp32)",
-            master_b,
-            "none: the weights are fp32 or not sharded by DeepSpeed"
-            if master_b == 0 and not z.offload_optimizer
-            else f"{trainable:,} x 4 B / {o_shard}" + (" (offloaded to CPU)" if z.offload_optimizer else ""),
-        ),
-        Part("ZeRO/DDP buffers", buf_b, buf_how),
-    ]
-    overhead = Part(
-        "overhead (fixed)", cal.overhead_gib * GIB, "CUDA context, NCCL, allocator fragmentation (calibration)"
-    )
+        return elems * a, f"gathered layers + prefetch + reduce bucket: {elems:,} elements x {a} B ({z.source})"
 
     # ---- training phase ------------------------------------------------------------------------------------------
-    shares = run.shares
-    saved, working, vis, T, patches = _activations(model, run, shares)
-    scored = run.per_device_batch * run.completion_tokens
-    if run.logits == "full":
-        logits_b = scored * model.vocab * (a + 4)
-        logits_how = f"LM head full logits {scored:,} x {model.vocab:,} x ({a} + 4 fp32) B"
-    else:
-        head_trainable = not run.lora_rank
+    def training_activations(self) -> list[Part]:
+        """The checkpointed (or saved) activations and the largest of the three transients (layer recompute +
+        backward, LM-head log-probs, vision tower), both calibrated. Sets ``T``, ``patches``, ``scored``,
+        ``logits_b`` and ``transients``."""
+        model, run, a, k = self.model, self.run, self.a, self.k
+        saved, working, vis, T, patches = _activations(model, run, run.shares)
+        self.T, self.patches = T, patches
+        self.scored = run.per_device_batch * run.completion_tokens
+        logits_b, logits_how = self._logits()
+        self.logits_b = logits_b
+        layer_name = "one layer recomputed + backward" if run.gradient_checkpointing else "backward buffers"
+        per_token = (layer_activation_bytes(model, a) if run.gradient_checkpointing else 0) + 3 * a * model.intermediate
+        transients = {"layer": working, "lm_head": logits_b, "vision": vis}
+        self.transients = transients
+        largest = max(transients, key=transients.get)
+        transient_how = (
+            f"max({layer_name} {T:,} x {per_token:,} B = {working / GIB:.2f}; {logits_how} = {logits_b / GIB:.2f}; "
+            f"vision tower {patches:,} patches x {_vision_patch_bytes(model, a):,} B = {vis / GIB:.2f}) -> {largest}"
+        )
+        ck = "checkpointed hidden states" if run.gradient_checkpointing else "saved activations (every layer)"
+        return [
+            Part(f"activations: {ck}", saved * k, self._saved_how(T), True),
+            Part("activations: largest transient", transients[largest] * k, transient_how, True),
+        ]
+
+    def _logits(self) -> tuple[float, str]:
+        """``(bytes, formula)`` of the log-probs of the scored tokens: full logits, or TRL's fused head (one tile, the
+        fp32 hidden-state gradient, and the LM head's weight gradient when the head trains)."""
+        model, a, h, scored = self.model, self.a, self.model.hidden, self.scored
+        if self.run.logits == "full":
+            return (
+                scored * model.vocab * (a + 4),
+                f"LM head full logits {scored:,} x {model.vocab:,} x ({a} + 4 fp32) B",
+            )
+        head_trainable = not self.run.lora_rank
         tile = min(scored, FUSED_TOKEN_TILE) * FUSED_VOCAB_TILE * a
         logits_b = tile + scored * h * 4 + (model.vocab * h * (4 + a) if head_trainable else 0)
         logits_how = f"LM head fused log-probs (tile {min(scored, FUSED_TOKEN_TILE):,}x{FUSED_VOCAB_TILE:,}" + (
             f", weight grad {model.vocab:,}x{h:,} x (4 fp32 + {a}) B)" if head_trainable else ")"
         )
-    ck = "checkpointed hidden states" if run.gradient_checkpointing else "saved activations (every layer)"
-    ck_how = (
-        f"{T:,} tokens x (({model.layers} + 1) x {h:,} x {a} B + 4 x {h:,})"
-        if run.gradient_checkpointing
-        else f"{T:,} tokens x {model.layers} layers x {layer_activation_bytes(model, a):,} B"
-    )
-    if shares:
-        ck_how += f" [shared: {run.per_device_batch // run.num_generations} group(s) x (P-1 + G x (C+1))]"
-    else:
-        ck_how += f" [naive: {run.per_device_batch} rows x (P + C)]"
-    layer_name = "one layer recomputed + backward" if run.gradient_checkpointing else "backward buffers"
-    per_token = (layer_activation_bytes(model, a) if run.gradient_checkpointing else 0) + 3 * a * model.intermediate
-    transients = {"layer": working, "lm_head": logits_b, "vision": vis}
-    largest = max(transients, key=transients.get)
-    transient_how = (
-        f"max({layer_name} {T:,} x {per_token:,} B = {working / GIB:.2f}; {logits_how} = {logits_b / GIB:.2f}; "
-        f"vision tower {patches:,} patches x {_vision_patch_bytes(model, a):,} B = {vis / GIB:.2f}) -> {largest}"
-    )
-    training = resident + [
-        Part(f"activations: {ck}", saved * k, ck_how, True),
-        Part("activations: largest transient", transients[largest] * k, transient_how, True),
-        overhead,
-    ]
+        return logits_b, logits_how
+
+    def _saved_how(self, T: int) -> str:
+        """The formula of the saved activations of ``T`` tokens, with the rows they come from (naive or shared)."""
+        model, run, a, h = self.model, self.run, self.a, self.model.hidden
+        ck_how = (
+            f"{T:,} tokens x (({model.layers} + 1) x {h:,} x {a} B + 4 x {h:,})"
+            if run.gradient_checkpointing
+            else f"{T:,} tokens x {model.layers} layers x {layer_activation_bytes(model, a):,} B"
+        )
+        if run.shares:
+            return ck_how + f" [shared: {run.per_device_batch // run.num_generations} group(s) x (P-1 + G x (C+1))]"
+        return ck_how + f" [naive: {run.per_device_batch} rows x (P + C)]"
 
     # ---- generation phase ----------------------------------------------------------------------------------------
-    rows = run.per_device_batch * run.steps_per_generation
-    prompts = -(-rows // run.num_generations)
-    P, C = run.prompt_tokens, run.completion_tokens
-    kv = rows * (P + C) * model.layers * 2 * model.kv_dim * a
-    gen_shared = shares  # the trainer shares generation and training alike, or neither
-    prefill_tokens = prompts * P if gen_shared else rows * P
-    images = prompts if gen_shared else rows
-    gen_work_lm = prefill_tokens * _prefill_token_bytes(model, a)
-    gen_work_vis = images * run.image_tokens * model.spatial_merge**2 * _vision_patch_bytes(model, a)
-    generation = list(resident)
-    if stage == 3 and run.gather_for_generation:
-        generation.append(
-            Part("parameters gathered for generate", total * a, f"ZeRO-3 ds3_gather_for_generation: {total:,} x {a} B")
-        )
-    generation += [
-        Part(
-            "KV cache",
-            kv,
-            f"{rows:,} rows x ({P:,} + {C:,}) tokens x {model.layers} layers x 2 x {model.kv_dim} x {a} B",
-        ),
-        Part(
-            "prefill working set",
-            max(gen_work_lm, gen_work_vis) * k,
-            f"max({'shared' if gen_shared else 'naive'} prefill {prefill_tokens:,} tokens x "
-            f"{_prefill_token_bytes(model, a):,} B, vision {images:,} images x {run.image_tokens * 4:,} patches x "
-            f"{_vision_patch_bytes(model, a):,} B)",
-            True,
-        ),
-        overhead,
-    ]
+    def generation_parts(self) -> list[Part]:
+        """The parameters ZeRO-3 gathers for ``generate`` (when it does), the KV cache of the generation batch and the
+        prefill working set (calibrated; the trainer shares generation and training alike, or neither). Sets
+        ``rows`` and ``prompts``."""
+        model, run, a, k = self.model, self.run, self.a, self.k
+        rows = run.per_device_batch * run.steps_per_generation
+        prompts = -(-rows // run.num_generations)
+        self.rows, self.prompts = rows, prompts
+        P, C = run.prompt_tokens, run.completion_tokens
+        kv = rows * (P + C) * model.layers * 2 * model.kv_dim * a
+        gen_shared = run.shares
+        prefill_tokens = prompts * P if gen_shared else rows * P
+        images = prompts if gen_shared else rows
+        gen_work_lm = prefill_tokens * _prefill_token_bytes(model, a)
+        gen_work_vis = images * run.image_tokens * model.spatial_merge**2 * _vision_patch_bytes(model, a)
+        parts = []
+        if run.zero.stage == 3 and run.gather_for_generation:
+            parts.append(
+                Part(
+                    "parameters gathered for generate",
+                    self.total * a,
+                    f"ZeRO-3 ds3_gather_for_generation: {self.total:,} x {a} B",
+                )
+            )
+        return parts + [
+            Part(
+                "KV cache",
+                kv,
+                f"{rows:,} rows x ({P:,} + {C:,}) tokens x {model.layers} layers x 2 x {model.kv_dim} x {a} B",
+            ),
+            Part(
+                "prefill working set",
+                max(gen_work_lm, gen_work_vis) * k,
+                f"max({'shared' if gen_shared else 'naive'} prefill {prefill_tokens:,} tokens x "
+                f"{_prefill_token_bytes(model, a):,} B, vision {images:,} images x {run.image_tokens * 4:,} patches x "
+                f"{_vision_patch_bytes(model, a):,} B)",
+                True,
+            ),
+        ]
 
     # ---- naive vs shared -----------------------------------------------------------------------------------------
-    comparison = {}
-    acts = {}
-    for mode, flag in (("naive", False), ("shared", True)):
-        s_, w, v, t, _ = _activations(model, run, flag and run.num_generations > 1)
-        acts[mode] = (s_ + max(w, v, logits_b), t)
-    comparison["training"] = {
-        "naive_gib": acts["naive"][0] * k / GIB,
-        "shared_gib": acts["shared"][0] * k / GIB,
-        "naive_tokens": acts["naive"][1],
-        "shared_tokens": acts["shared"][1],
-    }
-    patches_per_image = run.image_tokens * model.spatial_merge**2
-    prefill = {
-        mode: max(
-            n_rows * P * _prefill_token_bytes(model, a), n_rows * patches_per_image * _vision_patch_bytes(model, a)
-        )
-        for mode, n_rows in (("naive", rows), ("shared", prompts))
-    }
-    comparison["generation prefill"] = {
-        "naive_gib": prefill["naive"] * k / GIB,
-        "shared_gib": prefill["shared"] * k / GIB,
-        "naive_tokens": rows * P,
-        "shared_tokens": prompts * P,
-    }
-    if run.gradient_checkpointing is False:
-        notes.append("gradient checkpointing is off: every layer keeps its activations")
-    counts = {
-        "params_total": total,
-        "params_lm": lm,
-        "params_vision": vision,
-        "params_lora": lora,
-        "params_trainable": trainable,
-        "tokens_per_micro_step": T,
-        "scored_tokens_per_micro_step": scored,
-        "transient_bytes": {name: int(v * k) for name, v in transients.items()},
-        "vision_patches_per_micro_step": patches,
-        "generation_rows": rows,
-        "generation_prompts": prompts,
-    }
-    zero_name = "no DeepSpeed (DDP)" if stage == 0 else f"ZeRO-{stage}"
-    inputs = [
-        f"model {model.name}: {total:,} parameters, {trainable:,} trainable; h={h}, L={model.layers}, "
-        f"kv={model.kv_dim}, I={model.intermediate}, V={model.vocab} ({model.source or 'shape given'})",
-        f"{N} GPU(s), {zero_name} ({z.source}), weights {'bf16/fp16' if a == 2 else 'fp32'}, gradient checkpointing "
-        f"{'on' if run.gradient_checkpointing else 'off'}, {'shared-prompt' if shares else 'naive'} GRPO",
-        f"per-device batch B={run.per_device_batch} completions, G={run.num_generations}, prompt P={run.prompt_tokens:,}"
-        f" tokens ({run.image_tokens:,} image), completion C={run.completion_tokens}, steps_per_generation "
-        f"{run.steps_per_generation}",
-    ]
-    return MemoryEstimate(
-        model, run, cal, {"training": training, "generation": generation}, counts, comparison, notes, inputs
-    )
+    def comparison(self) -> dict[str, dict[str, float]]:
+        """Training activations and generation prefill, naive vs shared-prompt, in GiB (calibrated) and tokens."""
+        model, run, a, k = self.model, self.run, self.a, self.k
+        acts = {}
+        for mode, flag in (("naive", False), ("shared", True)):
+            s_, w, v, t, _ = _activations(model, run, flag and run.num_generations > 1)
+            acts[mode] = (s_ + max(w, v, self.logits_b), t)
+        P, rows, prompts = run.prompt_tokens, self.rows, self.prompts
+        patches_per_image = run.image_tokens * model.spatial_merge**2
+        prefill = {
+            mode: max(
+                n_rows * P * _prefill_token_bytes(model, a), n_rows * patches_per_image * _vision_patch_bytes(model, a)
+            )
+            for mode, n_rows in (("naive", rows), ("shared", prompts))
+        }
+        return {
+            "training": {
+                "naive_gib": acts["naive"][0] * k / GIB,
+                "shared_gib": acts["shared"][0] * k / GIB,
+                "naive_tokens": acts["naive"][1],
+                "shared_tokens": acts["shared"][1],
+            },
+            "generation prefill": {
+                "naive_gib": prefill["naive"] * k / GIB,
+                "shared_gib": prefill["shared"] * k / GIB,
+                "naive_tokens": rows * P,
+                "shared_tokens": prompts * P,
+            },
+        }
+
+    # ---- what the estimate reports -------------------------------------------------------------------------------
+    def counts(self) -> dict[str, Any]:
+        """Parameter, token and patch counts, and the calibrated transients in bytes."""
+        return {
+            "params_total": self.total,
+            "params_lm": self.lm,
+            "params_vision": self.vision,
+            "params_lora": self.lora,
+            "params_trainable": self.trainable,
+            "tokens_per_micro_step": self.T,
+            "scored_tokens_per_micro_step": self.scored,
+            "transient_bytes": {name: int(v * self.k) for name, v in self.transients.items()},
+            "vision_patches_per_micro_step": self.patches,
+            "generation_rows": self.rows,
+            "generation_prompts": self.prompts,
+        }
+
+    def input_lines(self) -> list[str]:
+        """The three ``input:`` lines: the model, the parallel set-up, the batch shape."""
+        model, run, z, a = self.model, self.run, self.run.zero, self.a
+        zero_name = "no DeepSpeed (DDP)" if z.stage == 0 else f"ZeRO-{z.stage}"
+        return [
+            f"model {model.name}: {self.total:,} parameters, {self.trainable:,} trainable; h={model.hidden}, "
+            f"L={model.layers}, kv={model.kv_dim}, I={model.intermediate}, V={model.vocab} "
+            f"({model.source or 'shape given'})",
+            f"{run.world_size} GPU(s), {zero_name} ({z.source}), weights {'bf16/fp16' if a == 2 else 'fp32'}, "
+            f"gradient checkpointing {'on' if run.gradient_checkpointing else 'off'}, "
+            f"{'shared-prompt' if run.shares else 'naive'} GRPO",
+            f"per-device batch B={run.per_device_batch} completions, G={run.num_generations}, prompt "
+            f"P={run.prompt_tokens:,} tokens ({run.image_tokens:,} image), completion C={run.completion_tokens}, "
+            f"steps_per_generation {run.steps_per_generation}",
+        ]
 
 
 def with_world_size(run: RunShape, world_size: int) -> RunShape:
