@@ -28,9 +28,11 @@ import json
 import logging
 import os
 from collections import Counter
+from dataclasses import dataclass, field
 from typing import Any
 
 from groundwork import validate
+from groundwork.geometry import Frame
 from groundwork.records import RecordError, iter_records, lax_loads, rows_to_dataset, split_extras, warn_dropped
 from groundwork.registry import Registry
 
@@ -513,78 +515,113 @@ class RECTask(Task):
     NEEDS = "a REC record needs 'conversations' (grpo_jsonl form) or all of 'image', 'problem', 'solution'"
 
     def build_dataset(self, script_args: Any, processing_class: Any, vlm_module: Any):
-        from groundwork.geometry import Frame
-
         files = script_args.data_file_list
         folders = script_args.image_folder_list or [os.path.dirname(os.path.abspath(f)) for f in files]
-        template = vlm_module.get_question_template("rec")
         # original (W, H) in the displayed frame; each image decoded once (REC files reuse images many times)
-        checker = validate.ImageChecker("decode", limits=validate.module_limits(vlm_module))
-        rows, extras, skipped, first, dropped, absolute = [], [], Counter(), {}, Counter(), Counter()
-        budget = self.budget(processing_class, vlm_module)
-
-        def row_of(rec: dict | RecordError, ref: str, folder: str) -> tuple[dict, frozenset]:
-            if isinstance(rec, RecordError):
-                raise SkipRecord(rec.reason, rec.message)
-            if "conversations" in rec:
-                question, gpt = question_and_answer(rec)
-                consumed = frozenset({"image", "conversations", "id"})
-            else:
-                missing = [k for k in REC_KEYS if k not in rec]
-                if missing:
-                    raise SkipRecord("missing_key", missing_keys_message(missing, self.NEEDS))
-                question, gpt = rec["problem"], rec["solution"]
-                if not isinstance(question, str):
-                    raise SkipRecord("bad_question", f"'problem' must be a string, got {type(question).__name__}")
-                consumed = frozenset({"image", "problem", "solution", "id"})
-            images = rec.get("image")
-            images = [images] if isinstance(images, str) else images
-            if not isinstance(images, list) or len(images) != 1 or not isinstance(images[0], str):
-                got = str(rec.get("image"))[:80]
-                raise SkipRecord("needs_one_image", f"REC needs exactly one image, got image={got}")
-            record_id = _record_id(rec, ref)
-            _check_text(image=images[0], question=question, id=record_id)
-            (image_path,) = image_paths(folder, images, absolute, script_args.image_folder_list is not None)
-            width, height = check_image(image_path, checker)
-            try:  # the frame the family answers in: smart_resize (Qwen), or a 0-1000 grid (InternVL)
-                budget.size_sent(width, height)  # sendable under the run's budget (not too thin for it)
-                frame = Frame(width, height, *vlm_module.answer_frame_size(budget, width, height))
-            except (
-                ValueError
-            ) as err:  # smart_resize rejects an aspect ratio > 200, or the image is too thin for the budget
-                raise SkipRecord("bad_image_size", str(err)) from None
-            try:
-                box = parse_rec_gt(gpt)
-            except ValueError as err:
-                raise SkipRecord("bad_gt_box", str(err)) from None
-            row = {
-                "prompt": [{"role": "user", "content": template.format(Question=question)}],
-                "image_path": image_path,
-                "problem": question,
-                "solution": f"<answer> {json.dumps(box, allow_nan=False)} </answer>",
-                "gt_bbox": box,
-                "image_size": [frame.width, frame.height],
-                "resized_size": [frame.resized_width, frame.resized_height],
-                "id": record_id,
-            }
-            return row, consumed
-
+        reader = _RECRows(
+            template=vlm_module.get_question_template("rec"),
+            checker=validate.ImageChecker("decode", limits=validate.module_limits(vlm_module)),
+            budget=self.budget(processing_class, vlm_module),
+            vlm_module=vlm_module,
+            contain=script_args.image_folder_list is not None,
+            needs=self.NEEDS,
+        )
+        rows, extras, skipped, first, dropped = [], [], Counter(), {}, Counter()
         for path, folder in zip(files, folders, strict=True):
             for ref, _, rec in iter_records(path):
                 try:
-                    row, consumed = row_of(rec, ref, folder)
+                    row, consumed = reader.row(rec, ref, folder)
                 except SkipRecord as err:
                     _skip(err, ref, skipped, script_args.strict_data, first)
                     continue
                 rows.append(row)
                 extras.append(split_extras(rec, consumed, self.COLUMNS, dropped))
-        _log_skipped(self.name, skipped, first, len(rows), absolute)
+        _log_skipped(self.name, skipped, first, len(rows), reader.absolute)
         warn_dropped(dropped, self.name, logger)
         if not rows:
             raise ValueError(f"no usable REC records in {files} (skipped: {dict(skipped)})")
         return rows_to_dataset(rows, extras, what=self.name, logger=logger).with_transform(
-            load_images_transform(budget)
+            load_images_transform(reader.budget)
         )
+
+
+@dataclass
+class _RECRows:
+    """The per-record step of :meth:`RECTask.build_dataset`: one REC record -> its row and the record keys it consumed,
+    or :class:`SkipRecord` with the reason codes of :class:`RECTask` (checked in that order: the record's form, its
+    one image, its text, the image's path and pixels, the answer frame, the GT box).
+
+    ``template``: the module's ``rec`` question template; ``checker``: the image checks (each image decoded once);
+    ``budget``: the run's pixel budget; ``contain``: image paths must stay inside their folder (``--image_folders``
+    given); ``needs``: the ``missing_key`` message's hint; ``absolute``: absolute image paths seen (counted, logged).
+    """
+
+    template: str
+    checker: validate.ImageChecker
+    budget: Any
+    vlm_module: Any
+    contain: bool
+    needs: str
+    absolute: Counter = field(default_factory=Counter)
+
+    def record_form(self, rec: dict | RecordError) -> tuple[Any, Any, frozenset]:
+        """``(question, gt answer, consumed keys)`` of a record in either form: ``conversations`` (grpo_jsonl) or
+        ``image``/``problem``/``solution`` (``grpo_rec.py``'s annotations)."""
+        if isinstance(rec, RecordError):
+            raise SkipRecord(rec.reason, rec.message)
+        if "conversations" in rec:
+            question, gpt = question_and_answer(rec)
+            return question, gpt, frozenset({"image", "conversations", "id"})
+        missing = [k for k in REC_KEYS if k not in rec]
+        if missing:
+            raise SkipRecord("missing_key", missing_keys_message(missing, self.needs))
+        question, gpt = rec["problem"], rec["solution"]
+        if not isinstance(question, str):
+            raise SkipRecord("bad_question", f"'problem' must be a string, got {type(question).__name__}")
+        return question, gpt, frozenset({"image", "problem", "solution", "id"})
+
+    def frame(self, image_path: str) -> Frame:
+        """The image's original size (displayed frame) and the frame the family answers in: smart_resize (Qwen), or a
+        0-1000 grid (InternVL), under the run's budget.
+
+        Raises:
+            SkipRecord: ``bad_image_size``: smart_resize rejects an aspect ratio > 200, or the image is too thin for
+                the budget (not sendable under it).
+        """
+        width, height = check_image(image_path, self.checker)
+        try:
+            self.budget.size_sent(width, height)
+            return Frame(width, height, *self.vlm_module.answer_frame_size(self.budget, width, height))
+        except ValueError as err:
+            raise SkipRecord("bad_image_size", str(err)) from None
+
+    def row(self, rec: dict | RecordError, ref: str, folder: str) -> tuple[dict, frozenset]:
+        """The row of ``rec`` (read at ``ref``, images relative to ``folder``) and the keys it consumed."""
+        question, gpt, consumed = self.record_form(rec)
+        images = rec.get("image")
+        images = [images] if isinstance(images, str) else images
+        if not isinstance(images, list) or len(images) != 1 or not isinstance(images[0], str):
+            got = str(rec.get("image"))[:80]
+            raise SkipRecord("needs_one_image", f"REC needs exactly one image, got image={got}")
+        record_id = _record_id(rec, ref)
+        _check_text(image=images[0], question=question, id=record_id)
+        (image_path,) = image_paths(folder, images, self.absolute, self.contain)
+        frame = self.frame(image_path)
+        try:
+            box = parse_rec_gt(gpt)
+        except ValueError as err:
+            raise SkipRecord("bad_gt_box", str(err)) from None
+        row = {
+            "prompt": [{"role": "user", "content": self.template.format(Question=question)}],
+            "image_path": image_path,
+            "problem": question,
+            "solution": f"<answer> {json.dumps(box, allow_nan=False)} </answer>",
+            "gt_bbox": box,
+            "image_size": [frame.width, frame.height],
+            "resized_size": [frame.resized_width, frame.resized_height],
+            "id": record_id,
+        }
+        return row, consumed
 
 
 BUILTIN_TASKS = {"default": DefaultTask, "rec": RECTask, **{t: DefaultTask for t in UPSTREAM_TASK_TYPES}}
