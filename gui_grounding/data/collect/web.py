@@ -49,7 +49,7 @@ Outputs: ``--out`` is checked before anything is read (not an input, a writable 
 summary.
 
 Needs Playwright (``pip install -e .[collect]``) and a Chromium binary (Debian: ``apt-get install chromium``); no
-browser download and no network access.
+browser download and no network access. The browser side is in :mod:`gui_grounding.data.collect.browser`.
 """
 
 from __future__ import annotations
@@ -59,45 +59,41 @@ import asyncio
 import datetime as _dt
 import hashlib
 import logging
-import math
 import os
 import random
 import re
 import sys
-import urllib.parse
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from groundwork.argtypes import integer, number, with_range
 from groundwork.outputs import OutputError, OutputLock, check_outputs, write_bytes, write_json, write_lines
 from groundwork.records import load_json_file
 from groundwork.validate import dumps, is_text
+from gui_grounding.data.collect.browser import (
+    BLOCK_REASONS,
+    DROP_REASONS,
+    FAIL_REASONS,
+    _finite,
+    _first_line,
+    _inside,
+    _render_all,
+)
+
+# The browser side moved to gui_grounding.data.collect.browser; its public names (and the extraction check the
+# hostile-input tests call) stay importable from here.
+from gui_grounding.data.collect.browser import CHROMIUM_ARGS as CHROMIUM_ARGS
+from gui_grounding.data.collect.browser import EXTRACT_JS as EXTRACT_JS
+from gui_grounding.data.collect.browser import NETWORK_SCHEMES as NETWORK_SCHEMES
+from gui_grounding.data.collect.browser import _check_extracted as _check_extracted
+from gui_grounding.data.collect.browser import request_block_reason as request_block_reason
 
 logger = logging.getLogger(__name__)
 
 TOOL = "gui_grounding.data.collect.web"
 TOOL_VERSION = "1"
 DEFAULT_CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--hide-scrollbars",
-    "--font-render-hinting=none",
-    # a dead proxy for everything, loopback included: network traffic that routing does not see fails too
-    "--proxy-server=http://127.0.0.1:9",
-    "--proxy-bypass-list=<-loopback>",
-]
-DROP_REASONS = ("hidden", "offscreen", "tiny", "wrapped", "occluded", "no_name", "long_name", "ambiguous", "over_cap")
-BLOCK_REASONS = ("outside_folder", "network", "other_scheme")
-FAIL_REASONS = ("timeout", "load_error", "extract_error", "screenshot_error", "bad_extract", "browser_error")
 SKIP_REASONS = ("escapes_folder", "bad_name")
-NETWORK_SCHEMES = frozenset({"http", "https", "ws", "wss", "ftp"})
 
 MAX_VIEWPORT_SIDE = 8192  # CSS px per side (a screenshot is side^2 * 4 bytes in memory)
 MAX_VIEWPORTS = 32
@@ -105,92 +101,7 @@ MAX_SCROLL_OFFSET = 1_000_000  # px
 MAX_SCROLL_OFFSETS = 64
 MAX_PAGE_TIMEOUT = 86_400.0  # s
 DEFAULT_PAGE_TIMEOUT = 30.0  # s
-_CLOSE_TIMEOUT = 10.0  # s for closing a context or the browser
 _MAX_SLUG = 80  # characters of a page name in a screenshot file name (longer ones are cut and get a hash)
-
-# Runs inside the page. Returns {"elements": [...], "drops": {reason: n}} for the current viewport.
-# Each element: tag, role, kind, name, name_is_visible_text, rect (left, top, right, bottom in viewport CSS px).
-EXTRACT_JS = r"""
-(params) => {
-  const {minSize, minArea} = params;
-  const W = document.documentElement.clientWidth, H = document.documentElement.clientHeight;
-  const SELECTOR = 'a[href], button, input:not([type=hidden]), select, textarea, [role=button], [role=link], ' +
-                   '[role=tab], [role=menuitem], summary, [onclick]';
-  const drops = {};
-  const drop = (reason) => { drops[reason] = (drops[reason] || 0) + 1; };
-  const clean = (s) => (s || '').replace(/\s+/g, ' ').trim();
-
-  // accessible name, in the usual order; second value: whether the name is text shown on screen
-  function accessibleName(el) {
-    const labelledby = el.getAttribute('aria-labelledby');
-    if (labelledby) {
-      const t = clean(labelledby.split(/\s+/).map(id => document.getElementById(id))
-                      .filter(Boolean).map(e => e.innerText).join(' '));
-      if (t) return [t, false];
-    }
-    const aria = clean(el.getAttribute('aria-label'));
-    if (aria) return [aria, false];
-    const tag = el.tagName;
-    if (tag === 'INPUT' || tag === 'TEXTAREA' || tag === 'SELECT') {
-      if (el.id) {
-        const label = document.querySelector('label[for="' + CSS.escape(el.id) + '"]');
-        if (label && clean(label.innerText)) return [clean(label.innerText), false];
-      }
-      if (tag === 'INPUT' && ['submit', 'button', 'reset'].includes(el.type) && clean(el.value)) return [clean(el.value), true];
-      if (tag === 'INPUT' && el.type === 'image' && clean(el.alt)) return [clean(el.alt), false];
-      if (clean(el.placeholder)) return [clean(el.placeholder), true];
-      if (tag === 'SELECT' && el.selectedOptions.length) return [clean(el.selectedOptions[0].text), true];
-    }
-    const text = clean(el.innerText);
-    if (text) return [text, true];
-    const img = el.querySelector('img[alt]');
-    if (img && clean(img.alt)) return [clean(img.alt), false];
-    if (clean(el.title)) return [clean(el.title), false];
-    return ['', false];
-  }
-
-  function kindOf(el) {
-    const role = el.getAttribute('role');
-    if (role) return role;
-    const tag = el.tagName.toLowerCase();
-    if (tag === 'a') return 'link';
-    if (tag === 'button' || tag === 'summary') return 'button';
-    if (tag === 'select') return 'combobox';
-    if (tag === 'textarea') return 'textbox';
-    if (tag === 'input') {
-      const t = (el.type || 'text').toLowerCase();
-      if (['submit', 'button', 'reset', 'image'].includes(t)) return 'button';
-      if (t === 'checkbox' || t === 'radio') return t;
-      return 'textbox';
-    }
-    return 'clickable';
-  }
-
-  const elements = [];
-  for (const el of document.querySelectorAll(SELECTOR)) {
-    const style = getComputedStyle(el);
-    const visible = el.checkVisibility({checkOpacity: true, checkVisibilityCSS: true});
-    const r = el.getBoundingClientRect();
-    if (!visible || style.visibility !== 'visible' || r.width === 0 || r.height === 0) { drop('hidden'); continue; }
-    if (r.left < 0 || r.top < 0 || r.right > W || r.bottom > H) { drop('offscreen'); continue; }
-    if (r.width < minSize || r.height < minSize || r.width * r.height < minArea) { drop('tiny'); continue; }
-    // an inline element broken over lines has fragments that do not overlap vertically (children may split one
-    // line into several fragments; those overlap and are fine)
-    const frags = Array.from(el.getClientRects()).filter(q => q.width > 0 && q.height > 0);
-    if (frags.some(q => q.top >= frags[0].bottom - 1 || q.bottom <= frags[0].top + 1)) { drop('wrapped'); continue; }
-    const probes = [[0.5, 0.5], [0.2, 0.5], [0.8, 0.5], [0.5, 0.2], [0.5, 0.8]];
-    const hits = probes.map(([fx, fy]) => {
-      const t = document.elementFromPoint(r.left + fx * r.width, r.top + fy * r.height);
-      return t !== null && (t === el || el.contains(t));
-    });
-    if (!hits[0] || hits.filter(Boolean).length < 4) { drop('occluded'); continue; }
-    const [name, shown] = accessibleName(el);
-    elements.push({tag: el.tagName.toLowerCase(), role: el.getAttribute('role'), kind: kindOf(el), name: name,
-                   name_is_visible_text: shown, rect: [r.left, r.top, r.right, r.bottom]});
-  }
-  return {elements: elements, drops: drops, viewport: [W, H], scroll_y: window.scrollY};
-}
-"""
 
 _TEMPLATES = {
     "link": ['Click the "{n}" link', 'Open the "{n}" link', 'Click "{n}"'],
@@ -204,10 +115,6 @@ _TEMPLATES = {
     "menuitem": ['Click the "{n}" menu item', 'Choose "{n}" in the menu'],
 }
 _DEFAULT_TEMPLATES = ['Click "{n}"', 'Click on "{n}"']
-
-
-def _finite(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def make_instruction(kind: str, name: str, rng: random.Random) -> str:
@@ -228,31 +135,6 @@ def to_pixel_box(rect: list[float], width: int, height: int) -> dict | None:
     return {"x_min": x_min, "y_min": y_min, "x_max": x_max, "y_max": y_max}
 
 
-def _inside(path: str, folders: str | tuple[str, ...]) -> bool:
-    """``path`` (a real path) is one of ``folders`` (real paths) or lies under one."""
-    folders = (folders,) if isinstance(folders, str) else folders
-    return any(path == f or path.startswith(f.rstrip(os.sep) + os.sep) for f in folders)
-
-
-def request_block_reason(url: str, folders: str | tuple[str, ...]) -> str | None:
-    """None when a page whose folder is ``folders`` (a real path, or several) may load ``url``; else the reason it is
-    blocked: ``outside_folder`` (a ``file:`` URL whose real path, ``..`` and symlinks resolved, is not inside a folder
-    of ``folders``, or one naming another host), ``network`` (http, https, ws, wss, ftp) or ``other_scheme``."""
-    try:
-        parts = urllib.parse.urlsplit(url)
-    except ValueError:
-        return "other_scheme"
-    scheme = parts.scheme.lower()
-    if scheme == "file":
-        if parts.netloc not in ("", "localhost"):
-            return "outside_folder"
-        path = os.fsdecode(urllib.parse.unquote_to_bytes(parts.path))
-        if not path.startswith("/") or "\0" in path:
-            return "outside_folder"
-        return None if _inside(os.path.realpath(path), folders) else "outside_folder"
-    return "network" if scheme in NETWORK_SCHEMES else "other_scheme"
-
-
 def _collection_root(paths: list[str]) -> str:
     """The folder that the records' ``page`` names are relative to (as :func:`find_pages` names them)."""
     folders = [os.path.realpath(p) if os.path.isdir(p) else os.path.dirname(os.path.realpath(p)) for p in paths]
@@ -269,61 +151,89 @@ def _scan_pages(
     the directory argument; a page whose real path is outside its folder (``escapes_folder``) or whose name is not
     valid UTF-8 (``bad_name``) is skipped and listed in ``skipped``.
     """
+    _check_inputs(paths)
+    roots = _resource_roots(resource_roots) if resource_roots else None
+    scan = _PageScan(_collection_root(paths), roots)
+    for p in paths:
+        if os.path.isdir(p):
+            scan.walk(p)
+        else:
+            f = os.path.realpath(p)
+            scan.add(f, (os.path.dirname(f),))
+    for s in scan.skipped:
+        logger.warning("skipped %s: %s", s["path"], s["reason"])
+    return sorted((path, rel, folder) for rel, (path, folder) in scan.found.items()), scan.skipped
+
+
+def _check_inputs(paths: list[str]) -> None:
+    """FileNotFoundError / ValueError (naming the path) unless every input path is a file or a folder and valid UTF-8
+    text, as given and as its real path."""
     for p in paths:
         if not os.path.isdir(p) and not os.path.isfile(p):
             raise FileNotFoundError(f"no such HTML file or directory: {p}")
         if not is_text(p) or not is_text(os.path.realpath(p)):
             raise ValueError(f"input path {p!r} is not valid UTF-8 text; rename it")
-    roots = None
-    if resource_roots:
-        for folder in resource_roots:
-            if not isinstance(folder, str) or not is_text(folder) or not os.path.isdir(folder):
-                raise FileNotFoundError(f"--resource-root {folder!r} is not a folder")
-            if not is_text(os.path.realpath(folder)):
-                raise ValueError(f"--resource-root {folder!r} is not valid UTF-8 text")
-        roots = tuple(sorted({os.path.realpath(f) for f in resource_roots}))
-    root = _collection_root(paths)
-    found: dict[str, tuple[str, tuple[str, ...]]] = {}
-    skipped: list[dict] = []
 
-    def add(path: str, folder: tuple[str, ...]) -> None:
-        rel = os.path.relpath(path, root)
+
+def _resource_roots(resource_roots: list[str]) -> tuple[str, ...]:
+    """The ``--resource-root`` folders as sorted, distinct real paths; FileNotFoundError when one is not a folder (or
+    not text), ValueError when its real path is not valid UTF-8 text."""
+    for folder in resource_roots:
+        if not isinstance(folder, str) or not is_text(folder) or not os.path.isdir(folder):
+            raise FileNotFoundError(f"--resource-root {folder!r} is not a folder")
+        if not is_text(os.path.realpath(folder)):
+            raise ValueError(f"--resource-root {folder!r} is not valid UTF-8 text")
+    return tuple(sorted({os.path.realpath(f) for f in resource_roots}))
+
+
+class _PageScan:
+    """The pages found so far (the steps of :func:`_scan_pages`): ``found`` maps a page name (relative to ``root``)
+    to ``(path, folders it may load from)``; ``skipped`` lists ``{"path", "reason"}``. ``roots`` (the real
+    ``--resource-root`` folders) replace each page's own folder when given."""
+
+    def __init__(self, root: str, roots: tuple[str, ...] | None):
+        self.root, self.roots = root, roots
+        self.found: dict[str, tuple[str, tuple[str, ...]]] = {}
+        self.skipped: list[dict] = []
+
+    def add(self, path: str, folder: tuple[str, ...]) -> None:
+        """Add the page ``path`` found in ``folder``: skipped when its name is not UTF-8 (``bad_name``) or its real
+        path is outside its folder(s) (``escapes_folder``); a page found twice keeps the wider folder.
+
+        Raises:
+            ValueError: with resource roots, the page is outside every one of them.
+        """
+        rel = os.path.relpath(path, self.root)
         if not is_text(rel):
-            skipped.append({"path": os.fsencode(rel).decode("utf-8", "replace"), "reason": "bad_name"})
+            self.skipped.append({"path": os.fsencode(rel).decode("utf-8", "replace"), "reason": "bad_name"})
             return
-        if roots is not None:
-            if not _inside(os.path.realpath(path), roots):
-                raise ValueError(f"page {path} is outside every --resource-root ({', '.join(roots)})")
-            folder = roots
+        if self.roots is not None:
+            if not _inside(os.path.realpath(path), self.roots):
+                raise ValueError(f"page {path} is outside every --resource-root ({', '.join(self.roots)})")
+            folder = self.roots
         if not _inside(os.path.realpath(path), folder):
-            skipped.append({"path": rel, "reason": "escapes_folder"})
+            self.skipped.append({"path": rel, "reason": "escapes_folder"})
             return
-        if rel not in found or len(folder[0]) < len(found[rel][1][0]):  # the same page twice: the wider folder
-            found[rel] = (path, folder)
+        if rel not in self.found or len(folder[0]) < len(self.found[rel][1][0]):
+            self.found[rel] = (path, folder)
 
-    for p in paths:
-        if os.path.isdir(p):
-            top = os.path.realpath(p)
-            seen: set[str] = set()
-            for d, dirs, names in os.walk(top, followlinks=True):
-                real = os.path.realpath(d)
-                if real in seen or not _inside(real, top):
-                    if not _inside(real, top):
-                        rel = os.path.relpath(d, root)
-                        skipped.append({"path": rel if is_text(rel) else repr(rel), "reason": "escapes_folder"})
-                    dirs[:] = []
-                    continue
-                seen.add(real)
-                dirs.sort()
-                for f in sorted(names):
-                    if f.endswith((".html", ".htm")):
-                        add(os.path.join(d, f), (top,))
-        else:
-            f = os.path.realpath(p)
-            add(f, (os.path.dirname(f),))
-    for s in skipped:
-        logger.warning("skipped %s: %s", s["path"], s["reason"])
-    return sorted((path, rel, folder) for rel, (path, folder) in found.items()), skipped
+    def walk(self, directory: str) -> None:
+        """Add the ``.html``/``.htm`` pages under ``directory``, walked as :func:`_scan_pages` says."""
+        top = os.path.realpath(directory)
+        seen: set[str] = set()
+        for d, dirs, names in os.walk(top, followlinks=True):
+            real = os.path.realpath(d)
+            if real in seen or not _inside(real, top):
+                if not _inside(real, top):
+                    rel = os.path.relpath(d, self.root)
+                    self.skipped.append({"path": rel if is_text(rel) else repr(rel), "reason": "escapes_folder"})
+                dirs[:] = []
+                continue
+            seen.add(real)
+            dirs.sort()
+            for f in sorted(names):
+                if f.endswith((".html", ".htm")):
+                    self.add(os.path.join(d, f), (top,))
 
 
 def find_pages(paths: list[str]) -> list[tuple[str, str]]:
@@ -651,204 +561,6 @@ def _collect_locked(
     write_json(os.path.join(out_dir, "provenance.json"), provenance, indent=1)  # the summary, last
     logger.debug("collected into %s\n%s", out_dir, result.table())
     return result
-
-
-def _first_line(err: BaseException, limit: int = 300) -> str:
-    text = str(err).strip()
-    line = text.splitlines()[0] if text else type(err).__name__
-    return line if len(line) <= limit else line[: limit - 3] + "..."
-
-
-class _BadExtract(ValueError):
-    """The page's script returned something that is not the extraction result (a tampered page)."""
-
-
-class _Router:
-    """The per-unit request router: continue what :func:`request_block_reason` allows, abort and count the rest."""
-
-    def __init__(self, folders: tuple[str, ...]):
-        self.folders = folders
-        self.blocked: Counter = Counter()
-        self.examples: list[str] = []
-
-    async def __call__(self, route) -> None:
-        url = route.request.url
-        reason = request_block_reason(url, self.folders)
-        try:
-            if reason is None:
-                await route.continue_()
-                return
-            self.blocked[reason] += 1
-            if len(self.examples) < 3:
-                self.examples.append(url if len(url) <= 200 else url[:197] + "...")
-            await route.abort("blockedbyclient")
-        except Exception as err:  # noqa: BLE001 - the context closed under a pending request: nothing to route
-            logger.debug("routing %s: %s", url[:200], _first_line(err))
-
-
-async def _render_unit(context, path: str, opts: dict, stage: list[str]) -> list:
-    """Load ``path`` in ``context`` and return ``[(offset, extracted, png bytes), ...]`` (``stage[0]`` names the
-    step under way, for the failure reason)."""
-    timeout_ms = opts["page_timeout"] * 1000
-    stage[0] = "load"
-    page = await context.new_page()
-    page.set_default_timeout(timeout_ms)
-    page.set_default_navigation_timeout(timeout_ms)
-    await page.goto(Path(path).as_uri(), wait_until="load", timeout=timeout_ms)
-    shots = []
-    for offset in opts["scroll_offsets"]:
-        stage[0] = "extract"
-        await page.evaluate("y => window.scrollTo({left: 0, top: y, behavior: 'instant'})", offset)
-        raw = await page.evaluate(EXTRACT_JS, {"minSize": opts["min_size"], "minArea": opts["min_area"]})
-        extracted = _check_extracted(raw)
-        if offset and round(extracted["scroll_y"]) != offset:
-            continue  # the page is too short for this offset: it would repeat a screenshot
-        stage[0] = "screenshot"
-        shots.append((offset, extracted, await page.screenshot(type="png", full_page=False, timeout=timeout_ms)))
-    return shots
-
-
-async def _render_all(units: list, opts: dict, chromium: str, result: CollectResult, commit) -> str:
-    """Render every unit ``(path, name, folder, viewport)``, one browser context each, within ``page_timeout``;
-    ``commit(name, viewport, shots)`` writes a unit that succeeded. Returns the Chromium version."""
-    from playwright.async_api import Error as PlaywrightError
-    from playwright.async_api import TimeoutError as PlaywrightTimeout
-    from playwright.async_api import async_playwright
-    from tqdm.auto import tqdm
-
-    async with async_playwright() as pw:
-
-        async def launch():
-            try:
-                return await pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-            except PlaywrightError as err:
-                raise RuntimeError(f"cannot start Chromium {chromium}: {_first_line(err)}") from None
-
-        browser = await launch()
-        version = browser.version
-        for i, (path, rel, folder, viewport) in enumerate(tqdm(units, desc="page loads", unit="page")):
-            result.page_loads += 1
-            failure = None
-            if browser is None or not browser.is_connected():
-                try:
-                    browser = await launch()
-                except RuntimeError as err:
-                    for _, rel2, _, vp2 in units[i:]:
-                        result.failed.append(
-                            {"page": rel2, "viewport": list(vp2), "reason": "browser_error", "detail": _first_line(err)}
-                        )
-                    result.page_loads += len(units) - i - 1
-                    logger.error("%s; %d page load(s) not done", err, len(units) - i)
-                    break
-            router = _Router(folder)
-            context = None
-            try:
-                context = await browser.new_context(
-                    viewport={"width": viewport[0], "height": viewport[1]},
-                    device_scale_factor=1,
-                    service_workers="block",
-                    accept_downloads=False,
-                )
-                await context.route("**/*", router)
-            except PlaywrightError as err:
-                failure = ("browser_error", _first_line(err))
-            stage = ["load"]
-            if failure is None:
-                try:
-                    shots = await asyncio.wait_for(_render_unit(context, path, opts, stage), opts["page_timeout"])
-                except (TimeoutError, asyncio.TimeoutError, PlaywrightTimeout):
-                    failure = ("timeout", f"{stage[0]} did not finish within {opts['page_timeout']:g} s")
-                except _BadExtract as err:
-                    failure = ("bad_extract", _first_line(err))
-                except PlaywrightError as err:
-                    failure = (f"{stage[0]}_error", _first_line(err))
-                else:
-                    commit(rel, viewport, shots)
-            if context is not None:
-                try:
-                    await asyncio.wait_for(context.close(), _CLOSE_TIMEOUT)
-                except (TimeoutError, asyncio.TimeoutError, PlaywrightError) as err:
-                    logger.warning("closing the context of %s failed (%s); restarting Chromium", rel, _first_line(err))
-                    try:
-                        await asyncio.wait_for(browser.close(), _CLOSE_TIMEOUT)
-                    except (TimeoutError, asyncio.TimeoutError, PlaywrightError):
-                        pass
-                    browser = None
-            if failure is not None:
-                reason, detail = failure
-                if browser is not None and not browser.is_connected():
-                    reason = "browser_error"
-                result.failed.append({"page": rel, "viewport": list(viewport), "reason": reason, "detail": detail})
-                logger.warning("page %s @ %dx%d failed (%s): %s", rel, *viewport, reason, detail)
-            if router.blocked:
-                n = sum(router.blocked.values())
-                result.blocked.update(router.blocked)
-                result.blocked_pages.append(
-                    {
-                        "page": rel,
-                        "viewport": list(viewport),
-                        "blocked": n,
-                        "by_reason": dict(sorted(router.blocked.items())),
-                        "examples": router.examples,
-                    }
-                )
-                by_reason = ", ".join(f"{k} {v}" for k, v in sorted(router.blocked.items()))
-                logger.warning(
-                    "page %s @ %dx%d: blocked %d request(s) (%s), e.g. %s",
-                    rel,
-                    *viewport,
-                    n,
-                    by_reason,
-                    router.examples[0],
-                )
-        if browser is not None:
-            try:
-                await asyncio.wait_for(browser.close(), _CLOSE_TIMEOUT)
-            except (TimeoutError, asyncio.TimeoutError, PlaywrightError):
-                pass
-    return version
-
-
-def _check_extracted(raw) -> dict:
-    """The extraction result with every field checked (the page's own script can tamper with the DOM functions the
-    extractor calls). Names that are not valid Unicode text become ``""`` (dropped as ``no_name``); a role or kind
-    that is not a short text becomes None / ``clickable``.
-
-    Raises:
-        _BadExtract: the structure is not the one :data:`EXTRACT_JS` returns.
-    """
-    if not isinstance(raw, dict) or not isinstance(raw.get("elements"), list) or not isinstance(raw.get("drops"), dict):
-        raise _BadExtract("the extraction script returned no element list (the page replaced DOM functions?)")
-    if not _finite(raw.get("scroll_y")):
-        raise _BadExtract(f"the extraction script returned scroll_y {str(raw.get('scroll_y'))[:40]!r}")
-    drops = {}
-    for reason, n in raw["drops"].items():
-        if reason not in DROP_REASONS or not _finite(n) or n < 0 or n != int(n):
-            raise _BadExtract(f"the extraction script returned a bad drop count {str(reason)[:40]!r}")
-        drops[reason] = int(n)
-    elements = []
-    for el in raw["elements"]:
-        if not isinstance(el, dict):
-            raise _BadExtract("the extraction script returned an element that is not an object")
-        rect, name, tag = el.get("rect"), el.get("name"), el.get("tag")
-        if not isinstance(rect, list) or len(rect) != 4 or not all(_finite(v) for v in rect):
-            raise _BadExtract(f"the extraction script returned a bad element box {str(rect)[:60]!r}")
-        if not isinstance(name, str) or not isinstance(el.get("name_is_visible_text"), bool):
-            raise _BadExtract("the extraction script returned an element without a name")
-        if not isinstance(tag, str) or not is_text(tag) or not 0 < len(tag) <= 200:
-            raise _BadExtract(f"the extraction script returned a bad tag {str(tag)[:40]!r}")
-        role, kind = el.get("role"), el.get("kind")
-        elements.append(
-            {
-                "tag": tag,
-                "role": role if isinstance(role, str) and is_text(role) and len(role) <= 64 else None,
-                "kind": kind if isinstance(kind, str) and is_text(kind) and len(kind) <= 64 else "clickable",
-                "name": name if is_text(name) else "",
-                "name_is_visible_text": el["name_is_visible_text"],
-                "rect": [float(v) for v in rect],
-            }
-        )
-    return {"elements": elements, "drops": drops, "scroll_y": float(raw["scroll_y"])}
 
 
 def _remove_previous_outputs(out_dir: str) -> None:
