@@ -157,7 +157,7 @@ def test_yaml_merge_keys_still_override_and_data_config_and_recipe_name_the_key(
     mix.write_text("datasets:\n  - json_path: a.jsonl\n    sampling_strategy: all\n    sampling_strategy: first:1\n")
     with pytest.raises(ValueError, match=r"^data_config .*mix.yaml: duplicate key 'sampling_strategy' \(line 4\)$"):
         load_data_config(str(mix))
-    from vlm_r1.configs import check_side_files
+    from vlm_r1.command_line import check_side_files
 
     recipe = tmp_path / "r.yaml"
     recipe.write_text("learning_rate: 1.0e-6\nnum_generations: 8\nlearning_rate: 1.0\n")
@@ -232,7 +232,7 @@ def _no_hang(fn):
 def _readers(tmp_path):
     from gui_grounding.ops.estimate import zero_config
     from gui_grounding.ops.memory import load_calibration
-    from vlm_r1.configs import check_side_files
+    from vlm_r1.command_line import check_side_files
 
     return {
         "calibration": load_calibration,

@@ -1,6 +1,7 @@
 """Argument dataclasses of ``python -m vlm_r1.grpo_jsonl``; every field's help text is its ``--help``.
 
-Parsed together by ``trl.TrlParser`` (which also reads ``--config file.yaml``):
+Parsed together, once per command line, by :mod:`vlm_r1.command_line` (``trl.TrlParser`` underneath; it also reads
+``--config file.yaml``):
 
 * :class:`GRPOScriptArguments`: what TRL lacks (data files, image folders, pixel budget, task, prompt mode);
 * :class:`VLMGRPOConfig`: ``trl.GRPOConfig`` (all TRL GRPO and HF TrainingArguments flags) + vision-token banning,
@@ -29,18 +30,15 @@ Loss presets (``--loss_preset``, table :data:`LOSS_PRESETS`) against their sourc
 
 from __future__ import annotations
 
-import argparse
 import logging
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 from trl import GRPOConfig, ModelConfig
 
-from groundwork.argtypes import BadValue, integer, number
-from groundwork.argtypes import value as checked_value
-from groundwork.records import load_json_file, load_yaml_file
+from groundwork.argtypes import BadValue
 from vlm_r1.preflight import DEFAULT_TIMEOUT_S as DEFAULT_PREFLIGHT_TIMEOUT_S
 
 logger = logging.getLogger(__name__)
@@ -575,114 +573,6 @@ def check_batch(args: Any, minimums: dict[str, int]) -> None:
             raise BadValue(f"--{name}: must be an integer >= {least}, got {got!r}")
 
 
-def strict_numbers(parser: argparse.ArgumentParser, config_name: str = "--config") -> None:
-    """Give every integer and float flag of a dataclass parser the project's number types (:mod:`groundwork.argtypes`:
-    finite, no booleans; NaN, ``inf`` and ``1e999`` are refused by argparse, naming the flag), and check the same
-    flags' values in the ``--config`` YAML (``config_name``) with the same rule.
-
-    Why: transformers' parser gives ``int`` / ``float`` fields plain ``type=int`` / ``type=float`` (``--learning_rate
-    nan`` passed), and TRL's ``--config`` sets YAML values as argparse *defaults*, which argparse never converts
-    unless they are text: ``max_pixels: [1, 2]`` or ``max_steps: .nan`` reached the run unchecked and failed far from
-    their cause. A refused YAML value is a :class:`groundwork.argtypes.BadValue` naming the file and key.
-    """
-    for action in parser._actions:
-        name = getattr(action.type, "__name__", "")
-        if action.type in (int, float) or (name in ("int", "float") and callable(action.type)):
-            accepts_none = action.type not in (int, float)  # TRL's _accept_none wrapper: 'none' / 'null' -> None
-            parse = integer() if name == "int" else number()
-            action.type = _none_or(parse) if accepts_none else parse
-    apply = parser.set_defaults_with_config
-
-    def set_defaults_with_config(**config):
-        for action in parser._actions:
-            if action.dest in config and getattr(action.type, "range_text", None):
-                config[action.dest] = _config_number(action, config[action.dest], f"{config_name}: {action.dest}")
-        return apply(**config)
-
-    parser.set_defaults_with_config = set_defaults_with_config
-
-
-def _none_or(parse):
-    """``parse`` that also reads ``none`` / ``null`` as None (TRL's rule for ``X | None`` fields)."""
-
-    def parse_or_none(text: str):
-        return None if str(text).strip().lower() in ("none", "null") else parse(text)
-
-    parse_or_none.__name__ = parse.__name__
-    parse_or_none.range_text = parse.range_text  # type: ignore[attr-defined]
-    parse_or_none.accepts_none = True  # type: ignore[attr-defined]
-    return parse_or_none
-
-
-def _config_number(action: argparse.Action, raw: Any, name: str) -> Any:
-    """A ``--config`` YAML value of a numeric flag, converted by the flag's type (:func:`strict_numbers`)."""
-    if action.nargs in ("+", "*") and isinstance(raw, list):
-        return [checked_value(action.type, v, f"{name}[{i}]") for i, v in enumerate(raw)]
-    if raw is None or (isinstance(raw, str) and raw.strip().lower() in ("none", "null")):
-        if getattr(action.type, "accepts_none", False) or action.default is None:
-            return None
-    return checked_value(action.type, raw, name)
-
-
-def allow_word_lists(parser: argparse.ArgumentParser, dataclass_types: Sequence[type]) -> None:
-    """Let a flag whose field is ``str | list[str]`` (``--report_to``, ``--optim_target_modules``) take several words:
-    ``--report_to tensorboard wandb`` is the list transformers' ``TrainingArguments.report_to`` accepts (a single word
-    stays the string it was). transformers' parser keeps only the ``str`` of such a union, so a second word was an
-    "unrecognized arguments" error, and the launchers' documented ``REPORT_TO="tensorboard wandb"`` failed."""
-    import typing
-
-    names = set()
-    for dtype in dataclass_types:
-        hints = typing.get_type_hints(dtype)
-        for f in fields(dtype):
-            parts = typing.get_args(hints.get(f.name))
-            if str in parts and list[str] in parts:
-                names.add(f.name)
-    for action in parser._actions:
-        if action.dest in names and action.nargs is None and action.option_strings:
-            action.nargs = "+"
-            action.__class__ = _WordOrWords
-
-
-class _WordOrWords(argparse._StoreAction):
-    """One word: the word; several: the list (see :func:`allow_word_lists`)."""
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        setattr(namespace, self.dest, values[0] if isinstance(values, list) and len(values) == 1 else values)
-
-
-def explicitly_given(dataclass_types: Sequence[type], argv: Sequence[str]) -> set[str]:
-    """Names of the fields set on the command line ``argv`` (any spelling argparse accepts, e.g. ``--x=1``,
-    ``--no_x``, unique prefixes) or as keys of its ``--config`` YAML; values equal to the defaults count too."""
-    return set(given_sources(dataclass_types, argv))
-
-
-def given_sources(dataclass_types: Sequence[type], argv: Sequence[str]) -> dict[str, str]:
-    """``{field: where it was set}`` for the fields :func:`explicitly_given` names: ``"flag --NAME"`` for the command
-    line (it wins over the YAML, as in TRL's parser), ``"--config PATH"`` for a key of the ``--config`` YAML."""
-    from trl import TrlParser
-
-    parser = TrlParser(dataclass_types)
-    allow_bare_bools(parser)
-    strict_numbers(parser)
-    allow_word_lists(parser, dataclass_types)
-    for action in parser._actions:
-        if action.dest != "help":
-            action.default = argparse.SUPPRESS
-            action.required = False
-    args = list(argv)
-    out: dict[str, str] = {}
-    if "--config" in args:
-        i = args.index("--config")
-        loaded = load_yaml_file(args[i + 1], "--config")
-        if isinstance(loaded, dict):  # anything else: the parser that follows refuses the file, naming it
-            out = {str(k): f"--config {args[i + 1]}" for k in loaded if k != "env"}
-        del args[i : i + 2]
-    namespace, _ = parser.parse_known_args(args)
-    out.update({name: f"flag --{name}" for name in vars(namespace)})
-    return out
-
-
 @dataclass
 class GRPOModelConfig(ModelConfig):
     """``trl.ModelConfig`` (dtype, attention, LoRA, quantisation) + vision freezing.
@@ -879,7 +769,6 @@ class LegacyTrainingArguments:
         A successor the user also set explicitly (``explicit``: flags on the command line or keys in ``--config``)
         keeps the user's value; the notice says so. Environment successors are set here (``os.environ.setdefault``).
         """
-        import os
 
         overrides: dict[str, Any] = {}
         notices = []
@@ -914,205 +803,3 @@ class LegacyTrainingArguments:
             overrides[target] = new
             notices.append(f"--{name}={value!r} (transformers 4.x) mapped to --{target}={new!r} ({note})")
         return overrides, notices
-
-
-def allow_bare_bools(parser: argparse.ArgumentParser) -> None:
-    """Make every boolean flag accept a bare ``--flag`` (= true), as transformers 4.x did.
-
-    transformers 5's parser gives ``bool | None`` fields with a None default (``--bf16``, ``--tf32``, ...) no
-    ``nargs='?'``, so upstream VLM-R1's and GTA1's bare ``--bf16`` fails with "expected one argument".
-    """
-    for action in parser._actions:
-        # transformers' string_to_bool (compared by name: the parser module may hold its own reference)
-        if getattr(action.type, "__name__", "") == "string_to_bool" and action.nargs is None:
-            action.nargs = "?"
-            action.const = True
-
-
-def parse_command_line(
-    dataclass_types: Sequence[type],
-    argv: Sequence[str],
-    *,
-    defaults: dict[str, Any] | None = None,
-    parser_kwargs: dict[str, Any] | None = None,
-    unknown_hint: Any = None,
-) -> tuple[list, list[str]]:
-    """Parse ``argv`` (and its ``--config`` YAML) into ``dataclass_types`` the way upstream's TrlParser did.
-
-    On top of ``trl.TrlParser``: bare boolean flags mean true (:func:`allow_bare_bools`); every transformers 4.49
-    ``TrainingArguments`` flag that 5.x removed is accepted (:data:`LEGACY_TRAINING_FLAGS`: mapped to its successor
-    with a notice, or announced as having no effect); ``defaults`` replaces field defaults (an entry point's own
-    defaults, e.g. GTA1's). Unknown flags are an argparse error; ``unknown_hint(unknown flags) -> str`` may add a
-    hint to its message. ``parser_kwargs`` go to the ``ArgumentParser`` (e.g. ``epilog``).
-
-    Returns:
-        ``([one instance per dataclass type], notices)``.
-    """
-    from trl import TrlParser
-
-    check_side_files(argv)
-    types = (*dataclass_types, LegacyTrainingArguments)
-    argv = list(argv)
-    config_name = f"--config {argv[argv.index('--config') + 1]}" if "--config" in argv[:-1] else "--config"
-
-    def parse(extra_defaults: dict[str, Any]):
-        # a short usage: argparse prints it above every usage error, and the full one is ~240 lines (--help has it)
-        parser = TrlParser(
-            types, **{"usage": "%(prog)s [--config FILE.yaml] [--FLAG VALUE ...]", **(parser_kwargs or {})}
-        )
-        allow_bare_bools(parser)
-        strict_numbers(parser, config_name)
-        allow_word_lists(parser, types)
-        if extra_defaults:
-            parser.set_defaults(**extra_defaults)
-        *objs, unknown = parser.parse_args_and_config(args=list(argv), return_remaining_strings=True)
-        if unknown:
-            hint = unknown_hint(unknown) if unknown_hint else ""
-            parser.error(f"unrecognized arguments: {' '.join(unknown)} ({hint or 'see --help'})")
-        return objs
-
-    import logging
-
-    base = dict(defaults or {})
-    logging.disable(logging.CRITICAL)  # a first, silent pass finds the legacy flags; the second one logs once
-    try:
-        *_, legacy = parse(base)
-        overrides, notices = legacy.successors(explicitly_given(types, argv))
-    finally:
-        logging.disable(logging.NOTSET)
-    *objs, _ = parse({**base, **overrides})
-    return objs, notices
-
-
-def _flag_value(argv: Sequence[str], name: str) -> str | None:
-    """The value of the last ``--NAME X`` / ``--NAME=X`` in ``argv`` (also with ``-`` for ``_``), or None."""
-    found, names = None, {f"--{name}", f"--{name.replace('_', '-')}"}
-    for i, arg in enumerate(argv):
-        if arg in names and i + 1 < len(argv):
-            found = argv[i + 1]
-        elif arg.split("=", 1)[0] in names and "=" in arg:
-            found = arg.split("=", 1)[1]
-    return found
-
-
-def check_side_files(argv: Sequence[str]) -> None:
-    """Read the side files a command line names before TRL / transformers do, by the one side-file rule
-    (:func:`groundwork.records.load_yaml_file` / :func:`groundwork.records.load_json_file`: a regular file, at most 64 MiB, no key
-    given twice): the ``--config`` recipe YAML (TRL's parser ``yaml.safe_load``s it, keeping the last of two equal
-    keys) and the DeepSpeed JSON of ``--deepspeed`` or the recipe's ``deepspeed:`` (transformers'
-    ``TrainingArguments`` reads it whole while parsing: ``/dev/zero`` would fill memory, a FIFO hang). A DeepSpeed
-    value that is not an existing path (inline JSON, a missing file) is left to transformers' own message.
-
-    Raises:
-        SystemExit: one line naming the flag, the file and the problem.
-    """
-    try:
-        config = _flag_value(argv, "config")
-        loaded = load_yaml_file(config, "--config") if config is not None else None
-        deepspeed = _flag_value(argv, "deepspeed")
-        if deepspeed is None and isinstance(loaded, dict):
-            deepspeed = loaded.get("deepspeed")
-        if isinstance(deepspeed, str) and deepspeed and os.path.lexists(deepspeed):
-            load_json_file(deepspeed, "--deepspeed")
-    except ValueError as err:
-        raise SystemExit(" ".join(str(err).split())) from None
-
-
-# ---- two-phase parse: the task first, then the core's flags together with the task's own ---------------------------
-def task_type_of(argv: Sequence[str], defaults: dict[str, Any] | None = None) -> str | None:
-    """Phase 1 of :func:`parse_task_command_line`: the ``--task_type`` the command line asks for.
-
-    The last ``--task_type X`` / ``--task_type=X`` (or ``--task-type``, argparse's alias) in ``argv``, else the
-    ``task_type`` key of its ``--config`` YAML,
-    else ``defaults["task_type"]`` (an entry point's default), else None (the ``default`` task).
-    """
-    args = list(argv)
-    found = None
-    for i, arg in enumerate(args):
-        if arg in ("--task_type", "--task-type") and i + 1 < len(args):
-            found = args[i + 1]
-        elif arg.startswith(("--task_type=", "--task-type=")):
-            found = arg.split("=", 1)[1]
-    if found is not None:
-        return found
-    if "--config" in args and args.index("--config") + 1 < len(args):
-        try:
-            config = load_yaml_file(args[args.index("--config") + 1], "--config")
-        except ValueError:
-            config = None  # phase 2 (parse_command_line) reports an unreadable config
-        if isinstance(config, dict) and config.get("task_type") is not None:
-            return str(config["task_type"])
-    return (defaults or {}).get("task_type")
-
-
-class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
-    """HfArgumentParser's formatter (defaults shown) that keeps the epilog's line breaks."""
-
-
-def _task_options_epilog() -> str:
-    from vlm_r1.tasks import all_task_options
-
-    lines = [
-        "Task options: --task_type NAME adds the flags the task declares (give --task_type NAME --help to see "
-        "their help). Installed tasks with options:"
-    ]
-    for name, cls in all_task_options().items():
-        lines.append(f"  {name}: " + ", ".join(f"--{f.name}" for f in fields(cls)))
-    return "\n".join(lines)
-
-
-def _other_tasks_hint(task_type: str | None):
-    """An ``unknown_hint`` for :func:`parse_command_line`: which installed task declares an unknown flag."""
-
-    def hint(unknown: list[str]) -> str:
-        from vlm_r1.tasks import all_task_options
-
-        flags = {u.split("=", 1)[0].lstrip("-") for u in unknown if u.startswith("--")}
-        owners = [
-            f"--{f.name} is an option of --task_type {name}"
-            for name, cls in all_task_options().items()
-            for f in fields(cls)
-            if f.name in flags and name != (task_type or "default")
-        ]
-        return "; ".join(owners) + f"; this run's task_type is {task_type or 'default'}" if owners else ""
-
-    return hint
-
-
-def parse_task_command_line(
-    dataclass_types: Sequence[type], argv: Sequence[str], *, defaults: dict[str, Any] | None = None
-) -> tuple[list, Any, list[str]]:
-    """Parse ``argv`` in two phases: the task first (:func:`task_type_of`), then ``dataclass_types`` together with the
-    options dataclass that task declares (``Task.options_class``, ``vlm_r1.tasks``), by :func:`parse_command_line`.
-
-    So ``--help`` lists the task's flags when ``--task_type`` names it (and names every installed task's flags
-    otherwise), ``--config`` YAML keys fill them, and a flag of another task is an error that names its task.
-    ``defaults`` keys that no parsed dataclass has (an entry point's defaults for a task not chosen) are left out.
-
-    Returns:
-        ``([one instance per dataclass type], task options instance or None, notices)``.
-
-    Raises:
-        SystemExit: usage errors, as argparse (status 2), including an unknown ``--task_type``.
-    """
-    from vlm_r1.tasks import task_options_class
-
-    task_type = task_type_of(argv, defaults)
-    try:
-        options_class = task_options_class(task_type)
-    except ValueError as err:
-        argparse.ArgumentParser(add_help=False).error(str(err))
-    types = (*dataclass_types, options_class) if options_class is not None else tuple(dataclass_types)
-    known = {f.name for t in (*types, LegacyTrainingArguments) for f in fields(t)}
-    kwargs = {}
-    if "-h" in argv or "--help" in argv:
-        kwargs = {"epilog": _task_options_epilog(), "formatter_class": _HelpFormatter}
-    objs, notices = parse_command_line(
-        types,
-        argv,
-        defaults={k: v for k, v in (defaults or {}).items() if k in known},
-        parser_kwargs=kwargs,
-        unknown_hint=_other_tasks_hint(task_type),
-    )
-    options = objs.pop() if options_class is not None else None
-    return objs, options, notices

@@ -24,6 +24,7 @@ import sys
 from groundwork.argtypes import from_env, integer
 from groundwork.outputs import write_text
 from groundwork.pixel_budget import update_run_info
+from vlm_r1.command_line import CommandLine, parse_task
 from vlm_r1.configs import GRPOModelConfig, GRPOScriptArguments, UpstreamCompatArguments, VLMGRPOConfig
 from vlm_r1.launch import input_errors
 
@@ -47,21 +48,29 @@ def _usage_error(message: str) -> None:
     argparse.ArgumentParser(prog=os.path.basename(sys.argv[0]) or "vlm_r1.grpo_jsonl", add_help=False).error(message)
 
 
+def command_line(argv: list[str] | None = None, *, defaults: dict | None = None) -> CommandLine:
+    """The one parse of a training command line (:func:`vlm_r1.command_line.parse_task`: the task first, then the
+    core's and the task's flags, the recipe read once); the preflight, the launch plan and :func:`parse_args` share
+    it."""
+    return parse_task(ARG_DATACLASSES, list(argv) if argv is not None else sys.argv[1:], defaults=defaults)
+
+
 def parse_args(
     argv: list[str] | None = None,
     *,
     defaults: dict | None = None,
     dataset_name_as_data: bool = False,
     default_source: str = DEFAULT_BUDGET_SOURCE,
+    parsed: CommandLine | None = None,
+    overrides: dict | None = None,
 ):
-    """Parse the command line (and ``--config``) into ``(script_args, training_args, model_args)``.
+    """``(script_args, training_args, model_args)`` of a command line (and its ``--config``).
 
-    Two phases (``vlm_r1.configs.parse_task_command_line``): the task is read first (``--task_type``, else the
-    ``--config`` YAML's ``task_type``, else ``defaults``), then its own flags (``Task.options_class``) are parsed with
-    the core's; the parsed options are ``script_args.task_options`` (None for a task without options).
-    Upstream command lines parse as they did (``vlm_r1.configs.parse_command_line``): bare boolean flags, every
-    transformers 4.49 ``TrainingArguments`` flag (mapped or announced), upstream flags TRL renamed or dropped
-    (``UpstreamCompatArguments``). Then:
+    Two phases (:func:`command_line`): the task is read first (``--task_type``, else the ``--config`` YAML's
+    ``task_type``, else ``defaults``), then its own flags (``Task.options_class``) are parsed with the core's; the
+    parsed options are ``script_args.task_options`` (None for a task without options). Upstream command lines parse as
+    they did (:mod:`vlm_r1.command_line`): bare boolean flags, every transformers 4.49 ``TrainingArguments`` flag
+    (mapped or announced), upstream flags TRL renamed or dropped (``UpstreamCompatArguments``). Then:
 
     * ``--image_root DIR`` is the image folder of every data file that gets none from ``--image_folders``;
     * ``--dataset_name FILE.yaml`` (upstream ``grpo_rec.py``'s form) is read as a ``--data_config`` mixture, and the
@@ -71,23 +80,21 @@ def parse_args(
       wins and a conflict with the preset is logged (``LOSS PRESET:`` warning lines).
 
     Args:
-        argv: the arguments (default ``sys.argv[1:]``).
+        argv: the arguments (default ``sys.argv[1:]``); not read when ``parsed`` is given.
         defaults: field defaults that replace the dataclasses' own (an entry point's defaults, e.g. GTA1's).
         dataset_name_as_data: a ``--dataset_name`` that is not a YAML is the data file (GTA1's
             ``src/grpo_grounding.py`` form: ``--dataset_name FILE.json --image_root DIR``).
         default_source: where the entry point's pixel-budget defaults come from (``script_args.budget_sources``,
             ``{flag: "flag --NAME" | "--config PATH" | default_source}``, read by :func:`load_processor_and_budget`).
+        parsed: the command line already parsed (:func:`command_line`), so nothing is parsed again.
+        overrides: field values that replace the parsed ones (the launch plan's batch flags).
     """
-    from vlm_r1.configs import given_sources, parse_task_command_line
-
-    argv = list(argv) if argv is not None else sys.argv[1:]
-    (script_args, training_args, model_args, compat), options, notices = parse_task_command_line(
-        ARG_DATACLASSES, argv, defaults=defaults
-    )
+    cl = parsed if parsed is not None else command_line(argv, defaults=defaults)
+    (script_args, training_args, model_args, compat), options = cl.objects(**(overrides or {}))
     script_args.task_options = options
-    for line in notices:
+    for line in cl.notices:
         logger.warning("UPSTREAM FLAG: %s", line)
-    where = given_sources(ARG_DATACLASSES, argv)
+    where = cl.sources
     given = set(where)
     script_args.budget_sources = {flag: where.get(flag, default_source) for flag in BUDGET_FLAGS}
     dataset_name = compat.dataset_name
@@ -406,8 +413,9 @@ def main(argv: list[str] | None = None) -> None:
     with input_errors("vlm_r1.grpo_jsonl"):
         setup_logging()
         argv = list(sys.argv[1:] if argv is None else argv)
-        preflight_from_argv(argv)  # --preflight: before parsing, which creates the process group (TrainingArguments)
-        train(*parse_args(argv))
+        cl = command_line(argv)  # the one parse: argparse values and their sources, no dataclass built yet
+        preflight_from_argv(argv, parsed=cl)  # before the dataclasses, whose TrainingArguments create the process group
+        train(*parse_args(parsed=cl))
 
 
 def train(script_args, training_args, model_args) -> None:

@@ -86,23 +86,22 @@ def _sft_trainer_class():
 def parse_args(argv: list[str] | None = None):
     """Parse the command line (and ``--config``) into ``(DataArguments, VLMSFTConfig, GRPOModelConfig)``.
 
-    Same parser as ``vlm_r1.grpo_jsonl`` (``vlm_r1.configs.parse_task_command_line``): the task first, then its own
+    Same parser as ``vlm_r1.grpo_jsonl`` (:func:`vlm_r1.command_line.parse_task`, one parse): the task first, then its own
     flags with the core's (``script_args.task_options``), bare boolean flags, transformers 4.x ``TrainingArguments``
     flags mapped to their successors or announced. Defaults: :data:`SFT_DEFAULTS`.
     """
     import argparse
 
-    from vlm_r1.configs import given_sources, parse_task_command_line
+    from vlm_r1.command_line import parse_task
     from vlm_r1.grpo import BUDGET_FLAGS
 
     argv = list(argv) if argv is not None else sys.argv[1:]
-    (script_args, training_args, model_args), options, notices = parse_task_command_line(
-        (DataArguments, VLMSFTConfig, GRPOModelConfig), argv, defaults=SFT_DEFAULTS
-    )
+    cl = parse_task((DataArguments, VLMSFTConfig, GRPOModelConfig), argv, defaults=SFT_DEFAULTS)
+    (script_args, training_args, model_args), options = cl.objects()
     script_args.task_options = options
-    for line in notices:
+    for line in cl.notices:
         logger.warning("UPSTREAM FLAG: %s", line)
-    where = given_sources((DataArguments, VLMSFTConfig, GRPOModelConfig), argv)
+    where = cl.sources
     script_args.budget_sources = {flag: where.get(flag, "default of vlm_r1.sft") for flag in BUDGET_FLAGS}
     script_args.apply_image_root()
     error = argparse.ArgumentParser(prog="vlm_r1.sft", add_help=False).error

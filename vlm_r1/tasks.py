@@ -14,7 +14,7 @@ attached lazily) and any columns its rewards read. Tasks are chosen by ``--task_
 
 A plugin task declares everything the core must not know about it: its own command-line options (``options_class``,
 a dataclass parsed together with the core's flags once ``--task_type`` is known: :func:`task_options_class`, used by
-``vlm_r1.configs.parse_task_command_line``), its reward functions (``rewards``: name -> function, resolved before the
+``vlm_r1.command_line.parse_task``), its reward functions (``rewards``: name -> function, resolved before the
 ``vlm_r1.rewards`` registry), metric aliases and the metrics of the one-line console log.
 
 In both built-in tasks every record key the task does not read is a pass-through column, so a reward function

@@ -48,7 +48,8 @@ def our_defaults() -> dict[str, Any]:
     adjustment); ``"<mapped: successor>"`` / ``"<no effect>"`` for flags accepted with a notice."""
     from trl import TrlParser
 
-    from vlm_r1.configs import _IGNORED, _RENAMED, LEGACY_TRAINING_FLAGS, allow_bare_bools
+    from vlm_r1.command_line import allow_bare_bools
+    from vlm_r1.configs import _IGNORED, _RENAMED, LEGACY_TRAINING_FLAGS
     from vlm_r1.grpo import ARG_DATACLASSES
 
     parser = TrlParser(ARG_DATACLASSES)

@@ -36,16 +36,16 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from groundwork.argtypes import SEED, BadValue, from_env, integer, number, with_range
-from groundwork.records import load_yaml_file
 from gui_grounding.ops.estimate import GPU_MEMORY_GIB
+from gui_grounding.training.gta1 import command_line, parse_args
+from vlm_r1.command_line import config_path
+from vlm_r1.configs import check_batch
 from vlm_r1.launch import INPUT_ERRORS, setup_logging
 
 #: prompts (groups) per optimisation step when GLOBAL_PROMPTS is not set (GTA1: batches under 128 are unstable)
 DEFAULT_GLOBAL_PROMPTS = 128
 #: completions per GPU per micro-step (per_device_train_batch_size) when ROLLOUTS_PER_DEVICE is not set
 DEFAULT_ROLLOUTS_PER_DEVICE = 8
-# The first parse only learns G: a batch every G divides (TRL checks generation_batch_size % num_generations == 0).
-_PROBE = ["--per_device_train_batch_size", "1", "--gradient_accumulation_steps", "1", "--generation_batch_size", "0"]
 
 
 class PlanError(ValueError):
@@ -143,10 +143,6 @@ def derive_batch(world: int, global_prompts: int, num_generations: int, rollouts
     return rollouts_per_device, per_process // rollouts_per_device
 
 
-def _config_path(argv: list[str]) -> str | None:
-    return argv[argv.index("--config") + 1] if "--config" in argv and argv.index("--config") + 1 < len(argv) else None
-
-
 def locate(path: str, recipe: str | None) -> str:
     """``path`` as a file to open: as given when it exists from the working directory (or is absolute), else found
     relative to the nearest folder above the recipe YAML that has it (the recipes name repository files such as
@@ -234,35 +230,37 @@ def resolve(
 ) -> Plan:
     """Resolve ``recipe_argv`` as ``gui_grounding.train`` does and derive the batch for the cluster.
 
+    One parse (:func:`gui_grounding.training.gta1.command_line`: the recipe read once): G and ``max_steps`` come from
+    the parsed values before any dataclass is built, the batch flags are derived from them, and ``final`` builds the
+    training arguments of the final command line from the same parse (``Plan.args``) with the launcher's flags
+    applied where the user's command line does not set them itself (a flag of the user's, after the launcher's, wins
+    as argparse's last value does), so the batch then reports what training will resolve.
+
     ``global_prompts`` / ``rollouts_per_device``: GLOBAL_PROMPTS / ROLLOUTS_PER_DEVICE, ``None`` for the defaults
-    (:data:`DEFAULT_GLOBAL_PROMPTS`, :data:`DEFAULT_ROLLOUTS_PER_DEVICE`). ``final``: parse the final command line again
-    (``Plan.args``; the batch then reports the resolved per-device batch and accumulation, which an extra argument may
-    have overridden).
+    (:data:`DEFAULT_GLOBAL_PROMPTS`, :data:`DEFAULT_ROLLOUTS_PER_DEVICE`).
 
     Raises:
-        PlanError: see :func:`derive_batch`.
-        SystemExit: the flags do not parse (argparse's message on stderr).
+        PlanError: see :func:`derive_batch`; a G, max_steps or batch value the trainer would refuse.
+        SystemExit: the flags do not parse (argparse's message on stderr), or the recipe cannot be read.
     """
-    from gui_grounding.training.gta1 import parse_args
-    from vlm_r1.configs import given_sources
-    from vlm_r1.grpo import ARG_DATACLASSES
-
     recipe_argv = list(recipe_argv)
-    recipe = _config_path(recipe_argv)
-    try:  # the recipe by the side-file rule (groundwork.records.load_yaml_file: a regular file, no key twice)
-        where = given_sources(ARG_DATACLASSES, recipe_argv)
-        loaded = load_yaml_file(recipe, "--config") if recipe else None
-    except ValueError as err:
-        raise PlanError(str(err)) from None
+    with single_process_env():
+        cl = command_line(recipe_argv)
+    where = cl.sources
+    recipe = config_path(recipe_argv)
     launcher: list[str] = []
+    fixed: dict[str, Any] = {}
     if recipe and where.get("deepspeed", "").startswith("--config"):  # the YAML's path, not a flag's
-        value = loaded.get("deepspeed") if isinstance(loaded, dict) else None
+        value = cl.recipe.get("deepspeed")
         found = locate(value, recipe) if isinstance(value, str) else value
         if found != value:  # relative to the repository, not to the working directory: pass it absolute
             launcher += ["--deepspeed", os.path.abspath(found)]
-    with quiet_logging(), single_process_env():  # the probe's notices would repeat the final parse's
-        _, probe, _ = parse_args(_PROBE + launcher + recipe_argv)
-    G = int(probe.num_generations)
+            fixed["deepspeed"] = os.path.abspath(found)
+    try:
+        check_batch(cl.namespace, {"num_generations": 2, "max_steps": -1})
+    except ValueError as err:
+        raise PlanError(str(err)) from None
+    G = int(cl.value("num_generations"))
     prompts = DEFAULT_GLOBAL_PROMPTS if global_prompts is None else int(global_prompts)
     per_device_in = DEFAULT_ROLLOUTS_PER_DEVICE if rollouts_per_device is None else int(rollouts_per_device)
     per_device, accum = derive_batch(nnodes * nproc_per_node, prompts, G, per_device_in)
@@ -272,7 +270,8 @@ def resolve(
         "--gradient_accumulation_steps",
         str(accum),
     ] + launcher
-    deepspeed = probe.deepspeed if isinstance(probe.deepspeed, str) and probe.deepspeed else None
+    deepspeed = fixed.get("deepspeed") or cl.value("deepspeed")
+    deepspeed = deepspeed if isinstance(deepspeed, str) and deepspeed else None
     sources = {
         "num_generations": where.get("num_generations", "default of gui_grounding.train"),
         "deepspeed": where.get("deepspeed", "default (none)"),
@@ -282,11 +281,13 @@ def resolve(
         else f"default {DEFAULT_ROLLOUTS_PER_DEVICE}",
     }
     argv = launcher + recipe_argv
-    batch = BatchPlan(nnodes, nproc_per_node, per_device, accum, G, int(probe.max_steps), accum)
+    batch = BatchPlan(nnodes, nproc_per_node, per_device, accum, G, int(cl.value("max_steps")), accum)
     plan = Plan(batch, launcher, argv, recipe, prompts, per_device_in, deepspeed, sources)
     if final:
+        launched = {"per_device_train_batch_size": per_device, "gradient_accumulation_steps": accum, **fixed}
+        overrides = {k: v for k, v in launched.items() if not cl.source(k).startswith("flag")}
         with single_process_env():
-            plan.args = parse_args(argv)
+            plan.args = parse_args(parsed=cl, overrides=overrides)
         tr = plan.args[1]
         plan.batch = BatchPlan(
             nnodes,

@@ -36,7 +36,12 @@ import json
 import logging
 import sys
 
-from vlm_r1.launch import input_errors
+from vlm_r1.command_line import CommandLine
+from vlm_r1.grpo import command_line as core_command_line
+from vlm_r1.grpo import parse_args as core_parse_args
+from vlm_r1.grpo import train
+from vlm_r1.launch import input_errors, setup_logging
+from vlm_r1.preflight import preflight_from_argv
 
 logger = logging.getLogger("gui_grounding")
 
@@ -80,12 +85,20 @@ OBJECTIVE_FIELDS = (
 )
 
 
-def parse_args(argv: list[str] | None = None):
-    """``(script_args, training_args, model_args)`` with GTA1's defaults and reward names applied."""
-    from vlm_r1.grpo import parse_args as core_parse_args
+def command_line(argv: list[str] | None = None) -> CommandLine:
+    """The one parse of a GTA1 command line (GTA1's defaults < recipe < flags), shared by training, the preflight, the
+    dry run and the launch plan (:func:`vlm_r1.grpo.command_line`)."""
+    return core_command_line(argv, defaults=GTA1_DEFAULTS)
 
+
+def parse_args(argv: list[str] | None = None, *, parsed: CommandLine | None = None, overrides: dict | None = None):
+    """``(script_args, training_args, model_args)`` with GTA1's defaults and reward names applied; ``parsed``: the
+    command line already parsed (:func:`command_line`), ``overrides``: field values replacing the parsed ones."""
     script_args, training_args, model_args = core_parse_args(
-        argv, defaults=GTA1_DEFAULTS, dataset_name_as_data=True, default_source=GTA1_BUDGET_SOURCE
+        parsed=parsed if parsed is not None else command_line(argv),
+        dataset_name_as_data=True,
+        default_source=GTA1_BUDGET_SOURCE,
+        overrides=overrides,
     )
     names = script_args.reward_funcs or list(GTA1_DEFAULTS["reward_funcs"])
     mapped = [GTA1_REWARD_NAMES.get(n, n) for n in names]
@@ -142,9 +155,6 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _main(argv: list[str]) -> None:
-    from vlm_r1.grpo import train
-    from vlm_r1.launch import setup_logging
-
     if "-h" in argv or "--help" in argv:
         print(
             __doc__.split("What differs", 1)[0].strip() + "\n\n--dry_run: print the resolved objective (loss, "
@@ -155,11 +165,10 @@ def _main(argv: list[str]) -> None:
     dry_run = "--dry_run" in argv or "--dry-run" in argv
     argv = [a for a in argv if a not in ("--dry_run", "--dry-run")]
     setup_logging()
+    cl = command_line(argv)  # the one parse: argparse values and their sources, no dataclass built yet
     if not dry_run:
-        from vlm_r1.preflight import preflight_from_argv
-
-        preflight_from_argv(argv)  # --preflight: before parsing, which creates the process group
-    args = parse_args(argv)
+        preflight_from_argv(argv, parsed=cl)  # before the dataclasses, whose TrainingArguments create the process group
+    args = parse_args(parsed=cl)
     if dry_run:
         resolved = objective(*args)
         print(json.dumps(resolved, indent=1, default=str))

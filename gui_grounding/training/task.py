@@ -92,7 +92,7 @@ def sample_to_row(
 class GUIGroundingOptions:
     """The ``gui_grounding`` task's own flags (``Task.options_class``): ``python -m vlm_r1.grpo_jsonl`` and
     ``python -m vlm_r1.sft`` accept them, and ``--help`` lists them, once ``--task_type gui_grounding`` is known
-    (``vlm_r1.configs.parse_task_command_line``); ``--config`` YAML keys fill them too."""
+    (``vlm_r1.command_line.parse_task``); ``--config`` YAML keys fill them too."""
 
     prompt_mode: str = field(
         default="non_thinking",

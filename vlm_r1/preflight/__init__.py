@@ -580,10 +580,30 @@ def preflight_mode(value: Any) -> str:
     return {"true": "on", "yes": "on", "1": "on", "false": "off", "no": "off", "0": "off"}.get(text, text)
 
 
-def settings_from_argv(argv: list[str]) -> dict:
+#: the training settings the preflight reads
+SETTING_NAMES = (
+    "preflight",
+    "preflight_timeout",
+    "preflight_min_free_gib",
+    "output_dir",
+    "model_name_or_path",
+    "use_peft",
+    "deepspeed",
+    "use_cpu",
+    "ddp_backend",
+)
+
+
+def settings_from_argv(argv: list[str], parsed: Any = None) -> dict:
     """The preflight's settings from a training command line and its ``--config`` YAML (the command line wins):
     ``preflight``, ``preflight_timeout``, ``preflight_min_free_gib``, ``output_dir``, ``model_name_or_path``,
-    ``use_peft``, ``deepspeed``, ``use_cpu``, ``ddp_backend``. Defaults: those of ``vlm_r1.configs.VLMGRPOConfig``."""
+    ``use_peft``, ``deepspeed``, ``use_cpu``, ``ddp_backend``. Defaults: those of ``vlm_r1.configs.VLMGRPOConfig``.
+
+    ``parsed``: the training command line already parsed (:class:`vlm_r1.command_line.CommandLine`): its values are
+    taken as they are, nothing is parsed again (the entry points' one parse); without it (``python -m
+    vlm_r1.preflight`` beside a training command line) a small parser reads just these flags."""
+    if parsed is not None:
+        return _settings({k: v for k in SETTING_NAMES if (v := parsed.value(k)) is not None})
     parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     parser.add_argument("--config")
     for name in ("preflight", "preflight_timeout", "preflight_min_free_gib", "output_dir", "model_name_or_path"):
@@ -602,6 +622,11 @@ def settings_from_argv(argv: list[str]) -> dict:
         if isinstance(loaded, dict):
             values.update(loaded)
     values.update(given)
+    return _settings(values)
+
+
+def _settings(values: dict) -> dict:
+    """:func:`settings_from_argv`'s result from the given ``values`` (strings from a command line, or parsed values)."""
     min_free = values.get("preflight_min_free_gib")
     return {
         "preflight": preflight_mode(values.get("preflight", "auto")),
@@ -630,13 +655,13 @@ def _exit_failed(err: PreflightError) -> None:
     os._exit(1)
 
 
-def preflight_from_argv(argv: list[str]) -> PreflightReport | None:
+def preflight_from_argv(argv: list[str], parsed: Any = None) -> PreflightReport | None:
     """The training entry points' hook: run the preflight if ``--preflight`` asks for it (auto: ``WORLD_SIZE > 1``),
     before anything creates the process group or loads the model; on failure log ``PREFLIGHT FAILED: ...`` and exit
     with status 1. Returns the report, or None when skipped (also with ``--help``)."""
     if "-h" in argv or "--help" in argv:
         return None
-    s = settings_from_argv(argv)
+    s = settings_from_argv(argv, parsed)
     if s["preflight"] not in MODES:
         raise SystemExit(f"--preflight {s['preflight']!r}: choose one of {', '.join(MODES)}")
     world = distributed_env().world_size
