@@ -24,9 +24,9 @@ import pytest
 import torch
 
 from tests.helpers.paths import REPO, SAMPLE
-from tests.helpers.proc import TORCH_EXTENSIONS_DIR, child_env, run
+from tests.helpers.proc import PLUGINS
+from tests.helpers.train import launch, sample_subset, step_logs, tiny_train_argv
 
-PLUGINS = os.path.join(REPO, "tests", "plugins")
 CONFIGS = os.path.join(REPO, "configs", "deepspeed")
 MINIMAL = ["--model_name_or_path", "unused", "--data_file_paths", "unused.jsonl"]
 
@@ -34,11 +34,7 @@ MINIMAL = ["--model_name_or_path", "unused", "--data_file_paths", "unused.jsonl"
 @pytest.fixture(scope="module")
 def train6(tmp_path_factory):
     """First 6 records of the committed sample (ids about__1280x720:0..5: 0, 2, 4 are 'flat' for the test reward)."""
-    path = tmp_path_factory.mktemp("abl_data") / "train.jsonl"
-    with open(os.path.join(SAMPLE, "train.jsonl"), encoding="utf-8") as f:
-        lines = [line for line in f if line.strip()][:6]
-    path.write_text("".join(lines))
-    return str(path)
+    return sample_subset(tmp_path_factory.mktemp("abl_data") / "train.jsonl", 6)
 
 
 @pytest.fixture
@@ -58,47 +54,16 @@ def _loss(settings):
 
 
 # ---- loss presets ------------------------------------------------------------------------------------------------
+# the core's defaults: upstream VLM-R1's effective ones
+_DEFAULTS = dict(
+    loss_type="grpo", scale_rewards="group", beta=0.04, epsilon=0.2, epsilon_high=0.2, mask_truncated_completions=False
+)
 PRESET_VALUES = {
-    "none": dict(
-        loss_type="grpo",
-        scale_rewards="group",
-        beta=0.04,
-        epsilon=0.2,
-        epsilon_high=0.2,
-        mask_truncated_completions=False,
-    ),  # the core's defaults: upstream VLM-R1's effective ones
-    "gta1": dict(
-        loss_type="grpo",
-        scale_rewards="group",
-        beta=0.0,
-        epsilon=0.2,
-        epsilon_high=0.2,
-        mask_truncated_completions=False,
-    ),
-    "vlm_r1": dict(
-        loss_type="grpo",
-        scale_rewards="group",
-        beta=0.04,
-        epsilon=0.2,
-        epsilon_high=0.2,
-        mask_truncated_completions=False,
-    ),
-    "dapo": dict(
-        loss_type="dapo",
-        scale_rewards="group",
-        beta=0.0,
-        epsilon=0.2,
-        epsilon_high=0.28,
-        mask_truncated_completions=True,
-    ),
-    "dr_grpo": dict(
-        loss_type="dr_grpo",
-        scale_rewards="none",
-        beta=0.0,
-        epsilon=0.2,
-        epsilon_high=0.2,
-        mask_truncated_completions=False,
-    ),
+    "none": _DEFAULTS,
+    "gta1": dict(_DEFAULTS, beta=0.0),
+    "vlm_r1": dict(_DEFAULTS),
+    "dapo": dict(_DEFAULTS, loss_type="dapo", beta=0.0, epsilon_high=0.28, mask_truncated_completions=True),
+    "dr_grpo": dict(_DEFAULTS, loss_type="dr_grpo", scale_rewards="none", beta=0.0),
 }
 
 
@@ -430,62 +395,27 @@ def test_dynamic_sampling_gives_up_after_max_tries(tiny_qwen25_dir, train6, tmp_
 
 
 def _launch(model_dir, data, out, extra):
-    env = child_env(threads=1, NPROC_PER_NODE=2, TORCH_EXTENSIONS_DIR=TORCH_EXTENSIONS_DIR)
-    args = [
-        "--model_name_or_path",
+    args = tiny_train_argv(
         model_dir,
-        "--task_type",
-        "gui_grounding",
-        "--data_file_paths",
         data,
-        "--image_folders",
-        SAMPLE,
-        "--reward_funcs",
-        "ablation_rewards:split_signal_reward",
-        "--output_dir",
         out,
-        "--max_steps",
-        "3",
-        "--per_device_train_batch_size",
-        "6",
-        "--num_generations",
-        "4",
-        "--max_completion_length",
-        "8",
-        "--max_pixels",
-        "100352",
-        "--freeze_vision_modules",
-        "true",
-        "--logging_steps",
-        "1",
-        "--report_to",
-        "none",
-        "--save_strategy",
-        "no",
-        "--seed",
-        "0",
-        "--data_seed",
-        "0",
-        "--bf16",
-        "false",
-        "--loss_preset",
-        "vlm_r1",
-        "--beta",
-        "0.04",
-        "--learning_rate",
-        "1e-2",
-        "--dynamic_sampling",
-        "true",
-        "--dynamic_sampling_max_tries",
-        "4",
         *extra,
-    ]
-    run(["bash", "run_scripts/train_grpo.sh", *args], env=env, tail=6000)
-    with open(os.path.join(out, "trainer_state.json")) as f:
-        logs = _step_logs(json.load(f)["log_history"])
+        reward_funcs="ablation_rewards:split_signal_reward",
+        max_steps=3,
+        per_device_train_batch_size=6,
+        num_generations=4,
+        data_seed=0,
+        bf16=False,
+        loss_preset="vlm_r1",
+        beta="0.04",
+        learning_rate="1e-2",
+        dynamic_sampling=True,
+        dynamic_sampling_max_tries=4,
+    )
+    launch(args)
     with open(os.path.join(out, "vlm_r1_run.json")) as f:
         info = json.load(f)
-    return logs, info
+    return step_logs(out), info
 
 
 @pytest.mark.slow  # four 2-process runs (~70 s); ZeRO-3 vs DDP stays in the default suite (test_deepspeed.py)

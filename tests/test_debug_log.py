@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import re
 import sys
@@ -14,6 +13,7 @@ import pytest
 import torch
 
 from tests.helpers.proc import child_env, run
+from tests.helpers.train import colour_question_argv, step_logs
 from vlm_r1 import debug_log
 from vlm_r1.debug_log import RolloutDebugLog, format_log_path, render_rollouts, reward_role
 from vlm_r1.rewards import BUILTIN_REWARDS, accuracy_reward, format_reward
@@ -203,60 +203,11 @@ def _split_blocks(text: str, header: str) -> list[str]:
 def test_grpo_cli_debug_mode_writes_upstream_log(tmp_path, make_image, tiny_qwen25_dir):
     import numpy as np
 
-    make_image(84, 84, "a.png", folder=tmp_path / "img")
-    data = tmp_path / "d.jsonl"
-    data.write_text(
-        json.dumps(
-            {
-                "id": 11,
-                "image": "a.png",
-                "conversations": [
-                    {"from": "human", "value": "<image>What colour is it?"},
-                    {"from": "gpt", "value": "red"},
-                ],
-            }
-        )
-        + "\n"
-    )
     (tmp_path / "dbg_rewards.py").write_text(LENGTH_REWARD)
     out, log_path = tmp_path / "run", tmp_path / "logs" / "debug_log.txt"
-    cmd = [
-        sys.executable,
-        "-m",
-        "vlm_r1.grpo_jsonl",
-        "--model_name_or_path",
-        tiny_qwen25_dir,
-        "--data_file_paths",
-        str(data),
-        "--image_folders",
-        str(tmp_path / "img"),
-        "--reward_funcs",
-        "accuracy",
-        "format",
-        "dbg_rewards:length_reward",
-        "--output_dir",
-        str(out),
-        "--beta",
-        "0",
-        "--max_completion_length",
-        "8",
-        "--max_steps",
-        "1",
-        "--per_device_train_batch_size",
-        "4",
-        "--num_generations",
-        "4",
-        "--logging_steps",
-        "1",
-        "--max_pixels",
-        "50176",
-        "--report_to",
-        "none",
-        "--save_strategy",
-        "no",
-        "--seed",
-        "0",
-    ]
+    rewards = ("accuracy", "format", "dbg_rewards:length_reward")
+    argv = colour_question_argv(tiny_qwen25_dir, tmp_path, make_image, out, 11, reward_funcs=rewards)
+    cmd = [sys.executable, "-m", "vlm_r1.grpo_jsonl", *argv]
     env = child_env(threads=1, pythonpath=[tmp_path], DEBUG_MODE="true", LOG_PATH=log_path)
     run(cmd, env=env)
 
@@ -284,8 +235,7 @@ def test_grpo_cli_debug_mode_writes_upstream_log(tmp_path, make_image, tiny_qwen
     assert [c for c, _ in pairs] == contents
     assert [h == "True" for _, h in pairs] == [v == 1.0 for v in format_reward(contents)]
 
-    with open(out / "trainer_state.json") as f:
-        step = [h for h in json.load(f)["log_history"] if "loss" in h][0]
+    step = step_logs(out)[0]
     assert step["rewards/accuracy_reward/mean"] == pytest.approx(sum(accuracy) / 4)
     assert step["rewards/length_reward/mean"] == pytest.approx(float(np.mean(length)), rel=1e-6)
     assert step["rewards/format_reward/mean"] == pytest.approx(sum(h == "True" for _, h in pairs) / 4)

@@ -18,20 +18,15 @@ import sys
 
 import pytest
 
-from tests.helpers.paths import REPO, SAMPLE
-from tests.helpers.proc import TORCH_EXTENSIONS_DIR, child_env, run
+from tests.helpers.paths import REPO
+from tests.helpers.proc import run
+from tests.helpers.train import launch, launch_env, sample_subset, step_logs, tiny_train_argv
 
 pytest.importorskip("deepspeed", reason="DeepSpeed not installed: pip install -e .[deepspeed] (or .[dev])")
 
 CONFIGS = os.path.join(REPO, "configs", "deepspeed")
-TOY_REWARD = "toy_rewards:completion_length_reward"
 LOSS_TOL = dict(rel=1e-5, abs=1e-7)
 WEIGHT_ATOL = 1e-6
-
-
-def _env(**extra) -> dict:
-    """One OpenMP thread per rank; DeepSpeed's JIT ops cached once per machine."""
-    return child_env(threads=1, TORCH_EXTENSIONS_DIR=TORCH_EXTENSIONS_DIR, **extra)
 
 
 @pytest.mark.parametrize("name", ["zero2", "zero3", "zero3_offload"])
@@ -63,7 +58,7 @@ print(json.dumps({{"stage": ds.zero_optimization_stage, "micro": ds.train_micro_
                    "offload_opt": str(ds.zero_config.offload_optimizer.device) if ds.zero_config.offload_optimizer else None,
                    "offload_param": str(ds.zero_config.offload_param.device) if ds.zero_config.offload_param else None}}))
 """
-    proc = run([sys.executable, "-c", script], env=_env(), timeout=300)
+    proc = run([sys.executable, "-c", script], env=launch_env(None), timeout=300)
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     assert (got["micro"], got["accum"], got["batch"], got["clip"]) == (8, 2, 16, 1.0)
     assert got["bf16"] is False and got["fp16"] is False
@@ -78,60 +73,13 @@ print(json.dumps({{"stage": ds.zero_optimization_stage, "micro": ds.train_micro_
 
 @pytest.fixture(scope="module")
 def ds_train_subset(tmp_path_factory):
-    path = tmp_path_factory.mktemp("ds_data") / "train.jsonl"
-    with open(os.path.join(SAMPLE, "train.jsonl"), encoding="utf-8") as f:
-        lines = [line for line in f if line.strip()][:6]
-    assert len(lines) == 6
-    path.write_text("".join(lines))
-    return str(path)
+    return sample_subset(tmp_path_factory.mktemp("ds_data") / "train.jsonl", 6)
 
 
 def _train(model_dir, data, out, extra=()):
-    args = [
-        "--model_name_or_path",
-        model_dir,
-        "--task_type",
-        "gui_grounding",
-        "--data_file_paths",
-        data,
-        "--image_folders",
-        SAMPLE,
-        "--reward_funcs",
-        "click",
-        TOY_REWARD,
-        "--output_dir",
-        out,
-        "--max_steps",
-        "2",
-        "--per_device_train_batch_size",
-        "8",
-        "--num_generations",
-        "8",
-        "--max_completion_length",
-        "8",
-        "--max_pixels",
-        "100352",
-        "--freeze_vision_modules",
-        "true",
-        "--logging_steps",
-        "1",
-        "--report_to",
-        "none",
-        "--save_strategy",
-        "steps",
-        "--save_steps",
-        "2",
-        "--seed",
-        "0",
-        "--data_seed",
-        "0",
-        "--bf16",
-        "false",
-        *extra,
-    ]
-    run(["bash", "run_scripts/train_grpo.sh", *args], env=_env(NPROC_PER_NODE=2), tail=6000)
-    with open(os.path.join(out, "checkpoint-2", "trainer_state.json")) as f:
-        history = [h for h in json.load(f)["log_history"] if "loss" in h]
+    args = tiny_train_argv(model_dir, data, out, *extra, save_strategy="steps", save_steps=2, data_seed=0, bf16=False)
+    launch(args)
+    history = step_logs(os.path.join(out, "checkpoint-2"))
     assert [h["step"] for h in history] == [1, 2]
     return history
 

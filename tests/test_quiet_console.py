@@ -12,8 +12,9 @@ import warnings
 
 import pytest
 
-from tests.helpers.paths import REPO, SAMPLE
+from tests.helpers.paths import REPO
 from tests.helpers.proc import child_env, run
+from tests.helpers.train import GTA1_TINY_RECIPE, sample_subset, step_logs, tiny_train_argv
 
 
 # ---- deprecation warnings ----------------------------------------------------------------------------------------
@@ -178,52 +179,13 @@ def _parse(line: str) -> dict:
 def test_grpo_cli_quiet_compact_and_jsonl(tiny_qwen25_dir, tmp_path):
     """A 2-step GRPO CLI run with FutureWarning/DeprecationWarning as errors: it completes, the console shows one
     compact line per step whose numbers are log_history's, the full dicts are in logs.jsonl and not on the console."""
-    data = tmp_path / "train.jsonl"
-    with open(os.path.join(SAMPLE, "train.jsonl"), encoding="utf-8") as f:
-        data.write_text("".join([line for line in f if line.strip()][:4]))
+    data = sample_subset(tmp_path / "train.jsonl", 4)
     out = tmp_path / "run"
     cmd = [
         sys.executable,
-        "-W",
-        "error::FutureWarning",
-        "-W",
-        "error::DeprecationWarning",
-        "-m",
-        "vlm_r1.grpo_jsonl",
-        "--config",
-        os.path.join(REPO, "recipes", "gta1", "tiny_cpu.yaml"),
-        "--model_name_or_path",
-        tiny_qwen25_dir,
-        "--task_type",
-        "gui_grounding",
-        "--data_file_paths",
-        str(data),
-        "--image_folders",
-        SAMPLE,
-        "--reward_funcs",
-        "click",
-        "--output_dir",
-        str(out),
-        "--max_steps",
-        "2",
-        "--per_device_train_batch_size",
-        "8",
-        "--num_generations",
-        "8",
-        "--max_completion_length",
-        "8",
-        "--max_pixels",
-        "100352",
-        "--freeze_vision_modules",
-        "true",
-        "--logging_steps",
-        "1",
-        "--report_to",
-        "none",
-        "--save_strategy",
-        "no",
-        "--seed",
-        "0",
+        *("-W", "error::FutureWarning", "-W", "error::DeprecationWarning"),
+        *("-m", "vlm_r1.grpo_jsonl"),
+        *tiny_train_argv(tiny_qwen25_dir, data, out, config=GTA1_TINY_RECIPE, reward_funcs="click"),
     ]
     proc = run(cmd, env=child_env(threads=os.environ.get("OMP_NUM_THREADS", "2")), check=False)
     console = proc.stdout + proc.stderr
@@ -231,8 +193,7 @@ def test_grpo_cli_quiet_compact_and_jsonl(tiny_qwen25_dir, tmp_path):
     assert "FutureWarning" not in console and "DeprecationWarning" not in console, console[-4000:]
     assert "'completions/min_length'" not in console  # the full dict is no longer printed
 
-    with open(out / "trainer_state.json") as f:
-        history = [h for h in json.load(f)["log_history"] if "loss" in h]
+    history = step_logs(out)
     lines = [_parse(x) for x in console.splitlines() if _LINE.match(x)]
     assert [x["step"] for x in lines] == [h["step"] for h in history] == [1, 2]
     for line, h in zip(lines, history, strict=True):

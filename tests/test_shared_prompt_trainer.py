@@ -16,8 +16,8 @@ import sys
 import pytest
 import torch
 
-from tests.helpers.paths import SAMPLE
 from tests.helpers.proc import run as run_process
+from tests.helpers.train import sample_subset, step_logs, tiny_train_argv
 from vlm_r1 import shared_prompt as sp
 from vlm_r1.shared_prompt_trainer import GroupedProcessor, split_generation_batch
 
@@ -25,65 +25,28 @@ from vlm_r1.shared_prompt_trainer import GroupedProcessor, split_generation_batc
 @pytest.fixture(scope="module")
 def screenshots(tmp_path_factory):
     """The first 4 records of the committed real sample (2 screenshots, 2 instructions each)."""
-    path = tmp_path_factory.mktemp("sp_data") / "train.jsonl"
-    with open(os.path.join(SAMPLE, "train.jsonl"), encoding="utf-8") as f:
-        lines = [line for line in f if line.strip()][:4]
-    path.write_text("".join(lines))
-    return str(path)
+    return sample_subset(tmp_path_factory.mktemp("sp_data") / "train.jsonl", 4)
 
 
 def _train(model_dir, data, out, shared: bool, steps=2, extra=()):
-    cmd = [
-        sys.executable,
-        "-m",
-        "vlm_r1.grpo_jsonl",
-        "--model_name_or_path",
+    argv = tiny_train_argv(
         model_dir,
-        "--task_type",
-        "gui_grounding",
-        "--data_file_paths",
         data,
-        "--image_folders",
-        SAMPLE,
-        "--reward_funcs",
-        "click",
-        "toy_rewards:completion_length_reward",
-        "--output_dir",
-        str(out),
-        "--max_steps",
-        str(steps),
-        "--per_device_train_batch_size",
-        "8",
-        "--num_generations",
-        "8",
-        "--max_completion_length",
-        "16",
-        "--max_pixels",
-        "200704",
-        "--logging_steps",
-        "1",
-        "--report_to",
-        "none",
-        "--save_strategy",
-        "no",
-        "--seed",
-        "0",
-        "--beta",
-        "0",
-        "--loss_type",
-        "dapo",
-        "--dtype",
-        "float32",
-        "--shared_prompt",
-        "true" if shared else "false",
+        out,
         *extra,
-    ]
-    proc = run_process(cmd, timeout=900)
-    with open(os.path.join(out, "trainer_state.json"), encoding="utf-8") as f:
-        history = [h for h in json.load(f)["log_history"] if "loss" in h]
+        max_steps=steps,
+        max_completion_length=16,
+        max_pixels=200704,
+        freeze_vision_modules=None,
+        beta=0,
+        loss_type="dapo",
+        dtype="float32",
+        shared_prompt=shared,
+    )
+    proc = run_process([sys.executable, "-m", "vlm_r1.grpo_jsonl", *argv], timeout=900)
     with open(os.path.join(out, "vlm_r1_run.json"), encoding="utf-8") as f:
         run = json.load(f)
-    return history, run, proc.stderr
+    return step_logs(out), run, proc.stderr
 
 
 def _rel(a, b):

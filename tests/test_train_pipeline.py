@@ -9,70 +9,22 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from tests.helpers.paths import REPO, SAMPLE
+from tests.helpers.paths import SAMPLE
 from tests.helpers.proc import child_env, run, run_module
-
-TOY_REWARD = "toy_rewards:completion_length_reward"
+from tests.helpers.train import GTA1_TINY_RECIPE, sample_subset, step_logs, tiny_train_argv
 
 
 @pytest.fixture(scope="module")
 def train_subset(tmp_path_factory):
     """First 6 records of the committed real sample (image paths stay relative to data/web_sample)."""
-    path = tmp_path_factory.mktemp("data") / "train.jsonl"
-    with open(os.path.join(SAMPLE, "train.jsonl"), encoding="utf-8") as f:
-        lines = [line for line in f if line.strip()][:6]
-    assert len(lines) == 6, "data/web_sample/train.jsonl must hold at least 6 records"
-    path.write_text("".join(lines))
-    return str(path)
+    return sample_subset(tmp_path_factory.mktemp("data") / "train.jsonl", 6)
 
 
 def _grpo_args(model_dir, data, out, steps, extra=()):
     # GTA1's objective comes from its recipe (the core's own defaults are upstream VLM-R1's: beta 0.04, ...)
-    return [
-        "--config",
-        os.path.join(REPO, "recipes", "gta1", "tiny_cpu.yaml"),
-        "--model_name_or_path",
-        model_dir,
-        "--task_type",
-        "gui_grounding",
-        "--data_file_paths",
-        data,
-        "--image_folders",
-        SAMPLE,
-        "--reward_funcs",
-        "click",
-        TOY_REWARD,
-        "--output_dir",
-        out,
-        "--max_steps",
-        str(steps),
-        "--per_device_train_batch_size",
-        "8",
-        "--num_generations",
-        "8",
-        "--max_completion_length",
-        "8",
-        "--max_pixels",
-        "100352",
-        "--freeze_vision_modules",
-        "true",
-        "--logging_steps",
-        "1",
-        "--report_to",
-        "none",
-        "--save_strategy",
-        "steps",
-        "--save_steps",
-        "1",
-        "--seed",
-        "0",
-        *extra,
-    ]
-
-
-def _log_history(checkpoint_dir):
-    with open(os.path.join(checkpoint_dir, "trainer_state.json")) as f:
-        return [h for h in json.load(f)["log_history"] if "loss" in h]
+    return tiny_train_argv(
+        model_dir, data, out, *extra, config=GTA1_TINY_RECIPE, max_steps=steps, save_strategy="steps", save_steps=1
+    )
 
 
 def _check_weights(initial_dir, trained_dir):
@@ -154,7 +106,7 @@ def test_grpo_cli_two_steps(tiny_qwen25_dir, train_subset, tmp_path):
     assert len(info["banned_token_ids"]) == 1
     assert info["beta"] == 0.0 and info["num_generations"] == 8 and info["learning_rate"] == 1e-6
     assert (info["loss_type"], info["generation"]["top_k"], info["box_rounding"]) == ("grpo", 50, "gta1")
-    history = _log_history(os.path.join(out, "checkpoint-2"))
+    history = step_logs(os.path.join(out, "checkpoint-2"))
     assert [h["step"] for h in history] == [1, 2]
     for h in history:
         assert 0.0 <= h["rewards/click_reward/mean"] <= 1.0
@@ -185,7 +137,7 @@ def test_torchrun_two_processes_and_reload(tiny_qwen25_dir, train_subset, tmp_pa
         info = json.load(f)
     assert info["world_size"] == 2 and info["distributed_type"].endswith("MULTI_CPU")
     assert info["global_completions_per_step"] == 16
-    history = _log_history(os.path.join(out, "checkpoint-2"))
+    history = step_logs(os.path.join(out, "checkpoint-2"))
     assert [h["step"] for h in history] == [1, 2]
     # checkpoint-2 holds the same weights as the final save (both after step 2)
     final = load_file(os.path.join(out, "model.safetensors"))

@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 import torch
 
-from tests.helpers.paths import SAMPLE
 from tests.helpers.proc import PLUGINS
+from tests.helpers.train import sample_subset, tiny_train_argv
 
 STEPS = 2
 GENERATIONS = 4
@@ -94,53 +94,21 @@ def global_state():
 
 
 def _argv(model_dir: str, data: str, out: str) -> list[str]:
-    return [
-        "--model_name_or_path",
+    return tiny_train_argv(
         model_dir,
-        "--task_type",
-        "gui_grounding",
-        "--data_file_paths",
         data,
-        "--image_folders",
-        SAMPLE,
-        "--reward_funcs",
-        "click",
-        "toy_rewards:completion_length_reward",
-        "--output_dir",
         out,
-        "--max_steps",
-        str(STEPS),
-        "--per_device_train_batch_size",
-        str(GENERATIONS),
-        "--num_generations",
-        str(GENERATIONS),
-        "--max_completion_length",
-        "8",
-        "--max_pixels",
-        "100352",
-        "--freeze_vision_modules",
-        "true",
-        "--beta",
-        "0.0",
-        "--learning_rate",
-        "1e-3",
-        "--bf16",
-        "false",
-        "--dtype",
-        "float32",
-        "--logging_steps",
-        "1",
-        "--report_to",
-        "none",
-        "--save_strategy",
-        "steps",
-        "--save_steps",
-        str(STEPS),
-        "--seed",
-        "0",
-        "--disable_tqdm",
-        "true",
-    ]
+        max_steps=STEPS,
+        per_device_train_batch_size=GENERATIONS,
+        num_generations=GENERATIONS,
+        beta="0.0",
+        learning_rate="1e-3",
+        bf16=False,
+        dtype="float32",
+        save_strategy="steps",
+        save_steps=STEPS,
+        disable_tqdm=True,
+    )
 
 
 def test_grpo_main_in_process(tiny_qwen25_dir, tmp_path, monkeypatch, global_state):
@@ -148,8 +116,7 @@ def test_grpo_main_in_process(tiny_qwen25_dir, tmp_path, monkeypatch, global_sta
 
     monkeypatch.syspath_prepend(PLUGINS)  # the toy reward, named as module:function
     data = tmp_path / "train.jsonl"
-    with open(os.path.join(SAMPLE, "train.jsonl"), encoding="utf-8") as f:
-        data.write_text("".join([line for line in f if line.strip()][:2]), encoding="utf-8")
+    sample_subset(data, 2)
     out = tmp_path / "run"
 
     grpo.main(_argv(tiny_qwen25_dir, str(data), str(out)))

@@ -19,6 +19,7 @@ import sys
 import pytest
 
 from tests.helpers.proc import child_env, run
+from tests.helpers.train import colour_question_argv, step_logs
 
 BLOCK = 32768
 HEADER = 7  # ":W&B" + magic (2) + version (1); each record header is 7 bytes too
@@ -57,55 +58,9 @@ def _items(items) -> dict:
 
 @pytest.mark.slow  # a full GRPO run with wandb offline (~12 s; issue 19 time budget)
 def test_report_to_wandb_offline(tmp_path, make_image, tiny_qwen25_dir):
-    make_image(84, 84, "a.png", folder=tmp_path / "img")
-    data = tmp_path / "d.jsonl"
-    data.write_text(
-        json.dumps(
-            {
-                "id": 1,
-                "image": "a.png",
-                "conversations": [
-                    {"from": "human", "value": "<image>What colour is it?"},
-                    {"from": "gpt", "value": "red"},
-                ],
-            }
-        )
-        + "\n"
-    )
     out = tmp_path / "run"
-    cmd = [
-        sys.executable,
-        "-m",
-        "vlm_r1.grpo_jsonl",
-        "--model_name_or_path",
-        tiny_qwen25_dir,
-        "--data_file_paths",
-        str(data),
-        "--image_folders",
-        str(tmp_path / "img"),
-        "--output_dir",
-        str(out),
-        "--beta",
-        "0",
-        "--max_completion_length",
-        "8",
-        "--max_steps",
-        "1",
-        "--per_device_train_batch_size",
-        "4",
-        "--num_generations",
-        "4",
-        "--logging_steps",
-        "1",
-        "--max_pixels",
-        "50176",
-        "--report_to",
-        "wandb",
-        "--save_strategy",
-        "no",
-        "--seed",
-        "0",
-    ]
+    argv = colour_question_argv(tiny_qwen25_dir, tmp_path, make_image, out, 1, reward_funcs=None, report_to="wandb")
+    cmd = [sys.executable, "-m", "vlm_r1.grpo_jsonl", *argv]
     home = tmp_path / "home"
     env = child_env(
         threads=1,
@@ -133,8 +88,7 @@ def test_report_to_wandb_offline(tmp_path, make_image, tiny_qwen25_dir):
     assert by_kind["run"][0].run.project == "test"
     assert by_kind["exit"][0].exit.exit_code == 0  # the run was finished cleanly
 
-    with open(out / "trainer_state.json") as f:
-        step = [h for h in json.load(f)["log_history"] if "loss" in h]
+    step = step_logs(out)
     assert len(step) == 1
     history = [_items(r.history.item) for r in by_kind["history"]]
     logged = [h for h in history if "train/reward" in h]
