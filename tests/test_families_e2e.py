@@ -24,6 +24,7 @@ from safetensors.torch import load_file
 
 from tests.helpers.paths import SAMPLE
 from tests.helpers.proc import child_env, run_module
+from tests.helpers.train import sample_subset, step_logs, tiny_sft_argv, tiny_train_argv
 
 pytestmark = pytest.mark.slow  # ~3 minutes on 2 idle cores: two tiny models, 4 trainings, 4 evaluations
 
@@ -88,65 +89,19 @@ def family(request, tmp_path_factory):
 @pytest.fixture(scope="module")
 def train4(tmp_path_factory):
     """The first 4 records of the committed sample (images resolved with --image_folders data/web_sample)."""
-    path = tmp_path_factory.mktemp("data") / "train4.jsonl"
-    with open(os.path.join(SAMPLE, "train.jsonl"), encoding="utf-8") as f:
-        lines = [line for line in f if line.strip()][:4]
-    path.write_text("".join(lines))
-    return str(path)
-
-
-def _common_args(model, data, out):
-    return [
-        "--model_name_or_path",
-        model,
-        "--task_type",
-        "gui_grounding",
-        "--data_file_paths",
-        data,
-        "--image_folders",
-        SAMPLE,
-        "--output_dir",
-        out,
-        "--max_steps",
-        "3",
-        "--per_device_train_batch_size",
-        "4",
-        "--max_pixels",
-        "100352",
-        "--freeze_vision_modules",
-        "true",
-        "--logging_steps",
-        "1",
-        "--save_strategy",
-        "no",
-        "--report_to",
-        "none",
-        "--seed",
-        "0",
-    ]
+    return sample_subset(tmp_path_factory.mktemp("data") / "train4.jsonl", 4)
 
 
 def _grpo_argv(model, data, out):
-    return [
-        *_common_args(model, data, out),
-        "--num_generations",
-        "4",
-        "--max_completion_length",
-        "24",
-        "--reward_funcs",
-        "click",
-        "toy_rewards:completion_length_reward",
-        "--beta",
-        "0",
-        "--max_anyres_num",
-        str(INTERNVL_MAX_TILES),
-    ]
+    own = dict(max_steps=3, per_device_train_batch_size=4, num_generations=4, max_completion_length=24, beta=0)
+    return tiny_train_argv(model, data, out, **own, max_anyres_num=INTERNVL_MAX_TILES)
 
 
 def _sft_argv(model, data, out):
     # InternVL SFT keeps the default --max_anyres_num 12: 9 tiles x 256 image tokens per screenshot, longer than TRL's
     # own max_length 1024, so this run also checks that SFT never truncates image tokens (VLMSFTConfig.max_length)
-    return [*_common_args(model, data, out), "--learning_rate", "1e-3", "--disable_tqdm", "true"]
+    own = dict(task_type="gui_grounding", image_folders=SAMPLE, per_device_train_batch_size=4, max_pixels=100352)
+    return tiny_sft_argv(model, data, out, **own, freeze_vision_modules=True, seed=0, learning_rate="1e-3")
 
 
 @pytest.fixture(scope="module")
@@ -171,11 +126,6 @@ def sft_run(family, train4):
     out = str(work / "sft")
     proc = run_module(["vlm_r1.sft", *_sft_argv(model, train4, out)])
     return out, proc
-
-
-def _history(out):
-    with open(os.path.join(out, "trainer_state.json")) as f:
-        return [h for h in json.load(f)["log_history"] if "loss" in h]
 
 
 def _rows(task, script_args, model):
@@ -267,7 +217,7 @@ def test_grpo_rows_use_family_adapter(family, train4, grpo_run):
     arch, spec, model, _ = family
     out, log, proc = grpo_run
     _check_grpo_ran(arch, proc)
-    assert [h["step"] for h in _history(out)] == [1, 2, 3]
+    assert [h["step"] for h in step_logs(out)] == [1, 2, 3]
     with open(os.path.join(out, "vlm_r1_run.json")) as f:
         info = json.load(f)
     assert (info["model_type"], info["task_type"], info["num_train_rows"]) == (arch, "gui_grounding", 4)
@@ -301,7 +251,7 @@ def test_sft_targets_are_family_format(family, train4, sft_run):
 
     _, spec, model, _ = family
     out, proc = sft_run
-    assert [h["step"] for h in _history(out)] == [1, 2, 3]
+    assert [h["step"] for h in step_logs(out)] == [1, 2, 3]
     # vlm_r1.sft logs the first row's completion
     assert f"e.g. completion {spec['sft_target0']!r}" in proc.stderr
     task = GUIGroundingTask()

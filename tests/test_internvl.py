@@ -10,6 +10,7 @@ import pytest
 
 from tests.helpers.paths import REPO
 from tests.helpers.proc import child_env, run_module
+from tests.helpers.train import step_logs, tiny_sft_argv, tiny_train_argv
 
 SAMPLE_IMAGES = os.path.join(REPO, "data", "web_sample", "images")
 ENV = child_env(threads=1)
@@ -266,37 +267,10 @@ def test_grpo_cli_rec_three_steps(tiny_internvl, rec_data, tmp_path):
     is InternVL's 0-1000 grid, ``answer_frame_size``), ``--max_anyres_num`` reaches the image processor, 3 steps run
     and the model is saved; ``vlm_r1_run.json`` records no smart_resize."""
     out = str(tmp_path / "grpo_cli")
-    run_module(
-        [
-            "vlm_r1.grpo_jsonl",
-            "--model_name_or_path",
-            tiny_internvl,
-            "--task_type",
-            "rec",
-            "--data_file_paths",
-            rec_data,
-            "--output_dir",
-            out,
-            "--max_steps",
-            "3",
-            "--per_device_train_batch_size",
-            "2",
-            "--num_generations",
-            "2",
-            "--max_completion_length",
-            "8",
-            "--max_anyres_num",
-            "2",
-            "--logging_steps",
-            "1",
-            "--report_to",
-            "none",
-            "--save_strategy",
-            "no",
-        ],
-        env=ENV,
-    )
-    history = [h for h in json.load(open(os.path.join(out, "trainer_state.json")))["log_history"] if "loss" in h]
+    rec = dict(task_type="rec", image_folders=None, reward_funcs=None, max_steps=3, per_device_train_batch_size=2)
+    own = dict(num_generations=2, max_pixels=None, freeze_vision_modules=None, seed=None, max_anyres_num=2)
+    run_module(["vlm_r1.grpo_jsonl", *tiny_train_argv(tiny_internvl, rec_data, out, **rec, **own)], env=ENV)
+    history = step_logs(out)
     assert [h["step"] for h in history] == [1, 2, 3]
     info = json.load(open(os.path.join(out, "vlm_r1_run.json")))
     assert (info["model_type"], info["smart_resize"]) == ("internvl", None)
@@ -313,36 +287,9 @@ def test_sft_cli_three_steps_save_reload(tiny_internvl, rec_data, tmp_path):
     from vlm_r1.modules import get_vlm_module, load_model
 
     out = str(tmp_path / "sft")
-    proc = run_module(
-        [
-            "vlm_r1.sft",
-            "--model_name_or_path",
-            tiny_internvl,
-            "--task_type",
-            "default",
-            "--data_file_paths",
-            rec_data,
-            "--output_dir",
-            out,
-            "--max_steps",
-            "3",
-            "--per_device_train_batch_size",
-            "2",
-            "--learning_rate",
-            "1e-3",
-            "--logging_steps",
-            "1",
-            "--save_strategy",
-            "no",
-            "--report_to",
-            "none",
-            "--disable_tqdm",
-            "true",
-        ],
-        env=ENV,
-    )
+    proc = run_module(["vlm_r1.sft", *tiny_sft_argv(tiny_internvl, rec_data, out, learning_rate="1e-3")], env=ENV)
     assert "e.g. completion '<answer> [10, 20, 60, 80] </answer>'" in proc.stderr
-    history = [h for h in json.load(open(os.path.join(out, "trainer_state.json")))["log_history"] if "loss" in h]
+    history = step_logs(out)
     assert [h["step"] for h in history] == [1, 2, 3]
     # each step: one 224x112 image (3 tiles = 768 image tokens + 2 markers) and one 112x112 image (256 + 2) + text
     assert history[0]["num_tokens"] > 768 + 256 + 4

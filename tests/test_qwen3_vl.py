@@ -25,6 +25,7 @@ from PIL import Image
 from groundwork.geometry import smart_resize
 from tests.helpers.paths import SAMPLE
 from tests.helpers.proc import child_env, run_module
+from tests.helpers.train import step_logs, tiny_sft_argv, tiny_train_argv
 from vlm_r1.modules import get_vlm_module, load_model, load_processor
 from vlm_r1.modules.qwen3_vl import Qwen3VLModule, interleaved_mrope_section
 
@@ -323,53 +324,17 @@ def _reloads(out: str) -> None:
 @pytest.mark.slow  # a CLI subprocess run (~9 s); the default suite keeps the in-process checks
 def test_grpo_rec_three_steps_shared_prompt(q3_dir, rec_file, tmp_path):
     out = str(tmp_path / "grpo")
-    proc = run_module(
-        [
-            "vlm_r1.grpo_jsonl",
-            "--model_name_or_path",
-            q3_dir,
-            "--task_type",
-            "rec",
-            "--data_file_paths",
-            rec_file,
-            "--image_folders",
-            SAMPLE,
-            "--reward_funcs",
-            "accuracy",
-            "format",
-            "--output_dir",
-            out,
-            "--max_steps",
-            "3",
-            "--per_device_train_batch_size",
-            "4",
-            "--num_generations",
-            "4",
-            "--max_completion_length",
-            "6",
-            "--max_pixels",
-            "50176",
-            "--logging_steps",
-            "1",
-            "--report_to",
-            "none",
-            "--save_strategy",
-            "no",
-            "--seed",
-            "0",
-            "--shared_prompt",
-            "true",
-        ],
-        env=ENV,
-        timeout=600,
-    )
+    rec = dict(task_type="rec", reward_funcs=("accuracy", "format"), max_steps=3, per_device_train_batch_size=4)
+    own = dict(num_generations=4, max_completion_length=6, max_pixels=50176, freeze_vision_modules=None)
+    argv = tiny_train_argv(q3_dir, rec_file, out, **rec, **own, shared_prompt=True)
+    proc = run_module(["vlm_r1.grpo_jsonl", *argv], env=ENV, timeout=600)
     assert "module=Qwen3VLModule pixel budget:" in proc.stderr  # printed with every value's source
     assert "  max_pixels       50,176   <- flag --max_pixels" in proc.stderr
     assert "shared-prompt GRPO: on (groups of 4" in proc.stderr
     info = json.load(open(os.path.join(out, "vlm_r1_run.json")))
     assert info["model_type"] == "qwen3_vl" and info["num_train_rows"] == 4
     assert info["smart_resize"] == {"factor": 32, "min_pixels": 3136, "max_pixels": 50176}
-    logs = [h for h in json.load(open(os.path.join(out, "trainer_state.json")))["log_history"] if "loss" in h]
+    logs = step_logs(out)
     assert [h["step"] for h in logs] == [1, 2, 3]
     # 1280x720 at max_pixels 50176 -> 160x288 -> 10 x 18 = 180 patches of 16 px; one group of 4 per step, one copy
     rh, rw = smart_resize(720, 1280, factor=32, min_pixels=3136, max_pixels=50176)
@@ -387,40 +352,9 @@ def test_sft_three_steps(q3_dir, rec_file, tmp_path):
     from safetensors.torch import load_file
 
     out = str(tmp_path / "sft")
-    run_module(
-        [
-            "vlm_r1.sft",
-            "--model_name_or_path",
-            q3_dir,
-            "--task_type",
-            "default",
-            "--data_file_paths",
-            rec_file,
-            "--image_folders",
-            SAMPLE,
-            "--output_dir",
-            out,
-            "--max_steps",
-            "3",
-            "--per_device_train_batch_size",
-            "2",
-            "--learning_rate",
-            "3e-3",
-            "--logging_steps",
-            "1",
-            "--save_strategy",
-            "no",
-            "--report_to",
-            "none",
-            "--disable_tqdm",
-            "true",
-            "--max_pixels",
-            "50176",
-        ],
-        env=ENV,
-        timeout=300,
-    )
-    logs = [h for h in json.load(open(os.path.join(out, "trainer_state.json")))["log_history"] if "loss" in h]
+    argv = tiny_sft_argv(q3_dir, rec_file, out, image_folders=SAMPLE, learning_rate="3e-3", max_pixels=50176)
+    run_module(["vlm_r1.sft", *argv], env=ENV, timeout=300)
+    logs = step_logs(out)
     assert [h["step"] for h in logs] == [1, 2, 3] and all(h["loss"] > 0 for h in logs)
     before = load_file(os.path.join(q3_dir, "model.safetensors"))
     after = load_file(os.path.join(out, "model.safetensors"))

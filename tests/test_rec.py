@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from groundwork.geometry import Frame, box_iou, smart_resize
 from tests.helpers.paths import REPO, SAMPLE
 from tests.helpers.proc import child_env, run
+from tests.helpers.train import tiny_train_argv
 from vlm_r1 import rewards as vr
 from vlm_r1.grpo import build_rewards
 from vlm_r1.modules import Qwen2VLModule, get_vlm_module, load_processor
@@ -489,50 +490,10 @@ def test_grpo_cli_rec_two_steps(rec_jsonl, tiny_qwen25_dir, tmp_path):
     path, _, _ = rec_jsonl
     out = str(tmp_path / "run")
     os.symlink(os.path.join(SAMPLE, "images"), tmp_path / "images")  # held-out images resolve next to the file
-    cmd = [
-        sys.executable,
-        "-m",
-        "vlm_r1.grpo_jsonl",
-        "--model_name_or_path",
-        tiny_qwen25_dir,
-        "--task_type",
-        "rec",
-        "--data_file_paths",
-        path,
-        "--image_folders",
-        SAMPLE,
-        "--reward_funcs",
-        "accuracy",
-        "format",
-        "--output_dir",
-        out,
-        "--max_steps",
-        "2",
-        "--per_device_train_batch_size",
-        "4",
-        "--num_generations",
-        "4",
-        "--max_completion_length",
-        "8",
-        "--max_pixels",
-        "100352",
-        "--logging_steps",
-        "1",
-        "--report_to",
-        "none",
-        "--save_strategy",
-        "no",
-        "--seed",
-        "0",
-        "--eval_data_file_paths",
-        path,
-        "--eval_strategy",
-        "steps",
-        "--eval_steps",
-        "2",
-        "--per_device_eval_batch_size",
-        "4",
-    ]
+    rec = dict(task_type="rec", reward_funcs=("accuracy", "format"), per_device_train_batch_size=4, num_generations=4)
+    held_out = dict(eval_data_file_paths=path, eval_strategy="steps", eval_steps=2, per_device_eval_batch_size=4)
+    argv = tiny_train_argv(tiny_qwen25_dir, path, out, **rec, freeze_vision_modules=None, **held_out)
+    cmd = [sys.executable, "-m", "vlm_r1.grpo_jsonl", *argv]
     proc = run(cmd, env=child_env(threads=1))
     assert "task_type rec: reward 'accuracy' resolves to 'rec_iou'" in proc.stderr
     assert "task_type rec: reward 'format' resolves to 'rec_format'" in proc.stderr

@@ -9,6 +9,7 @@ import os
 import pytest
 
 from gui_grounding.data.synthetic import COLOURS, SyntheticConfig, make_synthetic
+from tests.helpers.train import step_logs, tiny_sft_argv
 
 
 def _digest(folder: str) -> str:
@@ -114,33 +115,9 @@ def test_sft_run_learns_and_saves(tmp_path, tiny_qwen25_dir):
 
     make_synthetic(str(tmp_path / "d"), SyntheticConfig(num_train=32, num_test=4))
     out = tmp_path / "sft"
-    main(
-        [
-            "--model_name_or_path",
-            tiny_qwen25_dir,
-            "--task_type",
-            "gui_grounding",
-            "--data_file_paths",
-            str(tmp_path / "d" / "train.jsonl"),
-            "--output_dir",
-            str(out),
-            "--max_steps",
-            "12",
-            "--per_device_train_batch_size",
-            "8",
-            "--learning_rate",
-            "3e-3",
-            "--logging_steps",
-            "1",
-            "--save_strategy",
-            "no",
-            "--report_to",
-            "none",
-            "--disable_tqdm",
-            "true",
-        ]
-    )
-    losses = [h["loss"] for h in json.load(open(out / "trainer_state.json"))["log_history"] if "loss" in h]
+    own = dict(task_type="gui_grounding", max_steps=12, per_device_train_batch_size=8, learning_rate="3e-3")
+    main(tiny_sft_argv(tiny_qwen25_dir, str(tmp_path / "d" / "train.jsonl"), str(out), **own))
+    losses = [h["loss"] for h in step_logs(out)]
     assert len(losses) == 12 and losses[-1] < losses[0] - 1.0
     assert (out / "model.safetensors").exists() and (out / "training_curves.png").exists()
     from vlm_r1.modules import load_model, load_processor

@@ -15,6 +15,7 @@ from PIL import Image
 from groundwork import records as vdata
 from groundwork.records import RecordError, iter_records, json_text_columns, rows_to_dataset
 from tests.helpers.proc import child_env, run
+from tests.helpers.train import tiny_train_argv
 from vlm_r1.modules import get_vlm_module, load_processor
 from vlm_r1.tasks import DefaultTask
 
@@ -299,39 +300,9 @@ def test_custom_reward_receives_extra_columns_end_to_end(image_dir, tiny_qwen25_
     path = _write(image_dir / "d.jsonl", records)
     (tmp_path / "spy_rewards.py").write_text(SPY)
     out, spy_out = str(tmp_path / "run"), str(tmp_path / "spy.jsonl")
-    cmd = [
-        sys.executable,
-        "-m",
-        "vlm_r1.grpo_jsonl",
-        "--model_name_or_path",
-        tiny_qwen25_dir,
-        "--data_file_paths",
-        path,
-        "--image_folders",
-        str(image_dir),
-        "--reward_funcs",
-        "spy_rewards:spy",
-        "--output_dir",
-        out,
-        "--max_steps",
-        "2",
-        "--per_device_train_batch_size",
-        "4",
-        "--num_generations",
-        "4",
-        "--max_completion_length",
-        "4",
-        "--max_pixels",
-        "100352",
-        "--report_to",
-        "none",
-        "--save_strategy",
-        "no",
-        "--seed",
-        "0",
-        "--logging_steps",
-        "1",
-    ]
+    spy = dict(task_type=None, image_folders=str(image_dir), reward_funcs="spy_rewards:spy", num_generations=4)
+    own = dict(per_device_train_batch_size=4, max_completion_length=4, freeze_vision_modules=None)
+    cmd = [sys.executable, "-m", "vlm_r1.grpo_jsonl", *tiny_train_argv(tiny_qwen25_dir, path, out, **spy, **own)]
     env = child_env(threads=1, pythonpath=[tmp_path], SPY_OUT=spy_out)
     proc = run(cmd, env=env)
     assert "record key 'meta' holds values Arrow cannot keep in one column (dict, str;" in proc.stderr
