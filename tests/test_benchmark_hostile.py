@@ -20,8 +20,9 @@ from gui_grounding.cli import main as cli_main
 from gui_grounding.data.annotations import DuplicateIdError, EvalInputError
 from gui_grounding.eval.benchmarks import get_benchmark
 from gui_grounding.eval.judge import CORRECT, WRONG, WRONG_FORMAT
-from gui_grounding.eval.predictions import load_predictions, results_from_predictions
+from gui_grounding.eval.predictions import load_predictions
 from gui_grounding.eval.run import run_eval
+from tests.helpers.bench import harness_detail, rescore
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MINI = os.path.join(ROOT, "data", "mini_benchmarks")
@@ -53,12 +54,6 @@ def write_lines(path, lines: list, bom: bool = False) -> str:
 def raw_line(sample_id: str, point_text: str) -> str:
     """A predictions line whose ``point`` is written as given (``NaN``, 400 digits, deep nesting, ...)."""
     return '{"sample_id": ' + json.dumps(sample_id) + ', "point": ' + point_text + "}"
-
-
-def rescore(bench, samples, path, **kw):
-    preds, report = load_predictions(str(path), samples, **kw)
-    results = results_from_predictions(samples, preds, report)
-    return bench.metrics(samples, results), results, report
 
 
 def strict_json(path):
@@ -259,64 +254,22 @@ def test_duplicate_predictions_error_first_last(tmp_path):
     doc = run_eval("screenspot-v2", SSV2, str(tmp_path / "l"), predictions=path, on_duplicate="last")
     assert doc["micro_avg"]["num_correct"] == 9 and doc["predictions"]["on_duplicate"] == "last"
     assert doc["predictions"]["duplicates"] == 1
-    cli_main(
-        [
-            "eval",
-            "--benchmark",
-            "screenspot-v2",
-            "--data",
-            SSV2,
-            "--predictions",
-            path,
-            "--out",
-            str(tmp_path / "f"),
-            "--on-duplicate",
-            "first",
-        ]
-    )
+    eval_args = ["eval", "--benchmark", "screenspot-v2", "--data", SSV2, "--predictions", path]
+    cli_main([*eval_args, "--out", str(tmp_path / "f"), "--on-duplicate", "first"])
     saved = strict_json(tmp_path / "f" / "metrics.json")
     assert saved["micro_avg"]["num_correct"] == 10 and saved["meta"]["on_duplicate"] == "first"
     with pytest.raises(SystemExit) as err:
-        cli_main(
-            [
-                "eval",
-                "--benchmark",
-                "screenspot-v2",
-                "--data",
-                SSV2,
-                "--predictions",
-                path,
-                "--out",
-                str(tmp_path / "g"),
-            ]
-        )
+        cli_main([*eval_args, "--out", str(tmp_path / "g")])
     assert "duplicate prediction" in str(err.value.code) and "\n" not in str(err.value.code)
 
 
 def test_harness_log_repeated_keys_are_exempt(tmp_path):
     bench = get_benchmark("screenspot-pro")
     samples, _ = bench.load(SSPRO)
-    details = []
-    for s in samples + samples[:1]:  # the first sample twice, with its id (the serial script's log)
-        details.append(
-            {
-                "id": s.sample_id,
-                "img_path": s.image_path,
-                "group": s.extra["group"],
-                "platform": s.platform,
-                "application": s.extra["application"],
-                "lang": "en",
-                "instruction_style": "instruction",
-                "prompt_to_evaluate": s.instruction,
-                "gt_type": "positive",
-                "ui_type": s.ui_type,
-                "task_filename": s.extra["task_filename"],
-                "pred": centre(s),
-                "raw_response": "",
-                "bbox": list(s.boxes[0]),
-                "correctness": "correct",
-            }
-        )
+    # the first sample twice, with its id (the serial script's log)
+    details = [
+        {"id": s.sample_id, **harness_detail(s, centre(s), img_path=s.image_path)} for s in samples + samples[:1]
+    ]
     details[-1]["pred"] = [-1, -1]
     path = tmp_path / "log.json"
     path.write_text(json.dumps({"metrics": {}, "details": details}), encoding="utf-8")

@@ -26,6 +26,7 @@ from PIL import Image
 from groundwork import validate
 from gui_grounding.data.annotations import DuplicateIdError, EvalInputError, SampleIds, check_unique_ids
 from gui_grounding.eval.benchmarks import get_benchmark
+from tests.helpers.images import png_bytes
 
 SIZE = (64, 48)
 
@@ -34,12 +35,6 @@ def png(path, size=SIZE, color=(200, 200, 200)) -> str:
     os.makedirs(os.path.dirname(path), exist_ok=True)
     Image.new("RGB", size, color).save(path)
     return str(path)
-
-
-def png_bytes(size=SIZE) -> bytes:
-    buf = io.BytesIO()
-    Image.new("RGB", size, (10, 20, 30)).save(buf, format="PNG")
-    return buf.getvalue()
 
 
 def rotated_jpeg_bytes(raw_size=(200, 100), orientation=6) -> bytes:
@@ -283,8 +278,8 @@ def test_osworld_g_identity(tmp_path):
 
 def test_webclick_identity(tmp_path):
     # no id column: the row index across the parquet files, handed out once each
-    webclick_rows(tmp_path / "d" / "data" / "test-00000-of-00002.parquet", [wc_row(png_bytes())] * 2)
-    webclick_rows(tmp_path / "d" / "data" / "test-00001-of-00002.parquet", [wc_row(png_bytes())] * 2)
+    webclick_rows(tmp_path / "d" / "data" / "test-00000-of-00002.parquet", [wc_row(png_bytes(*SIZE))] * 2)
+    webclick_rows(tmp_path / "d" / "data" / "test-00001-of-00002.parquet", [wc_row(png_bytes(*SIZE))] * 2)
     samples, report = get_benchmark("webclick", cache_dir=str(tmp_path / "c")).load(str(tmp_path / "d"))
     assert [s.sample_id for s in samples] == ["0", "1", "2", "3"] and report.rejects == []
 
@@ -402,7 +397,7 @@ def test_webclick_path_rows_stay_inside_and_are_never_copied(tmp_path, outside):
         wc_row(path="nope.png"),
         wc_row(b"", path=None),
         wc_row(None, path=None),
-        wc_row(png_bytes()),
+        wc_row(png_bytes(*SIZE)),
     ]
     pq_path = webclick_rows(root / "data" / "test-00000-of-00001.parquet", rows)
     cache = tmp_path / "cache"
@@ -422,7 +417,7 @@ def test_webclick_path_rows_stay_inside_and_are_never_copied(tmp_path, outside):
 
 
 def test_webclick_cache_file_is_rewritten_when_it_is_a_link(tmp_path, outside):
-    rows = [wc_row(png_bytes())]
+    rows = [wc_row(png_bytes(*SIZE))]
     webclick_rows(tmp_path / "wc" / "x.parquet", rows)
     bench = get_benchmark("webclick", cache_dir=str(tmp_path / "cache"))
     (first,), _ = bench.load(str(tmp_path / "wc"))
@@ -431,7 +426,7 @@ def test_webclick_cache_file_is_rewritten_when_it_is_a_link(tmp_path, outside):
     (again,), report = bench.load(str(tmp_path / "wc"))
     assert again.image_path == first.image_path and not os.path.islink(again.image_path)
     with open(again.image_path, "rb") as f:
-        assert f.read() == png_bytes()
+        assert f.read() == png_bytes(*SIZE)
     assert report.rejects == []
 
 

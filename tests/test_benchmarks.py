@@ -22,6 +22,7 @@ from gui_grounding.eval.benchmarks import BENCHMARKS, get_benchmark
 from gui_grounding.eval.judge import CORRECT, WRONG, WRONG_FORMAT
 from gui_grounding.eval.predictions import load_predictions, results_from_predictions
 from gui_grounding.eval.report import write_reports
+from tests.helpers.bench import harness_detail, rescore, rescore_full
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MINI = os.path.join(ROOT, "data", "mini_benchmarks")
@@ -79,12 +80,6 @@ def write_jsonl(path, points: dict, raw="(12,34)"):
         for sid, p in points.items():
             f.write(json.dumps({"sample_id": sid, "point": p, "raw_response": raw}) + "\n")
     return str(path)
-
-
-def rescore(bench, samples, pred_path):
-    preds, report = load_predictions(str(pred_path), samples)
-    results = results_from_predictions(samples, preds, report)
-    return bench.metrics(samples, results), results, preds, report
 
 
 def score_points(bench, samples, points, tmp_path, name="preds.jsonl"):
@@ -453,22 +448,13 @@ def _harness_log(samples, points, *, with_id: bool, extra_details=(), flip=None)
         correctness = WRONG_FORMAT if p is None else CORRECT if inside else WRONG
         if flip == s.sample_id:
             correctness = CORRECT if correctness != CORRECT else WRONG
-        d = {
-            "img_path": f"/bench/ss-pro/images/{s.extra['img_filename']}",
-            "group": s.extra["group"],
-            "platform": s.platform,
-            "application": s.extra["application"],
-            "lang": "en",
-            "instruction_style": "instruction",
-            "prompt_to_evaluate": s.instruction,
-            "gt_type": "positive",
-            "ui_type": s.ui_type,
-            "task_filename": s.extra["task_filename"],
-            "pred": p,
-            "raw_response": f"[{p}]",
-            "bbox": list(b),
-            "correctness": correctness,
-        }
+        d = harness_detail(
+            s,
+            p,
+            img_path=f"/bench/ss-pro/images/{s.extra['img_filename']}",
+            raw_response=f"[{p}]",
+            correctness=correctness,
+        )
         if with_id:
             d = {"id": s.sample_id, **d}
         details.append(d)
@@ -485,7 +471,7 @@ def test_sspro_harness_log_gives_same_metrics_as_jsonl(sspro, tmp_path, with_id)
     log = _harness_log(samples, points, with_id=with_id, extra_details=[negative, chinese])
     path = tmp_path / "harness.json"
     path.write_text(json.dumps(log), encoding="utf-8")
-    m, results, preds, report = rescore(bench, samples, path)
+    m, results, preds, report = rescore_full(bench, samples, path)
     assert m == SSPRO_MIXED_METRICS == score_points(bench, samples, points, tmp_path)
     assert report.format == "screenspot_pro_log"
     assert report.counts() == {
@@ -512,7 +498,7 @@ def test_sspro_harness_log_disagreement_and_unknown_detail(sspro, tmp_path):
     log = _harness_log(samples, points, with_id=False, extra_details=[stranger], flip="word_windows_1")
     path = tmp_path / "harness.json"
     path.write_text(json.dumps(log), encoding="utf-8")
-    m, _, _, report = rescore(bench, samples, path)
+    m, _, report = rescore(bench, samples, path)
     assert m == SSPRO_MIXED_METRICS  # our judgement, not the log's
     assert report.harness_disagreements == [("word_windows_1", CORRECT, WRONG)]
     assert report.unknown_ids == [
@@ -643,7 +629,7 @@ def test_oswg_mixed_multi_class_and_missing_refusal(oswg, tmp_path):
     }
     # mini_7 (refusal) has no prediction: counted missing and wrong_format, not a correct abstention; mini_3's null
     # point is no answer either (wrong_format)
-    m, results, _, report = rescore(bench, samples, write_jsonl(tmp_path / "p.jsonl", points))
+    m, results, report = rescore(bench, samples, write_jsonl(tmp_path / "p.jsonl", points))
     assert results["mini_7"] == {"correctness": WRONG_FORMAT, "point": None, "missing": True}
     assert results["mini_3"] == {"correctness": WRONG_FORMAT, "point": None, "missing": False}
     assert report.missing == ["mini_7"]
@@ -901,7 +887,7 @@ def test_write_reports(ssv2, tmp_path):
                 json.dumps({"sample_id": sid, "point": p, "raw_response": "<script>alert(1)</script> & (1,2)"}) + "\n"
             )
         f.write(json.dumps({"sample_id": "ghost", "point": [1, 2]}) + "\n")
-    m, results, preds, report = rescore(bench, samples, path)
+    m, results, preds, report = rescore_full(bench, samples, path)
     out = tmp_path / "out"
     doc = write_reports(
         str(out),

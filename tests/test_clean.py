@@ -32,7 +32,6 @@ from gui_grounding.data.clean import (
 )
 from gui_grounding.data.detectors import (
     ClassicDetector,
-    Detector,
     OCRDetector,
     OmniParserDetector,
     UnionDetector,
@@ -43,6 +42,8 @@ from gui_grounding.data.detectors import (
 )
 from gui_grounding.data.schema import load_samples
 from gui_grounding.models.frames import box_iou
+from tests.helpers.detectors import dict_detector
+from tests.helpers.jsonl import read_jsonl
 from tests.helpers.paths import SAMPLE
 
 NUM_IMAGES, PER_IMAGE = 10, 4
@@ -335,33 +336,15 @@ def test_detector_specs():
 # engine with a fake detector: cache, resume, shards, failures, report
 
 
-class FakeDetector(Detector):
-    """Detections read from a dict keyed by the image's file name; records its calls; fails on ``failing`` names."""
-
-    name = "fake"
-    boxes: dict[str, list] = {}
-    calls: list[str] = []
-    failing: set[str] = set()
-
-    def __init__(self, version: int = 1):
-        self.version = version
-
-    def config(self):
-        return {"version": self.version}
-
-    def detect(self, image_path):
-        name = os.path.basename(image_path)
-        FakeDetector.calls.append(name)
-        if name in FakeDetector.failing:
-            raise OSError("cannot decode")
-        return [_d(b, "element", "fake") for b in FakeDetector.boxes.get(name, [])]
+# detections read from a dict keyed by the image's file name; records its calls; fails on ``raising`` names
+FakeDetector = dict_detector("fake")
 
 
 @pytest.fixture
 def fake(monkeypatch):
     monkeypatch.setitem(det_mod.DETECTORS, "fake", FakeDetector)
     FakeDetector.calls = []
-    FakeDetector.failing = {"bad.png"}
+    FakeDetector.raising = {"bad.png"}
     FakeDetector.boxes = {
         "a.png": [(10, 10, 50, 50)],
         "b.png": [(0, 0, 20, 20)],
@@ -418,16 +401,11 @@ def _write_items(folder) -> str:
     return data
 
 
-def _read(path):
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f]
-
-
 def test_clean_keeps_rejects_and_reports_exactly(fake, tmp_path, capsys):
     data = _write_items(tmp_path)
     out = str(tmp_path / "out" / "clean.jsonl")
     report = clean([data], out, "fake", progress=False)
-    kept, rejected = _read(out), _read(str(tmp_path / "out" / "clean.rejected.jsonl"))
+    kept, rejected = read_jsonl(out), read_jsonl(str(tmp_path / "out" / "clean.rejected.jsonl"))
     assert [(r["sample_id"], r["best_iou"]) for r in kept] == [
         ("s0", 1.0),
         ("s1", 0.333333),
@@ -474,7 +452,7 @@ def test_clean_keeps_rejects_and_reports_exactly(fake, tmp_path, capsys):
     assert os.path.getsize(str(tmp_path / "out" / "clean.iou_hist.png")) > 1000
     # threshold 0.25 (kept when >=): s3 (exactly 0.25) stays, s4 (0.2) goes
     report = clean([data], out, "fake", 0.25, progress=False)
-    assert [r["sample_id"] for r in _read(out)] == ["s0", "s1", "s3", "s7"]
+    assert [r["sample_id"] for r in read_jsonl(out)] == ["s0", "s1", "s3", "s7"]
     assert report["images"] == {"total": 5, "detected_now": 0, "cached": 5, "failed": 1}
 
 
@@ -507,7 +485,7 @@ def test_cache_resume_half_written_line_and_retry(fake, tmp_path):
     FakeDetector.calls = []
     clean([data], out, "fake", progress=False, plot=False)
     assert FakeDetector.calls == []
-    FakeDetector.failing = set()
+    FakeDetector.raising = set()
     FakeDetector.boxes["bad.png"] = [(1, 1, 9, 9)]
     report = clean([data], out, "fake", retry_failed=True, progress=False, plot=False)
     assert FakeDetector.calls == ["bad.png"]
@@ -591,7 +569,7 @@ def test_cli_flags_help_and_run(fake, tmp_path, capsys):
     out = str(tmp_path / "cli" / "clean.jsonl")
     args = parser.parse_args(["clean", data, "--detector", "fake", "--out", out, "--iou-threshold", "0.3"])
     args.func(args)
-    assert [r["sample_id"] for r in _read(out)] == ["s0", "s1", "s7"]
+    assert [r["sample_id"] for r in read_jsonl(out)] == ["s0", "s1", "s7"]
     args = parser.parse_args(["clean", data, "--detector", "fake", "--out", out, "--shard", "2/2"])
     with pytest.raises(SystemExit, match="--shard must be I/N with 0 <= I < N"):
         args.func(args)

@@ -35,36 +35,16 @@ from gui_grounding.data.clean import (
     shard_bounds,
     shard_of,
 )
-from gui_grounding.data.detectors import Detector
 from gui_grounding.models.frames import box_iou
+from tests.helpers.detectors import dict_detector
+from tests.helpers.jsonl import read_jsonl
 
 # --------------------------------------------------------------------------------------------------------------------
 # a stub detector and a small data set
 
 
-class Stub(Detector):
-    """Detections from a dict keyed by file name; a name in ``raising`` raises; ``outputs`` overrides the return."""
-
-    name = "stub"
-    boxes: dict[str, list] = {}
-    raising: set[str] = set()
-    outputs: dict[str, object] = {}
-    calls: list[str] = []
-
-    def __init__(self, version: int = 1):
-        self.version = version
-
-    def config(self):
-        return {"version": self.version}
-
-    def detect(self, image_path):
-        name = os.path.basename(image_path)
-        Stub.calls.append(name)
-        if name in Stub.raising:
-            raise OSError("cannot decode")
-        if name in Stub.outputs:
-            return Stub.outputs[name]
-        return [{"bbox": list(b), "type": "element", "score": None, "source": "stub"} for b in Stub.boxes.get(name, [])]
+# detections from a dict keyed by file name; a name in ``raising`` raises; ``outputs`` overrides the return
+Stub = dict_detector("stub")
 
 
 @pytest.fixture
@@ -113,11 +93,6 @@ def _data(folder, names=NAMES, extra=None) -> str:
     with open(data, "w", encoding="utf-8") as f:
         f.writelines(lines)
     return data
-
-
-def _read(path):
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f]
 
 
 def _run(data, out, **kwargs):
@@ -256,7 +231,7 @@ def test_bad_cache_lines_are_counted_and_their_images_redone(stub, tmp_path, cap
         },
     }
     assert report["kept"] == 5 and report["images"] == {"total": 5, "detected_now": 3, "cached": 2, "failed": 0}
-    assert [r["sample_id"] for r in _read(str(out))] == ["s0", "s1", "s2", "s3", "s4"]
+    assert [r["sample_id"] for r in read_jsonl(str(out))] == ["s0", "s1", "s2", "s3", "s4"]
     assert "6 bad cache lines of stub ignored" in caplog.text
     # the torn tail was cut before appending: every line of the file now reads, or is one of the old bad lines
     reloaded = DetectionCache(str(cache.parent), Stub())
@@ -307,7 +282,7 @@ def test_detector_failures_are_detection_failed_rejects_and_the_rest_is_written(
     }  # not JSON numbers
     out = tmp_path / "clean.jsonl"
     report = _run(data, out)
-    kept, rejected = _read(str(out)), _read(output_paths(str(out))["rejected"])
+    kept, rejected = read_jsonl(str(out)), read_jsonl(output_paths(str(out))["rejected"])
     assert [r["sample_id"] for r in kept] == ["s4"]
     assert [(r["sample_id"], r["reason"], r["best_iou"]) for r in rejected] == [
         ("s0", "detection_failed", None),
@@ -343,7 +318,7 @@ def test_an_undecodable_image_is_detection_failed_with_a_real_detector(tmp_path)
         f.write(text)
     out = tmp_path / "clean.jsonl"
     report = clean([data], str(out), "classic", progress=False, plot=False)
-    rejected = _read(output_paths(str(out))["rejected"])
+    rejected = read_jsonl(output_paths(str(out))["rejected"])
     assert [(r["sample_id"], r["reason"]) for r in rejected] == [("s0", "low_iou"), ("s1", "detection_failed")]
     assert rejected[1]["error"].startswith("classic: OSError: ") and rejected[1]["best_iou"] is None
     assert report["rejected"] == {"low_iou": 1, "detection_failed": 1, "invalid_record": 0}
@@ -359,7 +334,7 @@ def test_a_records_own_output_fields_never_decide_its_status(stub, tmp_path):
     data = _data(tmp_path, extra=extra)
     out = tmp_path / "clean.jsonl"
     report = _run(data, out)
-    kept = _read(str(out))
+    kept = read_jsonl(str(out))
     assert [r["sample_id"] for r in kept] == ["s0", "s1", "s2", "s3", "s4"]
     assert all("reason" not in r and "error" not in r and "invalid_reason" not in r for r in kept)
     assert kept[0]["best_iou"] == 1.0 and kept[1]["best_match"]["source"] == "stub"
@@ -379,7 +354,7 @@ def _no_reading(monkeypatch):
     monkeypatch.setattr(clean_mod, "load_samples", boom)
 
 
-def test_bad_out_is_refused_before_any_input_is_read(stub, tmp_path, monkeypatch):
+def test_bad_out_is_refused_before_any_input_isread_jsonl(stub, tmp_path, monkeypatch):
     data = _data(tmp_path)
     before = open(data, "rb").read()
     _no_reading(monkeypatch)
@@ -467,7 +442,7 @@ def test_outputs_atomic_and_the_report_last(stub, tmp_path, monkeypatch):
     with pytest.raises(OutputError, match="disk full"):
         clean([data], str(out), "stub", progress=False, cache_dir=str(tmp_path / "c2"))
     assert not os.path.exists(paths["report"])
-    assert [r["sample_id"] for r in _read(paths["kept"])] == ["s1", "s2", "s3", "s4"]  # the new kept file
+    assert [r["sample_id"] for r in read_jsonl(paths["kept"])] == ["s1", "s2", "s3", "s4"]  # the new kept file
     assert sorted(os.listdir(out.parent)) == [
         "clean.detections",
         "clean.iou_hist.png",
@@ -536,7 +511,7 @@ def test_boxes_and_detections_are_in_the_displayed_frame(tmp_path, where):
             )
     out = tmp_path / "clean.jsonl"
     report = clean([str(data)], str(out), "classic", progress=False, plot=False)
-    kept, rejected = _read(str(out)), _read(output_paths(str(out))["rejected"])
+    kept, rejected = read_jsonl(str(out)), read_jsonl(output_paths(str(out))["rejected"])
     assert [(r["sample_id"], r["image_width"], r["image_height"]) for r in kept] == [("block", 100, 200)]
     assert kept[0]["best_iou"] > 0.9
     assert [(r.get("sample_id"), r["reason"], r.get("invalid_reason")) for r in rejected] == [

@@ -3,14 +3,13 @@ pixels, group separation, and the cross-process gather (2 gloo processes whose r
 
 from __future__ import annotations
 
-import datetime
-import multiprocessing
 import os
 
 import pytest
 
 from gui_grounding.models.consensus import MAX_SAMPLES
 from gui_grounding.training.rewards import REWARDS, consensus_reward
+from tests.helpers.gloo import gloo_ranks
 
 
 def rows(sample_id: str, texts: list[str], answer_size=(500, 500), image_size=(1000, 1000), **columns) -> list[dict]:
@@ -160,25 +159,21 @@ def _two_group_batch() -> tuple[list[dict], list[tuple[int, int]]]:
     return batch, [(0, 8), (8, 16)]
 
 
-def _rank_main(rank: int, init: str, out) -> None:
-    import torch.distributed as dist
-
-    dist.init_process_group("gloo", init_method=init, rank=rank, world_size=2, timeout=datetime.timedelta(seconds=60))
+def _rank_body(rank: int) -> tuple:
+    """On each of 2 gloo ranks: the rewards of this rank's slice, and the error of a call whose rows are broken on
+    rank 1 only."""
+    batch, slices = _two_group_batch()
+    lo, hi = slices[rank]
+    mine = batch[lo:hi]
+    rewards = call(mine)
+    if rank == 1:  # a configuration error on one rank is raised on both, after the gather: nobody hangs
+        mine = [{**r, "prompt_mode": "nope"} for r in mine]
     try:
-        batch, slices = _two_group_batch()
-        lo, hi = slices[rank]
-        mine = batch[lo:hi]
-        rewards = call(mine)
-        if rank == 1:  # a configuration error on one rank is raised on both, after the gather: nobody hangs
-            mine = [{**r, "prompt_mode": "nope"} for r in mine]
-        try:
-            call(mine)
-            error = None
-        except ValueError as err:
-            error = str(err)
-        out.put((rank, rewards, error))
-    finally:
-        dist.destroy_process_group()
+        call(mine)
+        error = None
+    except ValueError as err:
+        error = str(err)
+    return rewards, error
 
 
 def test_two_processes_gather_split_groups(tmp_path):
@@ -189,21 +184,8 @@ def test_two_processes_gather_split_groups(tmp_path):
     # without the gather each rank would vote on its own slice and disagree
     assert call(batch[:8]) + call(batch[8:]) != whole
 
-    ctx = multiprocessing.get_context("spawn")
-    out = ctx.Queue()
-    init = f"file://{os.path.join(tmp_path, 'pg')}"
-    procs = [ctx.Process(target=_rank_main, args=(rank, init, out)) for rank in (0, 1)]
-    for p in procs:
-        p.start()
-    try:
-        results = dict((r, (rewards, error)) for r, rewards, error in (out.get(timeout=60) for _ in procs))
-    finally:
-        for p in procs:
-            p.join(timeout=30)
-            if p.is_alive():
-                p.terminate()
-                p.join()
-    assert [p.exitcode for p in procs] == [0, 0]
+    results, exit_codes = gloo_ranks(_rank_body, tmp_path)
+    assert exit_codes == [0, 0]
     for rank, (lo, hi) in enumerate(slices):
         assert results[rank][0] == whole[lo:hi]
     assert "nope" in results[1][1]

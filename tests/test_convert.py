@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import io
 import json
 import os
 import shutil
@@ -16,6 +15,7 @@ import pytest
 from gui_grounding.data.convert import convert, iter_input, output_paths, register_cli
 from gui_grounding.data.formats import FORMATS, platform_from_path
 from gui_grounding.data.schema import REASONS, SampleError, load_samples
+from tests.helpers.images import png_bytes
 
 FIX = os.path.join(os.path.dirname(__file__), "fixtures", "datasets")
 IMAGES = {
@@ -50,14 +50,6 @@ def root(tmp_path, make_image) -> str:
         write_jpeg(os.path.join(folder, name), w, h)
     (folder / "shots" / "garbage.png").write_bytes(b"not an image\n" * 10)
     return str(folder)
-
-
-def png_bytes(width: int, height: int) -> bytes:
-    from PIL import Image
-
-    buf = io.BytesIO()
-    Image.new("RGB", (width, height), (10, 20, 30)).save(buf, format="PNG")
-    return buf.getvalue()
 
 
 def parquet_from_rows(rows_json: str, dst: str, struct_image: bool) -> str:

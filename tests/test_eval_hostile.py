@@ -34,6 +34,7 @@ from gui_grounding.eval.predictions import (
 )
 from gui_grounding.eval.report import POINT, TARGET, ZOOM_SIZE, _draw_marks, clip_segment, zoom_box
 from gui_grounding.eval.run import run_eval
+from tests.helpers.bench import harness_detail, rescore
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MINI = os.path.join(ROOT, "data", "mini_benchmarks")
@@ -65,12 +66,6 @@ def expected_correctness(samples):
     out = {s.sample_id: CORRECT if i % 2 == 0 else WRONG for i, s in enumerate(samples)}
     out[samples[-1].sample_id] = WRONG_FORMAT
     return out
-
-
-def rescore(bench, samples, path, **kw):
-    preds, report = load_predictions(str(path), samples, **kw)
-    results = results_from_predictions(samples, preds, report)
-    return bench.metrics(samples, results), results, report
 
 
 def write_bytes(path, data: bytes) -> str:
@@ -125,25 +120,7 @@ def test_extra_keys_score_exactly_as_without_them(ssv2, tmp_path):
 
 
 def _harness_details(samples, points):
-    return [
-        {
-            "img_path": f"/x/{s.extra['img_filename']}",
-            "group": s.extra["group"],
-            "platform": s.platform,
-            "application": s.extra["application"],
-            "lang": "en",
-            "instruction_style": "instruction",
-            "prompt_to_evaluate": s.instruction,
-            "gt_type": "positive",
-            "ui_type": s.ui_type,
-            "task_filename": s.extra["task_filename"],
-            "pred": points[s.sample_id],
-            "raw_response": "",
-            "bbox": list(s.boxes[0]),
-            "correctness": "correct",
-        }
-        for s in samples
-    ]
+    return [harness_detail(s, points[s.sample_id], img_path=f"/x/{s.extra['img_filename']}") for s in samples]
 
 
 def test_harness_log_only_by_its_full_shape_or_the_flag(tmp_path):

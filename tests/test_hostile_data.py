@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import struct
 import zlib
 from types import SimpleNamespace
 
@@ -17,16 +16,7 @@ from groundwork import validate
 from groundwork.records import iter_records
 from gui_grounding.data.convert import convert
 from gui_grounding.data.schema import REASONS, load_samples
-
-
-def png_bytes(width: int, height: int, idat: bytes) -> bytes:
-    """A PNG (8-bit grayscale) with the given IHDR size and raw IDAT payload; every chunk CRC is valid."""
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-
-    ihdr = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", idat) + chunk(b"IEND", b"")
+from tests.helpers.images import raw_png
 
 
 def rotated_jpeg(path: str, raw_w: int = 200, raw_h: int = 100, orientation: int = 6) -> None:
@@ -57,8 +47,8 @@ def root(tmp_path, make_image):
     folder = tmp_path / "root"
     make_image(1000, 500, "shots/a.png", folder=folder)
     make_image(400, 800, "shots/b.png", folder=folder)
-    (folder / "shots" / "bomb.png").write_bytes(png_bytes(20_000, 20_000, zlib.compress(b"\0" * 20_000)))
-    (folder / "shots" / "bad_idat.png").write_bytes(png_bytes(8, 8, b"not a zlib stream"))
+    (folder / "shots" / "bomb.png").write_bytes(raw_png(20_000, 20_000, zlib.compress(b"\0" * 20_000)))
+    (folder / "shots" / "bad_idat.png").write_bytes(raw_png(8, 8, b"not a zlib stream"))
     good = (folder / "shots" / "a.png").read_bytes()
     (folder / "shots" / "truncated.png").write_bytes(good[: len(good) // 2])
     buf = io.BytesIO()

@@ -14,10 +14,8 @@ about 2 s).
 
 from __future__ import annotations
 
-import datetime
 import json
 import math
-import multiprocessing
 import os
 import subprocess
 import sys
@@ -26,6 +24,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from tests.helpers.gloo import gloo_ranks
 from tests.helpers.paths import REPO, SAMPLE
 from vlm_r1.perf import PERF_MAX_MEM_KEY, PERF_TOTAL_KEY, RankPerf, perf_keys
 
@@ -120,35 +119,17 @@ def test_falls_back_to_num_input_tokens_seen():
     assert cb.last[perf_keys(0)[0]] == pytest.approx(100.0)
 
 
-def _rank_main(rank: int, init: str, out) -> None:
-    import torch.distributed as dist
-
-    dist.init_process_group("gloo", init_method=init, rank=rank, world_size=2, timeout=datetime.timedelta(seconds=60))
-    try:
-        trainer, clock = FakeTrainer(prompt_len=10 * (rank + 1), completion_len=2), Clock()
-        cb = RankPerf(trainer, clock=clock)
-        _events(cb, trainer, clock, [(2.0, 4, True)])  # rank 0: 4 x 12 tokens, rank 1: 4 x 22 tokens, in 2 s
-        out.put((rank, cb.last, dict(trainer._metrics["train"])))
-    finally:
-        dist.destroy_process_group()
+def _rank_body(rank: int) -> tuple:
+    """On each of 2 gloo ranks: the callback's gathered logs and the trainer's metrics after one logged step."""
+    trainer, clock = FakeTrainer(prompt_len=10 * (rank + 1), completion_len=2), Clock()
+    cb = RankPerf(trainer, clock=clock)
+    _events(cb, trainer, clock, [(2.0, 4, True)])  # rank 0: 4 x 12 tokens, rank 1: 4 x 22 tokens, in 2 s
+    return cb.last, dict(trainer._metrics["train"])
 
 
 def test_two_gloo_ranks_gathered(tmp_path):
-    ctx = multiprocessing.get_context("spawn")
-    out = ctx.Queue()
-    init = f"file://{os.path.join(tmp_path, 'pg')}"
-    procs = [ctx.Process(target=_rank_main, args=(rank, init, out)) for rank in (0, 1)]
-    for p in procs:
-        p.start()
-    try:
-        results = {rank: (logs, metrics) for rank, logs, metrics in (out.get(timeout=60) for _ in procs)}
-    finally:
-        for p in procs:
-            p.join(timeout=30)
-            if p.is_alive():
-                p.kill()
-                p.join()
-    assert [p.exitcode for p in procs] == [0, 0]
+    results, exit_codes = gloo_ranks(_rank_body, tmp_path)
+    assert exit_codes == [0, 0]
     logs0, metrics0 = results[0]
     assert logs0 == results[1][0]  # every rank has every rank's values
     assert logs0[perf_keys(0)[0]] == pytest.approx(4 * 12 / 2.0)

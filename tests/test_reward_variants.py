@@ -33,16 +33,13 @@ from gui_grounding.training.rewards import (
     score_iou,
 )
 from gui_grounding.training.task import sample_to_row
+from tests.helpers.records import assistant
 from vlm_r1 import rewards as vr
 
 
 def close(value: float):
     """Exact up to float rounding of the same arithmetic done in another order."""
     return pytest.approx(value, rel=1e-12, abs=1e-15)
-
-
-def _conv(text: str) -> list:
-    return [{"role": "assistant", "content": text}]
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -466,7 +463,7 @@ def test_task_row_in_box_mode():
 def test_wrappers_point_mode_exact_lists():
     kw = _trainer_kwargs(_rows("non_thinking"), 4)
     texts = ["(100,50)", "(150,75)", "(200,50)", "[50,25,150,75]"]
-    comps = [_conv(t) for t in texts]
+    comps = [assistant(t) for t in texts]
     diag = math.hypot(500, 250)
     assert gg.click_reward(comps, **kw) == [1.0, 1.0, 0.0, 0.0]
     assert gg.distance_reward(comps, **kw) == [
@@ -494,7 +491,7 @@ def test_wrappers_point_mode_exact_lists():
 def test_wrappers_box_mode_exact_lists():
     kw = _trainer_kwargs(_rows("box"), 3)
     texts = ["[50,25,150,75]", "[100,25,200,75]", "(100,50)"]
-    comps = [_conv(t) for t in texts]
+    comps = [assistant(t) for t in texts]
     assert gg.iou_reward(comps, **kw) == [1.0, close(50 * 50 / (2 * 5000 - 2500)), 0.0]
     # shift 50 in x, same sigmas (50, 25): exp(-50^2 / (4 * 5000))
     assert gg.gaussian_coverage_reward(comps, **kw) == [1.0, close(math.exp(-(50**2) / (4 * 5000))), 0.0]

@@ -13,6 +13,7 @@ from gui_grounding.models.prompts import parse_point
 from gui_grounding.training import rewards as gg_rewards
 from gui_grounding.training.rewards import click_format_reward, click_reward, score_click, score_click_format
 from gui_grounding.training.task import GUIGroundingTask
+from tests.helpers.records import assistant
 from vlm_r1 import rewards as vr
 
 BOX = [10, 10, 20, 20]
@@ -180,15 +181,11 @@ def test_score_click_format(text, expected):
 # TRL wrappers
 
 
-def _conv(text: str) -> list:
-    return [{"role": "assistant", "content": text}]
-
-
 def test_click_reward_conversational_completions_exact_list():
     texts = ["(15,20)", "(21,20)", "<think>a</think><answer>(12,12)</answer>", "(12,12)", "(1,1) (15,15)"]
     boxes = [[BOX], [BOX], [BOX], [BOX], [BOX]]
     modes = ["non_thinking", "non_thinking", "thinking", "thinking", "non_thinking"]
-    out = click_reward(completions=[_conv(t) for t in texts], target_boxes_resized=boxes, prompt_mode=modes)
+    out = click_reward(completions=[assistant(t) for t in texts], target_boxes_resized=boxes, prompt_mode=modes)
     assert out == [1.0, 0.0, 1.0, 0.0, 0.0]
 
 
@@ -258,7 +255,11 @@ def test_click_reward_is_total_under_both_roundings(text, rounding, mode):
 
 
 def test_click_format_reward_exact_list():
-    comps = [_conv("<think>a</think><answer>(3,4)</answer>"), _conv("(3,4)"), "<think>b</think><answer>(1,2)</answer>"]
+    comps = [
+        assistant("<think>a</think><answer>(3,4)</answer>"),
+        assistant("(3,4)"),
+        "<think>b</think><answer>(1,2)</answer>",
+    ]
     assert click_format_reward(comps, target_boxes_resized=[[BOX]] * 3) == [1.0, 0.0, 1.0]
 
 
@@ -269,14 +270,14 @@ def test_click_format_reward_exact_list():
 def test_format_reward_exact():
     # upstream full-matches the completion as written (grpo_jsonl.py:882-897 at 90052f4): no strip
     comps = [
-        _conv("<think>a</think> <answer>b</answer>"),
-        _conv("<think>a</think><answer>b</answer>"),
-        _conv("<think>a\nb</think>\n<answer>c</answer>"),
-        _conv("  <think>a\nb</think>\n<answer>c</answer>  "),  # whitespace around: 0.0, as upstream
-        _conv("<think>a</think><answer>b</answer>\n"),
-        _conv("<answer>b</answer>"),
-        _conv("<think>a</think> <answer>b</answer> trailing"),
-        _conv("<think>a</think><answer>b</answer><answer>c</answer>"),  # .*? may hold tags
+        assistant("<think>a</think> <answer>b</answer>"),
+        assistant("<think>a</think><answer>b</answer>"),
+        assistant("<think>a\nb</think>\n<answer>c</answer>"),
+        assistant("  <think>a\nb</think>\n<answer>c</answer>  "),  # whitespace around: 0.0, as upstream
+        assistant("<think>a</think><answer>b</answer>\n"),
+        assistant("<answer>b</answer>"),
+        assistant("<think>a</think> <answer>b</answer> trailing"),
+        assistant("<think>a</think><answer>b</answer><answer>c</answer>"),  # .*? may hold tags
         "<think>a</think><answer>b</answer>",
     ]
     assert vr.format_reward(comps) == [1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0]
@@ -297,7 +298,7 @@ def test_format_rule_is_upstreams_full_match(parts):
 
 
 def _acc(pred: str, sol, method=None) -> float:
-    return vr.accuracy_reward([_conv(pred)], solution=[sol], accu_reward_method=[method])[0]
+    return vr.accuracy_reward([assistant(pred)], solution=[sol], accu_reward_method=[method])[0]
 
 
 def test_accuracy_default_math_verify_numbers_and_partial_credit():
@@ -337,7 +338,7 @@ def test_extract_choice_is_upstreams_heuristic():
 
 
 def test_accuracy_all_match_is_not_numeric():
-    comps = [_conv("<answer>3.0</answer>"), _conv("<answer>3</answer>"), _conv("<answer>Cat.</answer>")]
+    comps = [assistant("<answer>3.0</answer>"), assistant("<answer>3</answer>"), assistant("<answer>Cat.</answer>")]
     sols = ["<answer> 3 </answer>"] * 2 + ["<answer>cat</answer>"]
     assert vr.accuracy_reward(comps, solution=sols, accu_reward_method=["all_match"] * 3) == [0.0, 1.0, 1.0]
     assert _acc("<answer>a\nb</answer>", "<answer>a b</answer>", "all_match") == 1.0
@@ -370,7 +371,7 @@ def test_accuracy_math():
 
 
 def test_accuracy_mixed_methods_per_sample():
-    comps = [_conv("<answer>2.0</answer>"), _conv("<answer>2.0</answer>")]
+    comps = [assistant("<answer>2.0</answer>"), assistant("<answer>2.0</answer>")]
     out = vr.accuracy_reward(comps, solution=["<answer>2</answer>"] * 2, accu_reward_method=["default", "all_match"])
     assert out == [1.0, 0.0]
 
@@ -389,7 +390,7 @@ def test_accuracy_network_and_detection_methods_are_refused_before_training(meth
 
 
 def test_accuracy_unknown_or_missing_method_scores_as_default_as_upstream():
-    comps = [_conv("<answer>Dark red</answer>"), _conv("<answer>b</answer>")]
+    comps = [assistant("<answer>Dark red</answer>"), assistant("<answer>b</answer>")]
     sols = ["<answer>Red</answer>", "<answer>B</answer>"]
     assert vr.accuracy_reward(comps, solution=sols, accu_reward_method=["bogus", None]) == [6 / 11, 1.0]
     assert vr.accuracy_reward(comps, solution=sols) == [6 / 11, 1.0]  # no column

@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 import logging
 import os
-import struct
 import zlib
 from collections import Counter
 
 import pytest
 
 from gui_grounding.data.schema import REASONS, Sample, SampleError, load_samples, record_to_sample
+from tests.helpers.images import raw_png
 
 
 @pytest.fixture
@@ -24,19 +24,9 @@ def data_dir(tmp_path, make_image):
     (tmp_path / "images" / "truncated.png").write_bytes(good[: len(good) // 2])
     # a 20000 x 20000 PNG in a few KB (declared size over the 64 Mpx limit) and a PNG with valid chunk CRCs whose
     # IDAT is not a zlib stream
-    (tmp_path / "images" / "bomb.png").write_bytes(png_bytes(20_000, 20_000, zlib.compress(b"\0" * 20_000)))
-    (tmp_path / "images" / "bad_idat.png").write_bytes(png_bytes(8, 8, b"not a zlib stream at all"))
+    (tmp_path / "images" / "bomb.png").write_bytes(raw_png(20_000, 20_000, zlib.compress(b"\0" * 20_000)))
+    (tmp_path / "images" / "bad_idat.png").write_bytes(raw_png(8, 8, b"not a zlib stream at all"))
     return tmp_path
-
-
-def png_bytes(width: int, height: int, idat: bytes) -> bytes:
-    """A PNG file (8-bit grayscale) with the given IHDR size and raw IDAT payload; every chunk CRC is valid."""
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-
-    ihdr = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", idat) + chunk(b"IEND", b"")
 
 
 def write_jsonl(path, lines) -> str:

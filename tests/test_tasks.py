@@ -3,26 +3,13 @@
 from __future__ import annotations
 
 import json
-from types import SimpleNamespace
 
 from PIL import Image
 
 from gui_grounding.training.task import GUIGroundingTask
+from tests.helpers.records import task_script_args
 from vlm_r1.modules import get_vlm_module, load_processor
 from vlm_r1.tasks import DefaultTask
-
-
-def _script_args(files, **kw):
-    base = dict(
-        data_file_list=files,
-        image_folder_list=None,
-        reward_method_list=None,
-        strict_data=False,
-        task_type=None,
-        prompt_mode="non_thinking",
-    )
-    base.update(kw)
-    return SimpleNamespace(**base)
 
 
 def test_default_task_reads_upstream_records(tmp_path, tiny_qwen25_dir):
@@ -49,7 +36,7 @@ def test_default_task_reads_upstream_records(tmp_path, tiny_qwen25_dir):
     data.write_text("\n".join(x if isinstance(x, str) else json.dumps(x) for x in lines) + "\n")
     module = get_vlm_module(tiny_qwen25_dir)
     ds = DefaultTask().build_dataset(
-        _script_args([str(data)], reward_method_list=["yes_no"], task_type="gui"),
+        task_script_args([str(data)], reward_method_list=["yes_no"], task_type="gui"),
         load_processor(tiny_qwen25_dir),
         module,
     )
@@ -85,7 +72,9 @@ def test_default_task_question_and_solution_follow_upstream_exactly(tmp_path, ti
     ]
     (tmp_path / "d.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     module = get_vlm_module(tiny_qwen25_dir)
-    ds = DefaultTask().build_dataset(_script_args([str(tmp_path / "d.jsonl")]), load_processor(tiny_qwen25_dir), module)
+    ds = DefaultTask().build_dataset(
+        task_script_args([str(tmp_path / "d.jsonl")]), load_processor(tiny_qwen25_dir), module
+    )
     rows = ds.with_format(None).to_list()
     template = module.get_question_template(None)
     assert [r["problem"] for r in rows] == [c[2] for c in cases]
@@ -106,7 +95,7 @@ def test_gui_task_rows_resize_once_into_the_prompt_frame(tmp_path, tiny_qwen25_d
     (tmp_path / "d.jsonl").write_text(json.dumps(rec) + "\n")
     processor = load_processor(tiny_qwen25_dir)  # max_pixels 200704 -> 1280x720 becomes 588x336
     ds = GUIGroundingTask().build_dataset(
-        _script_args([str(tmp_path / "d.jsonl")]), processor, get_vlm_module(tiny_qwen25_dir)
+        task_script_args([str(tmp_path / "d.jsonl")]), processor, get_vlm_module(tiny_qwen25_dir)
     )
     row = ds[0]
     assert row["resized_size"] == [588, 336] and row["image_size"] == [1280, 720]

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import logging
 import sys
-from types import SimpleNamespace
 
 import pytest
 from PIL import Image
@@ -15,27 +14,10 @@ from PIL import Image
 from groundwork import records as vdata
 from groundwork.records import RecordError, iter_records, json_text_columns, rows_to_dataset
 from tests.helpers.proc import child_env, run
+from tests.helpers.records import conversation, task_script_args
 from tests.helpers.train import tiny_train_argv
 from vlm_r1.modules import get_vlm_module, load_processor
 from vlm_r1.tasks import DefaultTask
-
-
-def _script_args(files, **kw):
-    base = dict(
-        data_file_list=files,
-        image_folder_list=None,
-        reward_method_list=None,
-        strict_data=False,
-        task_type=None,
-        prompt_mode="non_thinking",
-    )
-    base.update(kw)
-    return SimpleNamespace(**base)
-
-
-def _conv(question="<image>q", answer="a"):
-    return [{"from": "human", "value": question}, {"from": "gpt", "value": answer}]
-
 
 # --------------------------------------------------------------------------------------------------------------------
 # iter_records: every hostile line is one error, its neighbours are read
@@ -138,11 +120,11 @@ def _write(path, records):
 
 def test_default_task_keeps_every_extra_key_as_a_column(image_dir, tiny_qwen25_dir, caplog):
     records = [
-        {"id": 1, "image": "a.png", "conversations": _conv(), "meta": {"src": "web", "w": 3}, "score": 1},
+        {"id": 1, "image": "a.png", "conversations": conversation(), "meta": {"src": "web", "w": 3}, "score": 1},
         {
             "id": "b",
             "image": "a.png",
-            "conversations": _conv(),
+            "conversations": conversation(),
             "meta": "plain",
             "score": 2.5,
             "only_here": [1, 2],
@@ -150,7 +132,7 @@ def test_default_task_keeps_every_extra_key_as_a_column(image_dir, tiny_qwen25_d
         },
         {
             "image": "a.png",
-            "conversations": _conv(),
+            "conversations": conversation(),
             "meta": None,
             "huge": 10**30,
             "problem": "not mine",
@@ -166,7 +148,7 @@ def test_default_task_keeps_every_extra_key_as_a_column(image_dir, tiny_qwen25_d
     path = _write(image_dir / "d.jsonl", records)
     with caplog.at_level(logging.WARNING, logger="vlm_r1.tasks"):
         ds = DefaultTask().build_dataset(
-            _script_args([path], reward_method_list=["yes_no"]),
+            task_script_args([path], reward_method_list=["yes_no"]),
             load_processor(tiny_qwen25_dir),
             get_vlm_module(tiny_qwen25_dir),
         )
@@ -228,47 +210,59 @@ def test_extra_columns_are_capped(monkeypatch, caplog):
             "conversations must be a list of",
         ),
         ({"image": "a.png", "conversations": "q"}, "unparseable_record", "conversations must be a list of"),
-        ({"image": "a.png", "conversations": _conv(question=["q"])}, "bad_question", "must be a string, got list"),
-        ({"image": 5, "conversations": _conv()}, "bad_image", "image must be a path or a list of paths, got 5"),
-        ({"image": ["a.png", None], "conversations": _conv()}, "bad_image", "image must be a path or a list of paths"),
         (
-            {"image": "a.png", "conversations": _conv(), "accu_reward_method": 5},
+            {"image": "a.png", "conversations": conversation(question=["q"])},
+            "bad_question",
+            "must be a string, got list",
+        ),
+        ({"image": 5, "conversations": conversation()}, "bad_image", "image must be a path or a list of paths, got 5"),
+        (
+            {"image": ["a.png", None], "conversations": conversation()},
+            "bad_image",
+            "image must be a path or a list of paths",
+        ),
+        (
+            {"image": "a.png", "conversations": conversation(), "accu_reward_method": 5},
             "bad_accu_reward_method",
             "accu_reward_method must be a string, got 5",
         ),
-        ({"image": "a.png", "conversations": _conv(question="\ud800")}, "bad_text", "question is not valid Unicode"),
-        ({"image": "a\udcff.png", "conversations": _conv()}, "bad_text", "image is not valid Unicode"),
-        ({"image": "missing.png", "conversations": _conv()}, "missing_image", "missing image"),
+        (
+            {"image": "a.png", "conversations": conversation(question="\ud800")},
+            "bad_text",
+            "question is not valid Unicode",
+        ),
+        ({"image": "a\udcff.png", "conversations": conversation()}, "bad_text", "image is not valid Unicode"),
+        ({"image": "missing.png", "conversations": conversation()}, "missing_image", "missing image"),
         ("not json", "unparseable_record", "invalid JSON"),
         ("[" * 100_000, "unparseable_record", "invalid JSON: nested too deeply"),
     ],
 )
 def test_default_task_bad_records_are_counted_by_reason(record, reason, message, image_dir, tiny_qwen25_dir, caplog):
-    good = {"image": "a.png", "conversations": _conv()}
+    good = {"image": "a.png", "conversations": conversation()}
     path = _write(image_dir / "d.jsonl", [good, record, good])
     processor, module = load_processor(tiny_qwen25_dir), get_vlm_module(tiny_qwen25_dir)
     with caplog.at_level(logging.WARNING, logger="vlm_r1.tasks"):
-        ds = DefaultTask().build_dataset(_script_args([path]), processor, module)
+        ds = DefaultTask().build_dataset(task_script_args([path]), processor, module)
     assert len(ds) == 2  # the neighbours are kept
     assert f"default: skipped records: {{'{reason}': 1}} (kept 2)" in caplog.text
     assert f"default: first {reason}: {path}:2: " in caplog.text and message in caplog.text
     with pytest.raises(ValueError, match=rf"^{path}:2: {reason}: ") as err:
-        DefaultTask().build_dataset(_script_args([path], strict_data=True), processor, module)
+        DefaultTask().build_dataset(task_script_args([path], strict_data=True), processor, module)
     assert message in str(err.value)
 
 
 def test_default_task_odd_but_valid_answers_are_kept(image_dir, tiny_qwen25_dir):
     records = [
-        {"image": "a.png", "conversations": _conv(answer="nan")},
-        {"image": "a.png", "conversations": _conv(answer=10**400)},
-        {"image": [], "conversations": _conv(question="text only")},
-        {"conversations": _conv(question="no image key"), "accu_reward_method": None},
+        {"image": "a.png", "conversations": conversation(answer="nan")},
+        {"image": "a.png", "conversations": conversation(answer=10**400)},
+        {"image": [], "conversations": conversation(question="text only")},
+        {"conversations": conversation(question="no image key"), "accu_reward_method": None},
     ]
     path = _write(image_dir / "d.jsonl", records)
     with open(path, "a") as f:  # NaN is not JSON: this line is skipped (strict JSON), its neighbours are kept
         f.write('{"image": "a.png", "conversations": [{"value": "q"}, {"value": NaN}]}\n')
     ds = DefaultTask().build_dataset(
-        _script_args([path]), load_processor(tiny_qwen25_dir), get_vlm_module(tiny_qwen25_dir)
+        task_script_args([path]), load_processor(tiny_qwen25_dir), get_vlm_module(tiny_qwen25_dir)
     )
     rows = ds.with_format(None).to_list()
     assert len(rows) == 4
@@ -294,8 +288,14 @@ def spy(completions, **kwargs):
 @pytest.mark.slow  # ~13 s: a CLI training run
 def test_custom_reward_receives_extra_columns_end_to_end(image_dir, tiny_qwen25_dir, tmp_path):
     records = [
-        {"id": "r0", "image": "a.png", "conversations": _conv("<image>What?", "A"), "meta": {"k": 1}, "note": "x"},
-        {"id": "r1", "image": "a.png", "conversations": _conv("<image>Why?", "B"), "meta": "text"},
+        {
+            "id": "r0",
+            "image": "a.png",
+            "conversations": conversation("<image>What?", "A"),
+            "meta": {"k": 1},
+            "note": "x",
+        },
+        {"id": "r1", "image": "a.png", "conversations": conversation("<image>Why?", "B"), "meta": "text"},
     ]
     path = _write(image_dir / "d.jsonl", records)
     (tmp_path / "spy_rewards.py").write_text(SPY)

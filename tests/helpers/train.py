@@ -23,6 +23,7 @@ from typing import Any
 
 from tests.helpers.paths import REPO, SAMPLE
 from tests.helpers.proc import TORCH_EXTENSIONS_DIR, child_env, run
+from tests.helpers.records import conversation
 
 #: the toy reward of ``tests/plugins/toy_rewards.py`` (needs ``tests/plugins`` on the path: ``proc.child_env`` has it)
 TOY_REWARD = "toy_rewards:completion_length_reward"
@@ -139,9 +140,9 @@ def colour_question_argv(model: Any, folder: Any, make_image, out: Any, record_i
     """
     make_image(84, 84, "a.png", folder=os.path.join(folder, "img"))
     data = os.path.join(folder, "d.jsonl")
-    conversations = [{"from": "human", "value": "<image>What colour is it?"}, {"from": "gpt", "value": "red"}]
+    record = {"id": record_id, "image": "a.png", "conversations": conversation("<image>What colour is it?", "red")}
     with open(data, "w", encoding="utf-8") as f:
-        f.write(json.dumps({"id": record_id, "image": "a.png", "conversations": conversations}) + "\n")
+        f.write(json.dumps(record) + "\n")
     colour = dict(task_type=None, image_folders=os.path.join(folder, "img"), freeze_vision_modules=None, beta=0)
     colour.update(max_steps=1, per_device_train_batch_size=4, num_generations=4, max_pixels=50176)
     return tiny_train_argv(model, data, out, **{**colour, **own})
