@@ -279,6 +279,11 @@ def _trainer(model_dir, data, out, reward_funcs, **overrides):
     )
 
 
+def _dynamic_sampling(max_tries: int, **overrides) -> dict:
+    """``_trainer``'s keywords for dynamic sampling: on, groups of 4, at most ``max_tries`` generations a step."""
+    return dict(num_generations=4, dynamic_sampling=True, dynamic_sampling_max_tries=max_tries, **overrides)
+
+
 def _spy_advantages(trainer) -> list:
     """Record the ``advantages`` of every micro-batch the loss is computed on."""
     seen, compute = [], trainer._compute_loss
@@ -339,17 +344,8 @@ def test_dynamic_sampling_trains_only_groups_with_signal(tiny_qwen25_dir, train6
     from ablation_rewards import is_flat_prompt
 
     out = str(tmp_path / "ds")
-    trainer = _trainer(
-        tiny_qwen25_dir,
-        train6,
-        out,
-        ["ablation_rewards:split_signal_reward"],
-        per_device_train_batch_size=4,
-        gradient_accumulation_steps=2,
-        num_generations=4,
-        dynamic_sampling=True,
-        dynamic_sampling_max_tries=6,
-    )
+    sampling = _dynamic_sampling(6, per_device_train_batch_size=4, gradient_accumulation_steps=2)
+    trainer = _trainer(tiny_qwen25_dir, train6, out, ["ablation_rewards:split_signal_reward"], **sampling)
     advantages = _spy_advantages(trainer)
     trainer.train()
     logs, records = _step_logs(trainer.state.log_history), _records(out)
@@ -372,16 +368,9 @@ def test_dynamic_sampling_trains_only_groups_with_signal(tiny_qwen25_dir, train6
 
 def test_dynamic_sampling_gives_up_after_max_tries(tiny_qwen25_dir, train6, tmp_path, plugins_on_path, caplog):
     caplog.set_level(logging.WARNING, logger="vlm_r1.trainer")
+    sampling = _dynamic_sampling(3, max_steps=1, per_device_train_batch_size=8)
     trainer = _trainer(
-        tiny_qwen25_dir,
-        train6,
-        str(tmp_path / "stuck"),
-        ["ablation_rewards:constant_reward"],
-        max_steps=1,
-        per_device_train_batch_size=8,
-        num_generations=4,
-        dynamic_sampling=True,
-        dynamic_sampling_max_tries=3,
+        tiny_qwen25_dir, train6, str(tmp_path / "stuck"), ["ablation_rewards:constant_reward"], **sampling
     )
     advantages = _spy_advantages(trainer)
     trainer.train()

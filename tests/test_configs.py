@@ -8,6 +8,7 @@ from dataclasses import fields
 import pytest
 
 from gui_grounding.training.task import GUIGroundingOptions
+from tests.helpers.train import flags
 from vlm_r1.grpo import parse_args
 
 BASE = ["--model_name_or_path", "some/model", "--data_file_paths", "a.jsonl"]
@@ -17,19 +18,13 @@ def args(tmp_path, *extra):
     return [*BASE, "--output_dir", str(tmp_path / "out"), *extra]
 
 
+def _two_files(tmp_path, **more):
+    """Model ``m``, output ``tmp_path``, the data files ``a.jsonl:b.jsonl`` (colon-separated, upstream's form)."""
+    return flags(model_name_or_path="m", output_dir=tmp_path, data_file_paths="a.jsonl:b.jsonl", **more)
+
+
 def test_colon_separated_files_and_folders(tmp_path):
-    argv = [
-        "--model_name_or_path",
-        "m",
-        "--output_dir",
-        str(tmp_path),
-        "--data_file_paths",
-        "a.jsonl:b.jsonl",
-        "--image_folders",
-        "x:y",
-        "--reward_method",
-        "default:yes_no",
-    ]
+    argv = _two_files(tmp_path, image_folders="x:y", reward_method="default:yes_no")
     script, training, model = parse_args(argv)
     assert script.data_file_list == ["a.jsonl", "b.jsonl"]
     assert script.image_folder_list == ["x", "y"]
@@ -53,16 +48,7 @@ def test_single_file_and_no_folders(tmp_path):
     ],
 )
 def test_mismatched_counts_raise(tmp_path, flag, value, message):
-    argv = [
-        "--model_name_or_path",
-        "m",
-        "--output_dir",
-        str(tmp_path),
-        "--data_file_paths",
-        "a.jsonl:b.jsonl",
-        flag,
-        value,
-    ]
+    argv = [*_two_files(tmp_path), flag, value]
     with pytest.raises(ValueError, match=f"^{message}$"):
         parse_args(argv)
 

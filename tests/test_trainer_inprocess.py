@@ -19,6 +19,8 @@ import warnings
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.helpers.proc import PLUGINS
 from tests.helpers.train import sample_subset, tiny_train_argv
@@ -174,3 +176,58 @@ def test_shared_helper_fixtures(repo, sample, proc):
     assert repo == paths.REPO and sample == paths.SAMPLE and os.path.isdir(sample)
     out = proc.run([sys.executable, "-c", "import os; print(os.environ['HF_HUB_OFFLINE'])"], env=proc.child_env())
     assert out.stdout.strip() == "1"
+
+
+def test_tiny_train_argv_builder_exact():
+    """The tiny-run builder (``tests/helpers/train.py``): ``--config`` first, the defaults in their order with a
+    test's value in place, ``None`` drops a flag, a bool is true/false, a tuple gives several values, new keys and
+    then ``extra`` last."""
+    from tests.helpers.paths import SAMPLE
+    from tests.helpers.train import TOY_REWARD, tiny_sft_argv, tiny_train_argv
+
+    argv = tiny_train_argv("M", "D", "O", "--deepspeed", "z.json", config="r.yaml", max_steps=3, seed=None, bf16=False)
+    assert argv == [
+        *("--config", "r.yaml", "--model_name_or_path", "M", "--data_file_paths", "D", "--output_dir", "O"),
+        *("--task_type", "gui_grounding", "--image_folders", SAMPLE, "--reward_funcs", "click", TOY_REWARD),
+        *("--max_steps", "3", "--per_device_train_batch_size", "8", "--num_generations", "8"),
+        *("--max_completion_length", "8", "--max_pixels", "100352", "--freeze_vision_modules", "true"),
+        *("--logging_steps", "1", "--report_to", "none", "--save_strategy", "no", "--bf16", "false"),
+        *("--deepspeed", "z.json"),
+    ]
+    assert tiny_sft_argv("M", "D", "O", learning_rate="1e-3", disable_tqdm=None) == [
+        *("--model_name_or_path", "M", "--data_file_paths", "D", "--output_dir", "O", "--task_type", "default"),
+        *("--max_steps", "3", "--per_device_train_batch_size", "2", "--logging_steps", "1"),
+        *("--save_strategy", "no", "--report_to", "none", "--learning_rate", "1e-3"),
+    ]
+
+
+_FLAG_NAMES = st.from_regex(r"[a-z][a-z_]{0,12}", fullmatch=True)
+_FLAG_VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-5, 10**6),
+    st.text("abc/:.-_019", min_size=1, max_size=8).filter(lambda t: not t.startswith("-")),
+    st.lists(st.text("abc019", min_size=1, max_size=4), min_size=1, max_size=3).map(tuple),
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.dictionaries(_FLAG_NAMES, _FLAG_VALUES, max_size=8))
+def test_flags_round_trip(values):
+    """``flags`` over any keywords: read back flag by flag, each flag not None is there once, in the given order,
+    with exactly its values (bool -> true/false, tuple -> several values, else ``str``)."""
+    from tests.helpers.train import flags
+
+    argv, seen = flags(**values), []
+    for arg in argv:
+        if arg.startswith("--"):
+            seen.append((arg[2:], []))
+        else:
+            seen[-1][1].append(arg)
+    expected = []
+    for key, value in values.items():
+        if value is None:
+            continue
+        items = value if isinstance(value, tuple) else (value,)
+        expected.append((key, ["true" if v is True else "false" if v is False else str(v) for v in items]))
+    assert seen == expected

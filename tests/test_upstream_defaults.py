@@ -11,6 +11,7 @@ import os
 import pytest
 
 from tests.helpers.paths import REPO
+from tests.helpers.train import flags
 from vlm_r1.configs import LEGACY_TRAINING_FLAGS
 from vlm_r1.grpo import parse_args
 from vlm_r1.upstream_defaults import load_rows, markdown_table, our_defaults
@@ -80,12 +81,7 @@ def test_docs_show_the_table():
 def test_legacy_training_flags_map_to_their_successors(tmp_path, caplog, monkeypatch):
     monkeypatch.delenv("TENSORBOARD_LOGGING_DIR", raising=False)
     argv = [
-        "--model_name_or_path",
-        "m",
-        "--data_file_paths",
-        "a.jsonl",
-        "--output_dir",
-        str(tmp_path),
+        *flags(model_name_or_path="m", data_file_paths="a.jsonl", output_dir=tmp_path),
         "--warmup_ratio",
         "0.1",
         "--evaluation_strategy",
@@ -123,18 +119,8 @@ def test_legacy_training_flags_map_to_their_successors(tmp_path, caplog, monkeyp
 
 
 def test_explicit_successor_beats_the_legacy_flag(tmp_path, caplog):
-    argv = [
-        "--model_name_or_path",
-        "m",
-        "--data_file_paths",
-        "a.jsonl",
-        "--output_dir",
-        str(tmp_path),
-        "--warmup_ratio",
-        "0.1",
-        "--warmup_steps",
-        "7",
-    ]
+    argv = [*flags(model_name_or_path="m", data_file_paths="a.jsonl", output_dir=tmp_path), "--warmup_ratio", "0.1"]
+    argv += ["--warmup_steps", "7"]
     with caplog.at_level(logging.WARNING, logger="vlm_r1"):
         _, training, _ = parse_args(argv)
     assert training.warmup_steps == 7
