@@ -1,7 +1,14 @@
 """Shared fixtures: tiny Qwen2.5-VL / Qwen2-VL checkpoints (built offline, once per session), a PNG factory, and the
 shared helpers of ``tests/helpers`` as fixtures (``repo`` / ``sample``: paths.REPO / paths.SAMPLE; ``proc``: the
 child-process module, ``proc.child_env(...)`` and ``proc.run(...)``). Plain functions are imported from
-``tests.helpers`` directly (``from tests.helpers.proc import run``); one home each, no per-file copies.
+``tests.helpers`` directly (``from tests.helpers.proc import run``); one home each, no per-file copies:
+
+* ``train``: tiny training runs (``tiny_train_argv`` / ``tiny_sft_argv`` / ``flags``, ``sample_subset``,
+  ``step_logs``, ``launch``, ``colour_question_argv``);
+* ``bench``: rescoring a predictions file (``rescore``, ``rescore_full``), ScreenSpot-Pro harness details;
+* ``records``: completion and record shapes (``assistant``, ``conversation``, ``task_script_args``);
+* ``images`` (``png_bytes``, ``raw_png``), ``jsonl`` (``read_jsonl``), ``detectors`` (``dict_detector``),
+  ``gloo`` (``gloo_ranks``), ``wilson`` (closed-form intervals), ``paths``, ``proc``.
 
 Environment is pinned before anything imports torch or huggingface_hub: at most 2 OpenMP threads (the CI machine has 2
 cores; more threads oversubscribe and slow generation ~50x), no tokenizer thread pool, and the HF hub in offline mode
