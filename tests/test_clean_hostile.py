@@ -354,7 +354,7 @@ def _no_reading(monkeypatch):
     monkeypatch.setattr(clean_mod, "load_samples", boom)
 
 
-def test_bad_out_is_refused_before_any_input_isread_jsonl(stub, tmp_path, monkeypatch):
+def test_bad_out_is_refused_before_any_input_is_read(stub, tmp_path, monkeypatch):
     data = _data(tmp_path)
     before = open(data, "rb").read()
     _no_reading(monkeypatch)
