@@ -24,13 +24,14 @@ import json
 import os
 from typing import Any
 
+from groundwork.records import load_json_file
+
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "upstream_defaults.json")
 
 
 def load_rows() -> list[dict]:
     """The rows of ``upstream_defaults.json`` (flag, group, declared, effective, ours, status, note, source)."""
-    with open(DATA, encoding="utf-8") as f:
-        return json.load(f)
+    return load_json_file(DATA, "upstream defaults table")
 
 
 def _plain(value: Any) -> Any:

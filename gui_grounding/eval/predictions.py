@@ -73,7 +73,6 @@ Every sample of the benchmark gets exactly one result: the denominator is always
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
@@ -81,7 +80,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from groundwork import validate
-from groundwork.records import DataFileError, RecordError, iter_records
+from groundwork.records import DataFileError, RecordError, iter_records, lax_loads, strict_loads
 from gui_grounding.data.annotations import EvalInputError, is_number, short_repr
 from gui_grounding.data.schema import Sample
 from gui_grounding.eval.judge import WRONG_FORMAT, judge
@@ -327,7 +326,7 @@ def _recover_id(text: str) -> str | None:
     if m.group(2) is not None:
         return str(int(m.group(2)))
     try:
-        value = json.loads(f'"{m.group(1)}"')
+        value = strict_loads(f'"{m.group(1)}"')
     except (ValueError, RecursionError):
         return None
     return validate.explicit_id(value)
@@ -338,7 +337,7 @@ def _with_type(message: str, text: str | None) -> str:
     if message != "not a JSON object" or not text or len(text) > _RECOVER_CHARS:
         return message
     try:
-        value = json.loads(text)
+        value = lax_loads(text)
     except (ValueError, RecursionError):
         return message
     return f"{message}: {type(value).__name__}"

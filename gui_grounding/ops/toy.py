@@ -21,7 +21,6 @@ The stages share one seeded synthetic set and one tiny checkpoint under ``OUT/``
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import random
@@ -32,6 +31,7 @@ from dataclasses import asdict, dataclass, field
 
 from groundwork import outputs
 from groundwork.argtypes import SEED, integer, number, with_range
+from groundwork.records import load_json_file
 
 logger = logging.getLogger(__name__)
 
@@ -136,9 +136,8 @@ def _read_stamp(path: str) -> dict | None:
     """A stamp file's JSON object (``<log>.done.json``, ``synthetic_config.json``), or None when it is missing or is
     not a readable JSON object (a torn, empty, non-UTF-8 or hand-edited side file means "redo", never a crash)."""
     try:
-        with open(path, encoding="utf-8") as f:
-            value = json.load(f)
-    except (OSError, ValueError, RecursionError):
+        value = load_json_file(path, "run stamp")  # the side-file rule: a regular file of strict JSON
+    except (ValueError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
 
@@ -178,8 +177,9 @@ def _run(cmd: list[str], log_path: str) -> float:
 
 
 def _history(run_dir: str) -> list[dict]:
-    with open(os.path.join(run_dir, "trainer_state.json"), encoding="utf-8") as f:
-        return json.load(f)["log_history"]
+    """The ``log_history`` of a run's ``trainer_state.json`` (transformers writes NaN as ``NaN``)."""
+    state = load_json_file(os.path.join(run_dir, "trainer_state.json"), "trainer state", allow_nan=True)
+    return state["log_history"]
 
 
 def accuracy_curve(run_dir: str, offset: int = 0) -> list[tuple[int, float]]:

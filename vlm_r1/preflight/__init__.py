@@ -65,7 +65,7 @@ from typing import Any
 
 from groundwork.argtypes import distributed_env, number, with_range
 from groundwork.argtypes import value as checked_value
-from groundwork.records import load_yaml_file
+from groundwork.records import load_yaml_file, strict_loads
 from vlm_r1.launch import input_errors
 
 logger = logging.getLogger(__name__)
@@ -179,7 +179,7 @@ def _safetensors_header(path: str) -> dict:
         n = int.from_bytes(f.read(8), "little")
         if not 0 < n < 100 * 2**20:
             raise ValueError(f"{path}: not a safetensors file (header length {n})")
-        return json.loads(f.read(n))
+        return strict_loads(f.read(n).decode("utf-8"))  # the framing's JSON rule: no NaN, no key twice
 
 
 def count_parameters(model_path: str) -> tuple[int, int] | None:
@@ -367,7 +367,7 @@ class _Run:
                 continue
             try:
                 if self.store.check([f"rank/{r}"]):
-                    self.records[r] = json.loads(self.store.get(f"rank/{r}"))
+                    self.records[r] = strict_loads(self.store.get(f"rank/{r}").decode("utf-8"))
             except Exception:  # noqa: BLE001 - the store is gone: name what is known
                 return False
         return True
