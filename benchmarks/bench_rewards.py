@@ -17,7 +17,7 @@ it: one completion ``[{"role": "assistant", "content": text}]`` per call, with a
   scheduler hiccup does not count); the report gives the worst text, its wall time and the CPU time of that call
   (``time.process_time``: on a loaded machine wall time is CPU time plus waiting). Target: wall under 100 ms.
 
-* **math_verify**: ``accuracy``'s library step (``vlm_r1.rewards.math_verify_match``: ``parse`` + ``verify`` under
+* **math_verify**: ``accuracy``'s library step (``vlm_r1.accuracy.math_verify_match``: ``parse`` + ``verify`` under
   ``MATH_VERIFY_TIMEOUT_S``), timed cold (parse cache cleared before each call) and warm on typical answers (numbers,
   fractions, LaTeX, boxed, text) and on the 4 KB hostile set; calls that hit the timeout are counted. ``accuracy``'s
   4 KB target is therefore not 1 ms: math_verify parses a 4 KB completion in up to hundreds of ms (as upstream's
@@ -38,14 +38,14 @@ import random
 import statistics
 import time
 
-from vlm_r1 import rewards as vr
+from vlm_r1 import accuracy
 from vlm_r1.rewards import available_rewards, resolve_reward
 
 KB4, MB = 4096, 1_000_000
 TARGET_4KB_P99_MS, TARGET_1MB_MS = 1.0, 100.0
 #: rewards whose 4 KB calls run math_verify: their 4 KB target is the deadline budget (two parses, one comparison)
 MATH_VERIFY_REWARDS = {"accuracy"}
-MATH_VERIFY_BUDGET_MS = 3 * vr.MATH_VERIFY_TIMEOUT_S * 1000
+MATH_VERIFY_BUDGET_MS = 3 * accuracy.MATH_VERIFY_TIMEOUT_S * 1000
 # typical (prediction, solution) pairs of the default task's math and text answers
 MATH_PAIRS = [
     ("3.5", "\\frac{7}{2}"),
@@ -207,7 +207,7 @@ def bench(name: str, small: list[str], large: dict[str, str], repeats: int) -> d
     rows = rows_for(name)
     ms = []
     for _ in range(repeats):
-        vr.clear_math_verify_cache()  # every pass cold: the first call of a text in training is
+        accuracy.clear_math_verify_cache()  # every pass cold: the first call of a text in training is
         ms += [call(fn, text, row)[0] * 1000 for text in small for row in rows]
     worst_case, worst_s, worst_cpu = "", 0.0, 0.0
     for case, text in large.items():
@@ -233,21 +233,21 @@ def bench(name: str, small: list[str], large: dict[str, str], repeats: int) -> d
 
 def _timed_match(pred: str, gold: str) -> tuple[float, bool]:
     start = time.perf_counter()
-    vr.math_verify_match(pred, gold)
+    accuracy.math_verify_match(pred, gold)
     elapsed = time.perf_counter() - start
-    return elapsed * 1000, elapsed >= vr.MATH_VERIFY_TIMEOUT_S
+    return elapsed * 1000, elapsed >= accuracy.MATH_VERIFY_TIMEOUT_S
 
 
 def bench_math_verify(small: list[str], repeats: int) -> dict:
     """Cost of ``math_verify_match`` (parse both, verify the pairs, under the deadline): cold and warm on
     :data:`MATH_PAIRS`, cold on the 4 KB set against the solution ``3``."""
-    out = {"timeout_s": vr.MATH_VERIFY_TIMEOUT_S, "max_chars": vr.MATH_VERIFY_MAX_CHARS}
+    out = {"timeout_s": accuracy.MATH_VERIFY_TIMEOUT_S, "max_chars": accuracy.MATH_VERIFY_MAX_CHARS}
     cases = {"typical": MATH_PAIRS, "hostile_4kb": [(text, "3") for text in small]}
     for label, pairs in cases.items():
         cold, warm, timeouts = [], [], 0
         for _ in range(repeats):
             for pred, gold in pairs:
-                vr.clear_math_verify_cache()
+                accuracy.clear_math_verify_cache()
                 ms, timed_out = _timed_match(pred, gold)
                 cold.append(ms)
                 timeouts += timed_out

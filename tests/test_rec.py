@@ -22,6 +22,7 @@ from groundwork.geometry import Frame, box_iou, smart_resize
 from tests.helpers.paths import REPO, SAMPLE
 from tests.helpers.proc import child_env, run
 from tests.helpers.train import tiny_train_argv
+from vlm_r1 import answers
 from vlm_r1 import rewards as vr
 from vlm_r1.grpo import build_rewards
 from vlm_r1.modules import Qwen2VLModule, get_vlm_module, load_processor
@@ -551,7 +552,7 @@ def test_linear_rec_and_format_rules_match_upstream_patterns(pieces):
     assert vr.has_rec_format(text) == bool(re.search(vr.REC_FORMAT_PATTERN, text, re.DOTALL))
     assert vr.format_reward([text]) == [1.0 if re.fullmatch(_REF_FORMAT_RE, text.strip(), re.DOTALL) else 0.0]
     m = re.search(_REF_ANSWER_RE, text, re.DOTALL)
-    assert vr.answer_blocks(text, 1) == ([m.group(1)] if m else [])
+    assert answers.answer_blocks(text, 1) == ([m.group(1)] if m else [])
     box = re.search(r"\[(\d+),\s*(\d+),\s*(\d+),\s*(\d+)\]", m.group(1)) if m else None
     assert vr.extract_rec_box(text) == (tuple(int(v) for v in box.groups()) if box else None)
 

@@ -29,7 +29,7 @@ from gui_grounding.models.consensus import MAX_SAMPLES
 from gui_grounding.models.prompts import PROMPT_MODES
 from gui_grounding.training.rewards import BOX_ROUNDINGS
 from gui_grounding.training.task import GUIGroundingTask
-from vlm_r1 import rewards as vr
+from vlm_r1 import accuracy
 from vlm_r1.rewards import available_rewards, resolve_reward
 
 # the task whose rows each reward reads; box rewards need prompt_mode "box"
@@ -237,12 +237,12 @@ def rows(draw, task: str) -> dict:
         "problem": "how many?",
         "solution": draw(solutions),
         "id": 0,
-        "accu_reward_method": draw(st.sampled_from([*vr.ACCURACY_METHODS, "llm", "odd", None])),
+        "accu_reward_method": draw(st.sampled_from([*accuracy.ACCURACY_METHODS, "llm", "odd", None])),
     }
 
 
 # A deadline alarm that lands in hypothesis's garbage-collector callback is swallowed there ("Exception ignored in");
-# vlm_r1.rewards.call_with_deadline fires again, so the call still ends: the report of the swallowed one is noise.
+# vlm_r1.accuracy.call_with_deadline fires again, so the call still ends: the report of the swallowed one is noise.
 pytestmark = pytest.mark.filterwarnings(
     "ignore:Exception ignored in. <function gc_cumulative_time:pytest.PytestUnraisableExceptionWarning"
 )
@@ -250,7 +250,7 @@ pytestmark = pytest.mark.filterwarnings(
 
 @pytest.fixture(autouse=True)
 def _math_verify_deadline(monkeypatch):
-    monkeypatch.setattr(vr, "MATH_VERIFY_TIMEOUT_S", 0.2)
+    monkeypatch.setattr(accuracy, "MATH_VERIFY_TIMEOUT_S", 0.2)
 
 
 def call_like_trl(name: str, texts: list[str], row_list: list[dict]) -> list:
@@ -468,7 +468,7 @@ DEFAULT_SOLUTIONS = [
 @pytest.mark.parametrize("case", sorted(DEFAULT_WORST))
 def test_default_task_rewards_are_total_on_their_worst_cases(case):
     text = DEFAULT_WORST[case]
-    methods = [*vr.ACCURACY_METHODS, "llm", None]
+    methods = [*accuracy.ACCURACY_METHODS, "llm", None]
     rows = [
         {**GOOD_DEFAULT, "solution": DEFAULT_SOLUTIONS[i % len(DEFAULT_SOLUTIONS)], "accu_reward_method": m}
         for i, m in enumerate(methods)
@@ -515,9 +515,9 @@ def test_accuracy_is_total_when_math_verify_raises(monkeypatch, error):
     for fn in ("parse", "verify"):
         with monkeypatch.context() as patch:
             patch.setattr(math_verify, fn, boom)
-            vr.clear_math_verify_cache()
-            rows = [{**GOOD_DEFAULT, "accu_reward_method": m} for m in vr.ACCURACY_METHODS]
+            accuracy.clear_math_verify_cache()
+            rows = [{**GOOD_DEFAULT, "accu_reward_method": m} for m in accuracy.ACCURACY_METHODS]
             out = call_like_trl("accuracy", ["<answer>3</answer>"] * len(rows), rows)
             # the text rules still pay a right answer (mcq: "3" is no choice letter)
-            assert out == [0.0 if m == "mcq" else 1.0 for m in vr.ACCURACY_METHODS]
-    vr.clear_math_verify_cache()
+            assert out == [0.0 if m == "mcq" else 1.0 for m in accuracy.ACCURACY_METHODS]
+    accuracy.clear_math_verify_cache()

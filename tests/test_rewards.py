@@ -14,6 +14,7 @@ from gui_grounding.training import rewards as gg_rewards
 from gui_grounding.training.rewards import click_format_reward, click_reward, score_click, score_click_format
 from gui_grounding.training.task import GUIGroundingTask
 from tests.helpers.records import assistant
+from vlm_r1 import accuracy, answers
 from vlm_r1 import rewards as vr
 
 BOX = [10, 10, 20, 20]
@@ -294,7 +295,7 @@ def test_format_rule_is_upstreams_full_match(parts):
 
     text = "".join(parts)
     expected = re.fullmatch(r"<think>.*?</think>\s*<answer>.*?</answer>", text, re.DOTALL) is not None
-    assert vr.has_think_answer_format(text) is expected
+    assert answers.has_think_answer_format(text) is expected
 
 
 def _acc(pred: str, sol, method=None) -> float:
@@ -316,25 +317,25 @@ def test_accuracy_reads_the_last_completion_block_and_the_first_single_line_solu
     assert _acc("<answer>1</answer> then <answer>2</answer>", "<answer>2</answer>") == 1.0
     assert _acc("<answer>2</answer> then <answer>1</answer>", "<answer>2</answer>") == 0.0
     # a solution block spanning lines is not a block for upstream's pattern (no DOTALL): the whole solution is read
-    assert vr.first_answer_in_line("<answer>\nB\n</answer>") is None
-    assert vr.first_answer_in_line("<answer>a\n</answer><answer>b</answer>") == "b"
-    assert vr.last_answer("<answer>a</answer><answer>b</answer><answer>c") == "b"
+    assert accuracy.first_answer_in_line("<answer>\nB\n</answer>") is None
+    assert accuracy.first_answer_in_line("<answer>a\n</answer><answer>b</answer>") == "b"
+    assert accuracy.last_answer("<answer>a</answer><answer>b</answer><answer>c") == "b"
 
 
 def test_clean_answer_text_is_upstreams_clean_text():
-    assert vr.clean_answer_text("<answer> Dark\nRed. </answer>") == "dark red"
-    assert vr.clean_answer_text("a \nb") == "a b"  # a newline after a space is dropped
-    assert vr.clean_answer_text("a\r\nb") == "a b"
-    assert vr.clean_answer_text("  The   Red ") == "the   red"  # inner runs kept
-    assert vr.clean_answer_text("a .") == "a "  # strip, then the periods
+    assert accuracy.clean_answer_text("<answer> Dark\nRed. </answer>") == "dark red"
+    assert accuracy.clean_answer_text("a \nb") == "a b"  # a newline after a space is dropped
+    assert accuracy.clean_answer_text("a\r\nb") == "a b"
+    assert accuracy.clean_answer_text("  The   Red ") == "the   red"  # inner runs kept
+    assert accuracy.clean_answer_text("a .") == "a "  # strip, then the periods
 
 
 def test_extract_choice_is_upstreams_heuristic():
-    assert vr.extract_choice("B") == "B"
-    assert vr.extract_choice("(B)") is None
-    assert vr.extract_choice("I think A, but the answer is C.") == "C"
-    assert vr.extract_choice("A and B.") == "B"
-    assert vr.extract_choice("dog") is None
+    assert accuracy.extract_choice("B") == "B"
+    assert accuracy.extract_choice("(B)") is None
+    assert accuracy.extract_choice("I think A, but the answer is C.") == "C"
+    assert accuracy.extract_choice("A and B.") == "B"
+    assert accuracy.extract_choice("dog") is None
 
 
 def test_accuracy_all_match_is_not_numeric():
@@ -364,10 +365,10 @@ def test_accuracy_math():
     assert _acc("<answer>\\boxed{\\frac{1}{2}}</answer>", "<answer>0.5</answer>", "math") == 1.0
     assert _acc("<answer>\\boxed{abc}</answer>", "<answer>abc</answer>", "math") == 1.0  # boxed content, normalised
     assert _acc("<answer>blue</answer>", "<answer>red</answer>", "math") == 0.0
-    assert vr._normalize_math("\\dfrac{3}{4}") == vr._normalize_math("\\frac34") == "\\frac{3}{4}"
-    assert vr._normalize_math("k = 3/4") == "\\frac{3}{4}"
-    assert vr._normalize_math("\\sqrt") is None  # upstream raised: is_equiv compares the raw texts
-    assert vr._last_boxed("a \\boxed{x{y}} b") == "\\boxed{x{y}}" and vr._unboxed("\\fbox{3}") is None
+    assert accuracy._normalize_math("\\dfrac{3}{4}") == accuracy._normalize_math("\\frac34") == "\\frac{3}{4}"
+    assert accuracy._normalize_math("k = 3/4") == "\\frac{3}{4}"
+    assert accuracy._normalize_math("\\sqrt") is None  # upstream raised: is_equiv compares the raw texts
+    assert accuracy._last_boxed("a \\boxed{x{y}} b") == "\\boxed{x{y}}" and accuracy._unboxed("\\fbox{3}") is None
 
 
 def test_accuracy_mixed_methods_per_sample():
@@ -383,8 +384,8 @@ def test_accuracy_network_and_detection_methods_are_refused_before_training(meth
         match=rf"accu_reward_method \['{method}'\] is not implemented here \("
         rf"{method}: ",
     ):
-        vr.check_accuracy_methods(["default", method])
-    vr.check_accuracy_methods(["default", "mcq", "yes_no", "all_match", "math", "bogus", None])  # no error
+        accuracy.check_accuracy_methods(["default", method])
+    accuracy.check_accuracy_methods(["default", "mcq", "yes_no", "all_match", "math", "bogus", None])  # no error
     # reached at run time anyway: a 0.0, never an exception that stops the step
     assert _acc("<answer>a</answer>", "<answer>a</answer>", method) == 0.0
 
@@ -402,9 +403,9 @@ def test_math_verify_calls_are_timed_by_us_and_bounded(monkeypatch):
     calls = []
     monkeypatch.setattr(math_verify, "parse", lambda text, **kw: calls.append(("parse", text, kw)) or [text])
     monkeypatch.setattr(math_verify, "verify", lambda g, t, **kw: calls.append(("verify", g, t, kw)) or True)
-    vr.clear_math_verify_cache()
+    accuracy.clear_math_verify_cache()
     try:
-        assert vr.math_verify_match("7/2", "3.5")  # the prediction goes into math_verify's gold slot, as upstream
+        assert accuracy.math_verify_match("7/2", "3.5")  # the prediction goes into math_verify's gold slot, as upstream
         # math_verify's own alarm is off: call_with_deadline times each call
         assert sorted(calls, key=str) == [
             ("parse", "3.5", {"parsing_timeout": None}),
@@ -412,10 +413,10 @@ def test_math_verify_calls_are_timed_by_us_and_bounded(monkeypatch):
             ("verify", "7/2", "3.5", {"timeout_seconds": None}),
         ]
         calls.clear()
-        monkeypatch.setattr(vr, "MATH_VERIFY_MAX_CHARS", 3)
-        assert not vr.math_verify_match("7/22", "7/22") and calls == []  # too long: not parsed, no match
+        monkeypatch.setattr(accuracy, "MATH_VERIFY_MAX_CHARS", 3)
+        assert not accuracy.math_verify_match("7/22", "7/22") and calls == []  # too long: not parsed, no match
     finally:
-        vr.clear_math_verify_cache()
+        accuracy.clear_math_verify_cache()
 
 
 def test_a_timeout_swallowed_once_fires_again(monkeypatch):
@@ -429,31 +430,31 @@ def test_a_timeout_swallowed_once_fires_again(monkeypatch):
         for _ in range(3):
             try:
                 time.sleep(30)
-            except vr.MathVerifyTimeout:
+            except accuracy.MathVerifyTimeout:
                 interrupted.append(len(interrupted))
                 if len(interrupted) == 2:
                     raise
                 # the first one is swallowed, as a gc callback would
         return "finished"
 
-    with pytest.raises(vr.MathVerifyTimeout):
-        vr.call_with_deadline(0.05, stubborn)
+    with pytest.raises(accuracy.MathVerifyTimeout):
+        accuracy.call_with_deadline(0.05, stubborn)
     assert interrupted == [0, 1]
-    assert vr.call_with_deadline(5, lambda x: x + 1, 1) == 2  # a call in time returns its value; the timer is off
+    assert accuracy.call_with_deadline(5, lambda x: x + 1, 1) == 2  # a call in time returns its value; the timer is off
     time.sleep(0.2)  # no late alarm arrives
 
 
 def test_math_verify_timeouts_score_as_no_match(monkeypatch):
     import math_verify
 
-    monkeypatch.setattr(vr, "MATH_VERIFY_TIMEOUT_S", 0.05)
+    monkeypatch.setattr(accuracy, "MATH_VERIFY_TIMEOUT_S", 0.05)
     monkeypatch.setattr(math_verify, "verify", lambda *a, **k: __import__("time").sleep(30))
-    vr.clear_math_verify_cache()
+    accuracy.clear_math_verify_cache()
     try:
-        assert not vr.math_verify_match("7/2", "3.5")
-        assert _acc("<answer>7/2</answer>", "<answer>3.5</answer>") == vr.levenshtein_ratio("7/2", "3.5")
+        assert not accuracy.math_verify_match("7/2", "3.5")
+        assert _acc("<answer>7/2</answer>", "<answer>3.5</answer>") == accuracy.levenshtein_ratio("7/2", "3.5")
     finally:
-        vr.clear_math_verify_cache()
+        accuracy.clear_math_verify_cache()
 
 
 def test_math_verify_is_skipped_outside_the_main_thread():
@@ -464,14 +465,14 @@ def test_math_verify_is_skipped_outside_the_main_thread():
     worker.start()
     worker.join()
     # upstream's math_verify raised there and its default reward fell through to the text rules: ratio, not 1.0
-    assert out == [vr.levenshtein_ratio("\\frac{7}{2}", "3.5")] and out[0] < 1.0
+    assert out == [accuracy.levenshtein_ratio("\\frac{7}{2}", "3.5")] and out[0] < 1.0
 
 
 def test_levenshtein_ratio_values_and_cell_bound(monkeypatch):
-    assert vr.levenshtein_ratio("dark red", "red") == 6 / 11
-    assert vr.levenshtein_ratio("", "") == 1.0 and vr.levenshtein_ratio("a", "") == 0.0
-    monkeypatch.setattr(vr, "RATIO_MAX_CELLS", 10)
-    assert vr.levenshtein_ratio("abcdef", "abc") == 0.0  # 18 cells: not computed
+    assert accuracy.levenshtein_ratio("dark red", "red") == 6 / 11
+    assert accuracy.levenshtein_ratio("", "") == 1.0 and accuracy.levenshtein_ratio("a", "") == 0.0
+    monkeypatch.setattr(accuracy, "RATIO_MAX_CELLS", 10)
+    assert accuracy.levenshtein_ratio("abcdef", "abc") == 0.0  # 18 cells: not computed
 
 
 # --------------------------------------------------------------------------------------------------------------------

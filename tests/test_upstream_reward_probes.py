@@ -18,6 +18,7 @@ from importlib.metadata import version
 
 import pytest
 
+from vlm_r1 import accuracy
 from vlm_r1 import rewards as vr
 
 PROBES_PATH = os.path.join(os.path.dirname(__file__), "data", "upstream_reward_probes.json")
@@ -37,7 +38,7 @@ def _id(probe: dict) -> str:
 
 def test_probe_file_names_upstream_and_covers_every_method():
     assert PROBES["upstream"]["repo"] == "om-ai-lab/VLM-R1" and PROBES["upstream"]["commit"] == "90052f4"
-    assert {p["method"] for p in ACCURACY} >= set(vr.ACCURACY_METHODS) | {None}
+    assert {p["method"] for p in ACCURACY} >= set(accuracy.ACCURACY_METHODS) | {None}
     assert len(ACCURACY) + len(FORMAT) >= 40
 
 

@@ -447,7 +447,7 @@ def train(script_args, training_args, model_args) -> None:
     if any(getattr(f, "__name__", "") == "accuracy_reward" for f in reward_funcs) and (
         "accu_reward_method" in dataset.column_names
     ):
-        from vlm_r1.rewards import check_accuracy_methods
+        from vlm_r1.accuracy import check_accuracy_methods
 
         check_accuracy_methods(set(dataset.with_format(None)["accu_reward_method"]))
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from itertools import islice
 
-from vlm_r1.rewards import answer_blocks, bounded_digits, think_answer
+from vlm_r1.answers import answer_blocks, bounded_digits, think_answer
 
 PROMPT_MODES = ("non_thinking", "thinking", "box")
 POINT_MODES = ("non_thinking", "thinking")  # modes whose answer is a point; "box" answers a box
@@ -82,7 +82,7 @@ _answer_blocks, _think_answer = answer_blocks, think_answer
 
 def _number(token: str, *, integer: bool) -> float | None:
     """A matched number token as ``int`` (``integer``: a decimal is not an answer, GTA1's ``int()``) or ``float``;
-    ``None`` when its integer part has more than 12 digits (``vlm_r1.rewards.MAX_NUMBER_DIGITS``: not an answer)."""
+    ``None`` when its integer part has more than 12 digits (``vlm_r1.answers.MAX_NUMBER_DIGITS``: not an answer)."""
     if not bounded_digits(token):
         return None
     if integer:

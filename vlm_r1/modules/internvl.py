@@ -40,7 +40,7 @@ from typing import Any
 
 from groundwork.records import load_json_file
 from groundwork.validate import ImageLimits
-from vlm_r1 import rewards
+from vlm_r1 import answers, rewards
 from vlm_r1.modules.base import VLMBaseModule
 
 logger = logging.getLogger(__name__)
@@ -95,14 +95,14 @@ def has_internvl_rec_format(text: str) -> bool:
     >>> has_internvl_rec_format("<think>t</think> <answer>1, 2, 3, 4</answer>")
     False
     """
-    think = text.find(rewards._THINK_OPEN)
+    think = text.find(answers._THINK_OPEN)
     if think < 0:
         return False
-    answer = rewards._answer_after_think(text, think + len(rewards._THINK_OPEN))
+    answer = answers._answer_after_think(text, think + len(answers._THINK_OPEN))
     if answer < 0:
         return False
     box = rewards._REC_BOX.search(text, answer)
-    return box is not None and text.find(rewards._ANSWER_CLOSE, box.end()) >= 0
+    return box is not None and text.find(answers._ANSWER_CLOSE, box.end()) >= 0
 
 
 def format_reward_rec_internvl(completions: list, **kwargs) -> list[float]:
