@@ -407,13 +407,15 @@ def _list_elements(text: _Text, pos: int, decoder: json.JSONDecoder | None = Non
     ``value`` is :data:`_UNREAD` unless ``decoder`` is given: then each element is first decoded where it starts (one
     C call: the fast path for good elements); an element that the decoder refuses, that is not followed by ``,`` or
     ``]`` within the text read so far, or that holds bytes that are not UTF-8, is split lexically as above (value
-    :data:`_UNREAD`; the caller decodes the text and reports its error), so both paths give the same records."""
-    stack, count, start = ["["], 0, pos + 1
+    :data:`_UNREAD`; the caller decodes the text and reports its error), so both paths give the same records.
+
+    Each element is one step: the fast path (inline: it is the hot path of every JSON file's list; tried once per
+    element, never per chunk read), else :func:`_split_element` (the lexical scan); ``text.end`` is set before each
+    yield."""
     scan = decoder.scan_once if decoder is not None else None
-    pos, fresh = start, decoder is not None  # fresh: the fast path is tried once per element (never per chunk read)
+    start, first = pos + 1, True
     while True:
-        if fresh:  # at an element's start: try the fast path
-            fresh = False
+        if scan is not None:  # the fast path, inline (the hot path of every JSON file's list)
             buf = text.buf
             p = _WHITESPACE.match(buf, start).end()
             try:
@@ -424,27 +426,40 @@ def _list_elements(text: _Text, pos: int, decoder: json.JSONDecoder | None = Non
                 q = end if buf[end : end + 1] in _SEPARATORS else _WHITESPACE.match(buf, end).end()
                 sep = buf[q : q + 1]
                 if sep in _SEPARATORS and not (text.undecodable and _UNDECODABLE.search(buf, p, end)):
-                    text.end = q + 1
+                    text.end = start = q + 1
                     yield (None if type(value) is dict else buf[p:end]), value
                     if sep == "]":
                         return
-                    count += 1
-                    start = pos = q + 1
-                    fresh = True
+                    first = False
                     continue
+        piece, end, closed = _split_element(text, start, first)
+        text.end = end
+        if piece is not None:
+            yield piece, _UNREAD
+        if closed:
+            return
+        start, first = end, False
+
+
+def _split_element(text: _Text, start: int, first: bool) -> tuple[str | None, int, bool]:
+    """The lexical scan of :func:`_list_elements` for the element at ``text.buf[start]``, reading on as needed:
+    ``(its text, position past its separator, whether the list ended there)``. The text is None for the empty
+    "element" of an empty list (``[]``, ``[ ]``: ``first`` and nothing before the ``]`` or the end of the text); an
+    unterminated list makes the rest of the text the element. Positions are in ``text.buf`` as it is on return (it
+    may have been compacted). At an element's start only the list's ``[`` is open (a comma ends an element only
+    there)."""
+    stack, pos = ["["], start
+    while True:
         m = _TOKEN.search(text.buf, pos)
         if m is None or m.group() == '"':
-            if not text.eof:
+            if not text.eof:  # need more text: keep the element, read on
                 cut = start if start < len(text.buf) else pos
-                keep = text.compact(cut)
-                shift = cut - keep
+                shift = cut - text.compact(cut)
                 pos, start = pos - shift, start - shift
                 text.more()
                 continue
-            if text.buf[start:].strip() or count:  # unterminated list: the rest is one (bad) element
-                yield text.buf[start:], _UNREAD
-            text.end = len(text.buf)
-            return
+            piece = text.buf[start:]  # unterminated list: the rest is one (bad) element
+            return (piece if piece.strip() or not first else None), len(text.buf), True
         tok = m.group()
         pos = m.end()
         if tok[0] == '"':
@@ -452,26 +467,21 @@ def _list_elements(text: _Text, pos: int, decoder: json.JSONDecoder | None = Non
         if tok in "[{":
             stack.append(tok)
         elif tok in _CLOSER:
-            opener = _CLOSER[tok]
             if len(stack) > 1:  # inside an element: close up to the innermost matching opener, if any
-                inner = next(
-                    (i for i in range(len(stack) - 1, max(len(stack) - 1000, 0), -1) if stack[i] == opener), None
-                )
-                if inner is not None:
-                    del stack[inner:]
-                continue  # a stray closer stays part of the (broken) element
-            if opener == "[":  # the list is closed
-                if text.buf[start : m.start()].strip() or count:
-                    text.end = m.end()
-                    yield text.buf[start : m.start()], _UNREAD
-                text.end = m.end()
-                return
+                _close_to(stack, _CLOSER[tok])
+            elif tok == "]":  # the list is closed
+                piece = text.buf[start : m.start()]
+                return (piece if piece.strip() or not first else None), pos, True
         elif len(stack) == 1:  # a comma between top-level elements
-            text.end = m.end()
-            yield text.buf[start : m.start()], _UNREAD
-            count += 1
-            start = m.end()
-            fresh = decoder is not None
+            return text.buf[start : m.start()], pos, False
+
+
+def _close_to(stack: list[str], opener: str) -> None:
+    """Close the brackets of ``stack`` (an element's, above the list's ``[``) up to the innermost ``opener`` among
+    the last 1000; a closer with no such opener is a stray and changes nothing (it stays part of the broken element)."""
+    inner = next((i for i in range(len(stack) - 1, max(len(stack) - 1000, 0), -1) if stack[i] == opener), None)
+    if inner is not None:
+        del stack[inner:]
 
 
 def split_json_list(chunks: Iterable[str]) -> Iterator[str]:
@@ -500,7 +510,9 @@ def _read_chunks(f, size: int | None = None) -> Iterator[str]:
 def _documents(
     path: str, text: _Text, start: int, stream_first_list: bool, decoder: json.JSONDecoder
 ) -> Iterator[tuple[str, int, dict | RecordError]]:
-    """Every record of a JSON text (see :func:`iter_records`)."""
+    """Every record of a JSON text (see :func:`iter_records`), document after document: a list that opens the text
+    streamed element by element (:func:`_list_elements`, :func:`_element_record`), a line longer than ``MAX_DOCUMENT_CHARS`` one error read
+    past, any other document decoded whole (:func:`_decode_document`), a list of records split into its elements."""
     index, doc, pos, last_line, wasted, read = 0, 0, 0, 0, 0, 0
     while True:
         pos = text.skip_whitespace(pos)
@@ -513,17 +525,10 @@ def _documents(
         here = f"{path}:{line}" if line != last_line else f"{path}:{line}:{text.column(pos)}"
         last_line = line
         if text.buf[pos] == "[" and doc == 0 and stream_first_list:  # a JSON file's list, streamed element by element
-            prefix = f"{path}:[" if doc == 0 else f"{here}["
             for k, (piece, value) in enumerate(_list_elements(text, pos, decoder)):
                 if index >= start:
-                    ref = f"{prefix}{k}]"
-                    if value is _UNREAD:
-                        value = (
-                            _loads(piece, ref, decoder)
-                            if piece.strip()
-                            else RecordError(ref, "invalid JSON: empty list element", piece)
-                        )
-                    yield ref, index, value if type(value) is dict else _record(value, ref, piece)
+                    ref = f"{path}:[{k}]"
+                    yield ref, index, value if type(value) is dict else _element_record(piece, value, ref, decoder)
                 index += 1
             pos = text.end
             last_line = text.line_at(pos)
@@ -537,35 +542,8 @@ def _documents(
             doc += 1
             pos = text.skip_line(pos)
             continue
-        while True:
-            buf = text.buf
-            try:
-                if wasted > 4 * (read + len(buf)) + (16 << 20):  # see below: one line per document from here on
-                    value, end = decoder.raw_decode(buf[pos:eol], 0)
-                    end += pos
-                else:
-                    value, end = decoder.raw_decode(buf, pos)
-                if _UNDECODABLE.search(buf, pos, end):
-                    value = RecordError(here, "not valid UTF-8", buf[pos:end])
-            except json.JSONDecodeError as err:
-                at = err.pos if err.pos >= pos else err.pos + pos
-                more = not text.eof and not buf[at:].strip() and len(buf) - pos < MAX_DOCUMENT_CHARS
-                if more and text.more(at_least=len(buf) - pos):  # a document over several lines: read on
-                    continue
-                # text parsed past this line by a document that failed: bounded, so lines that each open a document
-                # to the end of the file cannot make reading quadratic (past the budget, a document is one line)
-                wasted += max(at - eol, 0)
-                end = max(eol, pos + 1)
-                value = RecordError(here, f"invalid JSON: {err.msg[:200]}", buf[pos:end])
-                if _UNDECODABLE.search(buf, pos, end):
-                    value = RecordError(here, "not valid UTF-8", buf[pos:end])
-            except RecursionError:
-                end = max(eol, pos + 1)
-                value = RecordError(here, "invalid JSON: nested too deeply", buf[pos:end])
-            except ValueError as err:  # NaN/Infinity, a float out of range, an int of too many digits, a key twice
-                end = _syntax_end(buf, pos, eol)
-                value = RecordError(here, f"invalid JSON: {str(err)[:200]}", buf[pos:end], _reason(err))
-            break
+        value, end, waste = _decode_document(text, pos, eol, here, decoder, wasted, read)
+        wasted += waste
         if isinstance(value, list) and any(isinstance(item, dict) for item in value):  # a list of records
             for k, item in enumerate(value):
                 if index >= start:
@@ -574,10 +552,64 @@ def _documents(
                 index += 1
         else:
             if index >= start:
-                yield here, index, _record(value, here, buf[pos:end])
+                yield here, index, _record(value, here, text.buf[pos:end])
             index += 1
         doc += 1
         pos = end
+
+
+def _element_record(piece: str, value: Any, ref: str, decoder: json.JSONDecoder) -> dict | RecordError:
+    """The record of a streamed list's element that is not a decoded object (:func:`_list_elements`): an element
+    split but not decoded (:data:`_UNREAD`) is decoded here (an empty one is the error ``invalid JSON: empty list
+    element``); a value that is not an object is the error ``not a JSON object``."""
+    if value is _UNREAD:
+        value = (
+            _loads(piece, ref, decoder)
+            if piece.strip()
+            else RecordError(ref, "invalid JSON: empty list element", piece)
+        )
+    return _record(value, ref, piece)
+
+
+def _decode_document(
+    text: _Text, pos: int, eol: int, here: str, decoder: json.JSONDecoder, wasted: int, read: int
+) -> tuple[Any, int, int]:
+    """The document at ``text.buf[pos]`` (its line ends at ``eol``) as ``(value or RecordError, end, wasted)``.
+
+    A document that fails at the end of the text read so far is read on (it may span several lines, up to
+    ``MAX_DOCUMENT_CHARS``); one that does not parse is an error covering the rest of its line (or, when it is valid
+    syntax refused for its values, all of it: :func:`_syntax_end`). ``wasted``: the text parsed past its line by a
+    document that failed; the caller sums it (``wasted`` so far, ``read``: the characters dropped from the buffer
+    so far), and once the sum is past its budget (four times the text read plus 16 Mi characters) a document is
+    decoded from its line alone, so lines that each open a document to the end of the file cannot make reading
+    quadratic."""
+    while True:
+        buf = text.buf
+        try:
+            if wasted > 4 * (read + len(buf)) + (16 << 20):  # past the budget: one line per document
+                value, end = decoder.raw_decode(buf[pos:eol], 0)
+                end += pos
+            else:
+                value, end = decoder.raw_decode(buf, pos)
+        except json.JSONDecodeError as err:
+            at = err.pos if err.pos >= pos else err.pos + pos
+            more = not text.eof and not buf[at:].strip() and len(buf) - pos < MAX_DOCUMENT_CHARS
+            if more and text.more(at_least=len(buf) - pos):  # a document over several lines: read on
+                continue
+            end = max(eol, pos + 1)
+            value = RecordError(here, f"invalid JSON: {err.msg[:200]}", buf[pos:end])
+            if _UNDECODABLE.search(buf, pos, end):
+                value = RecordError(here, "not valid UTF-8", buf[pos:end])
+            return value, end, max(at - eol, 0)
+        except RecursionError:
+            end = max(eol, pos + 1)
+            return RecordError(here, "invalid JSON: nested too deeply", buf[pos:end]), end, 0
+        except ValueError as err:  # NaN/Infinity, a float out of range, an int of too many digits, a key twice
+            end = _syntax_end(buf, pos, eol)
+            return RecordError(here, f"invalid JSON: {str(err)[:200]}", buf[pos:end], _reason(err)), end, 0
+        if _UNDECODABLE.search(buf, pos, end):
+            value = RecordError(here, "not valid UTF-8", buf[pos:end])
+        return value, end, 0
 
 
 def _syntax_end(buf: str, pos: int, eol: int) -> int:
