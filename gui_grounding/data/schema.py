@@ -429,11 +429,45 @@ def record_to_sample(
     for canonical and VLM-R1, 0-1000 for GTA1): four values all in [0, 1] (fractions, not a sub-pixel box) are
     ``suspect_unit``; a relative image path must stay inside ``base_dir`` (``path_outside_root``).
 
+    The steps, in this order (the first failing check gives the reason): the format's fields
+    (:func:`_read_format`), the record-wide checks (:func:`_check_content`), the image's size (:func:`_image_size`),
+    the boxes in pixels (:func:`_pixel_boxes`), the id (:func:`_sample_id`).
+
     Raises:
         SampleError: with a reason code from ``REASONS``.
     """
     fmt = detect_format(record)
-    known = {
+    instruction, image_path, boxes, norm1000 = _read_format(fmt, record, ref, base_dir, contain_paths)
+    unit = "norm1000" if norm1000 else "pixel"
+    _check_content(record, ref, instruction, boxes, unit)
+    width, height = _image_size(
+        record, image_path, ref, norm1000, verify_image, max_image_pixels, limits, image_optional
+    )
+    if stats is not None and _absolute_image_path(record, fmt):
+        stats["absolute_paths"] += 1
+    pixel_boxes, any_clipped = _pixel_boxes(boxes, width, height, ref, norm1000, clip_tolerance_px)
+    if any_clipped and stats is not None:
+        stats["clipped"] += 1
+    extra = {k: v for k, v in record.items() if k not in _READ_KEYS}
+    return Sample(
+        _sample_id(record, default_id),
+        instruction,
+        image_path,
+        pixel_boxes,
+        width,
+        height,
+        record.get("source"),
+        record.get("platform"),
+        record.get("ui_type"),
+        extra,
+        source_boxes=list(boxes),
+        source_box_unit=unit,
+    )
+
+
+# every key record_to_sample reads itself; the record's other keys are kept in ``Sample.extra``
+_READ_KEYS = frozenset(
+    {
         "instruction",
         "image_path",
         "target_bbox",
@@ -448,74 +482,112 @@ def record_to_sample(
         "bbox",
         "conversations",
     }
-    if fmt == "canonical":
-        instruction = strip_image_tags(record.get("instruction"), ref)
-        image_path = _resolve_image(record.get("image_path"), ref, base_dir, contain_paths)
-        boxes = _canonical_boxes(record["target_bbox"], ref)
-        norm1000 = False
-    elif fmt == "gta1":
-        human, _ = conversation_turns(record, ref)
-        instruction = strip_image_tags(human, ref, collapse_whitespace=False)  # GTA1's user text, byte for byte
-        image_path = _resolve_image(record["image"], ref, base_dir, contain_paths)
-        boxes = _boxes_field(record["bbox"], ref, "bbox")
-        norm1000 = True
-    elif fmt == "vlm_r1":
-        human, answer = conversation_turns(record, ref)
-        instruction = strip_image_tags(human, ref)
-        image = record["image"]
-        if isinstance(image, list):
-            if len(image) != 1:
-                raise SampleError(ref, "bad_field", f"grounding needs exactly one image, got {len(image)}")
-            image = image[0]
-        image_path = _resolve_image(image, ref, base_dir, contain_paths)
-        if isinstance(answer, str):
-            text = answer.replace("<answer>", "").replace("</answer>", "").strip()
-            try:
-                answer = lax_loads(text)  # a key twice is an error here too
-            except (ValueError, RecursionError):  # JSONDecodeError, an int of too many digits, nesting too deep
-                raise SampleError(ref, "bad_field", f"gpt turn is not a bbox list: {text[:80]!r}") from None
-        boxes = _boxes_field(answer, ref, "gpt turn bbox")
-        norm1000 = False
-    elif "target_bbox" in record and "conversations" in record:
+)
+
+
+def _read_canonical(record: dict, ref: str, base_dir: str, contain: bool) -> tuple[str, str, list[Box]]:
+    """``(instruction, image path, boxes)`` of a canonical record, checked in that order (boxes in pixels)."""
+    instruction = strip_image_tags(record.get("instruction"), ref)
+    image_path = _resolve_image(record.get("image_path"), ref, base_dir, contain)
+    return instruction, image_path, _canonical_boxes(record["target_bbox"], ref)
+
+
+def _read_gta1(record: dict, ref: str, base_dir: str, contain: bool) -> tuple[str, str, list[Box]]:
+    """``(instruction, image path, boxes)`` of a GTA1 record, checked in that order (boxes in 0-1000); the instruction
+    is GTA1's user text byte for byte (``<image>`` tags removed, whitespace kept)."""
+    human, _ = conversation_turns(record, ref)
+    instruction = strip_image_tags(human, ref, collapse_whitespace=False)
+    image_path = _resolve_image(record["image"], ref, base_dir, contain)
+    return instruction, image_path, _boxes_field(record["bbox"], ref, "bbox")
+
+
+def _read_vlm_r1(record: dict, ref: str, base_dir: str, contain: bool) -> tuple[str, str, list[Box]]:
+    """``(instruction, image path, boxes)`` of a VLM-R1 record, checked in that order (boxes in pixels): ``image`` is
+    a path or a list of exactly one (``bad_field`` otherwise); the gpt turn is a bbox list, or its JSON text (inside
+    ``<answer>`` tags or not; a key twice is an error here too: ``bad_field``)."""
+    human, answer = conversation_turns(record, ref)
+    instruction = strip_image_tags(human, ref)
+    image = record["image"]
+    if isinstance(image, list):
+        if len(image) != 1:
+            raise SampleError(ref, "bad_field", f"grounding needs exactly one image, got {len(image)}")
+        image = image[0]
+    image_path = _resolve_image(image, ref, base_dir, contain)
+    if isinstance(answer, str):
+        text = answer.replace("<answer>", "").replace("</answer>", "").strip()
+        try:
+            answer = lax_loads(text)
+        except (ValueError, RecursionError):  # JSONDecodeError, an int of too many digits, nesting too deep
+            raise SampleError(ref, "bad_field", f"gpt turn is not a bbox list: {text[:80]!r}") from None
+    return instruction, image_path, _boxes_field(answer, ref, "gpt turn bbox")
+
+
+# the reader of each format detect_format names, and the unit its boxes are in
+_FORMAT_READERS = {"canonical": (_read_canonical, False), "gta1": (_read_gta1, True), "vlm_r1": (_read_vlm_r1, False)}
+
+
+def _read_format(fmt: str | None, record: dict, ref: str, base_dir: str, contain: bool) -> tuple[str, str, list, bool]:
+    """``(instruction, image path, boxes, norm1000)`` of a record of format ``fmt`` (:func:`detect_format`), else
+    ``unknown_format`` (an ambiguous record, with both ``target_bbox`` and ``conversations``, says so)."""
+    if fmt in _FORMAT_READERS:
+        reader, norm1000 = _FORMAT_READERS[fmt]
+        return (*reader(record, ref, base_dir, contain), norm1000)
+    if "target_bbox" in record and "conversations" in record:
         raise SampleError(
             ref,
             "unknown_format",
             "ambiguous record: 'target_bbox' (canonical) and 'conversations' "
             "(GTA1 / VLM-R1) both present; keep one, or convert with --format",
         )
-    else:
-        raise SampleError(ref, "unknown_format", f"keys {sorted(record)} match no supported format")
+    raise SampleError(ref, "unknown_format", f"keys {sorted(record)} match no supported format")
 
+
+def _check_content(record: dict, ref: str, instruction: str, boxes: list[Box], unit: str) -> None:
+    """The record-wide checks, in order: a non-blank instruction (``empty_instruction``), every string valid Unicode
+    (``bad_text``), every box in the unit rule of ``groundwork.validate.check_unit`` for ``unit``."""
     if not instruction.strip():
         raise SampleError(ref, "empty_instruction", "instruction is empty")
     try:
         validate.check_texts(record, "a string of the record")
+        for b in boxes:  # the unit rule in the unit the record's format declares
+            validate.check_unit(b, unit)
     except validate.Invalid as err:
         raise SampleError(ref, err.reason, err.message) from None
-    for b in boxes:  # the unit rule (groundwork.validate.check_unit) in the unit the record's format declares
-        try:
-            validate.check_unit(b, "norm1000" if norm1000 else "pixel")
-        except validate.Invalid as err:
-            raise SampleError(ref, err.reason, err.message) from None
+
+
+def _image_size(
+    record: dict, image_path: str, ref: str, norm1000: bool, verify, max_image_pixels, limits, image_optional: bool
+) -> tuple[int, int]:
+    """``(width, height)`` of the record's image (:func:`read_image_size`). With ``image_optional``, an image that is
+    unavailable (``_UNAVAILABLE``) is sized by the record's stated ``image_width``/``image_height`` (positive
+    integers up to ``MAX_COORD``), else ``0 x 0``; never for a 0-1000 box (it needs the size: the image's reason)."""
     try:
-        width, height = read_image_size(
-            image_path, ref, verify=verify_image, max_image_pixels=max_image_pixels, limits=limits
-        )
+        return read_image_size(image_path, ref, verify=verify, max_image_pixels=max_image_pixels, limits=limits)
     except SampleError as err:
         if not image_optional or err.reason not in _UNAVAILABLE or norm1000:
             raise
         stated = (record.get("image_width"), record.get("image_height"))
         ok = all(type(v) is int and 0 < v <= validate.MAX_COORD for v in stated)
-        width, height = stated if ok else (0, 0)
+        return stated if ok else (0, 0)
+
+
+def _absolute_image_path(record: dict, fmt: str | None) -> bool:
+    """Whether the record names its image by an absolute path (``image_path``, or ``image`` or its first item)."""
     raw_path = record.get("image_path") if fmt == "canonical" else record.get("image")
     raw_path = raw_path[0] if isinstance(raw_path, list) and raw_path else raw_path
-    if stats is not None and isinstance(raw_path, str) and os.path.isabs(raw_path):
-        stats["absolute_paths"] += 1
-    published = list(boxes)
+    return isinstance(raw_path, str) and os.path.isabs(raw_path)
+
+
+def _pixel_boxes(
+    boxes: list[Box], width: int, height: int, ref: str, norm1000: bool, tolerance_px: float
+) -> tuple[list[Box], bool]:
+    """``(boxes in original pixels, clipped)``: 0-1000 boxes scaled to ``width x height``, each clipped by
+    :func:`clip_box` (0-1000 boxes also get ``CLIP_TOLERANCE_RATIO``); with no size known (``width`` 0, an optional
+    image), the boxes as published (an inverted one still ``inverted_box``)."""
     checked, any_clipped = [], False
     for b in boxes:
         what = "box"
-        if width == 0:  # image_optional and no size known: the box as published (inverted ones still refused)
+        if width == 0:
             if b[0] >= b[2] or b[1] >= b[3]:
                 raise SampleError(ref, "inverted_box", f"box {list(b)} is inverted or has zero area")
             checked.append(b)
@@ -528,38 +600,21 @@ def record_to_sample(
             width,
             height,
             ref,
-            tolerance_px=clip_tolerance_px,
+            tolerance_px=tolerance_px,
             what=what,
             tolerance_ratio=CLIP_TOLERANCE_RATIO if norm1000 else 0.0,
         )
         checked.append(b)
         any_clipped |= clipped
-    boxes = checked
-    if any_clipped and stats is not None:
-        stats["clipped"] += 1
-    # the identity rule (groundwork.validate.explicit_id): null, booleans, empty strings and non-scalars are no id
+    return checked, any_clipped
+
+
+def _sample_id(record: dict, default_id: str) -> str:
+    """The identity rule (``groundwork.validate.explicit_id``): ``sample_id``, else ``id``, else ``default_id``
+    (null, booleans, empty strings and non-scalars are no id)."""
     sample_id = validate.explicit_id(record.get("sample_id"))
     sample_id = sample_id if sample_id is not None else validate.explicit_id(record.get("id"))
-    sample_id = sample_id if sample_id is not None else default_id
-    extra = {k: v for k, v in record.items() if k not in known}
-    return Sample(
-        sample_id,
-        instruction,
-        image_path,
-        boxes,
-        width,
-        height,
-        record.get("source"),
-        record.get("platform"),
-        record.get("ui_type"),
-        extra,
-        source_boxes=published,
-        source_box_unit="norm1000" if norm1000 else "pixel",
-    )
-
-
-# --------------------------------------------------------------------------------------------------------------------
-# loading many files
+    return sample_id if sample_id is not None else default_id
 
 
 @dataclass
