@@ -8,7 +8,13 @@ import os
 
 from groundwork.records import DataFileError
 from gui_grounding.data.annotations import EvalInputError
-from gui_grounding.eval.predictions import ON_DUPLICATE
+from gui_grounding.eval.predictions import (
+    ON_DUPLICATE,
+    PREDICTION_FORMATS,
+    load_predictions,
+    results_from_predictions,
+    show_path,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -143,56 +149,22 @@ def run_eval(
             fails (disk full); no ``metrics.json`` is left behind.
     """
     from groundwork.outputs import OutputLock, check_outputs
-    from gui_grounding.eval.benchmarks import get_benchmark
-    from gui_grounding.eval.predictions import PREDICTION_FORMATS, load_predictions, results_from_predictions, show_path
     from gui_grounding.eval.report import remove_summary, write_reports
 
-    if (model is None) == (predictions is None):
-        raise ValueError("give exactly one of model (predict, then score) or predictions (rescore a file)")
-    if on_duplicate not in ON_DUPLICATE:
-        raise ValueError(f"on_duplicate must be one of {', '.join(ON_DUPLICATE)}, got {on_duplicate!r}")
-    if predictions_format not in PREDICTION_FORMATS:
-        raise ValueError(
-            f"predictions_format must be one of {', '.join(PREDICTION_FORMATS)}, got {predictions_format!r}"
-        )
-    check_eval_options(limit, max_failures, backend_kwargs)
+    _check_run_options(model, predictions, on_duplicate, predictions_format, limit, max_failures, backend_kwargs)
     budget_flags = {k: backend_kwargs.pop(k, None) for k in ("min_pixels", "max_pixels", "max_tiles")}
-    prof = None
-    if profile is not None:
-        from gui_grounding.models.profiles import get_profile
-
-        prof = get_profile(profile)
-        adapter = adapter or prof.adapter
-        benchmark_options = {**prof.options_for(benchmark), **(benchmark_options or {})}
-        if model is not None and backend not in prof.backends:
-            logger.warning(
-                "profile %s lists the backends %s for %s; --backend %s may not fit it",
-                prof.name,
-                ", ".join(prof.backends),
-                prof.model,
-                backend,
-            )
+    prof, adapter, benchmark_options = _apply_profile(profile, benchmark, model, backend, adapter, benchmark_options)
     if backend_kwargs.get("max_new_tokens") is None:
         backend_kwargs["max_new_tokens"] = prof.max_new_tokens if prof else DEFAULT_MAX_NEW_TOKENS
     if model is not None and backend == "openai" and adapter is None:
         raise ValueError("--backend openai needs --adapter (the served model's prompt/coordinate convention)")
-    names = ("metrics.json", "results.md", "failures.html", "scores.jsonl")
-    names += ("predictions.jsonl",) if model is not None else ()
-    names += ("calibration.png",) if tts is not None and tts.uses_consensus else ()
     check_outputs(folders=[out_dir], inputs=[data, predictions])
-    check_outputs(files=[os.path.join(out_dir, n) for n in names], inputs=[data, predictions])
+    check_outputs(files=[os.path.join(out_dir, n) for n in _output_names(model, tts)], inputs=[data, predictions])
     with OutputLock(out_dir, folder=True):
         remove_summary(os.path.join(out_dir, "metrics.json"))  # an earlier run's summary must not outlive its outputs
-        bench = get_benchmark(benchmark, **(benchmark_options or {}))
-        bench.need_pixels = model is not None  # rescoring: a sample whose image is missing stays in the denominator
-        try:
-            samples, load_report = bench.load(data, strict=strict)
-        except DataFileError as err:  # a benchmark file that is not JSON text (gzip, UTF-16, ...): one line
-            raise EvalInputError(f"{show_path(err.ref)}: {err.message}") from None
-        if limit is not None:
-            samples = samples[:limit]
-        if not samples:
-            raise EvalInputError(_no_samples_message(benchmark, data, load_report, show_path))
+        bench, samples, load_report = _load_benchmark(
+            benchmark, data, benchmark_options, strict, limit, need_pixels=model is not None
+        )
         meta = {
             "benchmark": benchmark,
             "data": os.path.abspath(data),
@@ -201,31 +173,8 @@ def run_eval(
             "predictions_format": predictions_format,
         }
         if model is not None:
-            from gui_grounding.eval.backends import predict
-
-            limits = _refuse_unsupported_images(model, backend, samples, show_path)
-            run_adapter, budget, budget_warnings = _resolve_model_settings(
-                model, backend, adapter, budget_flags, prof, limits
-            )
-            _refuse_unsendable_images(budget, samples, show_path)
-            extra = {"tts": tts} if tts is not None and tts.mode != "greedy" else {}
-            predictions = predict(
-                backend,
-                model,
-                samples,
-                os.path.join(out_dir, "predictions.jsonl"),
-                adapter=run_adapter,
-                budget=budget,
-                **extra,
-                **backend_kwargs,
-            )
-            meta.update(
-                model=model,
-                backend=backend,
-                adapter=run_adapter.name,
-                backend_options={k: v for k, v in backend_kwargs.items() if k != "api_key"},
-                pixel_budget=budget.to_dict(),
-                pixel_budget_warnings=budget_warnings,
+            predictions = _predict(
+                model, backend, adapter, budget_flags, prof, samples, out_dir, tts, backend_kwargs, meta
             )
         meta["predictions"] = os.path.abspath(predictions)
         preds, pred_report = load_predictions(
@@ -235,20 +184,10 @@ def run_eval(
         metrics = bench.metrics(samples, results)
         if prof is not None:
             meta["profile"] = prof.name
-            measured_with = {
-                **(benchmark_options or {}),
-                **({"subset": metrics["subset"]} if "subset" in metrics else {}),
-            }
-            metrics["published"] = {
-                "profile": prof.name,
-                "model": prof.model,
-                "rows": prof.comparison(benchmark, measured_with, metrics),
-            }
+            metrics["published"] = _published(prof, benchmark, benchmark_options, metrics)
         tts_report = None
         if tts is not None and tts.mode != "greedy":
-            from gui_grounding.eval.tts import tts_run
-
-            tts_report = tts_run(bench, samples, preds, results, metrics, tts)
+            tts_report = _test_time_scaling(bench, samples, preds, results, metrics, tts)
             meta["tts"] = tts.to_dict()
             results, metrics = tts_report["results"], tts_report["metrics"]
         doc = write_reports(
@@ -269,6 +208,129 @@ def run_eval(
     print(bench.table(metrics))
     print(f"\nwrote {show_path(os.path.join(out_dir, 'metrics.json'))}, results.md, scores.jsonl and failures.html")
     return doc
+
+
+def _check_run_options(
+    model, predictions, on_duplicate: str, predictions_format: str, limit, max_failures, backend_kwargs: dict
+) -> None:
+    """The arguments of :func:`run_eval`, before anything is read: exactly one of ``model`` / ``predictions``, a
+    known ``on_duplicate`` and ``predictions_format``, the numeric options (:func:`check_eval_options`).
+
+    Raises:
+        ValueError: one line naming the argument and its value.
+    """
+    if (model is None) == (predictions is None):
+        raise ValueError("give exactly one of model (predict, then score) or predictions (rescore a file)")
+    if on_duplicate not in ON_DUPLICATE:
+        raise ValueError(f"on_duplicate must be one of {', '.join(ON_DUPLICATE)}, got {on_duplicate!r}")
+    if predictions_format not in PREDICTION_FORMATS:
+        raise ValueError(
+            f"predictions_format must be one of {', '.join(PREDICTION_FORMATS)}, got {predictions_format!r}"
+        )
+    check_eval_options(limit, max_failures, backend_kwargs)
+
+
+def _apply_profile(profile: str | None, benchmark: str, model, backend: str, adapter, benchmark_options):
+    """``(profile or None, adapter, benchmark_options)``: a :mod:`gui_grounding.models.profiles` profile's adapter
+    and benchmark options, each unless given explicitly (a warning when ``backend`` is not one the profile lists)."""
+    if profile is None:
+        return None, adapter, benchmark_options
+    from gui_grounding.models.profiles import get_profile
+
+    prof = get_profile(profile)
+    adapter = adapter or prof.adapter
+    benchmark_options = {**prof.options_for(benchmark), **(benchmark_options or {})}
+    if model is not None and backend not in prof.backends:
+        logger.warning(
+            "profile %s lists the backends %s for %s; --backend %s may not fit it",
+            prof.name,
+            ", ".join(prof.backends),
+            prof.model,
+            backend,
+        )
+    return prof, adapter, benchmark_options
+
+
+def _output_names(model, tts) -> tuple[str, ...]:
+    """The files a run writes in its output folder (checked, all of them, before any input is read)."""
+    names = ("metrics.json", "results.md", "failures.html", "scores.jsonl")
+    names += ("predictions.jsonl",) if model is not None else ()
+    names += ("calibration.png",) if tts is not None and tts.uses_consensus else ()
+    return names
+
+
+def _load_benchmark(benchmark: str, data: str, benchmark_options, strict: bool, limit, *, need_pixels: bool):
+    """``(benchmark, samples, load report)``: the benchmark's records (the first ``limit``) read from ``data``;
+    ``need_pixels`` False (rescoring) keeps a sample whose image is missing in the denominator.
+
+    Raises:
+        EvalInputError: a benchmark file that is not JSON text (one line), or no usable sample.
+    """
+    from gui_grounding.eval.benchmarks import get_benchmark
+
+    bench = get_benchmark(benchmark, **(benchmark_options or {}))
+    bench.need_pixels = need_pixels
+    try:
+        samples, load_report = bench.load(data, strict=strict)
+    except DataFileError as err:  # a benchmark file that is not JSON text (gzip, UTF-16, ...): one line
+        raise EvalInputError(f"{show_path(err.ref)}: {err.message}") from None
+    if limit is not None:
+        samples = samples[:limit]
+    if not samples:
+        raise EvalInputError(_no_samples_message(benchmark, data, load_report, show_path))
+    return bench, samples, load_report
+
+
+def _predict(
+    model: str, backend: str, adapter, budget_flags: dict, prof, samples, out_dir: str, tts, backend_kwargs, meta
+):
+    """Model mode: refuse images the model cannot take (:func:`_refuse_unsupported_images`,
+    :func:`_refuse_unsendable_images`), predict every sample into ``out_dir/predictions.jsonl`` (resumable) and
+    record the run's model, backend, adapter, options (never ``api_key``) and pixel budget in ``meta``. Returns the
+    predictions file."""
+    from gui_grounding.eval.backends import predict
+
+    limits = _refuse_unsupported_images(model, backend, samples, show_path)
+    run_adapter, budget, budget_warnings = _resolve_model_settings(model, backend, adapter, budget_flags, prof, limits)
+    _refuse_unsendable_images(budget, samples, show_path)
+    extra = {"tts": tts} if tts is not None and tts.mode != "greedy" else {}
+    predictions = predict(
+        backend,
+        model,
+        samples,
+        os.path.join(out_dir, "predictions.jsonl"),
+        adapter=run_adapter,
+        budget=budget,
+        **extra,
+        **backend_kwargs,
+    )
+    meta.update(
+        model=model,
+        backend=backend,
+        adapter=run_adapter.name,
+        backend_options={k: v for k, v in backend_kwargs.items() if k != "api_key"},
+        pixel_budget=budget.to_dict(),
+        pixel_budget_warnings=budget_warnings,
+    )
+    return predictions
+
+
+def _published(prof, benchmark: str, benchmark_options, metrics: dict) -> dict:
+    """``metrics["published"]``: the profile's published numbers beside ours, compared under the options the run
+    measured with (the benchmark options and the subset the metrics report)."""
+    measured_with = {
+        **(benchmark_options or {}),
+        **({"subset": metrics["subset"]} if "subset" in metrics else {}),
+    }
+    return {"profile": prof.name, "model": prof.model, "rows": prof.comparison(benchmark, measured_with, metrics)}
+
+
+def _test_time_scaling(bench, samples, preds, results, metrics: dict, tts) -> dict:
+    """The test-time mode's report (``gui_grounding.eval.tts.tts_run``): its results and metrics, the greedy ones of
+    the same predictions, and the label of its table."""
+    from gui_grounding.eval.tts import tts_run
+
+    return tts_run(bench, samples, preds, results, metrics, tts)
 
 
 def _refuse_unsupported_images(model: str, backend: str, samples, show_path):
