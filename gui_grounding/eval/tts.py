@@ -225,9 +225,9 @@ def _vote(points: list, width: int, height: int, region: float):
 def predict_tts(engine: Engine, samples: list, out_path: str, *, adapter, budget, tts: TTSConfig) -> str:
     """Write test-time predictions of ``engine`` for ``samples`` to ``out_path`` (resumable; appends).
 
-    Per chunk of ``engine.chunk_size`` samples: the greedy pass, the K samples (consensus modes), the zoom pass (zoom
-    modes), then one line per sample (module docstring). A request that failed for good (API backends) writes the
-    line with ``"error"``, which the next run on the same file redoes.
+    Per chunk of ``engine.chunk_size`` samples (a :class:`_Chunk`): the greedy pass, the K samples (consensus modes),
+    the zoom pass (zoom modes), then one line per sample (module docstring). A request that failed for good (API
+    backends) writes the line with ``"error"``, which the next run on the same file redoes.
 
     Returns:
         ``out_path``.
@@ -245,111 +245,155 @@ def predict_tts(engine: Engine, samples: list, out_path: str, *, adapter, budget
     size = max(1, int(engine.chunk_size))
     with out, tqdm(total=len(todo), desc=f"predict ({tts.mode})", unit="sample") as bar:
         for start in range(0, len(todo), size):
-            chunk = todo[start : start + size]
-            images = [load_image(s) for s in chunk]
-            requests = [adapter.build_request(s, im, budget=budget) for s, im in zip(chunk, images, strict=True)]
-            for s, r in zip(chunk, requests, strict=True):
-                r.context["sample_id"] = s.sample_id  # for the engines' logs
-            costs: list[dict] = [{} for _ in chunk]
-            errors: list[str | None] = [None] * len(chunk)
-
-            def run(phase, reqs, n, seeds, idx, costs=costs, errors=errors):
-                return _run_phase(engine, tts, phase, reqs, n, seeds, idx, costs, errors)
-
-            everyone = list(range(len(chunk)))
-            greedy = run("greedy", requests, 1, None, everyone)
-            lines = []
-            for s, r, d in zip(chunk, requests, greedy, strict=True):
-                text = d.texts[0] if d.texts else ("" if d.error is None else f"ERROR: {d.error}")
-                lines.append(record(s, r, text, adapter, error=d.error))
-            first = {i: lines[i]["point"] for i in everyone}  # the point that picks the zoom window
-            tts_info = [
-                {
-                    "mode": tts.mode,
-                    "point": None,
-                    "agreement": None,
-                    "votes": None,
-                    "region": None,
-                    "window": None,
-                    "zoom_point": None,
-                    "fallback": None,
-                }
-                for _ in chunk
+            part = todo[start : start + size]
+            chunk = _Chunk(engine, tts, adapter, budget, part, [load_image(s) for s in part])
+            greedy = chunk.run("greedy", chunk.requests, 1, None, chunk.everyone)
+            lines = [
+                record(s, r, _greedy_text(d), adapter, error=d.error)
+                for s, r, d in zip(chunk.samples, chunk.requests, greedy, strict=True)
             ]
-            if tts.uses_consensus:
-                seeds = [seed_for(tts.seed, s.sample_id, "sampling") for s in chunk]
-                draws = run("sampling", requests, tts.samples, seeds, everyone)
-                for i, (s, r, d) in enumerate(zip(chunk, requests, draws, strict=True)):
-                    points = _parse_all(s, r, d.texts, adapter)
-                    vote = _vote(points, s.width, s.height, tts.region)
-                    lines[i]["samples"] = [list(p) if p is not None else None for p in points]
-                    lines[i]["sample_responses"] = list(d.texts)
-                    tts_info[i].update(
-                        point=list(vote.point) if vote.point else None,
-                        agreement=vote.agreement,
-                        votes=vote.votes,
-                        region=list(vote.region) if vote.region else None,
-                    )
-                    first[i] = vote.point
-            else:
-                for i in everyone:
-                    tts_info[i]["point"] = lines[i]["point"]
+            first = chunk.first_answers(lines)  # the point that picks the zoom window
             if tts.uses_zoom:
-                zoom_idx, zoom_reqs, windows = [], [], {}
-                for i, s in enumerate(chunk):
-                    point = first[i]
-                    if point is None:
-                        tts_info[i]["fallback"] = "no first-pass point: no window"
-                        continue
-                    window = zoom_window(point, images[i].width, images[i].height, tts.zoom)
-                    try:
-                        budget.size_sent(window.width, window.height)
-                    except ValueError as err:
-                        tts_info[i]["fallback"] = f"window {window.as_list()} cannot be sent: {err}"
-                        continue
-                    crop_sample = _CropSample(s, window)
-                    zoom_idx.append(i)
-                    zoom_reqs.append(adapter.build_request(crop_sample, window.crop(images[i]), budget=budget))
-                    zoom_reqs[-1].context["sample_id"] = s.sample_id
-                    windows[i] = window
-                if zoom_idx:
-                    n = tts.samples if tts.uses_consensus else 1
-                    seeds = (
-                        [seed_for(tts.seed, chunk[i].sample_id, "zoom") for i in zoom_idx]
-                        if tts.uses_consensus
-                        else None
-                    )
-                    draws = run("zoom", zoom_reqs, n, seeds, zoom_idx)
-                    for j, i in enumerate(zoom_idx):
-                        window, s = windows[i], chunk[i]
-                        crop_points = _parse_all(_CropSample(s, window), zoom_reqs[j], draws[j].texts, adapter)
-                        tts_info[i]["window"] = window.as_list()
-                        tts_info[i]["zoom_responses"] = list(draws[j].texts)
-                        if tts.uses_consensus:
-                            vote = _vote(crop_points, window.width, window.height, tts.region)
-                            if vote.point is not None:  # else the first vote's agreement stays with its point
-                                tts_info[i].update(
-                                    agreement=vote.agreement,
-                                    votes=vote.votes,
-                                    region=[*window.to_image(vote.region[:2]), *window.to_image(vote.region[2:])],
-                                )
-                            crop_point = vote.point
-                        else:
-                            crop_point = crop_points[0] if crop_points else None
-                        if crop_point is None:
-                            tts_info[i]["fallback"] = "no point in the crop: first-pass point kept"
-                            tts_info[i]["point"] = list(first[i])
-                        else:
-                            tts_info[i]["point"] = list(window.to_image(crop_point))
-                            tts_info[i]["zoom_point"] = list(crop_point)
-            for i, line in enumerate(lines):
-                line["tts"] = tts_info[i]
-                line["cost"] = costs[i]
-                if errors[i] is not None:
-                    line["error"] = errors[i]
-            write_records(out, lines)
-            bar.update(len(chunk))
+                windows = {
+                    i: zoom_window(point, chunk.images[i].width, chunk.images[i].height, tts.zoom)
+                    for i, point in first.items()
+                    if point is not None
+                }
+                chunk.zoom(first, windows)
+            write_records(out, chunk.finish(lines))
+            bar.update(len(chunk.samples))
     return out_path
+
+
+def _greedy_text(draw: Draw) -> str:
+    """The greedy answer's text: the draw's first text, else ``""`` (nothing generated) or ``ERROR: ...``."""
+    return draw.texts[0] if draw.texts else ("" if draw.error is None else f"ERROR: {draw.error}")
+
+
+class _Chunk:
+    """One chunk of :func:`predict_tts`: its samples, their images and requests, each sample's cost per phase and
+    first error (:func:`_run_phase`), and each sample's ``tts`` record (module docstring), filled pass by pass."""
+
+    def __init__(self, engine: Engine, tts: TTSConfig, adapter, budget, samples: list, images: list):
+        self.engine, self.tts, self.adapter, self.budget = engine, tts, adapter, budget
+        self.samples, self.images = samples, images
+        self.requests = [
+            adapter.build_request(s, im, budget=budget) for s, im in zip(samples, self.images, strict=True)
+        ]
+        for s, r in zip(samples, self.requests, strict=True):
+            r.context["sample_id"] = s.sample_id  # for the engines' logs
+        self.everyone = list(range(len(samples)))
+        self.costs: list[dict] = [{} for _ in samples]
+        self.errors: list[str | None] = [None] * len(samples)
+        self.info = [
+            {
+                "mode": tts.mode,
+                "point": None,
+                "agreement": None,
+                "votes": None,
+                "region": None,
+                "window": None,
+                "zoom_point": None,
+                "fallback": None,
+            }
+            for _ in samples
+        ]
+
+    def run(self, phase: str, reqs: list, n: int, seeds, idx: list[int]) -> list[Draw]:
+        """One engine call for the samples ``idx`` (:func:`_run_phase`)."""
+        return _run_phase(self.engine, self.tts, phase, reqs, n, seeds, idx, self.costs, self.errors)
+
+    def first_answers(self, lines: list[dict]) -> dict[int, tuple | list | None]:
+        """The first pass's answer of each sample (index -> point or None): the consensus vote of K samples
+        (consensus modes: their points and texts go in the line, the vote in the ``tts`` record), else the greedy
+        point (also the ``tts`` record's point)."""
+        first = {i: lines[i]["point"] for i in self.everyone}
+        if not self.tts.uses_consensus:
+            for i in self.everyone:
+                self.info[i]["point"] = lines[i]["point"]
+            return first
+        tts = self.tts
+        seeds = [seed_for(tts.seed, s.sample_id, "sampling") for s in self.samples]
+        draws = self.run("sampling", self.requests, tts.samples, seeds, self.everyone)
+        for i, (s, r, d) in enumerate(zip(self.samples, self.requests, draws, strict=True)):
+            points = _parse_all(s, r, d.texts, self.adapter)
+            vote = _vote(points, s.width, s.height, tts.region)
+            lines[i]["samples"] = [list(p) if p is not None else None for p in points]
+            lines[i]["sample_responses"] = list(d.texts)
+            self.info[i].update(
+                point=list(vote.point) if vote.point else None,
+                agreement=vote.agreement,
+                votes=vote.votes,
+                region=list(vote.region) if vote.region else None,
+            )
+            first[i] = vote.point
+        return first
+
+    def zoom(self, first: dict[int, tuple | list | None], windows: dict) -> None:
+        """The zoom pass: each sample with a first-pass point and a window (``windows``: index -> its
+        :class:`gui_grounding.models.frames.CropWindow`) that can be sent under the budget asks again on the crop
+        (K samples, seeded, in consensus modes); the others keep the first answer, with the ``fallback`` saying
+        why."""
+        zoom_idx, zoom_reqs = [], []
+        for i, s in enumerate(self.samples):
+            if first[i] is None:
+                self.info[i]["fallback"] = "no first-pass point: no window"
+                continue
+            window = windows[i]
+            try:
+                self.budget.size_sent(window.width, window.height)
+            except ValueError as err:
+                self.info[i]["fallback"] = f"window {window.as_list()} cannot be sent: {err}"
+                continue
+            zoom_idx.append(i)
+            zoom_reqs.append(
+                self.adapter.build_request(_CropSample(s, window), window.crop(self.images[i]), budget=self.budget)
+            )
+            zoom_reqs[-1].context["sample_id"] = s.sample_id
+        if not zoom_idx:
+            return
+        tts = self.tts
+        n = tts.samples if tts.uses_consensus else 1
+        seeds = (
+            [seed_for(tts.seed, self.samples[i].sample_id, "zoom") for i in zoom_idx] if tts.uses_consensus else None
+        )
+        draws = self.run("zoom", zoom_reqs, n, seeds, zoom_idx)
+        for j, i in enumerate(zoom_idx):
+            self._zoom_answer(i, first[i], windows[i], zoom_reqs[j], draws[j])
+
+    def _zoom_answer(self, i: int, first_point, window, request, draw: Draw) -> None:
+        """Sample ``i``'s answer from its crop: the crop's point (consensus modes: the vote on the crop, whose
+        agreement replaces the first vote's when it has a point) mapped back to the image, else the first point."""
+        crop_points = _parse_all(_CropSample(self.samples[i], window), request, draw.texts, self.adapter)
+        info = self.info[i]
+        info["window"] = window.as_list()
+        info["zoom_responses"] = list(draw.texts)
+        if self.tts.uses_consensus:
+            vote = _vote(crop_points, window.width, window.height, self.tts.region)
+            if vote.point is not None:  # else the first vote's agreement stays with its point
+                info.update(
+                    agreement=vote.agreement,
+                    votes=vote.votes,
+                    region=[*window.to_image(vote.region[:2]), *window.to_image(vote.region[2:])],
+                )
+            crop_point = vote.point
+        else:
+            crop_point = crop_points[0] if crop_points else None
+        if crop_point is None:
+            info["fallback"] = "no point in the crop: first-pass point kept"
+            info["point"] = list(first_point)
+        else:
+            info["point"] = list(window.to_image(crop_point))
+            info["zoom_point"] = list(crop_point)
+
+    def finish(self, lines: list[dict]) -> list[dict]:
+        """The chunk's predictions lines: each with its ``tts`` record, its cost and its first error (if any)."""
+        for i, line in enumerate(lines):
+            line["tts"] = self.info[i]
+            line["cost"] = self.costs[i]
+            if self.errors[i] is not None:
+                line["error"] = self.errors[i]
+        return lines
 
 
 @dataclass
