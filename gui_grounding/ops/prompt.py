@@ -32,9 +32,10 @@ import argparse
 import json
 import re
 
+from groundwork import validate
 from gui_grounding.data.schema import Sample
 from gui_grounding.eval.backends import eval_reading
-from gui_grounding.models.adapters import ADAPTERS, get_adapter
+from gui_grounding.models.adapters import ADAPTERS, Request, get_adapter
 
 MAX_SIDE = 1_000_000  # a screenshot side beyond this is not a screen (and would not fit in memory)
 IMAGE_PAD = "<|image_pad|>"  # Qwen-VL image placeholder token, repeated once per merged patch by the processor
@@ -105,26 +106,9 @@ def describe_prompt(
             size, ``min_pixels > max_pixels``, an image the model family cannot take (aspect ratio, smallest side:
             ``VLMBaseModule.image_limits``), or (with ``model``) a sent image over the decode guard.
     """
-    from PIL import Image
-
-    from groundwork import validate
     from gui_grounding.eval.budget import resolve_eval_budget
-    from gui_grounding.models.adapters import Request
 
-    prof = None
-    if profile is not None:
-        from gui_grounding.models.profiles import get_profile
-
-        prof = get_profile(profile)
-        adapter = adapter or prof.adapter
-    if adapter is None:
-        if model is None:
-            raise ValueError("give --adapter, --profile, or --model to use its family's adapter")
-        from gui_grounding.eval.backends import checkpoint_adapter
-
-        ad = checkpoint_adapter(model)
-    else:
-        ad = get_adapter(adapter)
+    prof, ad = _resolve_adapter(adapter, profile, model)
     width, height = int(image_size[0]), int(image_size[1])
     if width <= 0 or height <= 0:
         raise ValueError(f"image size must be positive, got {width}x{height}")
@@ -140,12 +124,11 @@ def describe_prompt(
         frame = budget.frame(width, height)
     except ValueError as err:  # smart_resize: an aspect ratio over 200
         raise ValueError(f"a {width}x{height} screenshot cannot be resized for the model: {err}") from None
-    sent_w, sent_h = frame.resized_width, frame.resized_height
     out = {
         "adapter": ad.name,
         "profile": prof.name if prof else None,
         "image_size": [width, height],
-        "resized_size": [sent_w, sent_h],
+        "resized_size": [frame.resized_width, frame.resized_height],
         "answer_frame": {"name": ad.answer_frame, "size": list(ad.answer_size(frame))},
         "pixel_budget": budget.to_dict(),
         "messages": ad.messages(instruction, frame, image_block=True),
@@ -153,19 +136,67 @@ def describe_prompt(
     if warnings:
         out["pixel_budget_warnings"] = warnings
     if parse is not None:
-        request = Request(out["messages"], None, {"frame": frame}, assistant_prefix=ad.assistant_prefix)
-        point = ad.parse_answer(request.assistant_prefix + parse, strict=False)
-        reading = eval_reading(Sample("prompt", instruction, "", [], width, height), request, parse, ad)
-        out["answer"] = parse
-        out["answer_point"] = list(point) if point is not None else None
-        out["parsed_point"] = reading["point"]
-        out["refusal"] = reading["refusal"]
-        out["format_error"] = reading["format_error"]
-        out["scored_as"] = reading["scored_as"]
+        out.update(_reading(ad, out["messages"], frame, instruction, parse))
+    if model is not None:
+        out.update(_rendered(ad, model, budget, instruction, out["messages"], frame))
+    return out
+
+
+def _resolve_adapter(adapter: str | None, profile: str | None, model: str | None):
+    """``(profile or None, adapter)``: the adapter named, else the profile's, else ``model``'s family default
+    (``gui_grounding.eval.backends.checkpoint_adapter``).
+
+    Raises:
+        ValueError: unknown adapter or profile, or none of the three given.
+    """
+    prof = None
+    if profile is not None:
+        from gui_grounding.models.profiles import get_profile
+
+        prof = get_profile(profile)
+        adapter = adapter or prof.adapter
+    if adapter is not None:
+        return prof, get_adapter(adapter)
     if model is None:
-        return out
+        raise ValueError("give --adapter, --profile, or --model to use its family's adapter")
+    from gui_grounding.eval.backends import checkpoint_adapter
+
+    return prof, checkpoint_adapter(model)
+
+
+def _reading(ad, messages: list, frame, instruction: str, parse: str) -> dict:
+    """What eval records and scores for the completion ``parse`` (``describe_prompt``'s ``parse``): ``answer``,
+    ``answer_point`` (the adapter's parse in its answer frame) and eval's reading (``parsed_point``, ``refusal``,
+    ``format_error``, ``scored_as``: :func:`gui_grounding.eval.backends.eval_reading`)."""
+    width, height = frame.width, frame.height
+    request = Request(messages, None, {"frame": frame}, assistant_prefix=ad.assistant_prefix)
+    point = ad.parse_answer(request.assistant_prefix + parse, strict=False)
+    reading = eval_reading(Sample("prompt", instruction, "", [], width, height), request, parse, ad)
+    return {
+        "answer": parse,
+        "answer_point": list(point) if point is not None else None,
+        "parsed_point": reading["point"],
+        "refusal": reading["refusal"],
+        "format_error": reading["format_error"],
+        "scored_as": reading["scored_as"],
+    }
+
+
+def _rendered(ad, model: str, budget, instruction: str, messages: list, frame) -> dict:
+    """``chat_template_text`` and ``num_tokens`` of the prompt as ``model``'s processor renders it (its pixel
+    budget set to the run's) with a blank image of the size sent: the image pads expanded (Qwen-VL, checked
+    against the resized size), or the processor's token ids decoded (other families).
+
+    Raises:
+        ValueError: the image sent is over the decode guard ``groundwork.validate.DECODE_PIXEL_LIMIT``.
+        RuntimeError: the adapter's messages depend on more than the frame, or the processor's grid does not give
+            the resized size.
+    """
+    from PIL import Image
+
     from vlm_r1.modules import get_vlm_module
 
+    sent_w, sent_h = frame.resized_width, frame.resized_height
     module = get_vlm_module(model)
     processor = module.load_processor(model)
     budget.apply(processor, module)
@@ -176,22 +207,24 @@ def describe_prompt(
         )
     sample = Sample("prompt", instruction, "", [], sent_w, sent_h)
     request = ad.build_request(sample, Image.new("RGB", (sent_w, sent_h), (255, 255, 255)), budget=budget)
-    if request.messages != out["messages"]:  # the request for the sent size must be the request for the original
+    if request.messages != messages:  # the request for the sent size must be the request for the original
         raise RuntimeError(f"the {ad.name} adapter's messages depend on more than the frame")
     text = processor.apply_chat_template(request.messages, tokenize=False, add_generation_prompt=True)
     batch = processor(text=[text], images=[request.image], return_tensors="pt")
     if "image_grid_thw" not in batch:  # not a Qwen-VL processor: its own expansion, decoded
-        out["chat_template_text"] = processor.tokenizer.decode(batch["input_ids"][0], skip_special_tokens=False)
-        out["num_tokens"] = len(batch["input_ids"][0])
-        return out
+        return {
+            "chat_template_text": processor.tokenizer.decode(batch["input_ids"][0], skip_special_tokens=False),
+            "num_tokens": len(batch["input_ids"][0]),
+        }
     _, grid_h, grid_w = (int(v) for v in batch["image_grid_thw"][0])
     merge = int(processor.image_processor.merge_size)
     if (grid_w * budget.factor // merge, grid_h * budget.factor // merge) != (sent_w, sent_h):
         raise RuntimeError(f"processor grid {grid_w}x{grid_h} does not match the resized size {sent_w}x{sent_h}")
     n_image_tokens = grid_h * grid_w // (merge * merge)
-    out["chat_template_text"] = text.replace(IMAGE_PAD, IMAGE_PAD * n_image_tokens)
-    out["num_tokens"] = len(batch["input_ids"][0])
-    return out
+    return {
+        "chat_template_text": text.replace(IMAGE_PAD, IMAGE_PAD * n_image_tokens),
+        "num_tokens": len(batch["input_ids"][0]),
+    }
 
 
 def _run(args: argparse.Namespace) -> None:
