@@ -192,12 +192,53 @@ def _train(argv: list[str]) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The ``gui-grounding`` argument parser with all subcommands."""
+    """The ``gui-grounding`` argument parser with all subcommands (each added by its own function: ``_add_<name>``
+    here, ``register_cli`` / ``add_parser`` in the module that runs it), in the order ``--help`` lists them."""
     parser = argparse.ArgumentParser(
         prog="gui-grounding", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="SUBCOMMAND")
+    _add_make_tiny_model(sub)
 
+    from gui_grounding.data.synthetic import register_cli as register_synthetic
+
+    register_synthetic(sub)
+
+    from gui_grounding.ops.toy import register_cli as register_toy
+
+    register_toy(sub)
+
+    from gui_grounding.data.collect.web import register_cli
+
+    register_cli(sub)
+
+    from gui_grounding.data.convert import register_cli as register_convert
+
+    register_convert(sub)
+
+    from gui_grounding.data.clean import register_cli as register_clean
+
+    register_clean(sub)
+    _add_train(sub)
+    _add_eval(sub)
+    _add_profiles(sub)
+
+    from gui_grounding.eval.compare import add_parser as register_compare
+
+    register_compare(sub)
+
+    from gui_grounding.ops.prompt import register_cli as register_prompt
+
+    register_prompt(sub)
+
+    from gui_grounding.ops.plan import register_estimate_cli
+
+    register_estimate_cli(sub)
+    return parser
+
+
+def _add_make_tiny_model(sub) -> None:
+    """The ``make-tiny-model`` subcommand: a tiny random checkpoint of a real architecture (:mod:`vlm_r1.tiny`)."""
     p = sub.add_parser(
         "make-tiny-model",
         help="write a tiny randomly initialised Qwen-VL checkpoint (offline)",
@@ -236,31 +277,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=_make_tiny_model)
 
-    from gui_grounding.data.synthetic import register_cli as register_synthetic
 
-    register_synthetic(sub)
-
-    from gui_grounding.ops.toy import register_cli as register_toy
-
-    register_toy(sub)
-
-    from gui_grounding.data.collect.web import register_cli
-
-    register_cli(sub)
-
-    from gui_grounding.data.convert import register_cli as register_convert
-
-    register_convert(sub)
-
-    from gui_grounding.data.clean import register_cli as register_clean
-
-    register_clean(sub)
-
+def _add_train(sub) -> None:
+    """The ``train`` subcommand: listed for ``--help`` only (:func:`main` hands ``train ARGS`` to the GTA1 trainer
+    before parsing)."""
     p = sub.add_parser(
         "train", help="GTA1 GRPO training (python -m gui_grounding.train; see docs/GTA1.md)", add_help=False
     )
     p.set_defaults(func=None)
 
+
+def _add_eval(sub) -> None:
+    """The ``eval`` subcommand (:func:`_eval`, :func:`gui_grounding.eval.run.run_eval`): benchmark, data, model or
+    predictions, backend, adapter, pixel budget, test-time mode and output flags."""
     from groundwork.argtypes import integer, with_range
     from gui_grounding.eval.backends import REGISTRY as BACKEND_REGISTRY
     from gui_grounding.eval.benchmarks import BENCHMARKS
@@ -416,6 +445,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=_eval)
 
+
+def _add_profiles(sub) -> None:
+    """The ``profiles`` subcommand (:func:`_profiles`): the pinned settings of published checkpoints."""
     p = sub.add_parser(
         "profiles",
         help="list the pinned, cited evaluation settings of published checkpoints",
@@ -426,19 +458,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name", nargs="?", default=None, help="one profile (default: all, as a table, then each in full)")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.set_defaults(func=_profiles)
-
-    from gui_grounding.eval.compare import add_parser as register_compare
-
-    register_compare(sub)
-
-    from gui_grounding.ops.prompt import register_cli as register_prompt
-
-    register_prompt(sub)
-
-    from gui_grounding.ops.plan import register_estimate_cli
-
-    register_estimate_cli(sub)
-    return parser
 
 
 def main(argv: list[str] | None = None) -> None:
