@@ -8,8 +8,8 @@ import random
 
 import pytest
 
-from groundwork.records import load_data_config, requested_count, sampling_indices
 from tests.helpers.paths import REPO, SAMPLE
+from vlm_r1.data import load_data_config, requested_count, sampling_indices
 
 
 def test_sampling_strategies_exact():
@@ -130,7 +130,7 @@ def test_concatenate_record_datasets_merges_pass_through_columns(caplog):
     kinds conflict (a column already JSON text in one source is not encoded twice)."""
     import logging
 
-    from groundwork.records import concatenate_record_datasets, json_text_columns, rows_to_dataset
+    from vlm_r1.data import concatenate_record_datasets, json_text_columns, rows_to_dataset
 
     log = logging.getLogger("t_mix")
     with caplog.at_level(logging.WARNING, logger="t_mix"):

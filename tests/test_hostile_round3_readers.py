@@ -25,13 +25,13 @@ from groundwork.records import (
     RecordError,
     iter_records,
     lax_loads,
-    load_data_config,
     load_json_file,
     load_yaml_file,
     read_side_file,
     strict_loads,
 )
 from groundwork.validate import short_repr
+from vlm_r1.data import load_data_config
 
 FAST = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 

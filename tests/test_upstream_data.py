@@ -11,11 +11,12 @@ import sys
 import pytest
 from PIL import Image
 
-from groundwork import records as vdata
-from groundwork.records import RecordError, iter_records, json_text_columns, rows_to_dataset
+from groundwork.records import RecordError, iter_records
 from tests.helpers.proc import child_env, run
 from tests.helpers.records import conversation, task_script_args
 from tests.helpers.train import tiny_train_argv
+from vlm_r1 import data as vdata
+from vlm_r1.data import json_text_columns, rows_to_dataset
 from vlm_r1.modules import get_vlm_module, load_processor
 from vlm_r1.tasks import DefaultTask
 

@@ -12,9 +12,9 @@ import pytest
 
 from tests.helpers.paths import REPO
 from tests.helpers.train import flags
-from vlm_r1.configs import LEGACY_TRAINING_FLAGS
 from vlm_r1.grpo import parse_args
 from vlm_r1.upstream_defaults import load_rows, markdown_table, our_defaults
+from vlm_r1.upstream_flags import LEGACY_TRAINING_FLAGS
 
 ROWS = load_rows()
 

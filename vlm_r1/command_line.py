@@ -16,7 +16,7 @@ test that parses twice) reads and parses nothing again.
 
 On top of ``trl.TrlParser`` the parse keeps upstream VLM-R1's and GTA1's command lines working: bare boolean flags mean
 true (:func:`allow_bare_bools`), every transformers 4.49 ``TrainingArguments`` flag that 5.x removed is accepted
-(``vlm_r1.configs.LEGACY_TRAINING_FLAGS``: mapped to its successor with a notice, or announced as having no effect),
+(``vlm_r1.upstream_flags.LEGACY_TRAINING_FLAGS``: mapped to its successor with a notice, or announced as having no effect),
 numeric flags and their recipe values get the project's number types (:func:`strict_numbers`), and ``str | list[str]``
 flags take several words (:func:`allow_word_lists`). The recipe and a ``--deepspeed`` JSON are read by the side-file
 rule (:func:`check_side_files`).
@@ -34,7 +34,7 @@ from typing import Any
 from groundwork.argtypes import integer, number
 from groundwork.argtypes import value as checked_value
 from groundwork.records import load_json_file, load_yaml_file
-from vlm_r1.configs import LegacyTrainingArguments
+from vlm_r1.upstream_flags import LegacyTrainingArguments
 
 #: a usage line argparse prints above every usage error (the full one is ~240 lines; ``--help`` has it)
 SHORT_USAGE = "%(prog)s [--config FILE.yaml] [--FLAG VALUE ...]"

@@ -25,8 +25,9 @@ from groundwork.argtypes import from_env, integer
 from groundwork.outputs import write_text
 from groundwork.pixel_budget import update_run_info
 from vlm_r1.command_line import CommandLine, parse_task
-from vlm_r1.configs import GRPOModelConfig, GRPOScriptArguments, UpstreamCompatArguments, VLMGRPOConfig
+from vlm_r1.configs import GRPOModelConfig, GRPOScriptArguments, VLMGRPOConfig
 from vlm_r1.launch import input_errors
+from vlm_r1.upstream_flags import UpstreamCompatArguments
 
 logger = logging.getLogger("vlm_r1")
 
@@ -166,7 +167,7 @@ def build_train_dataset(script_args, training_args, task, processor, vlm_module)
     """
     if not script_args.data_config:
         return task.build_dataset(script_args, processor, vlm_module), []
-    from groundwork.records import load_data_config, requested_count, sampling_indices
+    from vlm_r1.data import load_data_config, requested_count, sampling_indices
 
     sources, seed = load_data_config(script_args.data_config)
     seed = training_args.seed if seed is None else seed
@@ -201,9 +202,9 @@ def build_train_dataset(script_args, training_args, task, processor, vlm_module)
     )
     logger.info("data mixture %s (seed %d):\n%s", script_args.data_config, seed, table)
     # Each part carries its own (equivalent) lazy-loading transform; the join drops formats, so put the task's
-    # transform back once. Pass-through columns may differ across sources (groundwork.records.concatenate_record_datasets:
+    # transform back once. Pass-through columns may differ across sources (vlm_r1.data.concatenate_record_datasets:
     # union of columns, a column whose types cannot merge becomes JSON text with a warning).
-    from groundwork.records import concatenate_record_datasets
+    from vlm_r1.data import concatenate_record_datasets
     from vlm_r1.launch import with_transform_of
 
     return with_transform_of(parts[0], concatenate_record_datasets(parts, logger=logger)), mixture

@@ -18,7 +18,7 @@ a dataclass parsed together with the core's flags once ``--task_type`` is known:
 ``vlm_r1.rewards`` registry), metric aliases and the metrics of the one-line console log.
 
 In both built-in tasks every record key the task does not read is a pass-through column, so a reward function
-receives it per rollout as upstream (column rules: :func:`groundwork.records.rows_to_dataset`), and a bad record is skipped
+receives it per rollout as upstream (column rules: :func:`vlm_r1.data.rows_to_dataset`), and a bad record is skipped
 with a reason code (``--strict_data``: raised as ``file:line: reason: message``).
 """
 
@@ -33,8 +33,9 @@ from typing import Any
 
 from groundwork import validate
 from groundwork.geometry import Frame
-from groundwork.records import RecordError, iter_records, lax_loads, rows_to_dataset, split_extras, warn_dropped
+from groundwork.records import RecordError, iter_records, lax_loads
 from groundwork.registry import Registry
+from vlm_r1.data import rows_to_dataset, split_extras, warn_dropped
 
 logger = logging.getLogger(__name__)
 
@@ -304,7 +305,7 @@ class DefaultTask(Task):
     record has its own (the record wins, as upstream; null counts as absent).
 
     Every other record key is a pass-through column that reaches the reward functions (``id`` is kept as a string,
-    the record's ``file:line`` when absent). Columns follow :func:`groundwork.records.rows_to_dataset`: the union of all
+    the record's ``file:line`` when absent). Columns follow :func:`vlm_r1.data.rows_to_dataset`: the union of all
     records' keys (upstream kept only the first line's), None where a record lacks a key, a column of mixed kinds
     stored as JSON text with a warning. Record keys named like a column the task computes (``prompt``,
     ``image_path``, ``problem``, ``solution``) or like a TRL reward keyword are dropped with a warning.
@@ -491,7 +492,7 @@ class RECTask(Task):
     (the frame the model answers in: ``vlm_module.answer_frame_size`` under the run's pixel budget, i.e. the
     smart_resize frame for Qwen2/2.5-VL, ``[1000, 1000]`` for 0-1000 families) and ``id`` (the record's ``id`` as a string, else its ``file:line`` / ``file:[index]``). Every other
     record key (``normal_caption``, ...) is a pass-through column, with the column rules of
-    :func:`groundwork.records.rows_to_dataset`; keys named like the task's columns are dropped with a warning.
+    :func:`vlm_r1.data.rows_to_dataset`; keys named like the task's columns are dropped with a warning.
 
     Rewards: the defaults ``accuracy format`` resolve to ``rec_iou`` / ``rec_format`` (``reward_aliases``), which is
     what upstream's ``--is_reward_customized_from_vlm_module true --task_type rec`` selected; that flag gives the same

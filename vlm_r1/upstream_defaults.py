@@ -11,7 +11,7 @@ it live), ``status``:
 * ``equivalent``: a different spelling of the same behaviour (e.g. None for ``''``);
 * ``differs``: a documented difference (``report_to``; vLLM memory; upstream's crash without ``--image_folders``);
 * ``mapped`` / ``no_effect``: a transformers 4.x flag 5.x removed, mapped to its successor or accepted with a notice
-  (``vlm_r1.configs.LEGACY_TRAINING_FLAGS``); upstream flags with no meaning here are accepted with a notice.
+  (``vlm_r1.upstream_flags.LEGACY_TRAINING_FLAGS``); upstream flags with no meaning here are accepted with a notice.
 
 Rows of group ``trl`` are TRL 1.16 flags upstream did not have: their value encodes what upstream hard-coded
 (``loss_type grpo``, ``use_bias_correction_kl false``, ...).
@@ -50,8 +50,8 @@ def our_defaults() -> dict[str, Any]:
     from trl import TrlParser
 
     from vlm_r1.command_line import allow_bare_bools
-    from vlm_r1.configs import _IGNORED, _RENAMED, LEGACY_TRAINING_FLAGS
     from vlm_r1.grpo import ARG_DATACLASSES
+    from vlm_r1.upstream_flags import _IGNORED, _RENAMED, LEGACY_TRAINING_FLAGS
 
     parser = TrlParser(ARG_DATACLASSES)
     allow_bare_bools(parser)
