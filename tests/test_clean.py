@@ -21,15 +21,8 @@ from PIL import Image, ImageDraw
 
 from gui_grounding.data import clean as clean_mod
 from gui_grounding.data import detectors as det_mod
-from gui_grounding.data.clean import (
-    CacheIncompleteError,
-    clean,
-    output_paths,
-    parse_shard,
-    register_cli,
-    shard_bounds,
-    shard_images,
-)
+from gui_grounding.data.clean import clean, output_paths, register_cli
+from gui_grounding.data.clean_cache import CacheIncompleteError, parse_shard, shard_bounds, shard_images
 from gui_grounding.data.detectors import (
     ClassicDetector,
     OCRDetector,

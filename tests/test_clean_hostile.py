@@ -21,16 +21,15 @@ from PIL import Image, ImageOps, PngImagePlugin
 from groundwork.outputs import OutputError, OutputLock
 from gui_grounding.data import clean as clean_mod
 from gui_grounding.data import detectors as det_mod
-from gui_grounding.data.clean import (
+from gui_grounding.data.clean import clean, output_paths, register_cli
+from gui_grounding.data.clean_cache import (
     CACHE_LINE_REASONS,
     CacheIncompleteError,
     CacheLineError,
     DetectionCache,
-    clean,
-    output_paths,
+    detect_one,
     parse_cache_line,
     parse_shard,
-    register_cli,
     scan_cache_lines,
     shard_bounds,
     shard_of,
@@ -691,8 +690,8 @@ def test_an_entry_that_cannot_be_written_stays_an_error_in_memory(stub, tmp_path
     cache = DetectionCache(str(tmp_path), Stub())
     path = str(tmp_path / "stub.jsonl")
     with LineAppender(path) as appender:
-        cache.append(appender, clean_mod.detect_one(Stub(), "/x/\udcff.png"))
-        cache.append(appender, clean_mod.detect_one(Stub(), "/x/e.png"))
+        cache.append(appender, detect_one(Stub(), "/x/\udcff.png"))
+        cache.append(appender, detect_one(Stub(), "/x/e.png"))
     assert cache.index["/x/\udcff.png"].path == "" and cache.index["/x/\udcff.png"].error.startswith("bad detector")
     assert cache.read("/x/\udcff.png")["error"] == cache.index["/x/\udcff.png"].error
     assert cache.read("/x/e.png")["detections"] == [
