@@ -13,7 +13,8 @@ from collections import Counter
 import pytest
 
 from gui_grounding.data.convert import convert, iter_input, output_paths, register_cli
-from gui_grounding.data.formats import FORMATS, platform_from_path
+from gui_grounding.data.formats import FORMATS
+from gui_grounding.data.formats_common import platform_from_path
 from gui_grounding.data.schema import REASONS, SampleError, load_samples
 from tests.helpers.images import png_bytes
 

@@ -42,7 +42,8 @@ from typing import Any
 from groundwork import validate
 from groundwork.records import RecordError, iter_records
 from gui_grounding.data.convert_engine import Converter, ConvertReport
-from gui_grounding.data.formats import DIRECT_FORMATS, FORMATS, PLATFORMS, UNITS, ReadContext
+from gui_grounding.data.formats import DIRECT_FORMATS, FORMATS
+from gui_grounding.data.formats_common import PLATFORMS, UNITS, ReadContext
 from gui_grounding.data.schema import CLIP_TOLERANCE_PX, CLIP_TOLERANCE_RATIO, SampleError
 
 PARQUET_BATCH_ROWS = 256

@@ -32,7 +32,8 @@ from typing import Any
 
 from groundwork import outputs, validate
 from groundwork.records import RecordError
-from gui_grounding.data.formats import FORMATS, EmbeddedImage, ReadContext, Target
+from gui_grounding.data.formats import FORMATS
+from gui_grounding.data.formats_common import EmbeddedImage, ReadContext, Target
 from gui_grounding.data.schema import (
     CANONICAL_KEYS,
     CLIP_TOLERANCE_PX,
