@@ -29,7 +29,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from gui_grounding.ops.memory import GIB, QWEN2_5_VL_SHAPES, RunShape, ZeroConfig, layer_activation_bytes  # noqa: E402
+from gui_grounding.ops.memory import GIB, RunShape, ZeroConfig, layer_activation_bytes  # noqa: E402
+from gui_grounding.ops.memory_shapes import QWEN2_5_VL_SHAPES  # noqa: E402
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "memory_calibration_cpu.json")
 # The GTA1-7B shape the factor is stated for: 1920x1080 -> 1932x1092 under max_pixels 4096*2160 = 2,691 image tokens,

@@ -27,6 +27,8 @@ if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
 from gui_grounding.ops import memory as me  # noqa: E402
+from gui_grounding.ops.memory_calibration import Calibration  # noqa: E402
+from gui_grounding.ops.memory_shapes import QWEN2_5_VL_SHAPES  # noqa: E402
 
 OUT = os.path.join(REPO, "benchmarks", "results", "memory_calibration.json")
 CALIBRATION_CASE = ("b", "G8", "naive")
@@ -46,7 +48,7 @@ def predicted_parts(inputs: dict, shared: bool, train_vision: bool) -> dict:
         shared_prompt=shared,
         train_vision=train_vision,
     )
-    est = me.estimate(me.QWEN2_5_VL_SHAPES["Qwen2.5-VL-7B"], run, me.Calibration())
+    est = me.estimate(QWEN2_5_VL_SHAPES["Qwen2.5-VL-7B"], run, Calibration())
     parts = {p["name"]: p["gib"] for p in est.to_dict()["phases"]["training"]["parts"]}
     return {
         "resident_gib": parts["parameters"] + parts["gradients"],

@@ -176,7 +176,7 @@ def test_yaml_merge_keys_still_override_and_data_config_and_recipe_name_the_key(
 def test_json_side_files_refuse_a_key_twice(tmp_path):
     from groundwork.pixel_budget import recorded_budget
     from gui_grounding.ops.estimate import zero_config
-    from gui_grounding.ops.memory import load_calibration
+    from gui_grounding.ops.memory_calibration import load_calibration
 
     cal = tmp_path / "cal.json"
     cal.write_text('{"activation_factor": 1.0, "activation_factor": 9.0}')
@@ -231,7 +231,7 @@ def _no_hang(fn):
 
 def _readers(tmp_path):
     from gui_grounding.ops.estimate import zero_config
-    from gui_grounding.ops.memory import load_calibration
+    from gui_grounding.ops.memory_calibration import load_calibration
     from vlm_r1.command_line import check_side_files
 
     return {

@@ -10,18 +10,9 @@ from dataclasses import replace
 import pytest
 
 from gui_grounding.ops.estimate import image_tokens, shape_for_model, zero_config
-from gui_grounding.ops.memory import (
-    DEFAULT_CALIBRATION_PATH,
-    GIB,
-    QWEN2_5_VL_SHAPES,
-    Calibration,
-    RunShape,
-    ZeroConfig,
-    estimate,
-    load_calibration,
-    micro_step_tokens,
-    shape_from_config,
-)
+from gui_grounding.ops.memory import GIB, RunShape, ZeroConfig, estimate, micro_step_tokens
+from gui_grounding.ops.memory_calibration import DEFAULT_CALIBRATION_PATH, Calibration, load_calibration
+from gui_grounding.ops.memory_shapes import QWEN2_5_VL_SHAPES, shape_from_config
 from gui_grounding.ops.plan import BatchPlan, PlanError, derive_batch
 from tests.helpers.paths import REPO
 

@@ -33,17 +33,9 @@ from typing import Any
 
 from groundwork.argtypes import integer, number, with_range
 from groundwork.records import load_json_file
-from gui_grounding.ops.memory import (
-    DEFAULT_CALIBRATION_PATH,
-    QWEN2_5_VL_SHAPES,
-    MemoryEstimate,
-    ModelShape,
-    RunShape,
-    ZeroConfig,
-    estimate,
-    load_calibration,
-    shape_from_config,
-)
+from gui_grounding.ops.memory import MemoryEstimate, RunShape, ZeroConfig, estimate
+from gui_grounding.ops.memory_calibration import DEFAULT_CALIBRATION_PATH, load_calibration
+from gui_grounding.ops.memory_shapes import QWEN2_5_VL_SHAPES, ModelShape, shape_from_config
 
 _REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 #: GTA1's base checkpoints (recipes/gta1/*.yaml) and the Qwen2.5-VL releases -> published shapes. UI-TARS-1.5-7B is a
