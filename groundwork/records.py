@@ -253,7 +253,7 @@ _YAML_LOADER = None
 
 def _strict_yaml_loader() -> type:
     """PyYAML's ``SafeLoader`` refusing a mapping that holds a key twice (:class:`DuplicateKeyError`, at any depth;
-    keys compared as loaded values, so ``1`` and ``"1"`` differ and ``yes``/``true`` are one key). Merge keys
+    keys compared as loaded values, so ``1`` and ``"1"`` differ and ``yes``/``true`` are one key; the error names the key as written). Merge keys
     (``<<: *base``) still override as YAML 1.1 says: only keys written in the mapping itself are compared."""
     global _YAML_LOADER
     if _YAML_LOADER is None:
@@ -273,7 +273,9 @@ def _strict_yaml_loader() -> type:
                         continue
                     if not fresh:
                         line = key_node.start_mark.line + 1
-                        raise DuplicateKeyError(key, f"duplicate key {short_repr(key)} (line {line})")
+                        raise DuplicateKeyError(
+                            key, f"duplicate key {short_repr(key_node.value)} (line {line})"
+                        )  # as written: `no` is False
                     seen.add(key)
                 return node
 

@@ -17,7 +17,7 @@ import os
 import threading
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from groundwork.records import (
@@ -135,6 +135,8 @@ def test_convert_and_training_loader_reject_duplicate_key_records(tmp_path):
 
 @FAST
 @given(depth=st.integers(0, 3), key=st.from_regex(r"[a-z][a-z0-9_]{0,8}", fullmatch=True))
+@example(depth=1, key="no")  # YAML reads `no` as False: the message names the key as written
+@example(depth=0, key="null")
 def test_yaml_side_files_refuse_a_key_twice_at_any_depth(tmp_path, depth, key):
     lines, indent = [], ""
     for level in range(depth):
