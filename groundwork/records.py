@@ -54,11 +54,12 @@ class DuplicateKeyError(ValueError):
         super().__init__(message or f"duplicate key {short_repr(key)}")
 
 
-def unique_object(pairs: list) -> dict:
+def unique_object(pairs: list, _dict=dict, _len=len) -> dict:
     """``object_pairs_hook`` of every JSON decoder here: the object of ``pairs``, or :class:`DuplicateKeyError`
-    naming the first key given twice (at any depth: the hook sees every object)."""
-    obj = dict(pairs)
-    if len(obj) != len(pairs):
+    naming the first key given twice (at any depth: the hook sees every object). Called once per JSON object read
+    (the hot path of every reader): builtins bound as defaults, no global lookups."""
+    obj = _dict(pairs)
+    if _len(obj) != _len(pairs):
         seen = set()
         for key, _ in pairs:
             if key in seen:
@@ -393,6 +394,8 @@ class _Text:
 
 
 _UNREAD = object()  # an element of _list_elements that was split, not decoded
+_JSON_SPACES = frozenset({" ", "\t", "\r", "\n", ""})  # "" : the end of the text read so far (the slow path reads on)
+_NOT_SPACE_AFTER_ONE = frozenset({"{", "[", '"', " "})  # starts the fast check of _list_elements skips regex for
 _SEPARATORS = frozenset({",", "]"})
 
 
@@ -418,7 +421,11 @@ def _list_elements(text: _Text, pos: int, decoder: json.JSONDecoder | None = Non
     while True:
         if scan is not None:  # the fast path, inline (the hot path of every JSON file's list)
             buf = text.buf
-            p = _WHITESPACE.match(buf, start).end()
+            c = buf[start : start + 1]  # most elements start at once or after one space (json.dump's ", ")
+            if c in _NOT_SPACE_AFTER_ONE:
+                p = start + 1 if c == " " and buf[start + 1 : start + 2] not in _JSON_SPACES else start
+            else:
+                p = _WHITESPACE.match(buf, start).end()
             try:
                 value, end = scan(buf, p)  # raw_decode without its Python frame
             except (StopIteration, ValueError, RecursionError):

@@ -704,6 +704,18 @@ def json_value(value: Any, what: str = "value") -> Any:
         raise ValueError(f"{what} is nested too deeply to store") from None
 
 
+_ENCODERS: dict[tuple, json.JSONEncoder] = {}
+
+
 def dumps(value: Any, **kwargs: Any) -> str:
-    """``json.dumps`` that refuses NaN / inf (``allow_nan=False``: the output is strict JSON)."""
-    return json.dumps(value, allow_nan=False, **kwargs)
+    """``json.dumps`` that refuses NaN / inf (``allow_nan=False``: the output is strict JSON). One encoder per set of
+    options is kept (``json.dumps`` builds a new ``JSONEncoder`` per call when given options: the hot path of
+    ``convert``, one call per written record)."""
+    key = tuple(sorted(kwargs.items()))
+    try:
+        encoder = _ENCODERS[key]
+    except KeyError:
+        encoder = _ENCODERS.setdefault(key, json.JSONEncoder(allow_nan=False, **kwargs))
+    except TypeError:  # an unhashable option (a default= function is hashable; a list of separators is not)
+        return json.dumps(value, allow_nan=False, **kwargs)
+    return encoder.encode(value)

@@ -22,7 +22,6 @@ rejected``). Per target, the :class:`Converter`:
 
 from __future__ import annotations
 
-import hashlib
 import math
 import os
 from collections import Counter
@@ -451,9 +450,9 @@ class Converter:
                 f"position {err.start} of the output line)",
             ) from None
         if not self.keep_duplicates:
-            boxes = [(round(b[0], 2), round(b[1], 2), round(b[2], 2), round(b[3], 2)) for b in sample.boxes]
-            key = f"{rec['image_path']}\0{sample.instruction}\0{boxes}"
-            digest = int.from_bytes(hashlib.blake2b(key.encode("utf-8"), digest_size=8).digest(), "little")
+            boxes = tuple([(round(b[0], 2), round(b[1], 2), round(b[2], 2), round(b[3], 2)) for b in sample.boxes])
+            # the run's fingerprint of (image, instruction, boxes to 0.01 px): a 64-bit hash, kept for this run only
+            digest = hash((rec["image_path"], sample.instruction, boxes))
             first = self.seen.get(digest)
             if first is not None:
                 raise SampleError(
