@@ -25,13 +25,31 @@ import os
 import sys
 
 from groundwork import argtypes
+from groundwork.argtypes import integer, number, with_range
+from groundwork.outputs import OutputError
+from gui_grounding.data.annotations import EvalInputError
+from gui_grounding.data.clean import register_cli as register_clean
+from gui_grounding.data.collect.web import register_cli
+from gui_grounding.data.convert import register_cli as register_convert
+from gui_grounding.data.schema import SampleError
+from gui_grounding.data.synthetic import register_cli as register_synthetic
+from gui_grounding.eval.backends import REGISTRY as BACKEND_REGISTRY
+from gui_grounding.eval.benchmarks import BENCHMARKS
+from gui_grounding.eval.compare import add_parser as register_compare
+from gui_grounding.eval.run import run_eval
+from gui_grounding.eval.tts import DEFAULT_SAMPLES, DEFAULT_TEMPERATURE, DEFAULT_ZOOM, TTS_MODES, TTSConfig
+from gui_grounding.models.adapters import ADAPTERS
+from gui_grounding.models.consensus import DEFAULT_REGION, MAX_REGION, MAX_SAMPLES, MIN_REGION
+from gui_grounding.models.profiles import PROFILES, get_profile, profile_dict, profiles_table
+from gui_grounding.ops.prompt import register_cli as register_prompt
+from gui_grounding.ops.toy import register_cli as register_toy
+from vlm_r1.tiny import build_tiny_model, supported_archs
 
 #: make-tiny-model's image processor bounds (smart_resize pixels; :mod:`groundwork.argtypes`, the range in ``--help``)
 _TINY_PIXELS = argtypes.integer(min=1, max=2**31 - 1)
 
 
 def _make_tiny_model(args: argparse.Namespace) -> None:
-    from vlm_r1.tiny import build_tiny_model
 
     out = build_tiny_model(
         args.arch, args.out, seed=args.seed, min_pixels=args.min_pixels, max_pixels=args.max_pixels, size=args.size
@@ -40,10 +58,6 @@ def _make_tiny_model(args: argparse.Namespace) -> None:
 
 
 def _eval(args: argparse.Namespace) -> None:
-    from groundwork.outputs import OutputError
-    from gui_grounding.data.annotations import EvalInputError
-    from gui_grounding.data.schema import SampleError
-    from gui_grounding.eval.run import run_eval
 
     if args.min_pixels is not None and args.max_pixels is not None and args.min_pixels > args.max_pixels:
         raise SystemExit(
@@ -93,9 +107,6 @@ def _eval(args: argparse.Namespace) -> None:
 
 def _add_tts_flags(p: argparse.ArgumentParser) -> None:
     """``--tts`` and its settings (``gui_grounding.eval.tts``)."""
-    from groundwork.argtypes import integer, number, with_range
-    from gui_grounding.eval.tts import DEFAULT_SAMPLES, DEFAULT_TEMPERATURE, DEFAULT_ZOOM, TTS_MODES
-    from gui_grounding.models.consensus import DEFAULT_REGION, MAX_REGION, MAX_SAMPLES, MIN_REGION
 
     g = p.add_argument_group("test-time grounding (greedy and the mode side by side in one run)")
     g.add_argument(
@@ -149,7 +160,6 @@ def _add_tts_flags(p: argparse.ArgumentParser) -> None:
 
 
 def _tts_config(args: argparse.Namespace):
-    from gui_grounding.eval.tts import TTSConfig
 
     return TTSConfig(
         mode=args.tts,
@@ -172,8 +182,6 @@ class _NamesOrSpecs(list):
 
 def _profiles(args: argparse.Namespace) -> None:
     import json
-
-    from gui_grounding.models.profiles import PROFILES, get_profile, profile_dict, profiles_table
 
     if args.json:
         names = [args.name] if args.name else list(PROFILES)
@@ -200,34 +208,20 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="SUBCOMMAND")
     _add_make_tiny_model(sub)
 
-    from gui_grounding.data.synthetic import register_cli as register_synthetic
-
     register_synthetic(sub)
-
-    from gui_grounding.ops.toy import register_cli as register_toy
 
     register_toy(sub)
 
-    from gui_grounding.data.collect.web import register_cli
-
     register_cli(sub)
 
-    from gui_grounding.data.convert import register_cli as register_convert
-
     register_convert(sub)
-
-    from gui_grounding.data.clean import register_cli as register_clean
 
     register_clean(sub)
     _add_train(sub)
     _add_eval(sub)
     _add_profiles(sub)
 
-    from gui_grounding.eval.compare import add_parser as register_compare
-
     register_compare(sub)
-
-    from gui_grounding.ops.prompt import register_cli as register_prompt
 
     register_prompt(sub)
 
@@ -245,7 +239,6 @@ def _add_make_tiny_model(sub) -> None:
         description="Write a tiny, randomly initialised checkpoint of a real VLM architecture "
         "(model, tokenizer, image processor, chat template) that loads with from_pretrained.",
     )
-    from vlm_r1.tiny import supported_archs
 
     p.add_argument(
         "--arch",
@@ -290,10 +283,6 @@ def _add_train(sub) -> None:
 def _add_eval(sub) -> None:
     """The ``eval`` subcommand (:func:`_eval`, :func:`gui_grounding.eval.run.run_eval`): benchmark, data, model or
     predictions, backend, adapter, pixel budget, test-time mode and output flags."""
-    from groundwork.argtypes import integer, with_range
-    from gui_grounding.eval.backends import REGISTRY as BACKEND_REGISTRY
-    from gui_grounding.eval.benchmarks import BENCHMARKS
-    from gui_grounding.models.adapters import ADAPTERS
 
     layouts = "\n\n".join(f"{name}:\n{getattr(cls, 'layout_help', '')}" for name, cls in BENCHMARKS.items())
     p = sub.add_parser(
@@ -346,7 +335,6 @@ def _add_eval(sub) -> None:
     p.add_argument(
         "--batch-size", type=positive, default=8, help=with_range("hf backend: prompts per generate call", positive)
     )
-    from gui_grounding.models.profiles import PROFILES
 
     p.add_argument(
         "--profile",
@@ -476,7 +464,6 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as err:  # any error of a subcommand: one line, non-zero (GUI_GROUNDING_TRACEBACK=1 shows it)
         if os.environ.get("GUI_GROUNDING_TRACEBACK"):
             raise
-        from groundwork.outputs import OutputError
 
         text = err.strerror if isinstance(err, OutputError) and err.strerror else str(err)  # no "[Errno N]"
         message = " ".join(text.split()) or type(err).__name__

@@ -3,7 +3,8 @@ included, and no two modules need each other.
 
 Every ``import`` statement of every library module is read from the AST, wherever it stands (module level, inside a
 function, under ``if TYPE_CHECKING``). An import of ``a.b.c`` from outside package ``a.b`` also depends on the package
-``a.b`` (its ``__init__`` runs first). The layers, bottom first, are :data:`LAYERS`; a module may import its own layer
+``a.b`` (its ``__init__`` runs first), and ``discover("a.b")`` (``groundwork.registry``) imports every module of
+``a.b`` at run time. The layers, bottom first, are :data:`LAYERS`; a module may import its own layer
 and the layers below it, never one above. Entry points (the modules run with ``python -m`` or named in
 ``console_scripts``) sit on top and are imported by no module. The upstream dialect (``vlm_r1.upstream``) is an edge:
 only entry points import it.
@@ -80,7 +81,15 @@ def import_graph(root: str = REPO) -> dict[str, dict[str, int]]:
         deps: dict[str, int] = {}
         for node in ast.walk(tree):
             names: list[str] = []
-            if isinstance(node, ast.Import):
+            if (  # groundwork.registry.discover("pkg"): imports every module of pkg at run time
+                isinstance(node, ast.Call)
+                and getattr(node.func, "id", getattr(node.func, "attr", None)) == "discover"
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, str)
+            ):
+                names = [m for m in mods if m.startswith(node.args[0].value + ".")]
+            elif isinstance(node, ast.Import):
                 names = [a.name for a in node.names]
             elif isinstance(node, ast.ImportFrom):
                 base = node.module or ""
@@ -307,3 +316,18 @@ def test_importing_the_data_modules_loads_no_eval_module():
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split("\n")[:2] == ["[]", "True"], out.stdout
+
+
+def test_a_registry_discovery_is_an_import_of_every_module_it_finds(tmp_path):
+    """The loop ``vlm_r1.tiny`` <-> ``vlm_r1.modules`` hid behind ``discover()``: the package imports its family
+    modules at run time, so a family module that imports a module importing the package is a cycle."""
+    root = _tree(
+        tmp_path,
+        {
+            "vlm_r1/modules/__init__.py": 'from groundwork.registry import discover\nFOUND = discover("vlm_r1.modules")\n',
+            "vlm_r1/modules/fam.py": "from vlm_r1.tiny import build\n",
+            "vlm_r1/tiny.py": "from vlm_r1.modules import FOUND\n",
+            "groundwork/registry.py": "def discover(package):\n    return []\n",
+        },
+    )
+    assert cycles(import_graph(root)) == [["vlm_r1.modules", "vlm_r1.modules.fam", "vlm_r1.tiny"]]

@@ -38,7 +38,7 @@ def arch_dir(request):
 
 
 def test_tiny_checkpoint_files(arch_dir):
-    from vlm_r1.tiny import QWEN_CHAT_TEMPLATE
+    from vlm_r1.tiny_parts import QWEN_CHAT_TEMPLATE
 
     arch, path = arch_dir
     stock = ARCHS[arch][1]

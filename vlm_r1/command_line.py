@@ -34,6 +34,7 @@ from typing import Any
 from groundwork.argtypes import integer, number
 from groundwork.argtypes import value as checked_value
 from groundwork.records import load_json_file, load_yaml_file
+from vlm_r1.tasks import all_task_options, task_options_class
 from vlm_r1.upstream_flags import LegacyTrainingArguments
 
 #: a usage line argparse prints above every usage error (the full one is ~240 lines; ``--help`` has it)
@@ -304,7 +305,6 @@ def parse_task(
     Raises:
         SystemExit: usage errors, as argparse (status 2), including an unknown ``--task_type``.
     """
-    from vlm_r1.tasks import task_options_class
 
     task_type = task_type_of(argv, defaults)
     try:
@@ -480,7 +480,6 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescrip
 
 
 def _task_options_epilog() -> str:
-    from vlm_r1.tasks import all_task_options
 
     lines = [
         "Task options: --task_type NAME adds the flags the task declares (give --task_type NAME --help to see "
@@ -495,7 +494,6 @@ def _other_tasks_hint(task_type: str | None):
     """An ``unknown_hint`` for :func:`parse_command_line`: which installed task declares an unknown flag."""
 
     def hint(unknown: list[str]) -> str:
-        from vlm_r1.tasks import all_task_options
 
         flags = {u.split("=", 1)[0].lstrip("-") for u in unknown if u.startswith("--")}
         owners = [

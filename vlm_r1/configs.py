@@ -38,7 +38,10 @@ from typing import Any
 from trl import GRPOConfig, ModelConfig
 
 from groundwork.argtypes import BadValue
+from vlm_r1.devices import apply_device_defaults
+from vlm_r1.launch import prefer_activation_checkpointing
 from vlm_r1.preflight import DEFAULT_TIMEOUT_S as DEFAULT_PREFLIGHT_TIMEOUT_S
+from vlm_r1.preflight import preflight_mode
 
 logger = logging.getLogger(__name__)
 
@@ -465,8 +468,6 @@ class VLMGRPOConfig(GRPOConfig):
     )
 
     def __post_init__(self):
-        from vlm_r1.devices import apply_device_defaults
-        from vlm_r1.launch import prefer_activation_checkpointing
 
         apply_device_defaults(
             self
@@ -476,7 +477,6 @@ class VLMGRPOConfig(GRPOConfig):
             raise ValueError(f"--loss_preset {self.loss_preset!r}: choose one of none, {', '.join(LOSS_PRESETS)}")
         if self.shared_prompt_attention not in ("auto", "dense", "split"):
             raise ValueError(f"--shared_prompt_attention {self.shared_prompt_attention!r}: choose auto, dense or split")
-        from vlm_r1.preflight import preflight_mode
 
         self.preflight = preflight_mode(self.preflight)  # YAML reads an unquoted on/off as a boolean
         if self.preflight not in ("auto", "on", "off"):

@@ -71,6 +71,7 @@ from datetime import datetime
 from typing import Any
 
 from groundwork.outputs import LineAppender
+from vlm_r1.rewards import BUILTIN_REWARDS
 
 logger = logging.getLogger(__name__)
 
@@ -108,8 +109,6 @@ def reward_role(func: Any) -> str | None:
     ``format`` resolves to (generic, or the REC task's alias targets ``rec_iou`` / ``rec_format``), else None."""
     import functools
     import inspect
-
-    from vlm_r1.rewards import BUILTIN_REWARDS
 
     while True:  # see through wrappers (functools.wraps: the step-timing callback's; functools.partial)
         if isinstance(func, functools.partial):

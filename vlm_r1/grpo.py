@@ -21,12 +21,19 @@ import logging
 import os
 import sys
 
+from groundwork import pixel_budget
 from groundwork.argtypes import from_env, integer
 from groundwork.outputs import write_text
 from groundwork.pixel_budget import update_run_info
+from vlm_r1.accuracy import check_accuracy_methods
 from vlm_r1.command_line import CommandLine, parse_task
 from vlm_r1.configs import GRPOModelConfig, GRPOScriptArguments, VLMGRPOConfig
-from vlm_r1.launch import input_errors
+from vlm_r1.data import concatenate_record_datasets, load_data_config, requested_count, sampling_indices
+from vlm_r1.launch import input_errors, load_policy_model, save_final, setup_logging, with_transform_of
+from vlm_r1.modules import get_vlm_module
+from vlm_r1.preflight import preflight_from_argv
+from vlm_r1.rewards import resolve_rewards
+from vlm_r1.tasks import get_task
 from vlm_r1.upstream_flags import UpstreamCompatArguments
 
 logger = logging.getLogger("vlm_r1")
@@ -167,7 +174,6 @@ def build_train_dataset(script_args, training_args, task, processor, vlm_module)
     """
     if not script_args.data_config:
         return task.build_dataset(script_args, processor, vlm_module), []
-    from vlm_r1.data import load_data_config, requested_count, sampling_indices
 
     sources, seed = load_data_config(script_args.data_config)
     seed = training_args.seed if seed is None else seed
@@ -204,8 +210,6 @@ def build_train_dataset(script_args, training_args, task, processor, vlm_module)
     # Each part carries its own (equivalent) lazy-loading transform; the join drops formats, so put the task's
     # transform back once. Pass-through columns may differ across sources (vlm_r1.data.concatenate_record_datasets:
     # union of columns, a column whose types cannot merge becomes JSON text with a warning).
-    from vlm_r1.data import concatenate_record_datasets
-    from vlm_r1.launch import with_transform_of
 
     return with_transform_of(parts[0], concatenate_record_datasets(parts, logger=logger)), mixture
 
@@ -220,7 +224,6 @@ def load_processor_and_budget(vlm_module, model_path: str, script_args):
     frame (InternVL) ignores min/max pixels: when a flag or recipe set them, that is said as a warning. The budget is
     logged with every value's source.
     """
-    from groundwork import pixel_budget
 
     processor = vlm_module.load_processor(model_path)
     checkpoint = vlm_module.processor_budget(processor)
@@ -295,7 +298,6 @@ def build_rewards(script_args, task, vlm_module) -> list:
     ``accuracy`` -> ``rec_iou``, ``format`` -> ``rec_format``; each mapping is logged), then the task's own rewards
     (``Task.rewards``) and the registry resolve (``vlm_r1.rewards.resolve_rewards``).
     """
-    from vlm_r1.rewards import resolve_rewards
 
     names = script_args.reward_funcs or list(task.default_reward_funcs)
     if script_args.is_reward_customized_from_vlm_module:
@@ -408,8 +410,6 @@ def main(argv: list[str] | None = None) -> None:
 
     An input error (a flag or ``--config`` value, the data config, a data file, the distributed environment) ends
     the run with one ``vlm_r1.grpo_jsonl: error: ...`` line and status 2 (:func:`vlm_r1.launch.input_errors`)."""
-    from vlm_r1.launch import setup_logging
-    from vlm_r1.preflight import preflight_from_argv
 
     with input_errors("vlm_r1.grpo_jsonl"):
         setup_logging()
@@ -423,9 +423,6 @@ def train(script_args, training_args, model_args) -> None:
     """Build model, processor, data, rewards and trainer from parsed arguments and train (the body of ``main``)."""
     from trl import get_peft_config
 
-    from vlm_r1.launch import load_policy_model, save_final
-    from vlm_r1.modules import get_vlm_module
-    from vlm_r1.tasks import get_task
     from vlm_r1.trainer import VLMGRPOTrainer
 
     if training_args.use_vllm:
@@ -448,8 +445,6 @@ def train(script_args, training_args, model_args) -> None:
     if any(getattr(f, "__name__", "") == "accuracy_reward" for f in reward_funcs) and (
         "accu_reward_method" in dataset.column_names
     ):
-        from vlm_r1.accuracy import check_accuracy_methods
-
         check_accuracy_methods(set(dataset.with_format(None)["accu_reward_method"]))
 
     if training_args.beta != 0.0 and model_args.model_revision not in (None, "main"):

@@ -14,6 +14,9 @@ from typing import Any
 import yaml
 
 from groundwork.argtypes import distributed_env
+from groundwork.pixel_budget import record
+from vlm_r1.devices import bf16_supported
+from vlm_r1.plots import plot_training_curves
 
 logger = logging.getLogger("vlm_r1")
 
@@ -99,8 +102,6 @@ def load_policy_model(model_args: Any, training_args: Any, vlm_module: Any):
     if model_args.dtype not in (None, "auto"):
         import torch
 
-        from vlm_r1.devices import bf16_supported
-
         dtype = model_args.dtype
         if dtype == "bfloat16" and not bf16_supported():
             logger.warning("dtype bfloat16 but this machine has no bf16-capable GPU: loading the model in float32")
@@ -131,7 +132,6 @@ def save_final(trainer: Any, processor: Any, vlm_module: Any, output_dir: str, t
     """Save model, processor (tidied by the module; it holds the run's pixel budget), ``trainer_state.json``,
     ``training_curves.png`` and, with ``budget`` (the run's :class:`groundwork.pixel_budget.PixelBudget`), the budget in
     ``vlm_r1_run.json`` (what ``gui-grounding eval`` of this checkpoint uses by default)."""
-    from vlm_r1.plots import plot_training_curves
 
     trainer.save_model(output_dir)
     if not trainer.accelerator.is_main_process:
@@ -146,8 +146,6 @@ def save_final(trainer: Any, processor: Any, vlm_module: Any, output_dir: str, t
         logger.warning("no training curves: %s (log more often with --logging_steps)", err)
     processor.save_pretrained(output_dir)
     if budget is not None:
-        from groundwork.pixel_budget import record
-
         record(output_dir, budget)
     if hasattr(vlm_module, "tidy_saved_processor"):
         vlm_module.tidy_saved_processor(output_dir)

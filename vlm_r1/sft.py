@@ -27,9 +27,21 @@ from dataclasses import dataclass, field
 
 from trl import SFTConfig
 
+from vlm_r1.command_line import parse_task
 from vlm_r1.configs import SFT_BATCH_MINIMUMS, DataArguments, GRPOModelConfig, check_batch
 from vlm_r1.devices import apply_device_defaults
-from vlm_r1.launch import input_errors
+from vlm_r1.grpo import BUDGET_FLAGS, build_datasets, load_processor_and_budget, replace_data
+from vlm_r1.launch import (
+    FindUnusedParametersFromModel,
+    input_errors,
+    load_policy_model,
+    prefer_activation_checkpointing,
+    save_final,
+    setup_logging,
+    with_transform_of,
+)
+from vlm_r1.modules import get_vlm_module
+from vlm_r1.tasks import get_task
 
 logger = logging.getLogger("vlm_r1")
 
@@ -60,7 +72,6 @@ class VLMSFTConfig(SFTConfig):
     )
 
     def __post_init__(self):
-        from vlm_r1.launch import prefer_activation_checkpointing
 
         apply_device_defaults(self)
         prefer_activation_checkpointing(self)  # transformers 5 names, without the FutureWarning
@@ -72,8 +83,6 @@ def _sft_trainer_class():
     """``trl.SFTTrainer`` with DDP's ``find_unused_parameters`` decided from the model and data
     (:class:`vlm_r1.launch.FindUnusedParametersFromModel`)."""
     from trl import SFTTrainer
-
-    from vlm_r1.launch import FindUnusedParametersFromModel
 
     class VLMSFTTrainer(FindUnusedParametersFromModel, SFTTrainer):
         def __init__(self, *, vision_keywords: list[str], **kwargs):
@@ -91,9 +100,6 @@ def parse_args(argv: list[str] | None = None):
     flags mapped to their successors or announced. Defaults: :data:`SFT_DEFAULTS`.
     """
     import argparse
-
-    from vlm_r1.command_line import parse_task
-    from vlm_r1.grpo import BUDGET_FLAGS
 
     argv = list(argv) if argv is not None else sys.argv[1:]
     cl = parse_task((DataArguments, VLMSFTConfig, GRPOModelConfig), argv, defaults=SFT_DEFAULTS)
@@ -119,7 +125,6 @@ def add_completions(task, dataset):
     Raises:
         NotImplementedError: the task defines no SFT target (``Task.sft_completion``).
     """
-    from vlm_r1.launch import with_transform_of
 
     plain = dataset.with_format(None)
     task.sft_completion(plain[0])  # fail before the map when the task has no SFT target
@@ -136,8 +141,6 @@ def sft_dataset(task, script_args, processor, vlm_module, data_files: str | None
         NotImplementedError: the task defines no SFT target (``Task.sft_completion``).
     """
     if data_files is not None:
-        from vlm_r1.grpo import replace_data
-
         script_args = replace_data(script_args, data_file_paths=data_files, image_folders=None)
     return add_completions(task, task.build_dataset(script_args, processor, vlm_module))
 
@@ -150,16 +153,12 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _main(argv: list[str] | None) -> None:
-    from vlm_r1.launch import load_policy_model, save_final, setup_logging
 
     setup_logging()
     script_args, training_args, model_args = parse_args(argv)
 
     from trl import get_peft_config
 
-    from vlm_r1.grpo import build_datasets, load_processor_and_budget
-    from vlm_r1.modules import get_vlm_module
-    from vlm_r1.tasks import get_task
     from vlm_r1.trainer import freeze_vision_modules
 
     VLMSFTTrainer = _sft_trainer_class()

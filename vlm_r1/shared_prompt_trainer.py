@@ -34,6 +34,7 @@ import numpy as np
 import torch
 
 from vlm_r1 import shared_prompt as sp
+from vlm_r1.shared_prompt_attention import enable_split_attention
 
 logger = logging.getLogger(__name__)
 
@@ -160,8 +161,6 @@ class SharedPromptMixin:
         self._sp_attention = attention if self._sp_enabled else None
         self._sp_base_attention = implementation
         if self._sp_enabled and attention == "split":
-            from vlm_r1.shared_prompt_attention import enable_split_attention
-
             self._sp_base_attention = enable_split_attention(model)
         if self.accelerator.is_main_process:
             self._shared_prompt_announce(requested, G)

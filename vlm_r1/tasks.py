@@ -33,6 +33,7 @@ from typing import Any
 
 from groundwork import validate
 from groundwork.geometry import Frame
+from groundwork.pixel_budget import from_processor, resize_for_model
 from groundwork.records import RecordError, iter_records, lax_loads
 from groundwork.registry import Registry
 from vlm_r1.data import rows_to_dataset, split_extras, warn_dropped
@@ -94,8 +95,6 @@ class Task:
         """The run's pixel budget: :attr:`pixel_budget` when the entry point bound one, else the processor's own
         settings (:func:`groundwork.pixel_budget.from_processor`; a task built directly)."""
         if self.pixel_budget is None:
-            from groundwork.pixel_budget import from_processor
-
             self.pixel_budget = from_processor(vlm_module, processing_class)
         return self.pixel_budget
 
@@ -131,7 +130,6 @@ def load_images_transform(budget: Any = None):
     ``groundwork.validate``: the frame sizes and boxes are read in; upstream VLM-R1 and GTA1 ignore the EXIF orientation
     tag).
     """
-    from groundwork.pixel_budget import resize_for_model
 
     def load(path: str):
         im = validate.open_image(path)

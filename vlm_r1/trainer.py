@@ -37,7 +37,9 @@ from trl import GRPOTrainer
 
 from groundwork.outputs import LineAppender
 from vlm_r1 import shared_prompt as sp
+from vlm_r1.debug_log import RolloutDebugLog, debug_enabled, render_rollouts, reward_role
 from vlm_r1.launch import FindUnusedParametersFromModel
+from vlm_r1.rewards import completion_text
 from vlm_r1.shared_prompt_trainer import SharedPromptMixin
 
 logger = logging.getLogger(__name__)
@@ -397,7 +399,6 @@ class VLMGRPOTrainer(FindUnusedParametersFromModel, SharedPromptMixin, GRPOTrain
             )
         self._last_rewards_per_func = None
         self._refill_dataset = None
-        from vlm_r1.debug_log import RolloutDebugLog
 
         self._debug_log, self._debug_log_failed = RolloutDebugLog(), False
         self._shared_prompt_setup()  # --shared_prompt (vlm_r1.shared_prompt_trainer)
@@ -435,8 +436,6 @@ class VLMGRPOTrainer(FindUnusedParametersFromModel, SharedPromptMixin, GRPOTrain
         rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
         self._last_rewards_per_func = rewards_per_func
         if self.accelerator.is_main_process:
-            from vlm_r1.debug_log import debug_enabled
-
             if debug_enabled():
                 self._debug_log_rollouts(inputs, completions, rewards_per_func)
         return rewards_per_func
@@ -449,8 +448,6 @@ class VLMGRPOTrainer(FindUnusedParametersFromModel, SharedPromptMixin, GRPOTrain
         ``process_index * len(prompts)`` to ``(process_index + 1) * len(prompts)``). Never raises: a failure is
         logged once as a warning and training goes on.
         """
-        from vlm_r1.debug_log import render_rollouts, reward_role
-        from vlm_r1.rewards import completion_text
 
         try:
             n = len(inputs)

@@ -25,6 +25,8 @@ import os
 from typing import Any
 
 from groundwork.records import load_json_file
+from vlm_r1.command_line import allow_bare_bools
+from vlm_r1.upstream_flags import _IGNORED, _RENAMED, LEGACY_TRAINING_FLAGS
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "upstream_defaults.json")
 
@@ -49,9 +51,7 @@ def our_defaults() -> dict[str, Any]:
     adjustment); ``"<mapped: successor>"`` / ``"<no effect>"`` for flags accepted with a notice."""
     from trl import TrlParser
 
-    from vlm_r1.command_line import allow_bare_bools
     from vlm_r1.grpo import ARG_DATACLASSES
-    from vlm_r1.upstream_flags import _IGNORED, _RENAMED, LEGACY_TRAINING_FLAGS
 
     parser = TrlParser(ARG_DATACLASSES)
     allow_bare_bools(parser)

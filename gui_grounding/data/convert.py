@@ -39,12 +39,15 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from groundwork import validate
+from groundwork import outputs, validate
+from groundwork.argtypes import integer, number, with_range
+from groundwork.argtypes import text as text_arg
 from groundwork.records import RecordError, iter_records
 from gui_grounding.data.convert_engine import Converter, ConvertReport
 from gui_grounding.data.formats import DIRECT_FORMATS, FORMATS
 from gui_grounding.data.formats_common import PLATFORMS, UNITS, ReadContext
 from gui_grounding.data.schema import CLIP_TOLERANCE_PX, CLIP_TOLERANCE_RATIO, SampleError
+from vlm_r1.modules import available_modules, get_vlm_module
 
 PARQUET_BATCH_ROWS = 256
 
@@ -186,8 +189,6 @@ def convert(
             raise FileNotFoundError(f"input file not found: {path}")
     from tqdm import tqdm
 
-    from groundwork import outputs
-
     rejects_path, summary_path = output_paths(out)
     outputs.check_outputs(files=[out, rejects_path, summary_path], inputs=inputs)
     if len({os.path.abspath(p) for p in (out, rejects_path, summary_path)}) < 3:
@@ -290,7 +291,6 @@ def _limits(args: argparse.Namespace) -> validate.ImageLimits | None:
     which = getattr(args, "family", None) or getattr(args, "model", None)
     if not which:
         return None
-    from vlm_r1.modules import get_vlm_module
 
     try:
         return get_vlm_module(which).image_limits()
@@ -334,9 +334,6 @@ def register_cli(subparsers) -> None:
         "(duplicates included, unless --keep-duplicates) with an error naming its file and line (or "
         "[index]); nothing is written",
     )
-    from groundwork.argtypes import integer, number, with_range
-    from groundwork.argtypes import text as text_arg
-    from vlm_r1.modules import available_modules
 
     workers_t, tol_t, max_px_t = integer(min=1, max=1024), number(min=0, max=validate.MAX_COORD), integer(min=0)
     p.add_argument(

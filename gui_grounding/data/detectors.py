@@ -29,6 +29,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from groundwork.validate import open_image
 from gui_grounding.models.frames import Box, box_iou
 
 CLEAN_EXTRA_HINT = "pip install -e .[clean]  (rapidocr-onnxruntime, opencv-python-headless)"
@@ -59,7 +60,6 @@ def read_image_bgr(image_path: str):
 
     if not os.path.isfile(image_path):
         raise FileNotFoundError(f"image not found: {image_path}")
-    from groundwork.validate import open_image
 
     rgb = np.asarray(open_image(image_path))  # displayed frame (EXIF applied), as the annotated boxes are
     return np.ascontiguousarray(rgb[:, :, ::-1])

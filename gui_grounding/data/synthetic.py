@@ -32,7 +32,8 @@ import os
 import random
 from dataclasses import asdict, dataclass, field
 
-from groundwork.argtypes import SEED
+from groundwork import outputs
+from groundwork.argtypes import SEED, integer, number, with_range
 
 # Distinct, saturated colours (name -> RGB) that differ strongly per channel.
 COLOURS: dict[str, tuple[int, int, int]] = {
@@ -155,7 +156,6 @@ def make_synthetic(out_dir: str, cfg: SyntheticConfig | None = None) -> dict:
     Raises:
         ValueError: inconsistent settings (:meth:`SyntheticConfig.validate`).
     """
-    from groundwork import outputs
 
     cfg = cfg or SyntheticConfig()
     cfg.validate()
@@ -167,7 +167,6 @@ def make_synthetic(out_dir: str, cfg: SyntheticConfig | None = None) -> dict:
 def _write_synthetic(out_dir: str, cfg: SyntheticConfig) -> dict:
     """:func:`make_synthetic` under its lock: images and splits written atomically, ``synthetic_config.json`` last
     (an earlier one is removed first, so it always describes the files beside it)."""
-    from groundwork import outputs
 
     config_path = os.path.join(out_dir, "synthetic_config.json")
     if os.path.lexists(config_path):
@@ -218,7 +217,6 @@ def register_cli(sub) -> None:
         "arguments -> identical files.",
     )
     p.add_argument("--out", required=True, help="output directory (images/, train.jsonl, test.jsonl)")
-    from groundwork.argtypes import integer, number, with_range
 
     screens, side, grid, count = (
         integer(min=1, max=1_000_000),

@@ -48,11 +48,16 @@ import sys
 from typing import Any
 
 from groundwork import validate
+from groundwork.argtypes import integer, with_range
 from groundwork.markdown import md_table
+from groundwork.outputs import OutputError, OutputLock, check_outputs, write_bytes, write_json, write_text
 from groundwork.records import RecordError, container_problem, iter_records, load_json_file
 from groundwork.validate import short_repr
+from gui_grounding.eval.benchmarks import get_benchmark
 from gui_grounding.eval.judge import CORRECT, WRONG, WRONG_FORMAT
+from gui_grounding.eval.report import _draw, _image_problem, prepare_image_dir
 from gui_grounding.eval.stats import mcnemar, wilson_interval
+from gui_grounding.eval.tables import fmt_ci
 
 #: point colours in compare.html (RGB); the target is report.TARGET (green)
 COLOUR_A, COLOUR_B = (0, 90, 230), (240, 140, 0)
@@ -329,7 +334,6 @@ def _disagreements(a: dict, b: dict, common: list[str]) -> tuple[list[str], list
 def markdown(doc: dict) -> str:
     """``compare.md`` (also printed): the accuracies with intervals, the difference, the paired table, the test and
     the samples right in one run only."""
-    from gui_grounding.eval.tables import fmt_ci
 
     p, test = doc["paired"], doc["mcnemar"]
     subset = f" ({doc['subset']})" if doc.get("subset") else ""
@@ -380,7 +384,6 @@ def markdown(doc: dict) -> str:
 def _load_samples(a: dict, b: dict, doc: dict) -> tuple[dict, str]:
     """``({sample_id: Sample}, "")`` of the benchmark data named by A's (else B's) ``meta.data``, or ``({}, why
     not)``."""
-    from gui_grounding.eval.benchmarks import get_benchmark
 
     problems = []
     for run in (a, b):
@@ -409,8 +412,6 @@ def write_gallery(out_dir: str, doc: dict, a: dict, b: dict, *, max_cards: int =
     Raises:
         OutputError: a file cannot be written.
     """
-    from groundwork.outputs import OutputError, write_bytes
-    from gui_grounding.eval.report import _draw, _image_problem, prepare_image_dir
 
     img_dir = prepare_image_dir(os.path.join(out_dir, GALLERY_DIR))
     common = [s for s in a["order"] if s in b["scores"]]
@@ -486,7 +487,6 @@ body {{ font-family: sans-serif; margin: 1.5em; max-width: 1400px; }}
 def main(args: argparse.Namespace) -> None:
     """Compare, print ``compare.md``, and with ``--out`` write the gallery, ``compare.md`` and ``compare.json``
     (last). A refusal (:class:`CompareError`) is one line on stderr and exit status 2."""
-    from groundwork.outputs import OutputLock, check_outputs, write_json, write_text
 
     try:
         a, b = read_run(args.run_a), read_run(args.run_b)
@@ -509,7 +509,6 @@ def main(args: argparse.Namespace) -> None:
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     """Add the ``compare`` subcommand to the ``gui-grounding`` subparsers; returns its parser."""
-    from groundwork.argtypes import integer, with_range
 
     p = subparsers.add_parser(
         "compare",

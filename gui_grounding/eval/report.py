@@ -39,11 +39,13 @@ import re
 
 from groundwork.markdown import md_table
 from groundwork.outputs import OutputError, atomic_writer, write_bytes, write_text
+from groundwork.validate import open_image
 from gui_grounding.data.annotations import load_report_dict
-from gui_grounding.data.schema import LoadReport, Sample
+from gui_grounding.data.schema import LoadReport, Sample, SampleError, read_image_size
 from gui_grounding.eval.benchmarks.base import Benchmark
 from gui_grounding.eval.judge import CORRECT
 from gui_grounding.eval.predictions import PredictionReport
+from gui_grounding.eval.tts import plot_calibration
 
 logger = logging.getLogger(__name__)
 
@@ -295,7 +297,6 @@ def _tts_raw(pred: dict) -> str:
 def _tts_md(out_dir: str, benchmark: Benchmark, tts: dict, md: str) -> str:
     """``results.md`` of a test-time run: the mode's page (``md``) followed by the greedy table of the same run, the
     cost per answer, the disagreements and the calibration plot (written here as ``calibration.png``)."""
-    from gui_grounding.eval.tts import plot_calibration
 
     summary = tts["summary"]
     lines = [
@@ -517,7 +518,6 @@ def _known_size(s: Sample) -> bool:
 def _image_problem(s: Sample) -> str | None:
     """Why the sample's screenshot cannot be drawn (missing, not a file, over the pixel limit, unreadable), or None;
     read from its header only (``groundwork.validate``'s checker, so an oversized image is never decoded)."""
-    from gui_grounding.data.schema import SampleError, read_image_size
 
     try:
         read_image_size(s.image_path, s.sample_id, verify=False)
@@ -624,8 +624,6 @@ def _draw(s: Sample, point, img_dir: str, i: int, max_width: int, *, marks=None)
     """Save the thumbnail (and a zoom when there is a target); return ``[(file name, alt text)]``. ``marks``:
     ``[(point or None, (r, g, b))]`` drawn instead of the red ``point`` (:func:`_draw_marks`)."""
     from PIL import Image, ImageDraw
-
-    from groundwork.validate import open_image
 
     out = []
     im = open_image(s.image_path)  # the displayed frame (EXIF applied), as boxes and points are

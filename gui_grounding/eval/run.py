@@ -6,8 +6,13 @@ from __future__ import annotations
 import logging
 import os
 
+from groundwork import validate
+from groundwork.outputs import OutputLock, check_outputs
 from groundwork.records import DataFileError
 from gui_grounding.data.annotations import EvalInputError
+from gui_grounding.eval.backends import checkpoint_adapter, predict
+from gui_grounding.eval.benchmarks import get_benchmark
+from gui_grounding.eval.budget import resolve_eval_budget
 from gui_grounding.eval.predictions import (
     ON_DUPLICATE,
     PREDICTION_FORMATS,
@@ -15,6 +20,11 @@ from gui_grounding.eval.predictions import (
     results_from_predictions,
     show_path,
 )
+from gui_grounding.eval.report import remove_summary, write_reports
+from gui_grounding.eval.tts import tts_run
+from gui_grounding.models.adapters import resolve_adapter
+from gui_grounding.models.profiles import get_profile
+from vlm_r1.modules import get_vlm_module
 
 logger = logging.getLogger(__name__)
 
@@ -148,8 +158,6 @@ def run_eval(
         OutputError: ``out_dir`` is unusable (a file, an input, not writable), locked by another run, or a write
             fails (disk full); no ``metrics.json`` is left behind.
     """
-    from groundwork.outputs import OutputLock, check_outputs
-    from gui_grounding.eval.report import remove_summary, write_reports
 
     _check_run_options(model, predictions, on_duplicate, predictions_format, limit, max_failures, backend_kwargs)
     budget_flags = {k: backend_kwargs.pop(k, None) for k in ("min_pixels", "max_pixels", "max_tiles")}
@@ -235,7 +243,6 @@ def _apply_profile(profile: str | None, benchmark: str, model, backend: str, ada
     and benchmark options, each unless given explicitly (a warning when ``backend`` is not one the profile lists)."""
     if profile is None:
         return None, adapter, benchmark_options
-    from gui_grounding.models.profiles import get_profile
 
     prof = get_profile(profile)
     adapter = adapter or prof.adapter
@@ -266,7 +273,6 @@ def _load_benchmark(benchmark: str, data: str, benchmark_options, strict: bool, 
     Raises:
         EvalInputError: a benchmark file that is not JSON text (one line), or no usable sample.
     """
-    from gui_grounding.eval.benchmarks import get_benchmark
 
     bench = get_benchmark(benchmark, **(benchmark_options or {}))
     bench.need_pixels = need_pixels
@@ -288,7 +294,6 @@ def _predict(
     :func:`_refuse_unsendable_images`), predict every sample into ``out_dir/predictions.jsonl`` (resumable) and
     record the run's model, backend, adapter, options (never ``api_key``) and pixel budget in ``meta``. Returns the
     predictions file."""
-    from gui_grounding.eval.backends import predict
 
     limits = _refuse_unsupported_images(model, backend, samples, show_path)
     run_adapter, budget, budget_warnings = _resolve_model_settings(model, backend, adapter, budget_flags, prof, limits)
@@ -328,7 +333,6 @@ def _published(prof, benchmark: str, benchmark_options, metrics: dict) -> dict:
 def _test_time_scaling(bench, samples, preds, results, metrics: dict, tts) -> dict:
     """The test-time mode's report (``gui_grounding.eval.tts.tts_run``): its results and metrics, the greedy ones of
     the same predictions, and the label of its table."""
-    from gui_grounding.eval.tts import tts_run
 
     return tts_run(bench, samples, preds, results, metrics, tts)
 
@@ -347,8 +351,6 @@ def _refuse_unsupported_images(model: str, backend: str, samples, show_path):
     """
     if backend == "openai":
         return None
-    from groundwork import validate
-    from vlm_r1.modules import get_vlm_module
 
     try:
         limits = get_vlm_module(model).image_limits()
@@ -394,9 +396,6 @@ def _resolve_model_settings(model: str, backend: str, adapter, budget_flags: dic
     """``(adapter, budget, warnings)`` of a model run: the adapter (given, else the checkpoint's default; the openai
     backend needs one) and the pixel budget resolved once (``gui_grounding.eval.budget.resolve_eval_budget``), logged
     with every value's source."""
-    from gui_grounding.eval.backends import checkpoint_adapter
-    from gui_grounding.eval.budget import resolve_eval_budget
-    from gui_grounding.models.adapters import resolve_adapter
 
     run_adapter = resolve_adapter(adapter) if adapter is not None else checkpoint_adapter(model)
     local = model if backend != "openai" else None

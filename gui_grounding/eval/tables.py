@@ -14,6 +14,7 @@ from typing import Any
 from groundwork.markdown import md_table
 from gui_grounding.data.schema import Sample
 from gui_grounding.eval.judge import CORRECT, WRONG, WRONG_FORMAT
+from gui_grounding.eval.stats import wilson_interval
 
 
 def check_results(samples: list[Sample], results: dict[str, dict]) -> None:
@@ -45,7 +46,6 @@ def cell(correct: int, total: int, wrong_format: int) -> dict:
     Raises:
         ValueError: ``correct`` outside ``0..total``.
     """
-    from gui_grounding.eval.stats import wilson_interval
 
     return {
         "num_correct": correct,

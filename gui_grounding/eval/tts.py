@@ -55,8 +55,13 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from groundwork import validate
+from groundwork.outputs import write_bytes
+from gui_grounding.eval.backends import load_image, open_predictions, record, write_records
 from gui_grounding.eval.engine import Draw, Engine
+from gui_grounding.eval.judge import CORRECT
+from gui_grounding.eval.predictions import parse_point, results_from_predictions
 from gui_grounding.models.consensus import DEFAULT_REGION, MAX_SAMPLES, check_region, consensus
+from gui_grounding.models.frames import zoom_window
 
 logger = logging.getLogger(__name__)
 
@@ -213,7 +218,6 @@ def _run_phase(engine, tts, phase, reqs, n, seeds, idx, costs, errors) -> list[D
 def _parse_all(sample, request, texts: list[str], adapter) -> list:
     """Each text -> its point in original pixels (``None`` when it does not parse or is a refusal), by the one parse
     path of every backend (:func:`gui_grounding.eval.backends.record`)."""
-    from gui_grounding.eval.backends import record
 
     return [record(sample, request, t, adapter)["point"] for t in texts]
 
@@ -236,9 +240,6 @@ def predict_tts(engine: Engine, samples: list, out_path: str, *, adapter, budget
         OutputError: the predictions file cannot be read, rewritten or appended to.
     """
     from tqdm.auto import tqdm
-
-    from gui_grounding.eval.backends import load_image, open_predictions, record, write_records
-    from gui_grounding.models.frames import zoom_window
 
     logger.info("test-time mode %s on %s; %s", tts.label(), engine.name, engine.sampling_note or "")
     out, todo = open_predictions(out_path, samples)
@@ -427,7 +428,6 @@ class _CropSample:
 
 def _samples_problem(value) -> tuple[str | None, list]:
     """``(problem or None, points)`` of a line's ``"samples"`` (each null or [x, y] finite within +-1e7)."""
-    from gui_grounding.eval.predictions import parse_point
 
     if not isinstance(value, list):
         return f"'samples' must be a list of [x, y] / null, got {type(value).__name__}", []
@@ -454,7 +454,6 @@ def tts_predictions(predictions: dict[str, dict], samples: list, tts: TTSConfig)
     * ``zoom`` / ``zoom+consensus``: the line's ``tts.point`` when ``tts.mode`` is this mode, else malformed;
     * a line that was already malformed, or an explicit greedy refusal with no sampled point, keeps that.
     """
-    from gui_grounding.eval.predictions import parse_point
 
     out = {}
     for s in samples:
@@ -542,7 +541,6 @@ def calibration(results: dict[str, dict], answers: dict[str, dict]) -> list[dict
     """Accuracy per agreement bin (:data:`CALIBRATION_BINS`): ``[{"low", "high", "samples", "correct",
     "accuracy"}]`` over the samples whose answer has an agreement (a finite number in ``[0, 1]``:
     :func:`groundwork.validate.bounded_number`, the predictions reader's rule; accuracy ``None`` for an empty bin)."""
-    from gui_grounding.eval.judge import CORRECT
 
     bins = [
         {"low": lo, "high": hi, "samples": 0, "correct": 0}
@@ -569,8 +567,6 @@ def plot_calibration(bins: list[dict], path: str, *, title: str) -> str:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
-    from groundwork.outputs import write_bytes
 
     fig, ax = plt.subplots(figsize=(5.5, 4))
     centres = [(b["low"] + b["high"]) / 2 for b in bins]
@@ -610,8 +606,6 @@ def tts_run(
     Returns:
         ``{"label", "results", "metrics", "greedy_results", "greedy_metrics", "answers", "summary"}``.
     """
-    from gui_grounding.eval.judge import CORRECT
-    from gui_grounding.eval.predictions import results_from_predictions
 
     answers = tts_predictions(predictions, samples, tts)
     results = results_from_predictions(samples, answers)

@@ -23,6 +23,16 @@ from dataclasses import dataclass, field
 
 from groundwork.markdown import md_table
 from groundwork.pixel_budget import PixelBudget
+from gui_grounding.models.adapters import ADAPTERS, get_adapter
+from gui_grounding.models.adapters.internvl import INTERNVL_HARNESS_BUDGET
+from gui_grounding.models.adapters.qwen2_5_vl import (
+    GTA1_BUDGET,
+    GUI_G2_BUDGET,
+    QWEN25VL_HARNESS_BUDGET,
+    UI_TARS_BUDGET,
+    UI_VENUS_GROUND_BUDGET,
+)
+from gui_grounding.models.adapters.qwen3_vl import QWEN3_VL_BUDGET
 
 #: how far (in accuracy points) our number may be from the published one to count as reproduced
 REPRODUCED_WITHIN = 1.0
@@ -103,7 +113,6 @@ class Profile:
 
     def describe(self) -> str:
         """Multi-line text of every value with its source (``gui-grounding profiles NAME``)."""
-        from gui_grounding.models.adapters import get_adapter
 
         adapter = get_adapter(self.adapter)
         lines = [
@@ -134,7 +143,6 @@ def register(profile: Profile) -> Profile:
     Raises:
         ValueError: the name is taken or the adapter is unknown.
     """
-    from gui_grounding.models.adapters import ADAPTERS
 
     if profile.name in PROFILES:
         raise ValueError(f"profile {profile.name!r} is already registered")
@@ -197,15 +205,6 @@ def profiles_table() -> str:
 # ---------------------------------------------------------------------------------------------------------------------
 # the profiles (sources: public repositories at the commits named; model cards by URL)
 
-from gui_grounding.models.adapters.internvl import INTERNVL_HARNESS_BUDGET  # noqa: E402
-from gui_grounding.models.adapters.qwen2_5_vl import (  # noqa: E402
-    GTA1_BUDGET,
-    GUI_G2_BUDGET,
-    QWEN25VL_HARNESS_BUDGET,
-    UI_TARS_BUDGET,
-    UI_VENUS_GROUND_BUDGET,
-)
-from gui_grounding.models.adapters.qwen3_vl import QWEN3_VL_BUDGET  # noqa: E402
 
 _GTA1_README = "Yan98/GTA1 README.md (81f0c4c)"
 _GTA1_SOURCES = {

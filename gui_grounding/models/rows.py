@@ -6,6 +6,9 @@ without importing each other (no ``task -> train_eval -> backends.hf -> task`` c
 
 from __future__ import annotations
 
+from groundwork.pixel_budget import resize_for_model
+from groundwork.validate import open_image
+from gui_grounding.models.adapters import PROMPT_MODE_ADAPTERS, Request, get_adapter, messages_to_text
 from gui_grounding.models.adapters.base import Adapter
 from gui_grounding.models.frames import Frame
 from gui_grounding.models.prompts import check_mode
@@ -15,7 +18,6 @@ __all__ = ["row_adapter", "row_request"]
 
 def row_adapter(row: dict) -> Adapter:
     """The adapter a row was built with (column ``adapter``; rows without it: the gta1 adapter of ``prompt_mode``)."""
-    from gui_grounding.models.adapters import PROMPT_MODE_ADAPTERS, get_adapter
 
     name = row.get("adapter") or PROMPT_MODE_ADAPTERS[check_mode(row.get("prompt_mode") or "non_thinking")]
     return get_adapter(name)
@@ -33,10 +35,6 @@ def row_request(row: dict, budget, adapter: Adapter | None = None):
             pixel budget).
     """
     from trl.data_utils import prepare_multimodal_messages
-
-    from groundwork.pixel_budget import resize_for_model
-    from groundwork.validate import open_image
-    from gui_grounding.models.adapters import Request, messages_to_text
 
     adapter = adapter or row_adapter(row)
     image = open_image(row["image_path"])

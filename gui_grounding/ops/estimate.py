@@ -32,6 +32,7 @@ import os
 from typing import Any
 
 from groundwork.argtypes import integer, number, with_range
+from groundwork.pixel_budget import PixelBudget
 from groundwork.records import load_json_file
 from gui_grounding.ops.memory import MemoryEstimate, RunShape, ZeroConfig, estimate
 from gui_grounding.ops.memory_calibration import DEFAULT_CALIBRATION_PATH, load_calibration
@@ -84,7 +85,6 @@ def shape_for_model(name_or_path: str) -> ModelShape:
 def image_tokens(width: int, height: int, factor: int, min_pixels: int, max_pixels: int) -> tuple[int, int, int]:
     """``(tokens, W', H')``: LM tokens of a ``width x height`` screenshot sent under the pixel budget
     (:meth:`groundwork.pixel_budget.PixelBudget.size_sent`), one per ``factor x factor`` pixels of the resized image."""
-    from groundwork.pixel_budget import PixelBudget
 
     budget = PixelBudget(factor=factor, min_pixels=min_pixels, max_pixels=max_pixels)
     w, h = budget.size_sent(width, height)

@@ -36,10 +36,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from groundwork.argtypes import SEED, BadValue, from_env, integer, number, with_range
-from gui_grounding.ops.estimate import GPU_MEMORY_GIB
-from gui_grounding.training.gta1 import command_line, parse_args
-from vlm_r1.command_line import config_path
-from vlm_r1.configs import check_batch
+from gui_grounding.ops.estimate import GPU_MEMORY_GIB, add_estimate_flags, estimate_for_plan, options_from_args
 from vlm_r1.launch import INPUT_ERRORS, setup_logging
 
 #: prompts (groups) per optimisation step when GLOBAL_PROMPTS is not set (GTA1: batches under 128 are unstable)
@@ -243,6 +240,11 @@ def resolve(
         PlanError: see :func:`derive_batch`; a G, max_steps or batch value the trainer would refuse.
         SystemExit: the flags do not parse (argparse's message on stderr), or the recipe cannot be read.
     """
+    # the training side (trl, transformers) loads only when a plan is resolved, not for `gui-grounding --help`
+    from gui_grounding.training.gta1 import command_line, parse_args
+    from vlm_r1.command_line import config_path
+    from vlm_r1.configs import check_batch
+
     recipe_argv = list(recipe_argv)
     with single_process_env():
         cl = command_line(recipe_argv)
@@ -412,7 +414,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="first check the launchers' numeric environment variables (" + ", ".join(LAUNCHER_VARIABLES) + "; "
         "run_scripts/gta1_recipe.sh passes it): one line naming a bad one",
     )
-    from gui_grounding.ops.estimate import add_estimate_flags
 
     add_estimate_flags(p)
     p.add_argument("recipe_argv", nargs=argparse.REMAINDER, help="-- then the training command line")
@@ -426,7 +427,6 @@ def _default_recipe() -> str:
 
 
 def _estimate(args: argparse.Namespace) -> None:
-    from gui_grounding.ops.estimate import estimate_for_plan, options_from_args
 
     extra = args.training_flags[1:] if args.training_flags[:1] == ["--"] else args.training_flags
     argv = ["--config", args.recipe]
@@ -459,7 +459,6 @@ def _estimate(args: argparse.Namespace) -> None:
 def register_estimate_cli(sub: Any) -> None:
     """Add ``gui-grounding estimate`` (the memory estimate of a recipe, ``gui_grounding/ops/estimate.py``) to the CLI."""
     import gui_grounding.ops.estimate as estimate_module
-    from gui_grounding.ops.estimate import add_estimate_flags
 
     doc = estimate_module.__doc__
     p = sub.add_parser(
@@ -538,8 +537,7 @@ def main(argv: list[str] | None = None) -> int:
         say(line)
     result: dict = {"plan": {"batch": plan.batch.to_dict(), "launcher_args": plan.launcher_args}}
     if plan.args is not None:
-        from gui_grounding.ops.estimate import estimate_for_plan, options_from_args
-        from gui_grounding.training.gta1 import objective
+        from gui_grounding.training.gta1 import objective  # trl: loaded only for a dry run
 
         resolved = objective(*plan.args)
         result["objective"] = resolved

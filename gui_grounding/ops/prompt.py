@@ -33,9 +33,13 @@ import json
 import re
 
 from groundwork import validate
+from groundwork.argtypes import integer, text, with_range
 from gui_grounding.data.schema import Sample
-from gui_grounding.eval.backends import eval_reading
+from gui_grounding.eval.backends import checkpoint_adapter, eval_reading
+from gui_grounding.eval.budget import resolve_eval_budget
 from gui_grounding.models.adapters import ADAPTERS, Request, get_adapter
+from gui_grounding.models.profiles import PROFILES, get_profile
+from vlm_r1.modules import get_vlm_module
 
 MAX_SIDE = 1_000_000  # a screenshot side beyond this is not a screen (and would not fit in memory)
 IMAGE_PAD = "<|image_pad|>"  # Qwen-VL image placeholder token, repeated once per merged patch by the processor
@@ -55,7 +59,6 @@ def parse_image_size(text: str) -> tuple[int, int]:
 
 def _family_limits(ad, model: str | None):
     """The image limits of ``model``'s family, else of the adapter's family (its module file names the family)."""
-    from vlm_r1.modules import get_vlm_module
 
     family = model or type(ad).__module__.rsplit(".", 1)[-1]
     try:
@@ -106,7 +109,6 @@ def describe_prompt(
             size, ``min_pixels > max_pixels``, an image the model family cannot take (aspect ratio, smallest side:
             ``VLMBaseModule.image_limits``), or (with ``model``) a sent image over the decode guard.
     """
-    from gui_grounding.eval.budget import resolve_eval_budget
 
     prof, ad = _resolve_adapter(adapter, profile, model)
     width, height = int(image_size[0]), int(image_size[1])
@@ -151,15 +153,12 @@ def _resolve_adapter(adapter: str | None, profile: str | None, model: str | None
     """
     prof = None
     if profile is not None:
-        from gui_grounding.models.profiles import get_profile
-
         prof = get_profile(profile)
         adapter = adapter or prof.adapter
     if adapter is not None:
         return prof, get_adapter(adapter)
     if model is None:
         raise ValueError("give --adapter, --profile, or --model to use its family's adapter")
-    from gui_grounding.eval.backends import checkpoint_adapter
 
     return prof, checkpoint_adapter(model)
 
@@ -193,8 +192,6 @@ def _rendered(ad, model: str, budget, instruction: str, messages: list, frame) -
             the resized size.
     """
     from PIL import Image
-
-    from vlm_r1.modules import get_vlm_module
 
     sent_w, sent_h = frame.resized_width, frame.resized_height
     module = get_vlm_module(model)
@@ -258,7 +255,6 @@ def _image_size_arg(text: str) -> tuple[int, int]:
 
 def register_cli(sub) -> None:
     """Add the ``prompt`` subcommand to the ``gui-grounding`` subparsers ``sub``."""
-    from groundwork.argtypes import integer, text, with_range
 
     budgets = "; ".join(
         f"{name}: " + (f"{b.min_pixels:,}..{b.max_pixels:,}" if b.resizes else f"{b.max_tiles} tiles")
@@ -272,7 +268,6 @@ def register_cli(sub) -> None:
         "(image pad tokens expanded) and its token count. Default pixel budgets (published inference "
         f"settings, see gui_grounding/models/adapters/): {budgets}.",
     )
-    from gui_grounding.models.profiles import PROFILES
 
     p.add_argument(
         "--adapter",

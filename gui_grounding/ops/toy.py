@@ -32,6 +32,10 @@ from dataclasses import asdict, dataclass, field
 from groundwork import outputs
 from groundwork.argtypes import SEED, integer, number, with_range
 from groundwork.records import load_json_file
+from gui_grounding.data.synthetic import SyntheticConfig, make_synthetic
+from gui_grounding.eval.run import run_eval
+from gui_grounding.eval.tts import TTSConfig
+from vlm_r1.tiny import build_tiny_model
 
 logger = logging.getLogger(__name__)
 
@@ -235,8 +239,6 @@ class ToyExperiments:
 
     def prepare(self) -> None:
         """Write the tiny model and the synthetic set once (reused when their config matches)."""
-        from gui_grounding.data.synthetic import SyntheticConfig, make_synthetic
-        from vlm_r1.tiny import build_tiny_model
 
         cfg = SyntheticConfig(**self.recipe.synthetic)
         stamp = os.path.join(self.data_dir, "synthetic_config.json")
@@ -533,8 +535,6 @@ class ToyExperiments:
         GRPO(click) model of ``toy learning`` when present under ``OUT/runs/grpo_click``, else the shared SFT warm
         start (trained once, reused when ``OUT/runs/sft`` holds it). Writes ``OUT/tts/results.{json,md}`` and each
         run's eval folder under ``OUT/tts/<name>/``."""
-        from gui_grounding.eval.run import run_eval
-        from gui_grounding.eval.tts import TTSConfig
 
         self.prepare()
         if model is None:

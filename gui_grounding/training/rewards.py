@@ -54,6 +54,7 @@ import sys
 from collections.abc import Sequence
 
 from groundwork.geometry import valid_box, valid_size
+from gui_grounding.models.adapters import get_adapter
 from gui_grounding.models.consensus import DEFAULT_REGION, MAX_SAMPLES, check_region, consensus
 from gui_grounding.models.frames import box_iou, gta1_box_to_resized, point_in_box
 from gui_grounding.models.prompts import check_mode, is_thinking_format, parse_answer_point, parse_box
@@ -75,7 +76,6 @@ def check_box_rounding(box_rounding: str) -> str:
 
 @functools.lru_cache(maxsize=64)
 def _adapter(name: str):
-    from gui_grounding.models.adapters import get_adapter
 
     return get_adapter(name)
 

@@ -33,6 +33,7 @@ from typing import Any
 
 from groundwork.validate import module_limits
 from gui_grounding.data.schema import Sample, load_samples
+from gui_grounding.models.adapters import PROMPT_MODE_ADAPTERS, get_adapter, training_adapter
 from gui_grounding.models.adapters.base import Adapter
 from gui_grounding.models.frames import Frame
 from gui_grounding.models.prompts import PROMPT_MODES, check_mode
@@ -54,7 +55,6 @@ def sample_to_row(
         ValueError: unknown ``box_rounding`` or prompt mode; ``box_rounding="gta1"`` with an adapter whose answer
             frame is not resized pixels (GTA1's rounding maps published boxes into the resized frame).
     """
-    from gui_grounding.models.adapters import PROMPT_MODE_ADAPTERS, get_adapter
 
     if isinstance(adapter, str):
         adapter = get_adapter(PROMPT_MODE_ADAPTERS[check_mode(adapter)])
@@ -157,7 +157,6 @@ class GUIGroundingTask(Task):
 
     def adapter_for(self, vlm_module: Any) -> Adapter:
         """The run's adapter: ``--adapter``, else the model type's default (gta1 family: by ``--prompt_mode``)."""
-        from gui_grounding.models.adapters import training_adapter
 
         return training_adapter(getattr(vlm_module, "model_type", None), self.options.prompt_mode, self.options.adapter)
 

@@ -17,6 +17,8 @@ import logging
 
 from transformers import TrainerCallback
 
+from gui_grounding.eval.backends.hf import predict_rows
+from gui_grounding.eval.judge import CORRECT, WRONG, WRONG_FORMAT
 from gui_grounding.models.frames import point_in_box
 
 logger = logging.getLogger(__name__)
@@ -25,7 +27,6 @@ logger = logging.getLogger(__name__)
 def row_verdict(row: dict, point) -> str:
     """``"correct"``, ``"wrong"`` or ``"wrong_format"`` (``gui_grounding.eval.judge`` verdicts) for ``point``
     (original pixels, or None) against the row's ``target_boxes`` (original pixels)."""
-    from gui_grounding.eval.judge import CORRECT, WRONG, WRONG_FORMAT
 
     if point is None:
         return WRONG_FORMAT
@@ -59,9 +60,6 @@ class ClickAccuracyCallback(TrainerCallback):
         """Run the evaluation now; returns (and logs) ``{"eval_click/accuracy": %, "eval_click/wrong_format": f}``."""
         from accelerate.utils import gather_object
         from trl.models.utils import unwrap_model_for_generation
-
-        from gui_grounding.eval.backends.hf import predict_rows
-        from gui_grounding.eval.judge import CORRECT, WRONG_FORMAT
 
         trainer = self.trainer
         acc = trainer.accelerator

@@ -232,7 +232,7 @@ class VLMBaseModule(UpstreamModuleMixin, ABC):
     ) -> str:
         """Write a randomly initialised tiny checkpoint of this family's real architecture to ``out_dir`` (offline;
         CPU tests and demos: ``gui-grounding make-tiny-model --arch MODEL_TYPE``). ``size``: a key of
-        ``vlm_r1.tiny.TINY_SIZES``. Default: not available for this family.
+        ``vlm_r1.tiny_parts.TINY_SIZES``. Default: not available for this family.
 
         Raises:
             NotImplementedError: the family has no tiny builder.

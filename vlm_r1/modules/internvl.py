@@ -41,7 +41,8 @@ from typing import Any
 from groundwork.records import load_json_file
 from groundwork.validate import ImageLimits
 from vlm_r1 import answers, rewards
-from vlm_r1.modules.base import VLMBaseModule
+from vlm_r1.modules.base import VLMBaseModule, load_processor_files, restore_stock_processor_class
+from vlm_r1.tiny_parts import TINY_SIZES, build_tokenizer, qwen_text_config, save_tiny_checkpoint
 
 logger = logging.getLogger(__name__)
 
@@ -272,7 +273,6 @@ class InternVLModule(VLMBaseModule):
         Raises:
             FileNotFoundError: no chat template in ``path`` (needed on the image-only path).
         """
-        from vlm_r1.modules.base import load_processor_files
 
         def build(image_processor, tokenizer, chat_template):
             seq_len = 256  # image tokens per tile: the checkpoint's processor_config.json, else InternVL's 256
@@ -365,13 +365,11 @@ class InternVLModule(VLMBaseModule):
         return ids
 
     def build_tokenizer(self):
-        """The offline tiny tokenizer of :func:`vlm_r1.tiny.build_tokenizer` (byte-level BPE, Qwen pre-tokenizer and
+        """The offline tiny tokenizer of :func:`vlm_r1.tiny_parts.build_tokenizer` (byte-level BPE, Qwen pre-tokenizer and
         Qwen special tokens) plus InternVL's image tokens (``<img>``, ``</img>``, ``<IMG_CONTEXT>``, ``<video>``) and
         grounding tokens, named as ``InternVLProcessor`` reads them (``tokenizer.start_image_token`` ...)."""
         from tokenizers import AddedToken
         from transformers import Qwen2Tokenizer
-
-        from vlm_r1.tiny import build_tokenizer
 
         backend = build_tokenizer().backend_tokenizer
         added = [IMG_START_TOKEN, IMG_END_TOKEN, IMG_CONTEXT_TOKEN, VIDEO_TOKEN, *GROUNDING_TOKENS]
@@ -393,7 +391,7 @@ class InternVLModule(VLMBaseModule):
 
         Real image geometry, toy widths: tiles of 448 px, patch 14, downsample ratio 0.5, so 256 ``<IMG_CONTEXT>``
         per tile and up to 12 tiles + thumbnail per image (``max_patches`` 12, the InternVL3 default); the
-        InternViT and the Qwen2 text model take the widths/depths of ``vlm_r1.tiny.TINY_SIZES[size]`` (tiny: text
+        InternViT and the Qwen2 text model take the widths/depths of ``vlm_r1.tiny_parts.TINY_SIZES[size]`` (tiny: text
         hidden 64, 2 layers, 4 heads / 2 kv heads; vision hidden 32, 2 layers, 2 heads). The image processor is
         ``GotOcr2ImageProcessorPil`` (448 x 448, ImageNet mean/std, bicubic, ``crop_to_patches``).
         ``min_pixels``/``max_pixels`` (Qwen's smart_resize budget) do not apply and are ignored.
@@ -406,8 +404,6 @@ class InternVLModule(VLMBaseModule):
         """
         import torch
         from transformers import GotOcr2ImageProcessorPil, InternVLConfig, InternVLForConditionalGeneration
-
-        from vlm_r1.tiny import TINY_SIZES, qwen_text_config, save_tiny_checkpoint
 
         if size not in TINY_SIZES:
             raise ValueError(f"unknown size {size!r}; supported: {', '.join(TINY_SIZES)}")
@@ -466,7 +462,6 @@ class InternVLModule(VLMBaseModule):
 
     def tidy_saved_processor(self, out_dir: str) -> None:
         """Rewrite ``processor_class`` in tokenizer_config.json to the stock name (cosmetic, as Qwen's)."""
-        from vlm_r1.modules.base import restore_stock_processor_class
 
         restore_stock_processor_class(out_dir, "InternVLProcessor")
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from groundwork.validate import ImageLimits
 from vlm_r1 import rewards
-from vlm_r1.modules.base import VLMBaseModule
+from vlm_r1.modules.base import VLMBaseModule, load_processor_files, restore_stock_processor_class
 
 VISION_SPECIAL_TOKENS = ("<|image_pad|>", "<|video_pad|>", "<|vision_start|>", "<|vision_end|>")
 
@@ -179,7 +179,6 @@ class Qwen2VLModule(VLMBaseModule):
         Raises:
             FileNotFoundError: no chat template in ``path`` (needed on the image-only path).
         """
-        from vlm_r1.modules.base import load_processor_files
 
         processor = load_processor_files(path, self.build_processor)
         if min_pixels is not None or max_pixels is not None:
@@ -309,7 +308,6 @@ class Qwen2VLModule(VLMBaseModule):
     def tidy_saved_processor(self, out_dir: str) -> None:
         """Rewrite ``processor_class`` in tokenizer_config.json to the stock name (cosmetic;
         ``docs/REFERENCES.md#image-only-processor``)."""
-        from vlm_r1.modules.base import restore_stock_processor_class
 
         restore_stock_processor_class(out_dir, self._classes(self.model_type)[1].__name__)
 

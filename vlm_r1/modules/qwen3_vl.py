@@ -32,6 +32,14 @@ from typing import Any
 
 from groundwork.validate import ImageLimits
 from vlm_r1.modules.qwen import Qwen2VLModule, _image_only_processor_class
+from vlm_r1.tiny_parts import (
+    QWEN_CHAT_TEMPLATE,
+    QWEN_SPECIAL_TOKENS,
+    TINY_SIZES,
+    build_tokenizer,
+    qwen_text_config,
+    save_tiny_checkpoint,
+)
 
 # Qwen3-VL's interleaved M-RoPE split of the head_dim/2 rotary frequencies, (temporal, height, width): [24, 20, 20] for
 # head_dim 128 (Qwen/Qwen3-VL-*-Instruct config.json, text_config.rope_scaling.mrope_section; also the fallback of
@@ -113,12 +121,12 @@ class Qwen3VLModule(Qwen2VLModule):
     ) -> str:
         """Write a randomly initialised tiny Qwen3-VL checkpoint to ``out_dir`` (offline).
 
-        Sizes from ``vlm_r1.tiny.TINY_SIZES[size]`` (tiny: text hidden 64, 2 layers, 4 heads / 2 KV heads,
+        Sizes from ``vlm_r1.tiny_parts.TINY_SIZES[size]`` (tiny: text hidden 64, 2 layers, 4 heads / 2 KV heads,
         ``head_dim = hidden / heads = 16``; vision hidden 32, depth 2, 2 heads), with Qwen3-VL's real vision geometry
         (patch 16, spatial merge 2, temporal patch 2), DeepStack on every vision layer (indexes ``0..depth-1``, so each
         tiny text layer gets visual features), a 16x16 learned vision position grid (``num_position_embeddings`` 256;
         released: 2304) and interleaved M-RoPE sections :func:`interleaved_mrope_section` (tiny: ``[4, 2, 2]``).
-        Tokenizer and chat template: :func:`vlm_r1.tiny.build_tokenizer`, :data:`vlm_r1.tiny.QWEN_CHAT_TEMPLATE`.
+        Tokenizer and chat template: :func:`vlm_r1.tiny_parts.build_tokenizer`, :data:`vlm_r1.tiny_parts.QWEN_CHAT_TEMPLATE`.
         Image processor: ``Qwen2VLImageProcessorPil`` (what ``AutoImageProcessor`` gives ``qwen3_vl`` without
         torchvision) with patch 16, merge 2, mean = std = 0.5 and the pixel budget ``[min_pixels, max_pixels]``.
 
@@ -134,15 +142,6 @@ class Qwen3VLModule(Qwen2VLModule):
         """
         import torch
         from transformers import Qwen2VLImageProcessorPil, Qwen3VLConfig
-
-        from vlm_r1.tiny import (
-            QWEN_CHAT_TEMPLATE,
-            QWEN_SPECIAL_TOKENS,
-            TINY_SIZES,
-            build_tokenizer,
-            qwen_text_config,
-            save_tiny_checkpoint,
-        )
 
         if size not in TINY_SIZES:
             raise ValueError(f"unknown size {size!r}; supported: {', '.join(TINY_SIZES)}")

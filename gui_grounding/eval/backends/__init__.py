@@ -35,10 +35,13 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+from groundwork.outputs import LineAppender, OutputError, write_bytes
 from groundwork.records import container_problem, iter_records
 from groundwork.registry import Registry
+from groundwork.validate import explicit_id, open_image
 from gui_grounding.eval.judge import WRONG_FORMAT
-from gui_grounding.eval.predictions import read_answer_fields
+from gui_grounding.eval.predictions import parse_point, read_answer_fields
+from gui_grounding.models.adapters import default_adapter_for, resolve_adapter
 
 logger = logging.getLogger(__name__)
 
@@ -121,7 +124,6 @@ def predict(backend: str, model: str, samples: list, out_path: str, *, adapter=N
 
 def checkpoint_adapter(model_path: str, adapter=None):
     """``adapter`` resolved to an instance; ``None`` -> the default for ``model_path``'s ``config.model_type``."""
-    from gui_grounding.models.adapters import default_adapter_for, resolve_adapter
 
     if adapter is not None:
         return resolve_adapter(adapter)
@@ -133,7 +135,6 @@ def checkpoint_adapter(model_path: str, adapter=None):
 def load_image(sample) -> Any:
     """The sample's screenshot as an RGB ``PIL.Image`` in its displayed frame (EXIF orientation applied, the frame
     sizes and boxes are read in: ``groundwork.validate.open_image``), fully loaded (file closed)."""
-    from groundwork.validate import open_image
 
     return open_image(sample.image_path)
 
@@ -202,9 +203,6 @@ def prepare_resume(path: str) -> set[str]:
         OutputError: the file cannot be read (not a regular file: a FIFO, a device, a folder) or rewritten (one
             line, naming it).
     """
-    from groundwork.outputs import OutputError, write_bytes
-    from groundwork.validate import explicit_id
-    from gui_grounding.eval.predictions import parse_point
 
     if not os.path.lexists(path):
         return set()
@@ -243,7 +241,6 @@ def open_predictions(path: str, samples: list) -> tuple[Any, list]:
     Raises:
         OutputError: the file cannot be read, rewritten or opened for appending.
     """
-    from groundwork.outputs import LineAppender
 
     done = prepare_resume(path)
     todo = [s for s in samples if s.sample_id not in done]

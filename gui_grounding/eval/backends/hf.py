@@ -18,6 +18,7 @@ import os
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 
+from groundwork.pixel_budget import from_processor
 from gui_grounding.eval.backends import (
     checkpoint_adapter,
     load_image,
@@ -25,8 +26,12 @@ from gui_grounding.eval.backends import (
     record,
     write_records,
 )
+from gui_grounding.eval.budget import resolve_eval_budget
 from gui_grounding.eval.engine import Draw
-from gui_grounding.models.adapters import PROMPT_MODE_ADAPTERS
+from gui_grounding.models.adapters import PROMPT_MODE_ADAPTERS, resolve_adapter
+from gui_grounding.models.rows import row_adapter, row_request
+from vlm_r1.modules import get_vlm_module
+from vlm_r1.modules.base import VLMBaseModule
 
 logger = logging.getLogger(__name__)
 
@@ -175,7 +180,6 @@ class HFEngine:
 
 
 def _base_prefill():
-    from vlm_r1.modules.base import VLMBaseModule
 
     return VLMBaseModule.shared_prompt_prefill
 
@@ -276,9 +280,6 @@ def predict_points(
     """
     from tqdm.auto import tqdm
 
-    from groundwork.pixel_budget import from_processor
-    from gui_grounding.models.adapters import resolve_adapter
-
     adapter = resolve_adapter(adapter)
     budget = budget or from_processor(vlm_module, processor)
     device = next(model.parameters()).device
@@ -314,8 +315,6 @@ def predict_rows(
         "prompt", "adapter"}``.
     """
     from types import SimpleNamespace
-
-    from gui_grounding.models.rows import row_adapter, row_request
 
     if not rows:
         return []
@@ -383,9 +382,6 @@ def predict_hf(
     """
     import torch
     from tqdm.auto import tqdm
-
-    from gui_grounding.eval.budget import resolve_eval_budget
-    from vlm_r1.modules import get_vlm_module
 
     if prompt_mode not in (None, *PROMPT_MODE_ADAPTERS):
         raise ValueError(f"unknown prompt_mode {prompt_mode!r}; expected one of {', '.join(PROMPT_MODE_ADAPTERS)}")

@@ -27,6 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from gui_grounding.eval.backends import load_image, open_predictions, openai_messages, record, write_records
 from gui_grounding.eval.engine import Draw
+from gui_grounding.models.adapters import resolve_adapter
 
 logger = logging.getLogger(__name__)
 
@@ -183,8 +184,6 @@ def predict_openai(
     """
     openai = _import_openai()
     from tqdm.auto import tqdm
-
-    from gui_grounding.models.adapters import resolve_adapter
 
     if adapter is None:
         raise ValueError("the openai backend needs an explicit adapter (e.g. 'gta1', 'ui-tars-1.5', 'qwen2-vl')")

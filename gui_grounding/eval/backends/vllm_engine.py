@@ -25,6 +25,7 @@ from gui_grounding.eval.backends import (
     record,
     write_records,
 )
+from gui_grounding.eval.budget import resolve_eval_budget
 from gui_grounding.eval.engine import Draw
 
 logger = logging.getLogger(__name__)
@@ -132,8 +133,6 @@ def predict_vllm(
 
     adapter = checkpoint_adapter(model_path, adapter)
     if budget is None:
-        from gui_grounding.eval.budget import resolve_eval_budget
-
         budget, _ = resolve_eval_budget(adapter, model=model_path)
     mm_processor_kwargs = {"min_pixels": budget.min_pixels, "max_pixels": budget.max_pixels} if budget.resizes else {}
     llm = vllm.LLM(

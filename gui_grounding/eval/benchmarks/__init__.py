@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from groundwork.registry import Registry
+from groundwork.registry import Registry, discover
 from gui_grounding.eval.benchmarks.base import Benchmark
 
 ENTRY_POINT_GROUP = "gui_grounding.benchmarks"
@@ -28,7 +28,6 @@ def _builtins() -> dict[str, type[Benchmark]]:
     """The benchmarks of this package: every class a submodule lists in ``BENCHMARKS``
     (:func:`groundwork.registry.discover`, as model families and adapters are found), in ``--benchmark`` listing order
     (``Benchmark.listing_order``, then name). Adding a benchmark is adding its file (docs/ADDING_A_BENCHMARK.md)."""
-    from groundwork.registry import discover
 
     found = discover("gui_grounding.eval.benchmarks", "BENCHMARKS")
     return {cls.name: cls for cls in sorted(found, key=lambda c: (c.listing_order, c.name))}

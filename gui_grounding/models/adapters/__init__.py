@@ -32,7 +32,7 @@ is the frame the model sees.
 from __future__ import annotations
 
 from groundwork.pixel_budget import PixelBudget
-from groundwork.registry import Registry
+from groundwork.registry import Registry, discover
 from gui_grounding.models.adapters import qwen2_5_vl
 from gui_grounding.models.adapters.base import ANSWER_FRAMES, Adapter, Request, messages_to_text
 from gui_grounding.models.adapters.qwen2_5_vl import (
@@ -63,7 +63,6 @@ ENTRY_POINT_GROUP = "gui_grounding.models.adapters"
 
 def _builtins() -> dict[str, type[Adapter]]:
     """The adapters of this package's family files (each lists its classes in ``ADAPTERS``), GTA1's family first."""
-    from groundwork.registry import discover
 
     found = {cls.name: cls for cls in discover("gui_grounding.models.adapters", "ADAPTERS")}
     first = {cls.name: cls for cls in qwen2_5_vl.ADAPTERS}
