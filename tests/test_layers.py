@@ -331,3 +331,17 @@ def test_a_registry_discovery_is_an_import_of_every_module_it_finds(tmp_path):
         },
     )
     assert cycles(import_graph(root)) == [["vlm_r1.modules", "vlm_r1.modules.fam", "vlm_r1.tiny"]]
+
+
+#: the most lines a library file may have (issue 28): a longer one holds more than one concept
+MAX_LIBRARY_FILE_LINES = 800
+
+
+def test_no_library_file_is_over_800_lines():
+    long = {}
+    for path in _modules().values():
+        with open(path, encoding="utf-8") as f:
+            n = sum(1 for _ in f)
+        if n > MAX_LIBRARY_FILE_LINES:
+            long[os.path.relpath(path, REPO)] = n
+    assert long == {}

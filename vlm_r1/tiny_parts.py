@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+from typing import Any
 
 from groundwork.outputs import write_json
 
@@ -71,10 +72,9 @@ def build_tokenizer():
     Returns:
         ``transformers.Qwen2Tokenizer`` (about 400 tokens) whose eos is ``<|im_end|>`` and pad ``<|endoftext|>``.
     """
-    from tokenizers import AddedToken, Regex, Tokenizer, decoders, normalizers, pre_tokenizers
+    from tokenizers import Regex, Tokenizer, decoders, normalizers, pre_tokenizers
     from tokenizers.models import BPE
     from tokenizers.trainers import BpeTrainer
-    from transformers import Qwen2Tokenizer
 
     tok = Tokenizer(BPE(unk_token=None, continuing_subword_prefix="", end_of_word_suffix="", fuse_unk=False))
     tok.normalizer = normalizers.NFC()
@@ -89,20 +89,33 @@ def build_tokenizer():
         vocab_size=512, special_tokens=QWEN_SPECIAL_TOKENS, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
     )
     tok.train_from_iterator(_CORPUS, trainer=trainer)
-    tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in QWEN_SPECIAL_TOKENS])
-    return Qwen2Tokenizer(
-        tokenizer_object=tok,
-        unk_token=None,
-        bos_token=None,
-        eos_token="<|im_end|>",
-        pad_token="<|endoftext|>",
-        model_max_length=32768,
-        extra_special_tokens={
+    return qwen_tokenizer(
+        tok,
+        QWEN_SPECIAL_TOKENS,
+        {
             "image_token": "<|image_pad|>",
             "video_token": "<|video_pad|>",
             "vision_bos_token": "<|vision_start|>",
             "vision_eos_token": "<|vision_end|>",
         },
+    )
+
+
+def qwen_tokenizer(backend: Any, special: list[str], named: dict[str, str]) -> Any:
+    """A ``transformers.Qwen2Tokenizer`` over the ``tokenizers`` ``backend`` with ``special`` added as special tokens
+    and ``named`` as its named extra special tokens (eos ``<|im_end|>``, pad ``<|endoftext|>``, no bos/unk: Qwen's)."""
+    from tokenizers import AddedToken
+    from transformers import Qwen2Tokenizer
+
+    backend.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in special])
+    return Qwen2Tokenizer(
+        tokenizer_object=backend,
+        unk_token=None,
+        bos_token=None,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        model_max_length=32768,
+        extra_special_tokens=dict(named),
     )
 
 

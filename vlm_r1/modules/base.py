@@ -139,7 +139,19 @@ class VLMBaseModule(UpstreamModuleMixin, ABC):
 
     @abstractmethod
     def prepare_model_inputs(
-        self,
+        self, processing_class: Any, prompts_text: list[str], images: list, **options: Any
+    ) -> tuple[Any, list[dict]]:
+        """Tokenise prompts and images; returns ``(BatchFeature, additional_output)`` (upstream shape). ``options``:
+        :meth:`tokenize`'s (``return_tensors``, ``padding``, ``padding_side``, ``add_special_tokens``), which
+        upstream's ``prepare_model_inputs`` took by name."""
+
+    @staticmethod
+    def get_question_template(task_type: str | None) -> str:
+        """Suffix template applied to the question (``{Question}`` placeholder)."""
+        return "{Question}"
+
+    @staticmethod
+    def tokenize(
         processing_class: Any,
         prompts_text: list[str],
         images: list,
@@ -147,13 +159,20 @@ class VLMBaseModule(UpstreamModuleMixin, ABC):
         padding: bool = True,
         padding_side: str = "left",
         add_special_tokens: bool = False,
-    ) -> tuple[Any, list[dict]]:
-        """Tokenise prompts and images; returns ``(BatchFeature, additional_output)`` (upstream shape)."""
-
-    @staticmethod
-    def get_question_template(task_type: str | None) -> str:
-        """Suffix template applied to the question (``{Question}`` placeholder)."""
-        return "{Question}"
+    ) -> Any:
+        """The processor call every family's :meth:`prepare_model_inputs` makes: ``prompts_text`` with ``images`` (a
+        flat list in prompt order, or empty for text-only prompts), padded on ``padding_side``. Returns the
+        ``BatchFeature``; the family adds its ``additional_output``."""
+        kwargs = dict(
+            text=prompts_text,
+            return_tensors=return_tensors,
+            padding=padding,
+            padding_side=padding_side,
+            add_special_tokens=add_special_tokens,
+        )
+        if images:
+            kwargs["images"] = images
+        return processing_class(**kwargs)
 
     @staticmethod
     def select_reward_func(func: str, task_type: str | None):

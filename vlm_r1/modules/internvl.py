@@ -42,7 +42,7 @@ from groundwork.records import load_json_file
 from groundwork.validate import ImageLimits
 from vlm_r1 import answers, rewards
 from vlm_r1.modules.base import VLMBaseModule, load_processor_files, restore_stock_processor_class
-from vlm_r1.tiny_parts import TINY_SIZES, build_tokenizer, qwen_text_config, save_tiny_checkpoint
+from vlm_r1.tiny_parts import TINY_SIZES, build_tokenizer, qwen_text_config, qwen_tokenizer, save_tiny_checkpoint
 
 logger = logging.getLogger(__name__)
 
@@ -183,14 +183,7 @@ class InternVLModule(VLMBaseModule):
         return [("image_processor", "max_patches")]
 
     def prepare_model_inputs(
-        self,
-        processing_class: Any,
-        prompts_text: list[str],
-        images: list,
-        return_tensors: str = "pt",
-        padding: bool = True,
-        padding_side: str = "left",
-        add_special_tokens: bool = False,
+        self, processing_class: Any, prompts_text: list[str], images: list, **options
     ) -> tuple[Any, list[dict]]:
         """Tokenise ``prompts_text`` with ``images`` (flat list in prompt order, or empty).
 
@@ -198,16 +191,7 @@ class InternVLModule(VLMBaseModule):
         ``pixel_values`` (total_tiles, 3, 448, 448); ``additional_output[i] = {"num_tiles": n}`` per image (thumbnail
         included), from the image processor's own rule (``get_number_of_image_patches``).
         """
-        kwargs = dict(
-            text=prompts_text,
-            return_tensors=return_tensors,
-            padding=padding,
-            padding_side=padding_side,
-            add_special_tokens=add_special_tokens,
-        )
-        if images:
-            kwargs["images"] = images
-        batch = processing_class(**kwargs)
+        batch = self.tokenize(processing_class, prompts_text, images, **options)
         ip = processing_class.image_processor
         additional_output = [
             {"num_tiles": ip.get_number_of_image_patches(im.height, im.width, {"crop_to_patches": True})}
@@ -368,21 +352,9 @@ class InternVLModule(VLMBaseModule):
         """The offline tiny tokenizer of :func:`vlm_r1.tiny_parts.build_tokenizer` (byte-level BPE, Qwen pre-tokenizer and
         Qwen special tokens) plus InternVL's image tokens (``<img>``, ``</img>``, ``<IMG_CONTEXT>``, ``<video>``) and
         grounding tokens, named as ``InternVLProcessor`` reads them (``tokenizer.start_image_token`` ...)."""
-        from tokenizers import AddedToken
-        from transformers import Qwen2Tokenizer
-
         backend = build_tokenizer().backend_tokenizer
         added = [IMG_START_TOKEN, IMG_END_TOKEN, IMG_CONTEXT_TOKEN, VIDEO_TOKEN, *GROUNDING_TOKENS]
-        backend.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in added])
-        return Qwen2Tokenizer(
-            tokenizer_object=backend,
-            unk_token=None,
-            bos_token=None,
-            eos_token="<|im_end|>",
-            pad_token="<|endoftext|>",
-            model_max_length=32768,
-            extra_special_tokens=dict(NAMED_TOKENS),
-        )
+        return qwen_tokenizer(backend, added, NAMED_TOKENS)
 
     def build_tiny_checkpoint(
         self, out_dir: str, *, seed: int = 0, min_pixels: int = 3136, max_pixels: int = 200_704, size: str = "tiny"

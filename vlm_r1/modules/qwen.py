@@ -103,30 +103,14 @@ class Qwen2VLModule(VLMBaseModule):
         return [("image_processor", "max_pixels"), ("image_processor", "min_pixels")]
 
     def prepare_model_inputs(
-        self,
-        processing_class: Any,
-        prompts_text: list[str],
-        images: list,
-        return_tensors: str = "pt",
-        padding: bool = True,
-        padding_side: str = "left",
-        add_special_tokens: bool = False,
+        self, processing_class: Any, prompts_text: list[str], images: list, **options
     ) -> tuple[Any, list[dict]]:
         """Tokenise ``prompts_text`` with ``images`` (a flat list, in prompt order, or empty for text-only).
 
         Returns ``(batch, additional_output)`` where ``additional_output[i] = {"image_grid_thw": row}`` per image
         (upstream shape; rows are (t, h, w) patch counts).
         """
-        kwargs = dict(
-            text=prompts_text,
-            return_tensors=return_tensors,
-            padding=padding,
-            padding_side=padding_side,
-            add_special_tokens=add_special_tokens,
-        )
-        if images:
-            kwargs["images"] = images
-        batch = processing_class(**kwargs)
+        batch = self.tokenize(processing_class, prompts_text, images, **options)
         grid = batch.get("image_grid_thw")
         additional_output = [{"image_grid_thw": row} for row in grid] if grid is not None else []
         return batch, additional_output
