@@ -33,14 +33,12 @@ from gui_grounding.data.collect.web import register_cli
 from gui_grounding.data.convert import register_cli as register_convert
 from gui_grounding.data.schema import SampleError
 from gui_grounding.data.synthetic import register_cli as register_synthetic
+from gui_grounding.eval import benchmarks as benchmark_registry  # BENCHMARKS is looked up when the parser is built
 from gui_grounding.eval.backends import REGISTRY as BACKEND_REGISTRY
-from gui_grounding.eval.benchmarks import BENCHMARKS
 from gui_grounding.eval.compare import add_parser as register_compare
-from gui_grounding.eval.run import run_eval
 from gui_grounding.eval.tts import DEFAULT_SAMPLES, DEFAULT_TEMPERATURE, DEFAULT_ZOOM, TTS_MODES, TTSConfig
 from gui_grounding.models.adapters import ADAPTERS
 from gui_grounding.models.consensus import DEFAULT_REGION, MAX_REGION, MAX_SAMPLES, MIN_REGION
-from gui_grounding.models.profiles import PROFILES, get_profile, profile_dict, profiles_table
 from gui_grounding.ops.prompt import register_cli as register_prompt
 from gui_grounding.ops.toy import register_cli as register_toy
 from vlm_r1.tiny import build_tiny_model, supported_archs
@@ -58,6 +56,7 @@ def _make_tiny_model(args: argparse.Namespace) -> None:
 
 
 def _eval(args: argparse.Namespace) -> None:
+    from gui_grounding.eval.run import run_eval  # the eval stack, loaded for the eval subcommand
 
     if args.min_pixels is not None and args.max_pixels is not None and args.min_pixels > args.max_pixels:
         raise SystemExit(
@@ -183,6 +182,13 @@ class _NamesOrSpecs(list):
 def _profiles(args: argparse.Namespace) -> None:
     import json
 
+    from gui_grounding.models.profiles import (  # every family's adapter: loaded on use
+        PROFILES,
+        get_profile,
+        profile_dict,
+        profiles_table,
+    )
+
     if args.json:
         names = [args.name] if args.name else list(PROFILES)
         print(json.dumps({n: profile_dict(get_profile(n)) for n in names}, indent=2, ensure_ascii=False))
@@ -283,8 +289,13 @@ def _add_train(sub) -> None:
 def _add_eval(sub) -> None:
     """The ``eval`` subcommand (:func:`_eval`, :func:`gui_grounding.eval.run.run_eval`): benchmark, data, model or
     predictions, backend, adapter, pixel budget, test-time mode and output flags."""
+    from gui_grounding.models.profiles import (
+        PROFILES,  # every family's adapter: loaded on use
+    )
 
-    layouts = "\n\n".join(f"{name}:\n{getattr(cls, 'layout_help', '')}" for name, cls in BENCHMARKS.items())
+    layouts = "\n\n".join(
+        f"{name}:\n{getattr(cls, 'layout_help', '')}" for name, cls in benchmark_registry.BENCHMARKS.items()
+    )
     p = sub.add_parser(
         "eval",
         help="evaluate a model or rescore predictions on a GUI grounding benchmark",
@@ -296,7 +307,7 @@ def _add_eval(sub) -> None:
     )
     p.add_argument(
         "--benchmark",
-        choices=_NamesOrSpecs(sorted(BENCHMARKS)),
+        choices=_NamesOrSpecs(sorted(benchmark_registry.BENCHMARKS)),
         default="canonical",
         help="benchmark format (canonical = our JSONL, e.g. data/web_sample/test.jsonl; also a name "
         "registered under the entry-point group gui_grounding.benchmarks, or a package.module:Class spec)",

@@ -550,7 +550,8 @@ def test_linear_rec_and_format_rules_match_upstream_patterns(pieces):
 
     text = "".join(pieces)
     assert vr.has_rec_format(text) == bool(re.search(vr.REC_FORMAT_PATTERN, text, re.DOTALL))
-    assert vr.format_reward([text]) == [1.0 if re.fullmatch(_REF_FORMAT_RE, text.strip(), re.DOTALL) else 0.0]
+    # upstream matches the completion as written, not stripped (vlm_r1.rewards.format_reward)
+    assert vr.format_reward([text]) == [1.0 if re.fullmatch(_REF_FORMAT_RE, text, re.DOTALL) else 0.0]
     m = re.search(_REF_ANSWER_RE, text, re.DOTALL)
     assert answers.answer_blocks(text, 1) == ([m.group(1)] if m else [])
     box = re.search(r"\[(\d+),\s*(\d+),\s*(\d+),\s*(\d+)\]", m.group(1)) if m else None
