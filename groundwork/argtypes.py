@@ -40,47 +40,51 @@ def _describe(kind: str, lo: float | None, hi: float | None, lo_open: bool, hi_o
     return f"{kind} {' and '.join(parts)}"
 
 
+def _flag_type(kind: str, text: str, bounds: tuple, convert: Callable[[str], Any], outside: Callable[[Any], bool]):
+    """The argparse type of :func:`number` and :func:`integer`: ``convert`` the text, refuse it when that fails or
+    ``outside(value)`` holds (``must be <text>, got '<value>'``), and carry ``range_text`` and ``bounds`` for
+    ``--help`` (:func:`with_range`) and the flag-enumerating tests (the one shape of a number flag type)."""
+
+    def parse(value: str):
+        try:
+            x = convert(value)
+        except (TypeError, ValueError):
+            raise argparse.ArgumentTypeError(f"must be {text}, got {value!r}") from None
+        if outside(x):
+            raise argparse.ArgumentTypeError(f"must be {text}, got {value!r}")
+        return x
+
+    parse.__name__ = kind
+    parse.range_text = text  # type: ignore[attr-defined]
+    parse.bounds = bounds  # type: ignore[attr-defined]
+    return parse
+
+
 def number(
     *, min: float | None = None, max: float | None = None, min_open: bool = False, max_open: bool = False
 ) -> Callable[[str], float]:
     """A finite float flag within ``[min, max]`` (``min_open`` / ``max_open``: exclusive bounds)."""
-    text = _describe("a number", min, max, min_open, max_open)
 
-    def parse(value: str) -> float:
-        try:
-            x = float(value)
-        except (TypeError, ValueError):
-            raise argparse.ArgumentTypeError(f"must be {text}, got {value!r}") from None
+    def outside(x: float) -> bool:
         bad = not math.isfinite(x)
         bad |= min is not None and (x <= min if min_open else x < min)
         bad |= max is not None and (x >= max if max_open else x > max)
-        if bad:
-            raise argparse.ArgumentTypeError(f"must be {text}, got {value!r}")
-        return x
+        return bad
 
-    parse.__name__ = "number"
-    parse.range_text = text  # type: ignore[attr-defined]
-    parse.bounds = (min, max, min_open, max_open)  # type: ignore[attr-defined]
-    return parse
+    text = _describe("a number", min, max, min_open, max_open)
+    return _flag_type("number", text, (min, max, min_open, max_open), float, outside)
 
 
 def integer(*, min: int | None = None, max: int | None = None) -> Callable[[str], int]:
     """An integer flag within ``[min, max]`` (no floats, NaN or inf; ``1e3`` is refused, ``1000`` is fine)."""
+
+    def outside(x: int) -> bool:
+        return (min is not None and x < min) or (max is not None and x > max)
+
     text = _describe("an integer", min, max, False, False)
-
-    def parse(value: str) -> int:
-        try:
-            x = int(str(value).strip().replace("_", ""), 10)
-        except (TypeError, ValueError):
-            raise argparse.ArgumentTypeError(f"must be {text}, got {value!r}") from None
-        if (min is not None and x < min) or (max is not None and x > max):
-            raise argparse.ArgumentTypeError(f"must be {text}, got {value!r}")
-        return x
-
-    parse.__name__ = "integer"
-    parse.range_text = text  # type: ignore[attr-defined]
-    parse.bounds = (min, max, False, False)  # type: ignore[attr-defined]
-    return parse
+    return _flag_type(
+        "integer", text, (min, max, False, False), lambda v: int(str(v).strip().replace("_", ""), 10), outside
+    )
 
 
 #: a random seed: what ``random.Random``, numpy (``< 2**32``) and transformers' ``set_seed`` all accept
@@ -103,6 +107,17 @@ def text(value: str) -> str:
 def with_range(help_text: str, parse: Callable) -> str:
     """``help_text`` followed by the accepted range of ``parse`` (``number`` / ``integer``)."""
     return f"{help_text} ({getattr(parse, 'range_text', '')})" if getattr(parse, "range_text", "") else help_text
+
+
+def add_number_flag(parser, flag: str, parse: Callable, default: Any, help_text: str, **kwargs) -> argparse.Action:
+    """``parser.add_argument(flag, type=parse, default=default, help=with_range(help_text, parse), **kwargs)``: a
+    number flag whose ``--help`` ends with the range its type accepts. The one place that pairs a flag's type with
+    its help text, so the two cannot drift apart (``tests/test_hostile_round3_numbers.py`` checks every flag).
+
+    ``parser`` is an ``argparse.ArgumentParser`` or an argument group; ``kwargs`` (``metavar``, ``dest``, ...) pass
+    through.
+    """
+    return parser.add_argument(flag, type=parse, default=default, help=with_range(help_text, parse), **kwargs)
 
 
 # ---- values that do not come through argparse: YAML keys, environment variables ------------------------------------

@@ -25,7 +25,7 @@ import os
 import sys
 
 from groundwork import argtypes
-from groundwork.argtypes import integer, number, with_range
+from groundwork.argtypes import add_number_flag, integer, number
 from groundwork.outputs import OutputError
 from gui_grounding.data.annotations import EvalInputError
 from gui_grounding.data.clean import register_cli as register_clean
@@ -118,43 +118,26 @@ def _add_tts_flags(p: argparse.ArgumentParser) -> None:
         "each line's 'samples', zoom modes score its tts.point",
     )
     k = integer(min=1, max=MAX_SAMPLES)
-    g.add_argument(
-        "--tts-samples",
-        type=k,
-        default=DEFAULT_SAMPLES,
-        help=with_range("K, answers sampled per screenshot (consensus modes)", k),
-    )
+    add_number_flag(g, "--tts-samples", k, DEFAULT_SAMPLES, "K, answers sampled per screenshot (consensus modes)")
     temp = number(min=0, max=100, min_open=True)
-    g.add_argument(
-        "--tts-temperature",
-        type=temp,
-        default=DEFAULT_TEMPERATURE,
-        help=with_range("sampling temperature (GUI-RC: 0.7)", temp),
-    )
+    add_number_flag(g, "--tts-temperature", temp, DEFAULT_TEMPERATURE, "sampling temperature (GUI-RC: 0.7)")
     top_p = number(min=0, max=1, min_open=True)
-    g.add_argument("--tts-top-p", type=top_p, default=1.0, help=with_range("nucleus sampling mass", top_p))
+    add_number_flag(g, "--tts-top-p", top_p, 1.0, "nucleus sampling mass")
     seed = integer(min=0, max=2**31 - 1)
-    g.add_argument(
-        "--tts-seed",
-        type=seed,
-        default=0,
-        help=with_range("sampling seed (recorded; per sample and pass from it and the sample_id)", seed),
-    )
-    region = number(
-        min=MIN_REGION, max=MAX_REGION
-    )  # gui_grounding.models.consensus.check_region: a narrower square votes
-    g.add_argument(  # for no point near the origin (int() truncation), so the flag refuses it
+    add_number_flag(g, "--tts-seed", seed, 0, "sampling seed (recorded; per sample and pass from it and the sample_id)")
+    # gui_grounding.models.consensus.check_region: a narrower square votes for no point near the origin (int()
+    # truncation), so the flag refuses it
+    region = number(min=MIN_REGION, max=MAX_REGION)
+    add_number_flag(
+        g,
         "--tts-region",
-        type=region,
-        default=DEFAULT_REGION,
-        help=with_range("side of each sampled point's voting square, original pixels (GUI-RC: 50)", region),
+        region,
+        DEFAULT_REGION,
+        "side of each sampled point's voting square, original pixels (GUI-RC: 50)",
     )
     zoom = number(min=0, max=1, min_open=True)
-    g.add_argument(
-        "--tts-zoom",
-        type=zoom,
-        default=DEFAULT_ZOOM,
-        help=with_range("zoom window side as a fraction of the screenshot's side (clamped to it)", zoom),
+    add_number_flag(
+        g, "--tts-zoom", zoom, DEFAULT_ZOOM, "zoom window side as a fraction of the screenshot's side (clamped to it)"
     )
 
 
@@ -253,27 +236,15 @@ def _add_make_tiny_model(sub) -> None:
         help="architecture (config.model_type; families whose module implements build_tiny_checkpoint)",
     )
     p.add_argument("--out", required=True, help="output directory")
-    p.add_argument(
-        "--seed", type=argtypes.SEED, default=0, help=argtypes.with_range("seed of the random weights", argtypes.SEED)
-    )
+    add_number_flag(p, "--seed", argtypes.SEED, 0, "seed of the random weights")
     p.add_argument(
         "--size",
         choices=["tiny", "small"],
         default="tiny",
         help="tiny: hidden 64, 2 layers; small: hidden 128, 4 layers (~1M parameters)",
     )
-    p.add_argument(
-        "--min-pixels",
-        type=_TINY_PIXELS,
-        default=3136,
-        help=argtypes.with_range("image processor min_pixels (smart_resize bound)", _TINY_PIXELS),
-    )
-    p.add_argument(
-        "--max-pixels",
-        type=_TINY_PIXELS,
-        default=200_704,
-        help=argtypes.with_range("image processor max_pixels (smart_resize bound)", _TINY_PIXELS),
-    )
+    add_number_flag(p, "--min-pixels", _TINY_PIXELS, 3136, "image processor min_pixels (smart_resize bound)")
+    add_number_flag(p, "--max-pixels", _TINY_PIXELS, 200_704, "image processor max_pixels (smart_resize bound)")
     p.set_defaults(func=_make_tiny_model)
 
 
@@ -343,9 +314,7 @@ def _add_eval(sub) -> None:
         "internvl -> internvl)",
     )
     positive = integer(min=1)
-    p.add_argument(
-        "--batch-size", type=positive, default=8, help=with_range("hf backend: prompts per generate call", positive)
-    )
+    add_number_flag(p, "--batch-size", positive, 8, "hf backend: prompts per generate call")
 
     p.add_argument(
         "--profile",
@@ -355,37 +324,31 @@ def _add_eval(sub) -> None:
         "`gui-grounding profiles` lists them with their sources); flags given here win; metrics.json and "
         "results.md then show its published numbers next to ours",
     )
-    p.add_argument(
+    add_number_flag(
+        p,
         "--min-pixels",
-        type=positive,
-        default=None,
-        help=with_range(
-            "smart_resize min_pixels of the pixel budget (default: --profile, else the budget recorded with the "
-            "checkpoint, else the adapter's published one; at most --max-pixels)",
-            positive,
-        ),
+        positive,
+        None,
+        "smart_resize min_pixels of the pixel budget (default: --profile, else the budget recorded with the "
+        "checkpoint, else the adapter's published one; at most --max-pixels)",
     )
-    p.add_argument(
+    add_number_flag(
+        p,
         "--max-pixels",
-        type=positive,
-        default=None,
-        help=with_range(
-            "smart_resize max_pixels of the pixel budget (same defaults as --min-pixels; a value other than the "
-            "checkpoint's recorded training budget is warned about)",
-            positive,
-        ),
+        positive,
+        None,
+        "smart_resize max_pixels of the pixel budget (same defaults as --min-pixels; a value other than the "
+        "checkpoint's recorded training budget is warned about)",
     )
-    p.add_argument(
+    add_number_flag(
+        p,
         "--max-tiles",
-        type=positive,
-        default=None,
-        help=with_range("InternVL: at most this many 448-px tiles per image (same defaults as --min-pixels)", positive),
+        positive,
+        None,
+        "InternVL: at most this many 448-px tiles per image (same defaults as --min-pixels)",
     )
-    p.add_argument(
-        "--max-new-tokens",
-        type=positive,
-        default=None,
-        help=with_range("generation budget per sample (default: --profile's, else 32 as GTA1)", positive),
+    add_number_flag(
+        p, "--max-new-tokens", positive, None, "generation budget per sample (default: --profile's, else 32 as GTA1)"
     )
     p.add_argument(
         "--base-url",
@@ -393,15 +356,8 @@ def _add_eval(sub) -> None:
         help="openai backend: endpoint base URL (API key from $OPENAI_API_KEY, default 'EMPTY')",
     )
     concurrency, retries = integer(min=1, max=1024), integer(min=0, max=100)
-    p.add_argument(
-        "--concurrency", type=concurrency, default=8, help=with_range("openai backend: requests in flight", concurrency)
-    )
-    p.add_argument(
-        "--max-retries",
-        type=retries,
-        default=5,
-        help=with_range("openai backend: retries with exponential backoff (capped at 60 s)", retries),
-    )
+    add_number_flag(p, "--concurrency", concurrency, 8, "openai backend: requests in flight")
+    add_number_flag(p, "--max-retries", retries, 5, "openai backend: retries with exponential backoff (capped at 60 s)")
     p.add_argument(
         "--subset",
         default=None,
@@ -413,9 +369,7 @@ def _add_eval(sub) -> None:
         default=None,
         help="WebClick: folder for the images decoded from the parquet rows (default: DATA/.gui_grounding_images)",
     )
-    p.add_argument(
-        "--limit", type=positive, default=None, help=with_range("evaluate only the first N samples", positive)
-    )
+    add_number_flag(p, "--limit", positive, None, "evaluate only the first N samples")
     p.add_argument("--strict", action="store_true", help="stop at the first bad record or prediction line")
     p.add_argument(
         "--on-duplicate",
@@ -436,12 +390,7 @@ def _add_eval(sub) -> None:
     )
     _add_tts_flags(p)
     not_negative = integer(min=0)
-    p.add_argument(
-        "--max-failures",
-        type=not_negative,
-        default=200,
-        help=with_range("wrong samples drawn in failures.html", not_negative),
-    )
+    add_number_flag(p, "--max-failures", not_negative, 200, "wrong samples drawn in failures.html")
     p.set_defaults(func=_eval)
 
 

@@ -41,7 +41,7 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from groundwork import validate
-from groundwork.argtypes import number, with_range
+from groundwork.argtypes import add_number_flag, number
 from groundwork.outputs import OutputLock, atomic_writer, check_outputs, write_json
 from gui_grounding.data.clean_cache import (
     MAX_SHARDS,
@@ -578,11 +578,12 @@ def register_cli(subparsers) -> None:
         default="ocr",
         help="ocr, classic, omniparser, or a union joined with + such as ocr+classic (default: ocr)",
     )
-    p.add_argument(
+    add_number_flag(
+        p,
         "--iou-threshold",
-        type=IOU_THRESHOLD_ARG,
-        default=DEFAULT_IOU_THRESHOLD,
-        help=with_range("keep a sample when its best IoU is >= this (default 0.1, GTA1)", IOU_THRESHOLD_ARG),
+        IOU_THRESHOLD_ARG,
+        DEFAULT_IOU_THRESHOLD,
+        "keep a sample when its best IoU is >= this (default 0.1, GTA1)",
     )
     p.add_argument(
         "--image-folders",
@@ -616,15 +617,13 @@ def register_cli(subparsers) -> None:
         help="detect again the images whose cached line is an error (default: errors are final and their "
         "samples are rejected as detection_failed)",
     )
-    p.add_argument(
+    add_number_flag(
+        p,
         "--ocr-min-text-score",
-        type=SCORE_ARG,
-        default=None,
-        help=with_range(
-            "also run text recognition and keep text lines with confidence >= this (GTA1/OmniParser: 0.9; ~15x "
-            "slower, and drops true boxes of short/symbol text); default: detection only",
-            SCORE_ARG,
-        ),
+        SCORE_ARG,
+        None,
+        "also run text recognition and keep text lines with confidence >= this (GTA1/OmniParser: 0.9; ~15x "
+        "slower, and drops true boxes of short/symbol text); default: detection only",
     )
     p.add_argument(
         "--omniparser-weights",
@@ -634,13 +633,12 @@ def register_cli(subparsers) -> None:
         "with --from-cache; the cache does not record which weights made it: use a new --cache-dir for "
         "other weights)",
     )
-    p.add_argument(
+    add_number_flag(
+        p,
         "--omniparser-box-threshold",
-        type=SCORE_ARG,
-        default=0.05,
-        help=with_range(
-            "omniparser detector: YOLO confidence threshold (default 0.05, GTA1 run.py BOX_TRESHOLD)", SCORE_ARG
-        ),
+        SCORE_ARG,
+        0.05,
+        "omniparser detector: YOLO confidence threshold (default 0.05, GTA1 run.py BOX_TRESHOLD)",
     )
     p.add_argument(
         "--strict",

@@ -40,7 +40,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from groundwork import outputs, validate
-from groundwork.argtypes import integer, number, with_range
+from groundwork.argtypes import add_number_flag, integer, number
 from groundwork.argtypes import text as text_arg
 from groundwork.records import RecordError, iter_records
 from gui_grounding.data.convert_engine import Converter, ConvertReport
@@ -336,15 +336,12 @@ def register_cli(subparsers) -> None:
     )
 
     workers_t, tol_t, max_px_t = integer(min=1, max=1024), number(min=0, max=validate.MAX_COORD), integer(min=0)
-    p.add_argument(
+    add_number_flag(
+        p,
         "--workers",
-        type=workers_t,
-        default=1,
-        help=with_range(
-            "threads reading image headers (and writing embedded images); output is identical for any value "
-            "(default 1)",
-            workers_t,
-        ),
+        workers_t,
+        1,
+        "threads reading image headers (and writing embedded images); output is identical for any value (default 1)",
     )
     p.add_argument(
         "--source",

@@ -33,7 +33,7 @@ import random
 from dataclasses import asdict, dataclass, field
 
 from groundwork import outputs
-from groundwork.argtypes import SEED, integer, number, with_range
+from groundwork.argtypes import SEED, add_number_flag, integer, number
 
 # Distinct, saturated colours (name -> RGB) that differ strongly per channel.
 COLOURS: dict[str, tuple[int, int, int]] = {
@@ -225,50 +225,30 @@ def register_cli(sub) -> None:
         (integer(min=1, max=64)),
     )
     test_screens, fill = integer(min=0, max=1_000_000), number(min=0.1, max=1.0)
-    p.add_argument("--num-train", type=screens, default=d.num_train, help=with_range("training screens", screens))
-    p.add_argument(
-        "--num-test",
-        type=test_screens,
-        default=d.num_test,
-        help=with_range("test screens (disjoint from training)", test_screens),
-    )
-    p.add_argument(
-        "--width",
-        type=side,
-        default=d.width,
-        help=with_range("screen width in pixels (multiple of 28: no resize)", side),
-    )
-    p.add_argument("--height", type=side, default=d.height, help=with_range("screen height in pixels", side))
-    p.add_argument(
-        "--cols", type=grid, default=d.cols, help=with_range("grid columns (one button per cell at most)", grid)
-    )
-    p.add_argument("--rows", type=grid, default=d.rows, help=with_range("grid rows", grid))
-    p.add_argument(
+    add_number_flag(p, "--num-train", screens, d.num_train, "training screens")
+    add_number_flag(p, "--num-test", test_screens, d.num_test, "test screens (disjoint from training)")
+    add_number_flag(p, "--width", side, d.width, "screen width in pixels (multiple of 28: no resize)")
+    add_number_flag(p, "--height", side, d.height, "screen height in pixels")
+    add_number_flag(p, "--cols", grid, d.cols, "grid columns (one button per cell at most)")
+    add_number_flag(p, "--rows", grid, d.rows, "grid rows")
+    add_number_flag(
+        p,
         "--buttons-per-image",
-        type=count,
-        default=d.buttons_per_image,
-        help=with_range("buttons per screen, each a different colour (the instruction names one)", count),
+        count,
+        d.buttons_per_image,
+        "buttons per screen, each a different colour (the instruction names one)",
     )
     p.add_argument("--colours", default=",".join(d.colours), help=f"comma-separated colours from: {', '.join(COLOURS)}")
-    p.add_argument(
-        "--samples-per-image",
-        type=count,
-        default=d.samples_per_image,
-        help=with_range("instructions per screen", count),
-    )
-    p.add_argument(
-        "--min-fill", type=fill, default=d.min_fill, help=with_range("smallest button side / cell side", fill)
-    )
-    p.add_argument(
-        "--max-fill", type=fill, default=d.max_fill, help=with_range("largest button side / cell side", fill)
-    )
+    add_number_flag(p, "--samples-per-image", count, d.samples_per_image, "instructions per screen")
+    add_number_flag(p, "--min-fill", fill, d.min_fill, "smallest button side / cell side")
+    add_number_flag(p, "--max-fill", fill, d.max_fill, "largest button side / cell side")
     p.add_argument(
         "--background",
         choices=BACKGROUNDS,
         default=d.background,
         help="gradient wallpaper (position cue a tiny model can read), grey panels per cell, or plain",
     )
-    p.add_argument("--seed", type=SEED, default=d.seed, help=with_range("random seed", SEED))
+    add_number_flag(p, "--seed", SEED, d.seed, "random seed")
 
     def run(args) -> None:
         cfg = SyntheticConfig(

@@ -48,7 +48,7 @@ import sys
 from typing import Any
 
 from groundwork import validate
-from groundwork.argtypes import integer, with_range
+from groundwork.argtypes import add_number_flag, integer
 from groundwork.markdown import md_table
 from groundwork.outputs import OutputError, OutputLock, check_outputs, write_bytes, write_json, write_text
 from groundwork.records import RecordError, container_problem, iter_records, load_json_file
@@ -531,18 +531,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "whose sample sets differ)",
     )
     count = integer(min=0)
-    p.add_argument(
-        "--max-listed",
-        type=count,
-        default=50,
-        help=with_range("sample ids listed per side (right only in A, right only in B)", count),
-    )
-    p.add_argument(
-        "--max-gallery",
-        type=count,
-        default=100,
-        help=with_range("disagreeing samples drawn in compare.html (the rest are counted)", count),
-    )
+    add_number_flag(p, "--max-listed", count, 50, "sample ids listed per side (right only in A, right only in B)")
+    add_number_flag(p, "--max-gallery", count, 100, "disagreeing samples drawn in compare.html (the rest are counted)")
     p.set_defaults(func=main)
     return p
 

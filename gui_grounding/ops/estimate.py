@@ -31,7 +31,7 @@ import argparse
 import os
 from typing import Any
 
-from groundwork.argtypes import integer, number, with_range
+from groundwork.argtypes import add_number_flag, integer, number
 from groundwork.pixel_budget import PixelBudget
 from groundwork.records import load_json_file
 from gui_grounding.ops.memory import MemoryEstimate, RunShape, ZeroConfig, estimate
@@ -111,37 +111,31 @@ TOKENS = integer(min=0, max=2**31 - 1)
 
 def add_estimate_flags(p: argparse.ArgumentParser) -> None:
     """The estimate's own flags (shared by ``gui-grounding estimate`` and ``python -m gui_grounding.plan``)."""
-    p.add_argument(
+    add_number_flag(
+        p,
         "--gpu-memory-gib",
-        type=GPU_MEMORY_GIB,
-        default=DEFAULT_GPU_MEMORY_GIB,
-        help=with_range(
-            "memory of one GPU in GiB; a warning is printed when the predicted peak exceeds it [80: H100]",
-            GPU_MEMORY_GIB,
-        ),
+        GPU_MEMORY_GIB,
+        DEFAULT_GPU_MEMORY_GIB,
+        "memory of one GPU in GiB; a warning is printed when the predicted peak exceeds it [80: H100]",
     )
     p.add_argument(
         "--screenshot",
         default=f"{DEFAULT_SCREENSHOT[0]}x{DEFAULT_SCREENSHOT[1]}",
         help="screenshot size WxH in pixels, resized under the run's pixel budget into image tokens [1920x1080]",
     )
-    p.add_argument(
+    add_number_flag(
+        p,
         "--text-tokens",
-        type=TOKENS,
-        default=DEFAULT_TEXT_TOKENS,
-        help=with_range(
-            f"system prompt + instruction + chat template tokens per prompt (an estimate) [{DEFAULT_TEXT_TOKENS}]",
-            TOKENS,
-        ),
+        TOKENS,
+        DEFAULT_TEXT_TOKENS,
+        f"system prompt + instruction + chat template tokens per prompt (an estimate) [{DEFAULT_TEXT_TOKENS}]",
     )
-    p.add_argument(
+    add_number_flag(
+        p,
         "--completion-tokens",
-        type=TOKENS,
-        default=None,
-        help=with_range(
-            "completion width C in tokens (completions are padded to the longest) [the run's max_completion_length]",
-            TOKENS,
-        ),
+        TOKENS,
+        None,
+        "completion width C in tokens (completions are padded to the longest) [the run's max_completion_length]",
     )
     p.add_argument(
         "--calibration",

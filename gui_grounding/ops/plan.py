@@ -35,7 +35,7 @@ import sys
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from groundwork.argtypes import SEED, BadValue, from_env, integer, number, with_range
+from groundwork.argtypes import SEED, BadValue, add_number_flag, from_env, integer, number
 from gui_grounding.ops.estimate import GPU_MEMORY_GIB, add_estimate_flags, estimate_for_plan, options_from_args
 from vlm_r1.launch import INPUT_ERRORS, setup_logging
 
@@ -378,28 +378,30 @@ def check_launcher_env(environ: dict[str, str] | None = None) -> dict[str, Any]:
     return {name: v for name, v in values.items() if v is not None}
 
 
+def _add_shape_flags(p: argparse.ArgumentParser, nproc_default: int, machine: tuple, batch: tuple) -> None:
+    """The launch shape flags of ``python -m gui_grounding.plan`` and ``gui-grounding estimate`` (one list, each
+    command its help texts): ``--nnodes``, ``--nproc-per-node`` (default ``nproc_default``), ``--global-prompts``,
+    ``--rollouts-per-device``, all counts of the launcher variables' range (:data:`_COUNT`)."""
+    add_number_flag(p, "--nnodes", _COUNT, 1, machine[0])
+    add_number_flag(p, "--nproc-per-node", _COUNT, nproc_default, machine[1])
+    add_number_flag(p, "--global-prompts", _COUNT, None, batch[0])
+    add_number_flag(p, "--rollouts-per-device", _COUNT, None, batch[1])
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m gui_grounding.plan",
         description=__doc__.split("\n\n", 1)[1],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--nnodes", type=_COUNT, default=1, help=with_range("nodes (NNODES) [1]", _COUNT))
-    p.add_argument("--nproc-per-node", type=_COUNT, default=1, help=with_range("processes (GPUs) per node [1]", _COUNT))
-    p.add_argument(
-        "--global-prompts",
-        type=_COUNT,
-        default=None,
-        help=with_range(f"prompts (groups) per optimisation step, GLOBAL_PROMPTS [{DEFAULT_GLOBAL_PROMPTS}]", _COUNT),
-    )
-    p.add_argument(
-        "--rollouts-per-device",
-        type=_COUNT,
-        default=None,
-        help=with_range(
+    _add_shape_flags(
+        p,
+        1,
+        ("nodes (NNODES) [1]", "processes (GPUs) per node [1]"),
+        (
+            f"prompts (groups) per optimisation step, GLOBAL_PROMPTS [{DEFAULT_GLOBAL_PROMPTS}]",
             f"completions per GPU per micro-step (per_device_train_batch_size), ROLLOUTS_PER_DEVICE "
             f"[{DEFAULT_ROLLOUTS_PER_DEVICE}]",
-            _COUNT,
         ),
     )
     p.add_argument(
@@ -468,22 +470,13 @@ def register_estimate_cli(sub: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--recipe", default=_default_recipe(), help="recipe YAML [recipes/gta1/7b.yaml]")
-    p.add_argument("--nnodes", type=_COUNT, default=1, help=with_range("nodes [1]", _COUNT))
-    p.add_argument("--nproc-per-node", type=_COUNT, default=8, help=with_range("GPUs per node [8]", _COUNT))
-    p.add_argument(
-        "--global-prompts",
-        type=_COUNT,
-        default=None,
-        help=with_range(
-            f"prompts per optimisation step, as the launcher's GLOBAL_PROMPTS [{DEFAULT_GLOBAL_PROMPTS}]", _COUNT
-        ),
-    )
-    p.add_argument(
-        "--rollouts-per-device",
-        type=_COUNT,
-        default=None,
-        help=with_range(
-            f"completions per GPU per micro-step, as ROLLOUTS_PER_DEVICE [{DEFAULT_ROLLOUTS_PER_DEVICE}]", _COUNT
+    _add_shape_flags(
+        p,
+        8,
+        ("nodes [1]", "GPUs per node [8]"),
+        (
+            f"prompts per optimisation step, as the launcher's GLOBAL_PROMPTS [{DEFAULT_GLOBAL_PROMPTS}]",
+            f"completions per GPU per micro-step, as ROLLOUTS_PER_DEVICE [{DEFAULT_ROLLOUTS_PER_DEVICE}]",
         ),
     )
     add_estimate_flags(p)

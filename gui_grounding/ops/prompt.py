@@ -33,7 +33,7 @@ import json
 import re
 
 from groundwork import validate
-from groundwork.argtypes import integer, text, with_range
+from groundwork.argtypes import add_number_flag, integer, text
 from gui_grounding.data.schema import Sample
 from gui_grounding.eval.backends import checkpoint_adapter, eval_reading
 from gui_grounding.eval.budget import resolve_eval_budget
@@ -312,26 +312,14 @@ def register_cli(sub) -> None:
     )
     p.add_argument("--model", default=None, help="local checkpoint: also print chat_template_text and num_tokens")
     px = integer(min=1)
-    p.add_argument(
+    add_number_flag(
+        p,
         "--min-pixels",
-        type=px,
-        default=None,
-        help=with_range(
-            "pixel budget min_pixels (default: --profile's, else the checkpoint's recorded budget, else the adapter's "
-            "published one)",
-            px,
-        ),
+        px,
+        None,
+        "pixel budget min_pixels (default: --profile's, else the checkpoint's recorded budget, else the adapter's "
+        "published one)",
     )
-    p.add_argument(
-        "--max-pixels",
-        type=px,
-        default=None,
-        help=with_range("pixel budget max_pixels (same defaults as --min-pixels)", px),
-    )
-    p.add_argument(
-        "--max-tiles",
-        type=px,
-        default=None,
-        help=with_range("InternVL: pixel budget max_tiles (same defaults as --min-pixels)", px),
-    )
+    add_number_flag(p, "--max-pixels", px, None, "pixel budget max_pixels (same defaults as --min-pixels)")
+    add_number_flag(p, "--max-tiles", px, None, "InternVL: pixel budget max_tiles (same defaults as --min-pixels)")
     p.set_defaults(func=_run)

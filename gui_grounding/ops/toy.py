@@ -30,7 +30,7 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from groundwork import outputs
-from groundwork.argtypes import SEED, integer, number, with_range
+from groundwork.argtypes import SEED, add_number_flag, integer, number
 from groundwork.records import load_json_file
 from gui_grounding.data.synthetic import SyntheticConfig, make_synthetic
 from gui_grounding.eval.run import run_eval
@@ -694,18 +694,11 @@ def register_cli(sub) -> None:
     )
     p.add_argument("--out", required=True, help="output folder (shared tiny model + data reused between experiments)")
     steps, epochs, lr = integer(min=1, max=10_000_000), number(min=0, max=1_000_000), number(min=0, min_open=True)
-    p.add_argument("--grpo-steps", type=steps, default=d.grpo_steps, help=with_range("GRPO steps per run", steps))
-    p.add_argument("--sft-epochs", type=epochs, default=d.sft_epochs, help=with_range("warm-start SFT epochs", epochs))
-    p.add_argument(
-        "--grpo-lr",
-        type=lr,
-        default=d.grpo_lr,
-        help=with_range("GRPO learning rate (toy scale, not GTA1's 1e-6)", lr),
-    )
-    p.add_argument(
-        "--eval-steps", type=steps, default=d.eval_steps, help=with_range("evaluate test accuracy every N steps", steps)
-    )
-    p.add_argument("--seed", type=SEED, default=d.seed, help=with_range("training seed", SEED))
+    add_number_flag(p, "--grpo-steps", steps, d.grpo_steps, "GRPO steps per run")
+    add_number_flag(p, "--sft-epochs", epochs, d.sft_epochs, "warm-start SFT epochs")
+    add_number_flag(p, "--grpo-lr", lr, d.grpo_lr, "GRPO learning rate (toy scale, not GTA1's 1e-6)")
+    add_number_flag(p, "--eval-steps", steps, d.eval_steps, "evaluate test accuracy every N steps")
+    add_number_flag(p, "--seed", SEED, d.seed, "training seed")
     p.add_argument("--only", action="append", default=None, help="ablations: run only this setting (repeatable)")
     p.add_argument("--no-thinking", action="store_true", help="ablations: skip the thinking-mode SFT+GRPO pair")
     p.add_argument(

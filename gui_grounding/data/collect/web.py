@@ -66,7 +66,7 @@ import sys
 from collections import Counter
 from dataclasses import dataclass, field
 
-from groundwork.argtypes import integer, number, with_range
+from groundwork.argtypes import add_number_flag, integer, number
 from groundwork.outputs import OutputError, OutputLock, check_outputs, write_bytes, write_json, write_lines
 from groundwork.records import load_json_file
 from groundwork.validate import dumps, is_text
@@ -773,7 +773,7 @@ def register_cli(subparsers) -> None:
         ),
     ]
     for flag, kind, default, text in flags:
-        p.add_argument(flag, type=kind, default=default, help=with_range(text, kind))
+        add_number_flag(p, flag, kind, default, text)
     p.add_argument(
         "--resource-root",
         dest="resource_roots",

@@ -1,0 +1,81 @@
+"""The shared builders of issue 28's de-duplication: each repeated block now has one home, and these tests pin that
+home's behaviour (the exact texts and values the copies had)."""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from groundwork.argtypes import add_number_flag, integer, number, with_range
+
+# ---- groundwork.argtypes: the number flag types and add_number_flag --------------------------------------------------
+
+_TEXTS = st.one_of(
+    st.text(max_size=12),
+    st.integers(-(10**6), 10**6).map(str),
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
+    st.sampled_from(["nan", "inf", "-inf", "1e3", "1_000", " 7 ", "0x10", "", "3.0", "-0", "1.5"]),
+)
+
+
+def _refused(parse, value: str) -> str | None:
+    try:
+        parse(value)
+    except argparse.ArgumentTypeError as err:
+        return str(err)
+    return None
+
+
+@settings(max_examples=50, deadline=None)
+@given(value=_TEXTS, lo=st.integers(-5, 5), span=st.integers(0, 10), lo_open=st.booleans(), hi_open=st.booleans())
+def test_number_accepts_exactly_the_finite_values_in_range(value, lo, span, lo_open, hi_open):
+    """``number``: the float of the text when it is finite and inside the (open or closed) bounds, else the one
+    message ``must be <range>, got '<text>'``."""
+    hi = lo + span
+    parse = number(min=lo, max=hi, min_open=lo_open, max_open=hi_open)
+    try:
+        x = float(value)
+    except ValueError:
+        x = math.nan
+    inside = math.isfinite(x) and (x > lo if lo_open else x >= lo) and (x < hi if hi_open else x <= hi)
+    if inside:
+        assert parse(value) == x
+    else:
+        assert _refused(parse, value) == f"must be {parse.range_text}, got {value!r}"
+    assert parse.__name__ == "number" and parse.bounds == (lo, hi, lo_open, hi_open)
+
+
+@settings(max_examples=50, deadline=None)
+@given(value=_TEXTS, lo=st.integers(-5, 5), span=st.integers(0, 10))
+def test_integer_accepts_exactly_the_integers_in_range(value, lo, span):
+    """``integer``: base-10 integer text (underscores and surrounding blanks allowed, no float) within the bounds."""
+    hi = lo + span
+    parse = integer(min=lo, max=hi)
+    try:
+        x = int(value.strip().replace("_", ""), 10)
+    except ValueError:
+        x = None
+    if x is not None and lo <= x <= hi:
+        assert parse(value) == x
+    else:
+        assert _refused(parse, value) == f"must be an integer >= {lo} and <= {hi}, got {value!r}"
+    assert parse.__name__ == "integer" and parse.bounds == (lo, hi, False, False)
+
+
+def test_add_number_flag_pairs_the_type_with_its_help():
+    """The flag's type is ``parse``, its help ends with ``parse``'s range; other keywords pass through; a refused
+    value is argparse's one-line usage error naming the flag."""
+    parser = argparse.ArgumentParser(prog="p", exit_on_error=False)
+    count = integer(min=1)
+    action = add_number_flag(parser, "--limit", count, None, "evaluate only the first N", metavar="N")
+    assert (action.type, action.default, action.metavar) == (count, None, "N")
+    assert (
+        action.help == with_range("evaluate only the first N", count) == "evaluate only the first N (an integer >= 1)"
+    )
+    assert parser.parse_args(["--limit", "3"]).limit == 3
+    with pytest.raises(argparse.ArgumentError, match=r"argument --limit: must be an integer >= 1, got '0'"):
+        parser.parse_args(["--limit", "0"])
