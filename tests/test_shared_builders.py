@@ -11,6 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from groundwork.argtypes import add_number_flag, integer, number, with_range
+from gui_grounding.data.collect.web import WebSettings
+from gui_grounding.data.collect.web import register_cli as register_collect_web
 
 # ---- groundwork.argtypes: the number flag types and add_number_flag --------------------------------------------------
 
@@ -79,3 +81,74 @@ def test_add_number_flag_pairs_the_type_with_its_help():
     assert parser.parse_args(["--limit", "3"]).limit == 3
     with pytest.raises(argparse.ArgumentError, match=r"argument --limit: must be an integer >= 1, got '0'"):
         parser.parse_args(["--limit", "0"])
+
+
+# ---- gui_grounding.data.collect.web: WebSettings, the collector's settings as one object ---------------------------
+
+
+def _collect_web_args(*flags: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="p")
+    register_collect_web(parser.add_subparsers(dest="command"))
+    return parser.parse_args(["collect-web", "pages", "--out", "o", *flags])
+
+
+def test_collect_web_flags_are_the_settings():
+    """Every WebSettings field is a collect-web flag of the same dest, with the same default (one home: the
+    dataclass); given flags arrive unchanged."""
+    assert WebSettings.from_args(_collect_web_args()) == WebSettings()
+    given_flags = ["--viewports", "640x480", "--scroll-offsets", "0,300", "--seed", "7", "--max-pages", "3"]
+    given_flags += ["--test-fraction", "0.5", "--min-size", "2", "--min-area", "9", "--max-name-chars", "20"]
+    given_flags += ["--max-per-screenshot", "4", "--page-timeout", "12", "--resource-root", "r", "--chromium", "c"]
+    assert WebSettings.from_args(_collect_web_args(*given_flags)) == WebSettings(
+        viewports=((640, 480),),
+        seed=7,
+        scroll_offsets=(0, 300),
+        max_pages=3,
+        test_fraction=0.5,
+        min_size=2,
+        min_area=9,
+        max_name_chars=20,
+        max_per_screenshot=4,
+        page_timeout=12.0,
+        resource_roots=["r"],
+        chromium="c",
+    )
+
+
+_BAD_SETTINGS = st.sampled_from(
+    [
+        ("seed", -1),
+        ("seed", 1.0),
+        ("seed", True),
+        ("max_pages", 0),
+        ("min_size", -1),
+        ("min_area", 1.5),
+        ("max_name_chars", 0),
+        ("max_per_screenshot", 0),
+        ("test_fraction", 1.0),
+        ("test_fraction", math.nan),
+        ("page_timeout", 0),
+        ("page_timeout", math.inf),
+        ("viewports", ((0, 600),)),
+        ("viewports", ((10, 10), (10, 10))),
+        ("scroll_offsets", (0, 0)),
+        ("scroll_offsets", ()),
+    ]
+)
+
+
+@settings(max_examples=25, deadline=None)
+@given(bad=_BAD_SETTINGS)
+def test_web_settings_refuse_what_the_flags_refuse(bad):
+    """``WebSettings.checked`` (what collect_web and collect-web both call) refuses a value the CLI types would
+    refuse, one line naming the setting."""
+    name, value = bad
+    with pytest.raises(ValueError, match=rf"^{name}\b") as err:
+        WebSettings(**{name: value}).checked()
+    assert "\n" not in str(err.value)
+
+
+def test_web_settings_checked_normalises():
+    """Lists become tuples of ints; one resource root given as text becomes a list of it."""
+    s = WebSettings(viewports=[[640, 480]], scroll_offsets=[0, 5], resource_roots="docs").checked()
+    assert (s.viewports, s.scroll_offsets, s.resource_roots) == (((640, 480),), (0, 5), ["docs"])

@@ -64,7 +64,7 @@ import random
 import re
 import sys
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 
 from groundwork.argtypes import add_number_flag, integer, number
 from groundwork.outputs import OutputError, OutputLock, check_outputs, write_bytes, write_json, write_lines
@@ -314,70 +314,94 @@ def _check_int(name: str, value, lo: int, hi: int | None = None, *, none_ok: boo
     return value
 
 
-def _check_settings(
-    viewports,
-    scroll_offsets,
-    seed,
-    max_pages,
-    test_fraction,
-    min_size,
-    min_area,
-    max_name_chars,
-    max_per_screenshot,
-    page_timeout,
-) -> None:
-    """ValueError (one line, naming the setting) for a value the CLI types would refuse."""
-    if (
-        not isinstance(viewports, (tuple, list))
-        or not 0 < len(viewports) <= MAX_VIEWPORTS
-        or any(not isinstance(v, (tuple, list)) or len(v) != 2 for v in viewports)
-    ):
-        raise ValueError(f"viewports must be 1..{MAX_VIEWPORTS} (width, height) pairs, got {viewports!r}")
-    for v in viewports:
-        for side in v:
-            _check_int("viewports: each side", side, 1, MAX_VIEWPORT_SIDE)
-    if len({tuple(v) for v in viewports}) != len(viewports):
-        raise ValueError(f"viewports holds one size twice: {viewports!r}")
-    if not isinstance(scroll_offsets, (tuple, list)) or not 0 < len(scroll_offsets) <= MAX_SCROLL_OFFSETS:
-        raise ValueError(f"scroll_offsets must be 1..{MAX_SCROLL_OFFSETS} offsets, got {scroll_offsets!r}")
-    for offset in scroll_offsets:
-        _check_int("scroll_offsets: each offset", offset, 0, MAX_SCROLL_OFFSET)
-    if len(set(scroll_offsets)) != len(scroll_offsets):
-        raise ValueError(f"scroll_offsets holds one offset twice: {scroll_offsets!r}")
-    _check_int("seed", seed, 0)
-    _check_int("max_pages", max_pages, 1, none_ok=True)
-    if not _finite(test_fraction) or not 0 <= test_fraction < 1:
-        raise ValueError(f"test_fraction must be in [0, 1), got {test_fraction!r}")
-    _check_int("min_size", min_size, 0, MAX_VIEWPORT_SIDE)
-    _check_int("min_area", min_area, 0, _MAX_AREA)
-    _check_int("max_name_chars", max_name_chars, 1, _MAX_NAME_CHARS)
-    _check_int("max_per_screenshot", max_per_screenshot, 1, none_ok=True)
-    if not _finite(page_timeout) or not 0 < page_timeout <= MAX_PAGE_TIMEOUT:
-        raise ValueError(f"page_timeout must be a number of seconds in (0, {MAX_PAGE_TIMEOUT:g}], got {page_timeout!r}")
-
-
 _MAX_AREA = 100_000_000
 _MAX_NAME_CHARS = 10_000
+_DEFAULT_VIEWPORTS = ((1280, 720), (1024, 768))
+
+
+@dataclass(frozen=True)
+class WebSettings:
+    """What one collection renders and keeps: :func:`collect_web`'s settings (its keywords) and ``collect-web``'s
+    flags of the same names (:meth:`from_args`), passed through as one object. :meth:`checked` refuses a value the
+    CLI types would refuse (one line naming the setting)."""
+
+    viewports: tuple = _DEFAULT_VIEWPORTS
+    seed: int = 0
+    scroll_offsets: tuple = (0,)
+    max_pages: int | None = None
+    test_fraction: float = 0.2
+    min_size: int = 4
+    min_area: int = 64
+    max_name_chars: int = 60
+    max_per_screenshot: int | None = None
+    page_timeout: float = DEFAULT_PAGE_TIMEOUT
+    resource_roots: list[str] | tuple[str, ...] | str | None = None
+    chromium: str = DEFAULT_CHROMIUM
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> WebSettings:
+        """The settings of a parsed ``collect-web`` command line (each flag's dest is the field's name)."""
+        return cls(**{f.name: getattr(args, f.name) for f in fields(cls)})
+
+    def checked(self) -> WebSettings:
+        """These settings with viewports and offsets as tuples of ints.
+
+        Raises:
+            ValueError: one line naming the setting, for a value the CLI types would refuse.
+        """
+        viewports, offsets = self.viewports, self.scroll_offsets
+        if (
+            not isinstance(viewports, (tuple, list))
+            or not 0 < len(viewports) <= MAX_VIEWPORTS
+            or any(not isinstance(v, (tuple, list)) or len(v) != 2 for v in viewports)
+        ):
+            raise ValueError(f"viewports must be 1..{MAX_VIEWPORTS} (width, height) pairs, got {viewports!r}")
+        for v in viewports:
+            for side in v:
+                _check_int("viewports: each side", side, 1, MAX_VIEWPORT_SIDE)
+        if len({tuple(v) for v in viewports}) != len(viewports):
+            raise ValueError(f"viewports holds one size twice: {viewports!r}")
+        if not isinstance(offsets, (tuple, list)) or not 0 < len(offsets) <= MAX_SCROLL_OFFSETS:
+            raise ValueError(f"scroll_offsets must be 1..{MAX_SCROLL_OFFSETS} offsets, got {offsets!r}")
+        for offset in offsets:
+            _check_int("scroll_offsets: each offset", offset, 0, MAX_SCROLL_OFFSET)
+        if len(set(offsets)) != len(offsets):
+            raise ValueError(f"scroll_offsets holds one offset twice: {offsets!r}")
+        self._check_numbers()
+        roots = self.resource_roots
+        return replace(
+            self,
+            viewports=tuple((int(w), int(h)) for w, h in viewports),
+            scroll_offsets=tuple(int(o) for o in offsets),
+            resource_roots=[roots] if isinstance(roots, str) else roots,
+        )
+
+    def _check_numbers(self) -> None:
+        _check_int("seed", self.seed, 0)
+        _check_int("max_pages", self.max_pages, 1, none_ok=True)
+        if not _finite(self.test_fraction) or not 0 <= self.test_fraction < 1:
+            raise ValueError(f"test_fraction must be in [0, 1), got {self.test_fraction!r}")
+        _check_int("min_size", self.min_size, 0, MAX_VIEWPORT_SIDE)
+        _check_int("min_area", self.min_area, 0, _MAX_AREA)
+        _check_int("max_name_chars", self.max_name_chars, 1, _MAX_NAME_CHARS)
+        _check_int("max_per_screenshot", self.max_per_screenshot, 1, none_ok=True)
+        if not _finite(self.page_timeout) or not 0 < self.page_timeout <= MAX_PAGE_TIMEOUT:
+            raise ValueError(
+                f"page_timeout must be a number of seconds in (0, {MAX_PAGE_TIMEOUT:g}], got {self.page_timeout!r}"
+            )
 
 
 def collect_web(
     paths: list[str],
     out_dir: str,
-    viewports: tuple[tuple[int, int], ...] = ((1280, 720), (1024, 768)),
+    viewports: tuple[tuple[int, int], ...] = _DEFAULT_VIEWPORTS,
     seed: int = 0,
-    *,
-    scroll_offsets: tuple[int, ...] = (0,),
-    max_pages: int | None = None,
-    test_fraction: float = 0.2,
-    min_size: int = 4,
-    min_area: int = 64,
-    max_name_chars: int = 60,
-    max_per_screenshot: int | None = None,
-    page_timeout: float = DEFAULT_PAGE_TIMEOUT,
-    resource_roots: list[str] | tuple[str, ...] | None = None,
-    chromium: str = DEFAULT_CHROMIUM,
+    **settings,
 ) -> CollectResult:
     """Render ``paths`` and write ``out_dir/{images/*.png, train.jsonl, test.jsonl, provenance.json}``.
+
+    ``viewports``, ``seed`` and the keyword ``settings`` are the fields of :class:`WebSettings` (defaults there; an
+    unknown keyword is a ``TypeError``); :func:`collect_with` takes them as one object.
 
     Args:
         paths: HTML files or directories (searched recursively).
@@ -410,78 +434,43 @@ def collect_web(
         OutputError: ``out_dir`` is an input, a file, not writable, or locked by another run; a write failed.
         RuntimeError: Chromium does not start.
     """
+    return collect_with(paths, out_dir, WebSettings(viewports=viewports, seed=seed, **settings))
+
+
+def collect_with(paths: list[str], out_dir: str, settings: WebSettings) -> CollectResult:
+    """:func:`collect_web` with its settings as one object (``collect-web`` passes :meth:`WebSettings.from_args`).
+
+    Raises:
+        as :func:`collect_web`.
+    """
     try:
         from playwright.async_api import async_playwright  # noqa: F401
     except ImportError as err:
         raise ImportError("the web collector needs Playwright: pip install -e .[collect]") from err
 
-    _check_settings(
-        viewports,
-        scroll_offsets,
-        seed,
-        max_pages,
-        test_fraction,
-        min_size,
-        min_area,
-        max_name_chars,
-        max_per_screenshot,
-        page_timeout,
-    )
-    viewports = tuple((int(w), int(h)) for w, h in viewports)
-    scroll_offsets = tuple(int(o) for o in scroll_offsets)
-    if not os.path.exists(chromium):
-        raise FileNotFoundError(f"Chromium not found at {chromium} (Debian: apt-get install chromium)")
+    settings = settings.checked()
+    if not os.path.exists(settings.chromium):
+        raise FileNotFoundError(f"Chromium not found at {settings.chromium} (Debian: apt-get install chromium)")
     if not isinstance(out_dir, str) or not is_text(out_dir):
         raise OutputError(22, f"--out {out_dir!r} is not valid UTF-8 text")
     check_outputs(folders=[out_dir], inputs=list(paths), what="--out")
     with OutputLock(out_dir, folder=True):
-        return _collect_locked(
-            list(paths),
-            out_dir,
-            viewports,
-            seed,
-            scroll_offsets,
-            max_pages,
-            test_fraction,
-            min_size,
-            min_area,
-            max_name_chars,
-            max_per_screenshot,
-            page_timeout,
-            resource_roots,
-            chromium,
-        )
+        return _collect_locked(list(paths), out_dir, settings)
 
 
-def _collect_locked(
-    paths,
-    out_dir,
-    viewports,
-    seed,
-    scroll_offsets,
-    max_pages,
-    test_fraction,
-    min_size,
-    min_area,
-    max_name_chars,
-    max_per_screenshot,
-    page_timeout,
-    resource_roots,
-    chromium,
-) -> CollectResult:
-    if isinstance(resource_roots, str):
-        resource_roots = [resource_roots]
-    found, skipped = _scan_pages(paths, list(resource_roots) if resource_roots else None)
+def _collect_locked(paths: list[str], out_dir: str, s: WebSettings) -> CollectResult:
+    roots = s.resource_roots
+    found, skipped = _scan_pages(paths, list(roots) if roots else None)
     if not found:
         raise FileNotFoundError(f"no .html/.htm page found in {list(paths)}")
     pages = [(path, rel) for path, rel, _ in found]
     folders = {rel: folder for _, rel, folder in found}
-    rng = random.Random(seed)
-    if max_pages is not None and len(pages) > max_pages:
-        pages = sorted(rng.sample(pages, max_pages))
+    rng = random.Random(s.seed)
+    if s.max_pages is not None and len(pages) > s.max_pages:
+        pages = sorted(rng.sample(pages, s.max_pages))
     order = list(range(len(pages)))
-    random.Random(seed + 1).shuffle(order)
-    n_test = round(test_fraction * len(pages)) if len(pages) > 1 else 0
+    random.Random(s.seed + 1).shuffle(order)
+    n_test = round(s.test_fraction * len(pages)) if len(pages) > 1 else 0
     test_pages = {pages[i][1] for i in order[:n_test]}
     shot_names = _shot_names([rel for _, rel in pages])
 
@@ -492,12 +481,12 @@ def _collect_locked(
     os.makedirs(images, exist_ok=True)
 
     result = CollectResult(skipped=skipped)
-    units = [(path, rel, folders[rel], (vw, vh)) for vw, vh in viewports for path, rel in pages]
+    units = [(path, rel, folders[rel], (vw, vh)) for vw, vh in s.viewports for path, rel in pages]
     opts = {
-        "scroll_offsets": scroll_offsets,
-        "min_size": min_size,
-        "min_area": min_area,
-        "page_timeout": float(page_timeout),
+        "scroll_offsets": s.scroll_offsets,
+        "min_size": s.min_size,
+        "min_area": s.min_area,
+        "page_timeout": float(s.page_timeout),
     }
 
     def commit(rel: str, viewport: tuple[int, int], shots: list) -> None:
@@ -506,9 +495,7 @@ def _collect_locked(
             shot_id = f"{shot_names[rel]}__{viewport[0]}x{viewport[1]}" + (f"__s{offset}" if offset else "")
             image_rel = f"images/{shot_id}.png"
             write_bytes(os.path.join(out_dir, image_rel), png)
-            samples = _samples_for_screenshot(
-                extracted, shot_id, image_rel, rel, viewport, seed, max_name_chars, max_per_screenshot, result.drops
-            )
+            samples = _samples_for_screenshot(extracted, shot_id, image_rel, rel, viewport, s, result.drops)
             getattr(result, split).extend(samples)
             result.screenshots.append(
                 {
@@ -521,7 +508,7 @@ def _collect_locked(
                 }
             )
 
-    browser_version = asyncio.run(_render_all(units, opts, chromium, result, commit))
+    browser_version = asyncio.run(_render_all(units, opts, s.chromium, result, commit))
 
     for split in ("train", "test"):
         write_lines(
@@ -532,19 +519,19 @@ def _collect_locked(
         "tool_version": TOOL_VERSION,
         "chromium": browser_version,
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "seed": seed,
-        "viewports": [list(v) for v in viewports],
-        "scroll_offsets": list(scroll_offsets),
+        "seed": s.seed,
+        "viewports": [list(v) for v in s.viewports],
+        "scroll_offsets": list(s.scroll_offsets),
         "root": _collection_root(paths),
         "roots": [os.path.realpath(p) for p in paths],
-        "resource_roots": sorted({os.path.realpath(f) for f in resource_roots}) if resource_roots else None,
-        "test_fraction": test_fraction,
+        "resource_roots": sorted({os.path.realpath(f) for f in roots}) if roots else None,
+        "test_fraction": s.test_fraction,
         "settings": {
-            "min_size": min_size,
-            "min_area": min_area,
-            "max_name_chars": max_name_chars,
-            "max_per_screenshot": max_per_screenshot,
-            "page_timeout": page_timeout,
+            "min_size": s.min_size,
+            "min_area": s.min_area,
+            "max_name_chars": s.max_name_chars,
+            "max_per_screenshot": s.max_per_screenshot,
+            "page_timeout": s.page_timeout,
         },
         "num_samples": {"train": len(result.train), "test": len(result.test)},
         "dropped": {r: result.drops.get(r, 0) for r in DROP_REASONS},
@@ -589,8 +576,10 @@ def _remove_previous_outputs(out_dir: str) -> None:
                 os.remove(target)
 
 
-def _samples_for_screenshot(found, shot_id, image_rel, page_rel, viewport, seed, max_name_chars, cap, drops):
-    """Filter one screenshot's elements (names, ambiguity, cap) and turn them into canonical records."""
+def _samples_for_screenshot(found, shot_id, image_rel, page_rel, viewport, settings: WebSettings, drops):
+    """Filter one screenshot's elements (names, ambiguity, ``settings.max_per_screenshot``) and turn them into
+    canonical records."""
+    seed, max_name_chars, cap = settings.seed, settings.max_name_chars, settings.max_per_screenshot
     for reason, n in found["drops"].items():
         drops[reason] += n
     width, height = viewport
@@ -691,22 +680,7 @@ def _parse_offsets(text: str) -> tuple[int, ...]:
 
 
 def _run_cli(args) -> None:
-    result = collect_web(
-        args.paths,
-        args.out,
-        viewports=args.viewports,
-        scroll_offsets=args.scroll_offsets,
-        max_pages=args.max_pages,
-        test_fraction=args.test_fraction,
-        seed=args.seed,
-        min_size=args.min_size,
-        min_area=args.min_area,
-        max_name_chars=args.max_name_chars,
-        max_per_screenshot=args.max_per_screenshot,
-        page_timeout=args.page_timeout,
-        resource_roots=args.resource_roots,
-        chromium=args.chromium,
-    )
+    result = collect_with(args.paths, args.out, WebSettings.from_args(args))
     print(result.table())
     if result.failed and not result.screenshots:
         first = result.failed[0]
@@ -735,7 +709,7 @@ def register_cli(subparsers) -> None:
     p.add_argument(
         "--viewports",
         type=_parse_viewports,
-        default=((1280, 720), (1024, 768)),
+        default=_DEFAULT_VIEWPORTS,
         help=f"comma-separated distinct WxH viewport sizes in CSS px, sides 1..{MAX_VIEWPORT_SIDE}, at most "
         f"{MAX_VIEWPORTS} (default 1280x720,1024x768)",
     )
