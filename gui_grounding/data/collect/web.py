@@ -636,6 +636,29 @@ def _short(text: str, limit: int = 60) -> str:
     return repr(text) if len(text) <= limit else repr(text[:limit]) + f"... ({len(text)} characters)"
 
 
+def _distinct_items(text: str, parse_item, max_items: int, usage: str, what: str) -> tuple:
+    """The comma-separated items of ``text``, each read by ``parse_item`` (the one rule of collect-web's list flags):
+    more than ``max_items`` items or an item ``parse_item`` refuses is the usage error ``usage``; an item given
+    twice is ``"<what> is given twice in <text>"``."""
+    items = str(text).split(",")
+    if len(items) > max_items:
+        raise argparse.ArgumentTypeError(usage)
+    try:
+        values = tuple(parse_item(item) for item in items)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(usage) from None
+    if len(set(values)) != len(values):
+        raise argparse.ArgumentTypeError(f"{what} is given twice in {_short(str(text))}")
+    return values
+
+
+def _viewport(item: str) -> tuple[int, int]:
+    parts = item.strip().lower().split("x")
+    if len(parts) != 2:
+        raise argparse.ArgumentTypeError(item)
+    return _SIDE(parts[0]), _SIDE(parts[1])
+
+
 def _parse_viewports(text: str) -> tuple[tuple[int, int], ...]:
     """``"1280x720,1024x768"`` -> ``((1280, 720), (1024, 768))`` (argparse type; each side an integer
     1..``MAX_VIEWPORT_SIDE``, at most ``MAX_VIEWPORTS`` distinct sizes; anything else is a usage error)."""
@@ -643,21 +666,7 @@ def _parse_viewports(text: str) -> tuple[tuple[int, int], ...]:
         f"expected WxH[,WxH...] like 1280x720,1024x768 (sides 1..{MAX_VIEWPORT_SIDE} px, at most "
         f"{MAX_VIEWPORTS} distinct sizes), got {_short(str(text))}"
     )
-    items = str(text).split(",")
-    if len(items) > MAX_VIEWPORTS:
-        raise argparse.ArgumentTypeError(usage)
-    sizes = []
-    for item in items:
-        parts = item.strip().lower().split("x")
-        if len(parts) != 2:
-            raise argparse.ArgumentTypeError(usage)
-        try:
-            sizes.append((_SIDE(parts[0]), _SIDE(parts[1])))
-        except argparse.ArgumentTypeError:
-            raise argparse.ArgumentTypeError(usage) from None
-    if len(set(sizes)) != len(sizes):
-        raise argparse.ArgumentTypeError(f"a viewport size is given twice in {_short(str(text))}")
-    return tuple(sizes)
+    return _distinct_items(text, _viewport, MAX_VIEWPORTS, usage, "a viewport size")
 
 
 def _parse_offsets(text: str) -> tuple[int, ...]:
@@ -667,16 +676,7 @@ def _parse_offsets(text: str) -> tuple[int, ...]:
         f"expected distinct integers 0..{MAX_SCROLL_OFFSET} like 0,600 (at most {MAX_SCROLL_OFFSETS}), "
         f"got {_short(str(text))}"
     )
-    items = str(text).split(",")
-    if len(items) > MAX_SCROLL_OFFSETS:
-        raise argparse.ArgumentTypeError(usage)
-    try:
-        offsets = tuple(_OFFSET(v) for v in items)
-    except argparse.ArgumentTypeError:
-        raise argparse.ArgumentTypeError(usage) from None
-    if len(set(offsets)) != len(offsets):
-        raise argparse.ArgumentTypeError(f"a scroll offset is given twice in {_short(str(text))}")
-    return offsets
+    return _distinct_items(text, _OFFSET, MAX_SCROLL_OFFSETS, usage, "a scroll offset")
 
 
 def _run_cli(args) -> None:
