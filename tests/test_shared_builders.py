@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from groundwork.argtypes import add_number_flag, integer, number, with_range
 from gui_grounding.data.collect.web import WebSettings
 from gui_grounding.data.collect.web import register_cli as register_collect_web
+from gui_grounding.training import rewards
 
 # ---- groundwork.argtypes: the number flag types and add_number_flag --------------------------------------------------
 
@@ -152,3 +153,53 @@ def test_web_settings_checked_normalises():
     """Lists become tuples of ints; one resource root given as text becomes a list of it."""
     s = WebSettings(viewports=[[640, 480]], scroll_offsets=[0, 5], resource_roots="docs").checked()
     assert (s.viewports, s.scroll_offsets, s.resource_roots) == (((640, 480),), (0, 5), ["docs"])
+
+
+# ---- gui_grounding.training.rewards: one column plumbing for the target rewards ------------------------------------
+
+_REWARDS = [
+    (rewards.distance_reward, rewards.score_distance, "non_thinking", True, True),
+    (rewards.click_distance_bonus_reward, rewards.score_click_distance_bonus, "non_thinking", True, True),
+    (rewards.gaussian_point_reward, rewards.score_gaussian_point, "non_thinking", False, True),
+    (rewards.iou_reward, rewards.score_iou, "box", False, False),
+    (rewards.gaussian_coverage_reward, rewards.score_gaussian_coverage, "box", False, False),
+]
+_ANSWERS = st.sampled_from(["(10,20)", "[5, 5, 30, 30]", "<answer>(3,4)</answer>", "nothing", "(1e9,2)", "[0,0,9,9]"])
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    which=st.integers(0, len(_REWARDS) - 1),
+    answers=st.lists(_ANSWERS, min_size=1, max_size=4),
+    answer_frame=st.booleans(),
+    modes=st.booleans(),
+)
+def test_target_rewards_score_each_row_in_its_answer_frame(which, answers, answer_frame, modes):
+    """Every target reward is its score function applied row by row to the answer-frame columns (``target_boxes_answer``
+    / ``answer_size`` when present, else the resized ones), the row's mode (default per reward) and, where the score
+    takes one, the row's adapter."""
+    reward, score, default_mode, sized, takes_adapter = _REWARDS[which]
+    n = len(answers)
+    completions = [[{"role": "assistant", "content": a}] for a in answers]
+    resized = [[[0, 0, 40, 40]]] * n
+    columns = {"adapter": ["gta1"] * n}
+    if answer_frame:
+        columns.update(target_boxes_answer=[[[0, 0, 400, 400]]] * n, answer_size=[[1000, 1000]] * n)
+    mode_column = [default_mode] * n if modes else None
+    boxes = columns.get("target_boxes_answer", resized)
+    sizes = columns.get("answer_size", [[50, 50]] * n)
+    if sized:
+        got = reward(completions, resized, [[50, 50]] * n, prompt_mode=mode_column, **columns)
+        want = [score(a, b, s, default_mode, "gta1") for a, b, s in zip(answers, boxes, sizes, strict=True)]
+    else:
+        got = reward(completions, resized, prompt_mode=mode_column, **columns)
+        extra = ("gta1",) if takes_adapter else ()
+        want = [score(a, b, default_mode, *extra) for a, b in zip(answers, boxes, strict=True)]
+    assert got == want
+    key = "target_boxes_answer" if answer_frame else "resized"
+    short = {"resized": resized, **columns, key: [[[0, 0, 9, 9]]] * (n + 1)}  # the boxes read: one row too many
+    with pytest.raises(ValueError):  # a column of another length is refused, never silently cut
+        if sized:
+            reward(completions, short.pop("resized"), [[50, 50]] * n, **short)
+        else:
+            reward(completions, short.pop("resized"), **short)

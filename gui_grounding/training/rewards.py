@@ -515,6 +515,27 @@ def _adapters(columns: dict, n: int) -> list:
     return columns.get("adapter") or [None] * n
 
 
+def _per_completion(
+    score, completions: list, prompt_mode, default_mode: str, values: list, columns: dict, adapter: bool
+):
+    """``score(text, *values of the row, mode[, adapter])`` per completion: the column plumbing of the target rewards
+    (one rule for all of them). ``values`` are per-rollout columns (the answer-frame boxes, sizes); the mode is the
+    row's ``prompt_mode`` (default ``default_mode``), the adapter the row's ``adapter`` column (``None`` without one),
+    passed when ``adapter``.
+
+    Raises:
+        ValueError: columns of different lengths (``zip(strict=True)``).
+    """
+    n = len(completions)
+    modes = _modes(prompt_mode, n, default_mode)
+    if not adapter:  # the adapter column is not read (nor its length checked)
+        return [
+            score(completion_text(c), *row, mode) for c, *row, mode in zip(completions, *values, modes, strict=True)
+        ]
+    rows = zip(completions, *values, modes, _adapters(columns, n), strict=True)
+    return [score(completion_text(c), *row, mode, ad) for c, *row, mode, ad in rows]
+
+
 def distance_reward(
     completions: list, target_boxes_resized: list, resized_size: list, prompt_mode: list | None = None, **kwargs
 ) -> list:
@@ -532,16 +553,8 @@ def distance_reward(
     Raises:
         ValueError: columns of different lengths, unknown mode (an unusable image size scores 0.0).
     """
-    modes = _modes(prompt_mode, len(completions), "non_thinking")
-    boxes_, sizes, adapters = (
-        _answer_boxes(target_boxes_resized, kwargs),
-        _answer_sizes(resized_size, kwargs),
-        _adapters(kwargs, len(completions)),
-    )
-    return [
-        score_distance(completion_text(c), boxes, size, mode, adapter)
-        for c, boxes, size, mode, adapter in zip(completions, boxes_, sizes, modes, adapters, strict=True)
-    ]
+    frame = [_answer_boxes(target_boxes_resized, kwargs), _answer_sizes(resized_size, kwargs)]
+    return _per_completion(score_distance, completions, prompt_mode, "non_thinking", frame, kwargs, adapter=True)
 
 
 def iou_reward(completions: list, target_boxes_resized: list, prompt_mode: list | None = None, **kwargs) -> list:
@@ -550,11 +563,8 @@ def iou_reward(completions: list, target_boxes_resized: list, prompt_mode: list 
     Raises:
         ValueError: columns of different lengths, or a row whose mode is not ``box``.
     """
-    modes = _modes(prompt_mode, len(completions), "box")
-    return [
-        score_iou(completion_text(c), boxes, mode)
-        for c, boxes, mode in zip(completions, _answer_boxes(target_boxes_resized, kwargs), modes, strict=True)
-    ]
+    boxes = [_answer_boxes(target_boxes_resized, kwargs)]
+    return _per_completion(score_iou, completions, prompt_mode, "box", boxes, kwargs, adapter=False)
 
 
 def gaussian_point_reward(
@@ -565,12 +575,8 @@ def gaussian_point_reward(
     Raises:
         ValueError: columns of different lengths, unknown mode.
     """
-    modes = _modes(prompt_mode, len(completions), "non_thinking")
-    boxes_, adapters = _answer_boxes(target_boxes_resized, kwargs), _adapters(kwargs, len(completions))
-    return [
-        score_gaussian_point(completion_text(c), boxes, mode, adapter)
-        for c, boxes, mode, adapter in zip(completions, boxes_, modes, adapters, strict=True)
-    ]
+    boxes = [_answer_boxes(target_boxes_resized, kwargs)]
+    return _per_completion(score_gaussian_point, completions, prompt_mode, "non_thinking", boxes, kwargs, adapter=True)
 
 
 def gaussian_coverage_reward(
@@ -581,11 +587,8 @@ def gaussian_coverage_reward(
     Raises:
         ValueError: columns of different lengths, or a row whose mode is not ``box``.
     """
-    modes = _modes(prompt_mode, len(completions), "box")
-    return [
-        score_gaussian_coverage(completion_text(c), boxes, mode)
-        for c, boxes, mode in zip(completions, _answer_boxes(target_boxes_resized, kwargs), modes, strict=True)
-    ]
+    boxes = [_answer_boxes(target_boxes_resized, kwargs)]
+    return _per_completion(score_gaussian_coverage, completions, prompt_mode, "box", boxes, kwargs, adapter=False)
 
 
 def click_distance_bonus_reward(
@@ -599,16 +602,10 @@ def click_distance_bonus_reward(
     Raises:
         ValueError: columns of different lengths, unknown mode (an unusable image size scores 0.0).
     """
-    modes = _modes(prompt_mode, len(completions), "non_thinking")
-    boxes_, sizes, adapters = (
-        _answer_boxes(target_boxes_resized, kwargs),
-        _answer_sizes(resized_size, kwargs),
-        _adapters(kwargs, len(completions)),
+    frame = [_answer_boxes(target_boxes_resized, kwargs), _answer_sizes(resized_size, kwargs)]
+    return _per_completion(
+        score_click_distance_bonus, completions, prompt_mode, "non_thinking", frame, kwargs, adapter=True
     )
-    return [
-        score_click_distance_bonus(completion_text(c), boxes, size, mode, adapter)
-        for c, boxes, size, mode, adapter in zip(completions, boxes_, sizes, modes, adapters, strict=True)
-    ]
 
 
 def _group_key(sample_id, prompt) -> str:
