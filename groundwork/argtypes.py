@@ -120,6 +120,14 @@ def add_number_flag(parser, flag: str, parse: Callable, default: Any, help_text:
     return parser.add_argument(flag, type=parse, default=default, help=with_range(help_text, parse), **kwargs)
 
 
+def flag_values(args: argparse.Namespace, *names: str, prefix: str = "") -> dict[str, Any]:
+    """``{name: args.<prefix><name>}`` for each of ``names``: the keywords a command hands on to its library function,
+    whose parameters carry the flags' dest names (the one rule of that plumbing, so a call does not spell every name
+    twice: ``clean(..., **flag_values(args, "cache_dir", "shard"))``; a flag group such as ``--tts-samples`` passes
+    ``prefix="tts_"``). A name the parser does not define is an ``AttributeError`` at once, never a silent default."""
+    return {name: getattr(args, prefix + name) for name in names}
+
+
 # ---- values that do not come through argparse: YAML keys, environment variables ------------------------------------
 class BadValue(ValueError):
     """A value from a file or the environment that its type refuses; the message names the key (or variable) and

@@ -25,7 +25,7 @@ import os
 import sys
 
 from groundwork import argtypes
-from groundwork.argtypes import add_number_flag, integer, number
+from groundwork.argtypes import add_number_flag, flag_values, integer, number
 from groundwork.outputs import OutputError
 from gui_grounding.data.annotations import EvalInputError
 from gui_grounding.data.clean import register_cli as register_clean
@@ -69,32 +69,19 @@ def _eval(args: argparse.Namespace) -> None:
         options["cache_dir"] = args.image_cache
     kwargs = {}
     if args.model:
-        kwargs = dict(
-            max_new_tokens=args.max_new_tokens,
-            min_pixels=args.min_pixels,
-            max_pixels=args.max_pixels,
-            max_tiles=args.max_tiles,
-        )
+        kwargs = flag_values(args, "max_new_tokens", "min_pixels", "max_pixels", "max_tiles")
         if args.backend == "hf":
             kwargs["batch_size"] = args.batch_size
         elif args.backend == "openai":
-            kwargs.update(base_url=args.base_url, concurrency=args.concurrency, max_retries=args.max_retries)
+            kwargs.update(flag_values(args, "base_url", "concurrency", "max_retries"))
     try:
         run_eval(
             args.benchmark,
             args.data,
             args.out,
-            model=args.model,
-            predictions=args.predictions,
-            backend=args.backend,
-            adapter=args.adapter,
-            limit=args.limit,
-            strict=args.strict,
+            **flag_values(args, "model", "predictions", "backend", "adapter", "limit", "strict", "max_failures"),
+            **flag_values(args, "on_duplicate", "predictions_format", "profile"),
             benchmark_options=options,
-            max_failures=args.max_failures,
-            on_duplicate=args.on_duplicate,
-            predictions_format=args.predictions_format,
-            profile=args.profile,
             tts=_tts_config(args),
             **kwargs,
         )
@@ -143,15 +130,8 @@ def _add_tts_flags(p: argparse.ArgumentParser) -> None:
 
 def _tts_config(args: argparse.Namespace):
 
-    return TTSConfig(
-        mode=args.tts,
-        samples=args.tts_samples,
-        temperature=args.tts_temperature,
-        top_p=args.tts_top_p,
-        seed=args.tts_seed,
-        region=args.tts_region,
-        zoom=args.tts_zoom,
-    )
+    settings = flag_values(args, "samples", "temperature", "top_p", "seed", "region", "zoom", prefix="tts_")
+    return TTSConfig(mode=args.tts, **settings)
 
 
 class _NamesOrSpecs(list):

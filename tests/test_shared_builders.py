@@ -10,9 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from groundwork.argtypes import add_number_flag, integer, number, with_range
+from groundwork.argtypes import add_number_flag, flag_values, integer, number, with_range
+from gui_grounding.cli import _tts_config, build_parser
 from gui_grounding.data.collect.web import WebSettings
 from gui_grounding.data.collect.web import register_cli as register_collect_web
+from gui_grounding.eval.tts import TTSConfig
 from gui_grounding.training import rewards
 
 # ---- groundwork.argtypes: the number flag types and add_number_flag --------------------------------------------------
@@ -82,6 +84,39 @@ def test_add_number_flag_pairs_the_type_with_its_help():
     assert parser.parse_args(["--limit", "3"]).limit == 3
     with pytest.raises(argparse.ArgumentError, match=r"argument --limit: must be an integer >= 1, got '0'"):
         parser.parse_args(["--limit", "0"])
+
+
+def test_flag_values_hands_on_the_named_dests():
+    """``flag_values``: exactly the named dests (with ``prefix`` before each), in order; a name the parser does not
+    define is an AttributeError, never a silent default."""
+    args = argparse.Namespace(cache_dir="c", shard=None, tts_seed=3, tts_zoom=0.5, func=print)
+    assert flag_values(args, "shard", "cache_dir") == {"shard": None, "cache_dir": "c"}
+    assert flag_values(args, "seed", "zoom", prefix="tts_") == {"seed": 3, "zoom": 0.5}
+    assert flag_values(args) == {}
+    with pytest.raises(AttributeError, match="strict"):
+        flag_values(args, "cache_dir", "strict")
+
+
+def test_eval_tts_flags_build_the_tts_config():
+    """``gui-grounding eval``'s --tts-* flags arrive in TTSConfig under the field of the same name."""
+    args = build_parser().parse_args(
+        ["eval", "--data", "d", "--predictions", "p", "--out", "o", "--tts", "consensus", "--tts-samples", "5"]
+        + [
+            "--tts-temperature",
+            "0.5",
+            "--tts-top-p",
+            "0.9",
+            "--tts-seed",
+            "4",
+            "--tts-region",
+            "30",
+            "--tts-zoom",
+            "0.3",
+        ]
+    )
+    assert _tts_config(args) == TTSConfig(
+        mode="consensus", samples=5, temperature=0.5, top_p=0.9, seed=4, region=30.0, zoom=0.3
+    )
 
 
 # ---- gui_grounding.data.collect.web: WebSettings, the collector's settings as one object ---------------------------

@@ -41,7 +41,7 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from groundwork import validate
-from groundwork.argtypes import add_number_flag, number
+from groundwork.argtypes import add_number_flag, flag_values, number
 from groundwork.outputs import OutputLock, atomic_writer, check_outputs, write_json
 from gui_grounding.data.clean_cache import (
     MAX_SHARDS,
@@ -519,13 +519,8 @@ def _run_cli(args: argparse.Namespace) -> None:
             args.out,
             args.detector,
             args.iou_threshold,
-            image_folders=args.image_folders,
-            cache_dir=args.cache_dir,
-            shard=args.shard,
-            from_cache=args.from_cache,
-            retry_failed=args.retry_failed,
+            **flag_values(args, "image_folders", "cache_dir", "shard", "from_cache", "retry_failed", "strict"),
             detector_options=_detector_options(args),
-            strict=args.strict,
         )
     except (CacheIncompleteError, ImportError, OSError, ValueError) as err:  # OSError: OutputError, FileNotFoundError
         raise SystemExit(f"gui-grounding clean: error: {_one_line(err)}") from None

@@ -40,7 +40,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from groundwork import outputs, validate
-from groundwork.argtypes import add_number_flag, integer, number
+from groundwork.argtypes import add_number_flag, flag_values, integer, number
 from groundwork.argtypes import text as text_arg
 from groundwork.records import RecordError, iter_records
 from gui_grounding.data.convert_engine import Converter, ConvertReport
@@ -262,20 +262,15 @@ class _DecodeGuardFlag(argparse.Action):
 
 
 def _run(args: argparse.Namespace) -> None:
+    same_names = ("strict", "workers", "source", "platform", "box_unit", "keep_duplicates", "verify_images")
     try:
         report = convert(
             args.format,
             args.inputs,
             args.image_root,
             args.out,
-            strict=args.strict,
-            workers=args.workers,
-            source=args.source,
-            platform=args.platform,
+            **flag_values(args, *same_names),
             clip_tolerance_px=args.clip_tolerance,
-            box_unit=args.box_unit,
-            keep_duplicates=args.keep_duplicates,
-            verify_images=args.verify_images,
             max_image_pixels=args.max_image_pixels or None,
             limits=_limits(args),
         )

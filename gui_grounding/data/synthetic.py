@@ -33,7 +33,7 @@ import random
 from dataclasses import asdict, dataclass, field
 
 from groundwork import outputs
-from groundwork.argtypes import SEED, add_number_flag, integer, number
+from groundwork.argtypes import SEED, add_number_flag, flag_values, integer, number
 
 # Distinct, saturated colours (name -> RGB) that differ strongly per channel.
 COLOURS: dict[str, tuple[int, int, int]] = {
@@ -251,20 +251,9 @@ def register_cli(sub) -> None:
     add_number_flag(p, "--seed", SEED, d.seed, "random seed")
 
     def run(args) -> None:
+        sizes = ("num_train", "num_test", "width", "height", "cols", "rows", "buttons_per_image", "samples_per_image")
         cfg = SyntheticConfig(
-            num_train=args.num_train,
-            num_test=args.num_test,
-            width=args.width,
-            height=args.height,
-            cols=args.cols,
-            rows=args.rows,
-            buttons_per_image=args.buttons_per_image,
-            colours=args.colours.split(","),
-            samples_per_image=args.samples_per_image,
-            min_fill=args.min_fill,
-            max_fill=args.max_fill,
-            background=args.background,
-            seed=args.seed,
+            **flag_values(args, *sizes, "min_fill", "max_fill", "background", "seed"), colours=args.colours.split(",")
         )
         out = make_synthetic(args.out, cfg)
         print(f"wrote {out['train']} train / {out['test']} test samples on {out['images']} screens to {args.out}")

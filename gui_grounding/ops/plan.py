@@ -35,7 +35,7 @@ import sys
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from groundwork.argtypes import SEED, BadValue, add_number_flag, from_env, integer, number
+from groundwork.argtypes import SEED, BadValue, add_number_flag, flag_values, from_env, integer, number
 from gui_grounding.ops.estimate import GPU_MEMORY_GIB, add_estimate_flags, estimate_for_plan, options_from_args
 from vlm_r1.launch import INPUT_ERRORS, setup_logging
 
@@ -378,6 +378,10 @@ def check_launcher_env(environ: dict[str, str] | None = None) -> dict[str, Any]:
     return {name: v for name, v in values.items() if v is not None}
 
 
+#: the dests of the launch shape flags (:func:`_add_shape_flags`), :func:`resolve`'s keywords of the same names
+_SHAPE_DESTS = ("nnodes", "nproc_per_node", "global_prompts", "rollouts_per_device")
+
+
 def _add_shape_flags(p: argparse.ArgumentParser, nproc_default: int, machine: tuple, batch: tuple) -> None:
     """The launch shape flags of ``python -m gui_grounding.plan`` and ``gui-grounding estimate`` (one list, each
     command its help texts): ``--nnodes``, ``--nproc-per-node`` (default ``nproc_default``), ``--global-prompts``,
@@ -437,14 +441,7 @@ def _estimate(args: argparse.Namespace) -> None:
     argv += extra
     try:
         with quiet_logging():  # the parse's notes about this machine (no GPU, bf16) do not concern the estimate
-            plan = resolve(
-                argv,
-                nnodes=args.nnodes,
-                nproc_per_node=args.nproc_per_node,
-                global_prompts=args.global_prompts,
-                rollouts_per_device=args.rollouts_per_device,
-                final=True,
-            )
+            plan = resolve(argv, **flag_values(args, *_SHAPE_DESTS), final=True)
     except PlanError as err:
         raise ValueError(str(err)) from None
     est = estimate_for_plan(plan, **options_from_args(args))
@@ -509,14 +506,7 @@ def main(argv: list[str] | None = None) -> int:
     recipe_argv = args.recipe_argv[1:] if args.recipe_argv[:1] == ["--"] else args.recipe_argv
     try:
         setup_logging()
-        plan = resolve(
-            recipe_argv,
-            nnodes=args.nnodes,
-            nproc_per_node=args.nproc_per_node,
-            global_prompts=args.global_prompts,
-            rollouts_per_device=args.rollouts_per_device,
-            final=args.dry_run or args.json,
-        )
+        plan = resolve(recipe_argv, **flag_values(args, *_SHAPE_DESTS), final=args.dry_run or args.json)
     except PlanError as err:
         say(f"ERROR: {err}")
         return 2

@@ -33,7 +33,7 @@ import json
 import re
 
 from groundwork import validate
-from groundwork.argtypes import add_number_flag, integer, text
+from groundwork.argtypes import add_number_flag, flag_values, integer, text
 from gui_grounding.data.schema import Sample
 from gui_grounding.eval.backends import checkpoint_adapter, eval_reading
 from gui_grounding.eval.budget import resolve_eval_budget
@@ -233,17 +233,8 @@ def _run(args: argparse.Namespace) -> None:
             "gui-grounding prompt: error: give --adapter, --profile, or --model to use its family's adapter"
         )
     try:
-        info = describe_prompt(
-            args.adapter,
-            args.image_size,
-            args.instruction,
-            model=args.model,
-            min_pixels=args.min_pixels,
-            max_pixels=args.max_pixels,
-            max_tiles=args.max_tiles,
-            profile=args.profile,
-            parse=args.parse,
-        )
+        names = ("model", "min_pixels", "max_pixels", "max_tiles", "profile", "parse")
+        info = describe_prompt(args.adapter, args.image_size, args.instruction, **flag_values(args, *names))
     except ValueError as err:
         raise SystemExit(f"gui-grounding prompt: error: {err}") from None
     print(json.dumps(info, ensure_ascii=False, indent=2))

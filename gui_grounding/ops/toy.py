@@ -30,7 +30,7 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from groundwork import outputs
-from groundwork.argtypes import SEED, add_number_flag, integer, number
+from groundwork.argtypes import SEED, add_number_flag, flag_values, integer, number
 from groundwork.records import load_json_file
 from gui_grounding.data.synthetic import SyntheticConfig, make_synthetic
 from gui_grounding.eval.run import run_eval
@@ -713,13 +713,7 @@ def register_cli(sub) -> None:
 
             ToyExperiments(args.out, replace(DEMO_RECIPE, seed=args.seed)).demo()
             return
-        recipe = ToyRecipe(
-            grpo_steps=args.grpo_steps,
-            sft_epochs=args.sft_epochs,
-            grpo_lr=args.grpo_lr,
-            eval_steps=args.eval_steps,
-            seed=args.seed,
-        )
+        recipe = ToyRecipe(**flag_values(args, "grpo_steps", "sft_epochs", "grpo_lr", "eval_steps", "seed"))
         exp = ToyExperiments(args.out, recipe)
         if args.experiment == "learning":
             exp.learning()
