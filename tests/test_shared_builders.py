@@ -12,8 +12,10 @@ from hypothesis import strategies as st
 
 from groundwork.argtypes import add_number_flag, flag_values, integer, number, with_range
 from gui_grounding.cli import _tts_config, build_parser
+from gui_grounding.data import formats
 from gui_grounding.data.collect.web import WebSettings
 from gui_grounding.data.collect.web import register_cli as register_collect_web
+from gui_grounding.data.formats_common import ReadContext
 from gui_grounding.eval.tts import TTSConfig
 from gui_grounding.training import rewards
 
@@ -238,3 +240,37 @@ def test_target_rewards_score_each_row_in_its_answer_frame(which, answers, answe
             reward(completions, short.pop("resized"), [[50, 50]] * n, **short)
         else:
             reward(completions, short.pop("resized"), **short)
+
+
+# ---- gui_grounding.data.formats: the flat readers' one last step, OS-Atlas and SeeClick's one element shape --------
+
+_ELEMENTS = st.fixed_dictionaries(
+    {"instruction": st.sampled_from(["Click OK", "", "x" * 3]), "bbox": st.just([0.1, 0.2, 0.3, 0.4])},
+    optional={"data_type": st.sampled_from(["text", "icon", "hover", None, 3])},
+)
+
+
+@settings(max_examples=30, deadline=None)
+@given(element=_ELEMENTS)
+def test_os_atlas_and_seeclick_read_one_element_alike(element):
+    """An element ``{instruction, bbox ratios, data_type?}`` is the same target in OS-Atlas (flat and grouped) and in
+    SeeClick: ratio box, ``ui_type`` only text/icon, ``data_type`` kept when present."""
+    ctx = ReadContext("web_domain/a.json", "a.json:[0]", 0, "a")
+    flat = formats.read_os_atlas({"img_filename": "web/s.png", **element}, ctx)[0]
+    grouped = formats.read_os_atlas({"img_filename": "web/s.png", "elements": [element]}, ctx)[0]
+    seeclick = formats.read_seeclick({"img_filename": "web/s.png", "elements": [element]}, ctx)[0]
+    for t in (flat, grouped, seeclick):
+        assert (t.instruction, t.boxes, t.unit) == (element["instruction"], [(0.1, 0.2, 0.3, 0.4)], "ratio")
+        assert t.ui_type == (element.get("data_type") if element.get("data_type") in ("text", "icon") else None)
+        assert t.extra.get("data_type", "absent") == element.get("data_type", "absent")
+    assert flat.raw is not None and flat.image == grouped.image == seeclick.image == "web/s.png"
+
+
+@pytest.mark.parametrize("platform", ["web", "mobile", "desktop", "tv", None, ["web"]])
+def test_flat_readers_keep_only_known_platforms(platform):
+    """GUI-R1's ``group`` and VLM-R1's ``platform`` become the sample's platform only when mobile/desktop/web."""
+    ctx = ReadContext("g.parquet", "g.parquet:[0]", 0, "g")
+    row = {"image": "i.png", "instruction": "Click", "gt_bbox": [1, 2, 30, 40], "group": platform, "ui_type": "icon"}
+    target = formats.read_gui_r1(row, ctx)[0]
+    assert target.platform == (platform if platform in ("web", "mobile", "desktop") else None)
+    assert (target.boxes, target.unit, target.ui_type, target.raw) == ([(1.0, 2.0, 30.0, 40.0)], "pixel", "icon", row)

@@ -111,6 +111,31 @@ def read_gta1(record: dict, ctx: ReadContext) -> list[Target]:
     ]
 
 
+def _single(record, instruction, image, box, unit: str, ui_type, platform=None, **fields) -> list[Target]:
+    """The one target of a record that holds one instruction and one box (the flat readers' shared last step):
+    ``ui_type`` kept when text/icon (:func:`_ui_type`), ``platform`` when it is one of :data:`PLATFORMS`, the record
+    as ``raw``; other :class:`Target` fields (``extra``, ``stated_size``) as given."""
+    platform = platform if platform in PLATFORMS else None
+    return [Target(instruction, image, [box], unit, platform=platform, ui_type=_ui_type(ui_type), raw=record, **fields)]
+
+
+def _ratio_element(el: dict, ref: str, sub: str) -> list[Target]:
+    """The target of one ``{"instruction", "bbox": [x1, y1, x2, y2] as ratios in [0, 1], "data_type"?}`` element, the
+    element shape OS-Atlas and SeeClick share: ``data_type`` becomes ``ui_type`` when text/icon and is kept."""
+    require(el, ("instruction", "bbox"), ref)
+    extra = {"data_type": el["data_type"]} if "data_type" in el else {}
+    return [
+        Target(
+            el["instruction"],
+            None,
+            [_box(el["bbox"], ref, "bbox")],
+            "ratio",
+            ui_type=_ui_type(el.get("data_type")),
+            extra=extra,
+        )
+    ]
+
+
 @register("os-atlas")
 def read_os_atlas(record: dict, ctx: ReadContext) -> list[Target]:
     """OS-Atlas grounding data (``OS-Copilot/OS-Atlas-data``): ``bbox`` ``[left, top, right, bottom]`` as **ratios
@@ -127,25 +152,11 @@ def read_os_atlas(record: dict, ctx: ReadContext) -> list[Target]:
     (:func:`platform_from_path` on the image path, else on the annotation file's path).
     """
 
-    def element(el: dict, ref: str, sub: str) -> list[Target]:
-        require(el, ("instruction", "bbox"), ref)
-        extra = {"data_type": el["data_type"]} if "data_type" in el else {}
-        return [
-            Target(
-                el["instruction"],
-                None,
-                [_box(el["bbox"], ref, "bbox")],
-                "ratio",
-                ui_type=_ui_type(el.get("data_type")),
-                extra=extra,
-            )
-        ]
-
     require(record, ("img_filename",), ctx.ref)
     if "elements" in record:
-        targets = _grouped(record, ctx, ("img_filename",), "elements", element)
+        targets = _grouped(record, ctx, ("img_filename",), "elements", _ratio_element)
     else:
-        targets = element(record, ctx.ref, "")
+        targets = _ratio_element(record, ctx.ref, "")
         targets[0].image, targets[0].raw = _image_path(record["img_filename"], ctx.ref, "img_filename"), record
     image = record["img_filename"] if isinstance(record["img_filename"], str) else ""
     # the image's folders, else the annotation file's own folder and stem (e.g. web_domain/fineweb_3m.json)
@@ -320,17 +331,8 @@ def read_showui(record: dict, ctx: ReadContext) -> list[Target]:
     if record.get("bbox") is None:
         raise SampleError(ctx.ref, "point_only", f"row has a point {record.get('point')!r} but no bbox")
     kind = record.get("type")
-    return [
-        Target(
-            record["instruction"],
-            image,
-            [_box(record["bbox"], ctx.ref, "bbox")],
-            "ratio",
-            ui_type=_ui_type(kind),
-            extra={"element_type": kind} if kind is not None else {},
-            raw=record,
-        )
-    ]
+    box, extra = _box(record["bbox"], ctx.ref, "bbox"), {"element_type": kind} if kind is not None else {}
+    return _single(record, record["instruction"], image, box, "ratio", kind, extra=extra)
 
 
 _UGROUND_BOX = re.compile(
@@ -415,21 +417,7 @@ def read_seeclick(record: dict, ctx: ReadContext) -> list[Target]:
     ``url`` is kept.
     """
 
-    def element(el: dict, ref: str, sub: str) -> list[Target]:
-        require(el, ("instruction", "bbox"), ref)
-        extra = {"data_type": el["data_type"]} if "data_type" in el else {}
-        return [
-            Target(
-                el["instruction"],
-                None,
-                [_box(el["bbox"], ref, "bbox")],
-                "ratio",
-                ui_type=_ui_type(el.get("data_type")),
-                extra=extra,
-            )
-        ]
-
-    targets = _grouped(record, ctx, ("img_filename",), "elements", element)
+    targets = _grouped(record, ctx, ("img_filename",), "elements", _ratio_element)
     for t in targets:
         if "url" in record and t.error is None:
             t.extra["url"] = record["url"]
@@ -459,18 +447,8 @@ def read_gui_r1(record: dict, ctx: ReadContext) -> list[Target]:
     group = record.get("group")
     extra = {k: record[k] for k in ("gt_action", "group") if record.get(k) is not None}
     unit = "ratio" if validate.all_fractions(box) else "pixel"
-    return [
-        Target(
-            record["instruction"],
-            _image_value(record["image"], ctx, "image"),
-            [box],
-            unit,
-            platform=group if group in PLATFORMS else None,
-            ui_type=_ui_type(record.get("ui_type")),
-            extra=extra,
-            raw=record,
-        )
-    ]
+    image = _image_value(record["image"], ctx, "image")
+    return _single(record, record["instruction"], image, box, unit, record.get("ui_type"), platform=group, extra=extra)
 
 
 @register("screenspot-v2")
@@ -486,18 +464,11 @@ def read_screenspot_v2(record: dict, ctx: ReadContext) -> list[Target]:
     require(record, ("img_filename", "bbox", "instruction"), ctx.ref)
     match = re.search(r"screenspot_(mobile|desktop|web)", os.path.basename(ctx.path))
     extra = {"data_source": record["data_source"]} if "data_source" in record else {}
-    return [
-        Target(
-            record["instruction"],
-            _image_path(record["img_filename"], ctx.ref, "img_filename"),
-            [box_from_xywh(record["bbox"], ctx.ref)],
-            "pixel",
-            platform=match.group(1) if match else None,
-            ui_type=_ui_type(record.get("data_type")),
-            extra=extra,
-            raw=record,
-        )
-    ]
+    image, box = _image_path(record["img_filename"], ctx.ref, "img_filename"), box_from_xywh(record["bbox"], ctx.ref)
+    platform = match.group(1) if match else None
+    return _single(
+        record, record["instruction"], image, box, "pixel", record.get("data_type"), platform=platform, extra=extra
+    )
 
 
 @register("screenspot-pro", platform="desktop")
@@ -517,18 +488,17 @@ def read_screenspot_pro(record: dict, ctx: ReadContext) -> list[Target]:
         "group": record.get("group"),
         "os": record.get("platform"),
     }
-    return [
-        Target(
-            record["instruction"],
-            _image_path(record["img_filename"], ctx.ref, "img_filename"),
-            [_box(record["bbox"], ctx.ref, "bbox")],
-            "pixel",
-            ui_type=_ui_type(record.get("ui_type")),
-            extra={k: v for k, v in extra.items() if v is not None},
-            stated_size=_stated_size(record.get("img_size"), ctx.ref, "img_size"),
-            raw=record,
-        )
-    ]
+    image, box = _image_path(record["img_filename"], ctx.ref, "img_filename"), _box(record["bbox"], ctx.ref, "bbox")
+    return _single(
+        record,
+        record["instruction"],
+        image,
+        box,
+        "pixel",
+        record.get("ui_type"),
+        extra={k: v for k, v in extra.items() if v is not None},
+        stated_size=_stated_size(record.get("img_size"), ctx.ref, "img_size"),
+    )
 
 
 VLM_R1_REC_KEYS = ("image", "problem", "solution")
@@ -602,18 +572,9 @@ def read_vlm_r1(record: dict, ctx: ReadContext) -> list[Target]:
     if "id" in record:
         extra["source_id"] = record["id"]
     platform = record.get("platform")
-    return [
-        Target(
-            record["problem"],
-            image,
-            [box],
-            "pixel",
-            platform=platform if platform in PLATFORMS else None,
-            ui_type=_ui_type(record.get("ui_type")),
-            extra=extra,
-            raw=record,
-        )
-    ]
+    return _single(
+        record, record["problem"], image, box, "pixel", record.get("ui_type"), platform=platform, extra=extra
+    )
 
 
 @register("canonical")
