@@ -112,9 +112,10 @@ def read_gta1(record: dict, ctx: ReadContext) -> list[Target]:
 
 
 def _single(record, instruction, image, box, unit: str, ui_type, platform=None, **fields) -> list[Target]:
-    """The one target of a record that holds one instruction and one box (the flat readers' shared last step):
-    ``ui_type`` kept when text/icon (:func:`_ui_type`), ``platform`` when it is one of :data:`PLATFORMS`, the record
-    as ``raw``; other :class:`Target` fields (``extra``, ``stated_size``) as given."""
+    """The one target of a record (or of one element of a grouped record) that holds one instruction and one box, the
+    readers' shared last step: ``ui_type`` kept when text/icon (:func:`_ui_type`), ``platform`` when it is one of
+    :data:`PLATFORMS`, ``record`` as ``raw`` (``None`` for an element: :func:`_grouped` sets the image and raw);
+    other :class:`Target` fields (``extra``, ``stated_size``) as given."""
     platform = platform if platform in PLATFORMS else None
     return [Target(instruction, image, [box], unit, platform=platform, ui_type=_ui_type(ui_type), raw=record, **fields)]
 
@@ -124,16 +125,9 @@ def _ratio_element(el: dict, ref: str, sub: str) -> list[Target]:
     element shape OS-Atlas and SeeClick share: ``data_type`` becomes ``ui_type`` when text/icon and is kept."""
     require(el, ("instruction", "bbox"), ref)
     extra = {"data_type": el["data_type"]} if "data_type" in el else {}
-    return [
-        Target(
-            el["instruction"],
-            None,
-            [_box(el["bbox"], ref, "bbox")],
-            "ratio",
-            ui_type=_ui_type(el.get("data_type")),
-            extra=extra,
-        )
-    ]
+    return _single(
+        None, el["instruction"], None, _box(el["bbox"], ref, "bbox"), "ratio", el.get("data_type"), extra=extra
+    )
 
 
 @register("os-atlas")
@@ -278,17 +272,8 @@ def read_showui(record: dict, ctx: ReadContext) -> list[Target]:
             if el.get("bbox") is None:
                 raise SampleError(ref, "point_only", f"element has a point {el.get('point')!r} but no bbox")
             kind = el.get("data_type")
-            return [
-                Target(
-                    el["instruction"],
-                    None,
-                    [_box(el["bbox"], ref, "bbox")],
-                    "ratio",
-                    ui_type=_ui_type(kind),
-                    extra={"element_type": kind} if kind is not None else {},
-                    stated_size=size,
-                )
-            ]
+            box, extra = _box(el["bbox"], ref, "bbox"), {"element_type": kind} if kind is not None else {}
+            return _single(None, el["instruction"], None, box, "ratio", kind, extra=extra, stated_size=size)
 
         return _grouped(record, ctx, ("img_url",), "element", element)
     require(record, ("image_url", "instruction"), ctx.ref)
