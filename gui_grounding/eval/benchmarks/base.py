@@ -6,6 +6,16 @@ backends and model adapters are separate axes (``gui_grounding.eval.backends``, 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from gui_grounding.data.annotations import (
+    BenchmarkLoadReport,
+    ImageSizes,
+    SampleIds,
+    image_file,
+    log_load_report,
+    read_annotation_samples,
+)
 from gui_grounding.data.schema import LoadReport, Sample
 
 
@@ -41,3 +51,40 @@ class Benchmark:
     def table(self, metrics: dict) -> str:
         """A readable Markdown table of ``metrics`` (for results.md and the terminal)."""
         raise NotImplementedError
+
+
+class AnnotationLoad:
+    """One load of a benchmark: the state and steps every reader shares (their one home).
+
+    ``report`` (:class:`BenchmarkLoadReport`), ``sizes`` (:class:`ImageSizes`, each screenshot read once;
+    ``need_pixels`` as the benchmark's :attr:`Benchmark.need_pixels`), ``ids`` (:class:`SampleIds`: every record's id,
+    scored or not) and the ``samples`` read so far. :meth:`finish` ends every load the same way: the id check
+    (:class:`~gui_grounding.data.annotations.DuplicateIdError`), the sample count and the logged report.
+    """
+
+    def __init__(self, need_pixels: bool = True):
+        self.report, self.sizes, self.ids = BenchmarkLoadReport(), ImageSizes(need_pixels=need_pixels), SampleIds()
+        self.samples: list[Sample] = []
+
+    def read(self, path: str, make_sample: Callable[[str, dict, str], Sample], strict: bool, *, id_key="id") -> None:
+        """Add the samples of one annotation file (:func:`read_annotation_samples` with this load's report and ids)."""
+        self.samples += read_annotation_samples(path, make_sample, self.report, strict, ids=self.ids, id_key=id_key)
+
+    def image(self, image_dir: str, name, ref: str, stated=None) -> tuple[str, int, int]:
+        """``(path, width, height)`` of a record's screenshot ``name``: inside ``image_dir`` (:func:`image_file`:
+        ``path_outside_root`` otherwise), its size read once per load (:class:`ImageSizes`, ``stated`` the record's
+        own size claim, used when rescoring without the image)."""
+        path = image_file(image_dir, name, ref)
+        width, height = self.sizes(path, ref, stated=stated, report=self.report)
+        return path, width, height
+
+    def finish(self, id_scope: str, where: str) -> tuple[list[Sample], BenchmarkLoadReport]:
+        """``(samples, report)`` after the id check over ``id_scope`` and the report logged for ``where``.
+
+        Raises:
+            DuplicateIdError: a sample id was handed out twice.
+        """
+        self.ids.check(id_scope)
+        self.report.num_samples = len(self.samples)
+        log_load_report(self.report, where)
+        return self.samples, self.report

@@ -32,16 +32,14 @@ from groundwork import validate
 from groundwork.records import RecordError, iter_records, lax_loads
 from gui_grounding.data.annotations import (
     BenchmarkLoadReport,
-    SampleIds,
     check_extent,
     check_unit,
     handle_reject,
     is_number,
-    log_load_report,
     short_repr,
 )
 from gui_grounding.data.schema import Sample, SampleError, detect_format, record_to_sample
-from gui_grounding.eval.benchmarks.base import Benchmark
+from gui_grounding.eval.benchmarks.base import AnnotationLoad, Benchmark
 from gui_grounding.eval.tables import breakdown_table, cell, check_results, tally
 from gui_grounding.models.frames import Box, box_from_norm1000
 
@@ -131,7 +129,8 @@ class Canonical(Benchmark):
             raise FileNotFoundError(f"{path} not found. {self.layout_help}")
         base_dir = os.path.dirname(os.path.abspath(path))
         stem = os.path.splitext(os.path.basename(path))[0]
-        report, samples, ids = BenchmarkLoadReport(), [], SampleIds()
+        load = AnnotationLoad(self.need_pixels)
+        report, samples, ids = load.report, load.samples, load.ids
         for ref, index, item in iter_records(path):
             report.num_records += 1
             mark = len(report.warnings)
@@ -148,10 +147,7 @@ class Canonical(Benchmark):
             except SampleError as err:
                 report.rollback_warnings(mark)
                 handle_reject(report, err, strict)
-        ids.check(path)
-        report.num_samples = len(samples)
-        log_load_report(report, path)
-        return samples, report
+        return load.finish(path, path)
 
     @staticmethod
     def _sample(

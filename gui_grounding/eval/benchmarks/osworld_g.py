@@ -41,21 +41,17 @@ import os
 from groundwork import validate
 from gui_grounding.data.annotations import (
     BenchmarkLoadReport,
-    ImageSizes,
-    SampleIds,
     box_from_xywh,
     check_extent,
     check_unit,
     image_file,
     instruction_text,
     is_number,
-    log_load_report,
-    read_annotation_samples,
     read_json_file,
     short_repr,
 )
 from gui_grounding.data.schema import Sample, SampleError, require
-from gui_grounding.eval.benchmarks.base import Benchmark
+from gui_grounding.eval.benchmarks.base import AnnotationLoad, Benchmark
 from gui_grounding.eval.tables import breakdown_table, cell, check_results, fmt_cell_columns, tally
 
 logger = logging.getLogger(__name__)
@@ -184,36 +180,28 @@ class OSWorldG(Benchmark):
                 SUBSETS["plain"],
                 SUBSETS["refined"],
             )
-        report, sizes, ids = BenchmarkLoadReport(), ImageSizes(need_pixels=self.need_pixels), SampleIds()
-        classes_by_id, self.class_order = self.read_classes(data_dir, report)
+        load = AnnotationLoad(self.need_pixels)
+        classes_by_id, self.class_order = self.read_classes(data_dir, load.report)
         image_dir = os.path.join(data_dir, "images")
-        samples = read_annotation_samples(
-            path,
-            lambda sid, rec, ref: self._sample(sid, rec, ref, image_dir, sizes, report, classes_by_id),
-            report,
-            strict,
-            ids=ids,
-        )
-        ids.check(path)
+        load.read(path, lambda sid, rec, ref: self._sample(sid, rec, ref, image_dir, load, classes_by_id), strict)
         for item_id in classes_by_id:  # every record's id, scored or not
-            if item_id not in ids:
-                report.warn(
+            if item_id not in load.ids:
+                load.report.warn(
                     os.path.join(data_dir, CLASSIFICATION_FILE),
                     "classified_id_not_in_annotations",
                     f"id {item_id!r} is classified but not in {os.path.basename(path)}",
                 )
-        report.num_samples = len(samples)
-        log_load_report(report, path)
-        return samples, report
+        return load.finish(path, path)
 
     @staticmethod
-    def _sample(sample_id, rec, ref, image_dir, sizes, report, classes_by_id) -> Sample:
+    def _sample(sample_id, rec, ref, image_dir, load: AnnotationLoad, classes_by_id) -> Sample:
+        report = load.report
         require(rec, ("image_path", "instruction", "box_type"), ref)
         instruction = instruction_text(rec, "instruction", ref, report)
         box_type = rec["box_type"]
         if not isinstance(box_type, str) or box_type not in BOX_TYPES:
             raise SampleError(ref, "bad_field", f"box_type must be one of {BOX_TYPES}, got {short_repr(box_type)}")
-        image_path = image_file(image_dir, rec["image_path"], ref)
+        image_path = image_file(image_dir, rec["image_path"], ref)  # path_outside_root before any box error
         boxes, polygons = [], []
         if box_type != "refusal":
             require(rec, ("box_coordinates",), ref)
@@ -221,7 +209,7 @@ class OSWorldG(Benchmark):
             boxes = [box_from_xywh(rec["box_coordinates"], ref, report, "box_coordinates")]
         elif box_type == "polygon":
             polygons = [parse_polygon(rec["box_coordinates"], ref, report)]
-        width, height = sizes(image_path, ref, stated=rec.get("image_size"), report=report)
+        width, height = load.sizes(image_path, ref, stated=rec.get("image_size"), report=report)
         for box in boxes:
             check_unit(box, "pixel", ref, report, "bbox")
             check_extent(box, width, height, ref, report, "bbox")

@@ -45,20 +45,15 @@ import os
 from groundwork.markdown import md_table
 from gui_grounding.data.annotations import (
     BenchmarkLoadReport,
-    ImageSizes,
-    SampleIds,
     box_from_xyxy,
     check_extent,
     check_unit,
-    image_file,
     instruction_text,
     is_number,
-    log_load_report,
-    read_annotation_samples,
     short_repr,
 )
 from gui_grounding.data.schema import Sample, SampleError, require
-from gui_grounding.eval.benchmarks.base import Benchmark
+from gui_grounding.eval.benchmarks.base import AnnotationLoad, Benchmark
 from gui_grounding.eval.judge import CORRECT, WRONG_FORMAT
 from gui_grounding.eval.stats import wilson_interval
 from gui_grounding.eval.tables import check_results, fmt_ci
@@ -129,23 +124,15 @@ class ScreenSpotPro(Benchmark):
         if not files:
             raise FileNotFoundError(f"no annotations/*.json in {data_dir}. {self.layout_help}")
         image_dir = os.path.join(data_dir, "images")
-        report, samples, sizes, ids = BenchmarkLoadReport(), [], ImageSizes(need_pixels=self.need_pixels), SampleIds()
+        load = AnnotationLoad(self.need_pixels)
         for path in files:
             task = os.path.splitext(os.path.basename(path))[0]
-            samples += read_annotation_samples(
-                path,
-                lambda sid, rec, ref, t=task: self._sample(rec, ref, sid, t, image_dir, sizes, report),
-                report,
-                strict,
-                ids=ids,
-            )
-        ids.check(os.path.join(data_dir, "annotations"))
-        report.num_samples = len(samples)
-        log_load_report(report, data_dir)
-        return samples, report
+            load.read(path, lambda sid, rec, ref, t=task: self._sample(rec, ref, sid, t, image_dir, load), strict)
+        return load.finish(os.path.join(data_dir, "annotations"), data_dir)
 
     @staticmethod
-    def _sample(rec, ref, sample_id, task, image_dir, sizes, report) -> Sample:
+    def _sample(rec, ref, sample_id, task, image_dir, load: AnnotationLoad) -> Sample:
+        report = load.report
         require(rec, ("img_filename", "bbox", "img_size", "instruction", "application", "platform", "ui_type"), ref)
         instruction = instruction_text(rec, "instruction", ref, report)
         box = box_from_xyxy(rec["bbox"], ref, report)
@@ -153,8 +140,7 @@ class ScreenSpotPro(Benchmark):
         img_size = rec["img_size"]
         if not (isinstance(img_size, list) and len(img_size) == 2 and all(is_number(v) and v > 0 for v in img_size)):
             raise SampleError(ref, "bad_field", f"img_size must be [width, height] > 0, got {short_repr(img_size)}")
-        image_path = image_file(image_dir, rec["img_filename"], ref)
-        width, height = sizes(image_path, ref, stated=img_size, report=report)
+        image_path, width, height = load.image(image_dir, rec["img_filename"], ref, stated=img_size)
         if (width, height) != (img_size[0], img_size[1]):
             sx, sy = width / img_size[0], height / img_size[1]
             report.warn(

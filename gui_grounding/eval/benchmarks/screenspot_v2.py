@@ -26,19 +26,14 @@ import os
 from groundwork.markdown import md_table
 from gui_grounding.data.annotations import (
     BenchmarkLoadReport,
-    ImageSizes,
-    SampleIds,
     box_from_xywh,
     check_extent,
     check_unit,
-    image_file,
     instruction_text,
-    log_load_report,
-    read_annotation_samples,
     require_str,
 )
 from gui_grounding.data.schema import Sample, require
-from gui_grounding.eval.benchmarks.base import Benchmark
+from gui_grounding.eval.benchmarks.base import AnnotationLoad, Benchmark
 from gui_grounding.eval.tables import cell, check_results, fmt_cell, tally
 
 logger = logging.getLogger(__name__)
@@ -76,33 +71,28 @@ class ScreenSpotV2(Benchmark):
         if not any(os.path.isfile(p) for p in paths.values()):
             raise FileNotFoundError(f"no screenspot_{{mobile,desktop,web}}_v2.json in {data_dir}. {self.layout_help}")
         image_dir = os.path.join(data_dir, IMAGE_DIR)
-        report, samples, sizes, ids = BenchmarkLoadReport(), [], ImageSizes(need_pixels=self.need_pixels), SampleIds()
+        load = AnnotationLoad(self.need_pixels)
         for platform, path in paths.items():
             if not os.path.isfile(path):
-                report.warn(path, "missing_annotation_file", f"not found; platform {platform!r} is not evaluated")
+                load.report.warn(path, "missing_annotation_file", f"not found; platform {platform!r} is not evaluated")
                 logger.warning("%s not found: platform %r is not evaluated", path, platform)
                 continue
-            samples += read_annotation_samples(
+            load.read(
                 path,
-                lambda sid, rec, ref, pl=platform: self._sample(rec, ref, sid, pl, image_dir, sizes, report),
-                report,
+                lambda sid, rec, ref, pl=platform: self._sample(rec, ref, sid, pl, image_dir, load),
                 strict,
-                ids=ids,
                 id_key=None,
             )
-        ids.check(data_dir)
-        report.num_samples = len(samples)
-        log_load_report(report, data_dir)
-        return samples, report
+        return load.finish(data_dir, data_dir)
 
     @staticmethod
-    def _sample(rec, ref, sample_id, platform, image_dir, sizes, report) -> Sample:
+    def _sample(rec, ref, sample_id, platform, image_dir, load: AnnotationLoad) -> Sample:
+        report = load.report
         require(rec, ("img_filename", "bbox", "instruction", "data_type"), ref)
         instruction = instruction_text(rec, "instruction", ref, report)
         ui_type = require_str(rec, "data_type", ref)
         box = box_from_xywh(rec["bbox"], ref, report)
-        image_path = image_file(image_dir, rec["img_filename"], ref)
-        width, height = sizes(image_path, ref, report=report)
+        image_path, width, height = load.image(image_dir, rec["img_filename"], ref)
         check_unit(box, "pixel", ref, report, "bbox")  # [x, y, w, h] pixels, as [x_min, y_min, x_max, y_max]
         check_extent(box, width, height, ref, report, "bbox")
         extra = {"img_filename": rec["img_filename"], "data_source": rec.get("data_source")}

@@ -36,20 +36,17 @@ from collections.abc import Iterator
 from groundwork.outputs import atomic_writer
 from gui_grounding.data.annotations import (
     BenchmarkLoadReport,
-    ImageSizes,
-    SampleIds,
     box_from_xyxy,
     check_extent,
     handle_reject,
     image_file,
     instruction_text,
     is_number,
-    log_load_report,
     require_str,
     short_repr,
 )
 from gui_grounding.data.schema import Sample, SampleError, require
-from gui_grounding.eval.benchmarks.base import Benchmark
+from gui_grounding.eval.benchmarks.base import AnnotationLoad, Benchmark
 from gui_grounding.eval.tables import breakdown_table, cell, check_results, tally
 
 logger = logging.getLogger(__name__)
@@ -106,7 +103,8 @@ class WebClick(Benchmark):
         """
         root = data_dir if os.path.isdir(data_dir) else os.path.dirname(os.path.abspath(data_dir))
         cache_dir = self.cache_dir or os.path.join(root, CACHE_NAME)
-        report, samples, sizes, ids = BenchmarkLoadReport(), [], ImageSizes(), SampleIds()
+        load = AnnotationLoad()  # every row's image is written and read, rescoring or not
+        report, samples, sizes, ids = load.report, load.samples, load.sizes, load.ids
         index = 0
         for ref, row in self._rows(data_dir, report, strict):
             report.num_records += 1
@@ -118,16 +116,13 @@ class WebClick(Benchmark):
                 report.rollback_warnings(mark)
                 handle_reject(report, err, strict)
             index += 1
-        ids.check(data_dir)
         if report.notes["bbox_normalised"] and report.notes["bbox_pixels"]:
             report.warn(
                 data_dir,
                 "mixed_bbox_conventions",
                 f"{report.notes['bbox_normalised']} rows normalised and {report.notes['bbox_pixels']} rows in pixels",
             )
-        report.num_samples = len(samples)
-        log_load_report(report, data_dir)
-        return samples, report
+        return load.finish(data_dir, data_dir)
 
     # ---------------------------------------------------------------------------------------------------------------
     # reading rows
