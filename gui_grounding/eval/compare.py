@@ -55,7 +55,7 @@ from groundwork.records import RecordError, container_problem, iter_records, loa
 from groundwork.validate import short_repr
 from gui_grounding.eval.benchmarks import get_benchmark
 from gui_grounding.eval.judge import CORRECT, WRONG, WRONG_FORMAT
-from gui_grounding.eval.report import _draw, _image_problem, prepare_image_dir
+from gui_grounding.eval.report import GALLERY_HEAD, _draw, _image_problem, prepare_image_dir
 from gui_grounding.eval.stats import mcnemar, wilson_interval
 from gui_grounding.eval.tables import fmt_ci
 
@@ -466,13 +466,9 @@ def _fmt_point(point) -> str:
     return "no point" if point is None else f"({point[0]:g}, {point[1]:g}) px"
 
 
-_PAGE = """<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
-<style>
-body {{ font-family: sans-serif; margin: 1.5em; max-width: 1400px; }}
-.card {{ border: 1px solid #ccc; border-radius: 6px; padding: 0.6em 1em; margin: 1em 0; }}
-.card img {{ max-width: 800px; margin: 0.3em 0.6em 0.3em 0; vertical-align: top; border: 1px solid #ddd; }}
-.err {{ color: #b00; }} .legend span {{ font-weight: bold; }}
+_PAGE = (
+    GALLERY_HEAD
+    + """.err {{ color: #b00; }} .legend span {{ font-weight: bold; }}
 </style></head><body>
 <h1>{title}</h1>
 <p>{summary}</p>
@@ -482,6 +478,7 @@ body {{ font-family: sans-serif; margin: 1.5em; max-width: 1400px; }}
 {cards}
 </body></html>
 """
+)
 
 
 def main(args: argparse.Namespace) -> None:

@@ -651,13 +651,19 @@ def _draw(s: Sample, point, img_dir: str, i: int, max_width: int, *, marks=None)
     return out
 
 
-_PAGE = """<!DOCTYPE html>
+#: the head of the sample galleries (failures.html here, compare.html in ``gui_grounding.eval.compare``): the title
+#: and the card styles both share; each page adds its own styles and body (``str.format`` fields: ``{title}``)
+GALLERY_HEAD = """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{title}</title>
 <style>
 body {{ font-family: sans-serif; margin: 1.5em; max-width: 1400px; }}
 .card {{ border: 1px solid #ccc; border-radius: 6px; padding: 0.6em 1em; margin: 1em 0; }}
 .card img {{ max-width: 800px; margin: 0.3em 0.6em 0.3em 0; vertical-align: top; border: 1px solid #ddd; }}
-pre {{ background: #f5f5f5; padding: 0.5em; white-space: pre-wrap; word-break: break-word; }}
+"""
+
+_PAGE = (
+    GALLERY_HEAD
+    + """pre {{ background: #f5f5f5; padding: 0.5em; white-space: pre-wrap; word-break: break-word; }}
 .wrong {{ color: #b00; }} .wrong_format {{ color: #a60; }} .err {{ color: #b00; }}
 .disagree {{ color: #1e5ae6; font-size: 0.8em; border: 1px solid #1e5ae6; border-radius: 4px; padding: 0 0.3em; }}
 .legend span {{ font-weight: bold; }}
@@ -669,3 +675,4 @@ pre {{ background: #f5f5f5; padding: 0.5em; white-space: pre-wrap; word-break: b
 {cards}
 </body></html>
 """
+)
