@@ -236,6 +236,17 @@ def _gta1(name: str, model: str, backends: tuple, published: tuple, notes: str =
 
 _GTA1_7B_CARD = "https://huggingface.co/Salesforce/GTA1-7B-2507 (model card)"
 _GTA1_PAPER = "GTA1 paper, arXiv:2507.05791, grounding results table (not re-read for this profile: verify)"
+
+
+def _gta1_paper(screenspot_pro: float, screenspot_v2: float, osworld_g_refined: float) -> tuple:
+    """The three scores of a GTA1 checkpoint in the paper's grounding table (OSWorld-G on the Refined set)."""
+    return (
+        PublishedScore("screenspot-pro", screenspot_pro, _GTA1_PAPER),
+        PublishedScore("screenspot-v2", screenspot_v2, _GTA1_PAPER),
+        PublishedScore("osworld-g", osworld_g_refined, _GTA1_PAPER, {"subset": "refined"}),
+    )
+
+
 register(
     _gta1(
         "gta1-7b-2507",
@@ -256,11 +267,7 @@ register(
         "gta1-32b-2507",
         "HelloKKMe/GTA1-32B",
         _TENSOR_PARALLEL,
-        (
-            PublishedScore("screenspot-pro", 53.6, _GTA1_PAPER),
-            PublishedScore("screenspot-v2", 93.2, _GTA1_PAPER),
-            PublishedScore("osworld-g", 61.9, _GTA1_PAPER, {"subset": "refined"}),
-        ),
+        _gta1_paper(53.6, 93.2, 61.9),
         notes="the 2507 release on Qwen2.5-VL-32B (the Oct-2025 Salesforce/GTA1-32B is another model, on OpenCUA-32B)",
     )
 )
@@ -269,11 +276,7 @@ register(
         "gta1-72b-2507",
         "HelloKKMe/GTA1-72B",
         _TENSOR_PARALLEL,
-        (
-            PublishedScore("screenspot-pro", 58.4, _GTA1_PAPER),
-            PublishedScore("screenspot-v2", 94.8, _GTA1_PAPER),
-            PublishedScore("osworld-g", 66.7, _GTA1_PAPER, {"subset": "refined"}),
-        ),
+        _gta1_paper(58.4, 94.8, 66.7),
         notes="the 2507 release on Qwen2.5-VL-72B",
     )
 )
