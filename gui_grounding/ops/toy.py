@@ -278,6 +278,17 @@ class ToyExperiments:
             str(min(5, r.grpo_steps)),
         ]
 
+    def _launch(
+        self, module: str, name: str, base: str, prompt_mode: str, flags: dict, extra: list
+    ) -> tuple[str, float]:
+        """Train ``python -m <module>`` from ``base`` into ``OUT/runs/<name>`` (log: ``<that>.log``): the model, the
+        shared toy flags (:meth:`_common`), then ``--<key> <value>`` for each of ``flags`` and the ``extra`` words
+        (the one command shape of :meth:`sft` and :meth:`grpo`). Returns ``(run folder, seconds)``."""
+        out_dir = os.path.join(self.out, "runs", name)
+        words = [word for key, value in flags.items() for word in (f"--{key}", str(value))]
+        cmd = [sys.executable, "-m", module, "--model_name_or_path", base, *self._common(out_dir, prompt_mode)]
+        return out_dir, _run([*cmd, *words, *extra], out_dir + ".log")
+
     def sft(
         self,
         name: str,
@@ -290,23 +301,8 @@ class ToyExperiments:
         """SFT ``base`` (default: the tiny model) for ``epochs`` (``extra``: more ``vlm_r1.sft`` flags); returns
         ``{dir, seconds, steps, accuracy}``."""
         r = self.recipe
-        out_dir = os.path.join(self.out, "runs", name)
-        cmd = [
-            sys.executable,
-            "-m",
-            "vlm_r1.sft",
-            "--model_name_or_path",
-            base or self.model_dir,
-            *self._common(out_dir, prompt_mode),
-            "--num_train_epochs",
-            str(epochs),
-            "--per_device_train_batch_size",
-            str(r.sft_batch),
-            "--learning_rate",
-            str(r.sft_lr),
-            *extra,
-        ]
-        seconds = _run(cmd, out_dir + ".log")
+        flags = {"num_train_epochs": epochs, "per_device_train_batch_size": r.sft_batch, "learning_rate": r.sft_lr}
+        out_dir, seconds = self._launch("vlm_r1.sft", name, base or self.model_dir, prompt_mode, flags, [*extra])
         curve = accuracy_curve(out_dir)
         steps = max(h["step"] for h in _history(out_dir))
         return {"dir": out_dir, "seconds": round(seconds, 1), "steps": steps, "accuracy": curve[-1][1], "curve": curve}
@@ -322,30 +318,18 @@ class ToyExperiments:
     ) -> dict:
         """GRPO from checkpoint ``base``; returns ``{dir, seconds, accuracy, curve, rewards, mean_length}``."""
         r = self.recipe
-        out_dir = os.path.join(self.out, "runs", name)
-        cmd = [
-            sys.executable,
-            "-m",
-            "vlm_r1.grpo_jsonl",
-            "--model_name_or_path",
-            base,
-            *self._common(out_dir, prompt_mode),
-            "--max_steps",
-            str(steps or r.grpo_steps),
-            "--per_device_train_batch_size",
-            str(r.prompts_per_step * r.num_generations),
-            "--per_device_eval_batch_size",
-            str(r.prompts_per_step * r.num_generations),
-            "--num_generations",
-            str(r.num_generations),
-            "--max_completion_length",
-            str(r.max_completion_length),
-            "--learning_rate",
-            str(r.grpo_lr),
-            *toy_objective(extra),
-            *extra,
-        ]
-        seconds = _run(cmd, out_dir + ".log")
+        batch = r.prompts_per_step * r.num_generations
+        flags = {
+            "max_steps": steps or r.grpo_steps,
+            "per_device_train_batch_size": batch,
+            "per_device_eval_batch_size": batch,
+            "num_generations": r.num_generations,
+            "max_completion_length": r.max_completion_length,
+            "learning_rate": r.grpo_lr,
+        }
+        out_dir, seconds = self._launch(
+            "vlm_r1.grpo_jsonl", name, base, prompt_mode, flags, [*toy_objective(extra), *extra]
+        )
         hist = _history(out_dir)
         lengths = [h["completions/mean_length"] for h in hist if "completions/mean_length" in h]
         return {
