@@ -269,7 +269,7 @@ def test_a_family_is_its_two_files(tmp_path):
     import subprocess
     import sys
 
-    for pkg in ("vlm_r1", "gui_grounding"):
+    for pkg in ("groundwork", "vlm_r1", "gui_grounding"):  # all three layers: an installed copy must not stand in
         shutil.copytree(os.path.join(REPO, pkg), tmp_path / pkg, ignore=shutil.ignore_patterns("__pycache__"))
     for files in FAMILY_FILES.values():
         for rel in files:
