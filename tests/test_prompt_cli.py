@@ -164,3 +164,14 @@ def test_default_budgets_are_the_published_settings():
         type("S", (), {"instruction": "x"})(), Image.new("RGB", (7680, 4320)), budget=None
     )
     assert req.image.size == (3948, 2212)
+
+
+def test_a_tiling_adapter_on_a_patching_checkpoint_is_a_clear_error(tiny_qwen25_dir):
+    """InternVL's adapter (tiles, no smart_resize frame) on a Qwen2.5-VL checkpoint: one ValueError naming both, not
+    a TypeError from the frame maths (found by the layout refactor's behaviour comparison)."""
+    with pytest.raises(ValueError) as err:
+        describe_prompt("internvl-gui", (1280, 720), "Click x", model=tiny_qwen25_dir)
+    assert str(err.value) == (
+        f"the internvl-gui adapter tiles the image (no smart_resize frame), but {tiny_qwen25_dir} is a checkpoint "
+        "whose processor resizes to a patch grid: use an adapter of the checkpoint's family (--adapter, or none)"
+    )

@@ -216,6 +216,11 @@ def _rendered(ad, model: str, budget, instruction: str, messages: list, frame) -
             "chat_template_text": processor.tokenizer.decode(batch["input_ids"][0], skip_special_tokens=False),
             "num_tokens": len(batch["input_ids"][0]),
         }
+    if budget.factor is None:  # a tiling family's adapter (InternVL) on a checkpoint that patches (Qwen-VL)
+        raise ValueError(
+            f"the {ad.name} adapter tiles the image (no smart_resize frame), but {model} is a checkpoint whose "
+            "processor resizes to a patch grid: use an adapter of the checkpoint's family (--adapter, or none)"
+        )
     _, grid_h, grid_w = (int(v) for v in batch["image_grid_thw"][0])
     merge = int(processor.image_processor.merge_size)
     if (grid_w * budget.factor // merge, grid_h * budget.factor // merge) != (sent_w, sent_h):
