@@ -17,6 +17,7 @@ import ast
 import os
 import textwrap
 
+from tests.helpers.ast_scan import dotted as _dotted
 from tests.helpers.paths import REPO
 
 LIBRARY = ("groundwork", "vlm_r1", "gui_grounding")
@@ -39,17 +40,6 @@ _READERS = {
     ("yaml", "unsafe_load"): "yaml",
     ("Image", "open"): "image",
 }
-
-
-def _dotted(node: ast.AST) -> tuple[str, ...]:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return tuple(reversed(parts))
-    return ()
 
 
 def _is_environ_read(node: ast.AST) -> bool:

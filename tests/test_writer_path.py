@@ -31,6 +31,7 @@ from hypothesis import strategies as st
 
 from groundwork import outputs
 from groundwork.outputs import LineAppender, OutputError, OutputLock
+from tests.helpers.ast_scan import dotted as _dotted
 from tests.helpers.paths import REPO
 
 FAST = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -90,17 +91,6 @@ PATH_KEYWORD_WRITERS = {"screenshot", "pdf"}
 #: True exceptions: (file, enclosing function, what) -> why. Checkpoint files are written by HF/TRL's own
 #: ``save_pretrained`` / ``save_model`` (no ``open`` of ours), so they need no entry. Every entry must still match.
 ALLOWED: dict[tuple[str, str, str], str] = {}
-
-
-def _dotted(node: ast.AST) -> tuple[str, ...]:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return tuple(reversed(parts))
-    return ()
 
 
 def _outputs_names(tree: ast.Module) -> tuple[set[str], dict[str, str]]:
