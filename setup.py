@@ -65,14 +65,27 @@ setup(
         include=["groundwork", "groundwork.*", "vlm_r1", "vlm_r1.*", "gui_grounding", "gui_grounding.*"]
     ),
     include_package_data=True,
-    package_data={"gui_grounding": ["eval/*.html"], "vlm_r1": ["upstream_defaults.json"]},
+    package_data={"gui_grounding": ["eval/*.html"], "vlm_r1": ["upstream/upstream_defaults.json"]},
     install_requires=INSTALL_REQUIRES,
     extras_require=EXTRAS,
     entry_points={
         "console_scripts": ["gui-grounding = gui_grounding.cli:main"],
-        # Task plugins: `--task_type gui_grounding` turns records into prompts + reward columns and declares its own
-        # flags (--prompt_mode, --adapter, --box_rounding) and rewards (click, ...) (vlm_r1/tasks.py). Reward-only
-        # plugins register under "vlm_r1.rewards".
-        "vlm_r1.tasks": ["gui_grounding = gui_grounding.training.task:GUIGroundingTask"],
+        # Task plugins (vlm_r1/tasks.py). Upstream VLM-R1's tasks and rewards live in the upstream edge
+        # (vlm_r1/upstream/), which the core never imports: they register here like any plugin, and the core's
+        # registries count this package's own (vlm_r1.*) entries as built-ins. `--task_type gui_grounding` turns
+        # records into prompts + reward columns and declares its own flags (--prompt_mode, --adapter, --box_rounding)
+        # and rewards (click, ...). Reward-only plugins register under "vlm_r1.rewards".
+        "vlm_r1.tasks": [
+            "default = vlm_r1.upstream.tasks:DefaultTask",
+            "rec = vlm_r1.upstream.tasks:RECTask",
+            *(f"{t} = vlm_r1.upstream.tasks:DefaultTask" for t in ("ic", "odLength", "gui", "gui_defect")),
+            "gui_grounding = gui_grounding.training.task:GUIGroundingTask",
+        ],
+        "vlm_r1.rewards": [
+            "accuracy = vlm_r1.upstream.accuracy:accuracy_reward",
+            "format = vlm_r1.upstream.rewards:format_reward",
+            "rec_iou = vlm_r1.upstream.rewards:iou_reward",
+            "rec_format = vlm_r1.upstream.rewards:format_reward_rec",
+        ],
     },
 )

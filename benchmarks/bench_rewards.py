@@ -17,7 +17,7 @@ it: one completion ``[{"role": "assistant", "content": text}]`` per call, with a
   scheduler hiccup does not count); the report gives the worst text, its wall time and the CPU time of that call
   (``time.process_time``: on a loaded machine wall time is CPU time plus waiting). Target: wall under 100 ms.
 
-* **math_verify**: ``accuracy``'s library step (``vlm_r1.accuracy.math_verify_match``: ``parse`` + ``verify`` under
+* **math_verify**: ``accuracy``'s library step (``vlm_r1.upstream.accuracy.math_verify_match``: ``parse`` + ``verify`` under
   ``MATH_VERIFY_TIMEOUT_S``), timed cold (parse cache cleared before each call) and warm on typical answers (numbers,
   fractions, LaTeX, boxed, text) and on the 4 KB hostile set; calls that hit the timeout are counted. ``accuracy``'s
   4 KB target is therefore not 1 ms: math_verify parses a 4 KB completion in up to hundreds of ms (as upstream's
@@ -38,8 +38,8 @@ import random
 import statistics
 import time
 
-from vlm_r1 import accuracy
 from vlm_r1.rewards import available_rewards, resolve_reward
+from vlm_r1.upstream import accuracy
 
 KB4, MB = 4096, 1_000_000
 TARGET_4KB_P99_MS, TARGET_1MB_MS = 1.0, 100.0

@@ -55,10 +55,21 @@ class Registry:
         builtins: returns the built-in ``{name: object}`` (called once, lazily).
         replace: an entry point may replace a built-in of the same name (default, logged); False: such a name is
             refused by :meth:`get` (:attr:`conflicts`).
+        own: a module prefix (``"vlm_r1."``): the group's entry points whose object lies below it are the registering
+            package's own, counted as built-ins (an edge package the registry's module must not import registers
+            this way; a third-party entry point of the same name replaces or conflicts with it as with a built-in).
     """
 
-    def __init__(self, kind: str, group: str, builtins: Callable[[], dict[str, Any]], *, replace: bool = True):
-        self.kind, self.group, self._builtins, self.replace = kind, group, builtins, replace
+    def __init__(
+        self,
+        kind: str,
+        group: str,
+        builtins: Callable[[], dict[str, Any]],
+        *,
+        replace: bool = True,
+        own: str | None = None,
+    ):
+        self.kind, self.group, self._builtins, self.replace, self.own = kind, group, builtins, replace, own
         self._cache: dict[str, Any] | None = None
         #: name -> the entry point (``module:object``) that collides with a built-in, when ``replace`` is False
         self.conflicts: dict[str, str] = {}
@@ -71,9 +82,14 @@ class Registry:
             from importlib.metadata import entry_points
 
             items = dict(self._builtins())
+            found = list(entry_points(group=self.group))
+            ours = [ep for ep in found if self._is_own(ep)]
+            items.update({ep.name: ep.load() for ep in ours})
             builtin_names = set(items)
             self.conflicts = {}
-            for ep in entry_points(group=self.group):
+            for ep in found:
+                if any(ep is o for o in ours):
+                    continue
                 if ep.name in builtin_names:
                     if not self.replace:
                         self.conflicts[ep.name] = ep.value
@@ -82,6 +98,15 @@ class Registry:
                 items[ep.name] = ep.load()
             self._cache = items
         return dict(self._cache)
+
+    def _is_own(self, ep: Any) -> bool:
+        return bool(self.own) and str(getattr(ep, "value", "")).startswith(self.own)
+
+    def builtin_names(self) -> list[str]:
+        """The built-in names: given ones, then the registering package's own entry points (``own``)."""
+        from importlib.metadata import entry_points
+
+        return [*self._builtins(), *(ep.name for ep in entry_points(group=self.group) if self._is_own(ep))]
 
     def names(self) -> list[str]:
         return list(self.available())

@@ -42,6 +42,7 @@ from gui_grounding.models.consensus import DEFAULT_REGION, MAX_REGION, MAX_SAMPL
 from gui_grounding.ops.prompt import register_cli as register_prompt
 from gui_grounding.ops.toy import register_cli as register_toy
 from vlm_r1.tiny import build_tiny_model, supported_archs
+from vlm_r1.upstream import GTA1
 
 #: make-tiny-model's image processor bounds (smart_resize pixels; :mod:`groundwork.argtypes`, the range in ``--help``)
 _TINY_PIXELS = argtypes.integer(min=1, max=2**31 - 1)
@@ -165,7 +166,7 @@ def _profiles(args: argparse.Namespace) -> None:
 def _train(argv: list[str]) -> None:
     from gui_grounding.training.gta1 import main as train_main
 
-    train_main(argv)
+    train_main(argv, dialect=GTA1)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -196,7 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     from gui_grounding.ops.plan import register_estimate_cli
 
-    register_estimate_cli(sub)
+    register_estimate_cli(sub, dialect=GTA1)
     return parser
 
 

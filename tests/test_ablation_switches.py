@@ -43,7 +43,7 @@ def plugins_on_path(monkeypatch):
 
 
 def _settings(argv):
-    from vlm_r1.grpo import parse_args
+    from vlm_r1.grpo_jsonl import parse_args
 
     _, training_args, _ = parse_args(MINIMAL + list(argv))
     return training_args.loss_settings()
@@ -139,7 +139,7 @@ def test_trl_loss_flags_pass_through():
 
 
 def test_help_lists_the_switches(capsys):
-    from vlm_r1.grpo import parse_args
+    from vlm_r1.grpo_jsonl import parse_args
 
     with pytest.raises(SystemExit) as exit_info:
         parse_args(["--help"])

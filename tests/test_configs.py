@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import fields
 
 import pytest
 
 from gui_grounding.training.task import GUIGroundingOptions
 from tests.helpers.train import flags
-from vlm_r1.grpo import parse_args
+from vlm_r1.grpo_jsonl import parse_args
 
 BASE = ["--model_name_or_path", "some/model", "--data_file_paths", "a.jsonl"]
 
@@ -234,7 +233,7 @@ def test_unknown_task_type_is_a_usage_error(tmp_path, capsys):
         parse_args(args(tmp_path, "--task_type", "nope"))
     assert info.value.code == 2
     assert (
-        "error: unknown task_type 'nope'; registered: default, rec, ic, odLength, gui, gui_defect, gui_grounding"
+        "error: unknown task_type 'nope'; registered: default, gui, gui_defect, ic, odLength, rec, gui_grounding"
     ) in capsys.readouterr().err
 
 
@@ -314,7 +313,8 @@ def test_get_task_gui_grounding_via_entry_point():
 
 
 def test_get_task_builtin_and_upstream_types():
-    from vlm_r1.tasks import DefaultTask, RECTask, get_task
+    from vlm_r1.tasks import get_task
+    from vlm_r1.upstream.tasks import DefaultTask, RECTask
 
     assert type(get_task(None)) is DefaultTask
     assert type(get_task("default")) is DefaultTask
@@ -330,15 +330,25 @@ def test_get_task_unknown_lists_names():
     with pytest.raises(ValueError) as info:
         get_task("no_such_task")
     assert str(info.value) == (
-        "unknown task_type 'no_such_task'; registered: default, rec, ic, odLength, gui, gui_defect, gui_grounding"
+        "unknown task_type 'no_such_task'; registered: default, gui, gui_defect, ic, odLength, rec, gui_grounding"
     )
 
 
 def test_beta_help_states_one_default_and_cites_the_repository():
-    """--beta's help keeps TRL's text without TRL's "(default)" mark (TRL's default is 0.0, ours upstream's 0.04) and
-    cites upstream's grpo_config.py:291-292 at 90052f4 with its repository."""
-    from vlm_r1.configs import VLMGRPOConfig
+    """--beta's help in upstream VLM-R1's dialect keeps TRL's text without TRL's "(default)" mark (TRL's default is
+    0.0, upstream's 0.04) and cites upstream's grpo_config.py:291-292 at 90052f4 with its repository; the core's own
+    parser keeps TRL's help and default."""
+    from vlm_r1.command_line import _build_parser, _dialect_defaults
+    from vlm_r1.dialect import CORE
+    from vlm_r1.grpo import ARG_DATACLASSES
+    from vlm_r1.upstream import UPSTREAM
 
-    help_text = next(f for f in fields(VLMGRPOConfig) if f.name == "beta").metadata["help"]
-    assert "(default)" not in help_text and "If `0.0`, the reference model is not loaded" in help_text
-    assert "om-ai-lab/VLM-R1@90052f4 src/open-r1-multimodal/src/open_r1/trainer/grpo_config.py:291-292" in help_text
+    def beta(dialect):
+        parser = _build_parser((*ARG_DATACLASSES, *dialect.argument_classes), None, "--config")
+        _dialect_defaults(parser, dialect)
+        return next(a for a in parser._actions if a.dest == "beta")
+
+    up, core = beta(UPSTREAM), beta(CORE)
+    assert "(default)" not in up.help and "If `0.0`, the reference model is not loaded" in up.help
+    assert "om-ai-lab/VLM-R1@90052f4 src/open-r1-multimodal/src/open_r1/trainer/grpo_config.py:291-292" in up.help
+    assert (up.default, core.default) == (0.04, 0.0) and "If `0.0` (default)" in core.help

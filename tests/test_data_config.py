@@ -89,7 +89,8 @@ def test_shipped_configs_parse():
 
 def test_mixture_dataset_and_cli_flags(tmp_path, tiny_qwen25_dir):
     from gui_grounding.training.task import GUIGroundingTask
-    from vlm_r1.grpo import build_train_dataset, parse_args
+    from vlm_r1.grpo import build_train_dataset
+    from vlm_r1.grpo_jsonl import parse_args
     from vlm_r1.modules import get_vlm_module, load_processor
 
     yaml_text = (

@@ -1,4 +1,4 @@
-"""Upstream VLM-R1's ``DEBUG_MODE=true`` / ``LOG_PATH`` rollout log (vlm_r1/debug_log.py, VLMGRPOTrainer hook)."""
+"""Upstream VLM-R1's ``DEBUG_MODE=true`` / ``LOG_PATH`` rollout log (vlm_r1/upstream/debug_log.py, the dialect's rollout log)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,10 @@ import torch
 
 from tests.helpers.proc import child_env, run
 from tests.helpers.train import colour_question_argv, step_logs
-from vlm_r1 import debug_log
-from vlm_r1.debug_log import RolloutDebugLog, format_log_path, render_rollouts, reward_role
-from vlm_r1.rewards import BUILTIN_REWARDS, accuracy_reward, format_reward
+from vlm_r1.upstream import debug_log
+from vlm_r1.upstream.debug_log import RolloutDebugLog, RolloutLogWriter, format_log_path, render_rollouts, reward_role
+from vlm_r1.upstream.rewards import UPSTREAM_REWARDS as BUILTIN_REWARDS
+from vlm_r1.upstream.rewards import accuracy_reward, format_reward
 
 T0 = datetime(2026, 11, 23, 14, 5, 9, 123456)  # -> "23-14-05-09-123456"
 
@@ -131,14 +132,14 @@ def test_writer_files_unset_path_and_oserror(tmp_path, monkeypatch, caplog):
     assert path.read_bytes().endswith("é ✓\n".encode())
 
     monkeypatch.delenv("LOG_PATH", raising=False)
-    with caplog.at_level(logging.INFO, logger="vlm_r1.debug_log"):
+    with caplog.at_level(logging.INFO, logger="vlm_r1.upstream.debug_log"):
         log.write("X block\n", "Y block\n")
     assert "LOG_PATH is not set" in caplog.text and "X block" in caplog.text and "Y block" in caplog.text
 
     caplog.clear()
     bad = tmp_path / "is_a_dir.txt"
     bad.mkdir()
-    with caplog.at_level(logging.WARNING, logger="vlm_r1.debug_log"):
+    with caplog.at_level(logging.WARNING, logger="vlm_r1.upstream.debug_log"):
         log.write("Z\n", "", str(bad))
         log.write("Z\n", "", str(bad))
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
@@ -149,18 +150,18 @@ def test_trainer_hook_logs_the_process_slice(tmp_path, monkeypatch):
     """Rank 1 of 2: the gathered rewards hold rank 0's rows first; the hook must log rows 2-3, not 0-1."""
     from vlm_r1.trainer import VLMGRPOTrainer
 
+    writer = RolloutLogWriter()
     fake = SimpleNamespace(
         accelerator=SimpleNamespace(process_index=1),
         reward_funcs=[accuracy_reward, format_reward],
         reward_func_names=["accuracy_reward", "format_reward"],
-        _debug_log=RolloutDebugLog(),
-        _debug_log_failed=False,
+        rollout_log=writer,
     )
     gathered = torch.tensor([[9.0, 9.0], [8.0, 8.0], [1.0, 0.0], [0.0, 1.0]])
     inputs = [{"id": "a", "solution": "s"}, {"id": "b", "solution": "s"}]
     completions = [[{"role": "assistant", "content": "one"}], [{"role": "assistant", "content": "two"}]]
     monkeypatch.setenv("LOG_PATH", str(tmp_path / "log.txt"))
-    VLMGRPOTrainer._debug_log_rollouts(fake, inputs, completions, gathered)
+    VLMGRPOTrainer._log_rollouts(fake, inputs, completions, gathered)
     text = (tmp_path / "log.txt").read_text(encoding="utf-8")
     assert re.findall(r"Accuracy reward: (\S+) -+\nid: (\w)\nContent: (\w+)\n", text) == [
         ("1.0", "a", "one"),
@@ -168,9 +169,13 @@ def test_trainer_hook_logs_the_process_slice(tmp_path, monkeypatch):
     ]
     fmt = (tmp_path / "log_format.txt").read_text(encoding="utf-8")
     assert fmt.endswith("Content: one\nHas format: False\nContent: two\nHas format: True\n")
-    # a failure inside the hook never propagates
-    VLMGRPOTrainer._debug_log_rollouts(fake, inputs, completions[:1], gathered)
-    assert fake._debug_log_failed
+    # a failure inside the writer never propagates
+    VLMGRPOTrainer._log_rollouts(fake, inputs, completions[:1], gathered)
+    assert writer._failed
+    monkeypatch.setenv("DEBUG_MODE", "true")
+    assert writer.active()
+    monkeypatch.setenv("DEBUG_MODE", "True")
+    assert not writer.active()  # exactly "true", as upstream
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -182,7 +187,7 @@ _HEADER = r"------------- \d{2}-\d{2}-\d{2}-\d{2}-\d{6} (\S+) reward: (\S+) ----
 _BLOCK = re.compile(_HEADER + _INFO, re.DOTALL)
 
 LENGTH_REWARD = """
-from vlm_r1.rewards import completion_text
+from vlm_r1.upstream.rewards import completion_text
 
 def length_reward(completions, **kwargs):
     return [len(completion_text(c)) / 7 for c in completions]

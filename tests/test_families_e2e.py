@@ -212,7 +212,7 @@ def _inside(point, record):
 
 def test_grpo_rows_use_family_adapter(family, train4, grpo_run):
     from gui_grounding.training.task import GUIGroundingTask
-    from vlm_r1.grpo import parse_args
+    from vlm_r1.grpo_jsonl import parse_args
 
     arch, spec, model, _ = family
     out, log, proc = grpo_run

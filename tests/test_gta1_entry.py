@@ -6,7 +6,14 @@ import json
 import subprocess
 import sys
 
-from gui_grounding.training.gta1 import GTA1_DEFAULTS, parse_args
+from gui_grounding.training.gta1 import GTA1_DEFAULTS
+from gui_grounding.training.gta1 import parse_args as gta1_parse_args
+from vlm_r1.upstream import GTA1
+
+
+def parse_args(argv):
+    """``python -m gui_grounding.train``'s parse: the library in GTA1's dialect, as the entry point runs it."""
+    return gta1_parse_args(argv, dialect=GTA1)
 
 
 def test_gta1_script_defaults_and_flags(tmp_path):

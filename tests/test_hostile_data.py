@@ -315,7 +315,7 @@ def test_default_task_images_validated_before_training(root, tiny_qwen25_dir, ca
     import logging
 
     from vlm_r1.modules import get_vlm_module, load_processor
-    from vlm_r1.tasks import DefaultTask
+    from vlm_r1.upstream.tasks import DefaultTask
 
     conv = [{"from": "human", "value": "<image>q"}, {"from": "gpt", "value": "a"}]
     names = [

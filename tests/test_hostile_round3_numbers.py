@@ -161,10 +161,10 @@ def test_argtypes_value_and_from_env_name_the_key():
 
 # the training parser (TRL's int / float fields) and its --config YAML
 def _train_main(argv, capsys):
-    from gui_grounding.training.gta1 import main
+    from gui_grounding.train import GTA1, main
 
     with pytest.raises(SystemExit) as exc:
-        main(["--data_file_paths", "unused.jsonl", "--output_dir", "unused", "--dry_run", *argv])
+        main(["--data_file_paths", "unused.jsonl", "--output_dir", "unused", "--dry_run", *argv], dialect=GTA1)
     assert exc.value.code == 2
     return capsys.readouterr().err.rstrip("\n").splitlines()[-1]
 
@@ -332,7 +332,8 @@ def test_every_reader_of_the_environment_uses_the_one_reader(monkeypatch, tmp_pa
 # ---- 3. training entry points: one line for input errors, a traceback for bugs ----------------------------------------
 def test_training_entry_points_end_input_errors_with_one_line(tiny_qwen25_dir, tmp_path, capsys, monkeypatch):
     from gui_grounding.training import gta1 as gta1_train
-    from vlm_r1 import grpo, sft
+    from vlm_r1 import grpo_jsonl as grpo
+    from vlm_r1 import sft
 
     mapping = tmp_path / "mapping.yaml"
     mapping.write_text("datasets:\n  a: 1\n")

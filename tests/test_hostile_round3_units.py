@@ -37,7 +37,7 @@ from gui_grounding.eval.compare import CompareError, read_run
 from gui_grounding.eval.predictions import load_predictions
 from gui_grounding.eval.run import run_eval
 from gui_grounding.models.frames import box_from_norm1000
-from vlm_r1.tasks import SkipRecord, check_image
+from vlm_r1.upstream.tasks import SkipRecord, check_image
 
 W, H = 1000, 500
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -198,7 +198,7 @@ def test_generate_batch_of_tiled_images(tiny_internvl):
 
 def _length_reward(completions, **kwargs):
     """Characters of each completion / 10: varies between rollouts of a random model, so advantages are non-zero."""
-    from vlm_r1.rewards import completion_text
+    from vlm_r1.upstream.rewards import completion_text
 
     return [len(completion_text(c)) / 10 for c in completions]
 

@@ -24,6 +24,7 @@ from gui_grounding.training import gta1
 from tests.helpers.paths import REPO
 from vlm_r1 import command_line, grpo
 from vlm_r1.preflight import settings_from_argv
+from vlm_r1.upstream import GTA1
 
 RECIPE = os.path.join(REPO, "recipes", "gta1", "tiny_cpu.yaml")
 
@@ -57,12 +58,16 @@ def _argv(tmp_path) -> list[str]:
 
 def test_a_launch_builds_one_parser_and_reads_the_recipe_once(tmp_path, counted):
     argv = [*_argv(tmp_path), "--model_name_or_path", "tiny", "--num_generations", "4"]
-    p = plan.resolve(argv, nnodes=1, nproc_per_node=2, global_prompts=4, rollouts_per_device=4, final=True)
+    p = plan.resolve(
+        argv, nnodes=1, nproc_per_node=2, global_prompts=4, rollouts_per_device=4, final=True, dialect=GTA1
+    )
     resolved = gta1.objective(*p.args)  # the dry run's objective, from the plan's own arguments
-    cl = gta1.command_line(argv)  # training's parse in this process: the same result, nothing parsed again
+    cl = gta1.command_line(
+        argv, dialect=GTA1
+    )  # training's parse in this process: the same result, nothing parsed again
     preflight = settings_from_argv(argv, cl)
     assert counted == {"parsers": 1, "recipe_reads": 1}
-    assert cl is gta1.command_line(argv)
+    assert cl is gta1.command_line(argv, dialect=GTA1)
     # the values: flag > recipe > GTA1's entry defaults > dataclass defaults, each with its source
     assert resolved["num_generations"] == p.batch.num_generations == 4
     assert cl.source("num_generations") == "flag --num_generations"
@@ -80,7 +85,9 @@ def test_a_launch_builds_one_parser_and_reads_the_recipe_once(tmp_path, counted)
 
 def test_a_users_batch_flag_wins_over_the_launchers(tmp_path, counted):
     argv = [*_argv(tmp_path), "--model_name_or_path", "tiny", "--per_device_train_batch_size", "8"]
-    p = plan.resolve(argv, nnodes=1, nproc_per_node=1, global_prompts=2, rollouts_per_device=8, final=True)
+    p = plan.resolve(
+        argv, nnodes=1, nproc_per_node=1, global_prompts=2, rollouts_per_device=8, final=True, dialect=GTA1
+    )
     # the launcher puts its flags first, the user's come after and win, as argparse's last value does
     assert p.launcher_args[:2] == ["--per_device_train_batch_size", "8"]
     assert p.args[1].per_device_train_batch_size == 8 and p.batch.grad_accum == 2
@@ -91,12 +98,12 @@ def test_training_parses_once_through_the_preflight_and_the_arguments(tmp_path, 
     """``python -m gui_grounding.train``'s flow with the trainer stubbed: the preflight and the arguments of training
     come from one parse."""
     seen = {}
-    monkeypatch.setattr(gta1, "train", lambda *args: seen.setdefault("args", args))
+    monkeypatch.setattr(gta1, "train", lambda *args, **kw: seen.setdefault("args", args))
     monkeypatch.setattr(gta1, "preflight_from_argv", lambda argv, parsed: seen.setdefault("parsed", parsed))
     argv = [*_argv(tmp_path), "--model_name_or_path", "tiny"]
-    gta1.main(argv)
+    gta1.main(argv, dialect=GTA1)
     assert counted == {"parsers": 1, "recipe_reads": 1}
-    assert seen["parsed"] is gta1.command_line(argv)
+    assert seen["parsed"] is gta1.command_line(argv, dialect=GTA1)
     assert seen["args"][1].num_generations == 8 and seen["args"][0].reward_funcs == ["click"]
 
 

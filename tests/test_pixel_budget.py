@@ -257,7 +257,7 @@ def test_eval_resolution_flag_profile_checkpoint_adapter(tmp_path, caplog):
 
 
 def test_training_budget_sources_from_the_command_line(tmp_path):
-    from vlm_r1.grpo import parse_args
+    from vlm_r1.grpo_jsonl import parse_args
 
     yaml = tmp_path / "r.yaml"
     yaml.write_text("max_pixels: 401408\n")
@@ -269,7 +269,9 @@ def test_training_budget_sources_from_the_command_line(tmp_path):
     assert script.budget_sources["max_anyres_num"].startswith("default of vlm_r1.grpo_jsonl (upstream VLM-R1")
     from gui_grounding.training.gta1 import parse_args as gta1_parse
 
-    script, _, _ = gta1_parse(["--model_name_or_path", "m", "--data_file_paths", "d.jsonl"])
+    from vlm_r1.upstream import GTA1
+
+    script, _, _ = gta1_parse(["--model_name_or_path", "m", "--data_file_paths", "d.jsonl"], dialect=GTA1)
     assert (script.max_pixels, script.budget_sources["max_pixels"]) == (
         12_845_056,
         "default of gui_grounding.train (GTA1 src/grpo_grounding.py:61-68 GRPOScriptArguments, 81f0c4c)",

@@ -26,7 +26,9 @@ from vlm_r1 import answers
 from vlm_r1 import rewards as vr
 from vlm_r1.grpo import build_rewards
 from vlm_r1.modules import Qwen2VLModule, get_vlm_module, load_processor
-from vlm_r1.tasks import DefaultTask, RECTask, get_task, parse_rec_gt
+from vlm_r1.tasks import get_task
+from vlm_r1.upstream import rewards as ur
+from vlm_r1.upstream.tasks import DefaultTask, RECTask, parse_rec_gt
 
 W720 = dict(image_size=[1280, 720], resized_size=[588, 336])
 
@@ -36,7 +38,7 @@ def _c(text: str) -> list[dict]:
 
 
 def _iou(text: str, gt, image_size=(1280, 720), resized_size=(588, 336)) -> float:
-    return vr.iou_reward(
+    return ur.iou_reward(
         [_c(text)], gt_bbox=[list(gt)], image_size=[list(image_size)], resized_size=[list(resized_size)]
     )[0]
 
@@ -128,7 +130,7 @@ def test_iou_reward_sub_pixel_overlap_differs_from_upstream_convention():
 
 
 def test_iou_reward_batch_and_missing_columns():
-    out = vr.iou_reward(
+    out = ur.iou_reward(
         [_c("<answer>[147, 70, 294, 140]</answer>"), "<answer>[0, 0, 1, 1]</answer>"],
         gt_bbox=[[320, 150, 640, 300]] * 2,
         image_size=[[1280, 720]] * 2,
@@ -136,7 +138,7 @@ def test_iou_reward_batch_and_missing_columns():
     )
     assert out == [1.0, 0.0]
     with pytest.raises(ValueError, match=r"needs the columns \['image_size', 'resized_size'\] that --task_type rec"):
-        vr.iou_reward([_c("x")], gt_bbox=[[0, 0, 1, 1]], solution=["<answer> [0, 0, 1, 1] </answer>"])
+        ur.iou_reward([_c("x")], gt_bbox=[[0, 0, 1, 1]], solution=["<answer> [0, 0, 1, 1] </answer>"])
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -160,8 +162,8 @@ def test_iou_reward_batch_and_missing_columns():
     ],
 )
 def test_format_reward_rec_cases(text, expected):
-    assert vr.format_reward_rec([_c(text)]) == [expected]
-    assert vr.format_reward_rec([text]) == [expected]  # plain-string completions too
+    assert ur.format_reward_rec([_c(text)]) == [expected]
+    assert ur.format_reward_rec([text]) == [expected]  # plain-string completions too
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -177,15 +179,15 @@ def _args(**kw):
 def test_rec_rewards_resolve_the_same_three_ways():
     rec, module = get_task("rec"), Qwen2VLModule("qwen2_5_vl")
     assert type(rec) is RECTask
-    expected = [vr.iou_reward, vr.format_reward_rec]
+    expected = [ur.iou_reward, ur.format_reward_rec]
     assert build_rewards(_args(), rec, module) == expected  # the task's defaults
     assert build_rewards(_args(reward_funcs=["accuracy", "format"]), rec, module) == expected
     assert build_rewards(_args(is_reward_customized_from_vlm_module=True), rec, module) == expected  # upstream path
     assert build_rewards(_args(reward_funcs=["rec_iou", "rec_format"]), rec, module) == expected
     assert [f.__name__ for f in expected] == ["iou_reward", "format_reward_rec"]  # upstream's logged names
-    assert module.iou_reward is vr.iou_reward and module.format_reward_rec is vr.format_reward_rec
+    assert module.iou_reward is ur.iou_reward and module.format_reward_rec is ur.format_reward_rec
     # other tasks keep the generic names
-    assert build_rewards(_args(task_type=None), DefaultTask(), module) == [vr.accuracy_reward, vr.format_reward]
+    assert build_rewards(_args(task_type=None), DefaultTask(), module) == [ur.accuracy_reward, ur.format_reward]
     assert vr.available_rewards()["rec_iou"] == vr.available_rewards()["rec_format"] == "builtin"
 
 
@@ -323,7 +325,7 @@ def test_rec_task_rows_and_skip_counts(rec_jsonl, tiny_qwen25_dir, caplog):
         sx, sy = r["resized_size"][0] / r["image_size"][0], r["resized_size"][1] / r["image_size"][1]
         box = [round(v * s) for v, s in zip(r["gt_bbox"], (sx, sy, sx, sy), strict=True)]
         answers.append(_c(f"<answer>{json.dumps(box)}</answer>"))
-    scores = vr.iou_reward(answers, **{k: [r[k] for r in rows] for k in ("gt_bbox", "image_size", "resized_size")})
+    scores = ur.iou_reward(answers, **{k: [r[k] for r in rows] for k in ("gt_bbox", "image_size", "resized_size")})
     # the top bar [0, 0, 1280, 60] -> [0, 0, 588, 28] exactly; the small links lose a little to integer rounding
     assert scores[5] == 1.0 and all(0.7 < s <= 1.0 for s in scores), scores
 
@@ -549,19 +551,19 @@ def test_linear_rec_and_format_rules_match_upstream_patterns(pieces):
     import re
 
     text = "".join(pieces)
-    assert vr.has_rec_format(text) == bool(re.search(vr.REC_FORMAT_PATTERN, text, re.DOTALL))
-    # upstream matches the completion as written, not stripped (vlm_r1.rewards.format_reward)
-    assert vr.format_reward([text]) == [1.0 if re.fullmatch(_REF_FORMAT_RE, text, re.DOTALL) else 0.0]
+    assert ur.has_rec_format(text) == bool(re.search(ur.REC_FORMAT_PATTERN, text, re.DOTALL))
+    # upstream matches the completion as written, not stripped (vlm_r1.upstream.rewards.format_reward)
+    assert ur.format_reward([text]) == [1.0 if re.fullmatch(_REF_FORMAT_RE, text, re.DOTALL) else 0.0]
     m = re.search(_REF_ANSWER_RE, text, re.DOTALL)
     assert answers.answer_blocks(text, 1) == ([m.group(1)] if m else [])
     box = re.search(r"\[(\d+),\s*(\d+),\s*(\d+),\s*(\d+)\]", m.group(1)) if m else None
-    assert vr.extract_rec_box(text) == (tuple(int(v) for v in box.groups()) if box else None)
+    assert ur.extract_rec_box(text) == (tuple(int(v) for v in box.groups()) if box else None)
 
 
 def test_rec_box_numbers_are_bounded():
     d12, d13 = "9" * 12, "1" * 13
-    assert vr.extract_rec_box(f"<answer>[0, 0, {d12}, 5]</answer>") == (0, 0, int(d12), 5)
-    assert vr.extract_rec_box(f"<answer>[0, 0, {d13}, 5] [1, 2, 3, 4]</answer>") is None  # the first bbox counts
+    assert ur.extract_rec_box(f"<answer>[0, 0, {d12}, 5]</answer>") == (0, 0, int(d12), 5)
+    assert ur.extract_rec_box(f"<answer>[0, 0, {d13}, 5] [1, 2, 3, 4]</answer>") is None  # the first bbox counts
     assert _iou("<answer>[0, 0, " + "9" * 155 + ", 5]</answer>", [0, 0, 10, 10]) == 0.0
 
 
@@ -582,7 +584,7 @@ def test_rec_box_numbers_are_bounded():
 def test_rec_iou_unusable_targets_and_sizes_score_zero(gt, sizes):
     text = "<answer>[147, 70, 294, 140]</answer>"
     assert _iou(text, [480, 150, 800, 300]) == pytest.approx(1 / 3)  # the same answer on a usable row
-    out = vr.iou_reward(
+    out = ur.iou_reward(
         [_c(text)], gt_bbox=[gt], image_size=[sizes["image_size"]], resized_size=[sizes["resized_size"]]
     )
     assert out == [0.0]
@@ -622,17 +624,17 @@ def test_geometry_validators():
 
 
 def test_completion_text_is_total():
-    assert vr.completion_text([{"role": "assistant", "content": "x"}]) == "x"
+    assert ur.completion_text([{"role": "assistant", "content": "x"}]) == "x"
     assert (
-        vr.completion_text([{"role": "assistant", "content": [{"type": "text", "text": "a"}, {"text": 3}, "b"]}]) == "a"
+        ur.completion_text([{"role": "assistant", "content": [{"type": "text", "text": "a"}, {"text": 3}, "b"]}]) == "a"
     )
     for odd in ([], None, [{"role": "assistant"}], [{"content": None}], [{"content": 5}], 7):
-        assert vr.completion_text(odd) == ""
+        assert ur.completion_text(odd) == ""
 
 
 def test_accuracy_bounds_numbers_and_is_total():
     def acc(pred: str, sol) -> float:
-        return vr.accuracy_reward([_c(pred)], solution=[sol])[0]
+        return ur.accuracy_reward([_c(pred)], solution=[sol])[0]
 
     d12 = "9" * 12
     assert acc(f"<answer>{d12}.0</answer>", f"<answer> {d12} </answer>") == 1.0  # numeric equality

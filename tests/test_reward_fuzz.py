@@ -3,7 +3,7 @@
 TRL calls each reward on every rank with ``prompts``, ``completions`` (``[{"role": "assistant", "content": text}]``),
 ``completion_ids``, every dataset column as a per-completion list, and ``trainer_state`` / ``log_extra`` /
 ``log_metric``; a reward that raises kills the step. The rows here carry the columns each task writes, named exactly
-as the tasks write them (``gui_grounding.training.task.sample_to_row``, ``vlm_r1.tasks.RECTask`` / ``DefaultTask``), with
+as the tasks write them (``gui_grounding.training.task.sample_to_row``, ``vlm_r1.upstream.tasks.RECTask`` / ``DefaultTask``), with
 hostile values: NaN/inf, inverted, zero-size, huge and malformed boxes and sizes. Completions go up to 20 KB (huge
 integers, NaN/inf tokens, unicode with lone surrogates, nested brackets, many pairs, ``(`` before 16k digits) and the
 fixed cases below up to 1 MB. Every call must return one finite float per completion. Timing is measured by
@@ -29,8 +29,8 @@ from gui_grounding.models.consensus import MAX_SAMPLES
 from gui_grounding.models.prompts import PROMPT_MODES
 from gui_grounding.training.rewards import BOX_ROUNDINGS
 from gui_grounding.training.task import GUIGroundingTask
-from vlm_r1 import accuracy
 from vlm_r1.rewards import available_rewards, resolve_reward
+from vlm_r1.upstream import accuracy
 
 # the task whose rows each reward reads; box rewards need prompt_mode "box"
 TASK_OF = {
@@ -242,7 +242,7 @@ def rows(draw, task: str) -> dict:
 
 
 # A deadline alarm that lands in hypothesis's garbage-collector callback is swallowed there ("Exception ignored in");
-# vlm_r1.accuracy.call_with_deadline fires again, so the call still ends: the report of the swallowed one is noise.
+# vlm_r1.upstream.accuracy.call_with_deadline fires again, so the call still ends: the report of the swallowed one is noise.
 pytestmark = pytest.mark.filterwarnings(
     "ignore:Exception ignored in. <function gc_cumulative_time:pytest.PytestUnraisableExceptionWarning"
 )

@@ -35,6 +35,7 @@ from gui_grounding.training.rewards import (
 from gui_grounding.training.task import sample_to_row
 from tests.helpers.records import assistant
 from vlm_r1 import rewards as vr
+from vlm_r1.upstream import rewards as ur
 
 
 def close(value: float):
@@ -553,7 +554,7 @@ def test_variants_are_declared_by_the_task():
 
 def test_resolve_rewards_all_names():
     names = ["click", "click_format", "format", "accuracy", *VARIANTS]
-    expected = [gg.click_reward, gg.click_format_reward, vr.format_reward, vr.accuracy_reward, *VARIANTS.values()]
+    expected = [gg.click_reward, gg.click_format_reward, ur.format_reward, ur.accuracy_reward, *VARIANTS.values()]
     from gui_grounding.training.task import GUIGroundingTask
 
     assert vr.resolve_rewards(names, GUIGroundingTask()) == expected

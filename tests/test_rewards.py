@@ -14,8 +14,10 @@ from gui_grounding.training import rewards as gg_rewards
 from gui_grounding.training.rewards import click_format_reward, click_reward, score_click, score_click_format
 from gui_grounding.training.task import GUIGroundingTask
 from tests.helpers.records import assistant
-from vlm_r1 import accuracy, answers
+from vlm_r1 import answers
 from vlm_r1 import rewards as vr
+from vlm_r1.upstream import accuracy
+from vlm_r1.upstream import rewards as ur
 
 BOX = [10, 10, 20, 20]
 
@@ -281,7 +283,7 @@ def test_format_reward_exact():
         assistant("<think>a</think><answer>b</answer><answer>c</answer>"),  # .*? may hold tags
         "<think>a</think><answer>b</answer>",
     ]
-    assert vr.format_reward(comps) == [1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0]
+    assert ur.format_reward(comps) == [1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0]
 
 
 @settings(max_examples=300, deadline=None)
@@ -299,7 +301,7 @@ def test_format_rule_is_upstreams_full_match(parts):
 
 
 def _acc(pred: str, sol, method=None) -> float:
-    return vr.accuracy_reward([assistant(pred)], solution=[sol], accu_reward_method=[method])[0]
+    return ur.accuracy_reward([assistant(pred)], solution=[sol], accu_reward_method=[method])[0]
 
 
 def test_accuracy_default_math_verify_numbers_and_partial_credit():
@@ -341,7 +343,7 @@ def test_extract_choice_is_upstreams_heuristic():
 def test_accuracy_all_match_is_not_numeric():
     comps = [assistant("<answer>3.0</answer>"), assistant("<answer>3</answer>"), assistant("<answer>Cat.</answer>")]
     sols = ["<answer> 3 </answer>"] * 2 + ["<answer>cat</answer>"]
-    assert vr.accuracy_reward(comps, solution=sols, accu_reward_method=["all_match"] * 3) == [0.0, 1.0, 1.0]
+    assert ur.accuracy_reward(comps, solution=sols, accu_reward_method=["all_match"] * 3) == [0.0, 1.0, 1.0]
     assert _acc("<answer>a\nb</answer>", "<answer>a b</answer>", "all_match") == 1.0
     assert _acc("<answer>  The   Red  Button </answer>", "the red button", "all_match") == 0.0
 
@@ -373,7 +375,7 @@ def test_accuracy_math():
 
 def test_accuracy_mixed_methods_per_sample():
     comps = [assistant("<answer>2.0</answer>"), assistant("<answer>2.0</answer>")]
-    out = vr.accuracy_reward(comps, solution=["<answer>2</answer>"] * 2, accu_reward_method=["default", "all_match"])
+    out = ur.accuracy_reward(comps, solution=["<answer>2</answer>"] * 2, accu_reward_method=["default", "all_match"])
     assert out == [1.0, 0.0]
 
 
@@ -393,8 +395,8 @@ def test_accuracy_network_and_detection_methods_are_refused_before_training(meth
 def test_accuracy_unknown_or_missing_method_scores_as_default_as_upstream():
     comps = [assistant("<answer>Dark red</answer>"), assistant("<answer>b</answer>")]
     sols = ["<answer>Red</answer>", "<answer>B</answer>"]
-    assert vr.accuracy_reward(comps, solution=sols, accu_reward_method=["bogus", None]) == [6 / 11, 1.0]
-    assert vr.accuracy_reward(comps, solution=sols) == [6 / 11, 1.0]  # no column
+    assert ur.accuracy_reward(comps, solution=sols, accu_reward_method=["bogus", None]) == [6 / 11, 1.0]
+    assert ur.accuracy_reward(comps, solution=sols) == [6 / 11, 1.0]  # no column
 
 
 def test_math_verify_calls_are_timed_by_us_and_bounded(monkeypatch):
@@ -492,10 +494,10 @@ def test_resolve_reward_names():
     task = GUIGroundingTask()
     assert vr.resolve_reward("click", task) is gg_rewards.click_reward
     assert vr.resolve_reward("click_format", task) is gg_rewards.click_format_reward
-    assert vr.resolve_reward("format", task) is vr.format_reward
-    assert vr.resolve_reward("accuracy") is vr.accuracy_reward
+    assert vr.resolve_reward("format", task) is ur.format_reward
+    assert vr.resolve_reward("accuracy") is ur.accuracy_reward
     assert vr.resolve_reward("gui_grounding.training.rewards:click_reward") is gg_rewards.click_reward
-    assert vr.resolve_rewards(["click", "format"], task) == [gg_rewards.click_reward, vr.format_reward]
+    assert vr.resolve_rewards(["click", "format"], task) == [gg_rewards.click_reward, ur.format_reward]
     with pytest.raises(ValueError, match=r"^unknown reward 'click'\. Available: accuracy \(builtin\), format "):
         vr.resolve_reward("click")  # without the task: the core knows no GUI reward
 
@@ -552,7 +554,7 @@ def _patch_reward_entry_points(monkeypatch, eps):
     real = importlib.metadata.entry_points
 
     def fake(**kw):
-        return eps if kw.get("group") == "vlm_r1.rewards" else real(**kw)
+        return [*real(**kw), *eps] if kw.get("group") == "vlm_r1.rewards" else real(**kw)
 
     monkeypatch.setattr(importlib.metadata, "entry_points", fake)
 
@@ -563,7 +565,7 @@ def test_name_registered_twice_is_an_error(monkeypatch):
         with pytest.raises(ValueError, match=r"^reward 'format' is both built in and registered by evil_pkg:format"):
             vr.resolve_reward("format")
         assert vr.available_rewards()["format"] == "CONFLICT: builtin and evil_pkg:format"
-        assert vr.resolve_reward("accuracy") is vr.accuracy_reward  # other names unaffected
+        assert vr.resolve_reward("accuracy") is ur.accuracy_reward  # other names unaffected
     finally:
         monkeypatch.undo()
         vr.REWARDS.refresh()

@@ -9,7 +9,7 @@ from PIL import Image
 from gui_grounding.training.task import GUIGroundingTask
 from tests.helpers.records import task_script_args
 from vlm_r1.modules import get_vlm_module, load_processor
-from vlm_r1.tasks import DefaultTask
+from vlm_r1.upstream.tasks import DefaultTask
 
 
 def test_default_task_reads_upstream_records(tmp_path, tiny_qwen25_dir):

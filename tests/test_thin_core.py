@@ -119,7 +119,7 @@ def _plugin_vocabulary() -> tuple[set[str], set[str]]:
     names |= {key for _, key, _ in task.console_metrics}
     # box_rounding's values: 'float' is a Python type, 'gta1' the core's own loss preset (--loss_preset gta1); and
     # upstream VLM-R1's own REC reward function name (iou_reward, vlm_r1.rewards) stays the core's
-    from vlm_r1.rewards import BUILTIN_REWARDS
+    from vlm_r1.upstream.rewards import UPSTREAM_REWARDS as BUILTIN_REWARDS
 
     names -= {"float", "gta1"} | {fn.__name__ for fn in BUILTIN_REWARDS.values()}
     # 'box' (a prompt mode) is also the core's REC vocabulary ("REC's boxes stay", issue 13): the other modes and the
@@ -231,7 +231,7 @@ def test_one_registry_helper_serves_every_kind():
 
 
 def test_task_spec_with_its_own_options(tmp_path):
-    from vlm_r1.grpo import parse_args
+    from vlm_r1.grpo_jsonl import parse_args
     from vlm_r1.tasks import get_task
 
     spec = f"{__name__}:SpecTask"

@@ -1,4 +1,4 @@
-"""The GRPO CLI in this process: ``vlm_r1.grpo.main(argv)`` trains the tiny Qwen2.5-VL for 2 steps.
+"""The GRPO CLI in this process: ``vlm_r1.grpo_jsonl.main(argv)`` trains the tiny Qwen2.5-VL for 2 steps.
 
 The CLI tests (``tests/test_train_pipeline.py``) run the same entry point in a subprocess; this one calls it directly,
 so a failure shows its real traceback, and the run leaves no global state behind for the next tests: the
@@ -114,7 +114,7 @@ def _argv(model_dir: str, data: str, out: str) -> list[str]:
 
 
 def test_grpo_main_in_process(tiny_qwen25_dir, tmp_path, monkeypatch, global_state):
-    from vlm_r1 import grpo
+    from vlm_r1 import grpo_jsonl as grpo
 
     monkeypatch.syspath_prepend(PLUGINS)  # the toy reward, named as module:function
     data = tmp_path / "train.jsonl"

@@ -18,7 +18,7 @@ from tests.helpers.train import tiny_train_argv
 from vlm_r1 import data as vdata
 from vlm_r1.data import json_text_columns, rows_to_dataset
 from vlm_r1.modules import get_vlm_module, load_processor
-from vlm_r1.tasks import DefaultTask
+from vlm_r1.upstream.tasks import DefaultTask
 
 # --------------------------------------------------------------------------------------------------------------------
 # iter_records: every hostile line is one error, its neighbours are read

@@ -1,4 +1,4 @@
-"""Every upstream VLM-R1 flag keeps upstream's effective default (vlm_r1/upstream_defaults.json, read from upstream
+"""Every upstream VLM-R1 flag keeps upstream's effective default (vlm_r1/upstream/upstream_defaults.json, read from upstream
 at 90052f4 and the transformers 4.49 / trl 0.17 it pins); docs/UPSTREAM.md shows exactly that table; transformers 4.x
 flags removed in 5.x are accepted (mapped or announced)."""
 
@@ -12,9 +12,9 @@ import pytest
 
 from tests.helpers.paths import REPO
 from tests.helpers.train import flags
-from vlm_r1.grpo import parse_args
-from vlm_r1.upstream_defaults import load_rows, markdown_table, our_defaults
-from vlm_r1.upstream_flags import LEGACY_TRAINING_FLAGS
+from vlm_r1.grpo_jsonl import parse_args
+from vlm_r1.upstream.flags import LEGACY_TRAINING_FLAGS
+from vlm_r1.upstream.table import load_rows, markdown_table, our_defaults
 
 ROWS = load_rows()
 

@@ -18,8 +18,8 @@ from importlib.metadata import version
 
 import pytest
 
-from vlm_r1 import accuracy
-from vlm_r1 import rewards as vr
+from vlm_r1.upstream import accuracy
+from vlm_r1.upstream import rewards as ur
 
 PROBES_PATH = os.path.join(os.path.dirname(__file__), "data", "upstream_reward_probes.json")
 with open(PROBES_PATH, encoding="utf-8") as _f:
@@ -29,7 +29,7 @@ ACCURACY, FORMAT = PROBES["accuracy"], PROBES["format"]
 
 def _accuracy(probe: dict) -> float:
     completion = [{"role": "assistant", "content": probe["completion"]}]
-    return vr.accuracy_reward([completion], solution=[probe["solution"]], accu_reward_method=[probe["method"]])[0]
+    return ur.accuracy_reward([completion], solution=[probe["solution"]], accu_reward_method=[probe["method"]])[0]
 
 
 def _id(probe: dict) -> str:
@@ -55,7 +55,7 @@ def test_accuracy_gives_upstreams_value(probe):
 
 @pytest.mark.parametrize("probe", FORMAT, ids=lambda p: p["note"])
 def test_format_gives_upstreams_value(probe):
-    assert vr.format_reward([[{"role": "assistant", "content": probe["completion"]}]]) == [probe["expected"]]
+    assert ur.format_reward([[{"role": "assistant", "content": probe["completion"]}]]) == [probe["expected"]]
 
 
 def test_accuracy_outside_the_main_thread_gives_upstreams_value():

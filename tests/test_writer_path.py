@@ -430,7 +430,7 @@ def test_debug_log_appends_blocks_whole(tmp_path):
     """The ``DEBUG_MODE`` rollout log appends through ``LineAppender.write_block``: a torn last line (an earlier
     crash) is ended first, a lone surrogate in a completion is escaped instead of stopping training, and the text is
     otherwise exactly the rendered blocks."""
-    from vlm_r1.debug_log import RolloutDebugLog
+    from vlm_r1.upstream.debug_log import RolloutDebugLog
 
     log_path = tmp_path / "logs" / "debug_log_run.txt"
     log_path.parent.mkdir()

@@ -1,7 +1,7 @@
 """The completion-text rules every reward shares (one home): the text of a completion, the ``<think>`` / ``<answer>``
 blocks as upstream VLM-R1's regexes read them (restated as linear scans, each quoting the pattern it replaces), and the
 bound on number tokens (:data:`MAX_NUMBER_DIGITS`) that keeps every parsed coordinate finite. Used by the core's
-rewards (:mod:`vlm_r1.rewards`, :mod:`vlm_r1.accuracy`), the family modules and the GUI plugin's point parser.
+rewards (:mod:`vlm_r1.upstream.rewards`, :mod:`vlm_r1.upstream.accuracy`), the family modules and the GUI plugin's point parser.
 """
 
 from __future__ import annotations
@@ -106,3 +106,9 @@ def has_think_answer_format(text: str) -> bool:
         return False
     start = _answer_after_think(text, len(_THINK_OPEN))
     return 0 <= start <= len(text) - len(_ANSWER_CLOSE)
+
+
+# A bbox as upstream VLM-R1's REC rewards parse it (qwen_module.py / internvl_module.py at 90052f4): four unsigned
+# integers, "[a,b,c,d]" with optional whitespace after each comma only. Linear: a match can only start at "[", and the
+# span it scans (digits, commas, whitespace) holds no other "[".
+REC_BOX = re.compile(r"\[(\d+),\s*(\d+),\s*(\d+),\s*(\d+)\]")

@@ -14,12 +14,14 @@ learns ``num_generations`` before it picks the batch flags. So the flow of every
 the recipe per file (path, size, mtime), so a second consumer of the same command line (the plan, then the dry run; a
 test that parses twice) reads and parses nothing again.
 
-On top of ``trl.TrlParser`` the parse keeps upstream VLM-R1's and GTA1's command lines working: bare boolean flags mean
-true (:func:`allow_bare_bools`), every transformers 4.49 ``TrainingArguments`` flag that 5.x removed is accepted
-(``vlm_r1.upstream_flags.LEGACY_TRAINING_FLAGS``: mapped to its successor with a notice, or announced as having no effect),
-numeric flags and their recipe values get the project's number types (:func:`strict_numbers`), and ``str | list[str]``
-flags take several words (:func:`allow_word_lists`). The recipe and a ``--deepspeed`` JSON are read by the side-file
-rule (:func:`check_side_files`).
+A foreign command line (upstream VLM-R1's, GTA1's) is a :class:`vlm_r1.dialect.Dialect` its entry point hands to
+:func:`parse`: the dialect's dataclasses are parsed with the core's, its defaults replace the dataclasses' (below an
+entry point's own, the recipe and the flags), and its ``translate`` hook rewrites its flags into core values
+(``vlm_r1.upstream``: every transformers 4.49 ``TrainingArguments`` flag 5.x removed is mapped to its successor with a
+notice, or announced as having no effect). On top of ``trl.TrlParser``, bare boolean flags mean true
+(:func:`allow_bare_bools`), numeric flags and their recipe values get the project's number types
+(:func:`strict_numbers`), and ``str | list[str]`` flags take several words (:func:`allow_word_lists`). The recipe and a
+``--deepspeed`` JSON are read by the side-file rule (:func:`check_side_files`).
 """
 
 from __future__ import annotations
@@ -34,8 +36,8 @@ from typing import Any
 from groundwork.argtypes import integer, number
 from groundwork.argtypes import value as checked_value
 from groundwork.records import load_json_file, load_yaml_file
-from vlm_r1.tasks import all_task_options, task_options_class
-from vlm_r1.upstream_flags import LegacyTrainingArguments
+from vlm_r1.dialect import CORE, Dialect
+from vlm_r1.tasks import DEFAULT_TASK, all_task_options, task_options_class
 
 #: a usage line argparse prints above every usage error (the full one is ~240 lines; ``--help`` has it)
 SHORT_USAGE = "%(prog)s [--config FILE.yaml] [--FLAG VALUE ...]"
@@ -133,10 +135,11 @@ class CommandLine:
         namespace: every parsed value (flag > recipe > entry-point default > dataclass default).
         sources: ``{field: "flag --NAME" | "--config PATH"}`` for the fields set on the command line or in the recipe
             (values equal to the defaults count too); :meth:`source` gives ``"default"`` for the rest.
-        notices: one line per upstream (transformers 4.x) flag given, saying what it became.
+        notices: one line per foreign flag given (the dialect's ``translate``), saying what it became.
         options_class: the task's options dataclass (``Task.options_class``), or None.
         task_type: the task the command line asks for (phase 1).
         recipe: the recipe's values (``{}`` without ``--config``).
+        dialect: the command-line dialect it was parsed in (:data:`vlm_r1.dialect.CORE` for the core's own).
     """
 
     argv: tuple[str, ...]
@@ -147,6 +150,7 @@ class CommandLine:
     options_class: type | None = None
     task_type: str | None = None
     recipe: dict = field(default_factory=dict)
+    dialect: Dialect = CORE
 
     def value(self, name: str, default: Any = None) -> Any:
         """The parsed value of ``name`` (``default`` when no dataclass has such a field)."""
@@ -169,6 +173,14 @@ class CommandLine:
             out.append(dtype(**{k: v for k, v in values.items() if k in keys}))
         options = out.pop() if self.options_class is not None else None
         return out, options
+
+    def dialect_objects(self) -> list:
+        """One instance per dataclass of the dialect (``Dialect.argument_classes``), from the parsed values."""
+        values = copy.deepcopy(vars(self.namespace))
+        return [
+            cls(**{f.name: values[f.name] for f in fields(cls) if f.init and f.name in values})
+            for cls in self.dialect.argument_classes
+        ]
 
 
 _PARSED: dict[tuple, CommandLine] = {}
@@ -225,22 +237,6 @@ def _given_flags(parser, args: list[str]) -> set[str]:
     return set(vars(namespace))
 
 
-def _apply_legacy(parser, namespace: argparse.Namespace, given: set[str]) -> list[str]:
-    """Map the transformers 4.x flags in ``namespace`` onto their successors (not over a value the user set) and
-    return one notice per flag given (``LegacyTrainingArguments.successors``)."""
-    legacy = LegacyTrainingArguments(
-        **{f.name: getattr(namespace, f.name, None) for f in fields(LegacyTrainingArguments)}
-    )
-    overrides, notices = legacy.successors(given)
-    actions = {a.dest: a for a in parser._actions}
-    for target, value in overrides.items():
-        action = actions.get(target)
-        if isinstance(value, str) and action is not None and callable(action.type):
-            value = action.type(value)  # what argparse does with a string default
-        setattr(namespace, target, value)
-    return notices
-
-
 def parse(
     dataclass_types: Sequence[type],
     argv: Sequence[str],
@@ -250,10 +246,14 @@ def parse(
     unknown_hint: Any = None,
     options_class: type | None = None,
     task_type: str | None = None,
+    dialect: Dialect = CORE,
 ) -> CommandLine:
     """Parse ``argv`` and its recipe once (see the module docstring); an equal call returns the cached result.
 
-    ``defaults`` replaces field defaults (an entry point's own, e.g. GTA1's; the recipe and the flags win over them).
+    ``dialect`` (:class:`vlm_r1.dialect.Dialect`, default the core's own): its dataclasses are parsed too, its defaults
+    replace the dataclasses' own, its ``translate`` hook runs on the parsed values (notices: :attr:`CommandLine.notices`).
+    ``defaults`` replaces field defaults above the dialect's (an entry point's own, e.g. GTA1's; the recipe and the
+    flags win over them).
     Unknown flags, and recipe keys no dataclass has, are an argparse error; ``unknown_hint(unknown) -> str`` may add a
     hint to its message. ``parser_kwargs`` go to the ``ArgumentParser`` (e.g. ``epilog``). ``options_class`` is parsed
     with the others and returned apart by :meth:`CommandLine.objects`.
@@ -264,7 +264,7 @@ def parse(
     """
     argv = list(argv)
     types = tuple(dataclass_types) + ((options_class,) if options_class is not None else ())
-    key = (types, tuple(argv), repr(sorted((defaults or {}).items())), repr(parser_kwargs), task_type)
+    key = (types, tuple(argv), repr(sorted((defaults or {}).items())), repr(parser_kwargs), task_type, id(dialect))
     if key in _PARSED:
         return _PARSED[key]
     check_side_files(argv)
@@ -275,7 +275,8 @@ def parse(
         i = args.index("--config")
         del args[i : i + 2]
     config_name = f"--config {path}" if path is not None else "--config"
-    parser = _build_parser((*types, LegacyTrainingArguments), parser_kwargs, config_name)
+    parser = _build_parser((*types, *dialect.argument_classes), parser_kwargs, config_name)
+    _dialect_defaults(parser, dialect)
     if defaults:
         parser.set_defaults(**defaults)
     config_unknown = parser.set_defaults_with_config(**recipe)
@@ -286,14 +287,18 @@ def parse(
         parser.error(f"unrecognized arguments: {' '.join(unknown)} ({hint or 'see --help'})")
     sources = {str(k): f"--config {path}" for k in recipe}
     sources.update({name: f"flag --{name}" for name in _given_flags(parser, args)})
-    notices = _apply_legacy(parser, namespace, set(sources))
-    result = CommandLine(tuple(argv), types, namespace, sources, notices, options_class, task_type, recipe)
+    notices = dialect.translate(parser, namespace, set(sources))
+    result = CommandLine(tuple(argv), types, namespace, sources, notices, options_class, task_type, recipe, dialect)
     _PARSED[key] = result
     return result
 
 
 def parse_task(
-    dataclass_types: Sequence[type], argv: Sequence[str], *, defaults: dict[str, Any] | None = None
+    dataclass_types: Sequence[type],
+    argv: Sequence[str],
+    *,
+    defaults: dict[str, Any] | None = None,
+    dialect: Dialect = CORE,
 ) -> CommandLine:
     """:func:`parse` in two phases: the task first (:func:`task_type_of`), then ``dataclass_types`` together with the
     options dataclass that task declares (``Task.options_class``, ``vlm_r1.tasks``).
@@ -312,7 +317,7 @@ def parse_task(
     except ValueError as err:
         argparse.ArgumentParser(add_help=False).error(str(err))
     types = (*dataclass_types, *((options_class,) if options_class is not None else ()))
-    known = {f.name for t in (*types, LegacyTrainingArguments) for f in fields(t)}
+    known = {f.name for t in types for f in fields(t)} | dialect.extra_fields()
     kwargs = None
     if "-h" in argv or "--help" in argv:
         kwargs = {"epilog": _task_options_epilog(), "formatter_class": _HelpFormatter}
@@ -324,7 +329,21 @@ def parse_task(
         unknown_hint=_other_tasks_hint(task_type),
         options_class=options_class,
         task_type=task_type,
+        dialect=dialect,
     )
+
+
+def _dialect_defaults(parser: argparse.ArgumentParser, dialect: Dialect) -> None:
+    """The dialect's defaults on the parser's flags (a field the parsed dataclasses lack is left out), each flag's
+    help saying why: ``Default here: NOTE.`` (TRL's ``(default)`` marks, which name TRL's value, removed)."""
+    actions = {a.dest: a for a in parser._actions}
+    present = {k: v for k, v in dialect.defaults.items() if k in actions}
+    if present:
+        parser.set_defaults(**present)
+    for name, note in dialect.default_notes.items():
+        action = actions.get(name)
+        if action is not None and action.help:
+            action.help = action.help.replace(" (default)", "") + f" Default here: {note}."
 
 
 # ---- the earlier function forms (one parse underneath) ----------------------------------------------------------------
@@ -500,8 +519,8 @@ def _other_tasks_hint(task_type: str | None):
             f"--{f.name} is an option of --task_type {name}"
             for name, cls in all_task_options().items()
             for f in fields(cls)
-            if f.name in flags and name != (task_type or "default")
+            if f.name in flags and name != (task_type or DEFAULT_TASK)
         ]
-        return "; ".join(owners) + f"; this run's task_type is {task_type or 'default'}" if owners else ""
+        return "; ".join(owners) + f"; this run's task_type is {task_type or DEFAULT_TASK}" if owners else ""
 
     return hint

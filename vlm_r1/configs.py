@@ -8,8 +8,8 @@ Parsed together, once per command line, by :mod:`vlm_r1.command_line` (``trl.Trl
   loss presets (``--loss_preset``), DAPO-style dynamic sampling (``--dynamic_sampling``) and the multi-node
   preflight (``--preflight``, ``--preflight_timeout``, ``--preflight_min_free_gib``; ``vlm_r1.preflight``);
 * :class:`GRPOModelConfig`: ``trl.ModelConfig`` + ``--freeze_vision_modules``;
-* :class:`vlm_r1.upstream_flags.UpstreamCompatArguments`: flags upstream VLM-R1 accepted that TRL 1.16 renamed or dropped. Renamed ones are
-  mapped with a warning; ones that cannot apply warn loudly. Nothing is silently ignored.
+* a dialect's own dataclasses (:class:`vlm_r1.dialect.Dialect`): upstream VLM-R1's command line adds the flags TRL 1.16
+  renamed or dropped and transformers 4.x's removed ones (``vlm_r1.upstream.flags``), each mapped or announced.
 
 Loss presets (``--loss_preset``, table :data:`LOSS_PRESETS`) against their sources, as TRL 1.16 computes them:
 
@@ -270,63 +270,17 @@ def _preset_help() -> str:
     return "; ".join(lines)
 
 
-# ---- upstream VLM-R1's effective defaults ----------------------------------------------------------------------------
-# Where TRL 1.16 / transformers 5.23 default differently from what upstream VLM-R1 (90052f4, pinned to trl 0.17.0 and
-# transformers 4.49.0) actually ran, the core takes upstream's effective value (docs/UPSTREAM.md "Defaults" has the
-# full table with every upstream flag; tests/test_upstream_defaults.py pins it). field -> (value, where it comes from).
-UPSTREAM_EFFECTIVE_DEFAULTS: dict[str, tuple[Any, str]] = {
-    "beta": (0.04, "omm/src/open_r1/trainer/grpo_config.py:291-292 (beta 0.04)"),
-    "loss_type": ("grpo", "omm/src/open_r1/trainer/grpo_trainer.py:771: per-sequence token mean, then batch mean"),
-    "max_completion_length": (256, "omm/src/open_r1/trainer/grpo_config.py:177-178"),
-    "top_k": (
-        50,
-        "grpo_trainer.py:373-377 samples from GenerationConfig(do_sample=True, temperature=1), whose "
-        "class default top_k is 50 under transformers 4.49 (generation/configuration_utils.py:423); "
-        "4.49's _prepare_generation_config (generation/utils.py:1550-1559) only falls back the special "
-        "tokens to the model's generation config",
-    ),
-    "logging_steps": (500, "transformers 4.49 TrainingArguments default (upstream's GRPOConfig does not override it)"),
-    "gradient_checkpointing": (False, "transformers 4.49 TrainingArguments default"),
-    "bf16": (False, "transformers 4.49 TrainingArguments default (upstream scripts pass --bf16)"),
-    "optim": ("adamw_torch", "transformers 4.49 TrainingArguments default (5.x: adamw_torch_fused, same update)"),
-    "average_tokens_across_devices": (False, "transformers 4.49 TrainingArguments default"),
-    "use_bias_correction_kl": (False, "grpo_trainer.py:760-764: plain k3 KL per token, no importance-ratio factor"),
-    "resume_from_checkpoint": (
-        "latest",
-        "grpo_jsonl.py:1058-1061 resumes from output_dir's checkpoint-* whenever "
-        "one exists; ours takes the newest COMPLETE one; 'false' starts fresh",
-    ),
-}
-
-
-def _trl_help(name: str, note: str) -> dict:
-    """Metadata for a re-declared ``GRPOConfig`` field: TRL's own help, less what it says about TRL's default (a
-    ``(default)`` mark, as in ``If `0.0` (default)``: ours differs), plus why our default is what it is."""
-    import re
-
-    base = next(f for f in fields(GRPOConfig) if f.name == name).metadata
-    trl_help = re.sub(r" \(default\)", "", base.get("help", ""))
-    note = note.replace("omm/", "om-ai-lab/VLM-R1@90052f4 src/open-r1-multimodal/")  # the repository, pinned
-    return {**base, "help": f"{trl_help} Default here: upstream VLM-R1's effective value ({note})."}
-
-
-def _up(name: str) -> Any:
-    return field(
-        default=UPSTREAM_EFFECTIVE_DEFAULTS[name][0], metadata=_trl_help(name, UPSTREAM_EFFECTIVE_DEFAULTS[name][1])
-    )
-
-
 @dataclass
 class VLMGRPOConfig(GRPOConfig):
-    """``trl.GRPOConfig`` with upstream VLM-R1's effective defaults, vision-token banning, loss presets and dynamic
-    sampling.
+    """``trl.GRPOConfig`` + vision-token banning, loss presets, dynamic sampling, shared prompts and the preflight.
 
-    Defaults: where TRL 1.16 / transformers 5.23 differ from what upstream VLM-R1 ran, the field is re-declared with
-    upstream's effective value (:data:`UPSTREAM_EFFECTIVE_DEFAULTS`: beta 0.04, loss_type ``grpo``,
-    max_completion_length 256, top_k 50, logging_steps 500, no gradient checkpointing, bf16 off, ...); ``report_to``
-    keeps transformers 5's ``none``. GTA1's settings (beta 0, completion 128, ...) live in its recipes
-    (``recipes/gta1/*.yaml``) and its entry point (``python -m gui_grounding.train``), never here. ``--bf16`` /
-    ``--tf32`` where the hardware lacks them (CPU) warn and fall back to fp32 (:func:`vlm_r1.devices.apply_device_defaults`).
+    Defaults: TRL 1.16's and transformers 5.23's (``report_to`` ``none``, as transformers 5). A command-line dialect
+    replaces some at parse time (:class:`vlm_r1.dialect.Dialect` ``defaults``): ``python -m vlm_r1.grpo_jsonl`` gets
+    upstream VLM-R1's effective values (``vlm_r1.upstream.defaults``: beta 0.04, loss_type ``grpo``,
+    max_completion_length 256, top_k 50, logging_steps 500, ...). GTA1's settings (beta 0, completion 128, ...) live in
+    its recipes (``recipes/gta1/*.yaml``) and its entry point (``python -m gui_grounding.train``), never here.
+    ``--bf16`` / ``--tf32`` where the hardware lacks them (CPU) warn and fall back to fp32
+    (:func:`vlm_r1.devices.apply_device_defaults`).
 
     ``loss_preset`` is resolved in ``__post_init__``: a preset field counts as set by the user when its value differs
     from this class's default. The command line (``vlm_r1.grpo.parse_args``) re-resolves it with the
@@ -335,24 +289,13 @@ class VLMGRPOConfig(GRPOConfig):
     ``loss_preset_overrides`` (``{field: user value}``) and in the lines :meth:`resolve_loss_preset` returns.
     """
 
-    beta: float = _up("beta")
-    loss_type: str = _up("loss_type")
-    max_completion_length: int | None = _up("max_completion_length")
-    top_k: int = _up("top_k")
-    logging_steps: float = _up("logging_steps")
-    gradient_checkpointing: bool = _up("gradient_checkpointing")
-    bf16: bool | None = _up("bf16")
-    optim: str = _up("optim")
-    average_tokens_across_devices: bool = _up("average_tokens_across_devices")
-    use_bias_correction_kl: bool = _up("use_bias_correction_kl")
-    resume_from_checkpoint: str | None = _up("resume_from_checkpoint")
     report_to: None | str | list[str] = field(
         default="none",
         metadata={
             "help": "The list of integrations to report results and logs to (tensorboard, wandb, ...; 'none' "
-            "for none). Default 'none', as transformers 5: the one documented exception to upstream VLM-R1's "
-            "effective defaults (transformers 4.49's 'all' would start every installed integration, wandb "
-            "included; upstream's scripts pass --report_to explicitly)."
+            "for none). Default 'none', as transformers 5, also under upstream VLM-R1's command line: the one "
+            "documented exception to its effective defaults (transformers 4.49's 'all' would start every installed "
+            "integration, wandb included; upstream's scripts pass --report_to explicitly)."
         },
     )
 

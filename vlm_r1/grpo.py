@@ -1,5 +1,8 @@
-"""GRPO on JSONL data, with upstream VLM-R1's flag surface, on TRL: the library behind ``python -m vlm_r1.grpo_jsonl``
-(parse the command line, build model, processor, data, rewards and trainer, train).
+"""GRPO on JSONL data on TRL: the library behind ``python -m vlm_r1.grpo_jsonl`` (parse the command line, build model,
+processor, data, rewards and trainer, train). That entry point speaks upstream VLM-R1's command line: it hands the
+upstream dialect (``vlm_r1.upstream.UPSTREAM``, a :class:`vlm_r1.dialect.Dialect`: upstream's legacy flags, effective
+defaults and rollout log) to :func:`main`; called without one, the functions here parse the core's own flags with TRL's
+defaults.
 
 Example (upstream REC records, a tiny model)::
 
@@ -25,21 +28,20 @@ from groundwork import pixel_budget
 from groundwork.argtypes import from_env, integer
 from groundwork.outputs import write_text
 from groundwork.pixel_budget import update_run_info
-from vlm_r1.accuracy import check_accuracy_methods
 from vlm_r1.command_line import CommandLine, parse_task
 from vlm_r1.configs import GRPOModelConfig, GRPOScriptArguments, VLMGRPOConfig
 from vlm_r1.data import concatenate_record_datasets, load_data_config, requested_count, sampling_indices
+from vlm_r1.dialect import CORE, Dialect
 from vlm_r1.launch import input_errors, load_policy_model, save_final, setup_logging, with_transform_of
 from vlm_r1.modules import get_vlm_module
 from vlm_r1.preflight import preflight_from_argv
 from vlm_r1.rewards import resolve_rewards
 from vlm_r1.tasks import get_task
-from vlm_r1.upstream_flags import UpstreamCompatArguments
 
 logger = logging.getLogger("vlm_r1")
 
 
-ARG_DATACLASSES = (GRPOScriptArguments, VLMGRPOConfig, GRPOModelConfig, UpstreamCompatArguments)
+ARG_DATACLASSES = (GRPOScriptArguments, VLMGRPOConfig, GRPOModelConfig)
 #: where an entry point's pixel-budget defaults come from (``PixelBudget.sources`` of values no flag or recipe set)
 DEFAULT_BUDGET_SOURCE = (
     "default of vlm_r1.grpo_jsonl (upstream VLM-R1 src/open-r1-multimodal/src/open_r1/grpo_jsonl.py "
@@ -56,33 +58,34 @@ def _usage_error(message: str) -> None:
     argparse.ArgumentParser(prog=os.path.basename(sys.argv[0]) or "vlm_r1.grpo_jsonl", add_help=False).error(message)
 
 
-def command_line(argv: list[str] | None = None, *, defaults: dict | None = None) -> CommandLine:
+def command_line(
+    argv: list[str] | None = None, *, defaults: dict | None = None, dialect: Dialect = CORE
+) -> CommandLine:
     """The one parse of a training command line (:func:`vlm_r1.command_line.parse_task`: the task first, then the
-    core's and the task's flags, the recipe read once); the preflight, the launch plan and :func:`parse_args` share
-    it."""
-    return parse_task(ARG_DATACLASSES, list(argv) if argv is not None else sys.argv[1:], defaults=defaults)
+    core's, the task's and the ``dialect``'s flags, the recipe read once); the preflight, the launch plan and
+    :func:`parse_args` share it."""
+    argv = list(argv) if argv is not None else sys.argv[1:]
+    return parse_task(ARG_DATACLASSES, argv, defaults=defaults, dialect=dialect)
 
 
 def parse_args(
     argv: list[str] | None = None,
     *,
     defaults: dict | None = None,
-    dataset_name_as_data: bool = False,
     default_source: str = DEFAULT_BUDGET_SOURCE,
     parsed: CommandLine | None = None,
     overrides: dict | None = None,
+    dialect: Dialect = CORE,
 ):
     """``(script_args, training_args, model_args)`` of a command line (and its ``--config``).
 
     Two phases (:func:`command_line`): the task is read first (``--task_type``, else the ``--config`` YAML's
     ``task_type``, else ``defaults``), then its own flags (``Task.options_class``) are parsed with the core's; the
-    parsed options are ``script_args.task_options`` (None for a task without options). Upstream command lines parse as
-    they did (:mod:`vlm_r1.command_line`): bare boolean flags, every transformers 4.49 ``TrainingArguments`` flag
-    (mapped or announced), upstream flags TRL renamed or dropped (``UpstreamCompatArguments``). Then:
+    parsed options are ``script_args.task_options`` (None for a task without options). A dialect's flags are parsed
+    too and its hooks run (:class:`vlm_r1.dialect.Dialect`: upstream VLM-R1's maps its legacy and renamed flags and
+    reads ``--dataset_name`` in upstream's and GTA1's forms, ``vlm_r1.upstream.flags``). Then:
 
     * ``--image_root DIR`` is the image folder of every data file that gets none from ``--image_folders``;
-    * ``--dataset_name FILE.yaml`` (upstream ``grpo_rec.py``'s form) is read as a ``--data_config`` mixture, and the
-      task becomes ``rec`` unless ``--task_type`` says otherwise; any other ``--dataset_name`` has no effect here;
     * ``--loss_preset`` is resolved with the command-line rule: a preset field counts as set by the user when its flag
       is on the command line or its key is in the ``--config`` YAML (even at the default value); the user's value then
       wins and a conflict with the preset is logged (``LOSS PRESET:`` warning lines).
@@ -90,44 +93,22 @@ def parse_args(
     Args:
         argv: the arguments (default ``sys.argv[1:]``); not read when ``parsed`` is given.
         defaults: field defaults that replace the dataclasses' own (an entry point's defaults, e.g. GTA1's).
-        dataset_name_as_data: a ``--dataset_name`` that is not a YAML is the data file (GTA1's
-            ``src/grpo_grounding.py`` form: ``--dataset_name FILE.json --image_root DIR``).
         default_source: where the entry point's pixel-budget defaults come from (``script_args.budget_sources``,
             ``{flag: "flag --NAME" | "--config PATH" | default_source}``, read by :func:`load_processor_and_budget`).
         parsed: the command line already parsed (:func:`command_line`), so nothing is parsed again.
         overrides: field values that replace the parsed ones (the launch plan's batch flags).
+        dialect: the command-line dialect (:class:`vlm_r1.dialect.Dialect`); not read when ``parsed`` is given (its
+            own dialect is).
     """
-    cl = parsed if parsed is not None else command_line(argv, defaults=defaults)
-    (script_args, training_args, model_args, compat), options = cl.objects(**(overrides or {}))
+    cl = parsed if parsed is not None else command_line(argv, defaults=defaults, dialect=dialect)
+    (script_args, training_args, model_args), options = cl.objects(**(overrides or {}))
     script_args.task_options = options
     for line in cl.notices:
         logger.warning("UPSTREAM FLAG: %s", line)
     where = cl.sources
     given = set(where)
     script_args.budget_sources = {flag: where.get(flag, default_source) for flag in BUDGET_FLAGS}
-    dataset_name = compat.dataset_name
-    if (
-        dataset_name
-        and dataset_name.lower().endswith((".yaml", ".yml"))
-        and not (script_args.data_file_paths or script_args.data_config)
-    ):
-        script_args.data_config = dataset_name
-        compat.dataset_name = None
-        logger.warning(
-            "UPSTREAM FLAG: --dataset_name %s is upstream grpo_rec.py's data config: read as --data_config",
-            dataset_name,
-        )
-        if "task_type" not in given:
-            script_args.task_type = "rec"
-            logger.warning(
-                "UPSTREAM FLAG: --dataset_name YAML without --task_type: task_type rec (grpo_rec.py trains REC)"
-            )
-    elif dataset_name and dataset_name_as_data and not (script_args.data_file_paths or script_args.data_config):
-        script_args.data_file_paths = dataset_name
-        compat.dataset_name = None
-        logger.info("--dataset_name %s: the data file (GTA1 form)", dataset_name)
-    for line in compat.apply(training_args, model_args):
-        logger.warning("UPSTREAM FLAG: %s", line)
+    cl.dialect.finish(cl.dialect_objects(), script_args, training_args, model_args, given)
     script_args.apply_image_root()
     if training_args.loss_preset != "none":
         for line in training_args.resolve_loss_preset(given):
@@ -401,7 +382,7 @@ def write_run_info(output_dir, trainer, script_args, task, vlm_module, processor
     return path
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None, *, dialect: Dialect = CORE) -> None:
     """Build everything from the command line and train; saves the final model + processor to ``--output_dir``.
 
     With ``--preflight`` on (auto: ``WORLD_SIZE > 1``) the multi-node preflight (``vlm_r1.preflight``) runs first and
@@ -409,18 +390,20 @@ def main(argv: list[str] | None = None) -> None:
     checkpoints.
 
     An input error (a flag or ``--config`` value, the data config, a data file, the distributed environment) ends
-    the run with one ``vlm_r1.grpo_jsonl: error: ...`` line and status 2 (:func:`vlm_r1.launch.input_errors`)."""
+    the run with one ``vlm_r1.grpo_jsonl: error: ...`` line and status 2 (:func:`vlm_r1.launch.input_errors`).
+    ``dialect``: the command line's (:class:`vlm_r1.dialect.Dialect`; the entry point passes upstream VLM-R1's)."""
 
     with input_errors("vlm_r1.grpo_jsonl"):
         setup_logging()
         argv = list(sys.argv[1:] if argv is None else argv)
-        cl = command_line(argv)  # the one parse: argparse values and their sources, no dataclass built yet
+        cl = command_line(argv, dialect=dialect)  # the one parse: values and their sources, no dataclass built yet
         preflight_from_argv(argv, parsed=cl)  # before the dataclasses, whose TrainingArguments create the process group
-        train(*parse_args(parsed=cl))
+        train(*parse_args(parsed=cl), dialect=dialect)
 
 
-def train(script_args, training_args, model_args) -> None:
-    """Build model, processor, data, rewards and trainer from parsed arguments and train (the body of ``main``)."""
+def train(script_args, training_args, model_args, *, dialect: Dialect = CORE) -> None:
+    """Build model, processor, data, rewards and trainer from parsed arguments and train (the body of ``main``);
+    ``dialect``'s rollout log (:class:`vlm_r1.dialect.Dialect`) goes to the trainer."""
     from trl import get_peft_config
 
     from vlm_r1.trainer import VLMGRPOTrainer
@@ -442,10 +425,10 @@ def train(script_args, training_args, model_args) -> None:
     dataset, eval_dataset, mixture = build_datasets(script_args, training_args, task, processor, vlm_module)
     logger.info("task=%s train rows=%d", task.name, len(dataset))
     reward_funcs = build_rewards(script_args, task, vlm_module)
-    if any(getattr(f, "__name__", "") == "accuracy_reward" for f in reward_funcs) and (
-        "accu_reward_method" in dataset.column_names
-    ):
-        check_accuracy_methods(set(dataset.with_format(None)["accu_reward_method"]))
+    for func in reward_funcs:  # a reward's own check of the data (vlm_r1.rewards: check_dataset)
+        check = getattr(func, "check_dataset", None)
+        if callable(check):
+            check(dataset)
 
     if training_args.beta != 0.0 and model_args.model_revision not in (None, "main"):
         # TRL builds the reference model (beta != 0) from the policy's config path with args.model_init_kwargs (the
@@ -472,7 +455,7 @@ def train(script_args, training_args, model_args) -> None:
     from vlm_r1.preemption import PREEMPT_FILE, PreemptionCallback
 
     # what the task declares (vlm_r1.tasks.Task; getattr: plugins need not subclass Task)
-    trainer.debug_columns = dict(getattr(task, "debug_columns", {}))  # DEBUG_MODE log lines (vlm_r1.debug_log)
+    trainer.rollout_log = dialect.rollout_log(dict(getattr(task, "debug_columns", {})))  # e.g. upstream's DEBUG_MODE
     trainer.add_callback(StepStatsCallback(trainer, aliases=getattr(task, "metric_aliases", {})))  # timing, tokens/s
     trainer.add_callback(RankPerfCallback(trainer))  # perf/rank{r}/tokens_per_s, perf/rank{r}/peak_mem_gib per log
     use_compact_console(trainer, getattr(task, "console_metrics", ()))  # one line per step; full dicts in logs.jsonl

@@ -42,6 +42,7 @@ from vlm_r1.launch import (
 )
 from vlm_r1.modules import get_vlm_module
 from vlm_r1.tasks import get_task
+from vlm_r1.upstream import TRANSFORMERS_4
 
 logger = logging.getLogger("vlm_r1")
 
@@ -97,12 +98,12 @@ def parse_args(argv: list[str] | None = None):
 
     Same parser as ``vlm_r1.grpo_jsonl`` (:func:`vlm_r1.command_line.parse_task`, one parse): the task first, then its own
     flags with the core's (``script_args.task_options``), bare boolean flags, transformers 4.x ``TrainingArguments``
-    flags mapped to their successors or announced. Defaults: :data:`SFT_DEFAULTS`.
+    flags mapped to their successors or announced (``vlm_r1.upstream.TRANSFORMERS_4``). Defaults: :data:`SFT_DEFAULTS`.
     """
     import argparse
 
     argv = list(argv) if argv is not None else sys.argv[1:]
-    cl = parse_task((DataArguments, VLMSFTConfig, GRPOModelConfig), argv, defaults=SFT_DEFAULTS)
+    cl = parse_task((DataArguments, VLMSFTConfig, GRPOModelConfig), argv, defaults=SFT_DEFAULTS, dialect=TRANSFORMERS_4)
     (script_args, training_args, model_args), options = cl.objects()
     script_args.task_options = options
     for line in cl.notices:

@@ -13,7 +13,8 @@ Added on top of TRL (through narrow hooks, nothing copied):
 * LoRA default targets: ``--use_peft true`` without ``--lora_target_modules`` targets every ``nn.Linear`` of the
   language model except ``lm_head``, never the vision tower (upstream's finder, :func:`default_lora_target_modules`);
   an explicit ``--lora_target_modules`` is honoured (upstream overwrote it);
-* upstream's ``DEBUG_MODE=true`` / ``LOG_PATH`` rollout log (:mod:`vlm_r1.debug_log`), written after scoring.
+* a dialect's rollout log (``rollout_log``, :class:`vlm_r1.dialect.Dialect`; upstream's ``DEBUG_MODE=true`` /
+  ``LOG_PATH`` file), called after scoring.
 
 KL (``--beta > 0``) is TRL's own, unchanged: TRL loads the reference model from the policy's checkpoint with the class
 named in ``config.architectures`` (``Qwen2_5_VLForConditionalGeneration``; upstream VLM-R1 used
@@ -37,9 +38,7 @@ from trl import GRPOTrainer
 
 from groundwork.outputs import LineAppender
 from vlm_r1 import shared_prompt as sp
-from vlm_r1.debug_log import RolloutDebugLog, debug_enabled, render_rollouts, reward_role
 from vlm_r1.launch import FindUnusedParametersFromModel
-from vlm_r1.rewards import completion_text
 from vlm_r1.shared_prompt_trainer import SharedPromptMixin
 
 logger = logging.getLogger(__name__)
@@ -371,8 +370,9 @@ class VLMGRPOTrainer(FindUnusedParametersFromModel, SharedPromptMixin, GRPOTrain
     ``--lora_target_modules`` is used as given (upstream silently overwrote it); the vision tower gets adapters only
     when its modules are named there.
 
-    Debug log: with ``DEBUG_MODE=true``, rank 0 appends the rollouts it scored to ``LOG_PATH`` in upstream's text
-    layout (:mod:`vlm_r1.debug_log`).
+    Rollout log: ``rollout_log`` (set by the caller; None: none) is the command-line dialect's writer
+    (:class:`vlm_r1.dialect.Dialect`); while its ``active()`` is true, rank 0 hands it the rollouts it scored (upstream
+    VLM-R1's dialect: its ``DEBUG_MODE=true`` / ``LOG_PATH`` text file).
     """
 
     def __init__(self, model, reward_funcs, args, *, vlm_module, processing_class, freeze_vision=False, **kwargs):
@@ -400,7 +400,7 @@ class VLMGRPOTrainer(FindUnusedParametersFromModel, SharedPromptMixin, GRPOTrain
         self._last_rewards_per_func = None
         self._refill_dataset = None
 
-        self._debug_log, self._debug_log_failed = RolloutDebugLog(), False
+        self.rollout_log = None  # the dialect's writer (vlm_r1.grpo.train sets it)
         self._shared_prompt_setup()  # --shared_prompt (vlm_r1.shared_prompt_trainer)
         if getattr(args, "dynamic_sampling", False):
             ds = self.train_dataset
@@ -435,38 +435,21 @@ class VLMGRPOTrainer(FindUnusedParametersFromModel, SharedPromptMixin, GRPOTrain
         # Keep the gathered (all processes) rewards of the last scoring: dynamic sampling decides on them.
         rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
         self._last_rewards_per_func = rewards_per_func
-        if self.accelerator.is_main_process:
-            if debug_enabled():
-                self._debug_log_rollouts(inputs, completions, rewards_per_func)
+        if self.accelerator.is_main_process and self.rollout_log is not None and self.rollout_log.active():
+            self._log_rollouts(inputs, completions, rewards_per_func)
         return rewards_per_func
 
-    def _debug_log_rollouts(self, inputs: list[dict], completions: list, rewards_per_func: torch.Tensor) -> None:
-        """``DEBUG_MODE=true``: append this process's scored rollouts to ``LOG_PATH`` (:mod:`vlm_r1.debug_log`).
+    def _log_rollouts(self, inputs: list[dict], completions: list, rewards_per_func: torch.Tensor) -> None:
+        """Hand this process's scored rollouts to :attr:`rollout_log`.
 
         ``rewards_per_func`` is gathered over processes (rows in rank order, ``len(inputs)`` per process); the local
         rows are TRL's process slice (``trl/trainer/grpo_trainer.py`` ``_generate_and_score_completions``:
-        ``process_index * len(prompts)`` to ``(process_index + 1) * len(prompts)``). Never raises: a failure is
-        logged once as a warning and training goes on.
+        ``process_index * len(prompts)`` to ``(process_index + 1) * len(prompts)``).
         """
-
-        try:
-            n = len(inputs)
-            start = self.accelerator.process_index * n
-            local = rewards_per_func[start : start + n].detach().float().cpu().tolist()
-            roles = [reward_role(f) for f in self.reward_funcs]
-            main_text, format_text = render_rollouts(
-                inputs,
-                [completion_text(c) for c in completions],
-                local,
-                self.reward_func_names,
-                roles,
-                columns=getattr(self, "debug_columns", None),
-            )
-            self._debug_log.write(main_text, format_text)
-        except Exception as err:  # the debug log must never stop training
-            if not self._debug_log_failed:
-                self._debug_log_failed = True
-                logger.warning("DEBUG_MODE rollout log failed (%s: %s); training goes on", type(err).__name__, err)
+        n = len(inputs)
+        start = self.accelerator.process_index * n
+        local = rewards_per_func[start : start + n].detach().float().cpu().tolist()
+        self.rollout_log(inputs, completions, local, self.reward_func_names, self.reward_funcs)
 
     def _generate_and_score_completions(self, inputs):
         recorded = self.model.training and bool(inputs) and "sample_id" in inputs[0]

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -37,6 +38,7 @@ from typing import Any
 
 from groundwork.argtypes import SEED, BadValue, add_number_flag, flag_values, from_env, integer, number
 from gui_grounding.ops.estimate import GPU_MEMORY_GIB, add_estimate_flags, estimate_for_plan, options_from_args
+from vlm_r1.dialect import CORE, Dialect
 from vlm_r1.launch import INPUT_ERRORS, setup_logging
 
 #: prompts (groups) per optimisation step when GLOBAL_PROMPTS is not set (GTA1: batches under 128 are unstable)
@@ -224,6 +226,7 @@ def resolve(
     global_prompts: int | None = None,
     rollouts_per_device: int | None = None,
     final: bool = False,
+    dialect: Dialect = CORE,
 ) -> Plan:
     """Resolve ``recipe_argv`` as ``gui_grounding.train`` does and derive the batch for the cluster.
 
@@ -234,7 +237,8 @@ def resolve(
     as argparse's last value does), so the batch then reports what training will resolve.
 
     ``global_prompts`` / ``rollouts_per_device``: GLOBAL_PROMPTS / ROLLOUTS_PER_DEVICE, ``None`` for the defaults
-    (:data:`DEFAULT_GLOBAL_PROMPTS`, :data:`DEFAULT_ROLLOUTS_PER_DEVICE`).
+    (:data:`DEFAULT_GLOBAL_PROMPTS`, :data:`DEFAULT_ROLLOUTS_PER_DEVICE`). ``dialect``: the training command line's
+    (:class:`vlm_r1.dialect.Dialect`; the entry points pass GTA1's, ``vlm_r1.upstream.GTA1``).
 
     Raises:
         PlanError: see :func:`derive_batch`; a G, max_steps or batch value the trainer would refuse.
@@ -247,7 +251,7 @@ def resolve(
 
     recipe_argv = list(recipe_argv)
     with single_process_env():
-        cl = command_line(recipe_argv)
+        cl = command_line(recipe_argv, dialect=dialect)
     where = cl.sources
     recipe = config_path(recipe_argv)
     launcher: list[str] = []
@@ -432,7 +436,7 @@ def _default_recipe() -> str:
     )
 
 
-def _estimate(args: argparse.Namespace) -> None:
+def _estimate(args: argparse.Namespace, dialect: Dialect = CORE) -> None:
 
     extra = args.training_flags[1:] if args.training_flags[:1] == ["--"] else args.training_flags
     argv = ["--config", args.recipe]
@@ -441,7 +445,7 @@ def _estimate(args: argparse.Namespace) -> None:
     argv += extra
     try:
         with quiet_logging():  # the parse's notes about this machine (no GPU, bf16) do not concern the estimate
-            plan = resolve(argv, **flag_values(args, *_SHAPE_DESTS), final=True)
+            plan = resolve(argv, **flag_values(args, *_SHAPE_DESTS), final=True, dialect=dialect)
     except PlanError as err:
         raise ValueError(str(err)) from None
     est = estimate_for_plan(plan, **options_from_args(args))
@@ -455,8 +459,9 @@ def _estimate(args: argparse.Namespace) -> None:
     print(est.table(args.gpu_memory_gib))
 
 
-def register_estimate_cli(sub: Any) -> None:
-    """Add ``gui-grounding estimate`` (the memory estimate of a recipe, ``gui_grounding/ops/estimate.py``) to the CLI."""
+def register_estimate_cli(sub: Any, dialect: Dialect = CORE) -> None:
+    """Add ``gui-grounding estimate`` (the memory estimate of a recipe, ``gui_grounding/ops/estimate.py``) to the CLI;
+    ``dialect``: the training command line's (:func:`resolve`)."""
     import gui_grounding.ops.estimate as estimate_module
 
     doc = estimate_module.__doc__
@@ -484,10 +489,10 @@ def register_estimate_cli(sub: Any) -> None:
         help="-- then python -m gui_grounding.train flags that override the recipe (e.g. -- --num_generations 16 "
         "--deepspeed configs/deepspeed/zero3.json)",
     )
-    p.set_defaults(func=_estimate)
+    p.set_defaults(func=functools.partial(_estimate, dialect=dialect))
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, dialect: Dialect = CORE) -> int:
     """Console entry (see the module docstring). Returns the exit status: 2 with one ``[plan] ERROR:`` line for a bad
     launcher variable (``--launcher-env``: :func:`check_launcher_env`, checked before the flags it became), an input
     error of the recipe (:data:`vlm_r1.launch.INPUT_ERRORS`) or a batch that cannot be spread."""
@@ -506,7 +511,9 @@ def main(argv: list[str] | None = None) -> int:
     recipe_argv = args.recipe_argv[1:] if args.recipe_argv[:1] == ["--"] else args.recipe_argv
     try:
         setup_logging()
-        plan = resolve(recipe_argv, **flag_values(args, *_SHAPE_DESTS), final=args.dry_run or args.json)
+        plan = resolve(
+            recipe_argv, **flag_values(args, *_SHAPE_DESTS), final=args.dry_run or args.json, dialect=dialect
+        )
     except PlanError as err:
         say(f"ERROR: {err}")
         return 2

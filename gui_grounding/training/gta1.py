@@ -37,6 +37,7 @@ import logging
 import sys
 
 from vlm_r1.command_line import CommandLine
+from vlm_r1.dialect import CORE, Dialect
 from vlm_r1.grpo import command_line as core_command_line
 from vlm_r1.grpo import parse_args as core_parse_args
 from vlm_r1.grpo import train
@@ -85,18 +86,26 @@ OBJECTIVE_FIELDS = (
 )
 
 
-def command_line(argv: list[str] | None = None) -> CommandLine:
-    """The one parse of a GTA1 command line (GTA1's defaults < recipe < flags), shared by training, the preflight, the
-    dry run and the launch plan (:func:`vlm_r1.grpo.command_line`)."""
-    return core_command_line(argv, defaults=GTA1_DEFAULTS)
+def command_line(argv: list[str] | None = None, *, dialect: Dialect = CORE) -> CommandLine:
+    """The one parse of a GTA1 command line (the dialect's defaults < GTA1's < recipe < flags), shared by training,
+    the preflight, the dry run and the launch plan (:func:`vlm_r1.grpo.command_line`). ``dialect``: the command
+    line's (:class:`vlm_r1.dialect.Dialect`); the entry points pass GTA1's (``vlm_r1.upstream.GTA1``: upstream
+    VLM-R1's flags and effective defaults, ``--dataset_name FILE.json`` as the data file)."""
+    return core_command_line(argv, defaults=GTA1_DEFAULTS, dialect=dialect)
 
 
-def parse_args(argv: list[str] | None = None, *, parsed: CommandLine | None = None, overrides: dict | None = None):
+def parse_args(
+    argv: list[str] | None = None,
+    *,
+    parsed: CommandLine | None = None,
+    overrides: dict | None = None,
+    dialect: Dialect = CORE,
+):
     """``(script_args, training_args, model_args)`` with GTA1's defaults and reward names applied; ``parsed``: the
-    command line already parsed (:func:`command_line`), ``overrides``: field values replacing the parsed ones."""
+    command line already parsed (:func:`command_line`), ``overrides``: field values replacing the parsed ones,
+    ``dialect``: as :func:`command_line` (not read when ``parsed`` is given)."""
     script_args, training_args, model_args = core_parse_args(
-        parsed=parsed if parsed is not None else command_line(argv),
-        dataset_name_as_data=True,
+        parsed=parsed if parsed is not None else command_line(argv, dialect=dialect),
         default_source=GTA1_BUDGET_SOURCE,
         overrides=overrides,
     )
@@ -147,14 +156,15 @@ def objective(script_args, training_args, model_args) -> dict:
     return out
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Console entry: parse with GTA1's defaults, then train (or print the objective with ``--dry_run``). An input
-    error ends it with one ``gui_grounding.train: error: ...`` line, status 2 (:func:`vlm_r1.launch.input_errors`)."""
+def main(argv: list[str] | None = None, *, dialect: Dialect = CORE) -> None:
+    """Console entry: parse with GTA1's defaults in ``dialect`` (:func:`command_line`), then train (or print the
+    objective with ``--dry_run``). An input error ends it with one ``gui_grounding.train: error: ...`` line, status 2
+    (:func:`vlm_r1.launch.input_errors`)."""
     with input_errors("gui_grounding.train"):
-        _main(list(sys.argv[1:] if argv is None else argv))
+        _main(list(sys.argv[1:] if argv is None else argv), dialect)
 
 
-def _main(argv: list[str]) -> None:
+def _main(argv: list[str], dialect: Dialect) -> None:
     if "-h" in argv or "--help" in argv:
         print(
             __doc__.split("What differs", 1)[0].strip() + "\n\n--dry_run: print the resolved objective (loss, "
@@ -165,7 +175,7 @@ def _main(argv: list[str]) -> None:
     dry_run = "--dry_run" in argv or "--dry-run" in argv
     argv = [a for a in argv if a not in ("--dry_run", "--dry-run")]
     setup_logging()
-    cl = command_line(argv)  # the one parse: argparse values and their sources, no dataclass built yet
+    cl = command_line(argv, dialect=dialect)  # the one parse: values and their sources, no dataclass built yet
     if not dry_run:
         preflight_from_argv(argv, parsed=cl)  # before the dataclasses, whose TrainingArguments create the process group
     args = parse_args(parsed=cl)
@@ -176,4 +186,4 @@ def _main(argv: list[str]) -> None:
         for key, value in resolved.items():
             print(f"[dry-run] {key:<{width}} {value}", file=sys.stderr)
         return
-    train(*args)
+    train(*args, dialect=dialect)

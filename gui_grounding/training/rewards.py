@@ -58,7 +58,7 @@ from gui_grounding.models.adapters import get_adapter
 from gui_grounding.models.consensus import DEFAULT_REGION, MAX_SAMPLES, check_region, consensus
 from gui_grounding.models.frames import box_iou, gta1_box_to_resized, point_in_box
 from gui_grounding.models.prompts import check_mode, is_thinking_format, parse_answer_point, parse_box
-from vlm_r1.rewards import completion_text
+from vlm_r1.answers import completion_text
 
 BoxLike = Sequence[float]  # (x_min, y_min, x_max, y_max), resized pixels
 GAUSSIAN_SIGMA_RATIO = 0.5  # GUI-G²: sigma = 0.5 * element width / height (ZJU-REAL/GUI-G2 gaussian_grpo.py, alpha)

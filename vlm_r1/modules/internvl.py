@@ -102,13 +102,13 @@ def has_internvl_rec_format(text: str) -> bool:
     answer = answers._answer_after_think(text, think + len(answers._THINK_OPEN))
     if answer < 0:
         return False
-    box = rewards._REC_BOX.search(text, answer)
+    box = answers.REC_BOX.search(text, answer)
     return box is not None and text.find(answers._ANSWER_CLOSE, box.end()) >= 0
 
 
 def format_reward_rec_internvl(completions: list, **kwargs) -> list[float]:
     """REC format reward of upstream's InternVL module: 1.0 per completion of :func:`has_internvl_rec_format`."""
-    return [1.0 if has_internvl_rec_format(rewards.completion_text(c)) else 0.0 for c in completions]
+    return [1.0 if has_internvl_rec_format(answers.completion_text(c)) else 0.0 for c in completions]
 
 
 def _image_only_processor_class() -> type:
@@ -204,12 +204,12 @@ class InternVLModule(VLMBaseModule):
         return _THINK_ANSWER_TEMPLATE
 
     format_reward_rec = staticmethod(format_reward_rec_internvl)
-    iou_reward = staticmethod(rewards.iou_reward)
+    iou_reward = rewards.registered_reward("rec_iou")
 
     @staticmethod
     def select_reward_func(func: str, task_type: str | None):
         """``--is_reward_customized_from_vlm_module`` for ``task_type == "rec"``: ``format`` -> upstream InternVL's
-        format (:func:`format_reward_rec_internvl`), ``accuracy`` -> ``vlm_r1.rewards.iou_reward`` (maps the answer
+        format (:func:`format_reward_rec_internvl`), ``accuracy`` -> ``rec_iou`` (``vlm_r1.upstream.rewards.iou_reward``) (maps the answer
         from ``resized_size`` back to ``image_size``: correct for InternVL once the REC rows carry
         ``resized_size = answer_frame_size(...) = [1000, 1000]``).
 
@@ -219,7 +219,7 @@ class InternVLModule(VLMBaseModule):
         if task_type == "rec" and func == "format":
             return format_reward_rec_internvl
         if task_type == "rec" and func == "accuracy":
-            return rewards.iou_reward
+            return rewards.REWARDS.get_callable("rec_iou")
         raise ValueError(
             f"--is_reward_customized_from_vlm_module: no InternVL-specific reward {func!r} for task_type "
             f"{task_type!r} (only task_type 'rec' with ['accuracy', 'format'])"

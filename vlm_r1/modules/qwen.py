@@ -35,8 +35,9 @@ _OD_LENGTH_TEMPLATE = (
     "process and answer are enclosed within <think> </think> and <answer> </answer> tags, respectively, i.e., "
     "<think> reasoning process here </think><answer> answer here </answer>\n{Question}"
 )
-# select_reward_func for task_type "rec": CLI name -> vlm_r1.rewards function
-_REC_REWARDS = {"accuracy": "iou_reward", "format": "format_reward_rec"}
+# select_reward_func for task_type "rec": CLI name -> the registered reward (upstream's iou_reward / format_reward_rec,
+# vlm_r1.upstream.rewards, registered as rec_iou / rec_format)
+_REC_REWARDS = {"accuracy": "rec_iou", "format": "rec_format"}
 
 
 def _image_only_processor_class(stock_cls: type) -> type:
@@ -123,9 +124,10 @@ class Qwen2VLModule(VLMBaseModule):
             task_type, _THINK_ANSWER_TEMPLATE
         )
 
-    # upstream's model-specific REC rewards, duck-typed as static methods (vlm_r1.rewards holds the one implementation)
-    iou_reward = staticmethod(rewards.iou_reward)
-    format_reward_rec = staticmethod(rewards.format_reward_rec)
+    # upstream's model-specific REC rewards, as class attributes (vlm_r1.upstream.rewards holds the one implementation,
+    # registered as rec_iou / rec_format)
+    iou_reward = rewards.registered_reward("rec_iou")
+    format_reward_rec = rewards.registered_reward("rec_format")
 
     @staticmethod
     def select_reward_func(func: str, task_type: str | None):
@@ -139,7 +141,7 @@ class Qwen2VLModule(VLMBaseModule):
             ValueError: any other task type or reward name (as upstream).
         """
         if task_type == "rec" and func in _REC_REWARDS:
-            return getattr(rewards, _REC_REWARDS[func])
+            return rewards.REWARDS.get_callable(_REC_REWARDS[func])
         raise ValueError(
             f"--is_reward_customized_from_vlm_module: no Qwen-specific reward {func!r} for task_type {task_type!r} "
             f"(only task_type 'rec' with {sorted(_REC_REWARDS)}); drop the flag to use the reward registry"

@@ -3,7 +3,8 @@
 Every upstream run script exports ``DEBUG_MODE="true"`` and ``LOG_PATH="./debug_log_$RUN_NAME.txt"``
 (``src/open-r1-multimodal/run_scripts/run_grpo_rec.sh:3,7`` and the other ``run_grpo_*.sh``); upstream's reward
 functions then append the rollouts they scored to that file. Here the same text is written once, after scoring, by
-:meth:`vlm_r1.trainer.VLMGRPOTrainer._calculate_rewards` (so any reward, built in or plugged in, is logged), in
+:meth:`vlm_r1.trainer.VLMGRPOTrainer._calculate_rewards` through the upstream dialect's ``rollout_log`` hook
+(:class:`RolloutLogWriter`; so any reward, built in or plugged in, is logged), in
 upstream's layout:
 
 * every reward except ``format``: one block per rollout, appended to ``LOG_PATH`` (upstream ``accuracy_reward``,
@@ -71,7 +72,8 @@ from datetime import datetime
 from typing import Any
 
 from groundwork.outputs import LineAppender
-from vlm_r1.rewards import BUILTIN_REWARDS
+from vlm_r1.answers import completion_text
+from vlm_r1.upstream.rewards import UPSTREAM_REWARDS
 
 logger = logging.getLogger(__name__)
 
@@ -117,9 +119,9 @@ def reward_role(func: Any) -> str | None:
             func = inspect.unwrap(func)
         else:
             break
-    if func is BUILTIN_REWARDS["accuracy"] or func is BUILTIN_REWARDS["rec_iou"]:
+    if func is UPSTREAM_REWARDS["accuracy"] or func is UPSTREAM_REWARDS["rec_iou"]:
         return ACCURACY
-    if func is BUILTIN_REWARDS["format"] or func is BUILTIN_REWARDS["rec_format"]:
+    if func is UPSTREAM_REWARDS["format"] or func is UPSTREAM_REWARDS["rec_format"]:
         return FORMAT
     return None
 
@@ -249,3 +251,46 @@ class RolloutDebugLog:
                 path,
                 err,
             )
+
+
+class RolloutLogWriter:
+    """The upstream dialect's ``rollout_log`` writer (:class:`vlm_r1.dialect.Dialect`): renders the rollouts rank 0
+    scored (:func:`render_rollouts`) and appends them (:class:`RolloutDebugLog`) while ``DEBUG_MODE=true``.
+
+    ``columns``: the task's extra column names per line (``Task.debug_columns``). Never raises: a failure is logged
+    once as a warning and training goes on.
+    """
+
+    def __init__(self, columns: dict[str, Sequence[str]] | None = None) -> None:
+        self.columns = dict(columns or {})
+        self._log, self._failed = RolloutDebugLog(), False
+
+    def active(self) -> bool:
+        """``DEBUG_MODE`` is ``true`` now (read at every scoring, as upstream)."""
+        return debug_enabled()
+
+    def __call__(
+        self,
+        rows: Sequence[dict],
+        completions: Sequence[Any],
+        rewards: Sequence[Sequence[float]],
+        names: Sequence[str],
+        funcs: Sequence[Any],
+    ) -> None:
+        """Log one scoring: ``rows`` (TRL ``inputs``), ``completions`` (one per row), ``rewards[i][j]`` (reward ``j``
+        of rollout ``i``), the reward functions' ``names`` and the functions themselves (their roles:
+        :func:`reward_role`)."""
+        try:
+            main_text, format_text = render_rollouts(
+                rows,
+                [completion_text(c) for c in completions],
+                rewards,
+                names,
+                [reward_role(f) for f in funcs],
+                columns=self.columns,
+            )
+            self._log.write(main_text, format_text)
+        except Exception as err:  # the debug log must never stop training
+            if not self._failed:
+                self._failed = True
+                logger.warning("DEBUG_MODE rollout log failed (%s: %s); training goes on", type(err).__name__, err)

@@ -552,7 +552,7 @@ def accuracy_reward(completions: list, solution: list, accu_reward_method: list 
     (math_verify, then exact numbers, choice letters or Levenshtein partial credit), ``mcq``, ``yes_no``,
     ``all_match``, ``math``. Any other value, None included, scores as ``default``, as upstream's dispatch falls
     through. The methods of :data:`REFUSED_ACCURACY_METHODS` are refused before training by
-    :func:`check_accuracy_methods` (``python -m vlm_r1.grpo_jsonl`` calls it on the dataset); reached here anyway they
+    :func:`check_accuracy_methods` (:func:`check_dataset`, which training calls on the dataset); reached here anyway they
     score 0.0 rather than stop the step. A missing column scores every sample as ``default``.
 
     Bounds (the only places where a value can differ from upstream's): math_verify runs under
@@ -571,3 +571,18 @@ def accuracy_reward(completions: list, solution: list, accu_reward_method: list 
         scorer = _SCORERS.get(method, _default_score) if isinstance(method, str) else _default_score
         rewards.append(float(scorer(completion_text(completion), _solution_text(sol))))
     return rewards
+
+
+def check_dataset(dataset) -> None:
+    """``accuracy_reward.check_dataset`` (the core calls a reward's ``check_dataset`` once on the training set, before
+    training: ``vlm_r1.rewards``): :func:`check_accuracy_methods` on the ``accu_reward_method`` column, when there is
+    one (a ``datasets.Dataset``).
+
+    Raises:
+        NotImplementedError: as :func:`check_accuracy_methods`.
+    """
+    if "accu_reward_method" in getattr(dataset, "column_names", ()):
+        check_accuracy_methods(set(dataset.with_format(None)["accu_reward_method"]))
+
+
+accuracy_reward.check_dataset = check_dataset  # type: ignore[attr-defined]

@@ -1,15 +1,21 @@
 """Upstream command lines that must keep parsing: upstream VLM-R1 flags that TRL 1.16 renamed or dropped
 (:class:`UpstreamCompatArguments`: renamed ones mapped with a warning, dead ones warned loudly) and every transformers
 4.49 ``TrainingArguments`` flag that 5.x removed (:class:`LegacyTrainingArguments`, :data:`LEGACY_TRAINING_FLAGS`:
-mapped to its successor with a notice, or announced as having no effect). Parsed with the core's dataclasses by
-:mod:`vlm_r1.command_line`; ``tests/test_upstream_defaults.py`` checks the lists are complete.
+mapped to its successor with a notice, or announced as having no effect). Both are the upstream dialect's
+``argument_classes``, parsed with the core's dataclasses by :mod:`vlm_r1.command_line`; :func:`translate` rewrites the
+transformers 4.x flags into core values before any dataclass is built, :func:`finish` maps upstream's renamed flags and
+its ``--dataset_name`` forms once they are. ``tests/test_upstream_defaults.py`` checks the lists are complete.
 """
 
 from __future__ import annotations
 
+import argparse
+import logging
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
+
+logger = logging.getLogger("vlm_r1")
 
 # flag -> (what happens, TRL field it maps to or None)
 _RENAMED = {
@@ -216,3 +222,54 @@ class LegacyTrainingArguments:
             overrides[target] = new
             notices.append(f"--{name}={value!r} (transformers 4.x) mapped to --{target}={new!r} ({note})")
         return overrides, notices
+
+
+def translate(parser: argparse.ArgumentParser, namespace: argparse.Namespace, given: set[str]) -> list[str]:
+    """The dialect's ``translate`` hook: map the transformers 4.x flags in ``namespace`` onto their successors (never
+    over a value in ``given``: set by a flag or the recipe) and return one notice per flag given
+    (:meth:`LegacyTrainingArguments.successors`)."""
+    legacy = LegacyTrainingArguments(
+        **{f.name: getattr(namespace, f.name, None) for f in fields(LegacyTrainingArguments)}
+    )
+    overrides, notices = legacy.successors(given)
+    actions = {a.dest: a for a in parser._actions}
+    for target, value in overrides.items():
+        action = actions.get(target)
+        if isinstance(value, str) and action is not None and callable(action.type):
+            value = action.type(value)  # what argparse does with a string default
+        setattr(namespace, target, value)
+    return notices
+
+
+def finish(
+    extras: list, script_args: Any, training_args: Any, model_args: Any, given: set[str], *, dataset_name_as_data: bool
+) -> None:
+    """The dialect's ``finish`` hook: ``--dataset_name`` in upstream's and GTA1's forms, then the renamed and dropped
+    flags (:meth:`UpstreamCompatArguments.apply`), each change logged as an ``UPSTREAM FLAG:`` warning.
+
+    * ``--dataset_name FILE.yaml`` (upstream ``grpo_rec.py``) is read as a ``--data_config`` mixture, and the task
+      becomes ``rec`` unless ``--task_type`` says otherwise;
+    * with ``dataset_name_as_data`` (GTA1's ``src/grpo_grounding.py``: ``--dataset_name FILE.json --image_root DIR``),
+      any other ``--dataset_name`` is the data file; otherwise it has no effect here (announced).
+    """
+    compat = next(e for e in extras if isinstance(e, UpstreamCompatArguments))
+    dataset_name = compat.dataset_name
+    no_data = not (script_args.data_file_paths or script_args.data_config)
+    if dataset_name and dataset_name.lower().endswith((".yaml", ".yml")) and no_data:
+        script_args.data_config = dataset_name
+        compat.dataset_name = None
+        logger.warning(
+            "UPSTREAM FLAG: --dataset_name %s is upstream grpo_rec.py's data config: read as --data_config",
+            dataset_name,
+        )
+        if "task_type" not in given:
+            script_args.task_type = "rec"
+            logger.warning(
+                "UPSTREAM FLAG: --dataset_name YAML without --task_type: task_type rec (grpo_rec.py trains REC)"
+            )
+    elif dataset_name and dataset_name_as_data and no_data:
+        script_args.data_file_paths = dataset_name
+        compat.dataset_name = None
+        logger.info("--dataset_name %s: the data file (GTA1 form)", dataset_name)
+    for line in compat.apply(training_args, model_args):
+        logger.warning("UPSTREAM FLAG: %s", line)
