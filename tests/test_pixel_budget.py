@@ -268,7 +268,6 @@ def test_training_budget_sources_from_the_command_line(tmp_path):
     assert script.budget_sources["min_pixels"] == "flag --min_pixels"
     assert script.budget_sources["max_anyres_num"].startswith("default of vlm_r1.grpo_jsonl (upstream VLM-R1")
     from gui_grounding.training.gta1 import parse_args as gta1_parse
-
     from vlm_r1.upstream import GTA1
 
     script, _, _ = gta1_parse(["--model_name_or_path", "m", "--data_file_paths", "d.jsonl"], dialect=GTA1)
