@@ -104,9 +104,10 @@ def test_programmatic_config_uses_the_default_comparison_rule():
     cfg = VLMGRPOConfig(output_dir="unused", loss_preset="dapo", epsilon_high=0.3)
     assert (cfg.loss_type, cfg.epsilon_high, cfg.mask_truncated_completions) == ("dapo", 0.3, True)
     assert cfg.loss_preset_overrides == {"epsilon_high": 0.3}
-    # without a command line, a value equal to the default (grpo) cannot be told apart from "not set": the preset wins
-    cfg = VLMGRPOConfig(output_dir="unused", loss_preset="dapo", loss_type="grpo")
-    assert cfg.loss_type == "dapo"
+    # without a command line, a value equal to the class default (TRL's dapo) cannot be told apart from "not set": the
+    # preset wins
+    cfg = VLMGRPOConfig(output_dir="unused", loss_preset="vlm_r1", loss_type="dapo")
+    assert cfg.loss_type == "grpo"
     with pytest.raises(ValueError, match="dynamic_sampling_max_tries"):
         VLMGRPOConfig(output_dir="unused", dynamic_sampling_max_tries=0)
 

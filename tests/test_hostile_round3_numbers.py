@@ -368,10 +368,12 @@ def test_training_entry_points_end_input_errors_with_one_line(tiny_qwen25_dir, t
         assert err.rstrip("\n").splitlines()[-1] == f"{prog}: error: {message}", err
         assert "Traceback" not in err
     # a bug (not an input error) keeps its traceback; so does an input error with VLM_R1_TRACEBACK set
-    monkeypatch.setattr(grpo, "parse_args", lambda *a, **k: (_ for _ in ()).throw(TypeError("a bug")))
+    from vlm_r1 import grpo as grpo_core  # the library the entry point calls
+
+    monkeypatch.setattr(grpo_core, "parse_args", lambda *a, **k: (_ for _ in ()).throw(TypeError("a bug")))
     with pytest.raises(TypeError, match="a bug"):
         grpo.main(["--output_dir", str(tmp_path)])
-    monkeypatch.setattr(grpo, "parse_args", lambda *a, **k: (_ for _ in ()).throw(ValueError("bad input")))
+    monkeypatch.setattr(grpo_core, "parse_args", lambda *a, **k: (_ for _ in ()).throw(ValueError("bad input")))
     monkeypatch.setenv(launch.TRACEBACK_ENV, "1")
     with pytest.raises(ValueError, match="bad input"):
         grpo.main(["--output_dir", str(tmp_path)])

@@ -137,6 +137,6 @@ def test_every_value_has_the_source_that_set_it(tmp_path_factory, where):
             assert cl.value(name) == FIELDS[name][2]
     if "top_k" not in where:
         assert cl.value("top_k") == 3  # the entry point's default, under the recipe and the flags
-    (script_args, training_args, _, _), options = cl.objects()
+    (script_args, training_args, _), options = cl.objects()
     assert training_args.max_completion_length == cl.value("max_completion_length")
     assert options.prompt_mode == cl.value("prompt_mode")

@@ -46,9 +46,10 @@ def test_configs_build_without_future_warning_and_keep_values(kind, tmp_path):
         new_name = cls(output_dir=str(tmp_path), activation_checkpointing=False)
     deprecations = [str(w.message) for w in caught if issubclass(w.category, (FutureWarning, DeprecationWarning))]
     assert not [m for m in deprecations if "checkpointing" in m], deprecations
-    # effective values as transformers' own alias resolution gives them: GRPO keeps upstream VLM-R1's False, SFT
-    # TRL's True; the old name still works, the new one wins; both names agree afterwards (TRL reads the old one)
-    assert default.activation_checkpointing is (kind == "sft") and default.gradient_checkpointing is (kind == "sft")
+    # effective values as transformers' own alias resolution gives them: both keep TRL's True (upstream VLM-R1's False
+    # is its command line's default: vlm_r1.upstream.defaults); the old name still works, the new one wins; both names
+    # agree afterwards (TRL reads the old one)
+    assert default.activation_checkpointing is True and default.gradient_checkpointing is True
     assert old_name.activation_checkpointing is True and old_name.activation_checkpointing_kwargs == {"a": 1}
     assert new_name.activation_checkpointing is False and new_name.gradient_checkpointing is False
 

@@ -522,8 +522,8 @@ def test_resolve_reward_bad_specs():
         ValueError,
         match=r"^reward 'gui_grounding.training.rewards:no_such_function': cannot load "
         r"'gui_grounding.training.rewards:no_such_function': module 'gui_grounding.training.rewards' has "
-        r"no attribute 'no_such_function'; registered: accuracy, format, rec_iou, "
-        r"rec_format$",
+        r"no attribute 'no_such_function'; registered: accuracy, format, rec_format, "
+        r"rec_iou$",
     ):
         vr.resolve_reward("gui_grounding.training.rewards:no_such_function")
     with pytest.raises(
