@@ -39,6 +39,7 @@ from gui_grounding.eval.compare import add_parser as register_compare
 from gui_grounding.eval.tts import DEFAULT_SAMPLES, DEFAULT_TEMPERATURE, DEFAULT_ZOOM, TTS_MODES, TTSConfig
 from gui_grounding.models.adapters import ADAPTERS
 from gui_grounding.models.consensus import DEFAULT_REGION, MAX_REGION, MAX_SAMPLES, MIN_REGION
+from gui_grounding.models.profiles import PROFILES, describe_profile, get_profile, profile_dict, profiles_table
 from gui_grounding.ops.prompt import register_cli as register_prompt
 from gui_grounding.ops.toy import register_cli as register_toy
 from vlm_r1.tiny import build_tiny_model, supported_archs
@@ -146,21 +147,14 @@ class _NamesOrSpecs(list):
 def _profiles(args: argparse.Namespace) -> None:
     import json
 
-    from gui_grounding.models.profiles import (  # every family's adapter: loaded on use
-        PROFILES,
-        get_profile,
-        profile_dict,
-        profiles_table,
-    )
-
     if args.json:
         names = [args.name] if args.name else list(PROFILES)
         print(json.dumps({n: profile_dict(get_profile(n)) for n in names}, indent=2, ensure_ascii=False))
     elif args.name:
-        print(get_profile(args.name).describe())
+        print(describe_profile(get_profile(args.name)))
     else:
         print(profiles_table())
-        print("\n" + "\n\n".join(p.describe() for p in PROFILES.values()))
+        print("\n" + "\n\n".join(describe_profile(p) for p in PROFILES.values()))
 
 
 def _train(argv: list[str]) -> None:
@@ -241,10 +235,6 @@ def _add_train(sub) -> None:
 def _add_eval(sub) -> None:
     """The ``eval`` subcommand (:func:`_eval`, :func:`gui_grounding.eval.run.run_eval`): benchmark, data, model or
     predictions, backend, adapter, pixel budget, test-time mode and output flags."""
-    from gui_grounding.models.profiles import (
-        PROFILES,  # every family's adapter: loaded on use
-    )
-
     layouts = "\n\n".join(
         f"{name}:\n{getattr(cls, 'layout_help', '')}" for name, cls in benchmark_registry.BENCHMARKS.items()
     )

@@ -15,7 +15,7 @@ import pytest
 
 from gui_grounding.cli import main
 from gui_grounding.models.adapters import get_adapter
-from gui_grounding.models.profiles import PROFILES, get_profile, profiles_table
+from gui_grounding.models.profiles import LISTING_ORDER, PROFILES, get_profile, profiles_table
 
 PORTRAIT, UHD = (1080, 2400), (3840, 2160)
 INSTRUCTION = "Click the search box"
@@ -99,6 +99,31 @@ def test_the_required_checkpoints_have_profiles():
     }
     assert PROFILES["gta1-72b-2507"].backends == ("vllm", "openai")  # a 72B needs tensor parallelism
     assert "hf" in PROFILES["gta1-7b-2507"].backends
+
+
+def test_each_family_file_declares_its_own_profiles():
+    """A family's published checkpoints are the ``PROFILES`` of its adapter file and use that file's adapters only, so
+    removing the file takes exactly its profiles with it (``tests/test_thin_core.py`` removes two families); the
+    registry lists those named in ``LISTING_ORDER`` first, in that order."""
+    import importlib
+    import pkgutil
+
+    import gui_grounding.models.adapters as package
+
+    declared = {}
+    for info in pkgutil.iter_modules(package.__path__):
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        own = {cls.name for cls in getattr(module, "ADAPTERS", ())}
+        for profile in getattr(module, "PROFILES", ()):
+            assert profile.adapter in own, (info.name, profile.name, profile.adapter)
+            declared[profile.name] = (info.name, profile)
+    assert {name: p for name, (_, p) in declared.items()} == PROFILES
+    assert {name: family for name, (family, _) in declared.items() if family != "qwen2_5_vl"} == {
+        "qwen3-vl-8b": "qwen3_vl",
+        "internvl3-8b": "internvl",
+    }
+    listed = [name for name in LISTING_ORDER if name in PROFILES]  # first, in that order; a new family's follow
+    assert listed == list(LISTING_ORDER) and list(PROFILES)[: len(listed)] == listed
 
 
 def test_every_value_is_cited():

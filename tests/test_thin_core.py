@@ -264,7 +264,8 @@ FAMILY_FILES = {
 
 def test_a_family_is_its_two_files(tmp_path):
     """Remove a family's two files from a copy of the packages: everything still imports, the family is gone from
-    every registry, and the others are intact. So adding a family touches exactly those two files (and its tests)."""
+    every registry (its published profiles too: ``gui-grounding profiles`` lists the others, in their order), and the
+    others are intact. So adding a family touches exactly those two files (and its tests)."""
     import shutil
     import subprocess
     import sys
@@ -279,7 +280,16 @@ def test_a_family_is_its_two_files(tmp_path):
         "import json, vlm_r1, gui_grounding.models.adapters as a, vlm_r1.modules as m, vlm_r1.tiny as t\n"
         "import gui_grounding.cli, gui_grounding.training.task, gui_grounding.eval.backends.hf, vlm_r1.grpo_jsonl, vlm_r1.sft\n"
         f"assert vlm_r1.__file__.startswith({root!r}) and a.__file__.startswith({root!r}), (vlm_r1.__file__, a.__file__)\n"
-        "print(json.dumps({'modules': sorted(m.available_modules()), 'adapters': sorted(a.ADAPTERS)}))\n"
+        "import contextlib, io\n"
+        "def cli(*argv):\n"
+        "    out = io.StringIO()\n"
+        "    with contextlib.redirect_stdout(out):\n"
+        "        gui_grounding.cli.main(list(argv))\n"
+        "    return out.getvalue()\n"
+        "table = [row.split('|')[1].strip() for row in cli('profiles').splitlines() if row.startswith('| ')][1:]\n"
+        "listed = list(json.loads(cli('profiles', '--json')))\n"
+        "print(json.dumps({'modules': sorted(m.available_modules()), 'adapters': sorted(a.ADAPTERS), "
+        "'profiles': listed, 'table': table}))\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     proc = subprocess.run(
@@ -294,9 +304,14 @@ def test_a_family_is_its_two_files(tmp_path):
     import json
 
     from gui_grounding.models.adapters import ADAPTERS
+    from gui_grounding.models.profiles import PROFILES
     from vlm_r1.modules import available_modules
 
     left = json.loads(proc.stdout.strip().splitlines()[-1])
     assert left["modules"] == sorted(set(available_modules()) - {"qwen3_vl", "qwen3_vl_moe", "internvl"})
     assert left["adapters"] == sorted(set(ADAPTERS) - {"qwen3-vl", "internvl", "internvl-gui"})
     assert {"qwen2_5_vl", "qwen2_vl"} <= set(left["modules"]) and {"gta1", "qwen2-vl"} <= set(left["adapters"])
+    # the removed families' published profiles left with their adapter files; the rest are listed in their order
+    kept = [name for name in PROFILES if name not in ("qwen3-vl-8b", "internvl3-8b")]
+    assert len(kept) == len(PROFILES) - 2
+    assert left["profiles"] == left["table"] == kept

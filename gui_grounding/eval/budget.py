@@ -53,7 +53,7 @@ def resolve_eval_budget(
         model: checkpoint directory or hub id (its recorded budget, when it has one); ``None`` for predictions-only
             runs and API backends without a local checkpoint.
         flags: ``{"min_pixels", "max_pixels", "max_tiles"}`` from the command line (``None`` values: not given).
-        profile: a :class:`gui_grounding.models.profiles.Profile` or ``None``.
+        profile: a :class:`gui_grounding.models.profile_types.Profile` or ``None``.
         limits: the family's :class:`groundwork.validate.ImageLimits` (``None``: no limits).
 
     Returns:

@@ -23,6 +23,7 @@ from gui_grounding.eval.predictions import (
 from gui_grounding.eval.report import remove_summary, write_reports
 from gui_grounding.eval.tts import tts_run
 from gui_grounding.models.adapters import resolve_adapter
+from gui_grounding.models.profiles import get_profile
 from vlm_r1.modules import get_vlm_module
 
 logger = logging.getLogger(__name__)
@@ -242,9 +243,6 @@ def _apply_profile(profile: str | None, benchmark: str, model, backend: str, ada
     and benchmark options, each unless given explicitly (a warning when ``backend`` is not one the profile lists)."""
     if profile is None:
         return None, adapter, benchmark_options
-    # the published profiles import every family's adapter module: loaded on use, so a family stays its two files
-    from gui_grounding.models.profiles import get_profile
-
     prof = get_profile(profile)
     adapter = adapter or prof.adapter
     benchmark_options = {**prof.options_for(benchmark), **(benchmark_options or {})}

@@ -38,6 +38,7 @@ from gui_grounding.data.schema import Sample
 from gui_grounding.eval.backends import checkpoint_adapter, eval_reading
 from gui_grounding.eval.budget import resolve_eval_budget
 from gui_grounding.models.adapters import ADAPTERS, Request, get_adapter
+from gui_grounding.models.profiles import PROFILES, get_profile
 from vlm_r1.modules import get_vlm_module
 
 MAX_SIDE = 1_000_000  # a screenshot side beyond this is not a screen (and would not fit in memory)
@@ -152,10 +153,6 @@ def _resolve_adapter(adapter: str | None, profile: str | None, model: str | None
     """
     prof = None
     if profile is not None:
-        from gui_grounding.models.profiles import (
-            get_profile,  # the published profiles import every family's adapter module: loaded on use, so a family stays its two files
-        )
-
         prof = get_profile(profile)
         adapter = adapter or prof.adapter
     if adapter is not None:
@@ -254,10 +251,6 @@ def _image_size_arg(text: str) -> tuple[int, int]:
 
 def register_cli(sub) -> None:
     """Add the ``prompt`` subcommand to the ``gui-grounding`` subparsers ``sub``."""
-    from gui_grounding.models.profiles import (
-        PROFILES,  # the published profiles import every family's adapter module: loaded on use, so a family stays its two files
-    )
-
     budgets = "; ".join(
         f"{name}: " + (f"{b.min_pixels:,}..{b.max_pixels:,}" if b.resizes else f"{b.max_tiles} tiles")
         for name, b in ((n, c.default_budget) for n, c in ADAPTERS.items())

@@ -16,6 +16,7 @@ import re
 
 from groundwork.pixel_budget import PixelBudget
 from gui_grounding.models.adapters.base import Adapter, _fmt
+from gui_grounding.models.profile_types import ONE_GPU, Profile
 from gui_grounding.models.prompts import parse_box, parse_point_or_box
 
 # InternVL does not smart_resize: it tiles the image into 448x448 crops (+ a thumbnail), up to max_patches tiles
@@ -122,3 +123,30 @@ class InternVLGUIAdapter(InternVLAdapter):
 
 
 ADAPTERS = (InternVLAdapter, InternVLGUIAdapter)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# this family's published checkpoints (``PROFILES``, collected by gui_grounding.models.profiles); sources: public
+# repositories at the commits named, model cards by URL
+PROFILES = (
+    Profile(
+        "internvl3-8b",
+        "OpenGVLab/InternVL3-8B-hf",
+        "internvl",
+        "internvl-gui",
+        INTERNVL_HARNESS_BUDGET,
+        256,
+        ONE_GPU,
+        {
+            "adapter": "likaixin2000/ScreenSpot-Pro-GUI-Grounding models/internvl.py:121-141 (bd8bbbb): the UI-element box "
+            "request, 12 tiles, first [[x,y]] else last [[x1,y1,x2,y2]] on the 0-1000 grid",
+            "max_new_tokens": "likaixin2000/ScreenSpot-Pro-GUI-Grounding models/internvl.py:103-107 (max_new_tokens=256, "
+            "do_sample=False)",
+            "backends": "8B: one GPU (the transformers-native -hf checkpoint)",
+        },
+        {},
+        (),
+        "no published grounding number of the authors for this request: the harness's own InternVL row is InternVL2; "
+        "InternVL3's chat template decides the system message (InternVL's chat() adds its own)",
+    ),
+)

@@ -10,6 +10,7 @@ import re
 
 from groundwork.pixel_budget import PixelBudget
 from gui_grounding.models.adapters.base import Adapter, _fmt
+from gui_grounding.models.profile_types import ONE_GPU, TENSOR_PARALLEL, Profile, PublishedScore
 from gui_grounding.models.prompts import (
     build_messages,
     parse_answer_point,
@@ -354,4 +355,193 @@ ADAPTERS = (
     UIVenusGroundAdapter,
     GUIG2Adapter,
     Qwen25VLComputerUseAdapter,
+)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# this family's published checkpoints (``PROFILES``, collected by gui_grounding.models.profiles); sources: public
+# repositories at the commits named, model cards by URL
+
+
+_GTA1_README = "Yan98/GTA1 README.md (81f0c4c)"
+_GTA1_SOURCES = {
+    "adapter": f"{_GTA1_README}:123-138 (SYSTEM_PROMPT with the resized height/width; extract_coordinates: first "
+    "(x,y), times original/resized) and :171-182 (system message, then the image and the instruction)",
+    "max_new_tokens": f"{_GTA1_README}:141 (max_new_tokens = 32) and :191 (do_sample=False)",
+    "backends": "7B: one GPU (hf, vllm); 32B/72B: tensor parallelism (vllm, or an OpenAI-compatible server)",
+    "benchmark_options": "the model card states OSWorld-G on the Refined set (plain: 55.1, README.md:21)",
+}
+
+
+def _gta1(name: str, model: str, backends: tuple, published: tuple, notes: str = "") -> Profile:
+    return Profile(
+        name,
+        model,
+        "qwen2_5_vl",
+        "gta1",
+        GTA1_BUDGET,
+        32,
+        backends,
+        dict(_GTA1_SOURCES),
+        {"osworld-g": {"subset": "refined"}},
+        published,
+        notes,
+    )
+
+
+_GTA1_7B_CARD = "https://huggingface.co/Salesforce/GTA1-7B-2507 (model card)"
+_GTA1_PAPER = "GTA1 paper, arXiv:2507.05791, grounding results table (not re-read for this profile: verify)"
+
+
+def _gta1_paper(screenspot_pro: float, screenspot_v2: float, osworld_g_refined: float) -> tuple:
+    """The three scores of a GTA1 checkpoint in the paper's grounding table (OSWorld-G on the Refined set)."""
+    return (
+        PublishedScore("screenspot-pro", screenspot_pro, _GTA1_PAPER),
+        PublishedScore("screenspot-v2", screenspot_v2, _GTA1_PAPER),
+        PublishedScore("osworld-g", osworld_g_refined, _GTA1_PAPER, {"subset": "refined"}),
+    )
+
+
+_UITARS = "bytedance/UI-TARS (582f3a7)"
+_QWEN_HARNESS = "likaixin2000/ScreenSpot-Pro-GUI-Grounding models/qwen2_5vl.py (bd8bbbb)"
+
+
+def _qwen25vl(size: str, published: tuple, backends: tuple) -> Profile:
+    """Qwen2.5-VL-``size``-Instruct as the ScreenSpot-Pro harness asks it (its computer_use request)."""
+    return Profile(
+        f"qwen2.5-vl-{size.lower()}",
+        f"Qwen/Qwen2.5-VL-{size}-Instruct",
+        "qwen2_5_vl",
+        "qwen2.5-vl",
+        QWEN25VL_HARNESS_BUDGET,
+        128,
+        backends,
+        {
+            "adapter": f"{_QWEN_HARNESS}:20-67 (computer_use system prompt, resized resolution), :160-162 (forced "
+            "'<tool_call>...\"coordinate\": [' assistant prefix), :196-208 (parse)",
+            "max_new_tokens": f"{_QWEN_HARNESS}:124-129 greedy (do_sample=False); the harness bounds max_length=2048, "
+            "an answer needs < 20 tokens",
+            "backends": "7B: one GPU; 32B/72B: tensor parallelism",
+        },
+        {},
+        published,
+        "Qwen publishes no grounding evaluation script; this is the ScreenSpot-Pro harness's request (Qwen's "
+        "computer_use tool). Without a published number of the authors for this exact request, no row is "
+        "'within 1 point' by construction",
+    )
+
+
+_VENUS = "inclusionAI/UI-Venus"
+
+#: this family's published checkpoints
+PROFILES = (
+    _gta1(
+        "gta1-7b-2507",
+        "HelloKKMe/GTA1-7B-2507",
+        ONE_GPU,
+        (
+            PublishedScore("screenspot-pro", 50.1, f"{_GTA1_README}:21"),
+            PublishedScore("screenspot-v2", 92.4, f"{_GTA1_README}:21"),
+            PublishedScore("osworld-g", 55.1, f"{_GTA1_README}:21", {"subset": "plain"}),
+            PublishedScore("osworld-g", 67.7, _GTA1_7B_CARD, {"subset": "refined"}),
+        ),
+        notes="also published as Salesforce/GTA1-7B-2507 (README.md:11); the official parser int()s the (x,y) pair, so "
+        "a decimal answer scores (0,0) there and its decimal point here",
+    ),
+    _gta1(
+        "gta1-32b-2507",
+        "HelloKKMe/GTA1-32B",
+        TENSOR_PARALLEL,
+        _gta1_paper(53.6, 93.2, 61.9),
+        notes="the 2507 release on Qwen2.5-VL-32B (the Oct-2025 Salesforce/GTA1-32B is another model, on OpenCUA-32B)",
+    ),
+    _gta1(
+        "gta1-72b-2507",
+        "HelloKKMe/GTA1-72B",
+        TENSOR_PARALLEL,
+        _gta1_paper(58.4, 94.8, 66.7),
+        notes="the 2507 release on Qwen2.5-VL-72B",
+    ),
+    Profile(
+        "ui-tars-1.5-7b",
+        "ByteDance-Seed/UI-TARS-1.5-7B",
+        "qwen2_5_vl",
+        "ui-tars-1.5",
+        UI_TARS_BUDGET,
+        128,
+        ONE_GPU,
+        {
+            "adapter": f"{_UITARS} README_v1.md:320 (grounding prompt; UI-TARS#157: 1.5 keeps it) and README_coordinates.md "
+            "(absolute coordinates in the smart_resized frame)",
+            "max_new_tokens": "answers are one action of < 40 tokens; ZJU-REAL/ClawGUI clawgui-eval/scripts/infer/"
+            "transformers/uitars_run_transformers.sh (d990d3e) pins greedy decoding",
+            "backends": "7B: one GPU",
+        },
+        {},
+        (PublishedScore("screenspot-pro", 49.6, f"{_UITARS} README.md:169"),),
+        "codes/ui_tars/prompt.py:59 (GROUNDING_DOUBAO) is a second, agent-style grounding prompt; ClawGUI reproduces 42.1 "
+        "on ScreenSpot-Pro against the published 49.6 (clawgui-eval/README.md:465)",
+    ),
+    _qwen25vl(
+        "7B",
+        (PublishedScore("screenspot-v2", 88.8, "ZJU-REAL/GUI-G2 README.md:302 (5c5c365), a third-party measurement"),),
+        ONE_GPU,
+    ),
+    _qwen25vl("32B", (), TENSOR_PARALLEL),
+    _qwen25vl("72B", (), TENSOR_PARALLEL),
+    Profile(
+        "ui-venus-ground-7b",
+        "inclusionAI/UI-Venus-Ground-7B",
+        "qwen2_5_vl",
+        "ui-venus-ground",
+        UI_VENUS_GROUND_BUDGET,
+        128,
+        ONE_GPU,
+        {
+            "adapter": f"{_VENUS} models/grounding/ui_venus_ground_7b.py:39-43 (fc7670d): the outline-box request, "
+            "image first; the box divided by image_grid_thw*14 (the resized frame), its centre scored",
+            "max_new_tokens": f"{_VENUS} models/grounding/ui_venus_ground_7b.py (fc7670d): generate(max_new_tokens=128), "
+            "do_sample=False",
+            "backends": "7B: one GPU",
+        },
+        {},
+        (
+            PublishedScore("screenspot-pro", 50.8, f"{_VENUS} README.md:206 (c3a1442)"),
+            PublishedScore(
+                "screenspot-v2", 94.1, "ZJU-REAL/ClawGUI clawgui-eval/README.md:466 (d990d3e), 'official' column"
+            ),
+            PublishedScore(
+                "osworld-g",
+                54.6,
+                f"{_VENUS} README.md:206 (c3a1442)",
+                note="the README does not say plain or Refined; ClawGUI lists 58.8 as official",
+            ),
+        ),
+        "UI-Venus-1.0 has no refusal in its prompt; a [-1,-1] answer (UI-Venus-1.5's infeasible marker) is still read "
+        "as a refusal",
+    ),
+    Profile(
+        "gui-g2-7b",
+        "inclusionAI/GUI-G2-7B",
+        "qwen2_5_vl",
+        "gui-g2",
+        GUI_G2_BUDGET,
+        128,
+        ONE_GPU,
+        {
+            "adapter": "ZJU-REAL/GUI-G2 README.md:174-223 (5c5c365): the outline-box request, image first, the box divided by "
+            "image_grid_thw*14 (the resized frame), its centre",
+            "max_new_tokens": "ZJU-REAL/GUI-G2 README.md:201 (max_new_tokens=128), :167-171 (do_sample False)",
+            "backends": "7B: one GPU",
+        },
+        {},
+        (
+            PublishedScore("screenspot-v2", 93.3, "ZJU-REAL/GUI-G2 README.md:315 (5c5c365)"),
+            PublishedScore(
+                "screenspot-pro",
+                47.5,
+                "ZJU-REAL/ClawGUI clawgui-eval/README.md:456 (d990d3e), 'official' column (the GUI-G2 paper)",
+            ),
+        ),
+    ),
 )

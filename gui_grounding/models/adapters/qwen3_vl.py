@@ -8,6 +8,7 @@ import json
 from groundwork.pixel_budget import PixelBudget
 from gui_grounding.models.adapters.base import _fmt
 from gui_grounding.models.adapters.qwen2_vl import Norm1000Adapter
+from gui_grounding.models.profile_types import ONE_GPU, Profile, PublishedScore
 from gui_grounding.models.prompts import parse_json_point, parse_point_or_box
 
 # Qwen3-VL: patch 16 x spatial merge 2 (transformers Qwen3VLVisionConfig patch_size 16, spatial_merge_size 2). API
@@ -64,3 +65,34 @@ class Qwen3VLAdapter(Norm1000Adapter):
 
 
 ADAPTERS = (Qwen3VLAdapter,)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# this family's published checkpoints (``PROFILES``, collected by gui_grounding.models.profiles); sources: public
+# repositories at the commits named, model cards by URL
+PROFILES = (
+    Profile(
+        "qwen3-vl-8b",
+        "Qwen/Qwen3-VL-8B-Instruct",
+        "qwen3_vl",
+        "qwen3-vl",
+        QWEN3_VL_BUDGET,
+        128,
+        ONE_GPU,
+        {
+            "adapter": "QwenLM/Qwen3-VL cookbooks/spatial_understanding.ipynb (point_2d JSON on the 0-1000 grid)",
+            "max_new_tokens": "greedy; answers are one JSON point",
+            "backends": "8B: one GPU",
+        },
+        {},
+        (
+            PublishedScore(
+                "screenspot-pro", 54.6, "ZJU-REAL/ClawGUI clawgui-eval/README.md:462 (d990d3e), 'official' column"
+            ),
+        ),
+        "pixel budget as ClawGUI pins it (clawgui-eval/scripts/infer/transformers/qwen3vl_run_transformers.sh: "
+        "MIN_PIXELS=65536, MAX_PIXELS=16777216, the processor default). Qwen's own GUI numbers use a computer_use "
+        "tool-call system prompt that Qwen does not publish as a script (ClawGUI injects it from its data files); this "
+        "profile uses the cookbook's pointing request, so expect a gap",
+    ),
+)

@@ -1,0 +1,97 @@
+"""The two dataclasses of a published checkpoint's profile (:class:`Profile`, :class:`PublishedScore`).
+
+Each family's adapter module (``gui_grounding/models/adapters/<family>.py``) lists its published checkpoints in
+``PROFILES = (Profile(...), ...)``; :mod:`gui_grounding.models.profiles` collects them (``groundwork.registry.discover``
+over the adapters package) and looks them up. This module imports nothing of the adapters, so the family files can
+import it without a cycle.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from groundwork.pixel_budget import PixelBudget
+
+#: how far (in accuracy points) our number may be from the published one to count as reproduced
+REPRODUCED_WITHIN = 1.0
+
+
+@dataclass(frozen=True)
+class PublishedScore:
+    """One published accuracy (percent): ``benchmark`` (a ``--benchmark`` name), ``value``, ``options`` (the benchmark
+    options it was measured with, e.g. ``{"subset": "refined"}``) and ``source`` (where it is published)."""
+
+    benchmark: str
+    value: float
+    source: str
+    options: dict = field(default_factory=dict)
+    note: str = ""
+
+    def matches(self, benchmark: str, options: dict) -> bool:
+        """True when this score was measured on ``benchmark`` with these options (unstated options: defaults)."""
+        return self.benchmark == benchmark and all(options.get(k) == v for k, v in self.options.items())
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A published checkpoint's evaluation settings (:mod:`gui_grounding.models.profiles`); every value with a source
+    in ``sources``.
+
+    Attributes:
+        name: ``--profile`` name, e.g. ``gta1-7b-2507``.
+        model: the checkpoint's hub id.
+        model_type: its ``config.model_type``.
+        adapter: the adapter name (``gui_grounding.models.adapters``; one of the same family file).
+        budget: the pixel budget (values cite their sources).
+        max_new_tokens: generation budget; decoding is greedy.
+        backends: backends that can run it, most practical first (``hf`` only where one device holds the model).
+        benchmark_options: ``{benchmark: {option: value}}`` applied to that benchmark (flags win).
+        published: the published numbers.
+        sources: ``{"adapter" | "max_new_tokens" | "model" | ...: source}``.
+        notes: caveats shown by ``gui-grounding profiles``.
+    """
+
+    name: str
+    model: str
+    model_type: str
+    adapter: str
+    budget: PixelBudget
+    max_new_tokens: int
+    backends: tuple[str, ...]
+    sources: dict
+    benchmark_options: dict = field(default_factory=dict)
+    published: tuple[PublishedScore, ...] = ()
+    notes: str = ""
+
+    def options_for(self, benchmark: str) -> dict:
+        """The benchmark options this profile pins for ``benchmark`` (``{}`` when none)."""
+        return dict(self.benchmark_options.get(benchmark, {}))
+
+    def comparison(self, benchmark: str, options: dict, metrics: dict) -> list[dict]:
+        """Our overall accuracy next to each published number for ``benchmark`` measured with ``options``:
+        ``[{"published", "ours", "difference", "within_1_point", "source", "options"}]`` (accuracy in percent;
+        difference = ours - published)."""
+        ours = (metrics.get("overall") or {}).get("accuracy")
+        rows = []
+        for score in self.published:
+            if not score.matches(benchmark, options) or ours is None:
+                continue
+            diff = round(float(ours) - score.value, 2)
+            rows.append(
+                {
+                    "published": score.value,
+                    "ours": ours,
+                    "difference": diff,
+                    "within_1_point": abs(diff) <= REPRODUCED_WITHIN,
+                    "source": score.source,
+                    "options": dict(score.options),
+                    "note": score.note,
+                }
+            )
+        return rows
+
+
+#: the backends of a checkpoint one device holds, most practical first
+ONE_GPU = ("hf", "vllm", "openai")
+#: the backends of a checkpoint that needs tensor parallelism (32B, 72B)
+TENSOR_PARALLEL = ("vllm", "openai")
