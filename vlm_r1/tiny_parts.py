@@ -1,7 +1,8 @@
 """The parts every tiny checkpoint builder shares (:mod:`vlm_r1.tiny` dispatches to a family's builder; the family
 modules in :mod:`vlm_r1.modules` build from these): the offline Qwen tokenizer (a byte-level BPE trained in-process
-with the Qwen pre-tokenizer and the 14 Qwen special tokens), the size table :data:`TINY_SIZES`, the Qwen text config
-and the writer of a checkpoint folder. Imports no family module, so families and the dispatcher both import it.
+with the Qwen pre-tokenizer and the 14 Qwen special tokens), the ChatML chat template (:func:`chatml_template`), the
+size table :data:`TINY_SIZES`, the Qwen text config and the writer of a checkpoint folder. Imports no family module,
+so families and the dispatcher both import it.
 """
 
 from __future__ import annotations
@@ -34,23 +35,34 @@ QWEN_SPECIAL_TOKENS = [
 # Qwen2 pre-tokenizer regex: \p{N} alone makes every digit a separate token.
 QWEN_PRETOKENIZE_REGEX = r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
 
-# Qwen-style chat template. Explicit '...\n' strings: whitespace control (`{%-`) silently ate newlines
-# (docs/REFERENCES.md#tiny-checkpoint).
-QWEN_CHAT_TEMPLATE = (
-    "{% for message in messages %}"
-    "{% if loop.first and message['role'] != 'system' %}"
-    "{{ '<|im_start|>system\\nYou are a helpful assistant.<|im_end|>\\n' }}{% endif %}"
-    "{{ '<|im_start|>' + message['role'] + '\\n' }}"
-    "{% if message['content'] is string %}{{ message['content'] }}"
-    "{% else %}{% for part in message['content'] %}"
-    "{% if part['type'] == 'image' or 'image' in part or 'image_url' in part %}"
-    "{{ '<|vision_start|><|image_pad|><|vision_end|>' }}"
-    "{% elif part['type'] == 'video' or 'video' in part %}{{ '<|vision_start|><|video_pad|><|vision_end|>' }}"
-    "{% elif 'text' in part %}{{ part['text'] }}{% endif %}"
-    "{% endfor %}{% endif %}"
-    "{{ '<|im_end|>\\n' }}"
-    "{% endfor %}"
-    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+
+# Explicit '...\n' strings: whitespace control (`{%-`) silently ate newlines (docs/REFERENCES.md#tiny-checkpoint).
+def chatml_template(image: str, video: str) -> str:
+    """A Qwen-style ChatML chat template: a default system turn (``You are a helpful assistant.``) unless the first
+    message is the system's, then ``<|im_start|>ROLE``, newline, content, ``<|im_end|>``, newline per message (a
+    string, or a list of parts: text as given, an image part as ``image``, a video part as ``video``), then the
+    assistant header when ``add_generation_prompt``. ``image`` and ``video`` are written as the inside of a Jinja
+    single-quoted string (backslash-n for a newline)."""
+    return (
+        "{% for message in messages %}"
+        "{% if loop.first and message['role'] != 'system' %}"
+        "{{ '<|im_start|>system\\nYou are a helpful assistant.<|im_end|>\\n' }}{% endif %}"
+        "{{ '<|im_start|>' + message['role'] + '\\n' }}"
+        "{% if message['content'] is string %}{{ message['content'] }}"
+        "{% else %}{% for part in message['content'] %}"
+        "{% if part['type'] == 'image' or 'image' in part or 'image_url' in part %}{{ '" + image + "' }}"
+        "{% elif part['type'] == 'video' or 'video' in part %}{{ '" + video + "' }}"
+        "{% elif 'text' in part %}{{ part['text'] }}{% endif %}"
+        "{% endfor %}{% endif %}"
+        "{{ '<|im_end|>\\n' }}"
+        "{% endfor %}"
+        "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+    )
+
+
+# the Qwen families' template: an image part is the vision span around one <|image_pad|> (the processor expands it)
+QWEN_CHAT_TEMPLATE = chatml_template(
+    "<|vision_start|><|image_pad|><|vision_end|>", "<|vision_start|><|video_pad|><|vision_end|>"
 )
 
 # Text the BPE is trained on: prompt vocabulary of GUI grounding plus digits and the answer syntax.

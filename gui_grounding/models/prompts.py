@@ -96,11 +96,6 @@ def _numbers(tokens, *, integer: bool) -> tuple | None:
     return None if any(v is None for v in values) else values
 
 
-def _first_matches(pattern: re.Pattern, text: str, count: int) -> list[tuple[str, ...]]:
-    """The groups of the first ``count`` matches of ``pattern`` in ``text`` (``findall`` order, stopping early)."""
-    return [m.groups() for m in islice(pattern.finditer(text), count)]
-
-
 def check_mode(mode: str) -> str:
     """Return ``mode`` or raise ``ValueError`` naming the allowed prompt modes."""
     if mode not in PROMPT_MODES:
@@ -148,6 +143,24 @@ def extract_answer(text: str, mode: str = "non_thinking") -> str | None:
     return answers[0] if len(answers) == 1 else None
 
 
+def _answer_numbers(pattern: re.Pattern, text: str, mode: str, strict: bool) -> tuple | None:
+    """The numbers of the match of ``pattern`` in the answer of ``text`` (:func:`extract_answer` for ``mode``), or
+    ``None`` (no answer, no match, a number that is not an answer): strict, the **only** match (a second one makes no
+    answer), integers; otherwise the **first** match, decimals allowed (:func:`_numbers`). The rule :func:`parse_point`
+    and :func:`parse_box` share; matches are found in ``findall`` order, stopping at the second (strict) or the first.
+
+    Raises:
+        ValueError: unknown ``mode``.
+    """
+    answer = extract_answer(text, mode)
+    if answer is None:
+        return None
+    matches = [m.groups() for m in islice(pattern.finditer(answer), 2 if strict else 1)]
+    if not matches or (strict and len(matches) != 1):
+        return None
+    return _numbers(matches[0], integer=strict)
+
+
 def parse_point(text: str, mode: str = "non_thinking", *, strict: bool = True) -> tuple[float, float] | None:
     """Parse the ``(x,y)`` point of a completion; ``None`` when there is no valid answer.
 
@@ -163,13 +176,7 @@ def parse_point(text: str, mode: str = "non_thinking", *, strict: bool = True) -
     Returns:
         ``(x, y)`` in whatever frame the model answers in (resized pixels for Qwen2.5-VL/GTA1), or ``None``.
     """
-    answer = extract_answer(text, mode)
-    if answer is None:
-        return None
-    pairs = _first_matches(_PAIR_RE, answer, 2 if strict else 1)
-    if not pairs or (strict and len(pairs) != 1):
-        return None
-    return _numbers(pairs[0], integer=strict)
+    return _answer_numbers(_PAIR_RE, text, mode, strict)
 
 
 def parse_box(text: str, mode: str = "box", *, strict: bool = True) -> tuple[float, float, float, float] | None:
@@ -198,13 +205,7 @@ def parse_box(text: str, mode: str = "box", *, strict: bool = True) -> tuple[flo
     >>> parse_box("[10,20,30,40] [1,2,3,4]") is None
     True
     """
-    answer = extract_answer(text, mode)
-    if answer is None:
-        return None
-    boxes = _first_matches(_BOX_RE, answer, 2 if strict else 1)
-    if not boxes or (strict and len(boxes) != 1):
-        return None
-    values = _numbers(boxes[0], integer=strict)  # strict: a decimal is rejected like GTA1's int() on a point
+    values = _answer_numbers(_BOX_RE, text, mode, strict)  # strict: a decimal is rejected like GTA1's int() on a point
     if values is None or (strict and (values[0] > values[2] or values[1] > values[3])):
         return None
     return values

@@ -42,7 +42,14 @@ from groundwork.records import load_json_file
 from groundwork.validate import ImageLimits
 from vlm_r1 import answers, rewards
 from vlm_r1.modules.base import VLMBaseModule, load_processor_files, restore_stock_processor_class
-from vlm_r1.tiny_parts import TINY_SIZES, build_tokenizer, qwen_text_config, qwen_tokenizer, save_tiny_checkpoint
+from vlm_r1.tiny_parts import (
+    TINY_SIZES,
+    build_tokenizer,
+    chatml_template,
+    qwen_text_config,
+    qwen_tokenizer,
+    save_tiny_checkpoint,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -69,21 +76,7 @@ _THINK_ANSWER_TEMPLATE = (
 
 # Qwen-style ChatML template (InternVL3 uses ChatML on Qwen2); an image part becomes one <IMG_CONTEXT>, which
 # InternVLProcessor expands to <img> + 256 * tiles <IMG_CONTEXT> + </img>.
-INTERNVL_CHAT_TEMPLATE = (
-    "{% for message in messages %}"
-    "{% if loop.first and message['role'] != 'system' %}"
-    "{{ '<|im_start|>system\\nYou are a helpful assistant.<|im_end|>\\n' }}{% endif %}"
-    "{{ '<|im_start|>' + message['role'] + '\\n' }}"
-    "{% if message['content'] is string %}{{ message['content'] }}"
-    "{% else %}{% for part in message['content'] %}"
-    "{% if part['type'] == 'image' or 'image' in part or 'image_url' in part %}{{ '<IMG_CONTEXT>\\n' }}"
-    "{% elif part['type'] == 'video' or 'video' in part %}{{ '<video>\\n' }}"
-    "{% elif 'text' in part %}{{ part['text'] }}{% endif %}"
-    "{% endfor %}{% endif %}"
-    "{{ '<|im_end|>\\n' }}"
-    "{% endfor %}"
-    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
-)
+INTERNVL_CHAT_TEMPLATE = chatml_template(f"{IMG_CONTEXT_TOKEN}\\n", f"{VIDEO_TOKEN}\\n")
 
 
 def has_internvl_rec_format(text: str) -> bool:
