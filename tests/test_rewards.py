@@ -446,6 +446,54 @@ def test_a_timeout_swallowed_once_fires_again(monkeypatch):
     time.sleep(0.2)  # no late alarm arrives
 
 
+@pytest.mark.parametrize("where", ["gc_callback", "__del__", "weakref_finalize"])
+def test_a_timeout_never_raises_where_python_would_swallow_it(where, monkeypatch):
+    """The deadline passes while a gc callback / a finalizer runs: nothing is raised there (Python would swallow it and
+    report "Exception ignored in"); the call is interrupted once back in its own code."""
+    import gc
+    import sys
+    import time
+    import weakref
+
+    swallowed = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda u: swallowed.append(u.exc_type))
+
+    def busy(seconds):
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            pass
+
+    class Slow:
+        def __del__(self):
+            busy(0.3)
+
+    def callback(phase, info):
+        if phase == "start":
+            busy(0.3)
+
+    def call():
+        if where == "gc_callback":
+            gc.callbacks.append(callback)
+            try:
+                gc.collect()
+            finally:
+                gc.callbacks.remove(callback)
+        elif where == "__del__":
+            obj = Slow()
+            del obj
+        else:
+            target = type("Plain", (), {})()
+            weakref.finalize(target, busy, 0.3)
+            del target  # the weakref's callback runs the finalizer
+        busy(5)  # back in the call's own code: the next tick interrupts it
+        return "finished"
+
+    started = time.monotonic()
+    with pytest.raises(accuracy.MathVerifyTimeout):
+        accuracy.call_with_deadline(0.05, call)
+    assert swallowed == [] and time.monotonic() - started < 2
+
+
 def test_math_verify_timeouts_score_as_no_match(monkeypatch):
     import math_verify
 

@@ -7,11 +7,13 @@ built-in reward ``accuracy`` by :mod:`vlm_r1.rewards`.
 from __future__ import annotations
 
 import functools
+import gc
 import logging
 import re
 import signal
 import threading
 import time
+import weakref
 from collections.abc import Callable
 
 from vlm_r1.answers import _ANSWER_CLOSE, _ANSWER_OPEN, answer_blocks, completion_text
@@ -195,20 +197,38 @@ class MathVerifyTimeout(BaseException):
 _REARM_S = 0.05  # after the deadline the alarm fires again every 50 ms until the call gives up
 
 
+def _swallowed_there(frame) -> bool:
+    """True when an exception raised in ``frame`` would be swallowed on its way up: some frame of the stack runs a
+    finalizer (``__del__``, a ``weakref.finalize`` callback) or a garbage-collector callback (``gc.callbacks``, e.g.
+    hypothesis's ``gc_cumulative_time``). Python prints "Exception ignored in ..." there and goes on, so the alarm
+    waits for its next tick instead of raising into them."""
+    callbacks = {getattr(cb, "__code__", None) for cb in gc.callbacks}
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == "__del__" or code in callbacks or code is _FINALIZE_CALL:
+            return True
+        frame = frame.f_back
+    return False
+
+
+_FINALIZE_CALL = weakref.finalize.__call__.__code__
+
+
 def call_with_deadline(seconds: float, fn: Callable, *args, **kwargs):
     """``fn(*args, **kwargs)``, interrupted by :class:`MathVerifyTimeout` once ``seconds`` have passed (main thread
     only: a SIGALRM timer, as math_verify's own timeout).
 
-    Unlike math_verify's one-shot ``signal.alarm``, the timer fires again every 50 ms until ``fn`` returns: an alarm
-    that lands in a garbage-collector callback or a ``__del__`` is swallowed by Python ("Exception ignored in ..."),
-    and a one-shot timeout is then lost while the computation runs on (seen here: a 1-second parse that ran 59 s).
+    Unlike math_verify's one-shot ``signal.alarm``, the timer fires again every 50 ms until ``fn`` returns, and a tick
+    that lands in a garbage-collector callback or a finalizer raises nothing (:func:`_swallowed_there`): Python would
+    swallow the exception there ("Exception ignored in ..."), reporting noise, and a one-shot timeout would be lost
+    while the computation runs on (seen here: a 1-second parse that ran 59 s).
     A SIGALRM handler and ``setitimer`` timer already installed (another library's) are restored afterwards, with the
     time they had left.
     """
     armed = True
 
     def on_alarm(signum, frame):
-        if armed:
+        if armed and not _swallowed_there(frame):
             raise MathVerifyTimeout(f"past {seconds} s")
 
     previous = signal.signal(signal.SIGALRM, on_alarm)
