@@ -346,53 +346,6 @@ def _dialect_defaults(parser: argparse.ArgumentParser, dialect: Dialect) -> None
             action.help = action.help.replace(" (default)", "") + f" Default here: {note}."
 
 
-# ---- the earlier function forms (one parse underneath) ----------------------------------------------------------------
-def parse_command_line(
-    dataclass_types: Sequence[type],
-    argv: Sequence[str],
-    *,
-    defaults: dict[str, Any] | None = None,
-    parser_kwargs: dict[str, Any] | None = None,
-    unknown_hint: Any = None,
-) -> tuple[list, list[str]]:
-    """``([one instance per dataclass type], notices)`` of :func:`parse`."""
-    cl = parse(dataclass_types, argv, defaults=defaults, parser_kwargs=parser_kwargs, unknown_hint=unknown_hint)
-    return cl.objects()[0], cl.notices
-
-
-def parse_task_command_line(
-    dataclass_types: Sequence[type], argv: Sequence[str], *, defaults: dict[str, Any] | None = None
-) -> tuple[list, Any, list[str]]:
-    """``([one instance per dataclass type], task options or None, notices)`` of :func:`parse_task`."""
-    cl = parse_task(dataclass_types, argv, defaults=defaults)
-    objs, options = cl.objects()
-    return objs, options, cl.notices
-
-
-def given_sources(dataclass_types: Sequence[type], argv: Sequence[str]) -> dict[str, str]:
-    """``{field: "flag --NAME" | "--config PATH"}`` of the fields ``argv`` or its recipe sets, tolerating flags that
-    ``dataclass_types`` do not declare (a task's options). A parsed command line has these as
-    :attr:`CommandLine.sources`; this form serves callers without one."""
-    args = list(argv)
-    path = config_path(args)
-    out: dict[str, str] = {}
-    if path is not None:
-        loaded = read_recipe(path)
-        if isinstance(loaded, dict):  # anything else: the parse refuses the file, naming it
-            out = {str(k): f"--config {path}" for k in loaded if k != "env"}
-        i = args.index("--config")
-        del args[i : i + 2]
-    parser = _build_parser(tuple(dataclass_types), None, "--config")
-    out.update({name: f"flag --{name}" for name in _given_flags(parser, args)})
-    return out
-
-
-def explicitly_given(dataclass_types: Sequence[type], argv: Sequence[str]) -> set[str]:
-    """Names of the fields set on the command line ``argv`` (any spelling argparse accepts, e.g. ``--x=1``,
-    ``--no_x``, unique prefixes) or as keys of its ``--config`` YAML; values equal to the defaults count too."""
-    return set(given_sources(dataclass_types, argv))
-
-
 # ---- parser adjustments ----------------------------------------------------------------------------------------------
 def strict_numbers(parser: argparse.ArgumentParser, config_name: str = "--config") -> None:
     """Give every integer and float flag of a dataclass parser the project's number types (:mod:`groundwork.argtypes`:
@@ -510,7 +463,7 @@ def _task_options_epilog() -> str:
 
 
 def _other_tasks_hint(task_type: str | None):
-    """An ``unknown_hint`` for :func:`parse_command_line`: which installed task declares an unknown flag."""
+    """An ``unknown_hint`` for :func:`parse`: which installed task declares an unknown flag."""
 
     def hint(unknown: list[str]) -> str:
 

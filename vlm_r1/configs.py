@@ -54,7 +54,7 @@ def _split(value: str | None) -> list[str] | None:
 class DataArguments:
     """Data arguments shared by ``python -m vlm_r1.grpo_jsonl`` and ``python -m vlm_r1.sft`` (upstream VLM-R1's
     ``GRPOScriptArguments`` data fields, minus the dead ones). A task's own flags come from its ``options_class``
-    (``vlm_r1.tasks``), parsed next to these once ``--task_type`` is known (:func:`parse_task_command_line`)."""
+    (``vlm_r1.tasks``), parsed next to these once ``--task_type`` is known (:func:`vlm_r1.command_line.parse_task`)."""
 
     data_file_paths: str | None = field(
         default=None,

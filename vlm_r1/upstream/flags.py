@@ -37,6 +37,11 @@ _IGNORED = {
 }
 
 
+def _ignored(name: str):
+    """A field for a dropped upstream flag: accepted, announced with :data:`_IGNORED`'s reason, no effect."""
+    return field(default=None, metadata={"help": f"Ignored with a warning: {_IGNORED[name]}."})
+
+
 @dataclass
 class UpstreamCompatArguments:
     """Upstream VLM-R1 flags that TRL 1.16 renamed or dropped (accepted so old scripts run; each one warns)."""
@@ -51,22 +56,16 @@ class UpstreamCompatArguments:
     gradient_checkpointing_use_reentrant: bool | None = field(
         default=None, metadata={"help": "Sets gradient_checkpointing_kwargs={'use_reentrant': ...} (warns)."}
     )
-    dataset_name: str | None = field(
-        default=None, metadata={"help": "Ignored with a warning: " + _IGNORED["dataset_name"]}
-    )
-    dataset_config: str | None = field(default=None, metadata={"help": "Ignored with a warning."})
-    dataset_train_split: str | None = field(default=None, metadata={"help": "Ignored with a warning."})
-    dataset_test_split: str | None = field(default=None, metadata={"help": "Ignored with a warning."})
-    arrow_cache_dir: str | None = field(
-        default=None, metadata={"help": "Ignored with a warning (unused upstream too)."}
-    )
-    max_prompt_length: int | None = field(
-        default=None, metadata={"help": "Ignored with a warning: " + _IGNORED["max_prompt_length"]}
-    )
-    vllm_device: str | None = field(default=None, metadata={"help": "Ignored with a warning."})
-    vllm_dtype: str | None = field(default=None, metadata={"help": "Ignored with a warning."})
-    vllm_enable_prefix_caching: bool | None = field(default=None, metadata={"help": "Ignored with a warning."})
-    ignore_bias_buffers: bool | None = field(default=None, metadata={"help": "Ignored with a warning."})
+    dataset_name: str | None = _ignored("dataset_name")
+    dataset_config: str | None = _ignored("dataset_config")
+    dataset_train_split: str | None = _ignored("dataset_train_split")
+    dataset_test_split: str | None = _ignored("dataset_test_split")
+    arrow_cache_dir: str | None = _ignored("arrow_cache_dir")
+    max_prompt_length: int | None = _ignored("max_prompt_length")
+    vllm_device: str | None = _ignored("vllm_device")
+    vllm_dtype: str | None = _ignored("vllm_dtype")
+    vllm_enable_prefix_caching: bool | None = _ignored("vllm_enable_prefix_caching")
+    ignore_bias_buffers: bool | None = _ignored("ignore_bias_buffers")
 
     def apply(self, training_args: Any, model_args: Any) -> list[str]:
         """Map renamed flags onto TRL's, and return one warning line per upstream flag that was given."""
