@@ -7,15 +7,14 @@
 #   5. learning, not only plumbing: on the synthetic toy (gui-grounding toy demo) a short SFT warm start, then GRPO
 #      with the click reward; prints the rise of the reward and of test click accuracy and saves the curve.
 # Environment: DEMO_OUT [runs/demo], DEMO_STEPS [20], NPROC_PER_NODE [2], DEMO_ARCH [qwen2_5_vl],
-#   DEMO_TOY [1; 0 skips stage 5], DEMO_TOY_SEED [42].
+#   DEMO_TOY [1; 0 skips stage 5], DEMO_TOY_SEED [42]; the numbers are checked after stage 1 (one line naming a bad
+#   one, exit 2).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 T0=$(date +%s)
 OUT="${DEMO_OUT:-runs/demo}"
-STEPS="${DEMO_STEPS:-20}"
 ARCH="${DEMO_ARCH:-qwen2_5_vl}"
-export NPROC_PER_NODE="${NPROC_PER_NODE:-2}"
 export TOKENIZERS_PARALLELISM=false PYTHONUNBUFFERED=1
 DATA="data/web_sample"
 banner() { printf '\n==== [demo %ss] %s ====\n' "$(( $(date +%s) - T0 ))" "$*"; }
@@ -32,6 +31,14 @@ timed() {  # run a stage, recording the peak RSS of its largest process when GNU
 banner "1/5 environment"
 bash run_scripts/setup_env.sh
 PY="$ROOT/.venv/bin/python"
+# The demo's numbers checked by the launchers' one rule (vlm_r1/launch.py LAUNCHER_VARIABLES; DEMO_STEPS as the
+# --max_steps it becomes, DEMO_TOY as a 0/1 switch, DEMO_TOY_SEED as a seed) before stage 2: a bad one is one
+# "[demo] ERROR: NAME: must be ..., got '...'" line, exit 2; each is written back canonical.
+CHECKED="$("$PY" -m vlm_r1.launcher_env --prog demo NPROC_PER_NODE DEMO_STEPS=MAX_STEPS DEMO_TOY=DRY_RUN \
+  DEMO_TOY_SEED=SEED)" || exit 2
+while IFS='=' read -r name value; do [ -n "$name" ] && printf -v "$name" '%s' "$value"; done <<< "$CHECKED"
+STEPS="${DEMO_STEPS:-20}"
+export NPROC_PER_NODE="${NPROC_PER_NODE:-2}"
 mkdir -p "$OUT"
 
 banner "2/5 tiny $ARCH checkpoint (random weights, built offline)"

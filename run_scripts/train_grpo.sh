@@ -14,7 +14,9 @@
 #   RDZV_ID         rendezvous id [SLURM_JOB_ID; else one node: local-<host>-<pid>-<random>; several nodes: "local"
 #                   (set the same RDZV_ID on every node)]
 #   MAX_RESTARTS    torchrun --max-restarts [0]
-#   DRY_RUN=1       print the resolved torchrun command and exit
+#   DRY_RUN=1       print the resolved torchrun command and exit [0]
+# The numbers among them (and DRY_RUN, 0 or 1) are checked before anything runs (python -m vlm_r1.launcher_env): a
+# bad value is one "[train_grpo] ERROR: NAME: must be ..., got '...'" line, exit 2.
 #   PYTHON          interpreter [.venv/bin/python of this repo]
 #   ENTRY           the training module [vlm_r1.grpo_jsonl; the GTA1 recipes use gui_grounding.train]
 # On CPU (no GPU) the processes talk over gloo; set OMP_NUM_THREADS to cores / NPROC_PER_NODE.
@@ -34,11 +36,19 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PYTHON="${PYTHON:-$ROOT/.venv/bin/python}"
 
+# The launcher variables are checked first, by the one rule (vlm_r1/launch.py LAUNCHER_VARIABLES, as the recipe
+# launcher's plan checks them): a bad one (MAX_RESTARTS=abc, NNODES=0, DRY_RUN=yes, MASTER_PORT=0 on several nodes)
+# is one line naming it and exit 2, before torchrun or a dry run. Each is written back canonical (NNODES=" 02" -> 2;
+# blank -> unset), so the tests below and torchrun read the number Python read.
+NNODES="${NNODES:-${SLURM_JOB_NUM_NODES:-}}"
+CHECKED="$(PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" -m vlm_r1.launcher_env --prog train_grpo \
+  NNODES NPROC_PER_NODE MASTER_PORT MAX_RESTARTS DRY_RUN)" || exit 2
+while IFS='=' read -r name value; do [ -n "$name" ] && printf -v "$name" '%s' "$value"; done <<< "$CHECKED"
 if [ -z "${NPROC_PER_NODE:-}" ]; then
   NPROC_PER_NODE=$( (command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep -c '^GPU') || echo 0)
   [ "$NPROC_PER_NODE" -gt 0 ] 2>/dev/null || NPROC_PER_NODE=1
 fi
-NNODES="${NNODES:-${SLURM_JOB_NUM_NODES:-1}}"
+NNODES="${NNODES:-1}"
 if [ -z "${MASTER_ADDR:-}" ]; then
   if [ -n "${SLURM_JOB_NODELIST:-}" ] && command -v scontrol >/dev/null; then
     MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)

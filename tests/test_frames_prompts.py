@@ -347,20 +347,27 @@ def test_parsers_are_linear_time_on_adversarial_text(text):
 
 
 # --------------------------------------------------------------------------------------------------------------------
-# numbers are bounded: a number whose integer part has more than 12 digits is not an answer (issue 11)
+# numbers are bounded: a number whose integer part has more than 12 digits is not an answer (issue 11, never
+# converted), nor is one beyond +-1e7 (groundwork.validate.MAX_COORD: what the predictions reader reads back)
 
 D12, D13 = "9" * 12, "1" * 13
+EDGE, PAST = str(10**7), str(10**7 + 1)
 
 
 @pytest.mark.parametrize(
     "text, strict, expected",
     [
-        (f"({D12},-{D12})", True, (int(D12), -int(D12))),
+        (f"({EDGE},-{EDGE})", True, (10**7, -(10**7))),
+        (f"({PAST},5)", True, None),
+        (f"(5,-{PAST})", True, None),
+        (f"({D12},-{D12})", True, None),
         (f"({D13},5)", True, None),
         (f"(5,-{D13})", True, None),
         ("(" + "9" * 155 + ",1)", True, None),
         (f"({D13},5) (1,2)", True, None),  # still two pairs: GTA1's exactly-one rule counts the long one
-        (f"({D12}.5,2)", False, (float(D12) + 0.5, 2.0)),
+        ("(9999999.5,2)", False, (9999999.5, 2.0)),
+        (f"({EDGE}.5,2)", False, None),
+        (f"({D12}.5,2)", False, None),
         (f"({D13}.5,2)", False, None),
         ("(0." + "1" * 40 + ",2)", False, (float("0." + "1" * 40), 2.0)),  # a long fraction cannot overflow
         ("(" + "9" * 400 + ".0,2) (1,2)", False, None),  # lenient: the first pair, and it is not an answer
@@ -373,7 +380,9 @@ def test_parse_point_bounds_number_digits(text, strict, expected):
 @pytest.mark.parametrize(
     "text, strict, expected",
     [
-        (f"[0,0,{D12},{D12}]", True, (0, 0, int(D12), int(D12))),
+        (f"[0,0,{EDGE},{EDGE}]", True, (0, 0, 10**7, 10**7)),
+        (f"[0,0,{PAST},5]", True, None),
+        (f"[0,0,{D12},{D12}]", True, None),
         (f"[0,0,{D13},5]", True, None),
         ("[0,0," + "9" * 200 + ",5]", True, None),
         (f"[0,0,{D13}.5,5]", False, None),
@@ -389,7 +398,11 @@ def test_parse_box_bounds_number_digits(text, strict, expected):
 def test_lenient_parsers_bound_number_digits():
     from gui_grounding.models.prompts import parse_json_point, parse_point_or_box, parse_point_tag
 
-    assert parse_point_or_box(f"({D12},1)") == (float(D12), 1.0)
+    assert parse_point_or_box(f"({EDGE},1)") == (1e7, 1.0)
+    assert parse_point_or_box(f"({D12},1)") is None
+    assert parse_point_or_box(f"(1,1),({PAST},3)") is None
+    assert parse_point_tag(f"<point>{PAST} 5</point>") is None
+    assert parse_json_point(f'"point_2d": [{PAST}, 5]') is None
     assert parse_point_or_box(f"({D13},1)") is None
     assert parse_point_or_box(f"(1,1),({D13},3)") is None  # a box whose second corner is not an answer
     assert parse_point_or_box("(0,0),(10,20)") == (5.0, 10.0)

@@ -32,15 +32,24 @@ from gui_grounding.cli import build_parser
 from gui_grounding.cli import main as cli_main
 from gui_grounding.data.annotations import EvalInputError
 from gui_grounding.data.schema import Sample
-from gui_grounding.eval.backends import NO_POINT, record
+from gui_grounding.eval.backends import (
+    NO_POINT,
+    eval_reading,
+    no_point_reason,
+    open_predictions,
+    prepare_resume,
+    record,
+    write_records,
+)
 from gui_grounding.eval.budget import resolve_eval_budget
 from gui_grounding.eval.compare import CompareError, compare_runs, markdown, read_run
 from gui_grounding.eval.compare import main as compare_main
-from gui_grounding.eval.predictions import load_predictions
+from gui_grounding.eval.judge import WRONG_FORMAT, judge
+from gui_grounding.eval.predictions import load_predictions, results_from_predictions
 from gui_grounding.eval.report import sample_target, targets_sha256
 from gui_grounding.eval.run import run_eval
 from gui_grounding.eval.tts import TTSConfig, calibration, cost_summary, tts_predictions
-from gui_grounding.models.adapters import ADAPTERS, get_adapter
+from gui_grounding.models.adapters import ADAPTERS, Request, get_adapter
 from gui_grounding.models.consensus import MAX_REGION, MIN_REGION, check_region, consensus, sample_region
 from gui_grounding.models.profiles import PROFILES, get_profile
 from gui_grounding.ops.prompt import describe_prompt
@@ -508,7 +517,7 @@ def _assert_same_reading(shown, pred):
     if malformed is not None:
         assert shown["format_error"] == malformed.split(": ", 1)[1] and shown["scored_as"] == "wrong_format"
     elif pred["point"] is None and pred.get("refusal") is not True:
-        assert shown["format_error"] == NO_POINT and shown["scored_as"] == "wrong_format"
+        assert shown["format_error"] == no_point_reason(pred) and shown["scored_as"] == "wrong_format"
     else:
         assert shown["format_error"] is None and shown["scored_as"] == ("refusal" if shown["refusal"] else "point")
 
@@ -516,9 +525,17 @@ def _assert_same_reading(shown, pred):
 def test_prompt_parse_shows_the_point_eval_calls_malformed_and_the_refusal(tmp_path, eval_requests):
     shown = _prompt_parse("adapter", "gta1", "(9.9e9, 5)")
     assert shown["answer_point"] is None and shown["scored_as"] == "wrong_format"
+    # a number beyond +-1e7 is no coordinate: the parser's format error, in training and eval alike
     shown = _prompt_parse("adapter", "gta1", "(9900000000, 5)")
-    assert shown["answer_point"] == [9900000000.0, 5.0] and shown["parsed_point"] is None
-    assert shown["format_error"].startswith("point must be null or [x, y] finite numbers (|v| <= 1e7), got [")
+    assert shown["answer_point"] is None and shown["parsed_point"] is None
+    assert shown["format_error"] == NO_POINT and shown["scored_as"] == "wrong_format"
+    # within +-1e7 on the model's 0-1000 grid, beyond it in a 40000-px-wide screenshot's pixels: written as null
+    shown = describe_prompt("qwen3-vl", (40000, 400), "Click ok", parse='{"point_2d": [999999, 5]}')
+    assert shown["answer_point"] == [999999.0, 5.0] and shown["parsed_point"] is None
+    assert shown["format_error"] == (
+        f"{NO_POINT}: its point [39999960.0, 2.0] is not 2 finite numbers within +-1e7 original pixels "
+        "(written as null)"
+    )
     shown = _prompt_parse("profile", "ui-venus-ground-7b", "[-1,-1]")
     assert (shown["parsed_point"], shown["refusal"], shown["format_error"], shown["scored_as"]) == (
         None,
@@ -562,3 +579,75 @@ def test_prompt_parse_equals_the_eval_reading_for_every_adapter_and_profile(tmp_
     reads = _eval_reads(tmp_path_factory.mktemp("parse"), eval_requests, text)
     for (kind, name), pred in reads.items():
         _assert_same_reading(_prompt_parse(kind, name, text), pred)
+
+
+# the bound's edges, in every answer syntax the adapters read
+_EDGE = st.sampled_from([9_999_999, 10_000_000, 10_000_001, -10_000_000, -10_000_001, 999_999_999_999, 10**13])
+_round_trip_completion = st.one_of(
+    _completion,
+    st.builds(
+        lambda a, b, fmt: fmt.format(a, b),
+        st.one_of(_EDGE, st.integers(-5, 2000), st.sampled_from([9_999_999.5, 1e7 + 0.5, -1e7])),
+        st.one_of(_EDGE, st.integers(-5, 2000)),
+        st.sampled_from(
+            [
+                "({}, {})",
+                "[{0},{1},{0},{1}]",
+                '{{"point_2d": [{}, {}]}}',
+                '{{"coordinate": [{}, {}]}}</tool_call>',
+                "[[{}, {}]]",
+                "[[{0},{1},{0},{1}]]",
+                "<point>{} {}</point>",
+                "<think>x</think><answer>({}, {})</answer>",
+            ]
+        ),
+    ),
+)
+#: screenshot sizes: the model's frame mapped to a smaller, a similar and a much larger original
+_ROUND_TRIP_SIZES = [(640, 400), (40000, 400), (300, 30000)]
+
+
+@settings(max_examples=25, deadline=None)
+@given(text=_round_trip_completion, size=st.sampled_from(_ROUND_TRIP_SIZES))
+def test_what_eval_writes_reads_back_to_the_same_judgement(tmp_path_factory, text, size):
+    """For any completion, every adapter and profile: the predictions line eval writes (``record`` ->
+    ``write_records``) is kept by a resume (never dropped and predicted again), read by the predictions reader in
+    strict mode (never malformed), and judged as eval judged it (``eval_reading``, what ``prompt --parse`` shows):
+    the same point, refusal flag, reason and correctness. Every parsed point, in the model's frame and in original
+    pixels, lies within +-1e7."""
+    path = str(tmp_path_factory.mktemp("trip") / "predictions.jsonl")
+    width, height = size
+    samples, readings = [], {}
+    for kind, name in CONFIGS:
+        prof = get_profile(name) if kind == "profile" else None
+        ad = get_adapter(prof.adapter if prof else name)
+        budget, _ = resolve_eval_budget(ad, model=None, flags={}, profile=prof, limits=None)
+        frame = ad.frame_for(width, height, budget)
+        sample = Sample(f"{kind}-{name}", "Click ok", "unused.png", [(0.0, 0.0, width / 2, height / 2)], width, height)
+        request = Request(ad.messages("Click ok", frame), None, {"frame": frame}, "p", ad.assistant_prefix)
+        for strict in (True, False):
+            answer = ad.parse_answer(ad.assistant_prefix + text, strict=strict)
+            assert answer is None or all(abs(v) <= validate.MAX_COORD for v in answer), (name, answer)
+        samples.append(sample)
+        readings[sample.sample_id] = (
+            sample,
+            eval_reading(sample, request, text, ad),
+            record(sample, request, text, ad),
+        )
+    appender, todo = open_predictions(path, samples)
+    assert len(todo) == len(samples)
+    with appender:
+        write_records(appender, [rec for _, _, rec in readings.values()])
+    written = open(path, "rb").read()
+    assert prepare_resume(path) == set(readings) and open(path, "rb").read() == written
+    preds, report = load_predictions(path, samples, strict=True)
+    assert report.malformed == [] and report.bad_values == []
+    results = results_from_predictions(samples, preds)
+    for sid, (sample, reading, _) in readings.items():
+        pred = preds[sid]
+        assert (pred["point"], pred.get("refusal") is True) == (reading["point"], reading["refusal"]), sid
+        if reading["scored_as"] == WRONG_FORMAT:
+            assert reading["format_error"] == no_point_reason(pred) and results[sid]["correctness"] == WRONG_FORMAT
+        else:
+            assert reading["format_error"] is None
+            assert results[sid]["correctness"] == judge(sample, reading["point"], reading["refusal"])

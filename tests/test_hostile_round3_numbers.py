@@ -7,7 +7,8 @@
    checked first;
 2. the distributed environment has one reader (``groundwork.argtypes.distributed_env``), used by every consumer;
 3. the training entry points end an input error with one ``error:`` line, status 2; a bug keeps its traceback;
-4. the launcher's numeric variables are checked in one place (``gui_grounding.plan --launcher-env``), and REPORT_TO
+4. the launcher's numeric variables are checked in one place (``gui_grounding.plan --launcher-env``, over the core's
+   ``vlm_r1.launch.LAUNCHER_VARIABLES``; every run script: ``tests/test_hostile_round3_launchers.py``), and REPORT_TO
    with several words reaches ``--report_to`` as separate words.
 """
 
@@ -418,11 +419,13 @@ def test_plan_main_checks_the_environment_before_the_flags(monkeypatch, capsys):
 
 def test_report_to_words_reach_the_training_command(tmp_path):
     """REPORT_TO="tensorboard, wandb" becomes ``--report_to tensorboard wandb`` (separate words, no glob): a stub
-    interpreter stands in for the plan (its output: the batch flags) so that only the launcher's shell is run."""
+    interpreter stands in for the plan (its output: the batch flags) so that only the launcher's shell is run; the
+    variable check of ``train_grpo.sh`` (``vlm_r1.launcher_env``) runs for real."""
     stub = tmp_path / "python"
     stub.write_text(
         "#!/usr/bin/env bash\n"
         'if [ "$1 $2" = "-m gui_grounding.plan" ]; then printf -- "--per_device_train_batch_size\\n8\\n"; exit 0; fi\n'
+        f'if [ "$1 $2" = "-m vlm_r1.launcher_env" ]; then exec {sys.executable} "$@"; fi\n'
         "exit 1\n"
     )
     stub.chmod(stub.stat().st_mode | stat.S_IXUSR)

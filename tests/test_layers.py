@@ -38,6 +38,7 @@ ENTRY_POINTS = frozenset(
         "vlm_r1.grpo_jsonl",
         "vlm_r1.sft",
         "vlm_r1.preflight.__main__",
+        "vlm_r1.launcher_env",
         "vlm_r1.upstream_defaults",
         "gui_grounding.train",
         "gui_grounding.plan",

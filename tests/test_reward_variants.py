@@ -695,10 +695,14 @@ def test_numbers_past_twelve_digits_are_not_answers(text):
     assert scores == dict.fromkeys(scores, 0.0)
 
 
-def test_twelve_digit_answers_still_parse():
-    big = 10**12 - 1
+def test_answers_at_the_coordinate_bound_still_parse():
+    # a number beyond +-1e7 is no coordinate (gui_grounding.models.prompts.answer_numbers: what eval's predictions
+    # reader reads back); the bound itself is one
+    big = 10**7
     assert score_click(f"({big},{big})", [[0, 0, 1e12, 1e12]]) == 1.0
     assert score_iou(f"[0,0,{big},{big}]", [[0, 0, big, big]]) == 1.0
+    assert score_click(f"({big + 1},{big})", [[0, 0, 1e12, 1e12]]) == 0.0
+    assert score_iou(f"[0,0,{big + 1},{big}]", [[0, 0, big, big]]) == 0.0
 
 
 def test_gta1_rounding_with_unusable_source_columns_scores_zero():

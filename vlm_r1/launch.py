@@ -1,19 +1,22 @@
 """What the training entry points (``vlm_r1.grpo_jsonl``, ``vlm_r1.sft``) share: logging, policy loading, the final
-save, and keeping a dataset's lazy image transform across ``map``/``concatenate``."""
+save, and keeping a dataset's lazy image transform across ``map``/``concatenate``; and what the launchers
+(``run_scripts/*.sh``) share: the one check of their environment variables (:data:`LAUNCHER_VARIABLES`)."""
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import logging
 import os
+import re
 import sys
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import yaml
 
-from groundwork.argtypes import distributed_env
+from groundwork.argtypes import SEED, BadValue, distributed_env, from_env, integer, number
 from groundwork.pixel_budget import record
 from vlm_r1.devices import bf16_supported
 from vlm_r1.plots import plot_training_curves
@@ -56,6 +59,95 @@ def input_errors(prog: str) -> Iterator[None]:
         message = " ".join(text.split()) or type(err).__name__
         print(f"{prog}: error: {type(err).__name__}: {message}", file=sys.stderr, flush=True)
         raise SystemExit(2) from None
+
+
+# ---- the launchers' environment (run_scripts/*.sh) --------------------------------------------------------------------
+#: a count of the launch shape (nodes, processes per node): at least 1
+_LAUNCH_COUNT = integer(min=1, max=1_000_000)
+
+#: Every numeric or 0/1 variable the launchers read (``run_scripts/train_grpo.sh``, ``gta1_recipe.sh``, ``demo.sh``,
+#: ``slurm/gta1.sbatch``), with its type: checked in one place (:func:`check_launcher_env`) before anything runs, so a
+#: bad value is one line naming the variable, not a torchrun failure, a bash arithmetic error, a flag error naming a
+#: flag the user never wrote, or a dry run that says all is well. The training flags' minimums are TRL's and
+#: transformers' rules (NUM_GENERATIONS >= 2: ``GRPOConfig.__post_init__``; ``vlm_r1.configs.GRPO_BATCH_MINIMUMS``).
+#: The launch plan adds its own (``gui_grounding.ops.plan.LAUNCHER_VARIABLES``).
+LAUNCHER_VARIABLES: dict[str, Callable[[str], Any]] = {
+    "NNODES": _LAUNCH_COUNT,
+    "NPROC_PER_NODE": _LAUNCH_COUNT,
+    "MAX_RESTARTS": integer(min=0, max=1_000_000),  # torchrun --max-restarts
+    "MASTER_PORT": integer(min=0, max=65535),  # 0: one node, the store binds a free port (train_grpo.sh)
+    "DRY_RUN": integer(min=0, max=1),  # a switch: "yes" or "true" is refused, never read as "off" (a real run)
+    "NUM_GENERATIONS": integer(min=2),
+    "MAX_STEPS": integer(min=-1),  # -1: transformers' "train num_train_epochs"
+    "LR": number(min=0),
+    "BETA": number(min=0),
+    "TEMPERATURE": number(min=0, min_open=True),
+    "MAX_COMPLETION_LENGTH": integer(min=1),
+    "MAX_PIXELS": integer(min=1),
+    "MIN_PIXELS": integer(min=1),
+    "SAVE_STEPS": number(min=0, min_open=True),
+    "SAVE_TOTAL_LIMIT": integer(min=1),
+    "SEED": SEED,
+}
+
+
+def check_launcher_env(
+    variables: Mapping[str, Callable[[str], Any]] | None = None, environ: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """The ``variables`` (name -> type; default :data:`LAUNCHER_VARIABLES`) that are set in ``environ`` (default
+    ``os.environ``), converted by their types (:func:`groundwork.argtypes.from_env`: blank is unset, as the
+    launchers' ``${NAME:-default}``); ``MASTER_PORT`` 0 (a free port) only on one node (several nodes must meet at a
+    port they all know).
+
+    Raises:
+        BadValue: one line naming the variable and its value.
+    """
+    env = os.environ if environ is None else environ
+    table = LAUNCHER_VARIABLES if variables is None else variables
+    values = {name: from_env(name, parse, None, env) for name, parse in table.items()}
+    nodes = values.get("NNODES") or 1
+    if nodes > 1 and values.get("MASTER_PORT") == 0:
+        raise BadValue(f"MASTER_PORT: must be 1..65535 with NNODES={nodes} (0 binds a free port: one node only)")
+    return {name: v for name, v in values.items() if v is not None}
+
+
+def _canonical(value: Any) -> str:
+    """A checked value as the launcher writes it back: an integer in plain digits, a float by its ``repr``."""
+    return str(value) if isinstance(value, int) else repr(value)
+
+
+_VARIABLE_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
+
+
+def launcher_env_main(argv: list[str] | None = None) -> int:
+    """``python -m vlm_r1.launcher_env [--prog NAME] VARIABLE[=AS] ...``: check the launcher's variables by
+    :func:`check_launcher_env` (``VARIABLE=AS``: ``VARIABLE`` by the type of ``AS``, e.g. ``DEMO_STEPS=MAX_STEPS``)
+    and print ``VARIABLE=VALUE`` for each, the value canonical (``" 02"`` -> ``2``; blank or unset: empty), so the
+    launcher's shell tests and torchrun read the number Python read. Returns 0, or 2 after one
+    ``[NAME] ERROR: VARIABLE: must be ..., got '...'`` line on stderr (nothing on stdout)."""
+    p = argparse.ArgumentParser(
+        prog="python -m vlm_r1.launcher_env",
+        description="Check the launchers' environment variables (one line naming a bad one, exit 2) and print each "
+        "as VARIABLE=VALUE, canonical. Known: " + ", ".join(LAUNCHER_VARIABLES) + ".",
+    )
+    p.add_argument("--prog", default="launcher", help="the launcher's name, for the error line [launcher]")
+    p.add_argument("variables", nargs="+", metavar="VARIABLE[=AS]")
+    args = p.parse_args(argv)
+    table = {}
+    for item in args.variables:
+        name, _, kind = item.partition("=")
+        kind = kind or name
+        if not _VARIABLE_NAME.fullmatch(name) or kind not in LAUNCHER_VARIABLES:
+            p.error(f"{item!r}: not VARIABLE or VARIABLE=AS with AS one of {', '.join(LAUNCHER_VARIABLES)}")
+        table[name] = LAUNCHER_VARIABLES[kind]
+    try:
+        values = check_launcher_env(table)
+    except BadValue as err:
+        print(f"[{args.prog}] ERROR: {err}", file=sys.stderr)
+        return 2
+    for name in table:
+        print(f"{name}={_canonical(values[name]) if name in values else ''}")
+    return 0
 
 
 def setup_logging() -> None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from itertools import islice
 
+from groundwork.validate import is_coord
 from vlm_r1.answers import answer_blocks, bounded_digits, think_answer
 
 PROMPT_MODES = ("non_thinking", "thinking", "box")
@@ -68,8 +69,10 @@ _SYSTEM_PROMPTS = {"non_thinking": GTA1_SYSTEM_PROMPT, "thinking": THINKING_SYST
 # exactly the strings ``\d+``, ``\d+\.\d+`` and ``\.\d+``; spelled that way a failed match backtracks in linear instead
 # of quadratic time on long digit runs (a 100k-digit completion took minutes), and every match is the same. The
 # patterns below start at a literal ("(", "[", "<point>", '"point_2d"') and the span a match scans holds no second
-# such literal, so a whole search is linear. A matched number whose integer part has more than MAX_NUMBER_DIGITS (12)
-# digits is then not an answer (:func:`_number`): no int()/float() of unbounded digit strings, every value < 1e12.
+# such literal, so a whole search is linear. A matched number is then an answer only as a coordinate
+# (:func:`answer_numbers`): an integer part of at most MAX_NUMBER_DIGITS (12) digits (no int()/float() of unbounded
+# digit strings) and a value within +-1e7 (``groundwork.validate.MAX_COORD``: the bound of every box the data holds and
+# of every point a predictions file holds), so every parsed point is one the predictions reader reads back.
 _NUM = r"-?(?:\d+(?:\.\d+)?|\.\d+)"
 # GTA1's pair pattern: "(x, y)" with optional sign and decimals; decimals are then rejected by int() in strict mode.
 _PAIR_RE = re.compile(rf"\(({_NUM}),\s*({_NUM})\)")
@@ -82,16 +85,24 @@ _answer_blocks, _think_answer = answer_blocks, think_answer
 
 def _number(token: str, *, integer: bool) -> float | None:
     """A matched number token as ``int`` (``integer``: a decimal is not an answer, GTA1's ``int()``) or ``float``;
-    ``None`` when its integer part has more than 12 digits (``vlm_r1.answers.MAX_NUMBER_DIGITS``: not an answer)."""
+    ``None`` when it is no coordinate: an integer part of more than 12 digits (``vlm_r1.answers.MAX_NUMBER_DIGITS``,
+    never converted) or a value beyond +-1e7 (:func:`groundwork.validate.is_coord`, the reader's rule)."""
     if not bounded_digits(token):
         return None
     if integer:
-        return None if "." in token else int(token)
-    return float(token)
+        if "." in token:
+            return None
+        value = int(token)
+    else:
+        value = float(token)
+    return value if is_coord(value) else None
 
 
-def _numbers(tokens, *, integer: bool) -> tuple | None:
-    """:func:`_number` of each token, or ``None`` when any of them is not an answer."""
+def answer_numbers(tokens, *, integer: bool = False) -> tuple | None:
+    """The number tokens of one answer (a point's two, a box's four) as coordinates (:func:`_number`: ints with
+    ``integer``, else floats), or ``None`` when any of them is not one (more than 12 digits, beyond +-1e7, a decimal
+    with ``integer``): then the answer is no answer, a format error, in every reward and in eval. The one number rule
+    of every answer parser (this module's and the adapters' own patterns)."""
     values = tuple(_number(t, integer=integer) for t in tokens)
     return None if any(v is None for v in values) else values
 
@@ -146,7 +157,7 @@ def extract_answer(text: str, mode: str = "non_thinking") -> str | None:
 def _answer_numbers(pattern: re.Pattern, text: str, mode: str, strict: bool) -> tuple | None:
     """The numbers of the match of ``pattern`` in the answer of ``text`` (:func:`extract_answer` for ``mode``), or
     ``None`` (no answer, no match, a number that is not an answer): strict, the **only** match (a second one makes no
-    answer), integers; otherwise the **first** match, decimals allowed (:func:`_numbers`). The rule :func:`parse_point`
+    answer), integers; otherwise the **first** match, decimals allowed (:func:`answer_numbers`). The rule :func:`parse_point`
     and :func:`parse_box` share; matches are found in ``findall`` order, stopping at the second (strict) or the first.
 
     Raises:
@@ -158,7 +169,7 @@ def _answer_numbers(pattern: re.Pattern, text: str, mode: str, strict: bool) -> 
     matches = [m.groups() for m in islice(pattern.finditer(answer), 2 if strict else 1)]
     if not matches or (strict and len(matches) != 1):
         return None
-    return _numbers(matches[0], integer=strict)
+    return answer_numbers(matches[0], integer=strict)
 
 
 def parse_point(text: str, mode: str = "non_thinking", *, strict: bool = True) -> tuple[float, float] | None:
@@ -170,8 +181,8 @@ def parse_point(text: str, mode: str = "non_thinking", *, strict: bool = True) -
             ``non_thinking`` (a box answer's point is :func:`parse_answer_point`'s business).
         strict: GTA1 reward semantics (``click_reward``): **exactly one** pair, both **integers** (``(12.5,40)`` is
             invalid because GTA1 applies ``int()`` to the captured string). ``strict=False`` is GTA1's inference rule:
-            take the **first** pair, decimals allowed. Either way a number whose integer part has more than 12 digits
-            makes the pair no answer.
+            take the **first** pair, decimals allowed. Either way a number that is no coordinate (more than 12
+            digits, beyond +-1e7: :func:`answer_numbers`) makes the pair no answer.
 
     Returns:
         ``(x, y)`` in whatever frame the model answers in (resized pixels for Qwen2.5-VL/GTA1), or ``None``.
@@ -191,7 +202,7 @@ def parse_box(text: str, mode: str = "box", *, strict: bool = True) -> tuple[flo
         strict: reward semantics: **exactly one** box, all four numbers **integers**, and ordered corners
             (``x1 <= x2`` and ``y1 <= y2``; a zero-width or zero-height box is accepted, an inverted one is not).
             ``strict=False`` (inference): the **first** box, decimals allowed, corners returned as written. Either
-            way a number whose integer part has more than 12 digits makes the box no answer.
+            way a number that is no coordinate (:func:`answer_numbers`) makes the box no answer.
 
     Returns:
         ``(x1, y1, x2, y2)`` in the model's frame (resized pixels for the ``box`` prompt), ints when strict, floats
@@ -271,10 +282,10 @@ def parse_point_or_box(text: str) -> tuple[float, float] | None:
     first = next(matches, None)
     if first is None:
         return None
-    corner = _numbers(first.groups(), integer=False)
+    corner = answer_numbers(first.groups())
     second = next(matches, None)
     if second is not None and _BOX_JOIN_RE.fullmatch(text[first.end() : second.start()]):
-        other = _numbers(second.groups(), integer=False)
+        other = answer_numbers(second.groups())
         if corner is None or other is None:
             return None
         return (corner[0] + other[0]) / 2, (corner[1] + other[1]) / 2
@@ -284,7 +295,7 @@ def parse_point_or_box(text: str) -> tuple[float, float] | None:
 def parse_point_tag(text: str) -> tuple[float, float] | None:
     """First ``<point>x y</point>`` of ``text`` (UI-TARS ``GROUNDING_DOUBAO`` action syntax), or ``None``."""
     m = _POINT_TAG_RE.search(text)
-    return _numbers(m.groups(), integer=False) if m else None
+    return answer_numbers(m.groups()) if m else None
 
 
 def parse_json_point(text: str) -> tuple[float, float] | None:
@@ -296,7 +307,7 @@ def parse_json_point(text: str) -> tuple[float, float] | None:
     """
     m = _JSON_POINT_RE.search(text)
     if m:
-        return _numbers(m.groups(), integer=False)
+        return answer_numbers(m.groups())
     m = _JSON_BOX_RE.search(text)
-    box = _numbers(m.groups(), integer=False) if m else None
+    box = answer_numbers(m.groups()) if m else None
     return None if box is None else ((box[0] + box[2]) / 2, (box[1] + box[3]) / 2)

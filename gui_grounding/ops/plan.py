@@ -36,8 +36,9 @@ import sys
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from groundwork.argtypes import SEED, BadValue, add_number_flag, flag_values, from_env, integer, number
+from groundwork.argtypes import BadValue, add_number_flag, flag_values, integer
 from gui_grounding.ops.estimate import GPU_MEMORY_GIB, add_estimate_flags, estimate_for_plan, options_from_args
+from vlm_r1 import launch
 from vlm_r1.dialect import CORE, Dialect
 from vlm_r1.launch import INPUT_ERRORS, setup_logging
 
@@ -339,47 +340,25 @@ def describe(plan: Plan) -> list[str]:
 #: the plan's cluster flags: counts of at least 1 (:mod:`groundwork.argtypes`, the range shown in ``--help``)
 _COUNT = integer(min=1, max=1_000_000)
 
-#: Every numeric variable the launchers read (``run_scripts/gta1_recipe.sh``, ``run_scripts/train_grpo.sh``), with
-#: its type: checked here, in one place, when the launcher passes ``--launcher-env`` (before its dry run or torchrun),
-#: so a bad value is one ``[plan] ERROR: NAME: ...`` line naming the variable, not a torchrun failure or a flag error
-#: naming a flag the user never wrote. The training flags' minimums are TRL's and transformers' rules
-#: (NUM_GENERATIONS >= 2: ``GRPOConfig.__post_init__``; see ``vlm_r1.configs.GRPO_BATCH_MINIMUMS``).
+#: The launch plan's variables: the core's (:data:`vlm_r1.launch.LAUNCHER_VARIABLES`: NNODES, NPROC_PER_NODE,
+#: MAX_RESTARTS, MASTER_PORT, the training flags' variables, ...) and the plan's own, checked by the one rule
+#: (:func:`vlm_r1.launch.check_launcher_env`) when the launcher passes ``--launcher-env`` (before its dry run or
+#: torchrun), so a bad value is one ``[plan] ERROR: NAME: ...`` line naming the variable.
 LAUNCHER_VARIABLES = {
-    "NNODES": _COUNT,
-    "NPROC_PER_NODE": _COUNT,
+    **launch.LAUNCHER_VARIABLES,
     "GLOBAL_PROMPTS": _COUNT,
     "ROLLOUTS_PER_DEVICE": _COUNT,
-    "MAX_RESTARTS": integer(min=0, max=1_000_000),  # torchrun --max-restarts
-    "MASTER_PORT": integer(min=0, max=65535),  # 0: one node, the store binds a free port (train_grpo.sh)
     "GPU_MEMORY_GIB": GPU_MEMORY_GIB,
-    "NUM_GENERATIONS": integer(min=2),
-    "MAX_STEPS": integer(min=-1),  # -1: transformers' "train num_train_epochs"
-    "LR": number(min=0),
-    "BETA": number(min=0),
-    "TEMPERATURE": number(min=0, min_open=True),
-    "MAX_COMPLETION_LENGTH": integer(min=1),
-    "MAX_PIXELS": integer(min=1),
-    "MIN_PIXELS": integer(min=1),
-    "SAVE_STEPS": number(min=0, min_open=True),
-    "SAVE_TOTAL_LIMIT": integer(min=1),
-    "SEED": SEED,
 }
 
 
 def check_launcher_env(environ: dict[str, str] | None = None) -> dict[str, Any]:
-    """The :data:`LAUNCHER_VARIABLES` that are set (non-empty), converted; ``MASTER_PORT`` 0 (a free port) only on one
-    node (several nodes must meet at a port they all know).
+    """The :data:`LAUNCHER_VARIABLES` that are set (non-empty), converted (:func:`vlm_r1.launch.check_launcher_env`).
 
     Raises:
         BadValue: one line naming the variable and its value.
     """
-    env = os.environ if environ is None else environ
-    values = {name: from_env(name, parse, None, env) for name, parse in LAUNCHER_VARIABLES.items()}
-    if (values["NNODES"] or 1) > 1 and values["MASTER_PORT"] == 0:
-        raise BadValue(
-            f"MASTER_PORT: must be 1..65535 with NNODES={values['NNODES']} (0 binds a free port: one node only)"
-        )
-    return {name: v for name, v in values.items() if v is not None}
+    return launch.check_launcher_env(LAUNCHER_VARIABLES, environ)
 
 
 #: the dests of the launch shape flags (:func:`_add_shape_flags`), :func:`resolve`'s keywords of the same names

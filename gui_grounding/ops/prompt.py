@@ -97,7 +97,7 @@ def describe_prompt(
             reader's rule): ``parsed_point`` (original pixels, exactly as recorded; ``null`` for a refusal or a
             format error), ``refusal`` (the adapter's explicit "no target", e.g. UI-Venus ``[-1,-1]``: correct on
             refusal items, wrong elsewhere), ``format_error`` (why eval scores it ``wrong_format``: nothing parsed,
-            or a point eval's reader calls malformed, e.g. beyond +-1e7), ``scored_as`` (``point``, ``refusal`` or
+            e.g. a number beyond +-1e7, or a point beyond +-1e7 original pixels, written as null), ``scored_as`` (``point``, ``refusal`` or
             ``wrong_format``); and ``answer_point``, the adapter's parse in its answer frame.
 
     Only the sizes are needed to build the messages: no image of the screenshot's size is ever allocated (with

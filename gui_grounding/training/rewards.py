@@ -38,11 +38,12 @@ scores 0.0 in every reward. Several target boxes: the best one counts (max over 
 with the other rollouts of its prompt (:func:`consensus_reward`), voting in original-image pixels.
 
 Every reward is total (TRL calls it on every rank; one that raises kills the step): any completion and any row give one
-finite float. A number whose integer part has more than 12 digits is not an answer (the parsers, so every parsed
-value is below 1e12); a target box that is NaN, infinite, inverted, malformed or past ±1e12
-(:func:`groundwork.geometry.valid_box`) is skipped, so it scores 0.0; a row whose image size or source scale is not two
-finite sides of at least 1 pixel (:func:`groundwork.geometry.valid_size`) scores 0.0. Zero-width or zero-height targets
-are usable and keep the limits documented per reward. Configuration errors (unknown prompt mode or box rounding, a box
+finite float. A number that is no coordinate (more than 12 digits, or beyond +-1e7: the parsers'
+:func:`gui_grounding.models.prompts.answer_numbers`) is not an answer, so every parsed value is within +-1e7; a target
+box that is NaN, infinite, inverted, malformed or past ±1e12 (:func:`groundwork.geometry.valid_box`) is skipped, so it
+scores 0.0; a row whose image size or source scale is not two finite sides of at least 1 pixel
+(:func:`groundwork.geometry.valid_size`) scores 0.0. Zero-width or zero-height targets are usable and keep the limits
+documented per reward. Configuration errors (unknown prompt mode or box rounding, a box
 reward under a point prompt, missing ``gta1`` columns, columns of different lengths) still raise.
 """
 

@@ -18,8 +18,11 @@ Every backend writes the same line per sample (points in **original-image pixels
     {"sample_id": "...", "point": [x, y] | null, "raw_response": "...", "prompt": "...", "adapter": "gta1"}
 
 plus ``"error": "..."`` on a request that failed for good (API backends; ``point`` is then null and
-``raw_response`` holds the error text). Files are resumable: samples already in the file are skipped; a half-written
-last line (interrupted run) and failed-request lines are dropped and redone.
+``raw_response`` holds the error text), and ``"invalid_point": "..."`` (with a null point) when the adapter's point is
+not one the predictions reader reads (two finite numbers within +-1e7 original pixels: a point in range in the model's
+frame can leave it when mapped to a larger original), so every line eval writes reads back as it was judged. Files
+are resumable: samples already in the file are skipped; a half-written last line (interrupted run) and failed-request
+lines are dropped and redone.
 """
 
 from __future__ import annotations
@@ -30,13 +33,12 @@ import importlib
 import io
 import json
 import logging
-import math
 import os
 from collections.abc import Callable
 from typing import Any
 
 from groundwork.outputs import LineAppender, OutputError, write_bytes
-from groundwork.records import container_problem, iter_records
+from groundwork.records import container_problem, iter_records, strict_loads
 from groundwork.registry import Registry
 from groundwork.validate import explicit_id, open_image
 from gui_grounding.eval.judge import WRONG_FORMAT
@@ -142,18 +144,25 @@ def load_image(sample) -> Any:
 def record(sample, request, text: str, adapter, *, error: str | None = None) -> dict:
     """The predictions line for one answer: ``point`` parsed by ``adapter`` (original pixels) or ``None``, and
     ``"refusal": true`` when the answer is the family's explicit "no target" (``Adapter.is_refusal``). The answer
-    parsed and stored as ``raw_response`` is the request's ``assistant_prefix`` followed by the generated ``text``."""
+    parsed and stored as ``raw_response`` is the request's ``assistant_prefix`` followed by the generated ``text``.
+    A point the predictions reader would refuse (:func:`gui_grounding.eval.predictions.parse_point`: not two finite
+    numbers within +-1e7) is written as ``null`` with ``invalid_point`` (its text): no point, ``wrong_format``, as
+    the reader reads the line back (never a malformed line that a resume drops and predicts again)."""
     if error is None:
         text = (getattr(request, "assistant_prefix", "") or "") + text
     refusal = error is None and adapter.is_refusal(text)
     point = None if error is not None or refusal else adapter.parse(text, request)
     rec = {
         "sample_id": sample.sample_id,
-        "point": [float(point[0]), float(point[1])] if point is not None else None,
+        "point": None,
         "raw_response": text,
         "prompt": request.prompt_text,
         "adapter": adapter.name,
     }
+    if point is not None:
+        ok, rec["point"] = parse_point(list(point))
+        if not ok:
+            rec["invalid_point"] = _shown_point(point)
     if refusal:
         rec["refusal"] = True
     if error is not None:
@@ -165,6 +174,20 @@ def record(sample, request, text: str, adapter, *, error: str | None = None) -> 
 NO_POINT = "no point could be read from the answer"
 
 
+def _shown_point(point) -> str:
+    """A point the reader refuses, as ``invalid_point`` holds it (at most 200 characters)."""
+    return repr(list(point) if isinstance(point, (list, tuple)) else point)[:200]
+
+
+def no_point_reason(rec: dict) -> str:
+    """Why a predictions line with no point and no refusal is scored ``wrong_format``: :data:`NO_POINT`, with the
+    refused point when the line records one (``invalid_point``)."""
+    invalid = rec.get("invalid_point")
+    if invalid is None:
+        return NO_POINT
+    return f"{NO_POINT}: its point {invalid} is not 2 finite numbers within +-1e7 original pixels (written as null)"
+
+
 def eval_reading(sample, request, text: str, adapter) -> dict:
     """What ``gui-grounding eval`` records and scores for the answer ``text``: the predictions line :func:`record`
     writes, read back by the predictions reader's rule (:func:`gui_grounding.eval.predictions.read_answer_fields`).
@@ -173,14 +196,14 @@ def eval_reading(sample, request, text: str, adapter) -> dict:
     Returns:
         ``{"point": [x, y] original pixels or None, "refusal": bool (the family's explicit "no target":
         correct on refusal items, wrong elsewhere), "format_error": None, or why eval scores the answer
-        ``wrong_format`` (the reader's malformed-record message, e.g. a point beyond +-1e7, or
-        :data:`NO_POINT`), "scored_as": "point" | "refusal" | "wrong_format"}``.
+        ``wrong_format`` (the reader's malformed-record message, or :func:`no_point_reason`: nothing parsed, or a
+        point beyond +-1e7 written as null), "scored_as": "point" | "refusal" | "wrong_format"}``.
     """
-    rec = record(sample, request, text, adapter)
-    problem, point = read_answer_fields(rec)
-    refusal = problem is None and rec.get("refusal") is True
+    line = strict_loads(_line(record(sample, request, text, adapter)))  # the line eval writes, as eval reads it
+    problem, point = read_answer_fields(line)
+    refusal = problem is None and line.get("refusal") is True
     if problem is None and point is None and not refusal:
-        problem = NO_POINT
+        problem = no_point_reason(line)
     scored = WRONG_FORMAT if problem is not None else "refusal" if refusal else "point"
     return {"point": point, "refusal": refusal, "format_error": problem, "scored_as": scored}
 
@@ -251,13 +274,12 @@ def open_predictions(path: str, samples: list) -> tuple[Any, list]:
 
 
 def _line(rec: dict) -> str:
-    """One predictions line: strict JSON (a non-finite point becomes null with ``invalid_point``), UTF-8 text where
-    possible, ASCII escapes where a string holds a lone surrogate (so every line is valid UTF-8 and JSON)."""
+    """One predictions line: strict JSON (a point the reader refuses, :func:`parse_point`, becomes null with
+    ``invalid_point``, as :func:`record` writes it), UTF-8 text where possible, ASCII escapes where a string holds a
+    lone surrogate (so every line is valid UTF-8 and JSON)."""
     point = rec.get("point")
-    if isinstance(point, (list, tuple)) and not all(
-        isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in point
-    ):
-        rec = {**rec, "point": None, "invalid_point": repr(point)[:200]}
+    if point is not None and not parse_point(point)[0]:
+        rec = {**rec, "point": None, "invalid_point": _shown_point(point)}
     try:
         line = json.dumps(rec, ensure_ascii=False, allow_nan=False)
         line.encode("utf-8")

@@ -17,7 +17,7 @@ import re
 from groundwork.pixel_budget import PixelBudget
 from gui_grounding.models.adapters.base import Adapter, _fmt
 from gui_grounding.models.profile_types import ONE_GPU, Profile
-from gui_grounding.models.prompts import parse_box, parse_point_or_box
+from gui_grounding.models.prompts import answer_numbers, parse_box, parse_point_or_box
 
 # InternVL does not smart_resize: it tiles the image into 448x448 crops (+ a thumbnail), up to max_patches tiles
 # (transformers got_ocr2 image processor, crop_to_patches). The budget has no smart_resize factor, so nothing is
@@ -109,10 +109,13 @@ class InternVLGUIAdapter(InternVLAdapter):
     def parse_answer(self, text, *, strict=True):
         point = _HARNESS_POINT_RE.search(text)
         if point is not None:
-            return float(point.group(1)), float(point.group(2))
+            return answer_numbers(point.groups())  # a number that is no coordinate: no answer (not the box below)
         last = next(reversed(list(_HARNESS_BOX_RE.finditer(text))), None)  # the harness takes the last box
         if last is not None:
-            x1, y1, x2, y2 = (float(v) for v in last.groups())
+            box = answer_numbers(last.groups())
+            if box is None:
+                return None
+            x1, y1, x2, y2 = box
             if not strict or (x1 <= x2 and y1 <= y2):
                 return (x1 + x2) / 2, (y1 + y2) / 2
             return None

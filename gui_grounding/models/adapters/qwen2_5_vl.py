@@ -12,6 +12,7 @@ from groundwork.pixel_budget import PixelBudget
 from gui_grounding.models.adapters.base import Adapter, _fmt
 from gui_grounding.models.profile_types import ONE_GPU, TENSOR_PARALLEL, Profile, PublishedScore
 from gui_grounding.models.prompts import (
+    answer_numbers,
     build_messages,
     parse_answer_point,
     parse_box,
@@ -337,7 +338,9 @@ class Qwen25VLComputerUseAdapter(Adapter):
         match = _COORDINATE_RE.search(text if text.startswith("<tool_call>") else QWEN25VL_GUIDE + text)
         if match is None:
             return None
-        values = [float(v) for v in match.groups() if v is not None]
+        values = answer_numbers([v for v in match.groups() if v is not None])
+        if values is None:  # a number that is no coordinate: no answer
+            return None
         if len(values) == 4:
             return (values[0] + values[2]) / 2, (values[1] + values[3]) / 2
         return values[0], values[1]
