@@ -25,6 +25,16 @@ LAYERS, VISION_DEPTH = 5, 3
 CAL = load_calibration(DEFAULT_CALIBRATION_PATH)  # activation factor 1.142: the terms are scaled by it
 
 
+@pytest.fixture(autouse=True)
+def one_thread():
+    """One intra-op thread: the model is tiny, and on a busy 2-core machine two OpenMP threads made each
+    forward+backward 10-50x slower (0.7-3 s against 0.05 s)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture(scope="module")
 def setup(tiny_qwen25_dir):
     """A 5-layer, 3-block model built from the tiny checkpoint's config, and one image + text input."""
