@@ -212,6 +212,90 @@ def test_bad_layout_is_refused():
         spa.split_attention_forward(module, q, k, v, None, shared_prompt_segments=sp.SegmentInfo([(1, [1])] * 2, 6))
 
 
+# ---- the compiled FlexAttention: one compile for every packed length ------------------------------------------------
+# six packed layouts of two rows; the packed length L (27 ... 100, with a padding tail) changes every time
+COMPILE_LAYOUTS = [
+    [(17, [3, 5, 2]), (9, [4, 1])],
+    [(30, [2, 2, 6, 1]), (12, [7])],
+    [(41, [5, 3]), (40, [1, 1, 1])],
+    [(8, [20, 11]), (55, [2, 9])],
+    [(70, [1, 4, 4, 4]), (3, [6])],
+    [(66, [12, 9, 8]), (90, [3])],
+]
+
+
+def _compiled_frames() -> int:
+    """Dynamo's own count of the frames it compiled, recompilations included (torch._dynamo.utils.counters)."""
+    from torch._dynamo.utils import counters
+
+    return int(counters["frames"]["total"])
+
+
+def _fresh_dynamo():
+    from torch._dynamo.utils import counters
+
+    torch._dynamo.reset()
+    counters.clear()
+
+
+@pytest.mark.parametrize(
+    "device, backend",
+    [
+        ("cpu", "aot_eager"),  # dynamo's guards (what decides a recompile) without inductor's code generation: ~1 s
+        pytest.param("cpu", "inductor", marks=pytest.mark.slow),  # the CPU flex kernel, inference only: ~4-10 s
+        pytest.param(  # the GPU check: forward and backward through the fused kernel
+            "cuda",
+            "inductor",
+            marks=[
+                pytest.mark.slow,
+                pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA"),
+            ],
+        ),
+    ],
+)
+def test_flex_compiles_once_for_six_packed_lengths(device, backend, monkeypatch):
+    monkeypatch.setattr(spa, "COMPILE_DEVICES", ("cuda", "cpu"))
+    monkeypatch.setattr(spa, "COMPILE_BACKEND", backend)
+    monkeypatch.setattr(spa, "_COMPILED_FLEX", {})
+    _fresh_dynamo()
+    train = device == "cuda"  # torch 2.13 compiles FlexAttention on CPU for inference only
+    lengths = []
+    for i, segments in enumerate(COMPILE_LAYOUTS):
+        L = max(P + sum(s) for P, s in segments) + i % 3  # a padding tail in some
+        lengths.append(L)
+        g = torch.Generator().manual_seed(i)
+        qkv = [torch.randn(2, h, L, 16, generator=g).to(device).requires_grad_(train) for h in (4, 2, 2)]
+        out = {}
+        for name in ("flex", "reference"):
+            module = torch.nn.Module()
+            module.config = SimpleNamespace(_shared_prompt_split_backend=name)
+            with torch.set_grad_enabled(train):
+                out[name] = spa.split_attention_forward(
+                    module, *qkv, None, scaling=0.25, shared_prompt_segments=sp.SegmentInfo(segments, L)
+                )[0]
+            if train:
+                grads = torch.autograd.grad(out[name].square().sum(), qkv)
+                out[name] = torch.cat([out[name].flatten()] + [gr.flatten() for gr in grads])
+        torch.testing.assert_close(out["flex"], out["reference"], atol=1e-4, rtol=1e-4)
+    assert len(set(lengths)) == 6
+    assert list(spa._COMPILED_FLEX) == [(device, backend)]
+    assert 1 <= _compiled_frames() <= 3  # one compile, at most 2 recompilations (measured: 1 compile, 0 recompiles)
+
+
+def test_the_compile_counter_sees_recompilations():
+    """The counter above would see them: ``dynamic=False`` (the compile before issue 29) compiles once per length."""
+    from torch.nn.attention.flex_attention import flex_attention
+
+    _fresh_dynamo()
+    static = torch.compile(flex_attention, dynamic=False, backend="aot_eager")
+    for segments in COMPILE_LAYOUTS[:3]:
+        L = max(P + sum(s) for P, s in segments)
+        block_mask, _ = spa._flex_block_mask(sp.SegmentInfo(segments, L), L, torch.device("cpu"))
+        with torch.no_grad():
+            static(*(torch.randn(2, 2, L, 8) for _ in range(3)), block_mask=block_mask)
+    assert _compiled_frames() == 3
+
+
 # ---- the tiny Qwen2.5-VL: split vs dense vs TRL naive ----------------------------------------------------------------
 def _load(path, attn):
     from transformers import Qwen2_5_VLForConditionalGeneration

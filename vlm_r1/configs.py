@@ -377,6 +377,31 @@ class VLMGRPOConfig(GRPOConfig):
         },
     )
 
+    gradient_checkpointing_every: int = field(
+        default=1,
+        metadata={
+            "help": "Recompute policy, with --gradient_checkpointing: checkpoint only every K-th decoder layer, layers "
+            "0, K, 2K, ... of the language model (ceil(L/K) of its L layers; K counts layers, an integer >= 1). "
+            "Default 1: every layer, as transformers 5.23 does (modeling_utils.py _set_gradient_checkpointing). A "
+            "layer left out keeps its activations for the backward instead of its input alone: per token about "
+            "12h + a*(4h + 3kv + 4I) bytes instead of a*h (a = bytes per value; gui_grounding/ops/memory.py), and it "
+            "is not recomputed, which saves one forward of the layer, about 1/3 of its forward+backward FLOPs "
+            "(docs/GPU_CHECK.md, 'Recompute policy'). Replaces transformers' gradient_checkpointing_kwargs "
+            "every_n_layers (translated), which counts vision blocks and decoder layers together and is lost when "
+            "TRL re-enables checkpointing after each generation (vlm_r1/recompute.py)."
+        },
+    )
+    vision_gradient_checkpointing: bool = field(
+        default=True,
+        metadata={
+            "help": "Recompute policy, with --gradient_checkpointing: checkpoint the vision tower's blocks too. Default "
+            "true, as transformers (every GradientCheckpointingLayer). false: the blocks keep their activations, "
+            "per 14x14 patch about depth x (12h_v + a*(7h_v + 4I_v)) bytes instead of a*h_v*(depth + 1), and the "
+            "tower is not run again in the backward. It matters only where the tower's forward records autograd "
+            "(a trained tower, --freeze_vision_modules false); a tower run without gradients saves nothing either way."
+        },
+    )
+
     preflight: str = field(
         default="auto",
         metadata={
@@ -416,6 +441,7 @@ class VLMGRPOConfig(GRPOConfig):
             self
         )  # use_cpu without CUDA (so torchrun forms one gloo group); bf16 only where supported
         prefer_activation_checkpointing(self)  # transformers 5 names, without the FutureWarning (vlm_r1.launch)
+        self._resolve_recompute_policy()
         if self.loss_preset not in ("none", *LOSS_PRESETS):
             raise ValueError(f"--loss_preset {self.loss_preset!r}: choose one of none, {', '.join(LOSS_PRESETS)}")
         if self.shared_prompt_attention not in ("auto", "dense", "split"):
@@ -434,6 +460,31 @@ class VLMGRPOConfig(GRPOConfig):
         self._loss_preset_given = {name: getattr(self, name) for name in PRESET_FIELDS}
         self.resolve_loss_preset()
         super().__post_init__()
+
+    def _resolve_recompute_policy(self) -> None:
+        """Check ``--gradient_checkpointing_every`` and move transformers' ``every_n_layers`` (in the checkpointing
+        kwargs) into it (:mod:`vlm_r1.recompute` applies it in ``load_policy_model``)."""
+        if int(self.gradient_checkpointing_every) < 1:
+            raise ValueError(
+                f"--gradient_checkpointing_every must be an integer >= 1, got {self.gradient_checkpointing_every!r}"
+            )
+        kwargs = [getattr(self, n, None) for n in ("activation_checkpointing_kwargs", "gradient_checkpointing_kwargs")]
+        for kw in (k for k in kwargs if isinstance(k, dict) and "every_n_layers" in k):
+            n = int(kw.pop("every_n_layers"))
+            if self.gradient_checkpointing_every not in (1, n):
+                raise ValueError(
+                    f"gradient_checkpointing_kwargs every_n_layers={n} and --gradient_checkpointing_every "
+                    f"{self.gradient_checkpointing_every} disagree; give --gradient_checkpointing_every alone"
+                )
+            self.gradient_checkpointing_every = n
+            logger.info("gradient_checkpointing_kwargs every_n_layers=%d -> --gradient_checkpointing_every %d", n, n)
+        if not self.activation_checkpointing and (
+            self.gradient_checkpointing_every != 1 or not self.vision_gradient_checkpointing
+        ):
+            logger.warning(
+                "--gradient_checkpointing_every / --vision_gradient_checkpointing have no effect: gradient "
+                "checkpointing is off (--gradient_checkpointing true turns it on)"
+            )
 
     def resolve_loss_preset(self, explicit: Iterable[str] | None = None) -> list[str]:
         """Apply ``loss_preset`` to the fields the user did not set; returns one line per conflict.

@@ -20,6 +20,7 @@ from groundwork.argtypes import SEED, BadValue, distributed_env, from_env, integ
 from groundwork.pixel_budget import record
 from vlm_r1.devices import bf16_supported
 from vlm_r1.plots import plot_training_curves
+from vlm_r1.recompute import RecomputePolicy, install
 
 logger = logging.getLogger("vlm_r1")
 
@@ -182,7 +183,9 @@ def load_policy_model(model_args: Any, training_args: Any, vlm_module: Any):
     ``--model_revision``, ``--trust_remote_code``, ``--dtype`` (``auto``/None: the checkpoint's; bfloat16 without a bf16-capable GPU: float32 with a warning), quantisation
     (``--load_in_4bit/8bit``), ``--attn_implementation`` (``flash_attention_2`` falls back to sdpa with a warning when
     flash-attn is missing). With ``--deepspeed`` on a GPU-less machine the gloo process group is created first (with
-    ``use_cpu`` accelerate skips DeepSpeed's own setup, and ZeRO-3 loading would otherwise see world size 1).
+    ``use_cpu`` accelerate skips DeepSpeed's own setup, and ZeRO-3 loading would otherwise see world size 1). The
+    recompute policy of ``--gradient_checkpointing_every`` / ``--vision_gradient_checkpointing`` is installed on the
+    model (:func:`install_recompute_policy`).
     """
     from trl import get_quantization_config
 
@@ -217,7 +220,27 @@ def load_policy_model(model_args: Any, training_args: Any, vlm_module: Any):
             deepspeed.init_distributed(dist_backend="gloo")
     path = model_args.model_name_or_path
     model_cls = vlm_module.get_model_class(path, init_kwargs)
-    return model_cls.from_pretrained(path, **{k: v for k, v in init_kwargs.items() if v is not None})
+    model = model_cls.from_pretrained(path, **{k: v for k, v in init_kwargs.items() if v is not None})
+    install_recompute_policy(model, training_args, vlm_module)
+    return model
+
+
+def install_recompute_policy(model: Any, training_args: Any, vlm_module: Any) -> bool:
+    """With gradient checkpointing on, install the recompute policy of ``--gradient_checkpointing_every`` and
+    ``--vision_gradient_checkpointing`` (:mod:`vlm_r1.recompute`) before the trainer enables checkpointing (transformers
+    5.23 ``trainer.py:1503-1515``). Arguments without these fields (SFT's) keep transformers' every-layer default.
+    Returns whether a non-default policy was installed."""
+    if not (
+        getattr(training_args, "activation_checkpointing", None)
+        or getattr(training_args, "gradient_checkpointing", None)
+    ):
+        return False
+    policy = RecomputePolicy(
+        every=int(getattr(training_args, "gradient_checkpointing_every", 1)),
+        vision=bool(getattr(training_args, "vision_gradient_checkpointing", True)),
+        vision_keywords=tuple(vlm_module.get_vision_modules_keywords()),
+    )
+    return install(model, policy)
 
 
 def save_final(trainer: Any, processor: Any, vlm_module: Any, output_dir: str, title: str, budget: Any = None) -> None:

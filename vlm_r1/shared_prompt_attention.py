@@ -27,8 +27,9 @@ Backends:
   keys than queries). Each suffix's key sequence is ``[prefix K/V | suffix K/V]``, so the prefix K/V are gathered
   once per suffix: G extra copies of ``P x Hkv x d`` per layer (saved for backward unless gradient checkpointing is on).
 * ``"flex"``: one :func:`torch.nn.attention.flex_attention.flex_attention` call per layer over the packed rows, with a
-  block mask built from the layout (torch's own kernel, no extra package; compiled with ``torch.compile`` on CUDA, the
-  eager reference implementation elsewhere, which builds the (L, L) scores and is for tests only). Nothing is gathered:
+  block mask built from the layout (torch's own kernel, no extra package; compiled with ``torch.compile`` on CUDA
+  with dynamic shapes, so once for every packed length; the eager reference implementation elsewhere, which builds
+  the (L, L) scores and is for tests only). Nothing is gathered:
   the mask keeps each suffix to the prefix and its own past, so memory is the packed row's alone.
 * ``"auto"`` (default): flash when the query is on CUDA in fp16/bf16 and ``flash_attn`` imports; else flex on CUDA;
   else reference.
@@ -292,18 +293,38 @@ def _flex_block_mask(info: Any, L: int, device: torch.device) -> Any:
     return cache[key]
 
 
-_COMPILED_FLEX: dict[str, Callable] = {}
+#: device types on which :func:`_flex_function` compiles FlexAttention. CUDA only by default: elsewhere the eager
+#: implementation runs (tests). torch 2.13's inductor also compiles it on CPU, for inference only (no backward:
+#: ``torch/_inductor/kernel/flex/flex_cpu.py`` raises on the log-sum-exp output a backward needs), so a test adds
+#: ``"cpu"`` here to count the compiled path's recompilations on CPU.
+COMPILE_DEVICES: tuple[str, ...] = ("cuda",)
+#: the ``torch.compile`` backend; a test may use ``"aot_eager"`` (the same dynamo guards, hence the same
+#: recompilations, without inductor's code generation).
+COMPILE_BACKEND = "inductor"
+_COMPILED_FLEX: dict[tuple[str, str], Callable] = {}
 
 
 def _flex_function(device: torch.device) -> Callable:
-    """``flex_attention``, compiled once per process on CUDA (its fused kernel); the eager implementation elsewhere."""
+    """``flex_attention``, compiled once per process and device type in :data:`COMPILE_DEVICES` (its fused kernel);
+    the eager implementation elsewhere.
+
+    Compiled with dynamic shapes (``dynamic=True``), so one compiled kernel serves every packed length L and row
+    count b. The packed length changes with nearly every batch (screenshot size, instruction and completion lengths),
+    and with ``dynamic=False`` each new L recompiled (about 10 s each on an H200, docs/GPU_CHECK.md part a) until
+    dynamo's recompile limit (``torch._dynamo.config.recompile_limit``, 8), after which the call fell back to the eager
+    implementation that builds the (L, L) scores. Bucketing L to a few padded sizes would also bound the compiles,
+    but only as many as there are buckets, and with padding; the price of dynamic shapes is the kernel's bounds checks
+    (``IS_DIVISIBLE`` is only set when L is statically a multiple of 128, torch/_inductor/kernel/flex/
+    flex_attention.py:344-353). Dynamo still specialises sizes 0 and 1 (b = 1 and b > 1 are two compiles).
+    """
     from torch.nn.attention.flex_attention import flex_attention
 
-    if device.type != "cuda":
+    if device.type not in COMPILE_DEVICES:
         return flex_attention
-    if "cuda" not in _COMPILED_FLEX:
-        _COMPILED_FLEX["cuda"] = torch.compile(flex_attention, dynamic=False)
-    return _COMPILED_FLEX["cuda"]
+    key = (device.type, COMPILE_BACKEND)
+    if key not in _COMPILED_FLEX:
+        _COMPILED_FLEX[key] = torch.compile(flex_attention, dynamic=True, backend=COMPILE_BACKEND)
+    return _COMPILED_FLEX[key]
 
 
 def _flex_split(query, key, value, info, scaling, dropout) -> torch.Tensor:

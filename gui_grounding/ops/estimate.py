@@ -216,6 +216,8 @@ def estimate_for_plan(
         ),
         logits=logits,
         gather_for_generation=bool(getattr(training_args, "ds3_gather_for_generation", True)),
+        checkpoint_every=int(getattr(training_args, "gradient_checkpointing_every", 1)),
+        checkpoint_vision=bool(getattr(training_args, "vision_gradient_checkpointing", True)),
     )
     est = estimate(shape, run, load_calibration(calibration))
     est.inputs.insert(

@@ -41,6 +41,12 @@ head_dim, ``I`` intermediate, ``V`` vocab, ``Psi`` all parameters, ``Psi_t`` tra
   final norm's fp32 input ``4h``; the backward of one layer recomputes ``LAYER`` and, at the MLP product's backward,
   holds three more ``I``-wide gradients (of the product, of SiLU(gate) and of up: ``3a*I``; counted, not measured).
   Without checkpointing every layer keeps ``LAYER``.
+* recompute policy (``--gradient_checkpointing_every K``, ``--vision_gradient_checkpointing``; ``vlm_r1/recompute.py``):
+  ``n_c = ceil(L / K)`` decoder layers are checkpointed, the other ``L - n_c`` keep ``LAYER``, so the saved
+  activations per token are ``a*h*n_c + (L - n_c)*LAYER + a*h + 4h`` (``n_c = L``: the line above; ``n_c = 0``:
+  checkpointing off). Each checkpointed layer's forward runs again in the backward: ``n_c / (3L)`` more decoder FLOPs
+  (a forward is 2 of the 6 FLOPs per parameter and token). A trained vision tower keeps ``a*h_v*(depth + 1)`` per
+  patch checkpointed, ``depth x (12h_v + a*(7h_v + 4I_v))`` when its blocks are not (a frozen tower: nothing).
 * tokens of one micro-step of ``B`` completions, prompt ``P``, completion ``C``: naive GRPO (every completion row
   repeats its prompt) ``B x (P + C)``; shared-prompt GRPO (``vlm_r1/shared_prompt.py``: one packed row per group,
   ``[prompt[:-1] | prompt[-1], c_1 | ... | prompt[-1], c_G]``) ``B/G x (P - 1 + G x (C + 1))``, exactly what
@@ -140,7 +146,9 @@ class RunShape:
     ``completion_tokens``: C (the padded completion width; at most ``max_completion_length``);
     ``shared_prompt``: shared-prompt GRPO (needs ``per_device_batch`` a multiple of G, else the run is naive);
     ``gradient_checkpointing``; ``logits``: ``"fused"`` (TRL 1.16) or ``"full"``; ``gather_for_generation``: ZeRO-3
-    gathers every parameter for ``generate`` (TRL ``ds3_gather_for_generation``).
+    gathers every parameter for ``generate`` (TRL ``ds3_gather_for_generation``); the recompute policy:
+    ``checkpoint_every`` (K: every K-th decoder layer checkpointed, ``--gradient_checkpointing_every``) and
+    ``checkpoint_vision`` (the vision blocks too, ``--vision_gradient_checkpointing``).
     """
 
     world_size: int
@@ -158,11 +166,15 @@ class RunShape:
     gradient_checkpointing: bool = True
     logits: str = "fused"
     gather_for_generation: bool = True
+    checkpoint_every: int = 1
+    checkpoint_vision: bool = True
 
     def __post_init__(self) -> None:
         for name in ("world_size", "per_device_batch", "num_generations", "prompt_tokens", "steps_per_generation"):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if int(self.checkpoint_every) < 1:
+            raise ValueError(f"checkpoint_every must be >= 1, got {self.checkpoint_every}")
         if self.image_tokens < 0 or self.completion_tokens < 0 or self.lora_rank < 0:
             raise ValueError("image_tokens, completion_tokens and lora_rank must be >= 0")
         if self.param_bytes not in (2, 4):
@@ -317,6 +329,11 @@ def layer_activation_bytes(model: ModelShape, a: int) -> int:
     return 12 * h + a * (4 * h + 3 * kv + 4 * inter)
 
 
+def checkpointed_decoder_layers(model: ModelShape, run: RunShape) -> int:
+    """Decoder layers the recompute policy checkpoints: ``ceil(L / checkpoint_every)``, 0 without checkpointing."""
+    return math.ceil(model.layers / run.checkpoint_every) if run.gradient_checkpointing else 0
+
+
 def _vision_patch_bytes(model: ModelShape, a: int) -> int:
     """Bytes per patch of the vision tower's no-grad working set (one block): ``a*(3h_v + 3I_v)``."""
     return a * (3 * model.vision_hidden + 3 * model.vision_intermediate)
@@ -336,17 +353,15 @@ def _activations(model: ModelShape, run: RunShape, shared: bool) -> tuple[float,
     patches = math.ceil(images * run.image_tokens * model.spatial_merge**2)
     layer = layer_activation_bytes(model, a)
     backward = 3 * a * model.intermediate
-    if run.gradient_checkpointing:
-        saved = T * (a * h * (L + 1) + 4 * h)
-        working = T * (layer + backward)
-    else:
-        saved = T * (L * layer + a * h + 4 * h)
-        working = T * backward
+    n_c = checkpointed_decoder_layers(model, run)  # the others keep LAYER (module docstring, recompute policy)
+    saved = T * (a * h * n_c + (L - n_c) * layer + a * h + 4 * h)
+    working = T * (layer + backward) if n_c else T * backward
     vision = patches * _vision_patch_bytes(model, a)
     if run.train_vision:  # its activations are kept for backward like the decoder's
         vlayer = 12 * model.vision_hidden + a * (7 * model.vision_hidden + 4 * model.vision_intermediate)
         depth = model.vision_depth
-        vsaved = patches * (a * model.vision_hidden * (depth + 1) if run.gradient_checkpointing else depth * vlayer)
+        vck = run.gradient_checkpointing and run.checkpoint_vision
+        vsaved = patches * (a * model.vision_hidden * (depth + 1) if vck else depth * vlayer)
         saved += vsaved
         vision = patches * (vlayer + 3 * a * model.vision_intermediate)
     return saved, working, vision, T, patches
@@ -505,11 +520,18 @@ class _Estimate:
     def _saved_how(self, T: int) -> str:
         """The formula of the saved activations of ``T`` tokens, with the rows they come from (naive or shared)."""
         model, run, a, h = self.model, self.run, self.a, self.model.hidden
-        ck_how = (
-            f"{T:,} tokens x (({model.layers} + 1) x {h:,} x {a} B + 4 x {h:,})"
-            if run.gradient_checkpointing
-            else f"{T:,} tokens x {model.layers} layers x {layer_activation_bytes(model, a):,} B"
-        )
+        n_c, L = checkpointed_decoder_layers(model, run), model.layers
+        if n_c == L:
+            ck_how = f"{T:,} tokens x (({L} + 1) x {h:,} x {a} B + 4 x {h:,})"
+        elif n_c:  # the recompute policy: every K-th layer checkpointed
+            ck_how = (
+                f"{T:,} tokens x (({n_c} checkpointed + 1) x {h:,} x {a} B + {L - n_c} kept x "
+                f"{layer_activation_bytes(model, a):,} B + 4 x {h:,}) [every {run.checkpoint_every} of {L} layers]"
+            )
+        else:
+            ck_how = f"{T:,} tokens x {L} layers x {layer_activation_bytes(model, a):,} B"
+        if run.train_vision and run.gradient_checkpointing and not run.checkpoint_vision:
+            ck_how += " + vision blocks kept"
         if run.shares:
             return ck_how + f" [shared: {run.per_device_batch // run.num_generations} group(s) x (P-1 + G x (C+1))]"
         return ck_how + f" [naive: {run.per_device_batch} rows x (P + C)]"
@@ -601,7 +623,22 @@ class _Estimate:
             "vision_patches_per_micro_step": self.patches,
             "generation_rows": self.rows,
             "generation_prompts": self.prompts,
+            # the recompute policy's time side: extra decoder FLOPs of the checkpointed layers' second forward
+            "decoder_layers_checkpointed": checkpointed_decoder_layers(self.model, self.run),
+            "recompute_decoder_flops_fraction": checkpointed_decoder_layers(self.model, self.run)
+            / (3 * self.model.layers),
+            "recompute_vision": bool(
+                self.run.train_vision and self.run.gradient_checkpointing and self.run.checkpoint_vision
+            ),
         }
+
+    def _recompute_label(self) -> str:
+        """``on``/``off``, with the recompute policy when it is not every layer of both stacks."""
+        run = self.run
+        if not run.gradient_checkpointing:
+            return "off"
+        every = f" (1 in {run.checkpoint_every} decoder layers)" if run.checkpoint_every > 1 else ""
+        return "on" + every + (" (vision blocks kept)" if run.train_vision and not run.checkpoint_vision else "")
 
     def input_lines(self) -> list[str]:
         """The three ``input:`` lines: the model, the parallel set-up, the batch shape."""
@@ -612,7 +649,7 @@ class _Estimate:
             f"L={model.layers}, kv={model.kv_dim}, I={model.intermediate}, V={model.vocab} "
             f"({model.source or 'shape given'})",
             f"{run.world_size} GPU(s), {zero_name} ({z.source}), weights {'bf16/fp16' if a == 2 else 'fp32'}, "
-            f"gradient checkpointing {'on' if run.gradient_checkpointing else 'off'}, "
+            f"gradient checkpointing {self._recompute_label()}, "
             f"{'shared-prompt' if run.shares else 'naive'} GRPO",
             f"per-device batch B={run.per_device_batch} completions, G={run.num_generations}, prompt "
             f"P={run.prompt_tokens:,} tokens ({run.image_tokens:,} image), completion C={run.completion_tokens}, "
