@@ -49,7 +49,7 @@ head_dim, ``I`` intermediate, ``V`` vocab, ``Psi`` all parameters, ``Psi_t`` tra
   transient no-grad working set per patch, the larger of its attention step ``5a*h_v + 24h_v + 8hd_v`` (qkv, the
   block input and its norm, q and k rotated in fp32 with their temporaries, the fp32 cos/sin) and its MLP step
   ``a*(2h_v + 3I_v) + 8hd_v`` (44,160 bytes for the 7B tower: a CPU measurement of transformers 5.23's tower, bf16,
-  gives 44,178). With a graph (trained, or frozen under the hook) its blocks keep their checkpoints ``a*h_v x
+  gives 44,178; ``benchmarks/bench_nograd_memory.py``, ``benchmarks/results/memory_nograd_cpu.json``). With a graph (trained, or frozen under the hook) its blocks keep their checkpoints ``a*h_v x
   (depth + 1)`` per patch and its backward recomputes one block.
 * log-probs of the ``B x C`` completion tokens: TRL 1.16's fused LM head (``trl.trainer.utils.add_fused_lm_head``,
   ``trl/kernels/chunked_logprob.py``: tiles of 4096 tokens x 32768 vocabulary entries, fp32 accumulators; its backward
@@ -59,7 +59,7 @@ head_dim, ``I`` intermediate, ``V`` vocab, ``Psi`` all parameters, ``Psi_t`` tra
 * generation: KV cache ``rows x (P + C) x L x 2 x kv x a``; prefill working set: one decoder layer without grad
   ``a*(3h + 3I) + 2a*hd`` per prefill token (the residual, the norm output and the model's input embeddings; gate, up
   and SiLU(gate) at the MLP; cos and sin: 135,680 bytes for the 7B layer, equal to a CPU measurement of transformers
-  5.23's layer; naive: every row's prompt; shared-prompt prefill: each unique prompt once, then the cache repeated G
+  5.23's layer, ``benchmarks/bench_nograd_memory.py``; naive: every row's prompt; shared-prompt prefill: each unique prompt once, then the cache repeated G
   times, ``vlm_r1/modules/qwen.py`` ``shared_prompt_prefill``), or the vision tower's no-grad working set, the larger
   of the two, times the calibration's prefill factor.
 * timing (:mod:`gui_grounding.ops.memory_peak`): a backward frees activations as it makes gradients, so the training
