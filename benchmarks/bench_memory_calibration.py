@@ -95,10 +95,10 @@ GPU_CHECK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", 
 def gpu_cross_check(path: str = GPU_CHECK) -> dict | None:
     """The estimator (uncalibrated) against ``benchmarks/gpu_check.py``'s measured peaks on a GPU, where that file
     exists: one forward+backward of the 7B model on one GPU (no optimizer, no DeepSpeed), measured as
-    the peak allocated above the weights; predicted as the estimate's gradients + checkpointed hidden states + largest
-    transient for the same inputs (world size 1, no ZeRO); and its generation prefill (G prompts, or one prompt whose
-    cache is repeated G times) against the estimate's KV cache + prefill working set. Reported beside the calibration,
-    not used for its factor."""
+    the peak allocated above the weights; predicted as the estimate's gradients + the activations at the largest
+    moment - the gradients not yet made then, for the same inputs (world size 1, no ZeRO); and its generation prefill
+    (G prompts, or one prompt whose cache is repeated G times) against the estimate's KV cache + prefill working set.
+    Reported beside the calibration, not used for its factor (benchmarks/calibrate_memory.py fits the factors)."""
     from gui_grounding.ops.memory import estimate
 
     if not os.path.isfile(path):
@@ -128,7 +128,7 @@ def gpu_cross_check(path: str = GPU_CHECK) -> dict | None:
                     train_vision=not frozen,
                 )
                 parts = {p.name: p.bytes for p in estimate(shape, run).phases["training"]}
-                predicted = sum(v for k, v in parts.items() if k == "gradients" or k.startswith("activations")) / GIB
+                predicted = sum(v for k, v in parts.items() if k.startswith(("gradients", "activations"))) / GIB
                 cases.append(
                     {
                         "case": f"{name} {variant}",

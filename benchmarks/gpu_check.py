@@ -1,6 +1,6 @@
 """One prepared GPU check of shared-prompt GRPO at the Qwen2.5-VL-7B shape (naive vs shared), in bf16.
 
-    python benchmarks/gpu_check.py --shape 7b --out runs/gpu_check        # on one H100/H200, about 4 minutes
+    python benchmarks/gpu_check.py --shape 7b --out runs/gpu_check [--baseline PREV_TREE]  # one H100/H200, < 5 min
     python benchmarks/gpu_check.py --shape tiny --out runs/gpu_check_tiny  # CPU, the same code path, seconds
 
 ``run_scripts/gpu_check.sh`` installs the wheels brought along (transformers, trl, datasets at our pins) and runs the
@@ -13,9 +13,10 @@ by smart_resize at the pixel budget (``groundwork.geometry.smart_resize``, facto
 pixels, GTA1-sized text around it, and G completions of ``C/2..C`` random tokens (one exactly C), right-padded as TRL
 lays them out.
 
-Parts (each in its own ``try``; an error is recorded in the JSON and the next part runs):
+Parts (each in its own ``try``; an error is recorded in the JSON and the next part runs; default ``b,c``):
 
-* **a: split attention in bf16.** A Qwen2.5-VL-7B-shaped stack of ``--stack-layers`` decoder layers
+* **a: split attention in bf16** (only when asked, ``--parts a,b,c``: measured once, docs/GPU_CHECK.md; its 30
+  seconds are the budget's). A Qwen2.5-VL-7B-shaped stack of ``--stack-layers`` decoder layers
   (``Qwen2_5_VLTextModel``, random weights, inputs as embeddings). The shared layout (one packed row
   ``[prompt | suffix_1 .. suffix_G]``, :mod:`vlm_r1.shared_prompt_attention` with the backend ``auto`` picks: flash-attn
   when installed, else torch's FlexAttention on CUDA) against the naive dense layout (G rows ``[prompt | suffix_g]``,
@@ -26,14 +27,27 @@ Parts (each in its own ``try``; an error is recorded in the JSON and the next pa
   TRL's fused LM head. One group of G (8) rollouts of one screenshot (1920 x 1080 at GTA1's budget, 8,847,360 pixels:
   about 2.7k image tokens) with C (64) token completions. Naive = ``trl.GRPOTrainer._get_per_token_logps_and_entropies``
   on the G rows (trl 1.16, G copies of the pixels); shared = :func:`vlm_r1.shared_prompt.per_token_logps_and_entropies`
-  with the dense mask (what ``--shared_prompt_attention auto`` runs over SDPA) and with split attention. Both then
-  backward GRPO's clipped loss. Measured: forward+backward seconds (median of ``--repeats`` after one warm-up), peak
-  GPU memory (``torch.cuda.max_memory_allocated`` over one step, and the part of it above the weights), LLM tokens
-  and tokens/s, the log-prob agreement of the variants; and the HF generation prefill (eval mode, no grad): naive =
+  with the dense mask (what ``--shared_prompt_attention auto`` runs over SDPA) and with split attention (``--variants``;
+  default naive and shared_dense). Both then
+  backward GRPO's clipped loss. Measured: forward+backward seconds (median, min and max of ``--repeats``, 3 for the
+  7B, after one warm-up), the model FLOP utilisation of that median (``benchmarks/step_profile.py``: ``6 N T + 3 A +
+  V`` over seconds x 989 TFLOP/s, the formula written in the JSON's ``mfu_formula``), peak GPU memory
+  (``torch.cuda.max_memory_allocated`` over one step, and the part of it above the weights), LLM tokens and tokens/s,
+  whether the vision tower's output carried autograd (``vision_output_requires_grad``: frozen, but under transformers'
+  checkpointing hook), the log-prob agreement of the variants; the HF generation prefill (eval mode, no grad): naive =
   the G prompts with an empty ``DynamicCache`` (what ``generate`` starts with), shared = the Qwen module's
-  ``shared_prompt_prefill`` (one prompt, cache repeated G times).
+  ``shared_prompt_prefill`` (one prompt, cache repeated G times), each repeat with the previous one's cache released;
+  and (``--profile``) where the seconds of one more warm step go, by ``torch.profiler``: vision tower, decoder
+  attention, MLP, LM head and loss, optimizer (an AdamW step over the trainable parameters, ``--optimizer``), other,
+  and the idle time between kernels (``step_profile.profile_step``).
+* **before/after** (``--baseline PREV_TREE``, after part b): part b's naive and shared_dense steps on the previous
+  commit's tree, the same way (this script in a child process that imports ``vlm_r1``/``groundwork`` from
+  ``PREV_TREE``: ``GPU_CHECK_LIBRARY``), on the same card; the parent frees its model first and builds it again for
+  part c. ``compare`` holds both medians with their spread, MFU and peaks. The measurement code must run on both
+  trees, so a new library API it calls is looked up, not assumed.
 * **c: larger (if time is left):** G = 16 at 1920 x 1080, and a 3840 x 2160 screenshot at the 12,845,056-pixel budget
-  (not downscaled: about 10.5k image tokens), forward+backward only; an out-of-memory is recorded as such.
+  (not downscaled: about 10.5k image tokens), forward+backward once each on this tree, with its MFU; an
+  out-of-memory is recorded as such.
 
 ``--budget-s`` bounds the whole run: a part that would not fit is skipped and says so. Writes ``gpu_check.json`` and
 ``gpu_check.md`` (a table) to ``--out``; prints the table. Timings are wall clock around CUDA-synchronised steps.
@@ -50,15 +64,21 @@ import json
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import time
 import traceback
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-for _path in (REPO, os.path.join(REPO, "benchmarks")):
-    if _path not in sys.path:
-        sys.path.insert(0, _path)
+#: the tree whose packages (vlm_r1, groundwork) are measured: this one, or the previous commit's copy that the
+#: before/after comparison runs this same script on (``--baseline``: the child gets GPU_CHECK_LIBRARY)
+LIBRARY = os.path.abspath(os.environ.get("GPU_CHECK_LIBRARY") or REPO)
+for _path in (LIBRARY, os.path.join(REPO, "benchmarks")):
+    if _path in sys.path:
+        sys.path.remove(_path)
+    sys.path.insert(0, _path)
 
+import step_profile  # noqa: E402  (the profiler breakdown and the MFU formula; imports torch only when profiling)
 from bench_shared_prompt import grpo_loss  # noqa: E402  (one GRPO loss for both benchmarks; imports nothing heavy)
 
 #: GTA1's training budget (recipes/gta1/7b.yaml max_pixels: 4096 * 2160) and the larger one of part c
@@ -96,7 +116,7 @@ SHAPES = {
             fullatt_block_indexes=[7, 15, 23, 31],
         ),
         "ids": dict(image=151655, video=151656, vision_start=151652, vision_end=151653, pad=151643, eos=151645),
-        "defaults": dict(width=1920, height=1080, stack_layers=4, dtype="bfloat16", repeats=2, text_before=60),
+        "defaults": dict(width=1920, height=1080, stack_layers=4, dtype="bfloat16", repeats=3, text_before=60),
     },
     "tiny": {
         "text": dict(
@@ -149,6 +169,9 @@ def environment(device) -> dict:
         "cuda": torch.version.cuda,
         "device": str(device),
         "flash_attn": None,
+        "library": LIBRARY,
+        "library_commit": tree_commit(LIBRARY),
+        "vlm_r1": __import__("vlm_r1").__file__,
     }
     for name in ("transformers", "trl", "datasets", "accelerate"):
         try:
@@ -212,9 +235,12 @@ class PeakMemory:
 
 
 def timed(fn, device, repeats: int) -> tuple[list[float], object]:
-    """Wall seconds of ``repeats`` synchronised calls (after none: the caller warms up), and the last result."""
+    """Wall seconds of ``repeats`` synchronised calls (after none: the caller warms up), and the last result. Each
+    call starts with the previous result released (before issue 29 the previous prefill's KV cache stayed alive
+    during the next repeat, and its peak memory counted it)."""
     times, out = [], None
     for _ in range(repeats):
+        out = None
         sync(device)
         t = time.perf_counter()
         out = fn()
@@ -534,14 +560,27 @@ def prefill_measure(model, module, batch, G: int, device, repeats: int) -> dict:
             }
             del cache
     out["speedup"] = round(out["naive"]["prefill_s"] / out["shared"]["prefill_s"], 2)
+    out["previous_result_released"] = True  # benchmarks/calibrate_memory.py: no stale cache in these peaks
     return out
 
 
-def train_measure(model, module, batch, variant: str, device, repeats: int, warmup: bool = True) -> dict:
-    """One GRPO forward+backward of the group: naive (TRL) or shared (dense mask / split attention)."""
+def _first_tensor(output):
+    import torch
+
+    if isinstance(output, torch.Tensor):
+        return output
+    items = output.values() if isinstance(output, dict) else output if isinstance(output, (tuple, list)) else ()
+    return next((t for t in items if isinstance(t, torch.Tensor)), None)
+
+
+def make_step(model, module, batch, variant: str, probe: dict | None = None):
+    """``(step, backend)``: one GRPO forward+backward of the group, naive (TRL) or shared (dense mask / split
+    attention), the GRPO loss labelled for the profiler; ``probe`` gets ``vision_output_requires_grad`` (whether the
+    vision tower's output carried autograd in the step: frozen but under the checkpointing hook, or trained)."""
     from contextlib import nullcontext
     from types import SimpleNamespace
 
+    from torch.autograd.profiler import record_function
     from trl import GRPOTrainer
 
     from vlm_r1 import shared_prompt as sp
@@ -554,11 +593,9 @@ def train_measure(model, module, batch, variant: str, device, repeats: int, warm
     if variant == "naive":
         pixel_values = batch["pixel_values"].repeat(G, 1)
         trainer = SimpleNamespace(accelerator=SimpleNamespace(autocast=nullcontext, is_main_process=True))
-        counts = sp.token_counts(am, C, None, grid, nimg)
     else:
         pixel_values = batch["pixel_values"]
         positions_fn = module.shared_prompt_positions_fn(model)
-        counts = sp.token_counts(am, C, G, grid, nimg)
         attention = "split" if variant == "shared_split" else "dense"
     backend = None
     if variant == "shared_split":
@@ -568,41 +605,70 @@ def train_measure(model, module, batch, variant: str, device, repeats: int, warm
 
         spa.enable_split_attention(model, backend="auto")
         backend = spa.split_backend(ids.device, batch["pixel_values"].dtype, "auto")
+    visual = next((m for n, m in model.named_modules() if n.split(".")[-1] == "visual"), None)
 
     def step():
         model.zero_grad(set_to_none=True)
-        if variant == "naive":
-            lp, _, _ = GRPOTrainer._get_per_token_logps_and_entropies(
-                trainer,
-                model,
-                ids,
-                am,
-                C,
-                compute_entropy=True,
-                pixel_values=pixel_values,
-                image_grid_thw=grid,
-                num_images=nimg,
-                mm_token_type_ids=mm,
-            )
-        else:
-            lp, _ = sp.per_token_logps_and_entropies(
-                model,
-                ids,
-                am,
-                C,
-                num_generations=G,
-                positions_fn=positions_fn,
-                compute_entropy=True,
-                pixel_values=pixel_values,
-                image_grid_thw=grid,
-                num_images=nimg,
-                mm_token_type_ids=mm,
-                attention=attention,
-                pad_token_id=c["pad_id"],
-            )
-        loss = grpo_loss(lp.float(), batch["advantages"], batch["completion_mask"])
+        handle = None
+        if probe is not None and visual is not None and "vision_output_requires_grad" not in probe:
+
+            def hook(mod, args, output):
+                t = _first_tensor(output)
+                probe["vision_output_requires_grad"] = bool(t is not None and t.requires_grad)
+
+            handle = visual.register_forward_hook(hook)
+        try:
+            if variant == "naive":
+                lp, _, _ = GRPOTrainer._get_per_token_logps_and_entropies(
+                    trainer,
+                    model,
+                    ids,
+                    am,
+                    C,
+                    compute_entropy=True,
+                    pixel_values=pixel_values,
+                    image_grid_thw=grid,
+                    num_images=nimg,
+                    mm_token_type_ids=mm,
+                )
+            else:
+                lp, _ = sp.per_token_logps_and_entropies(
+                    model,
+                    ids,
+                    am,
+                    C,
+                    num_generations=G,
+                    positions_fn=positions_fn,
+                    compute_entropy=True,
+                    pixel_values=pixel_values,
+                    image_grid_thw=grid,
+                    num_images=nimg,
+                    mm_token_type_ids=mm,
+                    attention=attention,
+                    pad_token_id=c["pad_id"],
+                )
+        finally:
+            if handle is not None:
+                handle.remove()
+        with record_function(step_profile.LABEL + "lm_head_loss"):
+            loss = grpo_loss(lp.float(), batch["advantages"], batch["completion_mask"])
         loss.backward()
         return lp.detach()
+
+    return step, backend
+
+
+def train_measure(model, module, batch, variant: str, device, repeats: int, warmup: bool = True) -> dict:
+    """One GRPO forward+backward of the group (:func:`make_step`): seconds (median of ``repeats``), peak memory."""
+    from vlm_r1 import shared_prompt as sp
+
+    c = batch["counts"]
+    grid = batch["image_grid_thw"].repeat(c["G"], 1)
+    counts = sp.token_counts(
+        batch["attention_mask"], c["C"], None if variant == "naive" else c["G"], grid, [1] * c["G"]
+    )
+    probe: dict = {}
+    step, backend = make_step(model, module, batch, variant, probe)
 
     first_s = None
     if warmup:
@@ -625,15 +691,100 @@ def train_measure(model, module, batch, variant: str, device, repeats: int, warm
         "split_backend": backend,
         "fwd_bwd_s": round(median, 4),
         "fwd_bwd_s_all": [round(t, 4) for t in times],
+        "fwd_bwd_s_spread": round(max(times) - min(times), 4),
         "first_step_s": first_s,
         "timed_steps_include_first": not warmup,
         "llm_tokens": counts["llm_tokens"],
         "naive_llm_tokens": counts["naive_llm_tokens"],
         "vision_patches": counts["vision_patches"],
         "llm_tokens_per_s": round(counts["llm_tokens"] / median, 1),
+        "vision_output_requires_grad": probe.get("vision_output_requires_grad"),
         **mem.as_dict(),
         "_logps": lp,
     }
+
+
+def profile_variant(model, module, batch, variant: str, device, optimizer: bool = True) -> dict:
+    """The :func:`step_profile.profile_step` breakdown of one warm training step of ``variant``: forward+backward
+    and, with ``optimizer``, a ``torch.optim.AdamW`` step over the trainable parameters (fused on a GPU; its states
+    are made beforehand, on zero gradients, so the profiled step is warm) and its ``zero_grad``. An out-of-memory
+    with the optimizer is recorded and the step is profiled without it."""
+    import torch
+    from torch.autograd.profiler import record_function
+
+    step, _ = make_step(model, module, batch, variant)
+    opt, note = None, "none"
+    if optimizer:
+        params = [p for p in model.parameters() if p.requires_grad]
+        try:
+            opt = torch.optim.AdamW(params, lr=1e-12, fused=device.type == "cuda")
+            for p in params:
+                p.grad = torch.zeros_like(p)
+            opt.step()  # makes the states (m, v in the weights' dtype, as the trainer's AdamW without DeepSpeed)
+            note = f"torch.optim.AdamW(fused={device.type == 'cuda'}) over {sum(p.numel() for p in params):,} params"
+        except Exception as err:  # noqa: BLE001 - recorded; profiled without the optimizer
+            opt, note = None, f"left out: {type(err).__name__}: {str(err)[:200]}"
+        model.zero_grad(set_to_none=True)
+        _free(device)
+
+    holder = {"opt": opt}
+
+    def full_step():
+        step()
+        if holder["opt"] is not None:
+            with record_function(step_profile.LABEL + "optimizer"):
+                holder["opt"].step()
+                holder["opt"].zero_grad(set_to_none=True)
+
+    try:
+        out = step_profile.profile_step(full_step, model, synchronize=lambda: sync(device))
+    except Exception as err:  # noqa: BLE001 - an OOM with the optimizer's states: once more without them
+        if holder["opt"] is None or not is_oom(err):
+            raise
+        holder["opt"] = opt = None
+        note = f"left out: out of memory with its states ({str(err)[:200]})"
+        model.zero_grad(set_to_none=True)
+        _free(device)
+        out = step_profile.profile_step(full_step, model, synchronize=lambda: sync(device))
+    holder["opt"] = opt = None
+    model.zero_grad(set_to_none=True)
+    _free(device)
+    out["optimizer"] = note
+    return out
+
+
+def step_flops(model, batch, variant: str) -> dict:
+    """:func:`step_profile.model_flops` of one training step of ``variant`` on ``batch`` (the formula in
+    :data:`step_profile.FORMULA`), with its inputs."""
+    c = batch["counts"]
+    P, lens = c["prompt_tokens"], c["completion_tokens"]
+    text = model.config.get_text_config()
+    lm = model.model.language_model
+    n_params = sum(p.numel() for n, p in lm.named_parameters() if not n.startswith("embed_tokens"))
+    n_params += sum(p.numel() for p in model.lm_head.parameters())
+    if variant == "naive":
+        tokens, pairs = c["G"] * P + sum(lens), step_profile.causal_pairs([P + n for n in lens])
+    else:
+        tokens, pairs = P - 1 + sum(n + 1 for n in lens), step_profile.shared_pairs(P - 1, [n + 1 for n in lens])
+    vis = model.model.visual
+    vc = model.config.vision_config
+    _, gh, gw = (int(x) for x in batch["image_grid_thw"][0].tolist())
+    merge = vc.spatial_merge_size
+    vision = step_profile.vision_flops(
+        gh,
+        gw,
+        vc.hidden_size,
+        vc.depth,
+        len(vc.fullatt_block_indexes),
+        vc.window_size // (vc.patch_size * merge),
+        merge,
+        sum(p.numel() for p in vis.patch_embed.parameters()) + sum(p.numel() for p in vis.blocks.parameters()),
+        sum(p.numel() for p in vis.merger.parameters()),
+    )
+    heads = text.num_attention_heads
+    head_dim = getattr(text, "head_dim", None) or text.hidden_size // heads
+    flops = step_profile.model_flops(n_params, tokens, heads * head_dim, text.num_hidden_layers, pairs, vision)
+    return {**flops, "N": n_params, "T": tokens, "attention_pairs": pairs, "screenshots": 1}
 
 
 def measure_config(
@@ -651,8 +802,11 @@ def measure_config(
     prefill: bool,
     warmup: bool = True,
     repeats: int | None = None,
+    profile: bool = False,
 ) -> dict:
-    """Part b/c for one configuration: train variants (and the prefill), each guarded against OOM."""
+    """Part b/c for one configuration: train variants (and the prefill), each guarded against OOM, with each
+    variant's model FLOPs and MFU (:func:`step_flops`) and, with ``profile``, the profiler breakdown of one more warm
+    step with the optimizer (:func:`profile_variant`)."""
     import torch
 
     repeats = repeats or args.repeats
@@ -676,13 +830,26 @@ def measure_config(
         try:
             r = train_measure(model, module, batch, variant, device, repeats, warmup)
             logps[variant] = r.pop("_logps")
+            flops = step_flops(model, batch, variant)
+            r["model_flops"] = flops
+            r["mfu"] = round(step_profile.mfu(flops["total"], r["fwd_bwd_s"], args.peak_tflops * 1e12), 4)
             result[variant] = r
             log(f"  {variant}: {r}")
+            print(f"[gpu_check] {variant}: {r['fwd_bwd_s']} s, MFU {r['mfu']:.1%}", flush=True)
         except Exception as err:  # noqa: BLE001 - recorded (OOM included)
             result[variant] = _failure(err)
             log(f"  {variant} failed: {result[variant]['error']}")
         model.zero_grad(set_to_none=True)
         _free(device)
+        if profile and "error" not in result[variant]:
+            try:
+                result[variant]["profile"] = profile_variant(model, module, batch, variant, device, args.optimizer)
+                log(f"  {variant} profile: {json.dumps(result[variant]['profile']['seconds'])}")
+            except Exception as err:  # noqa: BLE001 - recorded
+                result[variant]["profile"] = _failure(err)
+                log(f"  {variant} profile failed: {result[variant]['profile']['error']}")
+            model.zero_grad(set_to_none=True)
+            _free(device)
     mask = batch["completion_mask"].bool()
     if "naive" in logps:
         for v in logps:
@@ -771,19 +938,23 @@ def markdown(result: dict) -> str:
                 f"{i['prompt_tokens']} tokens), completions <= {i['C']} tokens"
                 + ("" if cfg.get("warmup", True) else " (one step, no warm-up: one-time costs included)"),
                 "",
-                "| variant | fwd+bwd s | LLM tokens | tokens/s | peak GiB | grads + activations GiB |",
-                "|---|---|---|---|---|---|",
+                "| variant | fwd+bwd s | MFU | LLM tokens | tokens/s | peak GiB | grads + activations GiB |",
+                "|---|---|---|---|---|---|---|",
             ]
             for v in ("naive", "shared_dense", "shared_split"):
                 r = cfg.get(v)
                 if r is None:
                     continue
                 if "error" in r:
-                    lines.append(f"| {v} | {'OOM' if r['oom'] else 'error'} | | | | |")
+                    lines.append(f"| {v} | {'OOM' if r['oom'] else 'error'} | | | | | |")
                     continue
+                spread = (
+                    f" ({min(r['fwd_bwd_s_all'])}-{max(r['fwd_bwd_s_all'])})" if len(r["fwd_bwd_s_all"]) > 1 else ""
+                )
+                mfu = f"{r['mfu']:.1%}" if r.get("mfu") is not None else "-"
                 lines.append(
-                    f"| {v} | {r['fwd_bwd_s']} | {r['llm_tokens']} | {r['llm_tokens_per_s']} | {_fmt(r['peak_gib'])} | "
-                    f"{_fmt(r['peak_above_start_gib'])} |"
+                    f"| {v} | {r['fwd_bwd_s']}{spread} | {mfu} | {r['llm_tokens']} | {r['llm_tokens_per_s']} | "
+                    f"{_fmt(r['peak_gib'])} | {_fmt(r['peak_above_start_gib'])} |"
                 )
             pre = cfg.get("prefill")
             if pre and "error" not in pre:
@@ -795,8 +966,68 @@ def markdown(result: dict) -> str:
             extras = [k for k in cfg if k.endswith("_vs_naive") or k in ("fwd_bwd_speedup", "activation_memory_ratio")]
             if extras:
                 lines += ["", "; ".join(f"{k} = {_fmt(cfg[k])}" for k in extras) + "."]
+            lines += _profile_lines(cfg)
             lines.append("")
+    lines += _compare_lines(result)
+    if "mfu_formula" in result:
+        f = result["mfu_formula"]
+        lines += ["", f"MFU at a peak of {f['peak_flops'] / 1e12:g} TFLOP/s; {f['formula']}.", ""]
     return "\n".join(lines)
+
+
+def _profile_lines(cfg: dict) -> list[str]:
+    """The profiler breakdown of the variants of one configuration: seconds (and share) per category."""
+    profiled = {
+        v: cfg[v]["profile"] for v in ("naive", "shared_dense", "shared_split") if "profile" in (cfg.get(v) or {})
+    }
+    profiled = {v: p for v, p in profiled.items() if "seconds" in p}
+    if not profiled:
+        return []
+    lines = [
+        "",
+        "Where one warm step's seconds go (torch.profiler; the optimizer step included where it fit):",
+        "",
+        "| category | " + " | ".join(profiled) + " |",
+        "|---|" + "---|" * len(profiled),
+    ]
+    for category in step_profile.CATEGORIES:
+        cells = [f"{p['seconds'][category]:.3f} ({p['fractions'][category]:.0%})" for p in profiled.values()]
+        lines.append(f"| {category} | " + " | ".join(cells) + " |")
+    lines.append("| profiled window s | " + " | ".join(f"{p['window_s']:.3f}" for p in profiled.values()) + " |")
+    lines.append("| optimizer | " + " | ".join(p.get("optimizer", "-") for p in profiled.values()) + " |")
+    return lines
+
+
+def _compare_lines(result: dict) -> list[str]:
+    """The before/after table of part b's G=8 steps (the previous commit's tree vs this one)."""
+    base = result.get("baseline")
+    if not base:
+        return []
+    if "G8" not in base or not base.get("G8"):
+        return [f"## Before/after: {base.get('skipped') or base.get('error') or 'no result'}", ""]
+    w, h = result["args"]["width"], result["args"]["height"]
+    lines = [
+        f"## Before/after: G={result['args']['group']} {w}x{h}, the previous commit ({base.get('commit') or base['tree']})"
+        f" vs this tree, {result['args']['repeats']} timed steps each after one warm-up, same card",
+        "",
+        "| variant | before s: median (min-max) | after s: median (min-max) | speed-up | MFU before | MFU after | "
+        "peak GiB before | peak GiB after |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for variant, row in (result.get("compare") or {}).items():
+        b, a = row.get("before") or {}, row.get("after") or {}
+
+        def cell(r: dict) -> str:
+            return f"{r['median_s']} ({r['min_s']}-{r['max_s']})" if r else "-"
+
+        def pct(r: dict) -> str:
+            return f"{r['mfu']:.1%}" if r.get("mfu") is not None else "-"
+
+        lines.append(
+            f"| {variant} | {cell(b)} | {cell(a)} | {row.get('speedup', '-')} | {pct(b)} | {pct(a)} | "
+            f"{_fmt(b.get('peak_gib'))} | {_fmt(a.get('peak_gib'))} |"
+        )
+    return lines + [""]
 
 
 def write_atomic(path: str, text: str) -> None:
@@ -811,16 +1042,18 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--shape", choices=sorted(SHAPES), default="7b", help="model shape (default 7b)")
     ap.add_argument("--out", required=True, help="folder for gpu_check.json and gpu_check.md")
-    ap.add_argument("--parts", default="a,b,c", help="comma-separated parts to run: a, b, c (default a,b,c)")
+    ap.add_argument("--parts", default="b,c", help="comma-separated parts to run: a, b, c (default b,c)")
     ap.add_argument("--group", type=int, default=8, help="G, rollouts per group (default 8)")
     ap.add_argument("--completion-tokens", type=int, default=64, help="C, completion length in tokens (default 64)")
     ap.add_argument("--width", type=int, default=None, help="screenshot width in pixels (7b: 1920, tiny: 224)")
     ap.add_argument("--height", type=int, default=None, help="screenshot height in pixels (7b: 1080, tiny: 168)")
     ap.add_argument("--stack-layers", type=int, default=None, help="decoder layers in part a (7b: 4, tiny: 2)")
-    ap.add_argument("--repeats", type=int, default=None, help="timed repeats per measurement (7b: 2, tiny: 1)")
+    ap.add_argument("--repeats", type=int, default=None, help="timed repeats per measurement (7b: 3, tiny: 1)")
     ap.add_argument("--dtype", choices=["bfloat16", "float32"], default=None, help="7b: bfloat16, tiny: float32")
     ap.add_argument("--device", default=None, help="torch device (default: cuda when available, else cpu)")
-    ap.add_argument("--budget-s", type=float, default=270.0, help="wall-clock budget; later parts are skipped")
+    ap.add_argument(
+        "--budget-s", type=float, default=260.0, help="wall-clock budget in seconds; later parts are skipped [260]"
+    )
     ap.add_argument("--seed", type=int, default=0, help="seed of weights and inputs")
     ap.add_argument(
         "--freeze-vision",
@@ -830,10 +1063,35 @@ def parse_args(argv=None) -> argparse.Namespace:
     )
     ap.add_argument(
         "--variants",
-        default="naive,shared_dense,shared_split",
-        help="part b's training variants, comma-separated (naive, shared_dense, shared_split)",
+        default="naive,shared_dense",
+        help="part b's training variants, comma-separated (naive, shared_dense, shared_split) [naive,shared_dense]",
     )
     ap.add_argument("--no-prefill", action="store_true", help="skip part b's prefill measurement")
+    ap.add_argument(
+        "--profile",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="part b: the torch.profiler breakdown of one more warm step per variant [on]",
+    )
+    ap.add_argument(
+        "--optimizer",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="the profiled step includes an AdamW step over the trainable parameters [on]",
+    )
+    ap.add_argument(
+        "--peak-tflops",
+        type=float,
+        default=step_profile.PEAK_BF16_FLOPS / 1e12,
+        help="the card's peak for the MFU, TFLOP/s [989: dense bf16 of the H100 SXM and H200]",
+    )
+    ap.add_argument(
+        "--baseline",
+        default=None,
+        help="a copy of the previous commit's tree (its vlm_r1/ and groundwork/; run_scripts/gpu_check.sh prepares "
+        "it): part b's naive and shared_dense steps are measured on it too, by this script in a child process, "
+        "after the new code's part b and before part c",
+    )
     args = ap.parse_args(argv)
     for key, value in SHAPES[args.shape]["defaults"].items():
         if getattr(args, key, None) is None:
@@ -841,6 +1099,96 @@ def parse_args(argv=None) -> argparse.Namespace:
     if args.group < 1 or args.completion_tokens < 1 or args.stack_layers < 1 or args.repeats < 1:
         ap.error("--group, --completion-tokens, --stack-layers and --repeats must be >= 1")
     return args
+
+
+def load_model(args, device, dtype) -> tuple[object, dict]:
+    """The measured model (:func:`build_model` + TRL's fused LM head) and its description."""
+    from trl.trainer.utils import add_fused_lm_head
+
+    t = time.perf_counter()
+    model = build_model(args, device, dtype)
+    add_fused_lm_head(model, outputs=("log_probs", "entropy"))
+    info = {
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "trainable_parameters": sum(p.numel() for p in model.parameters() if p.requires_grad),
+        "vision_frozen": args.freeze_vision,
+        "build_s": round(time.perf_counter() - t, 1),
+        "weights_gib": gib(sum(p.numel() * p.element_size() for p in model.parameters())),
+    }
+    return model, info
+
+
+def tree_commit(tree: str) -> str | None:
+    """The commit a tree copy was made from: its ``COMMIT`` file (run_scripts/gpu_check.sh writes it), else git."""
+    marker = os.path.join(tree, "COMMIT")
+    if os.path.isfile(marker):
+        with open(marker, encoding="utf-8") as f:
+            return f.read().strip() or None
+    with contextlib.suppress(Exception):
+        out = subprocess.run(["git", "-C", tree, "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
+        if out.returncode == 0:
+            return out.stdout.strip()
+    return None
+
+
+def run_baseline(args, budget_s: float) -> dict:
+    """Part b's G=8 naive and shared_dense steps on the previous commit's tree (``--baseline``): this script in a
+    child process whose ``vlm_r1``/``groundwork`` come from that tree (``GPU_CHECK_LIBRARY``), the same measurement
+    (warm-up, ``--repeats`` timed steps, peak memory, MFU), no prefill and no profile. The measurement code here must
+    therefore run on both trees: a new library API it calls is looked up, not assumed."""
+    tree = os.path.abspath(args.baseline)
+    if not os.path.isfile(os.path.join(tree, "vlm_r1", "__init__.py")):
+        return {"tree": tree, "skipped": "no vlm_r1 package in the --baseline tree"}
+    out = os.path.join(args.out, "baseline")
+    cmd = [sys.executable, os.path.abspath(__file__), "--shape", args.shape, "--out", out, "--parts", "b"]
+    cmd += ["--variants", "naive,shared_dense", "--no-prefill", "--no-profile", "--repeats", str(args.repeats)]
+    cmd += ["--group", str(args.group), "--completion-tokens", str(args.completion_tokens), "--dtype", args.dtype]
+    cmd += ["--width", str(args.width), "--height", str(args.height), "--seed", str(args.seed)]
+    cmd += ["--budget-s", str(budget_s), "--peak-tflops", str(args.peak_tflops)]
+    cmd += ["--freeze-vision" if args.freeze_vision else "--no-freeze-vision"]
+    cmd += ["--device", args.device] if args.device else []
+    env = {**os.environ, "GPU_CHECK_LIBRARY": tree}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (tree, os.environ.get("PYTHONPATH")) if p)
+    log(f"baseline: {tree} (commit {tree_commit(tree)}), {budget_s:.0f} s left")
+    t = time.perf_counter()
+    try:
+        proc = subprocess.run(cmd, env=env, timeout=max(1.0, budget_s), check=False)
+    except subprocess.TimeoutExpired:
+        return {"tree": tree, "commit": tree_commit(tree), "error": f"timed out after {budget_s:.0f} s"}
+    found: dict = {"tree": tree, "commit": tree_commit(tree), "returncode": proc.returncode}
+    found["wall_s"] = round(time.perf_counter() - t, 1)
+    path = os.path.join(out, "gpu_check.json")
+    if not os.path.isfile(path):
+        return {**found, "error": "the child wrote no gpu_check.json"}
+    with open(path, encoding="utf-8") as f:
+        child = json.load(f)
+    return {**found, "environment": child.get("environment"), "G8": (child.get("b") or {}).get("G8")}
+
+
+def compare_baseline(after: dict, before: dict | None) -> dict:
+    """Before (the previous commit) and after (this tree), part b's G=8 naive and shared_dense: median, min, max,
+    spread of the timed steps, MFU and peak memory, and the speed-up."""
+    out = {}
+    for variant in ("naive", "shared_dense"):
+        row = {}
+        for when, cfg in (("before", before), ("after", after)):
+            r = (cfg or {}).get(variant) or {}
+            times = r.get("fwd_bwd_s_all")
+            if not times:
+                continue
+            row[when] = {
+                "median_s": r["fwd_bwd_s"],
+                "min_s": min(times),
+                "max_s": max(times),
+                "spread_s": round(max(times) - min(times), 4),
+                "runs": len(times),
+                "mfu": r.get("mfu"),
+                "peak_gib": r.get("peak_gib"),
+            }
+        if "before" in row and "after" in row:
+            row["speedup"] = round(row["before"]["median_s"] / row["after"]["median_s"], 2)
+        out[variant] = row
+    return out
 
 
 def main(argv=None) -> dict:
@@ -852,6 +1200,8 @@ def main(argv=None) -> dict:
     parts = {p.strip() for p in args.parts.split(",") if p.strip()}
     os.makedirs(args.out, exist_ok=True)
     result: dict = {"shape": args.shape, "args": vars(args), "environment": environment(device)}
+    result["mfu_formula"] = {"formula": step_profile.FORMULA, "peak_flops": args.peak_tflops * 1e12}
+    result["profile_categories"] = step_profile.DESCRIPTIONS
     log(f"environment: {result['environment']}")
 
     def left() -> float:
@@ -875,19 +1225,7 @@ def main(argv=None) -> dict:
 
         module = get_vlm_module("qwen2_5_vl")
         try:
-            t = time.perf_counter()
-            model = build_model(args, device, dtype)
-            from trl.trainer.utils import add_fused_lm_head
-
-            add_fused_lm_head(model, outputs=("log_probs", "entropy"))
-            params = sum(p.numel() for p in model.parameters())
-            result["model"] = {
-                "parameters": params,
-                "trainable_parameters": sum(p.numel() for p in model.parameters() if p.requires_grad),
-                "vision_frozen": args.freeze_vision,
-                "build_s": round(time.perf_counter() - t, 1),
-                "weights_gib": gib(sum(p.numel() * p.element_size() for p in model.parameters())),
-            }
+            model, result["model"] = load_model(args, device, dtype)
             log(f"model: {result['model']}")
         except Exception as err:  # noqa: BLE001 - recorded
             result["model"] = _failure(err)
@@ -908,10 +1246,29 @@ def main(argv=None) -> dict:
                     max_pixels=GTA1_MAX_PIXELS,
                     variants=variants,
                     prefill=not args.no_prefill,
+                    profile=args.profile,
                 )
+                frozen = [
+                    r.get("vision_output_requires_grad") for r in result["b"]["G8"].values() if isinstance(r, dict)
+                ]
+                if args.freeze_vision and any(f is not None for f in frozen):
+                    result["model"]["frozen_vision_graph"] = any(bool(f) for f in frozen)
             except Exception as err:  # noqa: BLE001 - recorded
                 result["b"]["G8"] = _failure(err)
             save()
+        if model is not None and "b" in parts and args.baseline:
+            del model
+            model = None
+            _free(device)
+            result["baseline"] = run_baseline(args, left() - 5)
+            result["compare"] = compare_baseline(result["b"].get("G8") or {}, result["baseline"].get("G8"))
+            log(f"baseline: {json.dumps(result['compare'])}")
+            save()
+            if "c" in parts:
+                try:
+                    model, _ = load_model(args, device, dtype)
+                except Exception as err:  # noqa: BLE001 - recorded
+                    result["c"] = {"rebuild": _failure(err)}
         if model is not None and "c" in parts:
             result["c"] = {}
             large = [

@@ -1,10 +1,17 @@
 #!/usr/bin/env bash
-# One prepared GPU check (benchmarks/gpu_check.py): split attention in bf16, the Qwen2.5-VL-7B-shaped GRPO step naive
-# vs shared prompt (time, peak memory, prefill), and larger groups/screens if time is left. About 4-5 minutes on one
-# H100/H200; writes gpu_check.json and gpu_check.md to OUT_DIR.
+# One prepared GPU check (benchmarks/gpu_check.py): the Qwen2.5-VL-7B-shaped GRPO step naive vs shared prompt at G=8
+# 1080p (3 timed steps each: time, MFU, peak memory; the prefill; a torch.profiler breakdown of one more warm step
+# with the optimizer), the same G=8 steps on the previous commit's tree (before/after, same card), then G=16 and 4K
+# once each if time is left. Under 5 minutes on one H100/H200; writes gpu_check.json and gpu_check.md to OUT_DIR.
 #
 #   bash run_scripts/gpu_check.sh [OUT_DIR] [extra gpu_check.py flags...]   # default OUT_DIR: $OUT or runs/gpu_check
 #   SHAPE=tiny bash run_scripts/gpu_check.sh /tmp/gc                        # the CPU path, seconds
+#
+# The previous commit (BASELINE): a directory holding its vlm_r1/ and groundwork/ (and a COMMIT file naming it), or a
+# git revision this checkout can read (then extracted with `git archive` into /tmp/gpu_check_baseline). Default:
+# ./.gpu_check_baseline when it exists. A copy without .git (a device machine's) takes the directory, prepared where
+# git is: `bash run_scripts/gpu_check_baseline.sh REV` writes ./.gpu_check_baseline (ignored by git; carry it along).
+# BASELINE=none skips the comparison.
 #
 # Wheels brought along (a machine without network): every .whl in $WHEELS (default ./.whl) is installed with --no-deps
 # into /tmp/gpu_check_site and put first on PYTHONPATH (our pins: transformers 5.23.0, trl 1.16.0, datasets 5.2.0 and
@@ -36,6 +43,21 @@ if compgen -G "$WHEELS/*.whl" >/dev/null; then
     export PYTHONPATH="$SITE:$PYTHONPATH"
   fi
 fi
+BASELINE="${BASELINE:-$ROOT/.gpu_check_baseline}"
+BASELINE_ARGS=()
+if [ "$BASELINE" = none ]; then
+  log "no before/after comparison (BASELINE=none)"
+elif [ -f "$BASELINE/vlm_r1/__init__.py" ]; then
+  BASELINE_ARGS=(--baseline "$BASELINE")
+elif git -C "$ROOT" rev-parse --verify -q "$BASELINE^{commit}" >/dev/null 2>&1; then
+  rm -rf /tmp/gpu_check_baseline && mkdir -p /tmp/gpu_check_baseline
+  git -C "$ROOT" archive "$BASELINE" vlm_r1 groundwork | tar -x -C /tmp/gpu_check_baseline &&
+    git -C "$ROOT" rev-parse "$BASELINE^{commit}" >/tmp/gpu_check_baseline/COMMIT &&
+    BASELINE_ARGS=(--baseline /tmp/gpu_check_baseline)
+else
+  log "no previous tree at '$BASELINE' (a directory with vlm_r1/, or a git revision): no before/after comparison"
+fi
 "$PY" -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available())" >&2
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader >&2
-PYTHONUNBUFFERED=1 exec "$PY" "$ROOT/benchmarks/gpu_check.py" --shape "${SHAPE:-7b}" --out "$OUT_DIR" "$@"
+PYTHONUNBUFFERED=1 exec "$PY" "$ROOT/benchmarks/gpu_check.py" --shape "${SHAPE:-7b}" --out "$OUT_DIR" \
+  "${BASELINE_ARGS[@]}" "$@"

@@ -10,7 +10,7 @@ from dataclasses import replace
 import pytest
 
 from gui_grounding.ops.estimate import image_tokens, shape_for_model, zero_config
-from gui_grounding.ops.memory import GIB, RunShape, ZeroConfig, estimate, micro_step_tokens
+from gui_grounding.ops.memory import GIB, WARN_FRACTION, RunShape, ZeroConfig, estimate, micro_step_tokens
 from gui_grounding.ops.memory_calibration import DEFAULT_CALIBRATION_PATH, Calibration, load_calibration
 from gui_grounding.ops.memory_shapes import QWEN2_5_VL_SHAPES, shape_from_config
 from gui_grounding.ops.plan import BatchPlan, PlanError, derive_batch
@@ -125,37 +125,55 @@ def test_shared_token_count_is_what_the_trainer_counts():
     assert counts["naive_llm_tokens"] == micro_step_tokens(run, shared=False)
 
 
-def test_warning_only_above_the_gpu_memory():
+def test_warning_above_90_percent_of_the_gpu_memory():
     est = estimate(Q7, RUN, load_calibration())
-    peak = est.peak_gib
-    assert est.warning(peak + 0.5) is None and "WARNING" not in est.table(peak + 0.5)
-    warning = est.warning(peak - 0.5)
+    card = est.peak_gib / WARN_FRACTION  # the prediction is exactly 90% of this card
+    assert WARN_FRACTION == 0.9
+    assert est.warning(card + 0.5) is None and "WARNING" not in est.table(card + 0.5)
+    warning = est.warning(card - 0.5)
     assert warning and warning.startswith("WARNING: predicted peak") and "Largest part" in warning
-    assert warning in est.table(peak - 0.5)
-    assert est.to_dict(peak - 0.5)["fits"] is False and est.to_dict(peak + 0.5)["fits"] is True
+    assert f"exceeds 90% of the {card - 0.5:g} GiB" in warning
+    assert warning in est.table(card - 0.5)
+    assert est.to_dict(card - 0.5)["fits"] is False and est.to_dict(card + 0.5)["fits"] is True
+    # under the card but over 90% of it: warned (the old rule, 100%, did not)
+    assert est.peak_gib < card - 0.5 and est.over(card - 0.5)
+    assert est.to_dict(card + 0.5)["warn_above_gib"] == pytest.approx(WARN_FRACTION * (card + 0.5))
 
 
 def test_calibration_file_is_read_and_labelled(tmp_path):
     cal = load_calibration()
     with open(DEFAULT_CALIBRATION_PATH, encoding="utf-8") as f:
         data = json.load(f)
-    for key in ("measured_peak_gib", "predicted_peak_gib", "source", "device", "activation_factor", "overhead_gib"):
+    for key in ("error_band", "prefill_factor", "cases", "source", "device", "activation_factor", "overhead_gib"):
         assert key in data, key
-    # calibrated on the H200 GPU check (benchmarks/calibrate_memory.py): the case it names is met exactly
+    # calibrated on the H200 GPU checks (benchmarks/calibrate_memory.py): two factors and the band of its cases
     assert data["is_gpu_measurement"] is True and data["label"].startswith("GPU measurement: NVIDIA H200")
     assert cal.activation_factor == data["activation_factor"] and cal.overhead_gib == data["overhead_gib"]
-    case = next(c for c in data["cases"] if c["case"] == "b/G8/naive")
-    assert case["predicted_peak_gib"] == pytest.approx(case["measured_peak_gib"], abs=2e-3)
+    assert cal.prefill == data["prefill_factor"] and cal.band_cases == len(data["cases"]) >= 20
+    errors = [c["error"] for c in data["cases"]]
+    assert cal.error_band == (min(errors), max(errors)) == (data["error_band"]["low"], data["error_band"]["high"])
     est = estimate(Q7, RUN, cal)
-    assert f"calibration: {data['label']}" in est.table(80)
+    table = est.table(80)
+    assert f"calibration: {data['label']}" in table
+    low, high = est.band_gib()
+    assert low == pytest.approx(est.peak_gib / (1 + cal.error_band[1]))
+    assert f"so the peak is likely {low:.1f}-{high:.1f} GiB" in table and est.to_dict()["peak_band_gib"] == [low, high]
     assert _part(est, "training", "overhead (fixed)").bytes == cal.overhead_gib * GIB
-    # the factor multiplies the activation parts only; without a factor it is measured / predicted
+    # the factor multiplies the activation parts only (at every moment; not the gradients); the prefill working set
+    # takes it too when the file has no prefill factor; without a factor it is measured / predicted
     other = tmp_path / "cal.json"
     other.write_text(json.dumps({"label": "test", "measured_peak_gib": 3.0, "predicted_peak_gib": 1.5}))
     doubled = estimate(Q7, RUN, load_calibration(str(other)))
     plain = estimate(Q7, RUN, Calibration())
-    for base, calibrated in zip(plain.phases["training"], doubled.phases["training"], strict=True):
-        assert calibrated.bytes == pytest.approx(base.bytes * (2.0 if base.calibrated else 1.0)), base.name
+    assert doubled.calibration.error_band is None and "calibration error band: none" in doubled.table()
+    for name, value in plain.counts["moment_bytes"].items():  # ZeRO-2: no gradient credit, so exactly doubled
+        assert doubled.counts["moment_bytes"][name] == pytest.approx(2 * value, abs=2), name
+    assert _part(doubled, "generation", "prefill working set").bytes == pytest.approx(
+        2 * _part(plain, "generation", "prefill working set").bytes
+    )
+    other.write_text(json.dumps({"label": "t", "error_band": {"low": 0.1, "high": -0.1, "cases": 2}}))
+    with pytest.raises(ValueError, match="error_band.low 0.1 is above"):
+        load_calibration(str(other))
     other.write_text("[1]")
     with pytest.raises(ValueError, match="JSON object"):
         load_calibration(str(other))
@@ -195,4 +213,111 @@ def test_estimate_command(capsys):
     main(["estimate", "--nproc-per-node", "8", "--gpu-memory-gib", "20", "--", "--num_generations", "4"])
     text = capsys.readouterr().out
     assert "num_generations 4 <- flag --num_generations" in text and "predicted peak per GPU" in text
-    assert "WARNING: predicted peak" in text and "exceeds the 20 GiB" in text
+    assert "WARNING: predicted peak" in text and "exceeds 90% of the 20 GiB" in text
+    # the prediction and the error band its calibration's measured cases left
+    assert "calibration error band: predictions were " in text and "so the peak is likely" in text
+
+
+def _calibrate_memory():
+    import sys
+
+    sys.path.insert(0, os.path.join(REPO, "benchmarks"))
+    import calibrate_memory
+
+    return calibrate_memory
+
+
+def test_every_measured_case_is_predicted_within_10_percent():
+    """Issue 29: every peak the committed GPU checks measured (training and prefill, naive and shared, 1080p G=8 and
+    G=16, 4K), predicted by the estimator under the committed calibration, within 10%; and the committed calibration
+    file is what benchmarks/calibrate_memory.py makes of them."""
+    cm = _calibrate_memory()
+    checks = cm.default_checks()
+    assert [os.path.basename(p) for p in checks] == [f"gpu_check_h200_run{i}.json" for i in (1, 2, 3)]
+    cases = []
+    for path in checks:
+        with open(path, encoding="utf-8") as f:
+            cases += cm.case_list(json.load(f), os.path.relpath(path, REPO))
+    assert len(cases) == 20 and {c["kind"] for c in cases} == {"training", "prefill"}
+    rows = cm.compare(cases, load_calibration())
+    worst = max(rows, key=lambda r: abs(r["error"]))
+    assert abs(worst["error"]) <= 0.10, worst
+    prefill = [r for r in rows if r["kind"] == "prefill"]
+    assert len(prefill) == 4 and all(abs(r["error"]) <= 0.10 for r in prefill)
+    with open(DEFAULT_CALIBRATION_PATH, encoding="utf-8") as f:
+        committed = json.load(f)
+    assert [{k: r[k] for k in ("case", "source", "predicted_peak_gib", "error")} for r in rows] == [
+        {k: r[k] for k in ("case", "source", "predicted_peak_gib", "error")} for r in committed["cases"]
+    ]
+    cpu = cm.cpu_case()  # memory_calibration_cpu.json: the decoder's saved tensors measured on CPU
+    assert cpu["tokens"] == 3832 and abs(cpu["error"]) <= 0.10
+
+
+def test_calibrate_memory_refits_the_committed_file(tmp_path):
+    cm = _calibrate_memory()
+    got = cm.main(["--out", str(tmp_path / "cal.json")])
+    with open(DEFAULT_CALIBRATION_PATH, encoding="utf-8") as f:
+        committed = json.load(f)
+    for key in ("activation_factor", "prefill_factor", "error_band", "cases", "cpu_case"):
+        assert got[key] == committed[key], key
+    # the minimax fit: the largest over- and under-prediction of the training cases are (nearly) equal
+    training = [r["error"] for r in got["cases"] if r["kind"] == "training"]
+    assert max(training) == pytest.approx(-min(training), abs=2e-3)
+
+
+def test_the_training_peak_is_the_largest_moment_of_the_backward():
+    """gui_grounding/ops/memory_peak.py on known numbers: which activations and gradients are alive together."""
+    from gui_grounding.ops.memory_peak import StepBytes, moments, peak
+
+    b = StepBytes(
+        head_grad=10,
+        layer_grad=4,
+        layers=3,
+        embed_grad=10,
+        vision_grad=0,
+        all_grads=32,
+        head_grad_in_transient=True,
+        layer_saved=5,
+        saved_const=2,
+        layer_working=20,
+        head_transient=30,
+        vision_saved=6,
+        vision_depth=2,
+        vision_working=8,
+        vision_graph=True,
+    )
+    got = {m.name: (m.saved, m.transient, m.grads_missing) for m in moments(b)}
+    assert got == {
+        "LM-head backward": (2 + 3 * 5 + 6, 30, 32),  # every checkpoint, no gradient yet (the head's is in the tile)
+        "decoder backward, first layer": (3 * 5 + 6, 20, 32 - 10),  # layer 2: all checkpoints, the head's gradient
+        "decoder backward, last layer": (5 + 6, 20, 32 - 10 - 2 * 4),  # layer 0: one checkpoint, two layers' grads
+        "vision backward, first block": (6, 8, 0),  # every LM gradient is made
+        "vision backward, last block": (3, 8, 0),
+        "optimizer step": (0, 0, 0),
+    }
+    assert peak(moments(b), 1.0).name == "LM-head backward"  # 53 - 32 = 21 above the resident states
+    assert peak(moments(b), 1.0).above_resident(2.0) == 2 * 53 - 32
+    frozen = moments(StepBytes(**{**b.__dict__, "vision_graph": False, "vision_saved": 0}))
+    assert frozen[0].name == "vision forward (no grad)" and frozen[0].transient == 8
+    assert not any(m.name.startswith("vision backward") for m in frozen)
+
+
+def test_frozen_vision_backward_switch():
+    """transformers 5.x's checkpointing hook keeps the frozen tower's graph (what the H200 check measured); without
+    it (issue 29 item 1) the naive 1080p group drops its vision checkpoints."""
+    run = RunShape(
+        world_size=1,
+        zero=ZeroConfig(),
+        per_device_batch=8,
+        num_generations=8,
+        prompt_tokens=2773,
+        image_tokens=2691,
+        completion_tokens=64,
+        shared_prompt=False,
+    )
+    hooked, plain = estimate(Q7, run, Calibration()), estimate(Q7, replace(run, frozen_vision_backward=False))
+    assert run.vision_graph and not replace(run, frozen_vision_backward=False).vision_graph
+    assert not replace(run, gradient_checkpointing=False).vision_graph  # the hook comes with checkpointing
+    vision_ckpt = 8 * 2691 * 4 * 2 * 1280 * 33  # patches x a x h_v x (depth + 1)
+    assert hooked.total("training") - plain.total("training") == pytest.approx(vision_ckpt, rel=0.1)
+    assert plain.counts["peak_moment"].startswith("decoder backward")

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from gui_grounding.ops.memory import RunShape, ZeroConfig, estimate, layer_activation_bytes
+from gui_grounding.ops.memory import RunShape, ZeroConfig, _activations, estimate, layer_activation_bytes
 from gui_grounding.ops.memory_calibration import DEFAULT_CALIBRATION_PATH, load_calibration
 from gui_grounding.ops.memory_shapes import QWEN2_5_VL_SHAPES
 from vlm_r1.configs import VLMGRPOConfig
@@ -185,47 +185,39 @@ def _run(**kw) -> RunShape:
     return RunShape(**{**base, **kw})
 
 
-def _part(est, prefix):
-    return next(p for p in est.phases["training"] if p.name.startswith(prefix))
-
-
 @pytest.mark.parametrize("every", [1, 2, 3, 28, 100])
 def test_estimator_activation_term_follows_the_policy(every):
     model = QWEN2_5_VL_SHAPES["Qwen2.5-VL-7B"]
     a, h, L = 2, model.hidden, model.layers
-    run = _run(checkpoint_every=every)
-    est, full = estimate(model, run, CAL), estimate(model, _run(), CAL)
-    T = est.counts["tokens_per_micro_step"]
+    est = estimate(model, _run(checkpoint_every=every), CAL)
+    saved, working, _, T, _ = _activations(model, _run(checkpoint_every=every), True)
+    saved_full, working_full, _, _, _ = _activations(model, _run(), True)
     n_c = math.ceil(L / every)
     assert est.counts["decoder_layers_checkpointed"] == n_c
     # each decoder layer left out keeps LAYER bytes per token instead of its input (a*h)
-    expected = (L - n_c) * T * (layer_activation_bytes(model, a) - a * h)
-    saved, saved_full = _part(est, "activations: checkpointed"), _part(full, "activations: checkpointed")
-    assert saved.bytes - saved_full.bytes == pytest.approx(expected * est.calibration.activation_factor, rel=1e-9)
+    assert saved - saved_full == (L - n_c) * T * (layer_activation_bytes(model, a) - a * h)
+    assert working == working_full  # one layer's recompute is the same
     # time: one extra forward per checkpointed layer, forward = 1/3 of forward + backward
     assert est.counts["recompute_decoder_flops_fraction"] == pytest.approx(n_c / (3 * L))
-    assert est.counts["transient_bytes"] == full.counts["transient_bytes"]  # one layer's recompute is the same
 
 
 def test_estimator_vision_recompute_and_off_agree():
     model = QWEN2_5_VL_SHAPES["Qwen2.5-VL-7B"]
     a, hv, depth = 2, model.vision_hidden, model.vision_depth
-    on, off = estimate(model, _run(), CAL), estimate(model, _run(checkpoint_vision=False), CAL)
-    patches = on.counts["vision_patches_per_micro_step"]
+    on, off = _run(), _run(checkpoint_vision=False)
+    saved_on, _, _, _, patches = _activations(model, on, True)
+    saved_off, _, _, _, _ = _activations(model, off, True)
     vlayer = 12 * hv + a * (7 * hv + 4 * model.vision_intermediate)
-    expected = patches * (depth * vlayer - a * hv * (depth + 1))
-    d = _part(off, "activations: checkpointed").bytes - _part(on, "activations: checkpointed").bytes
-    assert d == pytest.approx(expected * on.calibration.activation_factor, rel=1e-9)
-    assert off.counts["recompute_vision"] is False and on.counts["recompute_vision"] is True
-    # a frozen tower keeps nothing either way; every layer left out equals checkpointing off
-    frozen = [estimate(model, _run(train_vision=False, checkpoint_vision=v)).peak_bytes for v in (True, False)]
+    assert saved_off - saved_on == patches * (depth * vlayer - a * hv * (depth + 1))
+    assert estimate(model, off, CAL).counts["recompute_vision"] is False
+    assert estimate(model, on, CAL).counts["recompute_vision"] is True
+    # a frozen tower that runs without autograd keeps nothing either way
+    frozen = [
+        _activations(model, _run(train_vision=False, frozen_vision_backward=False, checkpoint_vision=v), True)[0]
+        for v in (True, False)
+    ]
     assert frozen[0] == frozen[1]
-    none = estimate(model, _run(checkpoint_every=10**6, checkpoint_vision=False), CAL)
-    no_ckpt = estimate(model, _run(gradient_checkpointing=False), CAL)
-    diff = _part(no_ckpt, "activations: saved").bytes - _part(none, "activations: checkpointed").bytes
-    assert diff == pytest.approx(
-        none.counts["tokens_per_micro_step"]
-        * (layer_activation_bytes(model, a) - a * model.hidden)
-        * none.calibration.activation_factor,
-        rel=1e-9,
-    )  # layer 0, the one checkpointed layer, is the whole difference
+    # every layer left out equals checkpointing off, but for layer 0 (the one checkpointed layer)
+    none = _activations(model, _run(checkpoint_every=10**6, checkpoint_vision=False), True)
+    no_ckpt = _activations(model, _run(gradient_checkpointing=False), True)
+    assert no_ckpt[0] - none[0] == none[3] * (layer_activation_bytes(model, a) - a * model.hidden)

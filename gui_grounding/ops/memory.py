@@ -50,26 +50,35 @@ head_dim, ``I`` intermediate, ``V`` vocab, ``Psi`` all parameters, ``Psi_t`` tra
 * tokens of one micro-step of ``B`` completions, prompt ``P``, completion ``C``: naive GRPO (every completion row
   repeats its prompt) ``B x (P + C)``; shared-prompt GRPO (``vlm_r1/shared_prompt.py``: one packed row per group,
   ``[prompt[:-1] | prompt[-1], c_1 | ... | prompt[-1], c_G]``) ``B/G x (P - 1 + G x (C + 1))``, exactly what
-  :func:`vlm_r1.shared_prompt.token_counts` counts for full-length completions. The vision tower (frozen: no grad, a
-  transient working set ``a*(3h_v + 3I_v)`` per patch) sees ``B`` images naive, ``B/G`` shared.
+  :func:`vlm_r1.shared_prompt.token_counts` counts for full-length completions. The vision tower sees ``B`` images
+  naive, ``B/G`` shared. Without an autograd graph (frozen, and no checkpointing hook: see ``RunShape``) it holds a
+  transient no-grad working set per patch, the larger of its attention step ``5a*h_v + 24h_v + 8hd_v`` (qkv, the
+  block input and its norm, q and k rotated in fp32 with their temporaries, the fp32 cos/sin) and its MLP step
+  ``a*(2h_v + 3I_v) + 8hd_v`` (44,160 bytes for the 7B tower: a CPU measurement of transformers 5.23's tower, bf16,
+  gives 44,178; ``benchmarks/bench_nograd_memory.py``, ``benchmarks/results/memory_nograd_cpu.json``). With a graph (trained, or frozen under the hook) its blocks keep their checkpoints ``a*h_v x
+  (depth + 1)`` per patch and its backward recomputes one block.
 * log-probs of the ``B x C`` completion tokens: TRL 1.16's fused LM head (``trl.trainer.utils.add_fused_lm_head``,
   ``trl/kernels/chunked_logprob.py``: tiles of 4096 tokens x 32768 vocabulary entries, fp32 accumulators; its backward
   holds the LM head's weight gradient in fp32 and casts it, ``V*h*(4 + a)``) -- ``logits="fused"``, what this project
   runs; or full logits ``B*C x V`` in the compute dtype plus an fp32 copy for the log-softmax (``a + 4`` bytes per
   entry) -- ``logits="full"``, what a trainer without the fused head (GTA1's own) materialises.
 * generation: KV cache ``rows x (P + C) x L x 2 x kv x a``; prefill working set: one decoder layer without grad
-  ``a*(2h + 3I) + 4h`` per prefill token (naive: every row's prompt; shared-prompt prefill: each unique prompt once,
-  then the cache repeated G times, ``vlm_r1/modules/qwen.py`` ``shared_prompt_prefill``), or the vision tower's, the
-  larger of the two.
-* timing: the transients of a training micro-step do not coincide (the frozen vision tower runs before the decoder;
-  the LM head's backward runs first, with every checkpoint alive; then each layer is recomputed and differentiated),
-  so the training phase is the resident states + the checkpointed hidden states + the largest of the three
-  transients (layer recompute + backward, LM-head log-probs, vision tower). Gradients are counted whole (an upper
-  bound: without ZeRO-2/3 they fill up during the backward).
+  ``a*(3h + 3I) + 2a*hd`` per prefill token (the residual, the norm output and the model's input embeddings; gate, up
+  and SiLU(gate) at the MLP; cos and sin: 135,680 bytes for the 7B layer, equal to a CPU measurement of transformers
+  5.23's layer, ``benchmarks/bench_nograd_memory.py``; naive: every row's prompt; shared-prompt prefill: each unique prompt once, then the cache repeated G
+  times, ``vlm_r1/modules/qwen.py`` ``shared_prompt_prefill``), or the vision tower's no-grad working set, the larger
+  of the two, times the calibration's prefill factor.
+* timing (:mod:`gui_grounding.ops.memory_peak`): a backward frees activations as it makes gradients, so the training
+  phase is the resident states at the micro-step's largest moment: the LM head's backward (every checkpoint, no
+  gradient yet), the first or last decoder layer's backward, the vision tower's backward (when it keeps a graph), its
+  no-grad forward, or the optimizer step (every gradient). The ``gradients`` part is whole; the gradients not yet made
+  at the peak are a negative part.
 
-Calibration (:class:`Calibration`): ``activation_factor`` multiplies the activation-like parts (activations, log-prob
-head, prefill working set), ``overhead_gib`` is added once (CUDA context, NCCL buffers, allocator fragmentation). The
-JSON file says where its numbers come from; the table prints that label on every estimate.
+Calibration (:class:`Calibration`): ``activation_factor`` multiplies the training phase's activation-like parts
+(checkpoints, transients, log-prob head), ``prefill_factor`` the prefill working set, ``overhead_gib`` is added once
+(CUDA context, NCCL buffers, allocator fragmentation). The JSON file says where its numbers come from and the error
+band its measured cases left (``error_band``); the table prints both on every estimate, and warns when the predicted
+peak exceeds :data:`WARN_FRACTION` (90%) of the GPU's memory.
 """
 
 from __future__ import annotations
@@ -80,6 +89,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from gui_grounding.ops.memory_calibration import Calibration
+from gui_grounding.ops.memory_peak import Moment, StepBytes, moments, peak
 from gui_grounding.ops.memory_shapes import ModelShape
 
 GIB = 1024**3
@@ -87,6 +97,9 @@ GIB = 1024**3
 #: ``_CHUNKED_LOGPROB_CHUNK_SIZE``)
 FUSED_TOKEN_TILE, FUSED_VOCAB_TILE = 4096, 32768
 ZERO_STAGES = (0, 1, 2, 3)
+#: the estimate warns when its predicted peak exceeds this fraction of the GPU's memory (issue 29: the calibration's
+#: errors reach several percent, and the allocator needs room)
+WARN_FRACTION = 0.9
 
 
 # ---- the run --------------------------------------------------------------------------------------------------------
@@ -148,7 +161,12 @@ class RunShape:
     ``gradient_checkpointing``; ``logits``: ``"fused"`` (TRL 1.16) or ``"full"``; ``gather_for_generation``: ZeRO-3
     gathers every parameter for ``generate`` (TRL ``ds3_gather_for_generation``); the recompute policy:
     ``checkpoint_every`` (K: every K-th decoder layer checkpointed, ``--gradient_checkpointing_every``) and
-    ``checkpoint_vision`` (the vision blocks too, ``--vision_gradient_checkpointing``).
+    ``checkpoint_vision`` (the vision blocks too, ``--vision_gradient_checkpointing``); ``frozen_vision_backward``: a frozen
+    vision tower still keeps its autograd graph under gradient checkpointing, because transformers 5.x's
+    ``enable_input_require_grads`` hook (``modeling_utils.py``, added by ``gradient_checkpointing_enable`` to every
+    sub-model's input embeddings, the vision patch embedding included) makes its output require grad: the tower's
+    block inputs are checkpointed and it is recomputed and differentiated for its input (issue 29, what the H200 check
+    measured). Set it false once the frozen tower runs without autograd (issue 29 item 1).
     """
 
     world_size: int
@@ -168,6 +186,7 @@ class RunShape:
     gather_for_generation: bool = True
     checkpoint_every: int = 1
     checkpoint_vision: bool = True
+    frozen_vision_backward: bool = True
 
     def __post_init__(self) -> None:
         for name in ("world_size", "per_device_batch", "num_generations", "prompt_tokens", "steps_per_generation"):
@@ -186,6 +205,11 @@ class RunShape:
     def shares(self) -> bool:
         """Shared-prompt packing is in effect: asked for, G > 1 and whole groups per micro-step."""
         return self.shared_prompt and self.num_generations > 1 and self.per_device_batch % self.num_generations == 0
+
+    @property
+    def vision_graph(self) -> bool:
+        """The vision tower keeps an autograd graph in training: trained, or frozen under the checkpointing hook."""
+        return self.train_vision or (self.gradient_checkpointing and self.frozen_vision_backward)
 
 
 def micro_step_tokens(run: RunShape, shared: bool) -> int:
@@ -243,11 +267,19 @@ class MemoryEstimate:
         return self.peak_bytes / GIB
 
     def over(self, gpu_memory_gib: float) -> bool:
-        """True when the predicted peak exceeds ``gpu_memory_gib``."""
-        return self.peak_gib > gpu_memory_gib
+        """True when the predicted peak exceeds :data:`WARN_FRACTION` (90%) of ``gpu_memory_gib``."""
+        return self.peak_gib > WARN_FRACTION * gpu_memory_gib
+
+    def band_gib(self) -> tuple[float, float] | None:
+        """``(low, high)`` GiB the measured peak would lie in if this estimate erred as the calibration's measured
+        cases did (``Calibration.error_band``: (predicted - measured) / measured), or None without a band."""
+        band = self.calibration.error_band
+        if band is None:
+            return None
+        return self.peak_gib / (1 + band[1]), self.peak_gib / (1 + band[0])
 
     def warning(self, gpu_memory_gib: float) -> str | None:
-        """The warning line when the peak exceeds ``gpu_memory_gib``, else None."""
+        """The warning line when the peak exceeds 90% of ``gpu_memory_gib``, else None."""
         if not self.over(gpu_memory_gib):
             return None
         largest = max(self.phases[self.peak_phase], key=lambda p: p.bytes)
@@ -264,9 +296,10 @@ class MemoryEstimate:
             "stage or more GPUs",
         )
         return (
-            f"WARNING: predicted peak {self.peak_gib:.1f} GiB per GPU ({self.peak_phase} phase) exceeds the "
-            f"{gpu_memory_gib:g} GiB of GPU memory (--gpu-memory-gib): expect out-of-memory. Largest part: "
-            f"{largest.name} {largest.gib:.1f} GiB; try {advice}"
+            f"WARNING: predicted peak {self.peak_gib:.1f} GiB per GPU ({self.peak_phase} phase) exceeds "
+            f"{WARN_FRACTION:.0%} of the {gpu_memory_gib:g} GiB of GPU memory (--gpu-memory-gib; "
+            f"{WARN_FRACTION * gpu_memory_gib:.1f} GiB): expect out-of-memory. Largest part: {largest.name} "
+            f"{largest.gib:.1f} GiB; try {advice}"
         )
 
     def to_dict(self, gpu_memory_gib: float | None = None) -> dict:
@@ -289,8 +322,11 @@ class MemoryEstimate:
             "notes": self.notes,
             "inputs": self.inputs,
         }
+        band = self.band_gib()
+        out["peak_band_gib"] = list(band) if band else None
         if gpu_memory_gib is not None:
             out["gpu_memory_gib"] = gpu_memory_gib
+            out["warn_above_gib"] = WARN_FRACTION * gpu_memory_gib
             out["fits"] = not self.over(gpu_memory_gib)
             out["warning"] = self.warning(gpu_memory_gib)
         return out
@@ -310,6 +346,15 @@ class MemoryEstimate:
             f"predicted peak per GPU: {self.peak_gib:.2f} GiB ({self.peak_phase} phase)"
             + (f" of {gpu_memory_gib:g} GiB" if gpu_memory_gib is not None else "")
         )
+        band, cal = self.band_gib(), self.calibration
+        if band is not None:
+            lines.append(
+                f"calibration error band: predictions were {cal.error_band[0]:+.1%} to {cal.error_band[1]:+.1%} of the "
+                f"measured peak over {cal.band_cases} measured case(s), so the peak is likely {band[0]:.1f}-"
+                f"{band[1]:.1f} GiB"
+            )
+        else:
+            lines.append("calibration error band: none (this calibration lists no measured cases)")
         for phase, c in self.comparison.items():
             lines.append(
                 f"{phase} activations, naive vs shared-prompt: {c['naive_gib']:.2f} vs {c['shared_gib']:.2f} GiB "
@@ -335,14 +380,30 @@ def checkpointed_decoder_layers(model: ModelShape, run: RunShape) -> int:
 
 
 def _vision_patch_bytes(model: ModelShape, a: int) -> int:
-    """Bytes per patch of the vision tower's no-grad working set (one block): ``a*(3h_v + 3I_v)``."""
-    return a * (3 * model.vision_hidden + 3 * model.vision_intermediate)
+    """Bytes per patch of the vision tower's no-grad working set (one block, module docstring): the larger of its
+    attention step ``5a*h_v + 24h_v + 8hd_v`` and its MLP step ``a*(2h_v + 3I_v) + 8hd_v``."""
+    vh, hd = model.vision_hidden, model.vision_hidden // model.vision_heads
+    return max(5 * a * vh + 24 * vh, a * (2 * vh + 3 * model.vision_intermediate)) + 8 * hd
 
 
 def _prefill_token_bytes(model: ModelShape, a: int) -> int:
-    """Bytes per prefill token of one decoder layer without grad: ``a*(2h + 3I) + 4h`` (residual, norm output, gate,
-    up, SiLU(gate); the fp32 norm input)."""
-    return a * (2 * model.hidden + 3 * model.intermediate) + 4 * model.hidden
+    """Bytes per prefill token of one decoder layer without grad: ``a*(3h + 3I) + 2a*hd`` (residual, norm output,
+    input embeddings; gate, up, SiLU(gate); cos and sin)."""
+    return a * (3 * model.hidden + 3 * model.intermediate) + 2 * a * model.head_dim
+
+
+def _vision_parts(model: ModelShape, run: RunShape, patches: int) -> tuple[float, float]:
+    """``(saved, working)`` bytes of the vision tower in a training micro-step: with a graph (``run.vision_graph``)
+    its blocks' checkpoints (or saved sets) and one block's recompute + backward; without, nothing saved and its
+    no-grad working set."""
+    a = run.param_bytes
+    if not run.vision_graph:
+        return 0.0, patches * _vision_patch_bytes(model, a)
+    vlayer = 12 * model.vision_hidden + a * (7 * model.vision_hidden + 4 * model.vision_intermediate)
+    depth = model.vision_depth
+    vck = run.gradient_checkpointing and run.checkpoint_vision  # the recompute policy's vision switch
+    vsaved = patches * (a * model.vision_hidden * (depth + 1) if vck else depth * vlayer)
+    return vsaved, patches * (vlayer + 3 * a * model.vision_intermediate)
 
 
 def _activations(model: ModelShape, run: RunShape, shared: bool) -> tuple[float, float, float, int, int]:
@@ -356,15 +417,8 @@ def _activations(model: ModelShape, run: RunShape, shared: bool) -> tuple[float,
     n_c = checkpointed_decoder_layers(model, run)  # the others keep LAYER (module docstring, recompute policy)
     saved = T * (a * h * n_c + (L - n_c) * layer + a * h + 4 * h)
     working = T * (layer + backward) if n_c else T * backward
-    vision = patches * _vision_patch_bytes(model, a)
-    if run.train_vision:  # its activations are kept for backward like the decoder's
-        vlayer = 12 * model.vision_hidden + a * (7 * model.vision_hidden + 4 * model.vision_intermediate)
-        depth = model.vision_depth
-        vck = run.gradient_checkpointing and run.checkpoint_vision
-        vsaved = patches * (a * model.vision_hidden * (depth + 1) if vck else depth * vlayer)
-        saved += vsaved
-        vision = patches * (vlayer + 3 * a * model.vision_intermediate)
-    return saved, working, vision, T, patches
+    vsaved, vision = _vision_parts(model, run, patches)
+    return saved + vsaved, working, vision, T, patches
 
 
 def estimate(model: ModelShape, run: RunShape, calibration: Calibration | None = None) -> MemoryEstimate:
@@ -476,29 +530,78 @@ class _Estimate:
 
     # ---- training phase ------------------------------------------------------------------------------------------
     def training_activations(self) -> list[Part]:
-        """The checkpointed (or saved) activations and the largest of the three transients (layer recompute +
-        backward, LM-head log-probs, vision tower), both calibrated. Sets ``T``, ``patches``, ``scored``,
-        ``logits_b`` and ``transients``."""
-        model, run, a, k = self.model, self.run, self.a, self.k
-        saved, working, vis, T, patches = _activations(model, run, run.shares)
-        self.T, self.patches = T, patches
+        """The activations alive at the micro-step's largest moment (:mod:`gui_grounding.ops.memory_peak`), saved and
+        transient (both calibrated), and the gradients not yet made then (a negative part). Sets ``T``,
+        ``patches``, ``scored``, ``logits_b``, ``moments`` and ``peak_moment``."""
+        run, k = self.run, self.k
         self.scored = run.per_device_batch * run.completion_tokens
-        logits_b, logits_how = self._logits()
-        self.logits_b = logits_b
-        layer_name = "one layer recomputed + backward" if run.gradient_checkpointing else "backward buffers"
-        per_token = (layer_activation_bytes(model, a) if run.gradient_checkpointing else 0) + 3 * a * model.intermediate
-        transients = {"layer": working, "lm_head": logits_b, "vision": vis}
-        self.transients = transients
-        largest = max(transients, key=transients.get)
-        transient_how = (
-            f"max({layer_name} {T:,} x {per_token:,} B = {working / GIB:.2f}; {logits_how} = {logits_b / GIB:.2f}; "
-            f"vision tower {patches:,} patches x {_vision_patch_bytes(model, a):,} B = {vis / GIB:.2f}) -> {largest}"
-        )
-        ck = "checkpointed hidden states" if run.gradient_checkpointing else "saved activations (every layer)"
+        self.logits_b, logits_how = self._logits()
+        step, self.T, self.patches = self._step_bytes(run.shares)
+        self.moments = self._moments(step)
+        top = peak(self.moments, k)
+        self.peak_moment = top
+        listed = "; ".join(f"{m.name} {m.above_resident(k) / GIB:.2f}" for m in self.moments)
+        ck = "checkpointed inputs" if run.gradient_checkpointing else "saved activations"
+        vision = "vision tower with its graph" if run.vision_graph else "vision tower without grad"
         return [
-            Part(f"activations: {ck}", saved * k, self._saved_how(T), True),
-            Part("activations: largest transient", transients[largest] * k, transient_how, True),
+            Part(
+                "activations: saved at the peak",
+                top.saved * k,
+                f"{top.name}: decoder {ck} ({self._saved_how(self.T)}) and {vision}, as alive then",
+                True,
+            ),
+            Part(
+                "activations: transient at the peak",
+                top.transient * k,
+                f"{top.name}; moments above the resident states (GiB): {listed}; head: {logits_how}",
+                True,
+            ),
+            Part(
+                "gradients not yet made at the peak",
+                -top.grads_missing,
+                f"{top.name}: the gradients the backward makes after it (of {self.trainable:,} trainable)",
+            ),
         ]
+
+    def _moments(self, step: StepBytes) -> list[Moment]:
+        """The moments of ``step``; under DeepSpeed the gradients count whole at every moment (its partitioned
+        gradient buffers need not be freed between steps; only the plain-PyTorch release, ``zero_grad(set_to_none)``,
+        was measured)."""
+        found = moments(step)
+        if self.run.zero.stage:
+            found = [replace(m, grads_missing=0.0) for m in found]
+        return found
+
+    def _step_bytes(self, shared: bool) -> tuple[StepBytes, int, int]:
+        """The :class:`~gui_grounding.ops.memory_peak.StepBytes` of one micro-step (naive or ``shared``), its LM
+        tokens and its vision patches."""
+        model, run, a = self.model, self.run, self.a
+        saved, working, vision, T, patches = _activations(model, run, shared)
+        vsaved, _ = _vision_parts(model, run, patches)
+        const = T * (a * model.hidden + 4 * model.hidden)  # the final norm's inputs
+        g_shard = run.world_size if run.zero.stage >= 2 else 1
+        lora = bool(run.lora_rank)
+        head = 0 if lora else model.vocab * model.hidden * a / g_shard
+        layer = (self.lora / model.layers if lora else model.decoder_layer_params()) * a / g_shard
+        embed = 0 if lora or model.tie_embeddings else model.embedding_params() * a / g_shard
+        step = StepBytes(
+            head_grad=head,
+            layer_grad=layer,
+            layers=model.layers,
+            embed_grad=embed,
+            vision_grad=self.vision * a / g_shard if run.train_vision and not lora else 0.0,
+            all_grads=self.trainable * a / g_shard,
+            head_grad_in_transient=run.logits == "fused" and not lora,
+            layer_saved=(saved - vsaved - const) / model.layers,
+            saved_const=const,
+            layer_working=working,
+            head_transient=self.logits_b,
+            vision_saved=vsaved,
+            vision_depth=model.vision_depth,
+            vision_working=vision,
+            vision_graph=run.vision_graph,
+        )
+        return step, T, patches
 
     def _logits(self) -> tuple[float, str]:
         """``(bytes, formula)`` of the log-probs of the scored tokens: full logits, or TRL's fused head (one tile, the
@@ -539,9 +642,9 @@ class _Estimate:
     # ---- generation phase ----------------------------------------------------------------------------------------
     def generation_parts(self) -> list[Part]:
         """The parameters ZeRO-3 gathers for ``generate`` (when it does), the KV cache of the generation batch and the
-        prefill working set (calibrated; the trainer shares generation and training alike, or neither). Sets
-        ``rows`` and ``prompts``."""
-        model, run, a, k = self.model, self.run, self.a, self.k
+        prefill working set (times the prefill factor; the trainer shares generation and training alike, or neither).
+        Sets ``rows`` and ``prompts``."""
+        model, run, a, k = self.model, self.run, self.a, self.cal.prefill
         rows = run.per_device_batch * run.steps_per_generation
         prompts = -(-rows // run.num_generations)
         self.rows, self.prompts = rows, prompts
@@ -579,12 +682,13 @@ class _Estimate:
 
     # ---- naive vs shared -----------------------------------------------------------------------------------------
     def comparison(self) -> dict[str, dict[str, float]]:
-        """Training activations and generation prefill, naive vs shared-prompt, in GiB (calibrated) and tokens."""
+        """Training activations and generation prefill, naive vs shared-prompt, in GiB (calibrated) and tokens. The
+        training figure is the activations above the resident states at each mode's largest moment."""
         model, run, a, k = self.model, self.run, self.a, self.k
         acts = {}
         for mode, flag in (("naive", False), ("shared", True)):
-            s_, w, v, t, _ = _activations(model, run, flag and run.num_generations > 1)
-            acts[mode] = (s_ + max(w, v, self.logits_b), t)
+            step, t, _ = self._step_bytes(flag and run.num_generations > 1)
+            acts[mode] = (max(0.0, peak(self._moments(step), k).above_resident(k)) / k, t)
         P, rows, prompts = run.prompt_tokens, self.rows, self.prompts
         patches_per_image = run.image_tokens * model.spatial_merge**2
         prefill = {
@@ -601,8 +705,8 @@ class _Estimate:
                 "shared_tokens": acts["shared"][1],
             },
             "generation prefill": {
-                "naive_gib": prefill["naive"] * k / GIB,
-                "shared_gib": prefill["shared"] * k / GIB,
+                "naive_gib": prefill["naive"] * self.cal.prefill / GIB,
+                "shared_gib": prefill["shared"] * self.cal.prefill / GIB,
                 "naive_tokens": rows * P,
                 "shared_tokens": prompts * P,
             },
@@ -610,7 +714,8 @@ class _Estimate:
 
     # ---- what the estimate reports -------------------------------------------------------------------------------
     def counts(self) -> dict[str, Any]:
-        """Parameter, token and patch counts, and the calibrated transients in bytes."""
+        """Parameter, token and patch counts, and the training moments (bytes above the resident states,
+        calibrated; the peak's name)."""
         return {
             "params_total": self.total,
             "params_lm": self.lm,
@@ -619,7 +724,8 @@ class _Estimate:
             "params_trainable": self.trainable,
             "tokens_per_micro_step": self.T,
             "scored_tokens_per_micro_step": self.scored,
-            "transient_bytes": {name: int(v * self.k) for name, v in self.transients.items()},
+            "moment_bytes": {m.name: int(m.above_resident(self.k)) for m in self.moments},
+            "peak_moment": self.peak_moment.name,
             "vision_patches_per_micro_step": self.patches,
             "generation_rows": self.rows,
             "generation_prompts": self.prompts,

@@ -1,12 +1,14 @@
 """The calibration of the memory estimate (:mod:`gui_grounding.ops.memory`): the measured correction of its formulas,
 read from ``benchmarks/results/memory_calibration.json`` (:func:`load_calibration`).
 
-Rule (docs/GPU_CHECK.md, "The memory estimator against these peaks"): ``activation_factor`` multiplies the
-activation-like parts (activations, log-prob head, prefill working set), ``overhead_gib`` is added once (CUDA context,
-NCCL buffers, allocator fragmentation); the file says where its numbers come from and the table prints that label on
-every estimate. The file is read through the one JSON side-file rule (``groundwork.records.load_json_file``: a regular
-file, strict JSON, at most ``CALIBRATION_BYTES``); a value that is not a finite number, a factor <= 0 or an overhead
-< 0 is one ``ValueError`` line naming the file and the key.
+Rule (docs/GPU_CHECK.md, "The memory estimator against these peaks"): ``activation_factor`` multiplies the training
+phase's activation-like parts (checkpoints, transients, log-prob head), ``prefill_factor`` the generation prefill's
+working set (``activation_factor`` when the file has none), ``overhead_gib`` is added once (CUDA context, NCCL buffers,
+allocator fragmentation); the file says where its numbers come from and the error band of its measured cases
+(``error_band``: the lowest and highest (predicted - measured) / measured), and the table prints both on every
+estimate. The file is read through the one JSON side-file rule (``groundwork.records.load_json_file``: a regular
+file, strict JSON, at most ``CALIBRATION_BYTES``); a value that is not a finite number, a factor <= 0, an overhead
+< 0 or a band whose low end is above its high end is one ``ValueError`` line naming the file and the key.
 """
 
 from __future__ import annotations
@@ -32,8 +34,10 @@ DEFAULT_CALIBRATION_PATH = os.path.join(
 class Calibration:
     """The measured correction of the formulas, from ``benchmarks/results/memory_calibration.json``.
 
-    ``activation_factor`` multiplies the activation-like parts; ``overhead_gib`` (CUDA context, NCCL buffers, allocator
-    fragmentation) is added to each phase. ``measured_peak_gib`` / ``predicted_peak_gib``: the measurement the factor
+    ``activation_factor`` multiplies the training phase's activation-like parts, ``prefill_factor`` the prefill working
+    set (None: ``activation_factor``, see :attr:`prefill`); ``overhead_gib`` (CUDA context, NCCL buffers, allocator
+    fragmentation) is added to each phase. ``error_band``: ``(low, high)`` of (predicted - measured) / measured over
+    the ``band_cases`` measured cases the file lists (None: no cases). ``measured_peak_gib`` / ``predicted_peak_gib``: the measurement the factor
     comes from and this estimator's uncalibrated prediction for the same shape (``measurement`` describes it);
     ``source``, ``device``: where and how it was measured; ``is_gpu_measurement``: false for CPU/published figures.
     ``label`` is printed with every estimate.
@@ -49,6 +53,14 @@ class Calibration:
     predicted_peak_gib: float | None = None
     measurement: str = ""
     path: str | None = None
+    prefill_factor: float | None = None
+    error_band: tuple[float, float] | None = None
+    band_cases: int = 0
+
+    @property
+    def prefill(self) -> float:
+        """The factor of the prefill working set: ``prefill_factor``, else ``activation_factor``."""
+        return self.activation_factor if self.prefill_factor is None else self.prefill_factor
 
     def describe(self) -> str:
         """One line: the label, the factor and overhead, and where they come from."""
@@ -62,8 +74,8 @@ class Calibration:
             shown = shown if rel.startswith("..") else rel
         where = f" [{shown}]" if shown else ""
         return (
-            f"calibration: {self.label}; activation factor {self.activation_factor:.3f}{ratio}; overhead "
-            f"{self.overhead_gib:.2f} GiB; device {self.device or '-'}{where}"
+            f"calibration: {self.label}; activation factor {self.activation_factor:.3f}{ratio}; prefill factor "
+            f"{self.prefill:.3f}; overhead {self.overhead_gib:.2f} GiB; device {self.device or '-'}{where}"
         )
 
 
@@ -95,8 +107,18 @@ def load_calibration(path: str | None = DEFAULT_CALIBRATION_PATH) -> Calibration
     if factor is None:
         factor = measured / predicted if measured and predicted else 1.0
     overhead = num("overhead_gib") or 0.0
-    if factor <= 0 or overhead < 0:
-        raise ValueError(f"calibration {path}: activation_factor must be > 0 and overhead_gib >= 0")
+    prefill = num("prefill_factor")
+    if factor <= 0 or overhead < 0 or (prefill is not None and prefill <= 0):
+        raise ValueError(f"calibration {path}: activation_factor and prefill_factor must be > 0 and overhead_gib >= 0")
+    band, band_cases = None, 0
+    raw_band = data.get("error_band")
+    if raw_band is not None:
+        if not isinstance(raw_band, dict):
+            raise ValueError(f"calibration {path}: error_band must be an object with low, high and cases")
+        low, high = (num_in(raw_band, key, path) for key in ("low", "high"))
+        if low > high:
+            raise ValueError(f"calibration {path}: error_band.low {low} is above error_band.high {high}")
+        band, band_cases = (low, high), int(num_in(raw_band, "cases", path))
     measurement = data.get("measurement", "")
     return Calibration(
         activation_factor=factor,
@@ -109,4 +131,15 @@ def load_calibration(path: str | None = DEFAULT_CALIBRATION_PATH) -> Calibration
         predicted_peak_gib=predicted,
         measurement=measurement if isinstance(measurement, str) else json.dumps(measurement),
         path=path,
+        prefill_factor=prefill,
+        error_band=band,
+        band_cases=band_cases,
     )
+
+
+def num_in(data: dict, key: str, path: str) -> float:
+    """``data[key]`` as a finite number (``error_band.<key>`` of the calibration at ``path``), else one ValueError."""
+    value = data.get(key)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"calibration {path}: error_band.{key} must be a number, got {value!r}")
+    return float(value)
