@@ -246,7 +246,7 @@ def _logits_and_grads(model, batch):
 
 
 @pytest.mark.parametrize(
-    "arch, checkpointing", [("qwen2_5_vl", False), ("qwen2_5_vl", True), ("qwen2_vl", False), ("qwen3_vl", True)]
+    "arch, checkpointing", [("qwen2_5_vl", False), ("qwen2_5_vl", True), ("qwen2_vl", False), ("qwen3_vl", False)]
 )
 def test_tiny_models_equal_transformers_loop(arch, checkpointing, request, caplog):
     fixture = {"qwen2_5_vl": "tiny_qwen25_dir", "qwen2_vl": "tiny_qwen2_dir", "qwen3_vl": "tiny_qwen3_dir"}[arch]
@@ -267,6 +267,8 @@ def test_tiny_models_equal_transformers_loop(arch, checkpointing, request, caplo
     assert torch.equal(logits, ref_logits)
     assert grads.keys() == ref_grads.keys() and any("visual" in n for n in grads)
     assert all(torch.equal(grads[n], ref_grads[n]) for n in grads)
+    if checkpointing:  # the padded backend once per family is enough
+        return
     va.enable_vision_varlen(ours, backend="padded")
     logits, grads = _logits_and_grads(ours, batch)
     torch.testing.assert_close(logits, ref_logits, rtol=1e-5, atol=1e-5)
