@@ -3,10 +3,10 @@
 transformers 5.23 packs the tokens of every image of a batch into one sequence for the Qwen2-VL, Qwen2.5-VL and
 Qwen3-VL vision towers and describes its segments with ``cu_seqlens``: one segment per image (per frame) in Qwen2-VL
 and Qwen3-VL, one per 112 x 112-pixel window in Qwen2.5-VL's windowed blocks (every block but
-``fullatt_block_indexes``; the windows are built by ``get_vision_window_index``, ``vision_utils.py:136-186``). With a
+``fullatt_block_indexes``; the windows are built by ``get_vision_window_index``, ``vision_utils.py:130-188``). With a
 flash implementation the vision attention makes one variable-length call; with any other (``sdpa``, ``eager``, ``flex``)
-it splits q/k/v by segment and calls attention once per segment (``modeling_qwen2_5_vl.py:291-329``,
-``modeling_qwen2_vl.py:381-419``, ``modeling_qwen3_vl.py:277-315``). A 1920 x 1080 screenshot (1932 x 1092 after
+it splits q/k/v by segment and calls attention once per segment (``modeling_qwen2_5_vl.py:291-330``,
+``modeling_qwen2_vl.py:381-420``, ``modeling_qwen3_vl.py:277-316``). A 1920 x 1080 screenshot (1932 x 1092 after
 smart_resize: 10,764 patches, 180 windows) so costs Qwen2.5-VL 180 calls in each of its 28 windowed blocks, 5,040
 small SDPA calls per pass: on a GPU these are launch-bound.
 
