@@ -331,6 +331,9 @@ def test_grpo_rec_three_steps_shared_prompt(q3_dir, rec_file, tmp_path):
     assert "module=Qwen3VLModule pixel budget:" in proc.stderr  # printed with every value's source
     assert "  max_pixels       50,176   <- flag --max_pixels" in proc.stderr
     assert "shared-prompt GRPO: on (groups of 4" in proc.stderr
+    # the vision tower's packed attention says at start-up which backend runs, and the first call what it ran
+    assert "vision attention (qwen3_vl): packed" in proc.stderr and "on cpu float32: runs" in proc.stderr
+    assert "vision attention: runs on cpu float32: 1 window/image segment in 1 call" in proc.stderr
     info = json.load(open(os.path.join(out, "vlm_r1_run.json")))
     assert info["model_type"] == "qwen3_vl" and info["num_train_rows"] == 4
     assert info["smart_resize"] == {"factor": 32, "min_pixels": 3136, "max_pixels": 50176}

@@ -88,6 +88,18 @@ class Qwen2VLModule(VLMBaseModule):
     def get_vlm_key(self) -> str:
         return "qwen"
 
+    def post_model_init(self, model: Any, processing_class: Any) -> None:
+        """One vision attention call per layer instead of one per window (Qwen2.5-VL) or image (Qwen2-VL, Qwen3-VL):
+        :func:`vlm_r1.vision_attention.enable_vision_varlen` on the ``vision_config`` sub-config, whose attention
+        packs the segments by ``cu_seqlens`` in these families (transformers 5.23 ``modeling_qwen2_5_vl.py:291-329``,
+        ``modeling_qwen2_vl.py:381-419``, ``modeling_qwen3_vl.py:277-315``). Logs the backend that runs. ``model``
+        None (no reference model) does nothing."""
+        if model is None or isinstance(model, str):
+            return
+        from vlm_r1.vision_attention import enable_vision_varlen  # torch: deferred, the CLI imports this module
+
+        enable_vision_varlen(model, sub_config="vision_config", family=self.model_type)
+
     def get_model_class(self, model_id: str, model_init_kwargs: dict) -> type:
         return self._classes(self.model_type)[0]
 

@@ -17,6 +17,8 @@ What differs from Qwen2/2.5-VL (``vlm_r1.modules.qwen``), read from transformers
   index is 0). Generation continues from ``rope_deltas`` (``_prepare_position_ids_for_generation``,
   ``modeling_qwen3_vl.py:1371-1407``), as Qwen2.5-VL. So the shared-prompt hooks of :class:`Qwen2VLModule` apply
   unchanged (exactness: ``tests/test_qwen3_vl.py``);
+* vision attention: packed by ``cu_seqlens`` per image as in Qwen2-VL (``modeling_qwen3_vl.py:277-315``), so the
+  inherited ``post_model_init`` gives it one attention call per layer (:mod:`vlm_r1.vision_attention`);
 * coordinates: Qwen3-VL answers grounding queries on a 0-1000 grid relative to the image, not in resized pixels
   (QwenLM/Qwen3-VL#1640; QwenLM/Qwen3-VL ``README.md:117`` at 9658872, "relative position coordinates"). That is
   task/reward side; this module only names the frame (:meth:`get_image_resize_params`).
