@@ -513,6 +513,12 @@ def build_model(args, device, dtype):
         for name, p in model.named_parameters():
             if ".visual." in f".{name}" or name.startswith("visual."):
                 p.requires_grad_(False)
+    try:  # the vision tower's attention as training installs it (issue 29 item 2); a baseline tree without it loops
+        from vlm_r1.vision_attention import enable_vision_varlen
+    except ImportError:
+        enable_vision_varlen = None
+    if enable_vision_varlen is not None:
+        enable_vision_varlen(model, family="qwen2_5_vl")
     return model
 
 
