@@ -26,6 +26,7 @@ from transformers.modeling_outputs import BaseModelOutputWithPooling
 from vlm_r1 import vision_cache as vc
 
 ARCHS = ("qwen2_5_vl", "qwen2_vl", "qwen3_vl")
+G = 2  # rollouts per group of the tiny batches (2 groups, two screenshot sizes)
 
 
 # ---- the real tiny models --------------------------------------------------------------------------------------------
@@ -53,7 +54,7 @@ def family(request):
             model.train()
             freeze_vision_modules(model, module.get_vision_modules_keywords())
             texts, images = tsp.build_prompts(processor)
-            built[arch] = (module, processor, model, tsp.naive_batch(processor, texts, images, 3))
+            built[arch] = (module, processor, model, tsp.naive_batch(processor, texts, images, G))
         return built[arch]
 
     return get
@@ -96,6 +97,7 @@ def _assert_identical(ref, got):
     [(arch, ckpt) for arch in ARCHS for ckpt in (False, True)] + [("qwen2_5_vl", "reentrant")],
     ids=lambda v: {False: "nockpt", True: "ckpt"}.get(v, v) if not isinstance(v, str) else v,
 )
+@pytest.mark.filterwarnings("ignore:None of the inputs have requires_grad")  # the test's no-grad passes, reentrant
 def test_exact_with_and_without_cache(arch, checkpointing, family):
     module, _, model, batch = family(arch)
     tower = module.vision_tower(model)
@@ -106,9 +108,9 @@ def test_exact_with_and_without_cache(arch, checkpointing, family):
     wrapper = None
     try:
         ref = _passes(model, module, batch)
-        # today, without the cache: the tower runs in every pass (4 forwards: no-grad, TRL, shared, and the shared
-        # pass's G=3 rows are one copy per group); with checkpointing, transformers' hook on Qwen2/2.5-VL's patch
-        # embedding makes the frozen tower's output require grad in the grad passes
+        # today, without the cache: the tower runs in every pass (no-grad, TRL, shared: 3 calls, the shared one on one
+        # copy per group); with checkpointing, transformers' hook on Qwen2/2.5-VL's patch embedding makes the frozen
+        # tower's output require grad in the grad passes
         hooked = bool(checkpointing) and arch != "qwen3_vl"
         assert grads_seen == [False, hooked, hooked] and len(calls) == 3
         grads_seen.clear(), calls.clear()
@@ -119,10 +121,11 @@ def test_exact_with_and_without_cache(arch, checkpointing, family):
         got = _passes(model, module, batch)
         _assert_identical(ref, got)
         assert grads_seen == [False, False, False]
-        patches = batch["image_grid_thw"][::3].prod(-1).sum().item()
+        patches = batch["image_grid_thw"][::G].prod(-1).sum().item()
         assert calls == [patches]  # one tower call, the two distinct screenshots once each, for all three passes
         assert len(cache) == 2
-        assert cache.take_counts() == (2, 6 + 6 + 2 - 2)  # no-grad 6 rows (2 new), TRL 6, shared 2 carriers
+        # no-grad pass: 2G rows, 2 new; TRL's pass: 2G rows; shared pass: 2 carriers
+        assert cache.take_counts() == (2, 2 * G - 2 + 2 * G + 2)
         cache.close()
         assert len(cache) == 0
     finally:

@@ -379,18 +379,25 @@ class FrozenVisionMixin:
 
     def _frozen_vision_setup(self, freeze_vision: bool) -> None:
         self._vision_towers: list[FrozenVisionTower] = []
-        self._vision_status = {"frozen": False, "no_grad": False, "cache": False, "reference": None, "reason": None}
+        self._vision_status = {
+            "frozen": False,
+            "no_grad": False,
+            "cache": False,
+            "reference": None,
+            "reason": None,
+            "lockstep": False,
+        }
         hook = getattr(self.vlm_module, "vision_tower", None)
         tower = hook(self.model) if callable(hook) else None
         trained = tower is not None and any(p.requires_grad for p in tower.module.parameters())
         if tower is None or trained:
+            why = "a parameter in it trains, e.g. LoRA on it" if freeze_vision else "--freeze_vision_modules false"
             self._vision_status["reason"] = (
-                "trained (--freeze_vision_modules false): transformers' forward with autograd in every pass"
+                f"trained ({why}): transformers' forward with autograd in every pass, no feature cache"
                 if trained
-                else f"model family {type(self.vlm_module).__name__} has no vision_tower hook: the tower runs as "
-                "transformers runs it"
+                else f"as transformers runs it: model family {type(self.vlm_module).__name__} has no vision_tower hook"
             )
-            self._vision_say("vision tower %s; no feature cache", self._vision_status["reason"])
+            self._vision_say("vision tower %s", self._vision_status["reason"])
             return
         lockstep = self._vision_lockstep()
         self._vision_cache = VisionFeatureCache()
