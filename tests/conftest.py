@@ -1,5 +1,5 @@
-"""Shared fixtures: tiny Qwen2.5-VL / Qwen2-VL checkpoints (built offline, once per session), a PNG factory, and the
-shared helpers of ``tests/helpers`` as fixtures (``repo`` / ``sample``: paths.REPO / paths.SAMPLE; ``proc``: the
+"""Shared fixtures: tiny Qwen2.5-VL / Qwen2-VL / Qwen3-VL checkpoints (built offline, once per session), a PNG factory,
+and the shared helpers of ``tests/helpers`` as fixtures (``repo`` / ``sample``: paths.REPO / paths.SAMPLE; ``proc``: the
 child-process module, ``proc.child_env(...)`` and ``proc.run(...)``). Plain functions are imported from
 ``tests.helpers`` directly (``from tests.helpers.proc import run``); one home each, no per-file copies:
 
@@ -51,6 +51,12 @@ def tiny_qwen25_dir(tmp_path_factory) -> str:
 def tiny_qwen2_dir(tmp_path_factory) -> str:
     """Directory of a tiny, randomly initialised Qwen2-VL checkpoint (max_pixels 200704, min_pixels 3136)."""
     return _build_tiny("qwen2_vl", tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def tiny_qwen3_dir(tmp_path_factory) -> str:
+    """Directory of a tiny, randomly initialised Qwen3-VL checkpoint (``Qwen3VLModule.build_tiny_checkpoint``)."""
+    return _build_tiny("qwen3_vl", tmp_path_factory)
 
 
 @pytest.fixture(scope="session")

@@ -152,6 +152,19 @@ def test_grpo_main_in_process(tiny_qwen25_dir, tmp_path, monkeypatch, global_sta
     info = json.loads((out / "vlm_r1_run.json").read_text())
     assert info["world_size"] == 1 and info["num_train_rows"] == 2 and info["num_generations"] == GENERATIONS
     assert info["reward_funcs"] == ["click_reward", "completion_length_reward"]
+    # the frozen tower (--freeze_vision_modules true) runs without autograd, each screenshot encoded once per step
+    # (vlm_r1.vision_cache): generation's G copies and the policy pass's G rows reuse it
+    assert info["vision_tower"] == {
+        "frozen": True,
+        "no_grad": True,
+        "cache": True,
+        "reference": None,
+        "reason": None,
+        "lockstep": False,
+    }
+    assert [(h["vision/images_encoded"], h["vision/images_reused"]) for h in history] == [
+        (1.0, 2.0 * GENERATIONS - 1)
+    ] * STEPS
     # nothing left behind for the next tests (the fixture restores it all the same)
     assert leaks == {}, leaks
 

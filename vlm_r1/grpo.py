@@ -330,7 +330,8 @@ def write_run_info(output_dir, trainer, script_args, task, vlm_module, processor
     min_p, repetition_penalty, max_new_tokens). Loss fields (``VLMGRPOConfig.loss_settings``): ``loss_preset``, ``loss_preset_overrides`` (explicit user values
     that beat the preset), ``loss_type``, ``scale_rewards``, ``beta``, ``epsilon``, ``epsilon_high`` (effective: equal
     to epsilon when not set), ``mask_truncated_completions``; plus ``dynamic_sampling`` ``{enabled, max_tries}`` and
-    ``has_ref_model`` (a reference model was loaded: beta != 0 without PEFT).
+    ``has_ref_model`` (a reference model was loaded: beta != 0 without PEFT); ``vision_tower``: how the tower runs
+    (``VLMGRPOTrainer.vision_tower_status``, :mod:`vlm_r1.vision_cache`).
     """
     import torch
     import transformers
@@ -365,6 +366,7 @@ def write_run_info(output_dir, trainer, script_args, task, vlm_module, processor
         "dynamic_sampling": {"enabled": args.dynamic_sampling, "max_tries": args.dynamic_sampling_max_tries},
         "has_ref_model": trainer.ref_model is not None,
         "shared_prompt": trainer.shared_prompt_status() if hasattr(trainer, "shared_prompt_status") else None,
+        "vision_tower": trainer.vision_tower_status() if hasattr(trainer, "vision_tower_status") else None,
         "global_completions_per_step": args.per_device_train_batch_size
         * trainer.accelerator.num_processes
         * args.gradient_accumulation_steps,

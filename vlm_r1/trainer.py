@@ -6,7 +6,8 @@ Added on top of TRL (through narrow hooks, nothing copied):
   ``generation_kwargs``, as GTA1 bans it (Yan98/GTA1 ``src/trainer/grpo_trainer.py:520`` at 81f0c4c; its blog says
   why: https://huggingface.co/blog/HelloKKMe/grounding-r1); TRL itself only suppresses it in HF generation
   (docs/REFERENCES.md#trl-grpo-on-cpu). For vLLM the same token goes in as a ``bad_words`` string;
-* vision freezing by the module's parameter-name keywords (``--freeze_vision_modules``);
+* vision freezing by the module's parameter-name keywords (``--freeze_vision_modules``); a frozen tower runs under
+  ``no_grad`` and encodes each image once per generation batch (:mod:`vlm_r1.vision_cache`);
 * the module itself is kept on the trainer (``trainer.vlm_module``) for rewards and evaluation hooks;
 * DAPO-style dynamic sampling (``--dynamic_sampling``, see :meth:`VLMGRPOTrainer._dynamic_sampling` and the flag's
   help in :class:`vlm_r1.configs.VLMGRPOConfig`);
@@ -40,6 +41,7 @@ from groundwork.outputs import LineAppender
 from vlm_r1 import shared_prompt as sp
 from vlm_r1.launch import FindUnusedParametersFromModel
 from vlm_r1.shared_prompt_trainer import SharedPromptMixin
+from vlm_r1.vision_cache import FrozenVisionMixin
 
 logger = logging.getLogger(__name__)
 
@@ -348,7 +350,7 @@ def _split_rows(output: dict, shared: int) -> dict:
     return split_pixel_values_by_grid(batch)
 
 
-class VLMGRPOTrainer(FindUnusedParametersFromModel, SharedPromptMixin, GRPOTrainer):
+class VLMGRPOTrainer(FindUnusedParametersFromModel, FrozenVisionMixin, SharedPromptMixin, GRPOTrainer):
     """GRPO trainer for VLMs driven by a :class:`vlm_r1.modules.VLMBaseModule`.
 
     Args:
@@ -402,6 +404,7 @@ class VLMGRPOTrainer(FindUnusedParametersFromModel, SharedPromptMixin, GRPOTrain
 
         self.rollout_log = None  # the dialect's writer (vlm_r1.grpo.train sets it)
         self._shared_prompt_setup()  # --shared_prompt (vlm_r1.shared_prompt_trainer)
+        self._frozen_vision_setup(freeze_vision)  # no_grad + one encoding per image per batch (vlm_r1.vision_cache)
         if getattr(args, "dynamic_sampling", False):
             ds = self.train_dataset
             if ds is None or not (hasattr(ds, "__getitem__") and hasattr(ds, "__len__")):

@@ -278,6 +278,13 @@ class VLMBaseModule(UpstreamModuleMixin, ABC):
         """
         raise NotImplementedError(f"{type(self).__name__} has no shared-prompt prefill")
 
+    # ---- frozen vision tower (vlm_r1.vision_cache) -------------------------------------------------------------------
+    def vision_tower(self, model: Any) -> Any:
+        """The vision tower of ``model`` (possibly wrapped by DDP/DeepSpeed/PEFT) as a
+        :class:`vlm_r1.vision_cache.GridTower`, so a frozen tower runs without autograd and encodes each image once per
+        generation batch; or None (the default: the tower then runs as transformers runs it)."""
+        return None
+
     def answer_frame_size(self, budget: Any, width: int, height: int) -> tuple[int, int]:
         """``(W', H')``: the frame this family answers coordinates in for an original ``width x height`` image, as a
         per-axis scaling of it (the REC task's ``resized_size``; its IoU reward maps answers back with it). Default:

@@ -234,6 +234,17 @@ class Qwen2VLModule(VLMBaseModule):
                 return module
         raise ValueError(f"{type(model).__name__} has no Qwen-VL get_rope_index (is this a Qwen-VL model?)")
 
+    def vision_tower(self, model: Any) -> Any:
+        """The tower the model's ``get_image_features`` calls, ``self.visual(pixel_values, grid_thw=...)``
+        (transformers 5.23 ``modeling_qwen2_5_vl.py:1070``, ``modeling_qwen2_vl.py:1023``,
+        ``modeling_qwen3_vl.py:1028``): pixel rows and ``image_grid_thw`` in; per image ``t*h*w`` patch rows
+        (``last_hidden_state``) and ``t*h*w / spatial_merge_size**2`` merged-token rows (``pooler_output``, Qwen3-VL's
+        ``deepstack_features``) out. Qwen3-VL inherits it (same ``visual`` attribute and contract)."""
+        from vlm_r1.vision_cache import GridTower
+
+        visual = self._rope_owner(model).visual
+        return GridTower(visual, int(visual.spatial_merge_size) ** 2)
+
     def shared_prompt_positions_fn(self, model: Any):
         """M-RoPE positions of one prompt: ``get_rope_index`` of the model itself (transformers 5.23
         ``modeling_qwen2_5_vl.py:928``, ``Qwen2_5_VLModel.get_rope_index``; same for Qwen2-VL), on the unpadded
