@@ -519,6 +519,15 @@ def build_model(args, device, dtype):
         enable_vision_varlen = None
     if enable_vision_varlen is not None:
         enable_vision_varlen(model, family="qwen2_5_vl")
+    if args.freeze_vision:  # the frozen tower without autograd (issue 29 item 1) where the tree has it
+        try:
+            from vlm_r1.modules.qwen import Qwen2VLModule
+            from vlm_r1.vision_cache import FrozenVisionTower, VisionFeatureCache
+        except ImportError:
+            FrozenVisionTower = None
+        if FrozenVisionTower is not None:
+            tower = Qwen2VLModule("qwen2_5_vl").vision_tower(model)
+            FrozenVisionTower(tower, VisionFeatureCache()).install()  # no batch scope open: no_grad, nothing stored
     return model
 
 

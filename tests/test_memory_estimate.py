@@ -303,9 +303,11 @@ def test_the_training_peak_is_the_largest_moment_of_the_backward():
 
 
 def test_frozen_vision_backward_switch():
-    """transformers 5.x's checkpointing hook keeps the frozen tower's graph (what the H200 check measured); without
-    it (issue 29 item 1) the naive 1080p group drops its vision checkpoints."""
+    """transformers 5.x's checkpointing hook keeps the frozen tower's graph (what the H200 check measured, before
+    issue 29 item 1); without it (the default since: vlm_r1.vision_cache) the naive 1080p group drops its vision
+    checkpoints."""
     run = RunShape(
+        frozen_vision_backward=True,
         world_size=1,
         zero=ZeroConfig(),
         per_device_batch=8,

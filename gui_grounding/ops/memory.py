@@ -166,7 +166,8 @@ class RunShape:
     ``enable_input_require_grads`` hook (``modeling_utils.py``, added by ``gradient_checkpointing_enable`` to every
     sub-model's input embeddings, the vision patch embedding included) makes its output require grad: the tower's
     block inputs are checkpointed and it is recomputed and differentiated for its input (issue 29, what the H200 check
-    measured). Set it false once the frozen tower runs without autograd (issue 29 item 1).
+    measured). False by default: since issue 29 item 1 the frozen tower runs without autograd
+    (:mod:`vlm_r1.vision_cache`); the calibration sets it per measured case (``frozen_vision_graph``).
     """
 
     world_size: int
@@ -186,7 +187,7 @@ class RunShape:
     gather_for_generation: bool = True
     checkpoint_every: int = 1
     checkpoint_vision: bool = True
-    frozen_vision_backward: bool = True
+    frozen_vision_backward: bool = False
 
     def __post_init__(self) -> None:
         for name in ("world_size", "per_device_batch", "num_generations", "prompt_tokens", "steps_per_generation"):
