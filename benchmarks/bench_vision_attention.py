@@ -39,18 +39,10 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
 DEFAULT_OUT = os.path.join(REPO, "benchmarks", "results", "vision_attention_cpu.json")
-VISION_7B = dict(
-    depth=1,
-    hidden_size=1280,
-    intermediate_size=3420,
-    num_heads=16,
-    out_hidden_size=3584,
-    patch_size=14,
-    spatial_merge_size=2,
-    temporal_patch_size=2,
-    window_size=112,
-    fullatt_block_indexes=[],
-)
+sys.path.insert(0, os.path.join(REPO, "benchmarks"))
+import gpu_check  # noqa: E402  (the 7B shape: one home, gpu_check.SHAPES)
+
+VISION_7B = {**gpu_check.SHAPES["7b"]["vision"], "depth": 1, "fullatt_block_indexes": []}  # one windowed block
 
 
 def cpu_model() -> str:

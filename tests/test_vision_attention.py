@@ -18,6 +18,7 @@ from __future__ import annotations
 import copy
 import logging
 import os
+import sys
 
 import pytest
 import torch
@@ -25,22 +26,15 @@ from PIL import Image
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.vision_utils import get_vision_window_index
 
+from tests.helpers.paths import REPO
 from vlm_r1 import vision_attention as va
 from vlm_r1.modules import get_vlm_module, load_model, load_processor
 
-# the Qwen2.5-VL-7B vision tower (config.json above; also benchmarks/gpu_check.py SHAPES["7b"])
-VISION_7B = dict(
-    depth=1,
-    hidden_size=1280,
-    intermediate_size=3420,
-    num_heads=16,
-    out_hidden_size=3584,
-    patch_size=14,
-    spatial_merge_size=2,
-    temporal_patch_size=2,
-    window_size=112,
-    fullatt_block_indexes=[],
-)
+sys.path.insert(0, os.path.join(REPO, "benchmarks"))
+import gpu_check  # noqa: E402  (the 7B shape's one home)
+
+# the Qwen2.5-VL-7B vision tower (config.json above), one windowed block: benchmarks/gpu_check.py SHAPES["7b"]
+VISION_7B = {**gpu_check.SHAPES["7b"]["vision"], "depth": 1, "fullatt_block_indexes": []}  # one windowed block
 GRID_1092x616 = [[1, 44, 78]]  # smart_resize keeps 1092 x 616 (multiples of 28): 44 x 78 patches of 14 px
 
 
