@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from groundwork.pixel_budget import PixelBudget, resize_for_model
+from gui_grounding.models import zoom_tool
 from gui_grounding.models.frames import Frame
 
 ANSWER_FRAMES = ("resized", "norm1000", "original")
@@ -84,6 +85,9 @@ class Adapter:
     default_budget: PixelBudget | None = None  # every registered adapter sets one
     #: forced start of the assistant turn (``Request.assistant_prefix``); "" for most families
     assistant_prefix = ""
+    #: the family writes Qwen's Hermes tool calls, so the learned zoom tool (``gui_grounding.models.zoom_tool``) can
+    #: be offered to it (``--zoom_tool true``, ``--tts zoom-tool``)
+    supports_zoom_tool = False
 
     # ---- the frame ---------------------------------------------------------------------------------------------------
     def frame_for(self, width: int, height: int, budget: PixelBudget | None = None) -> Frame:
@@ -138,6 +142,19 @@ class Adapter:
         inference); ``False`` (training rows): plain strings, TRL inserts the image before the first user text. Both
         render to the same chat-template text."""
         raise NotImplementedError
+
+    def zoom_messages(
+        self, instruction: str, frame: Frame, *, image_block: bool = True, max_calls: int = 1
+    ) -> list[dict]:
+        """:meth:`messages` with the zoom tool offered in the system turn (``zoom_tool.with_tool``: the family's
+        tool-call format, the Hermes block of Qwen's chat templates), for ``max_calls`` calls.
+
+        Raises:
+            ValueError: the family has no tool-call format here (:attr:`supports_zoom_tool` is False).
+        """
+        if not self.supports_zoom_tool:
+            raise ValueError(f"adapter {self.name} has no tool-call format for the zoom tool (supports_zoom_tool)")
+        return zoom_tool.with_tool(self.messages(instruction, frame, image_block=image_block), max_calls)
 
     def parse_answer(self, text: str, *, strict: bool = True) -> tuple[float, float] | None:
         """The point a completion answers, **in the answer frame**, or ``None`` (what the rewards score).

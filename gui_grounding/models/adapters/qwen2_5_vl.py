@@ -83,6 +83,7 @@ class GTA1Adapter(Adapter):
     model_types = ("qwen2_5_vl",)  # Qwen2.5-VL, UI-TARS-1.5, GTA1 and OpenCUA share it (use ui-tars-1.5 explicitly)
     prompt_mode = "non_thinking"
     default_budget = GTA1_BUDGET
+    supports_zoom_tool = True  # Qwen's Hermes tool calls (gui_grounding.models.zoom_tool)
     # GTA1's inference code fixes the processor budget (AutoProcessor(min_pixels=3136, max_pixels=4096*2160),
     # README.md:149-153): hf/vllm backends use it unless --min-pixels/--max-pixels override it.
 

@@ -55,6 +55,7 @@ class Qwen3VLAdapter(Norm1000Adapter):
     model_types = ("qwen3_vl", "qwen3_vl_moe")
     template = QWEN3_VL_POINT_PROMPT
     default_budget = QWEN3_VL_BUDGET
+    supports_zoom_tool = True  # Qwen's Hermes tool calls (gui_grounding.models.zoom_tool)
 
     def parse_answer(self, text, *, strict=True):
         return parse_json_point(text) or parse_point_or_box(text)
