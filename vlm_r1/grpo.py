@@ -440,6 +440,11 @@ def train(script_args, training_args, model_args, *, dialect: Dialect = CORE) ->
             **(training_args.model_init_kwargs or {}),
             "revision": model_args.model_revision,
         }
+    # a tool the rollouts may call (vlm_r1.tool_rollout); built before the model so a refused combination stops here
+    make_environment = getattr(task, "rollout_environment", None)
+    environment = (
+        make_environment(script_args, training_args, processor, vlm_module) if callable(make_environment) else None
+    )
     model = load_policy_model(model_args, training_args, vlm_module)
 
     trainer = VLMGRPOTrainer(
@@ -453,6 +458,7 @@ def train(script_args, training_args, model_args, *, dialect: Dialect = CORE) ->
         eval_dataset=eval_dataset,
         peft_config=get_peft_config(model_args),
     )
+    trainer.rollout_environment = environment
     from vlm_r1.callbacks import RankPerfCallback, StepStatsCallback, use_compact_console
     from vlm_r1.preemption import PREEMPT_FILE, PreemptionCallback
 

@@ -127,6 +127,7 @@ def add_completions(task, dataset):
         NotImplementedError: the task defines no SFT target (``Task.sft_completion``).
     """
 
+    dataset = task.sft_rows(dataset) if callable(getattr(task, "sft_rows", None)) else dataset
     plain = dataset.with_format(None)
     task.sft_completion(plain[0])  # fail before the map when the task has no SFT target
     return with_transform_of(
@@ -171,6 +172,7 @@ def _main(argv: list[str] | None) -> None:
     task.pixel_budget = budget
     dataset, eval_dataset, _ = build_datasets(script_args, training_args, task, processor, vlm_module)
     dataset = add_completions(task, dataset)
+    eval_rows = eval_dataset  # the task's own rows, for its held-out metric (not the SFT rows made from them)
     if eval_dataset is not None:
         eval_dataset = add_completions(task, eval_dataset)
     logger.info(
@@ -200,7 +202,7 @@ def _main(argv: list[str] | None) -> None:
     use_compact_console(
         trainer, getattr(task, "console_metrics", ())
     )  # one line per step on the console; full dicts in logs.jsonl
-    for callback in task.eval_callbacks(script_args, training_args, processor, vlm_module, eval_dataset):
+    for callback in task.eval_callbacks(script_args, training_args, processor, vlm_module, eval_rows):
         callback.trainer = trainer
         trainer.add_callback(callback)
     trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)

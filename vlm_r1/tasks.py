@@ -90,6 +90,17 @@ class Task:
         """
         raise NotImplementedError
 
+    def rollout_environment(self, script_args: Any, training_args: Any, processing_class: Any, vlm_module: Any):
+        """A :class:`vlm_r1.tool_rollout.RolloutEnvironment` when the run's rollouts may call a tool (the trainer then
+        runs the tool turns), else ``None`` (default: single-turn rollouts). May raise ``ValueError`` for a flag
+        combination the environment refuses."""
+        return None
+
+    def sft_rows(self, dataset: Any):
+        """The rows ``python -m vlm_r1.sft`` trains on, from the task's dataset (default: the same rows; a task may
+        expand a sample into several rows, e.g. one per turn)."""
+        return dataset
+
     def sft_completion(self, row: dict) -> str:
         """The target answer of one dataset row for ``python -m vlm_r1.sft`` (in the frame the prompt asks for).
 

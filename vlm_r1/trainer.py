@@ -41,6 +41,7 @@ from groundwork.outputs import LineAppender
 from vlm_r1 import shared_prompt as sp
 from vlm_r1.launch import FindUnusedParametersFromModel
 from vlm_r1.shared_prompt_trainer import SharedPromptMixin
+from vlm_r1.tool_rollout import ToolRolloutMixin
 from vlm_r1.vision_cache import FrozenVisionMixin
 
 logger = logging.getLogger(__name__)
@@ -350,7 +351,9 @@ def _split_rows(output: dict, shared: int) -> dict:
     return split_pixel_values_by_grid(batch)
 
 
-class VLMGRPOTrainer(FindUnusedParametersFromModel, FrozenVisionMixin, SharedPromptMixin, GRPOTrainer):
+class VLMGRPOTrainer(
+    FindUnusedParametersFromModel, FrozenVisionMixin, SharedPromptMixin, ToolRolloutMixin, GRPOTrainer
+):
     """GRPO trainer for VLMs driven by a :class:`vlm_r1.modules.VLMBaseModule`.
 
     Args:

@@ -43,15 +43,14 @@ ZOOM_TOOL_SCHEMA = {
     "type": "function",
     "function": {
         "name": ZOOM_TOOL_NAME,
-        "description": "Zoom in: see the region bbox_2d of the screenshot at a higher resolution, then answer in "
-        "the coordinates of the zoomed image.",
+        "description": "See a region of the screen enlarged; then answer in the enlarged image's coordinates.",
         "parameters": {
             "type": "object",
             "properties": {
                 "bbox_2d": {
                     "type": "array",
                     "items": {"type": "number"},
-                    "description": "[x1, y1, x2, y2]: the region, in the coordinates you answer in",
+                    "description": "[x1, y1, x2, y2] in your answer's coordinates",
                 }
             },
             "required": ["bbox_2d"],

@@ -31,25 +31,34 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
+from groundwork.argtypes import integer, number
+from groundwork.argtypes import value as argvalue
 from groundwork.validate import module_limits
 from gui_grounding.data.schema import Sample, load_samples
+from gui_grounding.models import zoom_tool
 from gui_grounding.models.adapters import PROMPT_MODE_ADAPTERS, get_adapter, training_adapter
 from gui_grounding.models.adapters.base import Adapter
 from gui_grounding.models.frames import Frame
 from gui_grounding.models.prompts import PROMPT_MODES, check_mode
 from gui_grounding.models.rows import row_adapter
 from gui_grounding.training.rewards import BOX_ROUNDINGS, REWARDS, check_box_rounding
+from gui_grounding.training.zoom import MAX_ZOOM_CALLS, ZoomEnvironment, zoom_sft_rows
 from vlm_r1.tasks import Task, load_images_transform
 
 logger = logging.getLogger(__name__)
 
 
 def sample_to_row(
-    sample: Sample, frame: Frame, adapter: Adapter | str = "non_thinking", box_rounding: str = "float"
+    sample: Sample,
+    frame: Frame,
+    adapter: Adapter | str = "non_thinking",
+    box_rounding: str = "float",
+    zoom_calls: int = 0,
 ) -> dict:
     """One training/eval row for ``sample`` seen through ``frame`` by ``adapter`` (see module docstring for the
     columns). ``adapter``: an :class:`gui_grounding.models.adapters.Adapter`, or (older callers) a GTA1 ``--prompt_mode``
-    name, meaning the gta1 adapter of that mode.
+    name, meaning the gta1 adapter of that mode. ``zoom_calls`` > 0: the prompt offers the zoom tool for that many
+    calls (``Adapter.zoom_messages``; ``--zoom_tool true``).
 
     Raises:
         ValueError: unknown ``box_rounding`` or prompt mode; ``box_rounding="gta1"`` with an adapter whose answer
@@ -68,7 +77,9 @@ def sample_to_row(
     sent = adapter.image_size_sent(frame)
     sent_frame = Frame(frame.width, frame.height, sent[0], sent[1])
     return {
-        "prompt": adapter.messages(sample.instruction, frame, image_block=False),
+        "prompt": adapter.zoom_messages(sample.instruction, frame, image_block=False, max_calls=zoom_calls)
+        if zoom_calls
+        else adapter.messages(sample.instruction, frame, image_block=False),
         "image_path": sample.image_path,
         "resized_size": [int(sent[0]), int(sent[1])],
         "image_size": [frame.width, frame.height],
@@ -125,9 +136,49 @@ class GUIGroundingOptions:
         },
     )
 
+    zoom_tool: bool = field(
+        default=False,
+        metadata={
+            "help": "gui_grounding: offer the learned zoom tool (issue 30). The prompt gets the family's tool "
+            "description (Qwen's Hermes <tools> block; adapters gta1*, qwen3-vl); in its first turn the model "
+            "answers, or calls zoom with a region bbox_2d in its answer frame, sees the crop of the full-resolution "
+            "screenshot at the run's pixel budget, and answers in the crop's frame; the point maps back to "
+            "original pixels (gui_grounding/training/zoom.py). The tool turn is masked from the loss. Stage rewards: "
+            "click (final point), zoom_tool, zoom_gain, zoom_cost (docs/REWARDS.md). Off: the prompt and the "
+            "rollouts are exactly the one-shot ones. Not with --shared_prompt or --use_vllm (refused at start-up)."
+        },
+    )
+    max_zoom_calls: int = field(
+        default=1,
+        metadata={
+            "help": "gui_grounding, with --zoom_tool: the most zoom calls per rollout (an integer 1..8; a further "
+            "call ends the rollout, scored as no answer, counted as tools/rejected/over_limit)."
+        },
+    )
+    zoom_cost: float = field(
+        default=0.0,
+        metadata={
+            "help": "gui_grounding, with --zoom_tool: the price of one zoom call, paid through the zoom_cost reward "
+            "(-zoom_cost per call; a finite number 0..1e6), so the policy zooms only where the click reward pays."
+        },
+    )
+    zoom_sft_fraction: float = field(
+        default=0.25,
+        metadata={
+            "help": "gui_grounding, SFT with --zoom_tool: each sample becomes two rows, the call of a window of this "
+            "fraction of each side around the target (its centre moved by up to a quarter window, seeded by the "
+            "sample id) and the answer in that crop (a number in (0, 1])."
+        },
+    )
+
     def __post_init__(self):
         check_mode(self.prompt_mode)
         check_box_rounding(self.box_rounding)
+        self.max_zoom_calls = argvalue(integer(min=1, max=MAX_ZOOM_CALLS), self.max_zoom_calls, "--max_zoom_calls")
+        self.zoom_cost = argvalue(number(min=0, max=1e6), self.zoom_cost, "--zoom_cost")
+        self.zoom_sft_fraction = argvalue(
+            number(min=0, max=1, min_open=True), self.zoom_sft_fraction, "--zoom_sft_fraction"
+        )
 
 
 CLICK_REWARD_KEY = "rewards/click_reward/mean"  # TRL's metric key of the click reward
@@ -175,6 +226,9 @@ class GUIGroundingTask(Task):
 
         adapter = self.adapter_for(vlm_module)
         box_rounding = check_box_rounding(self.options.box_rounding)
+        zoom_calls = self.options.max_zoom_calls if self.options.zoom_tool else 0
+        if zoom_calls and not adapter.supports_zoom_tool:
+            raise ValueError(f"--zoom_tool: adapter {adapter.name} has no tool-call format (supports_zoom_tool)")
         samples, report = load_samples(
             script_args.data_file_list,
             script_args.image_folder_list,
@@ -202,7 +256,7 @@ class GUIGroundingTask(Task):
                     raise ValueError(f"{s.sample_id}: image_unsupported: {err}") from None
                 unsendable.append((s.sample_id, str(err)))
                 continue
-            rows.append(sample_to_row(s, frame, adapter, box_rounding))
+            rows.append(sample_to_row(s, frame, adapter, box_rounding, zoom_calls))
         if unsendable:
             logger.warning(
                 "gui_grounding: %d sample(s) skipped as image_unsupported (cannot be sent under the pixel "
@@ -214,12 +268,42 @@ class GUIGroundingTask(Task):
             raise ValueError(f"no sample of {script_args.data_file_list} can be sent under the pixel budget")
         return Dataset.from_list(rows).with_transform(load_images_transform(budget))
 
+    def rollout_environment(self, script_args: Any, training_args: Any, processing_class: Any, vlm_module: Any):
+        """The zoom tool's environment with ``--zoom_tool true`` (:class:`gui_grounding.training.zoom.ZoomEnvironment`
+        at the run's pixel budget), else ``None``.
+
+        Raises:
+            ValueError: ``--zoom_tool`` with ``--shared_prompt`` (each rollout's crop differs, so the packed
+                one-prompt-per-group forward of vlm_r1.shared_prompt_trainer, which holds images only in the shared
+                prefix, cannot carry them) or with ``--use_vllm`` (the tool turns call TRL's generation per turn; the
+                vLLM path has not been run with them)."""
+        if not self.options.zoom_tool:
+            return None
+        if getattr(training_args, "shared_prompt", False):
+            raise ValueError(
+                "--zoom_tool cannot be combined with --shared_prompt: the crops differ per rollout and the packed "
+                "shared-prompt forward holds images only in the shared prefix; drop one of the two"
+            )
+        if getattr(training_args, "use_vllm", False):
+            raise ValueError("--zoom_tool runs its tool turns with transformers generation; drop --use_vllm")
+        o = self.options
+        return ZoomEnvironment(self.budget(processing_class, vlm_module), o.max_zoom_calls, o.zoom_cost)
+
+    def sft_rows(self, dataset: Any):
+        """SFT rows: the rows themselves, or with ``--zoom_tool true`` two rows per sample (the zoom call, then the
+        answer in the crop: :func:`gui_grounding.training.zoom.zoom_sft_rows`)."""
+        if not self.options.zoom_tool:
+            return dataset
+        return zoom_sft_rows(dataset, self.pixel_budget, self.options.zoom_sft_fraction)
+
     def sft_completion(self, row: dict) -> str:
         """SFT target for a row (``python -m vlm_r1.sft``): the row's adapter's answer for its first target box
         (``Adapter.sft_target`` on ``target_boxes_answer``; rows without it: ``target_boxes_resized``). gta1:
         ``(x,y)`` with the rounded box centre in resized pixels; gta1-thinking: ``<think>...</think><answer>(x,y)
         </answer>`` with a fixed template thought naming the instruction (it teaches the format only); gta1-box: the
         rounded box ``[x1,y1,x2,y2]``; qwen3-vl: ``{"point_2d": [x, y], "label": "element"}`` on the 0-1000 grid."""
+        if row.get("zoom_call"):  # the first row of a zoom sample (--zoom_tool true)
+            return zoom_tool.call_text(row["zoom_call"])
         boxes = row.get("target_boxes_answer") or row["target_boxes_resized"]
         return row_adapter(row).sft_target(boxes[0], row["instruction"])
 

@@ -1,0 +1,229 @@
+"""The zoom tool in training rollouts (``--zoom_tool true``, issue 30): the ``gui_grounding`` task's
+:class:`vlm_r1.tool_rollout.RolloutEnvironment`, and the per-rollout facts the stage rewards read.
+
+:class:`ZoomEnvironment` answers each turn of a rollout (``step``):
+
+* a turn without a ``<tool_call>`` is the final answer (``None``);
+* a valid call (``gui_grounding.models.zoom_tool.parse_call``) on a region in the row's answer frame gets the crop:
+  the row's screenshot is opened again at full resolution (``groundwork.validate.open_image``: the displayed frame,
+  the one image-frame rule; the row's ``image`` is the budget-resized copy), cut to the window
+  (``zoom_tool.region_window``: clamped to the image, rounded outwards), resized by the run's pixel budget
+  (``groundwork.pixel_budget.resize_for_model``) and returned as a user turn (``zoom_tool.response_messages``). Its
+  ``info`` records the window in original pixels, the crop's frame ``[W, H, W', H']`` and the per-call cost;
+* a call refused by the rules (:data:`gui_grounding.models.zoom_tool.REJECTS`), or one past ``--max_zoom_calls``,
+  ends the rollout (``ToolStop``), so its final text is that call and every reward scores it as no answer.
+
+:func:`final_point` is the one reading of a rollout for the rewards: the final answer's point in **original pixels**
+of the screenshot (mapped back through every window, ``zoom_tool.crop_point_to_original``), or ``None``.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Sequence
+from typing import Any
+
+from groundwork import validate
+from groundwork.pixel_budget import resize_for_model
+from gui_grounding.models import zoom_tool
+from gui_grounding.models.frames import CropWindow, Frame, zoom_window
+from gui_grounding.models.rows import row_adapter
+from vlm_r1.tool_rollout import ToolStop, ToolTurn
+
+logger = logging.getLogger(__name__)
+
+#: the most calls ``--max_zoom_calls`` allows (each call adds an image to the sequence)
+MAX_ZOOM_CALLS = 8
+
+
+def row_frame(row: dict) -> Frame:
+    """The screenshot's frame of a training row: original ``image_size`` and the ``resized_size`` it is sent at."""
+    (w, h), (rw, rh) = row["image_size"], row["resized_size"]
+    return Frame(int(w), int(h), int(rw), int(rh))
+
+
+class ZoomEnvironment:
+    """The crop tool of one run (see the module docstring). ``budget``: the run's pixel budget; ``max_calls``: the
+    limit; ``cost``: ``--zoom_cost``, recorded per call for the ``zoom_cost`` reward."""
+
+    tool_name = zoom_tool.ZOOM_TOOL_NAME
+    reasons = zoom_tool.REJECTS
+
+    def __init__(self, budget: Any, max_calls: int = 1, cost: float = 0.0):
+        self.budget = budget
+        self.max_calls = int(max_calls)
+        self.cost = float(cost)
+
+    def step(self, row: dict, turns: list[dict]) -> ToolTurn | ToolStop | None:
+        """The tool's answer to the last of ``turns`` (see the module docstring). Never raises for a call or a row
+        the rules refuse: an image that no longer opens is ``ToolStop("unsendable")``."""
+        call = zoom_tool.parse_call(turns[-1]["text"])
+        if call is None:
+            return None
+        if len(_crops(turns)) >= self.max_calls:
+            return ToolStop("over_limit")
+        if call.reason is not None:
+            return ToolStop(call.reason)
+        adapter, screen, crops = row_adapter(row), row_frame(row), _crops(turns)
+        # a further call names a region of the crop it sees: its frame is the last crop's, offset by its window
+        frame, offset = screen, (0, 0)
+        if crops:
+            frame, offset = Frame(*crops[-1]["crop_frame"]), tuple(crops[-1]["window"][:2])
+        window = zoom_tool.region_window(call.region, adapter, frame)
+        if isinstance(window, str):
+            return ToolStop(window)
+        window = CropWindow(
+            window.x_min + offset[0], window.y_min + offset[1], window.x_max + offset[0], window.y_max + offset[1]
+        )
+        try:
+            crop_frame = self.budget.frame(window.width, window.height)
+            image = validate.open_image(row["image_path"])
+            if image.size != (screen.width, screen.height):
+                return ToolStop("unsendable", {"why": "image size changed since the row was built"})
+            crop = resize_for_model(window.crop(image), self.budget)
+        except (OSError, ValueError) as err:  # an aspect ratio smart_resize refuses; an image gone or broken
+            return ToolStop("unsendable", {"why": str(err)[:200]})
+        info = {
+            "window": window.as_list(),
+            "crop_frame": [crop_frame.width, crop_frame.height, crop_frame.resized_width, crop_frame.resized_height],
+            "cost": self.cost,
+        }
+        return ToolTurn(zoom_tool.response_messages(adapter, crop_frame), [crop], info)
+
+
+def final_point(row: dict, turns: Sequence[dict] | None, text: str) -> tuple[float, float] | None:
+    """The final answer of a rollout in original pixels of the screenshot, or ``None`` (no answer: the text is a
+    call, or parses to no point). ``turns``: the rollout's ``rollout_turns`` (``None``: a single-turn rollout, the
+    point is in the row's answer frame of the screenshot). Total: any row and turns give a point or ``None``."""
+    if zoom_tool.is_call(text):
+        return None
+    try:
+        adapter = row_adapter(row)
+        point = adapter.parse_answer(text)
+        if point is None:
+            return None
+        crops = _crops(turns)
+        if not crops:
+            return adapter.point_to_original(point, row_frame(row))
+        last = crops[-1]
+        return zoom_tool.crop_point_to_original(point, adapter, Frame(*last["crop_frame"]), CropWindow(*last["window"]))
+    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+        return None
+
+
+def _crops(turns: Sequence[dict] | None) -> list[dict]:
+    """The ``info`` of each tool turn that cropped (``window``, ``crop_frame``, ``cost``), in order; malformed
+    entries are skipped."""
+    out = []
+    for t in turns or ():
+        info = t.get("info") if isinstance(t, dict) else None
+        if isinstance(info, dict) and isinstance(info.get("window"), list) and isinstance(info.get("crop_frame"), list):
+            out.append(info)
+    return out
+
+
+def windows_of(turns: Sequence[dict] | None) -> list[list[int]]:
+    """The windows (original pixels of the screenshot) a rollout cropped, in order."""
+    return [info["window"] for info in _crops(turns)]
+
+
+def calls_cost(turns: Sequence[dict] | None) -> float:
+    """The summed ``--zoom_cost`` of a rollout's crops."""
+    return float(sum(info.get("cost", 0.0) for info in _crops(turns)))
+
+
+def _blocks(prompt: list[dict]) -> list[dict]:
+    """A training row's prompt (plain strings) in content blocks, the screenshot's image part before the first user
+    text (TRL's ``prepare_multimodal_messages`` rule, so it renders to the same text), so further turns can hold
+    their own image parts."""
+    out, placed = [], False
+    for m in prompt:
+        content = m["content"]
+        if isinstance(content, str):
+            content = [{"type": "text", "text": content}]
+            if m["role"] == "user" and not placed:
+                content = [{"type": "image"}, *content]
+                placed = True
+        out.append({"role": m["role"], "content": content})
+    return out
+
+
+def sft_window(row: dict, fraction: float) -> CropWindow:
+    """The window a zoom SFT sample calls (original pixels): ``fraction`` of each side (``frames.zoom_window``, the
+    ``--tts zoom`` window rule), centred on the first target's centre moved by up to a quarter window on each axis,
+    drawn from a generator seeded by the row's ``sample_id`` (the same rows on every run and rank)."""
+    frame = row_frame(row)
+    x0, y0, x1, y1 = row["target_boxes"][0]
+    rng = random.Random(f"zoom-sft:{row['sample_id']}")
+    dx = rng.uniform(-0.25, 0.25) * fraction * frame.width
+    dy = rng.uniform(-0.25, 0.25) * fraction * frame.height
+    return zoom_window(((x0 + x1) / 2 + dx, (y0 + y1) / 2 + dy), frame.width, frame.height, fraction)
+
+
+def zoom_sft_rows(dataset: Any, budget: Any, fraction: float):
+    """SFT rows of the zoom tool: each row of ``dataset`` (built with the tool in its prompt) becomes two.
+
+    1. ``zoom_call``: the prompt, and as target the call of :func:`sft_window`'s window in the row's answer frame
+       (``Adapter.boxes_to_answer``; the task's ``sft_completion`` writes ``zoom_tool.call_text``).
+    2. the prompt + that call + the tool's answer (the crop, ``zoom_tool.response_messages``), and as target the
+       answer in the crop's frame (``target_boxes_answer`` replaced by the targets in the crop's answer frame; the
+       column ``crop_window`` makes :func:`zoom_images_transform` add the crop as the second image).
+
+    A sample whose window the budget cannot send (aspect ratio over 200) or whose target is unusable is dropped and
+    counted in the log. Returns a ``datasets.Dataset`` with :func:`zoom_images_transform`."""
+    from datasets import Dataset
+
+    rows, dropped = [], 0
+    for row in dataset.with_format(None):
+        try:
+            adapter, frame = row_adapter(row), row_frame(row)
+            window = sft_window(row, fraction)
+            crop_frame = budget.frame(window.width, window.height)
+        except (KeyError, IndexError, TypeError, ValueError):
+            dropped += 1
+            continue
+        region = [float(v) for v in adapter.boxes_to_answer([window.as_list()], frame)[0]]
+        prompt = _blocks(row["prompt"])
+        shifted = [
+            [b[0] - window.x_min, b[1] - window.y_min, b[2] - window.x_min, b[3] - window.y_min]
+            for b in row["target_boxes"]
+        ]
+        base = {**row, "prompt": prompt, "image_path": [row["image_path"]], "zoom_call": None, "crop_window": None}
+        rows.append({**base, "zoom_call": region})
+        answer_turn = [{"role": "assistant", "content": [{"type": "text", "text": zoom_tool.call_text(region)}]}]
+        rows.append(
+            {
+                **base,
+                "prompt": prompt + answer_turn + zoom_tool.response_messages(adapter, crop_frame),
+                "target_boxes_answer": adapter.boxes_to_answer(shifted, crop_frame),
+                "crop_window": window.as_list(),
+            }
+        )
+    if dropped:
+        logger.warning(
+            "zoom SFT: %d sample(s) dropped (no window the pixel budget can send, or no usable target)", dropped
+        )
+    if not rows:
+        raise ValueError("zoom SFT: no sample gave a window the pixel budget can send")
+    logger.info("zoom SFT: %d rows (a zoom call and an answer in the crop per sample)", len(rows))
+    return Dataset.from_list(rows).with_transform(zoom_images_transform(budget))
+
+
+def zoom_images_transform(budget: Any):
+    """A ``Dataset.with_transform`` function for zoom SFT rows: ``images`` = the screenshot resized by ``budget``
+    (``groundwork.pixel_budget.resize_for_model``), plus, on rows with a ``crop_window``, that window of the
+    full-resolution screenshot resized by the same budget (what the tool returns in a rollout)."""
+
+    def transform(batch: dict) -> dict:
+        images = []
+        for paths, window in zip(batch["image_path"], batch["crop_window"], strict=True):
+            original = validate.open_image(paths[0])
+            row_images = [resize_for_model(original, budget)]
+            if window:
+                row_images.append(resize_for_model(CropWindow(*window).crop(original), budget))
+            images.append(row_images)
+        batch["images"] = images
+        return batch
+
+    return transform
