@@ -36,7 +36,15 @@ from gui_grounding.data.synthetic import register_cli as register_synthetic
 from gui_grounding.eval import benchmarks as benchmark_registry  # BENCHMARKS is looked up when the parser is built
 from gui_grounding.eval.backends import REGISTRY as BACKEND_REGISTRY
 from gui_grounding.eval.compare import add_parser as register_compare
-from gui_grounding.eval.tts import DEFAULT_SAMPLES, DEFAULT_TEMPERATURE, DEFAULT_ZOOM, TTS_MODES, TTSConfig
+from gui_grounding.eval.tts import (
+    DEFAULT_SAMPLES,
+    DEFAULT_TEMPERATURE,
+    DEFAULT_ZOOM,
+    DEFAULT_ZOOM_CALLS,
+    MAX_ZOOM_CALLS,
+    TTS_MODES,
+    TTSConfig,
+)
 from gui_grounding.models.adapters import ADAPTERS
 from gui_grounding.models.consensus import DEFAULT_REGION, MAX_REGION, MAX_SAMPLES, MIN_REGION
 from gui_grounding.models.profiles import PROFILES, describe_profile, get_profile, profile_dict, profiles_table
@@ -103,8 +111,9 @@ def _add_tts_flags(p: argparse.ArgumentParser) -> None:
         default="greedy",
         help="greedy (default: one greedy answer, the run as before); consensus: K sampled answers voted "
         "by GUI-RC's region rule (agreement stored as confidence); zoom: the greedy answer picks a "
-        "window, the crop is asked again; zoom+consensus: both. With --predictions: consensus re-votes "
-        "each line's 'samples', zoom modes score its tts.point",
+        "window, the crop is asked again; zoom+consensus: both; zoom-tool: the model is offered a zoom tool "
+        "and decides whether to call it (adapters with a tool-call format: gta1 family, qwen3-vl). With "
+        "--predictions: consensus re-votes each line's 'samples', zoom modes score its tts.point",
     )
     k = integer(min=1, max=MAX_SAMPLES)
     add_number_flag(g, "--tts-samples", k, DEFAULT_SAMPLES, "K, answers sampled per screenshot (consensus modes)")
@@ -128,12 +137,19 @@ def _add_tts_flags(p: argparse.ArgumentParser) -> None:
     add_number_flag(
         g, "--tts-zoom", zoom, DEFAULT_ZOOM, "zoom window side as a fraction of the screenshot's side (clamped to it)"
     )
+    add_number_flag(
+        g,
+        "--max-zoom-calls",
+        integer(min=1, max=MAX_ZOOM_CALLS),
+        DEFAULT_ZOOM_CALLS,
+        "zoom-tool: zoom calls the model may make per sample (a call after them is rejected: no point)",
+    )
 
 
 def _tts_config(args: argparse.Namespace):
 
     settings = flag_values(args, "samples", "temperature", "top_p", "seed", "region", "zoom", prefix="tts_")
-    return TTSConfig(mode=args.tts, **settings)
+    return TTSConfig(mode=args.tts, **settings, **flag_values(args, "max_zoom_calls"))
 
 
 class _NamesOrSpecs(list):

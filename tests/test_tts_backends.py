@@ -775,6 +775,7 @@ TTS_RANGES = {
     "--tts-top-p": "(a number > 0 and <= 1)",
     "--tts-region": "(a number >= 2 and <= 1e+06)",
     "--tts-zoom": "(a number > 0 and <= 1)",
+    "--max-zoom-calls": "(an integer >= 1 and <= 8)",
 }
 
 
@@ -794,7 +795,7 @@ def _flag_help(text: str, flag: str) -> str:
 
 def test_eval_help_lists_the_tts_flags_with_their_ranges(capsys):
     text = _help(capsys)
-    assert "--tts {greedy,consensus,zoom,zoom+consensus}" in text
+    assert "--tts {greedy,consensus,zoom,zoom+consensus,zoom-tool}" in text
     for flag, rng in TTS_RANGES.items():
         assert _flag_help(text, flag).endswith(rng), flag
     assert "(an integer >= 0" in _flag_help(text, "--tts-seed")

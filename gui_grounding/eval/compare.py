@@ -101,6 +101,9 @@ def rescore_command(folder: str, metrics: dict) -> str:
         words += ["--tts", shlex.quote(tts["mode"])]
         if isinstance(tts.get("region"), (int, float)) and not isinstance(tts.get("region"), bool):
             words += ["--tts-region", shlex.quote(f"{tts['region']:g}")]
+        calls = tts.get("max_zoom_calls")  # zoom-tool's (its summary and label)
+        if isinstance(calls, int) and not isinstance(calls, bool) and 1 <= calls <= 99:
+            words += ["--max-zoom-calls", str(calls)]
     return " ".join([*words, "--out", shlex.quote(folder)])
 
 

@@ -20,6 +20,11 @@ class Draw:
     generated_tokens: int = 0
     error: str | None = None
 
+    @property
+    def text(self) -> str:
+        """The greedy answer's text: the first text, else ``""`` (nothing generated) or ``ERROR: ...`` (failed)."""
+        return self.texts[0] if self.texts else ("" if self.error is None else f"ERROR: {self.error}")
+
 
 class Engine:
     """What a backend gives test-time grounding: :meth:`generate` answers for a list of requests.

@@ -284,13 +284,22 @@ def _results_md(benchmark: Benchmark, samples, metrics, pred_summary: dict, load
 
 
 def _tts_raw(pred: dict) -> str:
-    """A failure card's raw text in a test-time run: the greedy answer, the K sampled answers, the crop answers."""
+    """A failure card's raw text in a test-time run: the greedy answer, the K sampled answers, the crop answers, the
+    zoom-tool turns (and its reject reason)."""
     parts = [f"greedy: {pred.get('raw_response')}"]
+    info = pred.get("tts") if isinstance(pred.get("tts"), dict) else {}
     for key, label in (("sample_responses", "samples"), ("zoom_responses", "crop")):
-        source = pred if key == "sample_responses" else (pred.get("tts") if isinstance(pred.get("tts"), dict) else {})
+        source = pred if key == "sample_responses" else info
         texts = source.get(key)
         if isinstance(texts, list) and texts:
             parts.append(f"{label}: " + " | ".join(str(t) for t in texts[:64]))
+    turns = info.get("turns")
+    if isinstance(turns, list):
+        for k, turn in enumerate(turns[:16], 1):
+            text = turn.get("text") if isinstance(turn, dict) else turn
+            parts.append(f"zoom-tool turn {k}: {text}")
+        if info.get("reject") is not None:
+            parts.append(f"zoom-tool reject: {info.get('reject')}")
     return "\n".join(parts)
 
 
@@ -356,6 +365,16 @@ def _tts_md(out_dir: str, benchmark: Benchmark, tts: dict, md: str) -> str:
     if summary["fallbacks"]:
         shown = ", ".join(f"{k}: {v}" for k, v in sorted(summary["fallbacks"].items()))
         lines += [f"Zoom fallbacks (first-pass point kept): {shown}.", ""]
+    tool = summary.get("zoom_tool")
+    if tool:
+        share = "-" if tool["zoomed_share"] is None else f"{100 * tool['zoomed_share']:.1f}%"
+        rejects = ", ".join(f"{k}: {v}" for k, v in tool["rejects"].items()) or "none"
+        lines += [
+            f"**Zoom tool** (at most {tool['max_zoom_calls']} call(s) per sample): the model zoomed on "
+            f"{tool['zoomed']} of {tool['samples']} samples ({share}), {tool['turns_per_sample']} turns per sample; "
+            f"rejected calls (no point, scored as a miss): {rejects}.",
+            "",
+        ]
     bins = summary["agreement"]["calibration"]
     if bins:
         plot_calibration(

@@ -296,6 +296,11 @@ def _predict(
 
     limits = _refuse_unsupported_images(model, backend, samples, show_path)
     run_adapter, budget, budget_warnings = _resolve_model_settings(model, backend, adapter, budget_flags, prof, limits)
+    if tts is not None and tts.uses_zoom_tool and not run_adapter.supports_zoom_tool:
+        raise ValueError(
+            f"--tts zoom-tool needs an adapter with a tool-call format (supports_zoom_tool: the gta1 family, "
+            f"qwen3-vl); {run_adapter.name} has none"
+        )
     _refuse_unsendable_images(budget, samples, show_path)
     extra = {"tts": tts} if tts is not None and tts.mode != "greedy" else {}
     predictions = predict(

@@ -18,6 +18,18 @@ Modes (:data:`TTS_MODES`):
   are taken from the displayed frame (EXIF orientation applied), the frame every box and point is in.
 * ``zoom+consensus``: the consensus answer picks the window, and K samples on the crop are voted again (in the crop's
   pixels, clipped to the crop); its agreement is the second vote's (the first's when the crop gives no point).
+* ``zoom-tool``: the model decides (issue 30 item 5). Its first turn is the adapter's prompt with the learned zoom
+  tool offered (``Adapter.zoom_messages``, ``--max-zoom-calls N`` calls; :mod:`gui_grounding.models.zoom_tool`), the
+  screenshot resized by the run's budget as every request (``Adapter.build_request``), greedy. A turn that calls no
+  tool is the answer (the adapter's parse). A valid call ``zoom(bbox_2d)`` (in the answer frame of the image the turn
+  answered on) gives a window of the **original** screenshot (``zoom_tool.region_window``; a later call's window,
+  found in the crop it answered on, is moved to the screenshot by that crop's offset, ``CropWindow.to_image``); the
+  crop is resized by the budget and sent back in a tool-response turn after the model's call, so the next turn sends
+  every image so far (screenshot, then each crop, ``Request.images``); a point answered there maps back with
+  ``zoom_tool.crop_point_to_original``. Any reject (``zoom_tool.REJECTS``: a malformed call, several calls, an
+  inverted, outside or degenerate region, an unsendable crop, a call after the N allowed) ends the sample with **no
+  point** (scored as a miss) and its reason in ``tts.reject``; it never raises. Its greedy answer is the plain prompt's
+  (no tool), as in the other modes. The turns are :mod:`gui_grounding.eval.tts_tool`'s.
 
 When the first pass has no point (nothing parsed, or a refusal) there is no window and the answer is the first
 pass's; when the crop pass has no point, or the crop cannot be sent under the budget (a too-thin window), the answer
@@ -38,8 +50,14 @@ answer, exactly as a greedy run writes them, so rescoring the file with ``--tts 
      "sample_responses": ["...", ...],
      "tts": {"mode", "point": [x, y] | null, "agreement", "votes", "region": [x0, y0, x1, y1] | null,
              "window": [x0, y0, x1, y1] | null, "zoom_point", "zoom_responses": [...], "fallback": null | "..."},
-     "cost": {"greedy" | "sampling" | "zoom": {"calls", "sequences", "prompt_tokens", "generated_tokens",
+     "cost": {"greedy" | "sampling" | "zoom" | "tool": {"calls", "sequences", "prompt_tokens", "generated_tokens",
               "wall_s"}}}
+
+``zoom-tool``'s ``tts`` record instead: ``{"mode": "zoom-tool", "point", "agreement": null, "refusal": bool, "zoomed":
+bool, "reject": null | a REJECTS code, "max_zoom_calls", "prompt" (the first turn's, with the tool block), "turns":
+[{"text", "call": [x1, y1, x2, y2] (answer frame) when the turn called zoom}, {"text", "window": [x_min, y_min, x_max,
+y_max] (original pixels), "crop_size": [W', H'] (the crop as sent), "crop_answer": [x, y] | null (the crop's answer
+frame), "point": [x, y] | null (original pixels), "call": ...}, ...]}``; its cost phase is ``tool`` (every turn).
 
 **Rescoring without a model**: ``--tts consensus --predictions FILE`` applies the same rule to each line's
 ``"samples"`` (original pixels, beside ``point``), so K points sampled on other infrastructure get the same answer;
@@ -56,6 +74,7 @@ from dataclasses import asdict, dataclass, field
 
 from groundwork import validate
 from groundwork.outputs import write_bytes
+from gui_grounding.eval import tts_tool
 from gui_grounding.eval.backends import load_image, open_predictions, record, write_records
 from gui_grounding.eval.engine import Draw, Engine
 from gui_grounding.eval.judge import CORRECT
@@ -65,13 +84,16 @@ from gui_grounding.models.frames import zoom_window
 
 logger = logging.getLogger(__name__)
 
-TTS_MODES = ("greedy", "consensus", "zoom", "zoom+consensus")
+TTS_MODES = ("greedy", "consensus", "zoom", "zoom+consensus", "zoom-tool")
 #: GUI-RC's sampling temperature (ZJU-REAL/GUI-RCPO GUI-RC/evaluation.py:23)
 DEFAULT_TEMPERATURE = 0.7
 DEFAULT_SAMPLES = 8
 DEFAULT_ZOOM = 0.5
-#: cost phases of a predictions line: the greedy pass, K samples on the screenshot, the crop pass
-PHASES = ("greedy", "sampling", "zoom")
+#: zoom-tool calls allowed per sample (``--max-zoom-calls``), and the most a run may allow
+DEFAULT_ZOOM_CALLS = 1
+MAX_ZOOM_CALLS = 8
+#: cost phases of a predictions line: the greedy pass, K samples on the screenshot, the crop pass, the zoom-tool turns
+PHASES = ("greedy", "sampling", "zoom", "tool")
 #: a cost value beyond this (or not a number) in a predictions line is not counted (a hostile file must not overflow
 #: the per-sample means): the predictions reader drops it with a warning (``gui_grounding.eval.predictions``
 #: ``VALUE_FIELDS``), and :func:`cost_summary` sums only the known keys by the same rule
@@ -96,6 +118,7 @@ class TTSConfig:
             ``[MIN_REGION, MAX_REGION]`` = ``[2, 1e6]`` (:func:`gui_grounding.models.consensus.check_region`: a narrower
             square cannot hold every point's vote).
         zoom: zoom window side as a fraction of the screenshot's side, ``(0, 1]``.
+        max_zoom_calls: zoom-tool calls allowed per sample (``zoom-tool``), 1 .. :data:`MAX_ZOOM_CALLS`.
     """
 
     mode: str = "greedy"
@@ -105,6 +128,7 @@ class TTSConfig:
     seed: int = 0
     region: float = DEFAULT_REGION
     zoom: float = DEFAULT_ZOOM
+    max_zoom_calls: int = DEFAULT_ZOOM_CALLS
 
     def __post_init__(self):
         if self.mode not in TTS_MODES:
@@ -130,6 +154,9 @@ class TTSConfig:
             raise ValueError(f"tts {err}") from None
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or not 0 <= self.seed < 2**31:
             raise ValueError(f"tts seed must be an integer in 0..2**31-1, got {self.seed!r}")
+        calls = self.max_zoom_calls
+        if isinstance(calls, bool) or not isinstance(calls, int) or not 1 <= calls <= MAX_ZOOM_CALLS:
+            raise ValueError(f"max zoom calls must be an integer in 1..{MAX_ZOOM_CALLS}, got {calls!r}")
 
     @property
     def active(self) -> bool:
@@ -150,6 +177,16 @@ class TTSConfig:
         return self.mode in ("zoom", "zoom+consensus")
 
     @property
+    def uses_zoom_tool(self) -> bool:
+        return self.mode == "zoom-tool"
+
+    @property
+    def images_per_prompt(self) -> int:
+        """The most images one request of this mode sends (a backend's per-prompt limit, e.g. vLLM's
+        ``limit_mm_per_prompt``): the screenshot, and in ``zoom-tool`` one crop per allowed call."""
+        return 1 + self.max_zoom_calls if self.uses_zoom_tool else 1
+
+    @property
     def phases(self) -> tuple[str, ...]:
         """The cost phases this mode's answer needs (the greedy pass of a consensus run is only for the
         side-by-side greedy numbers)."""
@@ -158,6 +195,7 @@ class TTSConfig:
             "consensus": ("sampling",),
             "zoom": ("greedy", "zoom"),
             "zoom+consensus": ("sampling", "zoom"),
+            "zoom-tool": ("tool",),
         }[self.mode]
 
     def label(self) -> str:
@@ -167,10 +205,17 @@ class TTSConfig:
             bits.append(f"K={self.samples}, T={self.temperature:g}")
         if self.uses_zoom:
             bits.append(f"window {self.zoom:g}")
+        if self.uses_zoom_tool:
+            bits.append(f"at most {self.max_zoom_calls} call{'s' if self.max_zoom_calls != 1 else ''}")
         return f"{self.mode} ({', '.join(bits)})" if bits else self.mode
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """The settings (``metrics.json["meta"]["tts"]``); ``max_zoom_calls`` only for ``zoom-tool`` (the other
+        modes' records stay as they were)."""
+        out = asdict(self)
+        if not self.uses_zoom_tool:
+            del out["max_zoom_calls"]
+        return out
 
 
 def seed_for(seed: int, sample_id: str, stage: str) -> int:
@@ -241,6 +286,10 @@ def predict_tts(engine: Engine, samples: list, out_path: str, *, adapter, budget
     """
     from tqdm.auto import tqdm
 
+    if tts.uses_zoom_tool and not getattr(adapter, "supports_zoom_tool", False):
+        raise ValueError(
+            f"--tts zoom-tool needs an adapter with a tool-call format (supports_zoom_tool); {adapter.name} has none"
+        )
     logger.info("test-time mode %s on %s; %s", tts.label(), engine.name, engine.sampling_note or "")
     out, todo = open_predictions(out_path, samples)
     size = max(1, int(engine.chunk_size))
@@ -250,25 +299,16 @@ def predict_tts(engine: Engine, samples: list, out_path: str, *, adapter, budget
             chunk = _Chunk(engine, tts, adapter, budget, part, [load_image(s) for s in part])
             greedy = chunk.run("greedy", chunk.requests, 1, None, chunk.everyone)
             lines = [
-                record(s, r, _greedy_text(d), adapter, error=d.error)
+                record(s, r, d.text, adapter, error=d.error)
                 for s, r, d in zip(chunk.samples, chunk.requests, greedy, strict=True)
             ]
-            first = chunk.first_answers(lines)  # the point that picks the zoom window
-            if tts.uses_zoom:
-                windows = {
-                    i: zoom_window(point, chunk.images[i].width, chunk.images[i].height, tts.zoom)
-                    for i, point in first.items()
-                    if point is not None
-                }
-                chunk.zoom(first, windows)
+            if tts.uses_zoom_tool:
+                tts_tool.run_turns(chunk)  # the zoom-tool turns (gui_grounding.eval.tts_tool)
+            else:
+                chunk.first_pass_and_zoom(lines)
             write_records(out, chunk.finish(lines))
             bar.update(len(chunk.samples))
     return out_path
-
-
-def _greedy_text(draw: Draw) -> str:
-    """The greedy answer's text: the draw's first text, else ``""`` (nothing generated) or ``ERROR: ...``."""
-    return draw.texts[0] if draw.texts else ("" if draw.error is None else f"ERROR: {draw.error}")
 
 
 class _Chunk:
@@ -297,12 +337,26 @@ class _Chunk:
                 "zoom_point": None,
                 "fallback": None,
             }
+            if not tts.uses_zoom_tool
+            else tts_tool.new_record(tts.mode, tts.max_zoom_calls)
             for _ in samples
         ]
 
     def run(self, phase: str, reqs: list, n: int, seeds, idx: list[int]) -> list[Draw]:
         """One engine call for the samples ``idx`` (:func:`_run_phase`)."""
         return _run_phase(self.engine, self.tts, phase, reqs, n, seeds, idx, self.costs, self.errors)
+
+    def first_pass_and_zoom(self, lines: list[dict]) -> None:
+        """The modes other than ``zoom-tool``: the first pass's answers (:meth:`first_answers`), then (zoom modes)
+        the crop pass on the fixed window around each (:func:`gui_grounding.models.frames.zoom_window`)."""
+        first = self.first_answers(lines)  # the point that picks the zoom window
+        if self.tts.uses_zoom:
+            windows = {
+                i: zoom_window(point, self.images[i].width, self.images[i].height, self.tts.zoom)
+                for i, point in first.items()
+                if point is not None
+            }
+            self.zoom(first, windows)
 
     def first_answers(self, lines: list[dict]) -> dict[int, tuple | list | None]:
         """The first pass's answer of each sample (index -> point or None): the consensus vote of K samples
@@ -451,7 +505,8 @@ def tts_predictions(predictions: dict[str, dict], samples: list, tts: TTSConfig)
     * ``consensus``: the vote over the line's ``"samples"`` with the sample's size and ``tts.region`` (the same rule
       a model run applied); a line without usable ``samples`` is malformed for this mode (scored ``wrong_format``,
       with the reason);
-    * ``zoom`` / ``zoom+consensus``: the line's ``tts.point`` when ``tts.mode`` is this mode, else malformed;
+    * ``zoom`` / ``zoom+consensus`` / ``zoom-tool``: the line's ``tts.point`` when ``tts.mode`` is this mode, else
+      malformed (``zoom-tool``: its own refusal, ``tts.refusal``, since its prompt is not the greedy one's);
     * a line that was already malformed, or an explicit greedy refusal with no sampled point, keeps that.
     """
 
@@ -490,7 +545,8 @@ def tts_predictions(predictions: dict[str, dict], samples: list, tts: TTSConfig)
                     new["point"] = point
                     if agreement is not None:
                         new["agreement"] = agreement
-                    if point is None and pred.get("refusal") is True:
+                    refused = info.get("refusal") if tts.uses_zoom_tool else pred.get("refusal")
+                    if point is None and refused is True:
                         new["refusal"] = True
         if problem is not None:
             new.update(point=None, malformed=problem)
@@ -633,6 +689,10 @@ def tts_run(
             key = reason.split(":")[0]
             fallbacks[key] = fallbacks.get(key, 0) + 1
     malformed = sum(1 for a in answers.values() if a.get("malformed") is not None)
+    if tts.uses_zoom_tool:
+        extra = {"zoom_tool": tts_tool.summary(predictions, samples, tts.mode, tts.max_zoom_calls)}
+    else:
+        extra = {}
     summary = {
         "mode": tts.mode,
         "label": tts.label(),
@@ -650,6 +710,7 @@ def tts_run(
         },
         "fallbacks": fallbacks,
         "malformed_for_mode": malformed,
+        **extra,
     }
     return {
         "label": tts.label(),

@@ -189,6 +189,19 @@ def response_messages(adapter, crop_frame: Frame, *, image_block: bool = True) -
     return [{"role": "user", "content": parts}]
 
 
+def next_turn_messages(
+    messages: list[dict], call: str, adapter, crop_frame: Frame, *, image_block: bool = True
+) -> list[dict]:
+    """The messages of the turn after a call: ``messages`` (the turn that was asked), the model's ``call`` as an
+    assistant turn, then the tool's answer (:func:`response_messages`) with the crop of frame ``crop_frame``. The one
+    form of a zoom turn (``--tts zoom-tool``, ``gui-grounding prompt --zoom-tool``)."""
+    return [
+        *messages,
+        {"role": "assistant", "content": [{"type": "text", "text": call}]},
+        *response_messages(adapter, crop_frame, image_block=image_block),
+    ]
+
+
 def with_tool(messages: list[dict], max_calls: int = 1) -> list[dict]:
     """``messages`` (an adapter's prompt) with the tool block appended to the system turn (a system turn is added
     first when the prompt has none), and how many calls are allowed. Content blocks stay blocks, strings strings."""

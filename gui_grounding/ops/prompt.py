@@ -3,6 +3,7 @@
     gui-grounding prompt --adapter gta1 --image-size 1920x1080 --instruction "Click the search box"
     gui-grounding prompt --adapter gta1 --image-size 1920x1080 --instruction "Click the search box" --model runs/tiny
     gui-grounding prompt --model runs/tiny_qwen3 --image-size 1920x1080 --instruction "Click the search box"
+    gui-grounding prompt --adapter gta1 --image-size 1920x1080 --instruction "Click the search box" --zoom-tool
 
 ``--adapter`` defaults, with ``--model``, to the checkpoint family's adapter (``default_adapter_for(config.model_type)``,
 as ``gui-grounding eval`` picks it: qwen2_5_vl -> gta1, qwen3_vl -> qwen3-vl, internvl -> internvl).
@@ -22,6 +23,13 @@ Prints one JSON object:
   budget for ``resized_size``, and their ``chat_template_text`` is the processor's token ids decoded (InternVL:
   ``<img>`` + 256 ``<IMG_CONTEXT>`` per tile + ``</img>``).
 
+With ``--zoom-tool`` (``gui-grounding eval --tts zoom-tool``; adapters with a tool-call format) also ``zoom_tool``:
+the exact messages of both turns: ``turn_1`` (the prompt with the zoom tool offered for ``--max-zoom-calls`` calls,
+``Adapter.zoom_messages``) and ``turn_2`` (turn 1, then an example assistant call, ``example_call``, on the middle
+half of the answer frame, then the tool's response with the crop, ``zoom_tool.response_messages``), with the call's
+``window`` in original pixels and the crop's ``crop_size`` / ``crop_resized_size`` (as eval computes them:
+``zoom_tool.region_window``, the run's budget).
+
 Example (GTA1, 1920x1080, budget 3,136 .. 8,847,360): ``resized_size`` is ``[1932, 1092]`` and the system message is
 GTA1's prompt with "height 1092 and width 1932" (``gui_grounding.models.prompts.GTA1_SYSTEM_PROMPT``).
 """
@@ -37,6 +45,8 @@ from groundwork.argtypes import add_number_flag, flag_values, integer, text
 from gui_grounding.data.schema import Sample
 from gui_grounding.eval.backends import checkpoint_adapter, eval_reading
 from gui_grounding.eval.budget import resolve_eval_budget
+from gui_grounding.eval.tts import DEFAULT_ZOOM_CALLS, MAX_ZOOM_CALLS
+from gui_grounding.models import zoom_tool as zoom
 from gui_grounding.models.adapters import ADAPTERS, Request, get_adapter
 from gui_grounding.models.profiles import PROFILES, get_profile
 from vlm_r1.modules import get_vlm_module
@@ -78,6 +88,8 @@ def describe_prompt(
     max_tiles: int | None = None,
     profile: str | None = None,
     parse: str | None = None,
+    zoom_tool: bool = False,
+    max_zoom_calls: int = DEFAULT_ZOOM_CALLS,
 ) -> dict:
     """The JSON object ``gui-grounding prompt`` prints (see the module docstring).
 
@@ -99,6 +111,7 @@ def describe_prompt(
             refusal items, wrong elsewhere), ``format_error`` (why eval scores it ``wrong_format``: nothing parsed,
             e.g. a number beyond +-1e7, or a point beyond +-1e7 original pixels, written as null), ``scored_as`` (``point``, ``refusal`` or
             ``wrong_format``); and ``answer_point``, the adapter's parse in its answer frame.
+        zoom_tool: also the two turns of ``--tts zoom-tool`` (module docstring), ``max_zoom_calls`` calls offered.
 
     Only the sizes are needed to build the messages: no image of the screenshot's size is ever allocated (with
     ``model``, the processor gets a blank image of the size the budget sends, at most the decode guard
@@ -139,6 +152,8 @@ def describe_prompt(
         out["pixel_budget_warnings"] = warnings
     if parse is not None:
         out.update(_reading(ad, out["messages"], frame, instruction, parse))
+    if zoom_tool:
+        out["zoom_tool"] = _zoom_turns(ad, budget, frame, instruction, max_zoom_calls)
     if model is not None:
         out.update(_rendered(ad, model, budget, instruction, out["messages"], frame))
     return out
@@ -178,6 +193,38 @@ def _reading(ad, messages: list, frame, instruction: str, parse: str) -> dict:
         "refusal": reading["refusal"],
         "format_error": reading["format_error"],
         "scored_as": reading["scored_as"],
+    }
+
+
+def _zoom_turns(ad, budget, frame, instruction: str, max_calls: int) -> dict:
+    """The two turns of ``--tts zoom-tool`` for one screenshot (``describe_prompt``'s ``zoom_tool``): turn 1 with the
+    tool block, and turn 2 after an example call on the middle half of the answer frame, built as eval builds them
+    (``gui_grounding.eval.tts``: ``zoom_tool.region_window``, the crop's frame under ``budget``).
+
+    Raises:
+        ValueError: the adapter has no tool-call format (``Adapter.supports_zoom_tool``), or the example crop
+            cannot be sent under the budget.
+    """
+    turn_1 = ad.zoom_messages(instruction, frame, image_block=True, max_calls=max_calls)
+    w, h = ad.answer_size(frame)
+    call = zoom.call_text([w / 4, h / 4, 3 * w / 4, 3 * h / 4])
+    region = zoom.parse_call(call).region  # the call as eval reads it
+    window = zoom.region_window(region, ad, frame)
+    if isinstance(window, str):
+        raise ValueError(f"the example zoom call on a {frame.width}x{frame.height} screenshot is rejected: {window}")
+    try:
+        crop_frame = budget.frame(window.width, window.height)
+    except ValueError as err:
+        raise ValueError(f"the example crop {window.width}x{window.height} cannot be sent: {err}") from None
+    turn_2 = zoom.next_turn_messages(turn_1, call, ad, crop_frame)
+    return {
+        "max_calls": max_calls,
+        "turn_1": turn_1,
+        "example_call": call,
+        "window": window.as_list(),
+        "crop_size": [window.width, window.height],
+        "crop_resized_size": [crop_frame.resized_width, crop_frame.resized_height],
+        "turn_2": turn_2,
     }
 
 
@@ -235,7 +282,7 @@ def _run(args: argparse.Namespace) -> None:
             "gui-grounding prompt: error: give --adapter, --profile, or --model to use its family's adapter"
         )
     try:
-        names = ("model", "min_pixels", "max_pixels", "max_tiles", "profile", "parse")
+        names = ("model", "min_pixels", "max_pixels", "max_tiles", "profile", "parse", "zoom_tool", "max_zoom_calls")
         info = describe_prompt(args.adapter, args.image_size, args.instruction, **flag_values(args, *names))
     except ValueError as err:
         raise SystemExit(f"gui-grounding prompt: error: {err}") from None
@@ -300,6 +347,19 @@ def register_cli(sub) -> None:
         help="the element description, e.g. 'Click the search box' (UTF-8 text)",
     )
     p.add_argument("--model", default=None, help="local checkpoint: also print chat_template_text and num_tokens")
+    p.add_argument(
+        "--zoom-tool",
+        action="store_true",
+        help="also print the two turns of gui-grounding eval --tts zoom-tool: turn 1 with the zoom tool offered, "
+        "turn 2 after an example call (the middle half of the screenshot) and the tool's response",
+    )
+    add_number_flag(
+        p,
+        "--max-zoom-calls",
+        integer(min=1, max=MAX_ZOOM_CALLS),
+        DEFAULT_ZOOM_CALLS,
+        "with --zoom-tool: zoom calls offered in the prompt (as gui-grounding eval --max-zoom-calls)",
+    )
     px = integer(min=1)
     add_number_flag(
         p,

@@ -309,10 +309,15 @@ def image_data_url(image) -> str:
 
 
 def openai_messages(request) -> list[dict]:
-    """``request.messages`` in OpenAI chat format: the image placeholder becomes an ``image_url`` part holding the
-    request's image as a base64 PNG data URL; text-only contents become plain strings. A request with an
-    ``assistant_prefix`` ends with an assistant message holding it (the caller asks the server to continue it:
-    vLLM's ``continue_final_message``)."""
+    """``request.messages`` in OpenAI chat format: each image placeholder becomes an ``image_url`` part holding the
+    request's next image (``Request.images``, in message order: the screenshot, then a zoom-tool turn's crops) as a
+    base64 PNG data URL; text-only contents become plain strings. A request with an ``assistant_prefix`` ends with an
+    assistant message holding it (the caller asks the server to continue it: vLLM's ``continue_final_message``).
+
+    Raises:
+        ValueError: the messages hold more image parts than the request has images.
+    """
+    images = iter(getattr(request, "images", None) or [request.image])
     out = []
     for m in request.messages:
         content = m["content"]
@@ -323,7 +328,10 @@ def openai_messages(request) -> list[dict]:
         parts = []
         for p in content:
             if p.get("type") == "image":
-                parts.append({"type": "image_url", "image_url": {"url": image_data_url(request.image)}})
+                image = next(images, None)
+                if image is None:
+                    raise ValueError("the request's messages hold more image parts than it has images")
+                parts.append({"type": "image_url", "image_url": {"url": image_data_url(image)}})
             else:
                 parts.append({"type": "text", "text": p["text"]})
         out.append({"role": m["role"], "content": parts})

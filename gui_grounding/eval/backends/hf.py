@@ -54,12 +54,14 @@ def _build_requests(samples: list, adapter, budget, pool: ThreadPoolExecutor | N
 
 
 def _model_inputs(processor, vlm_module, requests: list, device):
-    """The processor's batch for ``requests`` (chat template + forced assistant prefix, images), on ``device``."""
+    """The processor's batch for ``requests`` (chat template + forced assistant prefix, images), on ``device``. The
+    images go as one flat list in prompt order (each request's ``Request.images``: a zoom-tool turn sends the
+    screenshot and its crops), as the processor takes them."""
     texts = [
         processor.apply_chat_template(r.messages, tokenize=False, add_generation_prompt=True) + r.assistant_prefix
         for r in requests
     ]
-    inputs, _ = vlm_module.prepare_model_inputs(processor, texts, [r.image for r in requests])
+    inputs, _ = vlm_module.prepare_model_inputs(processor, texts, [im for r in requests for im in r.images])
     return inputs.to(device)
 
 

@@ -1,7 +1,8 @@
 """``vllm`` backend: an offline ``vllm.LLM`` engine on this machine's GPUs (``pip install -e .[gpu]``).
 
-* Engine: ``vllm.LLM(model, limit_mm_per_prompt={"image": 1}, mm_processor_kwargs={"min_pixels", "max_pixels"})``;
-  chats go through ``llm.chat`` (OpenAI-format messages, the image as a base64 PNG data URL) with greedy
+* Engine: ``vllm.LLM(model, limit_mm_per_prompt={"image": 1}, mm_processor_kwargs={"min_pixels", "max_pixels"})``
+  (``--tts zoom-tool``: ``1 + max_zoom_calls`` images per prompt, the screenshot and its crops);
+  chats go through ``llm.chat`` (OpenAI-format messages, each image as a base64 PNG data URL) with greedy
   ``SamplingParams(temperature=0, max_tokens=max_new_tokens)``; vLLM decodes with ``skip_special_tokens=True``, as
   the hf backend does.
 * Frames: the run's pixel budget (:class:`groundwork.pixel_budget.PixelBudget`, resolved by ``run_eval``) resizes each
@@ -137,7 +138,7 @@ def predict_vllm(
     mm_processor_kwargs = {"min_pixels": budget.min_pixels, "max_pixels": budget.max_pixels} if budget.resizes else {}
     llm = vllm.LLM(
         model=model_path,
-        limit_mm_per_prompt={"image": 1},
+        limit_mm_per_prompt={"image": tts.images_per_prompt if tts is not None else 1},
         mm_processor_kwargs=mm_processor_kwargs or None,
         tensor_parallel_size=tensor_parallel_size,
         gpu_memory_utilization=gpu_memory_utilization,

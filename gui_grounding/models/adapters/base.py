@@ -17,7 +17,7 @@ UI-TARS-1.5), ``"norm1000"`` (``[0, 1000]`` relative to the image: Qwen2-VL/OS-A
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,7 +30,9 @@ ANSWER_FRAMES = ("resized", "norm1000", "original")
 
 @dataclass
 class Request:
-    """One model call. ``messages`` hold ``{"type": "image"}`` where the image goes; ``image`` is what is sent."""
+    """One model call. ``messages`` hold ``{"type": "image"}`` where each image goes; ``image`` is what is sent (the
+    first image), ``extra_images`` the further ones in message order (a zoom-tool turn: the crops), :attr:`images`
+    all of them."""
 
     messages: list[dict]
     image: Any  # PIL.Image.Image, resized by the run's pixel budget (groundwork.pixel_budget.resize_for_model)
@@ -39,6 +41,13 @@ class Request:
     # text the assistant turn starts with, forced before generation (the ScreenSpot-Pro harness's Qwen2.5-VL
     # "<tool_call>..." guide); the answer parsed and stored is this prefix + the generated text
     assistant_prefix: str = ""
+    # the images after ``image``, in the order of the messages' image parts (``--tts zoom-tool``: the crops)
+    extra_images: list = field(default_factory=list)
+
+    @property
+    def images(self) -> list:
+        """Every image sent, in the order of the messages' ``{"type": "image"}`` parts."""
+        return [self.image, *self.extra_images]
 
 
 def messages_to_text(messages: list[dict]) -> str:
@@ -167,10 +176,14 @@ class Adapter:
         raise NotImplementedError
 
     # ---- evaluation ------------------------------------------------------------------------------------------------
-    def build_request(self, sample, image, *, budget: PixelBudget | None = None) -> Request:
+    def build_request(
+        self, sample, image, *, budget: PixelBudget | None = None, messages: Callable[[Frame], list[dict]] | None = None
+    ) -> Request:
         """Request for ``sample`` with its original ``image`` (PIL, displayed frame): the image resized once by
         ``budget`` (the run's; ``None``: ``default_budget``) with :func:`groundwork.pixel_budget.resize_for_model`, and
-        the adapter's messages for that frame.
+        the adapter's messages for that frame (``messages``: a function of the frame that builds other messages,
+        e.g. :meth:`zoom_messages` for ``--tts zoom-tool``'s first turn; default :meth:`messages` of the
+        instruction).
 
         Raises:
             ValueError: an aspect ratio smart_resize refuses (over 200).
@@ -180,7 +193,10 @@ class Adapter:
         frame = budget.frame(width, height)
         rgb = image if image.mode == "RGB" else image.convert("RGB")
         rgb = resize_for_model(rgb, budget)
-        messages = self.messages(sample.instruction, frame, image_block=True)
+        if messages is None:
+            messages = self.messages(sample.instruction, frame, image_block=True)
+        else:
+            messages = messages(frame)
         prompt_text = messages_to_text(messages) + (
             f"\nassistant: {self.assistant_prefix}" if self.assistant_prefix else ""
         )
