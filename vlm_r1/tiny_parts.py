@@ -75,14 +75,30 @@ _CORPUS = [
     "Library Reference Language Reference Tutorial Python documentation index modules next previous",
     '0 1 2 3 4 5 6 7 8 9 (0,0) (1279,719) [12, 10, 42, 40] {"x": 5} yes no true false',
     "abcdefghijklmnopqrstuvwxyz ABCDEFGHIJKLMNOPQRSTUVWXYZ .,;:!?'\"()[]{}<>/\\|-_+=*&^%$#@~`",
+    # Qwen's tool-call format (the "# Tools" block its chat templates write, a call, a tool response), so a prompt
+    # that offers a tool (gui_grounding --zoom_tool) costs a few hundred tokens, not seven hundred
+    "# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided with function "
+    "signatures within <tools></tools> XML tags:\n<tools>\n",
+    '{"type": "function", "function": {"name": "zoom", "description": "See a region of the screen enlarged; then '
+    "answer in the enlarged image's coordinates.\", \"parameters\": {\"type\": \"object\", \"properties\": "
+    '{"bbox_2d": {"type": "array", "items": {"type": "number"}, "description": "[x1, y1, x2, y2] in your answer\'s '
+    'coordinates"}}, "required": ["bbox_2d"]}}}',
+    "\n</tools>\n\nFor each function call, return a json object with function name and arguments within "
+    '<tool_call></tool_call> XML tags:\n<tool_call>\n{"name": <function-name>, "arguments": <args-json-object>}\n'
+    "</tool_call>\n\nYou may call zoom at most 1 time.",
+    '<tool_call>\n{"name": "zoom", "arguments": {"bbox_2d": [10, 20, 30, 40]}}\n</tool_call>',
+    "<tool_response>\n\nThe zoomed image resolution is height 112 and width 112.\n</tool_response>",
+    "Click the striped button in the red panel. barred checked plain green blue yellow",
 ]
+#: the BPE's size: 512 held the grounding prompts; 768 also holds the tool-call format above (issue 30)
+TINY_VOCAB_SIZE = 768
 
 
 def build_tokenizer():
     """Train a tiny byte-level BPE with Qwen's pre-tokenizer and special tokens, fully offline.
 
     Returns:
-        ``transformers.Qwen2Tokenizer`` (about 400 tokens) whose eos is ``<|im_end|>`` and pad ``<|endoftext|>``.
+        ``transformers.Qwen2Tokenizer`` (:data:`TINY_VOCAB_SIZE` tokens) whose eos is ``<|im_end|>`` and pad ``<|endoftext|>``.
     """
     from tokenizers import Regex, Tokenizer, decoders, normalizers, pre_tokenizers
     from tokenizers.models import BPE
@@ -98,7 +114,7 @@ def build_tokenizer():
     )
     tok.decoder = decoders.ByteLevel()
     trainer = BpeTrainer(
-        vocab_size=512, special_tokens=QWEN_SPECIAL_TOKENS, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+        vocab_size=TINY_VOCAB_SIZE, special_tokens=QWEN_SPECIAL_TOKENS, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
     )
     tok.train_from_iterator(_CORPUS, trainer=trainer)
     return qwen_tokenizer(
