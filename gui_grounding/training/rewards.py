@@ -483,7 +483,7 @@ def click_reward(
         strict=True,
     )
     out = []
-    zoom_rows = _zoom_rows(n, kwargs)
+    zoom_rows = _zoom_rows(n, {**kwargs, "resized_size": resized_size, "prompt_mode": prompt_mode})
     for i, (c, boxes, mode, rounding, source, scale, size, adapter) in enumerate(rows):
         if zoom_rows[i] is not None:  # a rollout of the zoom tool: its final point, in original pixels
             out.append(

@@ -20,6 +20,7 @@ of the screenshot (mapped back through every window, ``zoom_tool.crop_point_to_o
 from __future__ import annotations
 
 import logging
+import math
 import random
 from collections.abc import Sequence
 from typing import Any
@@ -112,14 +113,30 @@ def final_point(row: dict, turns: Sequence[dict] | None, text: str) -> tuple[flo
         return None
 
 
+def _numbers(value: Any, n: int) -> bool:
+    """True when ``value`` is a list of ``n`` finite numbers (no bools)."""
+    return (
+        isinstance(value, list)
+        and len(value) == n
+        and all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in value)
+    )
+
+
 def _crops(turns: Sequence[dict] | None) -> list[dict]:
-    """The ``info`` of each tool turn that cropped (``window``, ``crop_frame``, ``cost``), in order; malformed
-    entries are skipped."""
+    """The ``info`` of each tool turn that cropped (``window``: 4 finite numbers; ``crop_frame``: 4 finite numbers,
+    sides at least 1; ``cost``: a finite number, 0 when absent), in order. Anything else (a hand-made or corrupted
+    turn record) is no crop, so every reading of the turns stays total."""
     out = []
-    for t in turns or ():
+    if not isinstance(turns, (list, tuple)):
+        return out
+    for t in turns:
         info = t.get("info") if isinstance(t, dict) else None
-        if isinstance(info, dict) and isinstance(info.get("window"), list) and isinstance(info.get("crop_frame"), list):
-            out.append(info)
+        if not isinstance(info, dict) or not _numbers(info.get("window"), 4):
+            continue
+        frame, cost = info.get("crop_frame"), info.get("cost", 0.0)
+        if not _numbers(frame, 4) or min(frame) < 1 or not _numbers([cost], 1):
+            continue
+        out.append(info)
     return out
 
 
