@@ -46,6 +46,9 @@ TASK_OF = {
     "consensus": "gui",  # label-free: reads the answer frame, image size and sample_id, no target
     "iou": "gui_box",
     "gaussian_coverage": "gui_box",
+    "zoom_tool": "gui",  # the zoom tool's stages read the rollout's turns (rollout_turns) too
+    "zoom_gain": "gui",
+    "zoom_cost": "gui",
 }
 NAMES = sorted(TASK_OF)
 MAX_TEXT = 20_000
@@ -178,6 +181,25 @@ def completions(draw) -> str:
     return (unit * repeat)[:MAX_TEXT]
 
 
+# a zoom rollout's turns (vlm_r1.tool_rollout writes them; gui_grounding.training.zoom reads them), hostile
+turn_info = st.one_of(
+    st.none(),
+    st.sampled_from(["x", 3, [], {"stop": "malformed"}]),
+    st.fixed_dictionaries(
+        {
+            "window": st.one_of(box, st.none()),
+            "crop_frame": st.one_of(box, st.none()),
+            "cost": st.one_of(numbers, st.none()),
+        }
+    ),
+)
+turns = st.one_of(
+    st.none(),
+    st.sampled_from(["turns", 7, [None], [[]]]),
+    st.lists(st.fixed_dictionaries({"text": st.one_of(completions(), st.none()), "info": turn_info}), max_size=3),
+)
+
+
 def _gui_row(draw, mode_choices) -> dict:
     """One gui_grounding row (sample_to_row's columns) with hostile values; names and shapes as the task writes."""
     target = draw(boxes)
@@ -195,6 +217,7 @@ def _gui_row(draw, mode_choices) -> dict:
         "source_box_scale": draw(size),
         "box_rounding": draw(st.sampled_from(BOX_ROUNDINGS)),
         "image": None,
+        "rollout_turns": draw(turns),
     }
 
 

@@ -34,6 +34,15 @@ def completion_text(completion) -> str:
     return ""
 
 
+def completion_transcript(completion) -> str:
+    """The whole of one completion for a log: :func:`completion_text` of a one-turn completion; for a multi-turn one
+    (a tool's rollouts, :mod:`vlm_r1.tool_rollout`: assistant, tool turn, assistant, ...) every turn, each as
+    ``[role] text`` on its own lines, so both turns (and the tool's answer between them) are shown. Total."""
+    if not isinstance(completion, list) or len(completion) < 2:
+        return completion_text(completion)
+    return "\n".join(f"[{m.get('role', '?') if isinstance(m, dict) else '?'}] {completion_text([m])}" for m in completion)
+
+
 def bounded_digits(token: str) -> bool:
     """True when the integer part of the number ``token`` (sign and fraction aside) has at most 12 digits.
 

@@ -76,7 +76,7 @@ _CORPUS = [
     '0 1 2 3 4 5 6 7 8 9 (0,0) (1279,719) [12, 10, 42, 40] {"x": 5} yes no true false',
     "abcdefghijklmnopqrstuvwxyz ABCDEFGHIJKLMNOPQRSTUVWXYZ .,;:!?'\"()[]{}<>/\\|-_+=*&^%$#@~`",
     # Qwen's tool-call format (the "# Tools" block its chat templates write, a call, a tool response), so a prompt
-    # that offers a tool (gui_grounding --zoom_tool) costs a few hundred tokens, not seven hundred
+    # that offers a tool costs a few hundred tokens, not seven hundred
     "# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided with function "
     "signatures within <tools></tools> XML tags:\n<tools>\n",
     '{"type": "function", "function": {"name": "zoom", "description": "See a region of the screen enlarged; then '

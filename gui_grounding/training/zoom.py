@@ -26,10 +26,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from groundwork import validate
+from groundwork.geometry import valid_box, valid_size
 from groundwork.pixel_budget import resize_for_model
 from gui_grounding.models import zoom_tool
-from gui_grounding.models.frames import CropWindow, Frame, zoom_window
+from gui_grounding.models.frames import CropWindow, Frame, point_in_box, zoom_window
 from gui_grounding.models.rows import row_adapter
+from vlm_r1.answers import completion_text
 from vlm_r1.tool_rollout import ToolStop, ToolTurn
 
 logger = logging.getLogger(__name__)
@@ -244,3 +246,106 @@ def zoom_images_transform(budget: Any):
         return batch
 
     return transform
+
+
+def _usable_boxes(boxes) -> list:
+    """The usable target boxes of a row (``groundwork.geometry.valid_box``; the click reward's rule)."""
+    if not isinstance(boxes, (list, tuple)):
+        return []
+    return [box for box in map(valid_box, boxes) if box is not None]
+
+
+# ---- the stage rewards (registered by the gui_grounding task: gui_grounding.training.rewards.REWARDS) ------------------------------------------
+ZOOM_ROW_KEYS = ("image_size", "resized_size", "adapter", "prompt_mode", "target_boxes", "image_path")
+
+
+def zoom_rows(n: int, kwargs: dict) -> list:
+    """Per rollout, the row facts a zoom-stage score needs (``None`` for a rollout without the column
+    ``rollout_turns``, which only a run with the zoom tool writes)."""
+    turns = kwargs.get("rollout_turns")
+    if not isinstance(turns, list) or len(turns) != n:
+        return [None] * n
+    cols = {k: kwargs.get(k) for k in ZOOM_ROW_KEYS}
+    out = []
+    for i in range(n):
+        row = {k: v[i] for k, v in cols.items() if isinstance(v, list) and len(v) == n}
+        out.append({**row, "rollout_turns": turns[i]} if isinstance(turns[i], list) else None)
+    return out
+
+
+def hit(point, row: dict) -> float:
+    """1.0 when ``point`` (original pixels) lies in a usable target box of ``row`` (edges inclusive), else 0.0."""
+    if point is None:
+        return 0.0
+    return 1.0 if any(point_in_box(point, box) for box in _usable_boxes(row.get("target_boxes"))) else 0.0
+
+
+def _target_centre_and_diagonal(row: dict):
+    boxes, size = _usable_boxes(row.get("target_boxes")), valid_size(row.get("image_size"))
+    if not boxes or size is None:
+        return None
+    return boxes[0], math.hypot(size[0], size[1])
+
+
+def score_zoom_tool(row: dict) -> float:
+    """The tool stage's score of one rollout: ``0.5 * overlap + 0.5 * proximity`` of its first crop window ``W``
+    with the target box ``B`` (original pixels), 0.0 when it did not crop.
+
+    * overlap = area(B ∩ W) / area(B): 1 when the crop holds the whole target (a zero-area target: 1 when its centre
+      is inside W);
+    * proximity = max(0, 1 - |centre(W) - centre(B)| / diagonal of the screenshot).
+
+    The form of GUI-Eyes' tool reward (arXiv 2601.09770, "a spatially continuous reward ... which integrates both
+    location proximity and region overlap"); the two terms and their equal weights are ours, stated here. Several
+    targets: the first usable one. Total: any row gives a finite float in [0, 1]."""
+    windows = windows_of(row.get("rollout_turns"))
+    found = _target_centre_and_diagonal(row)
+    if not windows or found is None:
+        return 0.0
+    (bx0, by0, bx1, by1), diagonal = found
+    wx0, wy0, wx1, wy1 = (float(v) for v in windows[0])
+    area = (bx1 - bx0) * (by1 - by0)
+    inter = max(0.0, min(bx1, wx1) - max(bx0, wx0)) * max(0.0, min(by1, wy1) - max(by0, wy0))
+    if area > 0:
+        overlap = inter / area
+    else:
+        overlap = 1.0 if point_in_box(((bx0 + bx1) / 2, (by0 + by1) / 2), (wx0, wy0, wx1, wy1)) else 0.0
+    gap = math.hypot((wx0 + wx1) / 2 - (bx0 + bx1) / 2, (wy0 + wy1) / 2 - (by0 + by1) / 2)
+    proximity = max(0.0, 1.0 - gap / diagonal) if diagonal > 0 else 0.0
+    value = 0.5 * min(1.0, overlap) + 0.5 * proximity
+    return value if math.isfinite(value) else 0.0
+
+
+def score_zoom_gain(row: dict, text: str) -> float:
+    """The refinement stage's improvement: ``hit(final point) - hit(coarse point)`` in {-1, 0, 1}, where the coarse
+    point is the centre of the first crop window (what the first stage pointed at) and ``hit`` is the click
+    reward's test; 0.0 when the rollout did not crop. GUI-C²'s improvement-aware stage reward (arXiv 2605.30884:
+    the fine stage is paid for what it adds over the coarse one), with the click hit as the stage score (ours)."""
+    windows = windows_of(row.get("rollout_turns"))
+    if not windows:
+        return 0.0
+    x0, y0, x1, y1 = windows[0]
+    final = final_point(row, row.get("rollout_turns"), text)
+    return hit(final, row) - hit(((x0 + x1) / 2, (y0 + y1) / 2), row)
+
+
+def zoom_tool_reward(completions: list, **kwargs) -> list:
+    """TRL reward function ``zoom_tool``: :func:`score_zoom_tool` per rollout (0.0 without the zoom tool)."""
+    rows = zoom_rows(len(completions), kwargs)
+    return [score_zoom_tool(r) if r is not None else 0.0 for r in rows]
+
+
+def zoom_gain_reward(completions: list, **kwargs) -> list:
+    """TRL reward function ``zoom_gain``: :func:`score_zoom_gain` per rollout (0.0 without the zoom tool)."""
+    rows = zoom_rows(len(completions), kwargs)
+    return [
+        score_zoom_gain(r, completion_text(c)) if r is not None else 0.0 for c, r in zip(completions, rows, strict=True)
+    ]
+
+
+def zoom_cost_reward(completions: list, **kwargs) -> list:
+    """TRL reward function ``zoom_cost``: ``-(--zoom_cost) * calls`` per rollout, so the policy zooms only where
+    the click reward it gains pays for it (0.0 without the zoom tool or with ``--zoom_cost 0``). Ours: a per-call
+    price, as GUI-C² gates its crops by area and GUI-Eyes by a two-level policy."""
+    rows = zoom_rows(len(completions), kwargs)
+    return [-calls_cost(r.get("rollout_turns")) if r is not None else 0.0 for r in rows]

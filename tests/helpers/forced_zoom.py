@@ -23,3 +23,29 @@ class ForcedZoomTask(GUIGroundingTask):
     def rollout_environment(self, script_args, training_args, processing_class, vlm_module):
         env = super().rollout_environment(script_args, training_args, processing_class, vlm_module)
         return ForcedZoomEnvironment(env.budget, env.max_calls, env.cost) if env is not None else None
+
+
+def eos_checkpoint(src: str, out: str) -> str:
+    """A copy of the tiny checkpoint ``src`` at ``out`` whose every text position predicts the end-of-turn token:
+    the text layers add nothing to the residual stream (``o_proj`` and ``down_proj`` zero), every token embeds to one
+    vector ``e``, and only the end-of-turn row of ``lm_head`` is non-zero (along the normed ``e``, logit 40). So each
+    turn is ``<|im_end|>`` alone and a rollout is exactly: turn 1, the (forced) tool turn, turn 2."""
+    import torch
+
+    from vlm_r1.modules import load_model, load_processor
+
+    model, processor = load_model(src), load_processor(src)
+    eos = processor.tokenizer.eos_token_id
+    lm = model.model.language_model
+    with torch.no_grad():
+        for layer in lm.layers:
+            layer.self_attn.o_proj.weight.zero_()
+            layer.mlp.down_proj.weight.zero_()
+        e = torch.ones(lm.embed_tokens.weight.shape[1])
+        lm.embed_tokens.weight.copy_(e.expand_as(lm.embed_tokens.weight))
+        h = lm.norm(e[None, None])[0, 0]
+        model.lm_head.weight.zero_()
+        model.lm_head.weight[eos] = 40 * h / h.square().sum()
+    model.save_pretrained(out)
+    processor.save_pretrained(out)
+    return out

@@ -72,7 +72,7 @@ from datetime import datetime
 from typing import Any
 
 from groundwork.outputs import LineAppender
-from vlm_r1.answers import completion_text
+from vlm_r1.answers import completion_transcript
 from vlm_r1.upstream.rewards import UPSTREAM_REWARDS
 
 logger = logging.getLogger(__name__)
@@ -283,7 +283,7 @@ class RolloutLogWriter:
         try:
             main_text, format_text = render_rollouts(
                 rows,
-                [completion_text(c) for c in completions],
+                [completion_transcript(c) for c in completions],
                 rewards,
                 names,
                 [reward_role(f) for f in funcs],
