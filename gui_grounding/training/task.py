@@ -314,6 +314,12 @@ class GUIGroundingTask(Task):
         as trained (their prompt, image and adapter), no prompt rebuilt."""
         if eval_dataset is None or training_args.eval_strategy != "steps":
             return []
+        if self.options.zoom_tool:  # the greedy callback answers in one turn; the tool's second turn is eval's
+            logger.warning(
+                "--zoom_tool: no held-out click accuracy during training (the callback answers in one turn); "
+                "score saved checkpoints with gui-grounding eval --tts zoom-tool"
+            )
+            return []
         from gui_grounding.training.train_eval import ClickAccuracyCallback
 
         rows = eval_dataset.with_format(None).select(range(min(len(eval_dataset), script_args.eval_max_samples)))
