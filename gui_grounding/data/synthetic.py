@@ -249,8 +249,19 @@ def register_cli(sub) -> None:
         help="gradient wallpaper (position cue a tiny model can read), grey panels per cell, or plain",
     )
     add_number_flag(p, "--seed", SEED, d.seed, "random seed")
+    p.add_argument(
+        "--zoom",
+        action="store_true",
+        help="write the zoom toy instead (make_zoom_synthetic: 448-px screens, 2x2 tinted panels of four 20-28 px "
+        "patterned buttons; --num-train, --num-test, --samples-per-image and --seed apply)",
+    )
 
     def run(args) -> None:
+        if args.zoom:
+            zoom = ZoomSyntheticConfig(**flag_values(args, "num_train", "num_test", "samples_per_image", "seed"))
+            out = make_zoom_synthetic(args.out, zoom)
+            print(f"wrote {out['train']} train / {out['test']} test zoom-toy samples on {out['images']} screens")
+            return
         sizes = ("num_train", "num_test", "width", "height", "cols", "rows", "buttons_per_image", "samples_per_image")
         cfg = SyntheticConfig(
             **flag_values(args, *sizes, "min_fill", "max_fill", "background", "seed"), colours=args.colours.split(",")
