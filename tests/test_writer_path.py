@@ -622,14 +622,13 @@ def test_toy_run_stamp_and_results(tmp_path):
     seconds = _run(cmd, str(log))
     assert log.read_text() == "trained\n"
     stamp = json.loads((tmp_path / "stage" / "train.log.done.json").read_text())
-    assert stamp == {"cmd": cmd, "seconds": seconds}
+    assert stamp == {"cmd": cmd, "inputs": None, "seconds": seconds}
     assert _run(["other-python", *cmd[1:]], str(log)) == seconds  # reused: the same command after argv[0]
     exp = ToyExperiments.__new__(ToyExperiments)
     exp.out = str(tmp_path)
     out = exp._write_results("demo", {"accuracy": 12.5, "name": "é"}, "intro", ["| a |", "|---|"])
-    assert json.loads((tmp_path / "demo" / "results.json").read_text(encoding="utf-8")) == {
-        "accuracy": 12.5,
-        "name": "é",
-    }
+    saved = json.loads((tmp_path / "demo" / "results.json").read_text(encoding="utf-8"))
+    assert saved == {"accuracy": 12.5, "name": "é", "environment": saved["environment"]}
+    assert {"code", "torch", "cpu_capability"} <= set(saved["environment"])  # what the bits depend on
     assert (tmp_path / "demo" / "results.md").read_text() == "# toy experiment: demo\n\nintro\n\n| a |\n|---|\n"
     assert sorted(os.listdir(out)) == ["results.json", "results.md"]

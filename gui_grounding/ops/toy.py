@@ -16,14 +16,22 @@ the results and one eval folder per mode):
 * ``ablations``: GRPO from the same SFT checkpoint with one switch changed per run (reward function, KL, rollouts per
   prompt, prompts per step, dynamic sampling, loss preset), table of final accuracy, reward curve and completion length.
 
-The stages share one seeded synthetic set and one tiny checkpoint under ``OUT/`` and reuse them when present.
+The stages share one seeded synthetic set and one tiny checkpoint under ``OUT/`` and reuse them when present (made
+by the same code and libraries: :meth:`ToyExperiments.prepare`); a stage is reused when the same command already ran
+on the same inputs (:func:`_run`). A seeded run repeats bit for bit on one machine; what it depends on besides the
+seed is :func:`environment_fingerprint`, recorded in every ``results.json`` (docs/TRAINING.md "Why the toy numbers
+moved, and what is pinned now").
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import logging
 import os
+import platform
 import random
+import shutil
 import subprocess
 import sys
 import time
@@ -39,8 +47,6 @@ from vlm_r1.tiny import build_tiny_model
 
 logger = logging.getLogger(__name__)
 
-_COIN = random.Random(0)
-
 
 def random_reward(completions: list, **kwargs) -> list[float]:
     """Deliberately broken reward for control runs: 1.0 or 0.0 by a seeded coin flip, independent of the answer.
@@ -48,8 +54,76 @@ def random_reward(completions: list, **kwargs) -> list[float]:
     GRPO with this reward has the same advantage statistics as with a real reward but no information about the task,
     so test accuracy must not rise (``gui-grounding toy learning``). Use as
     ``--reward_funcs gui_grounding.ops.toy:random_reward``.
+
+    The coin is Python's global ``random``, which the trainer seeds from ``--seed`` (``transformers.set_seed``), so the
+    control follows the run's seed (it was a module-level ``random.Random(0)``: the same coins for every seed, and a
+    stream that carried over between runs in one process).
     """
-    return [float(_COIN.random() < 0.5) for _ in completions]
+    return [float(random.random() < 0.5) for _ in completions]
+
+
+_PACKAGES = ("gui_grounding", "vlm_r1", "groundwork")
+
+
+def _tree_root() -> str:
+    """The folder holding the ``gui_grounding`` package this process imported (its checkout, or site-packages)."""
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@functools.lru_cache(maxsize=1)
+def code_digest() -> str:
+    """sha256 (16 hex digits) of the ``.py`` files of :data:`_PACKAGES` in :func:`_tree_root`: the code a toy stage
+    runs (names and bytes, sorted)."""
+    root, digest = _tree_root(), hashlib.sha256()
+    for package in _PACKAGES:
+        for folder, dirs, files in os.walk(os.path.join(root, package)):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            for name in sorted(f for f in files if f.endswith(".py")):
+                path = os.path.join(folder, name)
+                digest.update(os.path.relpath(path, root).encode() + b"\0")
+                with open(path, "rb") as f:
+                    digest.update(f.read() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def environment_fingerprint() -> dict:
+    """What a seeded toy number's bits depend on besides its command and inputs (docs/TRAINING.md "Why the toy
+    numbers moved, and what is pinned now"): the code (:func:`code_digest`), the library versions and torch's CPU
+    kernel level (AVX2 and AVX512 kernels round differently; ``ATEN_CPU_CAPABILITY``). The thread count is not in it:
+    1, 2 and 4 threads gave bit-identical toy runs."""
+    import accelerate
+    import torch
+    import transformers
+    import trl
+
+    return {
+        "code": code_digest(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "trl": trl.__version__,
+        "accelerate": accelerate.__version__,
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+    }
+
+
+def file_digest(path: str) -> str:
+    """sha256 (16 hex digits) of one file's bytes."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()[:16]
+
+
+def child_env() -> dict:
+    """The environment of a toy stage's subprocess: this one, unbuffered, importing the same tree as this process
+    (``PYTHONPATH`` starts with :func:`_tree_root`, and ``PYTHONSAFEPATH=1`` keeps ``python -m`` from putting the
+    working folder first, Python >= 3.11). Without it, a toy started from one checkout trained with the code of
+    whichever checkout the working folder or the virtual environment's editable install pointed at."""
+    root = _tree_root()
+    path = [root, *(p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != root)]
+    return dict(os.environ, PYTHONUNBUFFERED="1", PYTHONSAFEPATH="1", PYTHONPATH=os.pathsep.join(path))
 
 
 @dataclass
@@ -148,13 +222,17 @@ def _read_stamp(path: str) -> dict | None:
     return value if isinstance(value, dict) else None
 
 
-def _run(cmd: list[str], log_path: str) -> float:
+def _run(cmd: list[str], log_path: str, inputs: dict | None = None) -> float:
     """Run ``cmd`` with its output in ``log_path``; returns the wall seconds. Raises RuntimeError naming the log.
 
-    A run whose exact command already completed (``<log>.done.json`` holds the command and its wall time) is reused,
-    so experiments sharing a stage (the SFT warm start, the click GRPO run) train it once; a stamp that is not such a
-    record (:func:`_read_stamp`) is ignored and the stage reruns. The log is a live log (``groundwork.outputs.live_log``:
-    one writer, readable while it grows); the stamp is written atomically after it (``groundwork.outputs.write_json``).
+    A run whose exact command already completed on the same ``inputs`` (``<log>.done.json`` holds the command, the
+    inputs and its wall time) is reused, so experiments sharing a stage (the SFT warm start, the click GRPO run) train
+    it once; a stamp that is not such a record (:func:`_read_stamp`) is ignored and the stage reruns. ``inputs`` (JSON)
+    names what the result depends on besides the command (:meth:`ToyExperiments._launch`: digests of the base weights
+    and the data, :func:`environment_fingerprint`), so a stage trained by other code, other libraries or from another
+    checkpoint under the same paths is not reused. The subprocess runs in :func:`child_env`. The log is a live log
+    (``groundwork.outputs.live_log``: one writer, readable while it grows); the stamp is written atomically after it
+    (``groundwork.outputs.write_json``).
     """
     done = log_path + ".done.json"
     prev = _read_stamp(done)
@@ -163,12 +241,13 @@ def _run(cmd: list[str], log_path: str) -> float:
         prev
         and isinstance(prev.get("cmd"), list)
         and prev["cmd"][1:] == cmd[1:]
+        and prev.get("inputs") == inputs
         and isinstance(seconds, (int, float))
         and not isinstance(seconds, bool)
     ):
-        logger.info("reusing %s (same command already completed)", log_path)
+        logger.info("reusing %s (same command on the same inputs already completed)", log_path)
         return seconds
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    env = child_env()
     os.makedirs(os.path.dirname(log_path), exist_ok=True)
     start = time.time()
     with outputs.live_log(log_path) as log:
@@ -178,7 +257,7 @@ def _run(cmd: list[str], log_path: str) -> float:
             tail = "".join(f.readlines()[-30:])
         raise RuntimeError(f"{' '.join(cmd[:4])} ... failed (exit {proc.returncode}); log {log_path}:\n{tail}")
     seconds = time.time() - start
-    outputs.write_json(done, {"cmd": cmd, "seconds": seconds}, indent=None)
+    outputs.write_json(done, {"cmd": cmd, "inputs": inputs, "seconds": seconds}, indent=None)
     return seconds
 
 
@@ -240,14 +319,43 @@ class ToyExperiments:
         return os.path.join(self.out, "tiny")
 
     def prepare(self) -> None:
-        """Write the tiny model and the synthetic set once (reused when their config matches)."""
+        """Write the tiny model and the synthetic set once. Reused when ``OUT/prepared.json`` says they were made with
+        this recipe's data settings, architecture and weight seed by the same code and libraries
+        (:func:`environment_fingerprint`); otherwise both are rebuilt (a tiny model or a set written by another commit
+        is not reused under the same paths)."""
 
-        cfg = SyntheticConfig(**self.recipe.synthetic)
-        stamp = os.path.join(self.data_dir, "synthetic_config.json")
-        if (_read_stamp(stamp) or {}).get("config") != asdict(cfg):
-            make_synthetic(self.data_dir, cfg)
-        if not os.path.exists(os.path.join(self.model_dir, "config.json")):
-            build_tiny_model(self.recipe.arch, self.model_dir, seed=self.recipe.model_seed)
+        r = self.recipe
+        cfg = SyntheticConfig(**r.synthetic)
+        want = {
+            "synthetic": asdict(cfg),
+            "arch": r.arch,
+            "model_seed": r.model_seed,
+            "environment": environment_fingerprint(),
+        }
+        stamp = os.path.join(self.out, "prepared.json")
+        present = all(
+            os.path.exists(path) for path in (os.path.join(self.model_dir, "config.json"), *self._data_files())
+        )
+        if present and _read_stamp(stamp) == want:
+            return
+        for folder in (self.data_dir, self.model_dir):
+            shutil.rmtree(folder, ignore_errors=True)
+        make_synthetic(self.data_dir, cfg)
+        build_tiny_model(r.arch, self.model_dir, seed=r.model_seed)
+        outputs.write_json(stamp, want)
+
+    def _data_files(self) -> list[str]:
+        return [os.path.join(self.data_dir, name) for name in ("train.jsonl", "test.jsonl")]
+
+    def _inputs(self, base: str) -> dict:
+        """What a stage trained from ``base`` depends on besides its command (:func:`_run`'s ``inputs``): digests
+        of the base checkpoint's weights and of the data files, and :func:`environment_fingerprint`."""
+        weights = sorted(name for name in os.listdir(base) if name.endswith(".safetensors"))
+        return {
+            "base": {name: file_digest(os.path.join(base, name)) for name in weights},
+            "data": {os.path.basename(path): file_digest(path) for path in self._data_files()},
+            "environment": environment_fingerprint(),
+        }
 
     def _common(self, out_dir: str, prompt_mode: str) -> list[str]:
         r = self.recipe
@@ -289,7 +397,7 @@ class ToyExperiments:
         out_dir = os.path.join(self.out, "runs", name)
         words = [word for key, value in flags.items() for word in (f"--{key}", str(value))]
         cmd = [sys.executable, "-m", module, "--model_name_or_path", base, *self._common(out_dir, prompt_mode)]
-        return out_dir, _run([*cmd, *words, *extra], out_dir + ".log")
+        return out_dir, _run([*cmd, *words, *extra], out_dir + ".log", self._inputs(base))
 
     def sft(
         self,
@@ -609,6 +717,8 @@ class ToyExperiments:
         the folder."""
         out = os.path.join(self.out, name)
         os.makedirs(out, exist_ok=True)
+        # what the numbers' bits depend on besides the seed (docs/TRAINING.md "Why the toy numbers moved")
+        results = {**results, "environment": environment_fingerprint()}
         outputs.write_json(os.path.join(out, "results.json"), results)  # atomic (groundwork.outputs)
         outputs.write_text(
             os.path.join(out, "results.md"), f"# toy experiment: {name}\n\n{intro}\n\n" + "\n".join(table) + "\n"
