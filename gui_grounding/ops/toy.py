@@ -325,7 +325,7 @@ class ToyExperiments:
         is not reused under the same paths)."""
 
         r = self.recipe
-        cfg = SyntheticConfig(**r.synthetic)
+        cfg = self._data_config()
         want = {
             "synthetic": asdict(cfg),
             "arch": r.arch,
@@ -340,9 +340,17 @@ class ToyExperiments:
             return
         for folder in (self.data_dir, self.model_dir):
             shutil.rmtree(folder, ignore_errors=True)
-        make_synthetic(self.data_dir, cfg)
+        self._make_data(cfg)
         build_tiny_model(r.arch, self.model_dir, seed=r.model_seed)
         outputs.write_json(stamp, want)
+
+    def _data_config(self):
+        """The data settings :meth:`prepare` writes and stamps (the toy's :class:`SyntheticConfig`)."""
+        return SyntheticConfig(**self.recipe.synthetic)
+
+    def _make_data(self, cfg) -> None:
+        """Write the data set of ``cfg`` to :attr:`data_dir`."""
+        make_synthetic(self.data_dir, cfg)
 
     def _data_files(self) -> list[str]:
         return [os.path.join(self.data_dir, name) for name in ("train.jsonl", "test.jsonl")]

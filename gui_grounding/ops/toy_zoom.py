@@ -17,8 +17,7 @@ from gui_grounding.data.synthetic import ZoomSyntheticConfig, make_zoom_syntheti
 from gui_grounding.eval.run import run_eval
 from gui_grounding.eval.stats import wilson_interval
 from gui_grounding.eval.tts import TTSConfig
-from gui_grounding.ops.toy import DEMO_FAST_FLAGS, RANDOM_CONTROL, ToyExperiments, ToyRecipe, _read_stamp, toy_objective
-from vlm_r1.tiny import build_tiny_model
+from gui_grounding.ops.toy import DEMO_FAST_FLAGS, RANDOM_CONTROL, ToyExperiments, ToyRecipe, toy_objective
 
 # ---- the zoom study (issue 30): one-shot GRPO vs zoom-tool GRPO where the targets are too small to resolve -----------
 # the zoom toy's pixel budget: a 448-px screen is sent at 112 px (4x smaller on each side), a 224-px crop at 112 px (2x)
@@ -89,13 +88,11 @@ class ZoomToyExperiments(ToyExperiments):
     def data_dir(self) -> str:
         return os.path.join(self.out, "zoom_synthetic")
 
-    def prepare(self) -> None:
-        cfg = ZoomSyntheticConfig(**self.zoom.data)
-        stamp = os.path.join(self.data_dir, "synthetic_config.json")
-        if (_read_stamp(stamp) or {}).get("config") != asdict(cfg):
-            make_zoom_synthetic(self.data_dir, cfg)
-        if not os.path.exists(os.path.join(self.model_dir, "config.json")):
-            build_tiny_model(self.recipe.arch, self.model_dir, seed=self.recipe.model_seed)
+    def _data_config(self) -> ZoomSyntheticConfig:
+        return ZoomSyntheticConfig(**self.zoom.data)
+
+    def _make_data(self, cfg) -> None:
+        make_zoom_synthetic(self.data_dir, cfg)
 
     def _flags(self, zoom: bool, seed: int) -> list[str]:
         tool = ["--zoom_tool", "true", "--zoom_sft_fraction", str(self.zoom.zoom_fraction)] if zoom else []
