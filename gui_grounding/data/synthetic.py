@@ -47,7 +47,7 @@ COLOURS: dict[str, tuple[int, int, int]] = {
     "black": (20, 20, 20),
 }
 BACKGROUND = (235, 235, 235)
-BACKGROUNDS = ("gradient", "panels", "plain")
+BACKGROUNDS = ("gradient", "panels", "plain", "tiles")
 INSTRUCTION_TEMPLATES = ("Click the {colour} button",)
 
 
@@ -65,6 +65,9 @@ class SyntheticConfig:
         samples_per_image: instructions per screen (distinct target buttons, at most ``buttons_per_image``).
         min_fill, max_fill: button side as a fraction of the cell side (uniform in this range).
         background: ``panels`` (default): one grey panel per cell, lighter to darker in row-major order;
+            ``tiles``: those panels, each with the same gradient inside (red falls by 40 from the cell's left edge to
+            its right, blue from its top to its bottom), so a crop of one cell still shows where in it a point is
+            (the zoom study, ``gui-grounding toy zoom``);
             ``gradient``: a light wallpaper whose red falls from left to right and blue from top
             to bottom (``R = 250 - 90 x / W``, ``G = 235``, ``B = 250 - 90 y / H``); ``plain``: one colour. Why: the tiny model's vision tower
             is random and its only position signals (rotary embeddings) carry almost no absolute position at this
@@ -126,6 +129,20 @@ def _draw_screen(cfg: SyntheticConfig, rng: random.Random):
         arr = np.empty((cfg.height, cfg.width, 3), dtype=np.uint8)
         arr[..., 0], arr[..., 1], arr[..., 2] = xs[None, :], 235, ys[:, None]
         img = Image.fromarray(arr, "RGB")
+        draw = ImageDraw.Draw(img)
+    elif cfg.background == "tiles":  # panels, each with the same gradient inside (a position cue inside any cell)
+        import numpy as np
+
+        arr = np.empty((cfg.height, cfg.width, 3), dtype=np.float32)
+        for i, (c, r) in enumerate(cells):
+            shade = 245 - 110 * i / max(1, len(cells) - 1)
+            fx = np.arange(cell_w, dtype=np.float32)[None, :] / cell_w
+            fy = np.arange(cell_h, dtype=np.float32)[:, None] / cell_h
+            tile = arr[r * cell_h : (r + 1) * cell_h, c * cell_w : (c + 1) * cell_w]
+            tile[..., 0] = shade - 40 * fx
+            tile[..., 1] = shade
+            tile[..., 2] = shade - 40 * fy
+        img = Image.fromarray(np.clip(np.round(arr), 0, 255).astype(np.uint8), "RGB")
         draw = ImageDraw.Draw(img)
     elif cfg.background == "panels":
         for i, (c, r) in enumerate(cells):

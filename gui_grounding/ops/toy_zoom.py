@@ -1,6 +1,8 @@
 """``gui-grounding toy zoom`` (issue 30): one-shot GRPO vs zoom-tool GRPO, and a random-reward control of the zoom arm,
-on a toy set whose targets are too small to tell apart at the pixel budget
-(:func:`gui_grounding.data.synthetic.make_zoom_synthetic`). The runs are real ``python -m vlm_r1.sft`` /
+on a toy set whose targets are too small to resolve at the pixel budget: 448-px screens (a 4 x 4 grid of grey
+panels, each with the same gradient inside: ``background="tiles"`` of :func:`gui_grounding.data.synthetic.make_synthetic`)
+with one 11-17 px coloured button, sent at 112 px (4x smaller: the button is a 3-4 px blob, its cell still visible); a
+crop of one cell is sent at its own 112 px (the button at full size, the cell's gradient a position cue inside it). The runs are real ``python -m vlm_r1.sft`` /
 ``python -m vlm_r1.grpo_jsonl`` commands (:class:`gui_grounding.ops.toy.ToyExperiments`' runner); held-out click
 accuracy is ``gui-grounding eval`` (greedy for one-shot, ``--tts zoom-tool`` for the zoom policy). Writes
 ``OUT/zoom/results.json`` and ``results.md``.
@@ -13,7 +15,7 @@ import os
 from dataclasses import asdict, dataclass, field
 
 from groundwork.argtypes import SEED
-from gui_grounding.data.synthetic import ZoomSyntheticConfig, make_zoom_synthetic
+from gui_grounding.data.synthetic import SyntheticConfig
 from gui_grounding.eval.run import run_eval
 from gui_grounding.eval.stats import wilson_interval
 from gui_grounding.eval.tts import TTSConfig
@@ -37,11 +39,24 @@ class ZoomRecipe:
         grpo_steps, grpo_lr, prompts_per_step, num_generations: GRPO, the same for both arms and the control.
         one_shot_length, zoom_length: ``--max_completion_length`` (the zoom arm bounds each generated turn; its call
             is about 40 tokens of the tiny tokenizer).
-        zoom_fraction: the SFT window, a fraction of each side (0.5: one panel of the 2 x 2).
+        zoom_grid: the SFT window: the cell of this grid that holds the target (the screen's own 4 x 4 cells).
         seeds: GRPO seeds.
     """
 
-    data: dict = field(default_factory=lambda: {"num_train": 500, "num_test": 100, "samples_per_image": 2})
+    data: dict = field(
+        default_factory=lambda: {
+            "num_train": 1000,
+            "num_test": 200,
+            "width": 448,
+            "height": 448,
+            "cols": 4,
+            "rows": 4,
+            "buttons_per_image": 1,
+            "min_fill": 0.1,
+            "max_fill": 0.15,
+            "background": "tiles",
+        }
+    )
     sft_epochs: float = 3.0
     sft_lr: float = 2e-3
     sft_batch: int = 16
@@ -51,7 +66,7 @@ class ZoomRecipe:
     num_generations: int = 8
     one_shot_length: int = 12
     zoom_length: int = 48
-    zoom_fraction: float = 0.5
+    zoom_grid: int = 4
     seeds: tuple = (42, 1, 2)
 
 
@@ -88,14 +103,11 @@ class ZoomToyExperiments(ToyExperiments):
     def data_dir(self) -> str:
         return os.path.join(self.out, "zoom_synthetic")
 
-    def _data_config(self) -> ZoomSyntheticConfig:
-        return ZoomSyntheticConfig(**self.zoom.data)
-
-    def _make_data(self, cfg) -> None:
-        make_zoom_synthetic(self.data_dir, cfg)
+    def _data_config(self) -> SyntheticConfig:
+        return SyntheticConfig(**self.zoom.data)
 
     def _flags(self, zoom: bool, seed: int) -> list[str]:
-        tool = ["--zoom_tool", "true", "--zoom_sft_fraction", str(self.zoom.zoom_fraction)] if zoom else []
+        tool = ["--zoom_tool", "true", "--zoom_sft_grid", str(self.zoom.zoom_grid)] if zoom else []
         return [*ZOOM_BUDGET_FLAGS, *tool, "--eval_strategy", "no", "--seed", str(seed), *DEMO_FAST_FLAGS]
 
     def warm(self, zoom: bool) -> str:
@@ -196,11 +208,12 @@ class ZoomToyExperiments(ToyExperiments):
         ]
         z = self.zoom
         intro = (
-            f"Zoom toy: {z.data} screens of 448 px sent at 112 px (4x smaller), a 2x2 of tinted panels each with four "
-            f"20-28 px buttons whose patterns only a crop resolves; SFT {z.sft_epochs} epochs per arm (shared by the "
+            f"Zoom toy: {z.data['num_train']} training screens of 448 px sent at 112 px (4x smaller), a 4x4 grid of grey "
+            f"panels with one 11-17 px coloured button; the zoom SFT calls the button's cell (a 112-px crop, sent at "
+            f"full size); SFT {z.sft_epochs} epochs per arm (shared by the "
             f"seeds), GRPO {z.grpo_steps} steps of {z.prompts_per_step} prompts x {z.num_generations} rollouts, seeds "
-            f"{list(z.seeds)}; {results['start']['one_shot']['total']} held-out samples. Chance for a click that "
-            "finds the panel but not the pattern is at most 25% of the buttons' hit rate."
+            f"{list(z.seeds)}; {results['start']['one_shot']['total']} held-out samples. The control is the zoom arm "
+            "with a coin-flip reward (the click reward logged at weight 0)."
         )
         self._write_results("zoom", results, intro, table)
 

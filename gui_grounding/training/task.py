@@ -171,11 +171,21 @@ class GUIGroundingOptions:
         },
     )
 
+    zoom_sft_grid: int = field(
+        default=0,
+        metadata={
+            "help": "gui_grounding, SFT with --zoom_tool: 0 (default) for the jittered window of --zoom_sft_fraction; "
+            "N > 0 (up to 64) calls the cell of an N x N grid over the screenshot that holds the target instead "
+            "(the zoom toy's screens are such a grid)."
+        },
+    )
+
     def __post_init__(self):
         check_mode(self.prompt_mode)
         check_box_rounding(self.box_rounding)
         self.max_zoom_calls = argvalue(integer(min=1, max=MAX_ZOOM_CALLS), self.max_zoom_calls, "--max_zoom_calls")
         self.zoom_cost = argvalue(number(min=0, max=1e6), self.zoom_cost, "--zoom_cost")
+        self.zoom_sft_grid = argvalue(integer(min=0, max=64), self.zoom_sft_grid, "--zoom_sft_grid")
         self.zoom_sft_fraction = argvalue(
             number(min=0, max=1, min_open=True), self.zoom_sft_fraction, "--zoom_sft_fraction"
         )
@@ -294,7 +304,7 @@ class GUIGroundingTask(Task):
         answer in the crop: :func:`gui_grounding.training.zoom.zoom_sft_rows`)."""
         if not self.options.zoom_tool:
             return dataset
-        return zoom_sft_rows(dataset, self.pixel_budget, self.options.zoom_sft_fraction)
+        return zoom_sft_rows(dataset, self.pixel_budget, self.options.zoom_sft_fraction, self.options.zoom_sft_grid)
 
     def sft_completion(self, row: dict) -> str:
         """SFT target for a row (``python -m vlm_r1.sft``): the row's adapter's answer for its first target box

@@ -168,19 +168,27 @@ def _blocks(prompt: list[dict]) -> list[dict]:
     return out
 
 
-def sft_window(row: dict, fraction: float) -> CropWindow:
-    """The window a zoom SFT sample calls (original pixels): ``fraction`` of each side (``frames.zoom_window``, the
-    ``--tts zoom`` window rule), centred on the first target's centre moved by up to a quarter window on each axis,
-    drawn from a generator seeded by the row's ``sample_id`` (the same rows on every run and rank)."""
+def sft_window(row: dict, fraction: float, grid: int = 0) -> CropWindow:
+    """The window a zoom SFT sample calls (original pixels). ``grid`` 0: ``fraction`` of each side
+    (``frames.zoom_window``, the ``--tts zoom`` window rule), centred on the first target's centre moved by up to a
+    quarter window on each axis, drawn from a generator seeded by the row's ``sample_id`` (the same rows on every run
+    and rank). ``grid`` N > 0: the cell of an N x N grid over the screenshot that holds the target's centre (integer
+    edges ``floor(k * W / N)``)."""
     frame = row_frame(row)
     x0, y0, x1, y1 = row["target_boxes"][0]
+    if grid > 0:
+        i = min(grid - 1, max(0, int((x0 + x1) / 2 * grid // frame.width)))
+        j = min(grid - 1, max(0, int((y0 + y1) / 2 * grid // frame.height)))
+        edges_x = [k * frame.width // grid for k in (i, i + 1)]
+        edges_y = [k * frame.height // grid for k in (j, j + 1)]
+        return CropWindow(edges_x[0], edges_y[0], edges_x[1], edges_y[1])
     rng = random.Random(f"zoom-sft:{row['sample_id']}")
     dx = rng.uniform(-0.25, 0.25) * fraction * frame.width
     dy = rng.uniform(-0.25, 0.25) * fraction * frame.height
     return zoom_window(((x0 + x1) / 2 + dx, (y0 + y1) / 2 + dy), frame.width, frame.height, fraction)
 
 
-def zoom_sft_rows(dataset: Any, budget: Any, fraction: float):
+def zoom_sft_rows(dataset: Any, budget: Any, fraction: float, grid: int = 0):
     """SFT rows of the zoom tool: each row of ``dataset`` (built with the tool in its prompt) becomes two.
 
     1. ``zoom_call``: the prompt, and as target the call of :func:`sft_window`'s window in the row's answer frame
@@ -197,7 +205,7 @@ def zoom_sft_rows(dataset: Any, budget: Any, fraction: float):
     for row in dataset.with_format(None):
         try:
             adapter, frame = row_adapter(row), row_frame(row)
-            window = sft_window(row, fraction)
+            window = sft_window(row, fraction, grid)
             crop_frame = budget.frame(window.width, window.height)
         except (KeyError, IndexError, TypeError, ValueError):
             dropped += 1
