@@ -73,6 +73,8 @@ class SyntheticConfig:
             is random and its only position signals (rotary embeddings) carry almost no absolute position at this
             size, so on a plain screen it cannot learn *where* a button is in CPU minutes; the wallpaper around a
             button is a position cue it can read linearly. Real screenshots need no such cue for real models.
+        name_cell: the instruction also names the button's cell, "Click the red button in row 2 column 3" (1-based):
+            a coarse cue that survives any downscale (the zoom study: it says where to zoom, not where to click).
         seed: everything is drawn from ``random.Random(seed)``.
     """
 
@@ -88,6 +90,7 @@ class SyntheticConfig:
     min_fill: float = 0.45
     max_fill: float = 0.65
     background: str = "panels"
+    name_cell: bool = False
     seed: int = 0
 
     def validate(self) -> None:
@@ -200,10 +203,13 @@ def _write_synthetic(out_dir: str, cfg: SyntheticConfig) -> dict:
                 img.save(f, "PNG")
             for k, (colour, cell, box) in enumerate(rng.sample(buttons, cfg.samples_per_image)):
                 template = rng.choice(INSTRUCTION_TEMPLATES)
+                instruction = template.format(colour=colour)
+                if cfg.name_cell:
+                    instruction += f" in row {cell[1] + 1} column {cell[0] + 1}"
                 lines.append(
                     {
                         "sample_id": f"synthetic:{index:05d}:{k}",
-                        "instruction": template.format(colour=colour),
+                        "instruction": instruction,
                         "image_path": rel,
                         "target_bbox": {"x_min": box[0], "y_min": box[1], "x_max": box[2], "y_max": box[3]},
                         "image_width": cfg.width,

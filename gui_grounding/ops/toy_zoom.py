@@ -1,8 +1,9 @@
 """``gui-grounding toy zoom`` (issue 30): one-shot GRPO vs zoom-tool GRPO, and a random-reward control of the zoom arm,
 on a toy set whose targets are too small to resolve at the pixel budget: 448-px screens (a 4 x 4 grid of grey
 panels, each with the same gradient inside: ``background="tiles"`` of :func:`gui_grounding.data.synthetic.make_synthetic`)
-with one 11-17 px coloured button, sent at 112 px (4x smaller: the button is a 3-4 px blob, its cell still visible); a
-crop of one cell is sent at its own 112 px (the button at full size, the cell's gradient a position cue inside it). The runs are real ``python -m vlm_r1.sft`` /
+with one 17-22 px coloured button, sent at 112 px (4x smaller: the button is a 4-6 px blob); the instruction names the
+button's colour and cell ("Click the red button in row 2 column 3": where to zoom, not where to click); a crop of one
+cell is sent at its own 112 px (the button at full size, the cell's gradient a position cue inside it). The runs are real ``python -m vlm_r1.sft`` /
 ``python -m vlm_r1.grpo_jsonl`` commands (:class:`gui_grounding.ops.toy.ToyExperiments`' runner); held-out click
 accuracy is ``gui-grounding eval`` (greedy for one-shot, ``--tts zoom-tool`` for the zoom policy). Writes
 ``OUT/zoom/results.json`` and ``results.md``.
@@ -52,15 +53,16 @@ class ZoomRecipe:
             "cols": 4,
             "rows": 4,
             "buttons_per_image": 1,
-            "min_fill": 0.1,
-            "max_fill": 0.15,
+            "min_fill": 0.15,
+            "max_fill": 0.2,
             "background": "tiles",
+            "name_cell": True,
         }
     )
-    sft_epochs: float = 3.0
+    sft_epochs: float = 4.0
     sft_lr: float = 2e-3
     sft_batch: int = 16
-    grpo_steps: int = 40
+    grpo_steps: int = 30
     grpo_lr: float = 5e-4
     prompts_per_step: int = 4
     num_generations: int = 8
@@ -209,7 +211,8 @@ class ZoomToyExperiments(ToyExperiments):
         z = self.zoom
         intro = (
             f"Zoom toy: {z.data['num_train']} training screens of 448 px sent at 112 px (4x smaller), a 4x4 grid of grey "
-            f"panels with one 11-17 px coloured button; the zoom SFT calls the button's cell (a 112-px crop, sent at "
+            f"panels with one 17-22 px coloured button, the instruction naming its colour and cell; the zoom SFT calls "
+            f"the button's cell (a 112-px crop, sent at "
             f"full size); SFT {z.sft_epochs} epochs per arm (shared by the "
             f"seeds), GRPO {z.grpo_steps} steps of {z.prompts_per_step} prompts x {z.num_generations} rollouts, seeds "
             f"{list(z.seeds)}; {results['start']['one_shot']['total']} held-out samples. The control is the zoom arm "

@@ -28,6 +28,7 @@ from typing import Any
 from groundwork import validate
 from groundwork.geometry import valid_box, valid_size
 from groundwork.pixel_budget import resize_for_model
+from groundwork.validate import is_coord
 from gui_grounding.models import zoom_tool
 from gui_grounding.models.frames import CropWindow, Frame, point_in_box, zoom_window
 from gui_grounding.models.rows import row_adapter
@@ -116,12 +117,9 @@ def final_point(row: dict, turns: Sequence[dict] | None, text: str) -> tuple[flo
 
 
 def _numbers(value: Any, n: int) -> bool:
-    """True when ``value`` is a list of ``n`` finite numbers (no bools)."""
-    return (
-        isinstance(value, list)
-        and len(value) == n
-        and all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in value)
-    )
+    """True when ``value`` is a list of ``n`` coordinates (``groundwork.validate.is_coord``: a number, no bool, finite,
+    within +-1e7; a huge int is refused without converting it)."""
+    return isinstance(value, list) and len(value) == n and all(is_coord(v) for v in value)
 
 
 def _crops(turns: Sequence[dict] | None) -> list[dict]:
