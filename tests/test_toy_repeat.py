@@ -33,7 +33,7 @@ def test_random_reward_follows_the_seed():
 @pytest.mark.skipif(sys.version_info < (3, 11), reason="PYTHONSAFEPATH needs Python 3.11")
 def test_toy_stage_imports_the_launching_tree(tmp_path, monkeypatch):
     """A decoy ``vlm_r1`` in the working folder (another checkout) is not what the stage's subprocess imports."""
-    from gui_grounding.ops.toy import _run, _tree_root
+    from gui_grounding.ops.toy_runs import _run, _tree_root
 
     (tmp_path / "vlm_r1").mkdir()
     (tmp_path / "vlm_r1" / "__init__.py").write_text("")
