@@ -40,7 +40,9 @@ def completion_transcript(completion) -> str:
     ``[role] text`` on its own lines, so both turns (and the tool's answer between them) are shown. Total."""
     if not isinstance(completion, list) or len(completion) < 2:
         return completion_text(completion)
-    return "\n".join(f"[{m.get('role', '?') if isinstance(m, dict) else '?'}] {completion_text([m])}" for m in completion)
+    return "\n".join(
+        f"[{m.get('role', '?') if isinstance(m, dict) else '?'}] {completion_text([m])}" for m in completion
+    )
 
 
 def bounded_digits(token: str) -> bool:

@@ -51,6 +51,7 @@ def build_tiny_model(
     max_pixels: int = 200_704,
     size: str = "tiny",
     rope_theta: float = 1e6,
+    tool_format: bool = False,
 ):
     """Write a randomly initialised tiny checkpoint of ``arch`` to ``out_dir``.
 
@@ -62,6 +63,8 @@ def build_tiny_model(
             processor_config.json (image-processor settings), tokenizer files and chat_template.jinja.
         seed: torch seed for the random weights (same seed -> identical checkpoint).
         min_pixels, max_pixels: pixel budget saved in the image processor (smart_resize bounds, in pixels).
+        tool_format: the tokenizer also learns Qwen's tool-call format (``vlm_r1.tiny_parts.TOOL_CORPUS``; Qwen2/2.5-VL
+            builds here only), for runs whose prompts offer a tool.
 
     Returns:
         ``out_dir``.
@@ -86,7 +89,7 @@ def build_tiny_model(
     from transformers import Qwen2VLImageProcessorPil
 
     torch.manual_seed(seed)
-    tokenizer = build_tokenizer()
+    tokenizer = build_tokenizer(tool_format=tool_format)
     ids = {t: tokenizer.convert_tokens_to_ids(t) for t in QWEN_SPECIAL_TOKENS}
     # mrope_section sums to head_dim / 2 (tiny: 64 / 4 / 2 = 8)
     text_config = qwen_text_config(

@@ -75,12 +75,18 @@ _CORPUS = [
     "Library Reference Language Reference Tutorial Python documentation index modules next previous",
     '0 1 2 3 4 5 6 7 8 9 (0,0) (1279,719) [12, 10, 42, 40] {"x": 5} yes no true false',
     "abcdefghijklmnopqrstuvwxyz ABCDEFGHIJKLMNOPQRSTUVWXYZ .,;:!?'\"()[]{}<>/\\|-_+=*&^%$#@~`",
-    # Qwen's tool-call format (the "# Tools" block its chat templates write, a call, a tool response), so a prompt
-    # that offers a tool costs a few hundred tokens, not seven hundred
+]
+#: the BPE's size (the grounding prompts above)
+TINY_VOCAB_SIZE = 512
+# Qwen's tool-call format (the "# Tools" block its chat templates write, a call, a tool response): with
+# ``build_tokenizer(tool_format=True)`` the BPE (then TOOL_VOCAB_SIZE tokens) also learns these, so a prompt that offers
+# a tool costs about 300 tokens instead of 650 (the zoom study, gui-grounding toy zoom). The default tokenizer, and so
+# every other tiny checkpoint and the toy's measured numbers, is unchanged.
+TOOL_CORPUS = [
     "# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided with function "
     "signatures within <tools></tools> XML tags:\n<tools>\n",
     '{"type": "function", "function": {"name": "zoom", "description": "See a region of the screen enlarged; then '
-    "answer in the enlarged image's coordinates.\", \"parameters\": {\"type\": \"object\", \"properties\": "
+    'answer in the enlarged image\'s coordinates.", "parameters": {"type": "object", "properties": '
     '{"bbox_2d": {"type": "array", "items": {"type": "number"}, "description": "[x1, y1, x2, y2] in your answer\'s '
     'coordinates"}}, "required": ["bbox_2d"]}}}',
     "\n</tools>\n\nFor each function call, return a json object with function name and arguments within "
@@ -90,15 +96,15 @@ _CORPUS = [
     "<tool_response>\n\nThe zoomed image resolution is height 112 and width 112.\n</tool_response>",
     "Click the striped button in the red panel. barred checked plain green blue yellow",
 ]
-#: the BPE's size: 512 held the grounding prompts; 768 also holds the tool-call format above (issue 30)
-TINY_VOCAB_SIZE = 768
+TOOL_VOCAB_SIZE = 768
 
 
-def build_tokenizer():
-    """Train a tiny byte-level BPE with Qwen's pre-tokenizer and special tokens, fully offline.
+def build_tokenizer(tool_format: bool = False):
+    """Train a tiny byte-level BPE with Qwen's pre-tokenizer and special tokens, fully offline (``tool_format``: also
+    on :data:`TOOL_CORPUS`, with :data:`TOOL_VOCAB_SIZE` tokens).
 
     Returns:
-        ``transformers.Qwen2Tokenizer`` (:data:`TINY_VOCAB_SIZE` tokens) whose eos is ``<|im_end|>`` and pad ``<|endoftext|>``.
+        ``transformers.Qwen2Tokenizer`` (:data:`TINY_VOCAB_SIZE` or :data:`TOOL_VOCAB_SIZE` tokens) whose eos is ``<|im_end|>`` and pad ``<|endoftext|>``.
     """
     from tokenizers import Regex, Tokenizer, decoders, normalizers, pre_tokenizers
     from tokenizers.models import BPE
@@ -114,9 +120,11 @@ def build_tokenizer():
     )
     tok.decoder = decoders.ByteLevel()
     trainer = BpeTrainer(
-        vocab_size=TINY_VOCAB_SIZE, special_tokens=QWEN_SPECIAL_TOKENS, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+        vocab_size=TOOL_VOCAB_SIZE if tool_format else TINY_VOCAB_SIZE,
+        special_tokens=QWEN_SPECIAL_TOKENS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
     )
-    tok.train_from_iterator(_CORPUS, trainer=trainer)
+    tok.train_from_iterator(_CORPUS + (TOOL_CORPUS if tool_format else []), trainer=trainer)
     return qwen_tokenizer(
         tok,
         QWEN_SPECIAL_TOKENS,

@@ -214,6 +214,7 @@ class ToyExperiments:
             "synthetic": asdict(cfg),
             "arch": r.arch,
             "model_seed": r.model_seed,
+            "tiny": self._tiny_options(),
             "environment": environment_fingerprint(),
         }
         stamp = os.path.join(self.out, "prepared.json")
@@ -225,12 +226,16 @@ class ToyExperiments:
         for folder in (self.data_dir, self.model_dir):
             shutil.rmtree(folder, ignore_errors=True)
         self._make_data(cfg)
-        build_tiny_model(r.arch, self.model_dir, seed=r.model_seed)
+        build_tiny_model(r.arch, self.model_dir, seed=r.model_seed, **self._tiny_options())
         outputs.write_json(stamp, want)
 
     def _data_config(self):
         """The data settings :meth:`prepare` writes and stamps (the toy's :class:`SyntheticConfig`)."""
         return SyntheticConfig(**self.recipe.synthetic)
+
+    def _tiny_options(self) -> dict:
+        """More ``vlm_r1.tiny.build_tiny_model`` arguments for this experiment's tiny model (none)."""
+        return {}
 
     def _make_data(self, cfg) -> None:
         """Write the data set of ``cfg`` to :attr:`data_dir`."""

@@ -105,6 +105,11 @@ class ZoomToyExperiments(ToyExperiments):
     def data_dir(self) -> str:
         return os.path.join(self.out, "zoom_synthetic")
 
+    def _tiny_options(self) -> dict:
+        """The tiny tokenizer also learns Qwen's tool-call format (``vlm_r1.tiny_parts.TOOL_CORPUS``): the prompt with
+        the tool costs about 300 tokens instead of 650."""
+        return {"tool_format": True}
+
     def _data_config(self) -> SyntheticConfig:
         return SyntheticConfig(**self.zoom.data)
 
