@@ -55,6 +55,24 @@ def test_stage_reused_only_on_the_same_inputs(tmp_path):
     assert counter.read_text() == "xx"
 
 
+def test_a_stage_that_reruns_starts_from_an_empty_folder(tmp_path):
+    """A checkpoint an interrupted stage left (saved on SIGTERM by the preemption callback) is removed before the stage
+    runs again, so ``--resume_from_checkpoint latest`` cannot resume the new run from it; a reused stage keeps its
+    folder."""
+    from gui_grounding.ops.toy_runs import _run
+
+    out = tmp_path / "runs" / "grpo_random_reward"
+    (out / "checkpoint-45").mkdir(parents=True)
+    seen = tmp_path / "seen"
+    cmd = [sys.executable, "-c", f"import os; open({str(seen)!r}, 'w').write(str(os.path.exists({str(out)!r})))"]
+    _run(cmd, str(out) + ".log", {"base": "a"}, str(out))
+    assert seen.read_text() == "False" and not out.exists()
+    out.mkdir()
+    (out / "model.safetensors").write_text("kept")
+    _run(cmd, str(out) + ".log", {"base": "a"}, str(out))  # reused: the folder stays
+    assert (out / "model.safetensors").read_text() == "kept"
+
+
 def _tree_digest(folder: str) -> str:
     digest = hashlib.sha256()
     for root, dirs, files in sorted(os.walk(folder)):

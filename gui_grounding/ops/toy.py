@@ -294,7 +294,7 @@ class ToyExperiments:
         out_dir = os.path.join(self.out, "runs", name)
         words = [word for key, value in flags.items() for word in (f"--{key}", str(value))]
         cmd = [sys.executable, "-m", module, "--model_name_or_path", base, *self._common(out_dir, prompt_mode)]
-        return out_dir, _run([*cmd, *words, *extra], out_dir + ".log", self._inputs(base))
+        return out_dir, _run([*cmd, *words, *extra], out_dir + ".log", self._inputs(base), out_dir)
 
     def sft(
         self,

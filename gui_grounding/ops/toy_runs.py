@@ -10,6 +10,7 @@ import hashlib
 import logging
 import os
 import platform
+import shutil
 import subprocess
 import time
 
@@ -92,7 +93,7 @@ def _read_stamp(path: str) -> dict | None:
     return value if isinstance(value, dict) else None
 
 
-def _run(cmd: list[str], log_path: str, inputs: dict | None = None) -> float:
+def _run(cmd: list[str], log_path: str, inputs: dict | None = None, out_dir: str | None = None) -> float:
     """Run ``cmd`` with its output in ``log_path``; returns the wall seconds. Raises RuntimeError naming the log.
 
     A run whose exact command already completed on the same ``inputs`` (``<log>.done.json`` holds the command, the
@@ -103,6 +104,10 @@ def _run(cmd: list[str], log_path: str, inputs: dict | None = None) -> float:
     checkpoint under the same paths is not reused. The subprocess runs in :func:`child_env`. The log is a live log
     (``groundwork.outputs.live_log``: one writer, readable while it grows); the stamp is written atomically after it
     (``groundwork.outputs.write_json``).
+
+    ``out_dir``: the stage's output folder, emptied before a run that is not reused: what a stage left there that
+    did not complete (a checkpoint an interrupted run saved on SIGTERM, say) is stale, and the trainers'
+    ``--resume_from_checkpoint latest`` would otherwise resume from it.
     """
     done = log_path + ".done.json"
     prev = _read_stamp(done)
@@ -118,6 +123,8 @@ def _run(cmd: list[str], log_path: str, inputs: dict | None = None) -> float:
         logger.info("reusing %s (same command on the same inputs already completed)", log_path)
         return seconds
     env = child_env()
+    if out_dir is not None:
+        shutil.rmtree(out_dir, ignore_errors=True)
     os.makedirs(os.path.dirname(log_path), exist_ok=True)
     start = time.time()
     with outputs.live_log(log_path) as log:
