@@ -308,6 +308,14 @@ def test_zoom_tool_refuses_what_it_cannot_run(flag, match):
     assert GUIGroundingTask().rollout_environment(None, types.SimpleNamespace(), None, None) is None
 
 
+def test_zoom_tool_turns_on_the_vision_token_ban():
+    task = GUIGroundingTask(GUIGroundingOptions(zoom_tool=True))
+    task.pixel_budget = BUDGET
+    args = types.SimpleNamespace(ban_vision_tokens=False)
+    assert isinstance(task.rollout_environment(None, args, None, None), ZoomEnvironment)
+    assert args.ban_vision_tokens is True
+
+
 def test_zoom_sft_rows(screen):
     from datasets import Dataset
 

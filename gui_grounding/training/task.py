@@ -145,7 +145,9 @@ class GUIGroundingOptions:
             "screenshot at the run's pixel budget, and answers in the crop's frame; the point maps back to "
             "original pixels (gui_grounding/training/zoom.py). The tool turn is masked from the loss. Stage rewards: "
             "click (final point), zoom_tool, zoom_gain, zoom_cost (docs/REWARDS.md). Off: the prompt and the "
-            "rollouts are exactly the one-shot ones. Not with --shared_prompt or --use_vllm (refused at start-up)."
+            "rollouts are exactly the one-shot ones. Turns on --ban_vision_tokens (a generated vision token beside "
+            "the crop's image tokens breaks the forward pass). Not with --shared_prompt or --use_vllm (refused at "
+            "start-up)."
         },
     )
     max_zoom_calls: int = field(
@@ -286,7 +288,11 @@ class GUIGroundingTask(Task):
             ValueError: ``--zoom_tool`` with ``--shared_prompt`` (each rollout's crop differs, so the packed
                 one-prompt-per-group forward of vlm_r1.shared_prompt_trainer, which holds images only in the shared
                 prefix, cannot carry them) or with ``--use_vllm`` (the tool turns call TRL's generation per turn; the
-                vLLM path has not been run with them)."""
+                vLLM path has not been run with them).
+
+        Sets ``training_args.ban_vision_tokens`` (with a warning when it was off): a completion that holds the crop's
+        image tokens and a generated ``<|video_pad|>`` gives the forward pass a modality without pixels (found by the
+        zoom study's random-reward control, whose degenerate policy sampled one)."""
         if not self.options.zoom_tool:
             return None
         if getattr(training_args, "shared_prompt", False):
@@ -296,6 +302,13 @@ class GUIGroundingTask(Task):
             )
         if getattr(training_args, "use_vllm", False):
             raise ValueError("--zoom_tool runs its tool turns with transformers generation; drop --use_vllm")
+        if not getattr(training_args, "ban_vision_tokens", True):
+            # a completion holds the crop's image tokens; a generated vision token (a <|video_pad|>, say) then gives the
+            # forward pass a modality with no pixels (get_rope_index fails): the ban is part of the tool
+            logger.warning(
+                "--zoom_tool turns on --ban_vision_tokens: no vision token may be generated in a tool rollout"
+            )
+            training_args.ban_vision_tokens = True
         o = self.options
         return ZoomEnvironment(self.budget(processing_class, vlm_module), o.max_zoom_calls, o.zoom_cost)
 
