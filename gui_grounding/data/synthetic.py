@@ -310,7 +310,9 @@ _DARK, _LIGHT = 40, 220
 
 @dataclass
 class ZoomSyntheticConfig:
-    """Settings of the zoom toy set (``gui-grounding make-synthetic --zoom``; ``gui-grounding toy zoom``).
+    """Settings of the patterned zoom toy set (``gui-grounding make-synthetic --zoom``): the zoom study's first design,
+    on which the tiny model's SFT collapsed to one constant answer in both arms (docs/TRAINING.md, "Learned zoom on
+    the toy"; ``gui-grounding toy zoom`` now uses ``background="tiles"`` screens that name the cell).
 
     Each screen (``side`` x ``side``) is cut into 2 x 2 panels, each tinted with one colour of :data:`ZOOM_PANELS`
     (the coarse cue); each panel holds ``2 x 2`` tiny buttons, one per quarter of the panel, jittered inside it, of
