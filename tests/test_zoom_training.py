@@ -299,7 +299,10 @@ def test_prompt_is_unchanged_without_the_tool_and_offers_it_with():
     assert tool[0]["content"].endswith("</tool_call>\n\nYou may call zoom at most 2 times.") and tool[1:] == plain[1:]
 
 
-@pytest.mark.parametrize(("flag", "match"), [("shared_prompt", "--shared_prompt"), ("use_vllm", "--use_vllm")])
+@pytest.mark.parametrize(
+    ("flag", "match"),
+    [("shared_prompt", "--shared_prompt"), ("use_vllm", "--use_vllm"), ("dynamic_sampling", "--dynamic_sampling")],
+)
 def test_zoom_tool_refuses_what_it_cannot_run(flag, match):
     task = GUIGroundingTask(GUIGroundingOptions(zoom_tool=True))
     task.pixel_budget = BUDGET

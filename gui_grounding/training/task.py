@@ -147,7 +147,7 @@ class GUIGroundingOptions:
             "click (final point), zoom_tool, zoom_gain, zoom_cost (docs/REWARDS.md). Off: the prompt and the "
             "rollouts are exactly the one-shot ones. Turns on --ban_vision_tokens (a generated vision token beside "
             "the crop's image tokens breaks the forward pass). Not with --shared_prompt or --use_vllm (refused at "
-            "start-up)."
+            "start-up), nor with --dynamic_sampling."
         },
     )
     max_zoom_calls: int = field(
@@ -288,7 +288,8 @@ class GUIGroundingTask(Task):
             ValueError: ``--zoom_tool`` with ``--shared_prompt`` (each rollout's crop differs, so the packed
                 one-prompt-per-group forward of vlm_r1.shared_prompt_trainer, which holds images only in the shared
                 prefix, cannot carry them) or with ``--use_vllm`` (the tool turns call TRL's generation per turn; the
-                vLLM path has not been run with them).
+                vLLM path has not been run with them) or with ``--dynamic_sampling`` (its refill merges generation
+                outputs; never run with crop images in the completions).
 
         Sets ``training_args.ban_vision_tokens`` (with a warning when it was off): a completion that holds the crop's
         image tokens and a generated ``<|video_pad|>`` gives the forward pass a modality without pixels (found by the
@@ -302,6 +303,11 @@ class GUIGroundingTask(Task):
             )
         if getattr(training_args, "use_vllm", False):
             raise ValueError("--zoom_tool runs its tool turns with transformers generation; drop --use_vllm")
+        if getattr(training_args, "dynamic_sampling", False):
+            raise ValueError(
+                "--zoom_tool with --dynamic_sampling has not been run (the refill merges generation outputs whose "
+                "completions hold crop images); drop one of the two"
+            )
         if not getattr(training_args, "ban_vision_tokens", True):
             # a completion holds the crop's image tokens; a generated vision token (a <|video_pad|>, say) then gives the
             # forward pass a modality with no pixels (get_rope_index fails): the ban is part of the tool
