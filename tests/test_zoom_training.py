@@ -349,12 +349,13 @@ def test_zoom_sft_rows(screen):
 # ---- end to end: 2 gloo processes train, save and resume with tool turns (slow) ----------------------------------------
 @pytest.mark.slow
 def test_two_process_zoom_run_trains_saves_and_resumes(tiny_qwen25_dir, tmp_path):
-    from gui_grounding.data.synthetic import ZoomSyntheticConfig, make_zoom_synthetic
+    from gui_grounding.data.synthetic import SyntheticConfig, make_synthetic
     from tests.helpers.forced_zoom import eos_checkpoint
     from tests.helpers.paths import REPO
 
     model = eos_checkpoint(tiny_qwen25_dir, str(tmp_path / "eos_model"))
-    make_zoom_synthetic(str(tmp_path / "data"), ZoomSyntheticConfig(num_train=4, num_test=0, samples_per_image=1))
+    zoom_toy = dict(width=448, height=448, cols=4, rows=4, min_fill=0.15, max_fill=0.2, background="tiles")
+    make_synthetic(str(tmp_path / "data"), SyntheticConfig(num_train=4, num_test=0, name_cell=True, **zoom_toy))
     out = tmp_path / "run"
 
     def run(steps: int) -> subprocess.CompletedProcess:
@@ -383,3 +384,27 @@ def test_two_process_zoom_run_trains_saves_and_resumes(tiny_qwen25_dir, tmp_path
         assert record["tools/turns_per_rollout"] == 2.0 and math.isfinite(record["loss"])
         assert "rewards/zoom_tool_reward/mean" in record and "rewards/click_reward/mean" in record
     assert os.path.isfile(out / "model.safetensors")
+
+
+def test_the_screenshot_is_decoded_once_per_group(screen, monkeypatch):
+    from groundwork import validate
+
+    opened = []
+    real = validate.open_image
+    monkeypatch.setattr(validate, "open_image", lambda path: opened.append(path) or real(path))
+    env = ZoomEnvironment(BUDGET)
+    for _ in range(8):  # the G rollouts of one group
+        assert isinstance(
+            env.step(_row(screen), [{"text": zoom_tool.call_text([0, 0, 56, 56]), "info": None}]), ToolTurn
+        )
+    assert opened == [screen]
+
+
+def test_zoom_flags_without_the_tool_warn(caplog):
+    with caplog.at_level("WARNING"):
+        GUIGroundingOptions(max_zoom_calls=2, zoom_cost=0.5)
+    assert "--max_zoom_calls, --zoom_cost given without --zoom_tool true: no effect" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        GUIGroundingOptions(zoom_tool=True, max_zoom_calls=2)
+    assert "no effect" not in caplog.text

@@ -273,164 +273,19 @@ def register_cli(sub) -> None:
     )
     add_number_flag(p, "--seed", SEED, d.seed, "random seed")
     p.add_argument(
-        "--zoom",
+        "--name-cell",
         action="store_true",
-        help="write the zoom toy instead (make_zoom_synthetic: 448-px screens, 2x2 tinted panels of four 20-28 px "
-        "patterned buttons; --num-train, --num-test, --samples-per-image and --seed apply)",
+        help="the instruction also names the button's cell ('... in row 2 column 3'; the zoom study's coarse cue)",
     )
 
     def run(args) -> None:
-        if args.zoom:
-            zoom = ZoomSyntheticConfig(**flag_values(args, "num_train", "num_test", "samples_per_image", "seed"))
-            out = make_zoom_synthetic(args.out, zoom)
-            print(f"wrote {out['train']} train / {out['test']} test zoom-toy samples on {out['images']} screens")
-            return
         sizes = ("num_train", "num_test", "width", "height", "cols", "rows", "buttons_per_image", "samples_per_image")
         cfg = SyntheticConfig(
-            **flag_values(args, *sizes, "min_fill", "max_fill", "background", "seed"), colours=args.colours.split(",")
+            **flag_values(args, *sizes, "min_fill", "max_fill", "background", "seed"),
+            colours=args.colours.split(","),
+            name_cell=args.name_cell,
         )
         out = make_synthetic(args.out, cfg)
         print(f"wrote {out['train']} train / {out['test']} test samples on {out['images']} screens to {args.out}")
 
     p.set_defaults(func=run)
-
-
-# ---- the zoom toy (issue 30): targets too small to tell apart at the pixel budget --------------------------------
-# panel tints (a coarse cue that survives any downscale) and button patterns (a fine cue a 4x downscale averages away)
-ZOOM_PANELS: dict[str, tuple[int, int, int]] = {
-    "red": (250, 196, 196),
-    "green": (196, 240, 196),
-    "blue": (196, 206, 250),
-    "yellow": (248, 240, 180),
-}
-ZOOM_PATTERNS = ("striped", "barred", "checked", "plain")
-ZOOM_INSTRUCTION = "Click the {pattern} button in the {panel} panel"
-_DARK, _LIGHT = 40, 220
-
-
-@dataclass
-class ZoomSyntheticConfig:
-    """Settings of the patterned zoom toy set (``gui-grounding make-synthetic --zoom``): the zoom study's first design,
-    on which the tiny model's SFT collapsed to one constant answer in both arms (docs/TRAINING.md, "Learned zoom on
-    the toy"; ``gui-grounding toy zoom`` now uses ``background="tiles"`` screens that name the cell).
-
-    Each screen (``side`` x ``side``) is cut into 2 x 2 panels, each tinted with one colour of :data:`ZOOM_PANELS`
-    (the coarse cue); each panel holds ``2 x 2`` tiny buttons, one per quarter of the panel, jittered inside it, of
-    side ``min_button``..``max_button`` pixels, each drawn with one of :data:`ZOOM_PATTERNS` in dark/light stripes of
-    ``period`` pixels: ``striped`` (horizontal bands), ``barred`` (vertical bands), ``checked`` (squares) or
-    ``plain`` (the mid grey those average to). The instruction names a pattern and a panel
-    (:data:`ZOOM_INSTRUCTION`). At a pixel budget that shows the screen 4x smaller (448 px -> 112 px), every button
-    is a 5-7 px square of the same grey: only the panel is visible, so a one-shot click guesses among its 4 buttons;
-    a crop of one panel (224 px -> 112 px, 2x) shows the patterns. Same settings -> byte-identical files.
-    """
-
-    num_train: int = 1000
-    num_test: int = 200
-    side: int = 448
-    min_button: int = 20
-    max_button: int = 28
-    period: int = 4
-    samples_per_image: int = 2
-    seed: int = 0
-
-    def validate(self) -> None:
-        """Raise ``ValueError`` naming the first inconsistent setting."""
-        if self.num_train < 1 or self.num_test < 0:
-            raise ValueError("num_train must be >= 1 and num_test >= 0")
-        if self.side % 4 or self.side < 64:
-            raise ValueError("side must be a multiple of 4, at least 64")
-        if not 4 <= self.min_button <= self.max_button <= self.side // 4:
-            raise ValueError("need 4 <= min_button <= max_button <= side / 4")
-        if not 2 <= self.period <= self.min_button:
-            raise ValueError("need 2 <= period <= min_button")
-        if not 1 <= self.samples_per_image <= 16:
-            raise ValueError("samples_per_image must be in 1..16")
-
-
-def _pattern_pixels(pattern: str, w: int, h: int, period: int):
-    """The ``h x w x 3`` uint8 pixels of a button drawn with ``pattern`` (dark/light bands of ``period`` pixels)."""
-    import numpy as np
-
-    ys, xs = np.mgrid[0:h, 0:w]
-    half = max(1, period // 2)
-    if pattern == "striped":
-        dark = (ys // half) % 2 == 0
-    elif pattern == "barred":
-        dark = (xs // half) % 2 == 0
-    elif pattern == "checked":
-        dark = ((xs // half) + (ys // half)) % 2 == 0
-    else:
-        return np.full((h, w, 3), (_DARK + _LIGHT) // 2, dtype=np.uint8)
-    return np.where(dark[..., None], _DARK, _LIGHT).astype(np.uint8).repeat(3, axis=2)
-
-
-def _draw_zoom_screen(cfg: ZoomSyntheticConfig, rng: random.Random):
-    """One zoom-toy screen: ``(PIL image, [(pattern, panel, box), ...])`` with 16 buttons, boxes in pixels
-    (inclusive edges)."""
-    import numpy as np
-    from PIL import Image
-
-    arr = np.empty((cfg.side, cfg.side, 3), dtype=np.uint8)
-    half, quarter = cfg.side // 2, cfg.side // 4
-    panels = rng.sample(list(ZOOM_PANELS), 4)
-    buttons = []
-    for p, panel in enumerate(panels):
-        px, py = (p % 2) * half, (p // 2) * half
-        arr[py : py + half, px : px + half] = ZOOM_PANELS[panel]
-        for q, pattern in enumerate(rng.sample(ZOOM_PATTERNS, 4)):
-            w = rng.randint(cfg.min_button, cfg.max_button)
-            h = rng.randint(cfg.min_button, cfg.max_button)
-            x0 = px + (q % 2) * quarter + rng.randint(2, quarter - w - 2)
-            y0 = py + (q // 2) * quarter + rng.randint(2, quarter - h - 2)
-            arr[y0 : y0 + h, x0 : x0 + w] = _pattern_pixels(pattern, w, h, cfg.period)
-            buttons.append((pattern, panel, (x0, y0, x0 + w - 1, y0 + h - 1)))
-    return Image.fromarray(arr, "RGB"), buttons
-
-
-def make_zoom_synthetic(out_dir: str, cfg: ZoomSyntheticConfig | None = None) -> dict:
-    """Write the zoom toy set to ``out_dir`` (the layout of :func:`make_synthetic`: ``images/``, ``train.jsonl``,
-    ``test.jsonl`` in the canonical format, boxes in original pixels, ``synthetic_config.json`` last; extra keys
-    ``pattern``, ``panel``).
-
-    Raises:
-        ValueError: inconsistent settings (:meth:`ZoomSyntheticConfig.validate`).
-    """
-    cfg = cfg or ZoomSyntheticConfig()
-    cfg.validate()
-    outputs.check_outputs(folders=[out_dir])
-    with outputs.OutputLock(out_dir, folder=True):
-        config_path = os.path.join(out_dir, "synthetic_config.json")
-        if os.path.lexists(config_path):
-            os.remove(config_path)
-        rng = random.Random(cfg.seed)
-        os.makedirs(os.path.join(out_dir, "images"), exist_ok=True)
-        counts, index = {}, 0
-        for split, n_screens in (("train", cfg.num_train), ("test", cfg.num_test)):
-            lines = []
-            for _ in range(n_screens):
-                img, buttons = _draw_zoom_screen(cfg, rng)
-                rel = f"images/{index:05d}.png"
-                with outputs.atomic_writer(os.path.join(out_dir, rel), "wb") as f:
-                    img.save(f, "PNG")
-                for k, (pattern, panel, box) in enumerate(rng.sample(buttons, cfg.samples_per_image)):
-                    lines.append(
-                        {
-                            "sample_id": f"zoomtoy:{index:05d}:{k}",
-                            "instruction": ZOOM_INSTRUCTION.format(pattern=pattern, panel=panel),
-                            "image_path": rel,
-                            "target_bbox": {"x_min": box[0], "y_min": box[1], "x_max": box[2], "y_max": box[3]},
-                            "image_width": cfg.side,
-                            "image_height": cfg.side,
-                            "source": "synthetic",
-                            "platform": "desktop",
-                            "ui_type": "icon",
-                            "pattern": pattern,
-                            "panel": panel,
-                        }
-                    )
-                index += 1
-            outputs.write_lines(os.path.join(out_dir, f"{split}.jsonl"), (json.dumps(line) for line in lines))
-            counts[split] = len(lines)
-        with outputs.atomic_writer(config_path) as f:
-            json.dump({"config": asdict(cfg), "counts": counts, "images": index, "kind": "zoom"}, f, indent=2)
-    return {**counts, "images": index, "out_dir": out_dir}

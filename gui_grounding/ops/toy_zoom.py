@@ -34,7 +34,7 @@ class ZoomRecipe:
     about 4.5 s per step of 16 rows, a zoom GRPO step of 32 rollouts about 10 s).
 
     Attributes:
-        data: :class:`gui_grounding.data.synthetic.ZoomSyntheticConfig` fields.
+        data: :class:`gui_grounding.data.synthetic.SyntheticConfig` fields (``background="tiles"``, ``name_cell``).
         sft_epochs, sft_lr, sft_batch: the two warm starts (one-shot rows; zoom rows: a call and an answer in the crop
             per sample), trained once and shared by every seed.
         grpo_steps, grpo_lr, prompts_per_step, num_generations: GRPO, the same for both arms and the control.
@@ -91,7 +91,7 @@ def seed_interval(values: list[float]) -> list[float]:
 
 
 class ZoomToyExperiments(ToyExperiments):
-    """``gui-grounding toy zoom``: the zoom toy set (:func:`gui_grounding.data.synthetic.make_zoom_synthetic`) under a
+    """``gui-grounding toy zoom``: the zoom toy set (:func:`gui_grounding.data.synthetic.make_synthetic` with ``background="tiles"`` and ``name_cell``) under a
     budget that shows the screen 4x smaller; SFT warm starts for the one-shot and the zoom-tool prompt, then per seed
     GRPO of each arm and a random-reward control of the zoom arm; held-out click accuracy by ``gui-grounding eval``
     (greedy for one-shot, ``--tts zoom-tool`` for the zoom policy, which also records the same checkpoint's

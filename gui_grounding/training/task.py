@@ -191,6 +191,18 @@ class GUIGroundingOptions:
         self.zoom_sft_fraction = argvalue(
             number(min=0, max=1, min_open=True), self.zoom_sft_fraction, "--zoom_sft_fraction"
         )
+        unused = [
+            f"--{name}"
+            for name, default in (
+                ("max_zoom_calls", 1),
+                ("zoom_cost", 0.0),
+                ("zoom_sft_fraction", 0.25),
+                ("zoom_sft_grid", 0),
+            )
+            if getattr(self, name) != default
+        ]
+        if unused and not self.zoom_tool:
+            logger.warning("%s given without --zoom_tool true: no effect", ", ".join(unused))
 
 
 CLICK_REWARD_KEY = "rewards/click_reward/mean"  # TRL's metric key of the click reward

@@ -54,10 +54,27 @@ class ZoomEnvironment:
     tool_name = zoom_tool.ZOOM_TOOL_NAME
     reasons = zoom_tool.REJECTS
 
+    #: screenshots kept decoded: the G rollouts of a group crop the same screenshot, so it is read once per group
+    CACHED_IMAGES = 16
+
     def __init__(self, budget: Any, max_calls: int = 1, cost: float = 0.0):
         self.budget = budget
         self.max_calls = int(max_calls)
         self.cost = float(cost)
+        self._images: dict[str, Any] = {}
+
+    def _screenshot(self, path: str):
+        """The screenshot at ``path`` in its displayed frame (``groundwork.validate.open_image``), decoded once for the
+        rollouts that crop it (at most :attr:`CACHED_IMAGES` kept, oldest dropped first). Raises what
+        ``open_image`` raises."""
+        image = self._images.pop(path, None)
+        if image is None:
+            image = validate.open_image(path)
+            image.load()
+        self._images[path] = image  # most recent last
+        while len(self._images) > self.CACHED_IMAGES:
+            self._images.pop(next(iter(self._images)))
+        return image
 
     def step(self, row: dict, turns: list[dict]) -> ToolTurn | ToolStop | None:
         """The tool's answer to the last of ``turns`` (see the module docstring). Never raises for a call or a row
@@ -82,7 +99,7 @@ class ZoomEnvironment:
         )
         try:
             crop_frame = self.budget.frame(window.width, window.height)
-            image = validate.open_image(row["image_path"])
+            image = self._screenshot(row["image_path"])
             if image.size != (screen.width, screen.height):
                 return ToolStop("unsendable", {"why": "image size changed since the row was built"})
             crop = resize_for_model(window.crop(image), self.budget)
