@@ -35,6 +35,7 @@ from gui_grounding.data.schema import SampleError
 from gui_grounding.data.synthetic import register_cli as register_synthetic
 from gui_grounding.eval import benchmarks as benchmark_registry  # BENCHMARKS is looked up when the parser is built
 from gui_grounding.eval.backends import REGISTRY as BACKEND_REGISTRY
+from gui_grounding.eval.benchmarks.osworld_g import DENOMINATOR_RULES, DENOMINATORS
 from gui_grounding.eval.compare import add_parser as register_compare
 from gui_grounding.eval.tts import (
     DEFAULT_SAMPLES,
@@ -78,6 +79,8 @@ def _eval(args: argparse.Namespace) -> None:
         options["subset"] = args.subset
     if args.image_cache:
         options["cache_dir"] = args.image_cache
+    if args.denominator:
+        options["denominator"] = args.denominator
     kwargs = {}
     if args.model:
         kwargs = flag_values(args, "max_new_tokens", "min_pixels", "max_pixels", "max_tiles")
@@ -351,6 +354,14 @@ def _add_eval(sub) -> None:
         default=None,
         help="OSWorld-G: 'plain' (OSWorld-G.json) or 'refined' "
         "(OSWorld-G_refined.json); default: the plain file when present",
+    )
+    p.add_argument(
+        "--denominator",
+        choices=DENOMINATORS,
+        default=None,
+        help="OSWorld-G: the headline's denominator (metrics.json holds all three). "
+        + "; ".join(f"{name}: {rule}" for name, rule in DENOMINATOR_RULES.items())
+        + f". Default: {DENOMINATORS[0]}",
     )
     p.add_argument(
         "--image-cache",

@@ -45,6 +45,7 @@ from gui_grounding.data.schema import LoadReport, Sample, SampleError, read_imag
 from gui_grounding.eval.benchmarks.base import Benchmark
 from gui_grounding.eval.judge import CORRECT
 from gui_grounding.eval.predictions import PredictionReport
+from gui_grounding.eval.tables import fmt_headline
 from gui_grounding.eval.tts import plot_calibration
 
 logger = logging.getLogger(__name__)
@@ -254,6 +255,8 @@ def _results_md(benchmark: Benchmark, samples, metrics, pred_summary: dict, load
         if warnings:
             notes = ", ".join(f"{k} {v}" for k, v in sorted(load_report.notes.items()))
             lines.append(f"Warnings (kept and scored): {len(warnings)} ({notes}); listed in metrics.json.")
+    if "headline" in metrics:
+        lines += ["", fmt_headline(metrics["headline"], benchmark.name)]
     lines += ["", benchmark.table(metrics), ""]
     published = metrics.get("published")
     if published:
@@ -268,13 +271,18 @@ def _results_md(benchmark: Benchmark, samples, metrics, pred_summary: dict, load
                 r["ours"],
                 f"{r['difference']:+.2f}",
                 "yes" if r["within_1_point"] else "no",
+                r.get("denominator", "-"),
                 " ".join(f"{k}={v}" for k, v in r["options"].items()) or "-",
                 r["source"],
             ]
             for r in published["rows"]
         ]
         lines += [
-            md_table(["published %", "ours %", "difference", "within 1 point", "options", "source"], rows, left=0)
+            md_table(
+                ["published %", "ours %", "difference", "within 1 point", "denominator", "options", "source"],
+                rows,
+                left=0,
+            )
             if rows
             else "No published number of this profile for this benchmark (and options).",
             "",
@@ -316,6 +324,11 @@ def _tts_md(out_dir: str, benchmark: Benchmark, tts: dict, md: str) -> str:
         f"The tables above score the {summary['mode']} answer; the greedy answer of the same run "
         "(same checkpoint, same prompts) scores:",
         "",
+        *(
+            [fmt_headline(tts["greedy_metrics"]["headline"], benchmark.name), ""]
+            if "headline" in tts["greedy_metrics"]
+            else []
+        ),
         benchmark.table(tts["greedy_metrics"]),
         "",
     ]

@@ -21,6 +21,7 @@ from gui_grounding.eval.predictions import (
     show_path,
 )
 from gui_grounding.eval.report import remove_summary, write_reports
+from gui_grounding.eval.tables import fmt_headline
 from gui_grounding.eval.tts import tts_run
 from gui_grounding.models.adapters import resolve_adapter
 from gui_grounding.models.profiles import get_profile
@@ -189,10 +190,10 @@ def run_eval(
             predictions, samples, strict=strict, on_duplicate=on_duplicate, format=predictions_format
         )
         results = results_from_predictions(samples, preds, pred_report)
-        metrics = bench.metrics(samples, results)
+        metrics = bench.score(samples, results)
         if prof is not None:
             meta["profile"] = prof.name
-            metrics["published"] = _published(prof, benchmark, benchmark_options, metrics)
+            metrics["published"] = _published(prof, bench, benchmark_options, metrics)
         tts_report = None
         if tts is not None and tts.mode != "greedy":
             tts_report = _test_time_scaling(bench, samples, preds, results, metrics, tts)
@@ -212,7 +213,10 @@ def run_eval(
             tts=tts_report,
         )
     if tts_report is not None:
-        print(f"greedy (same run):\n{bench.table(tts_report['greedy_metrics'])}\n\n{tts_report['label']}:")
+        greedy = tts_report["greedy_metrics"]
+        print(f"greedy (same run):\n{fmt_headline(greedy['headline'], bench.name)}\n\n{bench.table(greedy)}\n")
+        print(f"{tts_report['label']}:")
+    print(fmt_headline(metrics["headline"], bench.name) + "\n")
     print(bench.table(metrics))
     print(f"\nwrote {show_path(os.path.join(out_dir, 'metrics.json'))}, results.md, scores.jsonl and failures.html")
     return doc
@@ -324,14 +328,16 @@ def _predict(
     return predictions
 
 
-def _published(prof, benchmark: str, benchmark_options, metrics: dict) -> dict:
-    """``metrics["published"]``: the profile's published numbers beside ours, compared under the options the run
-    measured with (the benchmark options and the subset the metrics report)."""
+def _published(prof, bench, benchmark_options, metrics: dict) -> dict:
+    """``metrics["published"]``: the profile's published numbers beside our headline over each number's own
+    denominator (``Benchmark.headline``), compared under the options the run measured with (the benchmark options
+    and the subset the metrics report; the denominator is not an option to match: every denominator is measured)."""
     measured_with = {
-        **(benchmark_options or {}),
+        **{k: v for k, v in (benchmark_options or {}).items() if k != "denominator"},
         **({"subset": metrics["subset"]} if "subset" in metrics else {}),
     }
-    return {"profile": prof.name, "model": prof.model, "rows": prof.comparison(benchmark, measured_with, metrics)}
+    rows = prof.comparison(bench.name, measured_with, lambda d: bench.headline(metrics, d))
+    return {"profile": prof.name, "model": prof.model, "rows": rows}
 
 
 def _test_time_scaling(bench, samples, preds, results, metrics: dict, tts) -> dict:

@@ -56,6 +56,32 @@ def cell(correct: int, total: int, wrong_format: int) -> dict:
     }
 
 
+def headline_doc(c: dict, rule: str, denominator: str, source: str) -> dict:
+    """``metrics.json["headline"]``: ``{"accuracy" (percent, 2 decimals), "num_correct", "num_total", "ci95" (None
+    for an average of averages, which is no single proportion), "rule", "denominator", "source"}`` of the accuracy
+    ``c`` (a :func:`cell`, or ``{"accuracy": ...}`` alone)."""
+    return {
+        "accuracy": c["accuracy"],
+        "num_correct": c.get("num_correct"),
+        "num_total": c.get("num_total"),
+        "ci95": c.get("ci95"),
+        "rule": rule,
+        "denominator": denominator,
+        "source": source,
+    }
+
+
+def fmt_headline(h: dict, name: str) -> str:
+    """One line: ``"**NAME headline**: acc% [ci] (correct/total), denominator D: rule (source)"``."""
+    counts = f" ({h['num_correct']}/{h['num_total']})" if h.get("num_total") is not None else ""
+    ci = f" [{fmt_ci(h)}]" if h.get("ci95") else ""
+    source = f" ({h['source']})" if h.get("source") else ""
+    return (
+        f"**{name} headline**: {h['accuracy']:.2f}%{ci}{counts}; denominator `{h['denominator']}`: "
+        f"{h['rule']}{source}"
+    )
+
+
 def tally(
     samples: list[Sample], results: dict[str, dict], keys: Callable[[Sample], Iterable[Any]], order: Iterable = ()
 ) -> dict[Any, dict]:

@@ -665,7 +665,7 @@ def tts_run(
 
     answers = tts_predictions(predictions, samples, tts)
     results = results_from_predictions(samples, answers)
-    metrics = bench.metrics(samples, results)
+    metrics = bench.score(samples, results)
     greedy_metrics = dict(greedy_metrics)
     if "published" in greedy_metrics:
         metrics["published"] = {**greedy_metrics.pop("published"), "answer": "greedy"}

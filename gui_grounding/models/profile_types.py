@@ -19,13 +19,21 @@ REPRODUCED_WITHIN = 1.0
 @dataclass(frozen=True)
 class PublishedScore:
     """One published accuracy (percent): ``benchmark`` (a ``--benchmark`` name), ``value``, ``options`` (the benchmark
-    options it was measured with, e.g. ``{"subset": "refined"}``) and ``source`` (where it is published)."""
+    options it was measured with, e.g. ``{"subset": "refined"}``), ``source`` (where it is published) and
+    ``denominator`` (which of the benchmark's ``denominators`` it divides by: OSWorld-G ``refusal-scored`` /
+    ``refusal-as-miss`` / ``without-refusal``; ``""``: the authors' rule, the benchmark's first; ``"unstated"``: the
+    source does not say, so ours is shown over the authors' rule and the row says so).
+
+    ``variant`` names a published number that is not the plain greedy one (e.g. ``"authors' ZoomIn"``); such rows are
+    listed, never compared with a plain run."""
 
     benchmark: str
     value: float
     source: str
     options: dict = field(default_factory=dict)
     note: str = ""
+    denominator: str = ""
+    variant: str = ""
 
     def matches(self, benchmark: str, options: dict) -> bool:
         """True when this score was measured on ``benchmark`` with these options (unstated options: defaults)."""
@@ -67,22 +75,25 @@ class Profile:
         """The benchmark options this profile pins for ``benchmark`` (``{}`` when none)."""
         return dict(self.benchmark_options.get(benchmark, {}))
 
-    def comparison(self, benchmark: str, options: dict, metrics: dict) -> list[dict]:
-        """Our overall accuracy next to each published number for ``benchmark`` measured with ``options``:
-        ``[{"published", "ours", "difference", "within_1_point", "source", "options"}]`` (accuracy in percent;
-        difference = ours - published)."""
-        ours = (metrics.get("overall") or {}).get("accuracy")
+    def comparison(self, benchmark: str, options: dict, headline) -> list[dict]:
+        """Our headline next to each published plain number for ``benchmark`` measured with ``options``:
+        ``[{"published", "ours", "difference", "within_1_point", "denominator", "source", "options", "note"}]``
+        (accuracy in percent; difference = ours - published). ``headline(denominator)`` is our headline document
+        over that denominator (``None``: the authors' rule), so a number published over 510 items is compared with
+        ours over the same 510. Numbers with a ``variant`` (the authors' ZoomIn, ...) are not compared."""
         rows = []
         for score in self.published:
-            if not score.matches(benchmark, options) or ours is None:
+            if score.variant or not score.matches(benchmark, options):
                 continue
-            diff = round(float(ours) - score.value, 2)
+            ours = headline(score.denominator if score.denominator not in ("", "unstated") else None)
+            diff = round(float(ours["accuracy"]) - score.value, 2)
             rows.append(
                 {
                     "published": score.value,
-                    "ours": ours,
+                    "ours": ours["accuracy"],
                     "difference": diff,
                     "within_1_point": abs(diff) <= REPRODUCED_WITHIN,
+                    "denominator": score.denominator or ours["denominator"],
                     "source": score.source,
                     "options": dict(score.options),
                     "note": score.note,

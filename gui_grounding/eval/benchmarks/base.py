@@ -17,6 +17,7 @@ from gui_grounding.data.annotations import (
     read_annotation_samples,
 )
 from gui_grounding.data.schema import LoadReport, Sample
+from gui_grounding.eval.tables import headline_doc
 
 
 class Benchmark:
@@ -31,6 +32,15 @@ class Benchmark:
     # predictions file: a missing or unreadable image then keeps its record in the denominator, with a warning
     # (``ImageSizes(need_pixels=False)``), since scoring a point against a box needs no pixels.
     need_pixels = True
+    #: the authors' headline rule in words, and where it is defined (file:line at a pinned commit): printed above the
+    #: breakdown and written to ``metrics.json["headline"]``
+    headline_rule = "correct / total over all samples"
+    headline_source = ""
+    #: the denominators the headline can be reported over (:meth:`headline`); the first is the authors' own
+    denominators: tuple[str, ...] = ("all",)
+    #: the denominator this run reports its headline over (``None``: the authors', the first of :attr:`denominators`);
+    #: a benchmark with several takes it as its ``denominator`` option (OSWorld-G, ``--denominator``)
+    denominator: str | None = None
 
     def load(self, data_dir: str, *, strict: bool = False) -> tuple[list[Sample], LoadReport]:
         """Read ``data_dir`` (laid out as published) into samples in original pixels with stable ``sample_id``s.
@@ -51,6 +61,35 @@ class Benchmark:
     def table(self, metrics: dict) -> str:
         """A readable Markdown table of ``metrics`` (for results.md and the terminal)."""
         raise NotImplementedError
+
+    def score(self, samples: list[Sample], results: dict[str, dict]) -> dict:
+        """:meth:`metrics` with the authors' headline first (``"headline"``: :meth:`headline` over this run's
+        :attr:`denominator`): what ``metrics.json`` holds and every report prints first."""
+        metrics = self.metrics(samples, results)
+        return {"headline": self.headline(metrics), **metrics}
+
+    def headline_cell(self, metrics: dict, denominator: str) -> dict:
+        """The accuracy behind the headline over ``denominator`` (one of :attr:`denominators`): a
+        :func:`gui_grounding.eval.tables.cell`, or ``{"accuracy": ...}`` alone for an average of averages (no single
+        count, no interval). Default: ``metrics["overall"]``."""
+        return metrics["overall"]
+
+    def headline(self, metrics: dict, denominator: str | None = None) -> dict:
+        """The authors' headline number of ``metrics`` (:func:`gui_grounding.eval.tables.headline_doc`): accuracy in
+        percent over ``denominator`` (``None``: the first of :attr:`denominators`, the authors' rule), with the rule,
+        the denominator and its source.
+
+        Raises:
+            ValueError: ``denominator`` is not one of :attr:`denominators`.
+        """
+        denominator = denominator or self.denominator or self.denominators[0]
+        if denominator not in self.denominators:
+            raise ValueError(
+                f"{self.name}: denominator must be one of {', '.join(self.denominators)}, got {denominator!r}"
+            )
+        return headline_doc(
+            self.headline_cell(metrics, denominator), self.headline_rule, denominator, self.headline_source
+        )
 
 
 class AnnotationLoad:

@@ -109,6 +109,7 @@ class Canonical(Benchmark):
     """Canonical JSONL reader (``gui_grounding.data.schema``) and breakdown metrics."""
 
     name = "canonical"
+    headline_source = "ours: one accuracy over every record of the file"
     listing_order = 50
     layout_help = (
         "Our canonical JSONL (docs/TRAINING.md 'Data'): a .jsonl/.json file of {instruction, image_path, target_bbox "

@@ -60,6 +60,17 @@ SUBSETS = {"plain": "OSWorld-G.json", "refined": "OSWorld-G_refined.json"}
 CLASSIFICATION_FILE = "classification_result.json"
 UNCLASSIFIED = "unclassified"
 BOX_TYPES = ("bbox", "polygon", "refusal")
+#: the three OSWorld-G denominators in circulation (:meth:`OSWorldG.headline_cell`); the first is the authors' rule
+DENOMINATORS = ("refusal-scored", "refusal-as-miss", "without-refusal")
+#: each denominator in words (``--denominator``'s help, the headline's rule)
+DENOMINATOR_RULES = {
+    "refusal-scored": "every item (564 in the published files), a refusal item correct only on a refusal answer: the "
+    "authors' rule (the official GroundingEval; the OSWorld-G authors' VLMEvalKit port divides by every record)",
+    "refusal-as-miss": "every item, each refusal item counted as a miss whatever the answer (what a model that cannot "
+    "abstain, e.g. one decoded with a guided JSON point, is given)",
+    "without-refusal": "the bbox and polygon items alone (510 of 564: the refusal items left out), as ClawGUI's default "
+    "and duvo-eye-1's '510 standard subset'; about 7 points above refusal-scored for a model that never abstains",
+}
 
 
 def parse_polygon(value, ref: str, report: BenchmarkLoadReport | None = None) -> list[tuple[float, float]]:
@@ -95,6 +106,11 @@ class OSWorldG(Benchmark):
     Args:
         subset: ``"plain"`` (``OSWorld-G.json``), ``"refined"`` (``OSWorld-G_refined.json``) or ``"auto"`` (the
             plain file when present, else the refined one).
+        denominator: the headline's denominator, one of :data:`DENOMINATORS` (``None``: ``"refusal-scored"``, the
+            authors' rule). ``metrics.json`` holds all three cells whichever is chosen.
+
+    Raises:
+        ValueError: an unknown subset or denominator.
     """
 
     name = "osworld-g"
@@ -105,10 +121,21 @@ class OSWorldG(Benchmark):
         "box_coordinates: [x,y,w,h] px or polygon vertices}), classification_result.json and images/."
     )
 
-    def __init__(self, subset: str = "auto"):
+    denominators = DENOMINATORS
+    headline_rule = DENOMINATOR_RULES[DENOMINATORS[0]]
+    headline_source = (
+        "the official evaluation/eval.py GroundingEval scores refusal items (contract stated by "
+        "Onifin/Holo3.1-OSWorld-G evaluation/holo_osworld_g.py:33,85-91 at 0fbdd89); denominators named as "
+        "issue 31 lists them"
+    )
+
+    def __init__(self, subset: str = "auto", denominator: str | None = None):
         if subset not in ("auto", *SUBSETS):
             raise ValueError(f"OSWorld-G subset must be auto, plain or refined, got {subset!r}")
+        if denominator is not None and denominator not in DENOMINATORS:
+            raise ValueError(f"OSWorld-G denominator must be one of {', '.join(DENOMINATORS)}, got {denominator!r}")
         self.subset = subset
+        self.denominator = denominator
         self.resolved_subset: str | None = None  # set by load(): the file read ("plain" or "refined")
         self.class_order: list[str] = []  # set by load(), from classification_result.json
 
@@ -254,19 +281,36 @@ class OSWorldG(Benchmark):
         check_results(samples, results)
         order = [*self.class_order, UNCLASSIFIED]
         empty = cell(0, 0, 0)
+        overall = tally(samples, results, lambda s: ["all"]).get("all", empty)
+        targets = tally(samples, results, lambda s: [] if s.refusal else ["all"]).get("all", empty)
         return {
             "subset": self.resolved_subset or self.subset,
-            "overall": tally(samples, results, lambda s: ["all"]).get("all", empty),
-            "overall_without_refusal": tally(samples, results, lambda s: [] if s.refusal else ["all"]).get(
-                "all", empty
-            ),
+            "denominator": self.denominator or DENOMINATORS[0],
+            "overall": overall,
+            "overall_refusal_as_miss": cell(targets["num_correct"], overall["num_total"], overall["wrong_format"]),
+            "overall_without_refusal": targets,
             "refusal": tally(samples, results, lambda s: ["all"] if s.refusal else []).get("all", empty),
             "by_class": tally(samples, results, lambda s: s.extra.get("classes", [UNCLASSIFIED]), order=order),
             "by_box_type": tally(samples, results, lambda s: [s.extra.get("box_type")], order=BOX_TYPES),
         }
 
+    def headline_cell(self, metrics: dict, denominator: str) -> dict:
+        """``overall`` (refusal-scored), ``overall_refusal_as_miss`` or ``overall_without_refusal``."""
+        key = {
+            "refusal-scored": "overall",
+            "refusal-as-miss": "overall_refusal_as_miss",
+            "without-refusal": "overall_without_refusal",
+        }[denominator]
+        return metrics[key]
+
+    def headline(self, metrics: dict, denominator: str | None = None) -> dict:
+        """:meth:`Benchmark.headline` with the rule of the denominator asked for (:data:`DENOMINATOR_RULES`)."""
+        doc = super().headline(metrics, denominator)
+        return {**doc, "rule": DENOMINATOR_RULES[doc["denominator"]]}
+
     def table(self, metrics: dict) -> str:
-        """Overall (with and without the refusal items), per class and per box type (accuracy in percent)."""
+        """Overall (refusal items scored, counted as misses, left out), per class and per box type (accuracy in
+        percent)."""
         subset = metrics.get("subset", "?")
         rows = breakdown_table(
             f"OSWorld-G ({subset}) accuracy (refusal items correct only on a refusal answer)",
@@ -274,6 +318,7 @@ class OSWorldG(Benchmark):
             [("by_class", "class"), ("by_box_type", "box_type")],
         )
         extra = [
+            f"| refusal items as misses |  | {_cols(metrics.get('overall_refusal_as_miss'))} |",
             f"| without refusal items |  | {_cols(metrics.get('overall_without_refusal'))} |",
             f"| refusal items only |  | {_cols(metrics.get('refusal'))} |",
         ]

@@ -56,7 +56,7 @@ from gui_grounding.data.schema import Sample, SampleError, require
 from gui_grounding.eval.benchmarks.base import AnnotationLoad, Benchmark
 from gui_grounding.eval.judge import CORRECT, WRONG_FORMAT
 from gui_grounding.eval.stats import wilson_interval
-from gui_grounding.eval.tables import check_results, fmt_ci
+from gui_grounding.eval.tables import cell, check_results, fmt_ci
 
 logger = logging.getLogger(__name__)
 
@@ -102,6 +102,8 @@ class ScreenSpotPro(Benchmark):
 
     name = "screenspot-pro"
     listing_order = 20
+    headline_rule = "micro average: correct / total over every sample (the harness's \"overall\" action_acc)"
+    headline_source = "likaixin2000/ScreenSpot-Pro-GUI-Grounding eval_screenspot_pro.py evaluate() at bd8bbbb"
     layout_help = (
         "ScreenSpot-Pro, published at huggingface.co/datasets/likaixin/ScreenSpot-Pro. DIR holds annotations/*.json "
         "(lists of {id, img_filename, bbox [x1,y1,x2,y2] px, img_size [w,h], instruction, application, platform, "
@@ -211,6 +213,12 @@ class ScreenSpotPro(Benchmark):
             "leaderboard_detailed_style": _breakdown(rows, ("application",), "app:{application}"),
             "overall": calc(rows),
         }
+
+    def headline_cell(self, metrics: dict, denominator: str) -> dict:
+        """The harness's ``overall`` as a percent :func:`~gui_grounding.eval.tables.cell` (its ``action_acc``, a
+        fraction, times 100)."""
+        c = metrics["overall"]
+        return cell(c["num_correct_action"], c["num_total"], c["wrong_format_num"])
 
     def table(self, metrics: dict) -> str:
         """Leaderboard-style tables in percent: per group and per application text / icon / avg, then overall."""

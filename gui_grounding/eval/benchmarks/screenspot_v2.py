@@ -48,6 +48,11 @@ class ScreenSpotV2(Benchmark):
 
     name = "screenspot-v2"
     listing_order = 10
+    headline_rule = (
+        "micro average: correct / total over every sample (the number GTA1 and the ScreenSpot leaderboards report; "
+        "the macro average of the 6 platform x ui_type cells is printed beside it, bytedance/UI-TARS#1)"
+    )
+    headline_source = "Yan98/GTA1 README.md:21 at 81f0c4c (ScreenSpot-V2 column, one accuracy over the set)"
     layout_help = (
         "ScreenSpot-V2, published at huggingface.co/datasets/OS-Copilot/ScreenSpot-v2. DIR holds "
         "screenspot_{mobile,desktop,web}_v2.json (lists of {img_filename, bbox [x,y,w,h] px, instruction, "
@@ -140,6 +145,10 @@ class ScreenSpotV2(Benchmark):
                 "samples (SeeClick / UGround paper style)",
             },
         }
+
+    def headline_cell(self, metrics: dict, denominator: str) -> dict:
+        """The micro average (correct / total over every sample)."""
+        return metrics["micro_avg"]
 
     def table(self, metrics: dict) -> str:
         """One row per platform (text, icon, both), then the micro and macro averages, accuracy in percent."""

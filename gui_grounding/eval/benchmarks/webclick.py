@@ -81,6 +81,7 @@ class WebClick(Benchmark):
     """
 
     name = "webclick"
+    headline_source = "Hcompany/WebClick dataset card: one accuracy over every row"
     listing_order = 40
     layout_help = (
         "WebClick, published at huggingface.co/datasets/Hcompany/WebClick. DIR holds data/test-*.parquet (or any "
