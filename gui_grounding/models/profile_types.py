@@ -57,6 +57,12 @@ class Profile:
         published: the published numbers.
         sources: ``{"adapter" | "max_new_tokens" | "model" | ...: source}``.
         notes: caveats shown by ``gui-grounding profiles``.
+        refusal: how this checkpoint's published code reads the family's "no target" answer (e.g. ``[-1,-1]``):
+            ``""`` the adapter's default, ``"refusal"`` an explicit refusal, ``"origin"`` the point (0, 0) (a parser
+            that falls back to ``[0,0,0,0]``), ``"point"`` read as the point it writes. Two checkpoints of one family
+            may differ (issue 31).
+        decoding: generation settings beyond greedy ``max_new_tokens`` that the published request sends (e.g.
+            ``{"frequency_penalty": 1.0}``), each with its source in ``sources["decoding"]``; ``{}``: greedy only.
     """
 
     name: str
@@ -70,6 +76,8 @@ class Profile:
     benchmark_options: dict = field(default_factory=dict)
     published: tuple[PublishedScore, ...] = ()
     notes: str = ""
+    refusal: str = ""
+    decoding: dict = field(default_factory=dict)
 
     def options_for(self, benchmark: str) -> dict:
         """The benchmark options this profile pins for ``benchmark`` (``{}`` when none)."""
