@@ -39,7 +39,8 @@ class Benchmark:
     #: the denominators the headline can be reported over (:meth:`headline`); the first is the authors' own
     denominators: tuple[str, ...] = ("all",)
     #: the denominator this run reports its headline over (``None``: the authors', the first of :attr:`denominators`);
-    #: a benchmark with several takes it as its ``denominator`` option (OSWorld-G, ``--denominator``)
+    #: a benchmark with several takes it as its ``denominator`` option (``__init__(..., denominator=None)``, checked
+    #: with :meth:`check_denominator`; CLI ``--denominator``)
     denominator: str | None = None
 
     def load(self, data_dir: str, *, strict: bool = False) -> tuple[list[Sample], LoadReport]:
@@ -62,6 +63,18 @@ class Benchmark:
         """A readable Markdown table of ``metrics`` (for results.md and the terminal)."""
         raise NotImplementedError
 
+    def check_denominator(self, denominator: str | None) -> str | None:
+        """``denominator`` when it is ``None`` or one of :attr:`denominators`.
+
+        Raises:
+            ValueError: any other value (the message lists the choices).
+        """
+        if denominator is not None and denominator not in self.denominators:
+            raise ValueError(
+                f"{self.name}: denominator must be one of {', '.join(self.denominators)}, got {denominator!r}"
+            )
+        return denominator
+
     def score(self, samples: list[Sample], results: dict[str, dict]) -> dict:
         """:meth:`metrics` with the authors' headline first (``"headline"``: :meth:`headline` over this run's
         :attr:`denominator`): what ``metrics.json`` holds and every report prints first."""
@@ -82,11 +95,7 @@ class Benchmark:
         Raises:
             ValueError: ``denominator`` is not one of :attr:`denominators`.
         """
-        denominator = denominator or self.denominator or self.denominators[0]
-        if denominator not in self.denominators:
-            raise ValueError(
-                f"{self.name}: denominator must be one of {', '.join(self.denominators)}, got {denominator!r}"
-            )
+        denominator = self.check_denominator(denominator or self.denominator) or self.denominators[0]
         return headline_doc(
             self.headline_cell(metrics, denominator), self.headline_rule, denominator, self.headline_source
         )

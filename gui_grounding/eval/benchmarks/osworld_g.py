@@ -132,10 +132,8 @@ class OSWorldG(Benchmark):
     def __init__(self, subset: str = "auto", denominator: str | None = None):
         if subset not in ("auto", *SUBSETS):
             raise ValueError(f"OSWorld-G subset must be auto, plain or refined, got {subset!r}")
-        if denominator is not None and denominator not in DENOMINATORS:
-            raise ValueError(f"OSWorld-G denominator must be one of {', '.join(DENOMINATORS)}, got {denominator!r}")
         self.subset = subset
-        self.denominator = denominator
+        self.denominator = self.check_denominator(denominator)
         self.resolved_subset: str | None = None  # set by load(): the file read ("plain" or "refined")
         self.class_order: list[str] = []  # set by load(), from classification_result.json
 
