@@ -305,6 +305,8 @@ def test_eval_with_profile_shows_published_numbers(tmp_path):
             "ours": ours,
             "difference": round(ours - 55.1, 2),
             "within_1_point": abs(ours - 55.1) <= 1,
+            "denominator": "refusal-scored",
+            "ours_over": "refusal-scored",
             "source": "Yan98/GTA1 README.md (81f0c4c):21",
             "options": {"subset": "plain"},
             "note": "",

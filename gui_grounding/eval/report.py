@@ -271,7 +271,8 @@ def _results_md(benchmark: Benchmark, samples, metrics, pred_summary: dict, load
                 r["ours"],
                 f"{r['difference']:+.2f}",
                 "yes" if r["within_1_point"] else "no",
-                r.get("denominator", "-"),
+                r.get("denominator", "-")
+                + (f" (ours over {r['ours_over']})" if r.get("ours_over") not in (None, r.get("denominator")) else ""),
                 " ".join(f"{k}={v}" for k, v in r["options"].items()) or "-",
                 r["source"],
             ]

@@ -85,7 +85,9 @@ class Profile:
 
     def comparison(self, benchmark: str, options: dict, headline) -> list[dict]:
         """Our headline next to each published plain number for ``benchmark`` measured with ``options``:
-        ``[{"published", "ours", "difference", "within_1_point", "denominator", "source", "options", "note"}]``
+        ``[{"published", "ours", "difference", "within_1_point", "denominator", "ours_over", "source", "options",
+        "note"}]`` (``denominator``: the published number's, ``"unstated"`` when its source does not say; ``ours_over``:
+        the one ours is computed over)
         (accuracy in percent; difference = ours - published). ``headline(denominator)`` is our headline document
         over that denominator (``None``: the authors' rule), so a number published over 510 items is compared with
         ours over the same 510. Numbers with a ``variant`` (the authors' ZoomIn, ...) are not compared."""
@@ -102,6 +104,7 @@ class Profile:
                     "difference": diff,
                     "within_1_point": abs(diff) <= REPRODUCED_WITHIN,
                     "denominator": score.denominator or ours["denominator"],
+                    "ours_over": ours["denominator"],
                     "source": score.source,
                     "options": dict(score.options),
                     "note": score.note,

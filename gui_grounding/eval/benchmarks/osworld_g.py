@@ -64,8 +64,8 @@ BOX_TYPES = ("bbox", "polygon", "refusal")
 DENOMINATORS = ("refusal-scored", "refusal-as-miss", "without-refusal")
 #: each denominator in words (``--denominator``'s help, the headline's rule)
 DENOMINATOR_RULES = {
-    "refusal-scored": "every item (564 in the published files), a refusal item correct only on a refusal answer: the "
-    "authors' rule (the official GroundingEval; the OSWorld-G authors' VLMEvalKit port divides by every record)",
+    "refusal-scored": "every item (564 in the published files), a refusal item correct only on a refusal answer "
+    "(the authors' rule)",
     "refusal-as-miss": "every item, each refusal item counted as a miss whatever the answer (what a model that cannot "
     "abstain, e.g. one decoded with a guided JSON point, is given)",
     "without-refusal": "the bbox and polygon items alone (510 of 564: the refusal items left out), as ClawGUI's default "
@@ -124,9 +124,7 @@ class OSWorldG(Benchmark):
     denominators = DENOMINATORS
     headline_rule = DENOMINATOR_RULES[DENOMINATORS[0]]
     headline_source = (
-        "the official evaluation/eval.py GroundingEval scores refusal items (contract stated by "
-        "Onifin/Holo3.1-OSWorld-G evaluation/holo_osworld_g.py:33,85-91 at 0fbdd89); denominators named as "
-        "issue 31 lists them"
+        "GroundingEval's contract, Onifin/Holo3.1-OSWorld-G evaluation/holo_osworld_g.py:33,85-91 at 0fbdd89"
     )
 
     def __init__(self, subset: str = "auto", denominator: str | None = None):
