@@ -145,3 +145,15 @@ def test_screenspot_v2_headline_is_the_micro_average(tmp_path):
     assert (doc["headline"]["num_correct"], doc["headline"]["num_total"], doc["headline"]["accuracy"]) == (5, 10, 50.0)
     assert doc["headline"]["accuracy"] == doc["micro_avg"]["accuracy"]
     assert doc["headline"]["rule"].startswith("micro average")
+
+
+def test_documented_tables_are_the_registries():
+    """docs/EVALUATION.md's benchmark table and published-numbers table are the registries' (regenerate with
+    ``.venv/bin/python docs/generated_tables.py``)."""
+    from gui_grounding.eval.benchmarks import benchmarks_table
+    from gui_grounding.models.profiles import published_table
+
+    with open("docs/EVALUATION.md", encoding="utf-8") as f:
+        doc = f.read()
+    assert benchmarks_table() in doc
+    assert published_table() in doc

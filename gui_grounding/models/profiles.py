@@ -148,3 +148,17 @@ def profiles_table() -> str:
     return md_table(
         ["profile", "model", "adapter", "pixel budget", "max_new_tokens", "backends", "published"], rows, left=7
     )
+
+
+def published_table() -> str:
+    """A Markdown table of every profile's published numbers: profile, benchmark (and options), value, denominator
+    (OSWorld-G's ``refusal-scored`` / ``refusal-as-miss`` / ``without-refusal``; ``authors'`` where the benchmark has
+    one; ``unstated`` where the source does not say), variant (a number that is not the plain greedy run, e.g. the
+    authors' ZoomIn: listed, never compared) and source."""
+    rows = []
+    for p in PROFILES.values():
+        for s in p.published:
+            opts = " ".join(f"{k}={v}" for k, v in s.options.items())
+            bench = f"{s.benchmark} ({opts})" if opts else s.benchmark
+            rows.append([p.name, bench, f"{s.value:.1f}", s.denominator or "authors'", s.variant or "-", s.source])
+    return md_table(["profile", "benchmark", "published %", "denominator", "variant", "source"], rows, left=6)

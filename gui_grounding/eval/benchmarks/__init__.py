@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from groundwork.markdown import md_table
 from groundwork.registry import Registry, discover
 from gui_grounding.eval.benchmarks.base import Benchmark
 
@@ -49,6 +50,16 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def benchmarks_table() -> str:
+    """A Markdown table of every registered benchmark: its headline rule, denominators (the authors' first), refusal
+    handling and the source of the rule (docs/EVALUATION.md holds it; ``tests/test_headline.py`` keeps it in sync)."""
+    rows = [
+        [name, cls.headline_rule, " / ".join(cls.denominators), cls.refusal_handling, cls.headline_source or "-"]
+        for name, cls in REGISTRY.available().items()
+    ]
+    return md_table(["benchmark", "headline rule", "denominators", "refusal items", "source"], rows, left=5)
+
+
 def get_benchmark(name: str, **options) -> Benchmark:
     """The benchmark called ``name`` (a key of ``BENCHMARKS``, or a ``"package.module:Class"`` spec), built with
     ``options``.
@@ -66,4 +77,4 @@ def get_benchmark(name: str, **options) -> Benchmark:
         raise ValueError(f"benchmark {name!r} does not take options {sorted(options)}: {err}") from err
 
 
-__all__ = ["BENCHMARKS", "ENTRY_POINT_GROUP", "REGISTRY", "Benchmark", "get_benchmark"]
+__all__ = ["BENCHMARKS", "benchmarks_table", "ENTRY_POINT_GROUP", "REGISTRY", "Benchmark", "get_benchmark"]

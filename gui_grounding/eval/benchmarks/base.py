@@ -36,6 +36,8 @@ class Benchmark:
     #: breakdown and written to ``metrics.json["headline"]``
     headline_rule = "correct / total over all samples"
     headline_source = ""
+    #: how the benchmark's items without a target are scored, in words (docs/EVALUATION.md's benchmark table)
+    refusal_handling = "none: every item has a target"
     #: the denominators the headline can be reported over (:meth:`headline`); the first is the authors' own
     denominators: tuple[str, ...] = ("all",)
     #: the denominator this run reports its headline over (``None``: the authors', the first of :attr:`denominators`);

@@ -123,6 +123,10 @@ class OSWorldG(Benchmark):
 
     denominators = DENOMINATORS
     headline_rule = DENOMINATOR_RULES[DENOMINATORS[0]]
+    refusal_handling = (
+        "54 of 564 items (box_type refusal) have no target: correct only on an explicit refusal or a point with both "
+        "coordinates negative (gui_grounding.eval.judge); a refusal answer elsewhere is wrong"
+    )
     headline_source = (
         "GroundingEval's contract, Onifin/Holo3.1-OSWorld-G evaluation/holo_osworld_g.py:33,85-91 at 0fbdd89"
     )
