@@ -251,6 +251,7 @@ def read_annotation_samples(
     *,
     ids: SampleIds,
     id_key: str | None = "id",
+    jsonl: bool = False,
 ) -> list[Sample]:
     """Samples of one annotation file of a JSON-list benchmark, with every bad record counted (or raised in strict
     mode).
@@ -268,12 +269,15 @@ def read_annotation_samples(
         ids: the load's :class:`SampleIds`: every record that is an object, scored or not, is given its id there
             (``record[id_key]``, or ``<file stem>:<index>``), so a repeated id is caught whatever else is wrong.
         id_key: the record's id field; None for a format without ids (every id generated).
+        jsonl: the benchmark publishes JSON lines (UI-I2E-Bench's ``.jsonl``): the file need not start with a list
+            (no :func:`list_file_problem` check); every document is still read by
+            :func:`groundwork.records.iter_records`, each line that does not parse one ``unparseable_record`` error.
 
     Returns:
         The good samples in file order.
     """
     check_data_file(path)  # not JSON text (gzip, UTF-16, ...): one error for the file, as every reader names it
-    problem = list_file_problem(path)
+    problem = None if jsonl else list_file_problem(path)
     if problem is not None:
         report.num_records += 1
         handle_reject(report, SampleError(path, "unparseable_record", problem), strict)

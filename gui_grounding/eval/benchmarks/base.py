@@ -116,9 +116,14 @@ class AnnotationLoad:
         self.report, self.sizes, self.ids = BenchmarkLoadReport(), ImageSizes(need_pixels=need_pixels), SampleIds()
         self.samples: list[Sample] = []
 
-    def read(self, path: str, make_sample: Callable[[str, dict, str], Sample], strict: bool, *, id_key="id") -> None:
-        """Add the samples of one annotation file (:func:`read_annotation_samples` with this load's report and ids)."""
-        self.samples += read_annotation_samples(path, make_sample, self.report, strict, ids=self.ids, id_key=id_key)
+    def read(
+        self, path: str, make_sample: Callable[[str, dict, str], Sample], strict: bool, *, id_key="id", jsonl=False
+    ) -> None:
+        """Add the samples of one annotation file (:func:`read_annotation_samples` with this load's report and ids;
+        ``jsonl``: a JSON-lines benchmark file, which need not start with a list)."""
+        self.samples += read_annotation_samples(
+            path, make_sample, self.report, strict, ids=self.ids, id_key=id_key, jsonl=jsonl
+        )
 
     def image(self, image_dir: str, name, ref: str, stated=None) -> tuple[str, int, int]:
         """``(path, width, height)`` of a record's screenshot ``name``: inside ``image_dir`` (:func:`image_file`:
