@@ -80,6 +80,8 @@ def _eval(args: argparse.Namespace) -> None:
         options["cache_dir"] = args.image_cache
     if args.denominator:
         options["denominator"] = args.denominator
+    if args.language:
+        options["language"] = args.language
     kwargs = {}
     if args.model:
         kwargs = flag_values(args, "max_new_tokens", "min_pixels", "max_pixels", "max_tiles")
@@ -362,6 +364,13 @@ def _add_eval(sub) -> None:
         "default is the authors' rule, listed first): "
         + "; ".join(f"{name}: {' | '.join(d)}" for name, d in several.items())
         + ". docs/EVALUATION.md says what each counts",
+    )
+    p.add_argument(
+        "--language",
+        choices=("en", "cn"),
+        default=None,
+        help="VenusBench-GD: the instruction language, en (the field 'instruction', the published command's "
+        "--language en; default) or cn ('instruction_zh'); one language per run",
     )
     p.add_argument(
         "--image-cache",

@@ -101,6 +101,8 @@ def expected(subset):
     b1 = 1 if subset == "plain" else 0
     return {
         "overall": c(2 + b1, 8, 2),
+        # every item counted, each refusal item a miss: the target items' hits over all 8
+        "overall_refusal_as_miss": c(b1, 8, 2),
         "overall_without_refusal": c(b1, 3, 1),
         "refusal": c(2, 5, 1),
         "by_class": {"text_matching": c(b1, 2), "element_recognition": c(0, 1, 1), "refusal": c(2, 5, 1)},
@@ -131,6 +133,7 @@ def test_table_plain():
         "| group | value | correct | total | no point | accuracy % | 95% CI |",
         "|:---|:---|---:|---:|---:|---:|---:|",
         f"| overall |  | 3 | 8 | 2 | 37.50 | {ci_text(3, 8)} |",
+        f"| refusal items as misses |  | 1 | 8 | 2 | 12.50 | {ci_text(1, 8)} |",
         f"| without refusal items |  | 1 | 3 | 1 | 33.33 | {ci_text(1, 3)} |",
         f"| refusal items only |  | 2 | 5 | 1 | 40.00 | {ci_text(2, 5)} |",
         f"| class | text_matching | 1 | 2 | 0 | 50.00 | {ci_text(1, 2)} |",

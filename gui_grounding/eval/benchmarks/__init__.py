@@ -64,7 +64,8 @@ def get_benchmark(name: str, **options) -> Benchmark:
     """The benchmark called ``name`` (a key of ``BENCHMARKS``, or a ``"package.module:Class"`` spec), built with
     ``options``.
 
-    Options: ``osworld-g`` takes ``subset="auto"|"plain"|"refined"``; ``webclick`` takes ``cache_dir``.
+    Options: ``osworld-g`` takes ``subset="auto"|"plain"|"refined"`` and ``denominator``; ``venusbench-gd`` takes
+    ``denominator`` and ``language="en"|"cn"``; ``webclick`` takes ``cache_dir``.
 
     Raises:
         ValueError: unknown name (the message lists the registered ones), a spec that names nothing loadable, or

@@ -40,6 +40,9 @@ class Benchmark:
     refusal_handling = "none: every item has a target"
     #: the denominators the headline can be reported over (:meth:`headline`); the first is the authors' own
     denominators: tuple[str, ...] = ("all",)
+    #: each denominator's rule in words, where the benchmark has several (``--help``, the headline's ``rule``);
+    #: a denominator not listed has :attr:`headline_rule`
+    denominator_rules: dict[str, str] = {}
     #: the denominator this run reports its headline over (``None``: the authors', the first of :attr:`denominators`);
     #: a benchmark with several takes it as its ``denominator`` option (``__init__(..., denominator=None)``, checked
     #: with :meth:`check_denominator`; CLI ``--denominator``)
@@ -98,9 +101,8 @@ class Benchmark:
             ValueError: ``denominator`` is not one of :attr:`denominators`.
         """
         denominator = self.check_denominator(denominator or self.denominator) or self.denominators[0]
-        return headline_doc(
-            self.headline_cell(metrics, denominator), self.headline_rule, denominator, self.headline_source
-        )
+        rule = self.denominator_rules.get(denominator, self.headline_rule)
+        return headline_doc(self.headline_cell(metrics, denominator), rule, denominator, self.headline_source)
 
 
 class AnnotationLoad:

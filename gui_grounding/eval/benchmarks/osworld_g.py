@@ -122,6 +122,7 @@ class OSWorldG(Benchmark):
     )
 
     denominators = DENOMINATORS
+    denominator_rules = DENOMINATOR_RULES
     headline_rule = DENOMINATOR_RULES[DENOMINATORS[0]]
     refusal_handling = (
         "54 of 564 items (box_type refusal) have no target: correct only on an explicit refusal or a point with both "
@@ -302,11 +303,6 @@ class OSWorldG(Benchmark):
             "without-refusal": "overall_without_refusal",
         }[denominator]
         return metrics[key]
-
-    def headline(self, metrics: dict, denominator: str | None = None) -> dict:
-        """:meth:`Benchmark.headline` with the rule of the denominator asked for (:data:`DENOMINATOR_RULES`)."""
-        doc = super().headline(metrics, denominator)
-        return {**doc, "rule": DENOMINATOR_RULES[doc["denominator"]]}
 
     def table(self, metrics: dict) -> str:
         """Overall (refusal items scored, counted as misses, left out), per class and per box type (accuracy in

@@ -143,7 +143,13 @@ class VenusBenchGD(Benchmark):
         "images/ (img_filename is relative to it)."
     )
     denominators = DENOMINATORS
+    denominator_rules = DENOMINATOR_RULES
     headline_rule = DENOMINATOR_RULES[DENOMINATORS[0]]
+    refusal_handling = (
+        "refusal_spatial.json (no target on the screen): correct only on an explicit refusal or a point with both "
+        "coordinates negative (gui_grounding.eval.judge); left out of the authors' positive headline, scored in "
+        "with-refusal, missed in refusal-as-miss"
+    )
     headline_source = (
         "inclusionAI/UI-Venus branch VenusBench-GD at 56b1005: scripts/run_eval.sh:8-17 (--task all --gt_type "
         "positive --language en), eval.py:157-171 (inclusive box test), eval.py:316-329 (overall = correct / total)"
@@ -265,11 +271,6 @@ class VenusBenchGD(Benchmark):
             "refusal-as-miss": "overall_refusal_as_miss",
         }[denominator]
         return metrics[key]
-
-    def headline(self, metrics: dict, denominator: str | None = None) -> dict:
-        """:meth:`Benchmark.headline` with the rule of the denominator asked for (:data:`DENOMINATOR_RULES`)."""
-        doc = super().headline(metrics, denominator)
-        return {**doc, "rule": DENOMINATOR_RULES[doc["denominator"]]}
 
     def table(self, metrics: dict) -> str:
         """The three overall cells and the refusal items, then per task file, then each breakdown of the target
