@@ -582,7 +582,10 @@ def _oswg_expected(overall, without_refusal, classes, box_types):
     ]
     return {
         "subset": "plain",
+        "denominator": "refusal-scored",
         "overall": overall,
+        # every item, each refusal item a miss: the target items' hits over every item
+        "overall_refusal_as_miss": c(without_refusal["num_correct"], overall["num_total"], overall["wrong_format"]),
         "overall_without_refusal": without_refusal,
         "refusal": box_types[2],
         "by_class": dict(zip(names, classes, strict=True)),
