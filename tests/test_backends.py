@@ -152,7 +152,9 @@ def test_gta1_box_adapter_prompt_and_centre():
 
 def test_registry_and_defaults():
     registered = "gta1 gta1-thinking gta1-box ui-tars-1.5 ui-venus-ground gui-g2 qwen2.5-vl internvl internvl-gui"
-    assert " ".join(ADAPTERS) == registered + " qwen2-vl qwen3-vl"
+    assert " ".join(ADAPTERS) == registered + (
+        " opencua qwen2-vl qwen3-vl ui-venus-1.5 mai-ui gui-owl-1.5 gui-owl-1.5-infeasible"
+    )  # family files alphabetically after qwen2_5_vl's; each file's ADAPTERS in order
     assert BACKENDS == ("hf", "openai", "vllm")
     with pytest.raises(ValueError, match=r"unknown adapter 'nope'; registered adapters: gta1, gta1-thinking"):
         get_adapter("nope")

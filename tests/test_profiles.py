@@ -59,7 +59,18 @@ SIZES = {
     "ui-venus-ground-7b": ((1092, 2408), (2912, 1624)),
     "gui-g2-7b": ((1092, 2408), (3836, 2156)),
     "internvl3-8b": (PORTRAIT, UHD),  # tiles: the original is sent
+    # the 2026 checkpoints (their requests: tests/test_profiles_2026.py). Factor 32: portrait as qwen3-vl-8b; 4K
+    # 3840x2176 under 12,845,056 (UI-Venus-1.5) and 10,035,200 (GUI-Owl-1.5); MAI-UI's 6,553,600: beta =
+    # sqrt(3840*2160 / 6553600) = 1.125, floor(3840/1.125/32) = 106 -> 3392, floor(2160/1.125/32) = 60 -> 1920.
+    # OpenCUA (GTA1-7B): factor 28, 3,136 .. 12,845,056, as GTA1-2507's sizes
+    "ui-venus-1.5-8b": ((1088, 2400), (3840, 2176)),
+    "mai-ui-8b": ((1088, 2400), (3392, 1920)),
+    "gui-owl-1.5-8b": ((1088, 2400), (3840, 2176)),
+    "gui-owl-1.5-8b-osworld-g": ((1088, 2400), (3840, 2176)),
+    "gta1-7b": ((1092, 2408), (3836, 2156)),
 }
+#: adapters of the 2026 checkpoints, whose exact messages tests/test_profiles_2026.py checks
+ADAPTERS_2026 = {"ui-venus-1.5", "mai-ui", "gui-owl-1.5", "gui-owl-1.5-infeasible", "opencua"}
 
 
 def _user(text):
@@ -82,6 +93,8 @@ def _expected_messages(profile: str, sent: tuple[int, int]) -> list[dict]:
         return [_user(INTERNVL_TEXT.format(INSTRUCTION))]
     if adapter == "qwen3-vl":
         return [_user(QWEN3_TEXT.format(INSTRUCTION))]
+    if adapter in ADAPTERS_2026:
+        return None  # checked in tests/test_profiles_2026.py
     assert adapter == "qwen2.5-vl"
     return None  # checked on its own (the long computer_use text), see test_qwen25vl_request_is_the_harness_request
 
@@ -96,6 +109,7 @@ def test_the_required_checkpoints_have_profiles():
         "ui-venus-ground",
         "gui-g2",
         "internvl-gui",
+        *ADAPTERS_2026,
     }
     assert PROFILES["gta1-72b-2507"].backends == ("vllm", "openai")  # a 72B needs tensor parallelism
     assert "hf" in PROFILES["gta1-7b-2507"].backends
@@ -121,6 +135,11 @@ def test_each_family_file_declares_its_own_profiles():
     assert {name: family for name, (family, _) in declared.items() if family != "qwen2_5_vl"} == {
         "qwen3-vl-8b": "qwen3_vl",
         "internvl3-8b": "internvl",
+        "ui-venus-1.5-8b": "qwen3_vl",
+        "mai-ui-8b": "qwen3_vl",
+        "gui-owl-1.5-8b": "qwen3_vl",
+        "gui-owl-1.5-8b-osworld-g": "qwen3_vl",
+        "gta1-7b": "opencua",
     }
     listed = [name for name in LISTING_ORDER if name in PROFILES]  # first, in that order; a new family's follow
     assert listed == list(LISTING_ORDER) and list(PROFILES)[: len(listed)] == listed

@@ -155,6 +155,11 @@ def test_default_budgets_are_the_published_settings():
         "qwen3-vl": (32, 65_536, 16_777_216, None),  # processor default (no published grounding budget)
         "internvl": (None, None, None, 12),  # 448-px tiles, up to 12 (no smart_resize)
         "internvl-gui": (None, None, None, 12),  # ScreenSpot-Pro harness internvl.py:121 max_num=12
+        "opencua": (28, 3136, 12_845_056, None),  # OpenCUA model/README.md:290-300 smart_resize(factor=28, ...)
+        "ui-venus-1.5": (32, 65_536, 12_845_056, None),  # qwen_vl_utils' 16384*28*28 cap, the processor's factor 32
+        "mai-ui": (32, 1_024, 6_553_600, None),  # MAI-UI eval_server.py:53-59
+        "gui-owl-1.5": (32, 200_704, 10_035_200, None),  # GUI-Owl-1.5 eval_grounding_benchmarks.py:43-44
+        "gui-owl-1.5-infeasible": (32, 200_704, 10_035_200, None),
     }
     for name, cls in ADAPTERS.items():
         b = cls.default_budget

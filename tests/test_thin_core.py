@@ -303,15 +303,19 @@ def test_a_family_is_its_two_files(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     import json
 
-    from gui_grounding.models.adapters import ADAPTERS
+    from gui_grounding.models.adapters import ADAPTERS, internvl, qwen3_vl
     from gui_grounding.models.profiles import PROFILES
     from vlm_r1.modules import available_modules
 
     left = json.loads(proc.stdout.strip().splitlines()[-1])
     assert left["modules"] == sorted(set(available_modules()) - {"qwen3_vl", "qwen3_vl_moe", "internvl"})
-    assert left["adapters"] == sorted(set(ADAPTERS) - {"qwen3-vl", "internvl", "internvl-gui"})
+    removed = {cls.name for family in (qwen3_vl, internvl) for cls in family.ADAPTERS}
+    assert {"qwen3-vl", "internvl", "internvl-gui"} <= removed
+    assert left["adapters"] == sorted(set(ADAPTERS) - removed)
     assert {"qwen2_5_vl", "qwen2_vl"} <= set(left["modules"]) and {"gta1", "qwen2-vl"} <= set(left["adapters"])
     # the removed families' published profiles left with their adapter files; the rest are listed in their order
-    kept = [name for name in PROFILES if name not in ("qwen3-vl-8b", "internvl3-8b")]
-    assert len(kept) == len(PROFILES) - 2
+    gone = {p.name for family in (qwen3_vl, internvl) for p in family.PROFILES}
+    assert {"qwen3-vl-8b", "internvl3-8b"} <= gone
+    kept = [name for name in PROFILES if name not in gone]
+    assert len(kept) == len(PROFILES) - len(gone)
     assert left["profiles"] == left["table"] == kept

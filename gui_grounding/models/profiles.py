@@ -45,6 +45,11 @@ LISTING_ORDER = (
     "ui-venus-ground-7b",
     "gui-g2-7b",
     "internvl3-8b",
+    "ui-venus-1.5-8b",
+    "mai-ui-8b",
+    "gui-owl-1.5-8b",
+    "gui-owl-1.5-8b-osworld-g",
+    "gta1-7b",
 )
 
 PROFILES: dict[str, Profile] = {}
