@@ -97,9 +97,16 @@ def describe_profile(profile: Profile) -> str:
     for bench, opts in profile.benchmark_options.items():
         lines.append(f"  {bench:<16} {opts}   <- {profile.sources.get('benchmark_options', '?')}")
     lines += ["  " + line for line in profile.budget.describe().splitlines()]
+    if profile.refusal:
+        lines.append(f"  refusal answer   read as {profile.refusal!r}   <- {profile.sources.get('refusal', '?')}")
+    if profile.decoding:
+        lines.append(f"  decoding extras  {profile.decoding}   <- {profile.sources.get('decoding', '?')}")
     for s in profile.published:
         opts = f" {s.options}" if s.options else ""
-        lines.append(f"  published        {s.benchmark}{opts}: {s.value:.1f}   <- {s.source}")
+        tags = [f"denominator {s.denominator}"] if s.denominator else []
+        tags += [s.variant] if s.variant else []
+        tag = f" [{', '.join(tags)}]" if tags else ""
+        lines.append(f"  published        {s.benchmark}{opts}: {s.value:.1f}{tag}   <- {s.source}")
     if profile.notes:
         lines.append(f"  notes            {profile.notes}")
     return "\n".join(lines)
@@ -128,9 +135,19 @@ def profile_dict(profile: Profile) -> dict:
         "backends": list(profile.backends),
         "benchmark_options": profile.benchmark_options,
         "published": [
-            {"benchmark": s.benchmark, "options": s.options, "value": s.value, "source": s.source, "note": s.note}
+            {
+                "benchmark": s.benchmark,
+                "options": s.options,
+                "value": s.value,
+                "denominator": s.denominator,
+                "variant": s.variant,
+                "source": s.source,
+                "note": s.note,
+            }
             for s in profile.published
         ],
+        "refusal": profile.refusal,
+        "decoding_extras": dict(profile.decoding),
         "sources": dict(profile.sources),
         "notes": profile.notes,
     }
@@ -145,6 +162,7 @@ def profiles_table() -> str:
         published = (
             "; ".join(
                 f"{s.benchmark}{'/' + '/'.join(map(str, s.options.values())) if s.options else ''} {s.value:.1f}"
+                + (f" ({s.variant})" if s.variant else "")
                 for s in p.published
             )
             or "-"
