@@ -414,6 +414,42 @@ def box_from_xyxy(value: Any, ref: str, report: BenchmarkLoadReport, what: str =
     return x1, y1, x2, y2
 
 
+def stated_image_size(value, ref: str, what: str = "image_size") -> tuple[float, float]:
+    """``(width, height)`` of a record's stated image size ``[w, h]`` (pixels).
+
+    Raises:
+        SampleError: ``bad_field`` unless 2 finite numbers > 0 (within +-1e7, no booleans).
+    """
+    if not (isinstance(value, (list, tuple)) and len(value) == 2 and all(is_number(v) and v > 0 for v in value)):
+        raise SampleError(ref, "bad_field", f"{what} must be [width, height] > 0, got {short_repr(value)}")
+    return float(value[0]), float(value[1])
+
+
+def scale_box_to_file(
+    box: Box,
+    stated: tuple[float, float],
+    width: int,
+    height: int,
+    ref: str,
+    report: BenchmarkLoadReport,
+    what: str = "image_size",
+) -> Box:
+    """``box`` (pixels of an image of the ``stated`` size) in pixels of the ``width x height`` image file as read:
+    unchanged when the sizes agree (or the file's size is unknown, 0x0), else scaled per axis by ``file / stated``
+    with an ``img_size_mismatch`` warning (a harness that divides the box by the stated size and the point by the
+    file's size makes this test: the ScreenSpot-Pro harness with ``img_size``, UI-Vision's with ``image_size``)."""
+    if width <= 0 or height <= 0 or (width, height) == stated:
+        return box
+    sx, sy = width / stated[0], height / stated[1]
+    report.warn(
+        ref,
+        "img_size_mismatch",
+        f"{what} [{stated[0]:g}, {stated[1]:g}] differs from the image file as read, {width}x{height}; bbox "
+        f"{list(box)} scaled by ({sx:g}, {sy:g}) as the official scorer normalises it by {what}",
+    )
+    return box[0] * sx, box[1] * sy, box[2] * sx, box[3] * sy
+
+
 def check_unit(box: Box, unit: str, ref: str, report: BenchmarkLoadReport, what: str = "bbox") -> None:
     """Warn (never reject) about a box whose values do not fit the unit its benchmark declares: the unit rule of
     :func:`groundwork.validate.check_unit` (all four values in [0, 1] in a pixel or 0-1000 benchmark): a

@@ -49,10 +49,10 @@ from gui_grounding.data.annotations import (
     check_extent,
     check_unit,
     instruction_text,
-    is_number,
-    short_repr,
+    scale_box_to_file,
+    stated_image_size,
 )
-from gui_grounding.data.schema import Sample, SampleError, require
+from gui_grounding.data.schema import Sample, require
 from gui_grounding.eval.benchmarks.base import AnnotationLoad, Benchmark
 from gui_grounding.eval.judge import CORRECT, WRONG_FORMAT
 from gui_grounding.eval.stats import wilson_interval
@@ -139,20 +139,9 @@ class ScreenSpotPro(Benchmark):
         instruction = instruction_text(rec, "instruction", ref, report)
         box = box_from_xyxy(rec["bbox"], ref, report)
         check_unit(box, "pixel", ref, report, "bbox")
-        img_size = rec["img_size"]
-        if not (isinstance(img_size, list) and len(img_size) == 2 and all(is_number(v) and v > 0 for v in img_size)):
-            raise SampleError(ref, "bad_field", f"img_size must be [width, height] > 0, got {short_repr(img_size)}")
-        image_path, width, height = load.image(image_dir, rec["img_filename"], ref, stated=img_size)
-        if (width, height) != (img_size[0], img_size[1]):
-            sx, sy = width / img_size[0], height / img_size[1]
-            report.warn(
-                ref,
-                "img_size_mismatch",
-                f"img_size {img_size} differs from the image file as read, "
-                f"{width}x{height} ({image_path}); bbox {list(box)} scaled by "
-                f"({sx:g}, {sy:g}) as the harness normalises it by img_size",
-            )
-            box = (box[0] * sx, box[1] * sy, box[2] * sx, box[3] * sy)
+        img_size = stated_image_size(rec["img_size"], ref, "img_size")
+        image_path, width, height = load.image(image_dir, rec["img_filename"], ref, stated=rec["img_size"])
+        box = scale_box_to_file(box, img_size, width, height, ref, report, "img_size")
         check_extent(box, width, height, ref, report, "bbox")
         extra = {
             "group": rec.get("group"),

@@ -60,8 +60,9 @@ from gui_grounding.data.annotations import (
     check_extent,
     check_unit,
     instruction_text,
-    is_number,
+    scale_box_to_file,
     short_repr,
+    stated_image_size,
 )
 from gui_grounding.data.schema import Sample, SampleError, require
 from gui_grounding.eval.benchmarks.base import AnnotationLoad, Benchmark
@@ -80,36 +81,6 @@ BREAKDOWNS = ("platform", "element_type", "category")
 def annotation_name(kind: str) -> str:
     """``element_grounding_<kind>.json``, the published name of one instruction file."""
     return f"element_grounding_{kind}.json"
-
-
-def stated_size(value, ref: str, what: str = "image_size") -> tuple[float, float]:
-    """``(width, height)`` of a record's stated image size ``[w, h]`` (pixels).
-
-    Raises:
-        SampleError: ``bad_field`` unless 2 finite numbers > 0 (within +-1e7, no booleans).
-    """
-    if not (isinstance(value, (list, tuple)) and len(value) == 2 and all(is_number(v) and v > 0 for v in value)):
-        raise SampleError(ref, "bad_field", f"{what} must be [width, height] > 0, got {short_repr(value)}")
-    return float(value[0]), float(value[1])
-
-
-def scale_to_file(
-    box: Box, stated: tuple[float, float], width: int, height: int, ref: str, report: BenchmarkLoadReport
-) -> Box:
-    """``box`` (pixels of an image of the ``stated`` size) in pixels of the ``width x height`` image file as read:
-    unchanged when the sizes agree (or the file's size is unknown, 0x0), else scaled per axis by ``file / stated``
-    with an ``img_size_mismatch`` warning (a harness that divides the box by the stated size and the point by the
-    file's size makes this test)."""
-    if width <= 0 or height <= 0 or (width, height) == stated:
-        return box
-    sx, sy = width / stated[0], height / stated[1]
-    report.warn(
-        ref,
-        "img_size_mismatch",
-        f"image_size {[stated[0], stated[1]]} differs from the image file as read, {width}x{height}; bbox "
-        f"{list(box)} scaled by ({sx:g}, {sy:g}) as the official scorer normalises it by image_size",
-    )
-    return box[0] * sx, box[1] * sy, box[2] * sx, box[3] * sy
 
 
 def swapped_box(value, ref: str, report: BenchmarkLoadReport) -> Box:
@@ -210,11 +181,11 @@ class UIVision(Benchmark):
         require(rec, ("image_path", "prompt_to_evaluate", "bbox", "image_size"), ref)
         instruction = instruction_text(rec, "prompt_to_evaluate", ref, report)
         box = swapped_box(rec["bbox"], ref, report)
-        stated = stated_size(rec["image_size"], ref)
+        stated = stated_image_size(rec["image_size"], ref)
         labels = {key: optional_label(rec, key, ref) for key in BREAKDOWNS}
         image_path, width, height = load.image(image_dir, rec["image_path"], ref, stated=rec["image_size"])
         check_unit(box, "pixel", ref, report, "bbox")
-        box = scale_to_file(box, stated, width, height, ref, report)
+        box = scale_box_to_file(box, stated, width, height, ref, report)
         check_extent(box, width, height, ref, report, "bbox")
         extra = {
             "file": kind,
