@@ -305,6 +305,7 @@ def test_eval_with_profile_shows_published_numbers(tmp_path):
             "ours": ours,
             "difference": round(ours - 55.1, 2),
             "within_1_point": abs(ours - 55.1) <= 1,
+            "denominator": "unstated",  # the README does not say how refusal items were counted
             "source": "Yan98/GTA1 README.md (81f0c4c):21",
             "options": {"subset": "plain"},
             "note": "",

@@ -394,15 +394,25 @@ def _gta1(name: str, model: str, backends: tuple, published: tuple, notes: str =
 
 
 _GTA1_7B_CARD = "https://huggingface.co/Salesforce/GTA1-7B-2507 (model card)"
-_GTA1_PAPER = "GTA1 paper, arXiv:2507.05791, grounding results table (not re-read for this profile: verify)"
+# The 32B and 72B numbers: the grounding table of the HelloKKMe/GTA1-72B model card, which lists GTA1-32B and
+# GTA1-72B side by side (its single OSWorld-G column holds 67.7 for the 7B, the value the Salesforce/GTA1-7B-2507 card
+# gives as OSWORLD-G-Refined, hence subset refined); HelloKKMe/GTA1-32B's own card is the 32B model's page.
+_GTA1_72B_CARD = "https://huggingface.co/HelloKKMe/GTA1-72B (model card, grounding table: GTA1-32B and GTA1-72B rows)"
+# Their pixel budget: the 32B/72B cards' inference snippets name the model and max_new_tokens = 32; their processor
+# lines (min_pixels / max_pixels) could not be read here, so the 7B README's budget (GTA1_BUDGET) is ASSUMED.
+_GTA1_BIG_BUDGET_NOTE = (
+    "pixel budget ASSUMED equal to the 7B README's (3,136 .. 4096*2160): the 32B/72B model cards' processor lines "
+    "could not be read (unverified)"
+)
 
 
-def _gta1_paper(screenspot_pro: float, screenspot_v2: float, osworld_g_refined: float) -> tuple:
-    """The three scores of a GTA1 checkpoint in the paper's grounding table (OSWorld-G on the Refined set)."""
+def _gta1_card(card: str, screenspot_pro: float, screenspot_v2: float, osworld_g_refined: float) -> tuple:
+    """The three scores of a GTA1 checkpoint on its model card's grounding table (OSWorld-G on the Refined set; the
+    card does not say how refusal items were counted: denominator ``unstated``)."""
     return (
-        PublishedScore("screenspot-pro", screenspot_pro, _GTA1_PAPER),
-        PublishedScore("screenspot-v2", screenspot_v2, _GTA1_PAPER),
-        PublishedScore("osworld-g", osworld_g_refined, _GTA1_PAPER, {"subset": "refined"}),
+        PublishedScore("screenspot-pro", screenspot_pro, card),
+        PublishedScore("screenspot-v2", screenspot_v2, card),
+        PublishedScore("osworld-g", osworld_g_refined, card, {"subset": "refined"}, denominator="unstated"),
     )
 
 
@@ -446,8 +456,8 @@ PROFILES = (
         (
             PublishedScore("screenspot-pro", 50.1, f"{_GTA1_README}:21"),
             PublishedScore("screenspot-v2", 92.4, f"{_GTA1_README}:21"),
-            PublishedScore("osworld-g", 55.1, f"{_GTA1_README}:21", {"subset": "plain"}),
-            PublishedScore("osworld-g", 67.7, _GTA1_7B_CARD, {"subset": "refined"}),
+            PublishedScore("osworld-g", 55.1, f"{_GTA1_README}:21", {"subset": "plain"}, denominator="unstated"),
+            PublishedScore("osworld-g", 67.7, _GTA1_7B_CARD, {"subset": "refined"}, denominator="unstated"),
         ),
         notes="also published as Salesforce/GTA1-7B-2507 (README.md:11); the official parser int()s the (x,y) pair, so "
         "a decimal answer scores (0,0) there and its decimal point here",
@@ -456,15 +466,16 @@ PROFILES = (
         "gta1-32b-2507",
         "HelloKKMe/GTA1-32B",
         TENSOR_PARALLEL,
-        _gta1_paper(53.6, 93.2, 61.9),
-        notes="the 2507 release on Qwen2.5-VL-32B (the Oct-2025 Salesforce/GTA1-32B is another model, on OpenCUA-32B)",
+        _gta1_card(_GTA1_72B_CARD, 53.6, 93.2, 61.9),
+        notes="the 2507 release on Qwen2.5-VL-32B (the Oct-2025 Salesforce/GTA1-32B is another model, on OpenCUA-32B); "
+        + _GTA1_BIG_BUDGET_NOTE,
     ),
     _gta1(
         "gta1-72b-2507",
         "HelloKKMe/GTA1-72B",
         TENSOR_PARALLEL,
-        _gta1_paper(58.4, 94.8, 66.7),
-        notes="the 2507 release on Qwen2.5-VL-72B",
+        _gta1_card(_GTA1_72B_CARD, 58.4, 94.8, 66.7),
+        notes="the 2507 release on Qwen2.5-VL-72B; " + _GTA1_BIG_BUDGET_NOTE,
     ),
     Profile(
         "ui-tars-1.5-7b",
@@ -519,6 +530,7 @@ PROFILES = (
                 54.6,
                 f"{_VENUS} README.md:206 (c3a1442)",
                 note="the README does not say plain or Refined; ClawGUI lists 58.8 as official",
+                denominator="unstated",
             ),
         ),
         "UI-Venus-1.0 has no refusal in its prompt; a [-1,-1] answer (UI-Venus-1.5's infeasible marker) is still read "

@@ -1,0 +1,36 @@
+"""Issue 31 item 3: the profile audit's fixes, each pinned by the inputs and outputs of the authors' code or card.
+
+Fast (no model, no image decoding beyond tiny PIL images): every test runs in well under a second.
+"""
+
+from __future__ import annotations
+
+from gui_grounding.models.profiles import PROFILES
+
+
+# ---- a. GTA1-32B/72B: the model cards, not the paper; budget assumed ---------------------------------------------
+def test_gta1_big_profiles_cite_the_model_card_and_flag_the_assumed_budget():
+    for name, values in (("gta1-32b-2507", (53.6, 93.2, 61.9)), ("gta1-72b-2507", (58.4, 94.8, 66.7))):
+        prof = PROFILES[name]
+        assert [s.value for s in prof.published] == list(values)
+        assert {s.source for s in prof.published} == {
+            "https://huggingface.co/HelloKKMe/GTA1-72B (model card, grounding table: GTA1-32B and GTA1-72B rows)"
+        }
+        assert "paper" not in " ".join(s.source for s in prof.published)
+        assert "pixel budget ASSUMED equal to the 7B README's" in prof.notes and "unverified" in prof.notes
+        assert prof.budget == PROFILES["gta1-7b-2507"].budget
+
+
+def test_osworld_g_published_numbers_state_their_denominator():
+    """No GTA1 / UI-Venus source says how refusal items were counted: every OSWorld-G number is 'unstated'."""
+    found = {
+        (p.name, s.value): s.denominator for p in PROFILES.values() for s in p.published if s.benchmark == "osworld-g"
+    }
+    for key in (
+        ("gta1-7b-2507", 55.1),
+        ("gta1-7b-2507", 67.7),
+        ("gta1-32b-2507", 61.9),
+        ("gta1-72b-2507", 66.7),
+        ("ui-venus-ground-7b", 54.6),
+    ):
+        assert found[key] == "unstated"
