@@ -34,3 +34,12 @@ def test_osworld_g_published_numbers_state_their_denominator():
         ("ui-venus-ground-7b", 54.6),
     ):
         assert found[key] == "unstated"
+
+
+# ---- h. Qwen3-VL: ClawGUI's 512 new tokens; the #1881 request unread and said so ----------------------------------
+def test_qwen3_vl_profile_allows_clawguis_512_tokens_and_labels_its_prompt():
+    prof = PROFILES["qwen3-vl-8b"]
+    assert prof.max_new_tokens == 512
+    assert "qwen3vl_run_transformers.sh:21-22 (d990d3e): MAX_TOKENS=512" in prof.sources["max_new_tokens"]
+    assert "paraphrase" in prof.sources["adapter"]
+    assert "QwenLM/Qwen3-VL#1881" in prof.notes and "UNVERIFIED" in prof.notes

@@ -78,11 +78,13 @@ PROFILES = (
         "qwen3_vl",
         "qwen3-vl",
         QWEN3_VL_BUDGET,
-        128,
+        512,
         ONE_GPU,
         {
-            "adapter": "QwenLM/Qwen3-VL cookbooks/spatial_understanding.ipynb (point_2d JSON on the 0-1000 grid)",
-            "max_new_tokens": "greedy; answers are one JSON point",
+            "adapter": "QwenLM/Qwen3-VL cookbooks/spatial_understanding.ipynb (point_2d JSON on the 0-1000 grid); a "
+            "paraphrase of its pointing request, not the request behind the published numbers (notes)",
+            "max_new_tokens": "ZJU-REAL/ClawGUI clawgui-eval/scripts/infer/transformers/qwen3vl_run_transformers.sh:21-22 "
+            "(d990d3e): MAX_TOKENS=512, TEMPERATURE=0.0 (its reproduction of the official 54.6)",
             "backends": "8B: one GPU",
         },
         {},
@@ -91,9 +93,12 @@ PROFILES = (
                 "screenspot-pro", 54.6, "ZJU-REAL/ClawGUI clawgui-eval/README.md:462 (d990d3e), 'official' column"
             ),
         ),
-        "pixel budget as ClawGUI pins it (clawgui-eval/scripts/infer/transformers/qwen3vl_run_transformers.sh: "
+        "pixel budget as ClawGUI pins it (clawgui-eval/scripts/infer/transformers/qwen3vl_run_transformers.sh:29-30: "
         "MIN_PIXELS=65536, MAX_PIXELS=16777216, the processor default). Qwen's own GUI numbers use a computer_use "
-        "tool-call system prompt that Qwen does not publish as a script (ClawGUI injects it from its data files); this "
-        "profile uses the cookbook's pointing request, so expect a gap",
+        "tool-call system prompt (ClawGUI injects it from its data files, SYSTEM_PROMPT=call_user, :43). A Qwen3-VL "
+        "contributor shared the OSWorld-G request as two issue attachments (QwenLM/Qwen3-VL#1881: "
+        "qwen3vl_osworld_g.py, agent_function_call_og.py); they could not be read here, so their system prompt, "
+        "tool schema, image budget and parser are UNVERIFIED and not reproduced. This profile keeps the cookbook "
+        "pointing request, labelled a paraphrase: expect a gap",
     ),
 )
