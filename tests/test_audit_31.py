@@ -43,3 +43,19 @@ def test_qwen3_vl_profile_allows_clawguis_512_tokens_and_labels_its_prompt():
     assert "qwen3vl_run_transformers.sh:21-22 (d990d3e): MAX_TOKENS=512" in prof.sources["max_new_tokens"]
     assert "paraphrase" in prof.sources["adapter"]
     assert "QwenLM/Qwen3-VL#1881" in prof.notes and "UNVERIFIED" in prof.notes
+
+
+# ---- e. InternVL: the harness's order, not its broken box path ----------------------------------------------------
+def test_internvl_reads_the_boxes_the_harness_box_path_cannot():
+    """likaixin2000/ScreenSpot-Pro-GUI-Grounding models/internvl.py:152-177 at bd8bbbb: '[[500,500]]' is the point
+    (0.5, 0.5) there; '[[100, 200, 300, 400]]' matches nothing there (no point); '[[100,200,300,400]]' raises
+    AttributeError there. Ours: the point, and both boxes' centre, on the 0-1000 grid."""
+    from gui_grounding.models.adapters import get_adapter
+
+    ad = get_adapter("internvl-gui")
+    assert ad.parse_answer("[[500,500]]", strict=False) == (500.0, 500.0)
+    assert ad.parse_answer("[[100, 200, 300, 400]]", strict=False) == (200.0, 300.0)
+    assert ad.parse_answer("[[100,200,300,400]]", strict=False) == (200.0, 300.0)
+    assert ad.parse_answer("[[1,2,3,4]] then [[10, 20, 30, 40]]", strict=False) == (20.0, 30.0)  # the last box
+    assert "harness's box rule" in type(ad).__doc__ and "AttributeError" in type(ad).__doc__
+    assert "AttributeError" in PROFILES["internvl3-8b"].notes

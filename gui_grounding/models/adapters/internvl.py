@@ -93,9 +93,19 @@ class InternVLGUIAdapter(InternVLAdapter):
     * Prompt: no system prompt of ours (the checkpoint's chat template decides); user = image, then
       ``Please provide the bounding box coordinate of the UI element this user instruction describes:
       <ref>{instruction}</ref>. Answer in the format of [[x1, y1, x2, y2]]ß`` (INTERNVL_GUI_PROMPT).
-    * Parse, as the harness: the first ``[[x,y]]`` point if any (``extract_first_point``), else the LAST
-      ``[[x1,y1,x2,y2]]`` box's centre (``extract_last_bounding_box``); 0-1000 -> original pixels. A box in another
-      syntax falls back to :class:`InternVLAdapter`'s parser.
+    * Parse, in the harness's ORDER but not with its box rule: the first ``[[x,y]]`` point (digits only, no spaces:
+      the harness's ``extract_first_point``, internvl.py:167-177), else the centre of the LAST ``[[x1, y1, x2, y2]]``
+      box, **spaces, signs and decimals allowed** (``_HARNESS_BOX_RE``), else :class:`InternVLAdapter`'s parser (a box
+      in another syntax); 0-1000 -> original pixels.
+
+      Why not the harness's box rule: its ``extract_last_bounding_box`` (likaixin2000/ScreenSpot-Pro-GUI-Grounding
+      ``models/internvl.py:152-164`` at bd8bbbb) matches four digit runs joined by bare commas inside ``[[ ]]`` with no spaces, so
+      the spaced ``[[x1, y1, x2, y2]]`` its own prompt asks for never matches (the harness then has no point:
+      ``wrong_format``); and when an unspaced box does match, ``re.findall`` returns tuples and ``match.group(1)``
+      raises ``AttributeError``, which neither ``ground_only_positive`` (:136) nor the eval loop
+      (``eval_screenspot_pro.py:395``) catches: the harness run stops. So in the harness only a ``[[x,y]]`` point can
+      ever score. We read the box the prompt asks for and score its centre, as the harness's :139-140 intends
+      (``click_point = [(bbox[0] + bbox[2]) / 2, ...]``): more lenient than the harness, never a crash.
     * SFT target: ``[[x1, y1, x2, y2]]`` on the 0-1000 grid.
     """
 
@@ -150,6 +160,10 @@ PROFILES = (
         {},
         (),
         "no published grounding number of the authors for this request: the harness's own InternVL row is InternVL2; "
-        "InternVL3's chat template decides the system message (InternVL's chat() adds its own)",
+        "InternVL3's chat template decides the system message (InternVL's chat() adds its own; whether the -hf "
+        "template adds the same one is unverified). Parser: the harness's order (first [[x,y]], else last box), but "
+        "its box path (internvl.py:152-164) never matches a spaced [[x1, y1, x2, y2]] and raises AttributeError on "
+        "an unspaced one, so there only [[x,y]] points ever score; here spaced and unspaced boxes score their "
+        "centre (more lenient than the harness)",
     ),
 )
