@@ -5,7 +5,11 @@ Fast (no model, no image decoding beyond tiny PIL images): every test runs in we
 
 from __future__ import annotations
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from gui_grounding.models.profiles import PROFILES
+from gui_grounding.models.prompts import parse_literal_box
 
 
 # ---- a. GTA1-32B/72B: the model cards, not the paper; budget assumed ---------------------------------------------
@@ -59,3 +63,74 @@ def test_internvl_reads_the_boxes_the_harness_box_path_cannot():
     assert ad.parse_answer("[[1,2,3,4]] then [[10, 20, 30, 40]]", strict=False) == (20.0, 30.0)  # the last box
     assert "harness's box rule" in type(ad).__doc__ and "AttributeError" in type(ad).__doc__
     assert "AttributeError" in PROFILES["internvl3-8b"].notes
+
+
+# ---- c. UI-Venus / GUI-G2 boxes: what Python's eval reads as a list of numbers, read as data ------------------------
+def test_literal_box_reads_what_the_official_eval_reads():
+    """ui_venus_ground_7b.py:88-98 (fc7670d) / GUI-G2 README.md:213-221 (5c5c365): eval(answer), then box[0..3]."""
+    box = (850.0, 1149.0, 967.0, 1177.0)
+    for text in (
+        "[ 850, 1149, 967, 1177 ]",
+        "[850 ,1149 ,967 ,1177]",
+        "[850,\n1149,\n967,\n1177]\n",
+        "(850, 1149, 967, 1177)",
+        "[850, 1149, 967, 1177,]",
+        "[850.0, 1149, 0x3c7, 1_177]",
+        "[850, 1149, 967, 1177, 5]",  # eval reads box[0..3] of a longer list
+        "The box: [850, 1149, 967, 1177]",  # eval raises on the prose; we read the literal (documented)
+        "[OK] [850, 1149, 967, 1177]",  # a span that is no literal is passed over
+    ):
+        assert parse_literal_box(text) == box, text
+    for text in ("[-1,-1]", "[[850, 1149, 967, 1177]]", "['a', 1, 2, 3]", "[True, 1, 2, 3]", "[1, 2, 3, 1e999]"):
+        assert parse_literal_box(text) is None, text
+    from gui_grounding.models.adapters import get_adapter
+
+    for name in ("ui-venus-ground", "gui-g2"):  # the adapters' inference parse: the centre, in resized pixels
+        assert get_adapter(name).parse_answer("[ 850, 1149, 967, 1177 ]", strict=False) == (908.5, 1163.0)
+        assert get_adapter(name).parse_answer("[ 850, 1149, 967, 1177 ]", strict=True) is None  # training: one form
+
+
+_SPACE = st.text(alphabet=" \t\n", max_size=3)
+_COORD = st.integers(min_value=-10_000, max_value=10_000)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_COORD, min_size=4, max_size=4), st.lists(_SPACE, min_size=10, max_size=10), st.booleans())
+def test_literal_box_is_the_same_box_whatever_the_spacing(values, spaces, as_tuple):
+    opening, closing = ("(", ")") if as_tuple else ("[", "]")
+    text = spaces[0] + opening + spaces[1]
+    for i, v in enumerate(values):
+        text += f"{v}{spaces[2 + 2 * i]}" + ("," + spaces[3 + 2 * i] if i < 3 else "")
+    text += closing + spaces[9]
+    assert parse_literal_box(text) == tuple(float(v) for v in values)
+
+
+_HOSTILE_ITEM = st.one_of(
+    st.integers(min_value=10**7 + 1, max_value=10**300).map(str),  # beyond +-1e7, up to 300 digits
+    st.sampled_from(["nan", "inf", "-inf", "1e999", "float('nan')", "None", "True", "'12'", "1j", "{}", "...", "x"]),
+    st.lists(st.integers(-5, 5), min_size=1, max_size=4).map(repr),  # a nested list
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_COORD, min_size=3, max_size=3), _HOSTILE_ITEM, st.integers(0, 3))
+def test_literal_box_hostile_item_gives_no_box_never_an_exception(values, bad, where):
+    items = [str(v) for v in values]
+    items.insert(where, bad)
+    assert parse_literal_box("[" + ", ".join(items) + "]") is None
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.text(alphabet=st.sampled_from(list("[](),.-+e0123456789 \n'\"jxTN")), max_size=400))
+def test_literal_box_never_raises_and_returns_coordinates(text):
+    box = parse_literal_box(text)
+    assert box is None or (len(box) == 4 and all(isinstance(v, float) and abs(v) <= 1e7 for v in box))
+
+
+def test_literal_box_is_linear_on_hostile_lengths():
+    import time
+
+    start = time.perf_counter()
+    for text in ("[" * 200_000, "(a)" * 70_000, "[1," * 70_000, "[" + "9" * 100_000 + "]"):
+        assert parse_literal_box(text) is None
+    assert time.perf_counter() - start < 2.0

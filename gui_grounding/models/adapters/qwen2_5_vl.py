@@ -16,6 +16,7 @@ from gui_grounding.models.prompts import (
     build_messages,
     parse_answer_point,
     parse_box,
+    parse_literal_box,
     parse_point_or_box,
     parse_point_tag,
 )
@@ -204,10 +205,12 @@ class OutlineBoxAdapter(Adapter):
       subclasses); the frame is ``image_grid_thw * 14``, which the official scripts divide the box by.
     * Prompt: no system prompt (the chat template's default applies); user = image, then ``Outline the position
       corresponding to the instruction: {instruction}. The output should be only [x1,y1,x2,y2].`` (OUTLINE_BOX_PROMPT).
-    * Parse: the official scripts ``eval`` the whole answer as a list of four numbers and take the box centre; here the
-      first ``[x1,y1,x2,y2]`` box (inference: decimals allowed; training: exactly one box of integers, ordered) ->
-      its centre, resized pixels -> original (``Frame.point_to_original``). ``[-1,-1]`` (or ``[-1,-1,-1,-1]``) alone
-      is UI-Venus's "no target" answer: a refusal (:meth:`is_refusal`), not a point.
+    * Parse (inference): the official scripts ``eval()`` the whole answer and read ``box[0..3]``
+      (ui_venus_ground_7b.py:88-98 at fc7670d; GUI-G2 README.md:213-221 at 5c5c365); here the answer's first Python
+      list/tuple literal, read as data (:func:`gui_grounding.models.prompts.parse_literal_box`: any spacing, newlines,
+      tuples, a trailing comma; at least four real numbers, the first four taken; nested or non-numeric lists are no
+      box) -> its centre, resized pixels -> original (``Frame.point_to_original``). Training (``strict``): exactly one
+      ``[x1,y1,x2,y2]`` box of integers, ordered (:func:`gui_grounding.models.prompts.parse_box`).
     * SFT target: the box, rounded, ``[x1,y1,x2,y2]``.
 
     Example: a 1920x1080 screenshot under UI-Venus's budget (2,000,000 .. 4,800,000) is sent at 1932x1092 (2.1 Mpx is
@@ -220,7 +223,7 @@ class OutlineBoxAdapter(Adapter):
         return self._user_turn(OUTLINE_BOX_PROMPT.format(instruction=instruction), image_block)
 
     def parse_answer(self, text, *, strict=True):
-        box = parse_box(text, "box", strict=strict)
+        box = parse_box(text, "box", strict=True) if strict else parse_literal_box(text)
         return self._centre(box) if box is not None else None
 
     def is_refusal(self, text: str) -> bool:
