@@ -134,3 +134,66 @@ def test_literal_box_is_linear_on_hostile_lengths():
     for text in ("[" * 200_000, "(a)" * 70_000, "[1," * 70_000, "[" + "9" * 100_000 + "]"):
         assert parse_literal_box(text) is None
     assert time.perf_counter() - start < 2.0
+
+
+# ---- d. the family's [-1,-1]: read per profile, as each checkpoint's own script reads it --------------------------
+def _venus_reading(adapter, text, size=(1920, 1080)):
+    """eval's reading of ``text`` (the predictions line's point and refusal) on a 1920x1080 screenshot, which
+    UI-Venus's budget (2,000,000 .. 4,800,000, factor 28) sends at 1932x1092 (written out: no smart_resize import)."""
+    from gui_grounding.data.schema import Sample
+    from gui_grounding.eval.backends import eval_reading
+    from gui_grounding.models.adapters.base import Request
+    from gui_grounding.models.frames import Frame
+
+    frame = Frame(*size, 1932, 1092)
+    request = Request(adapter.messages("x", frame), None, {"frame": frame})
+    reading = eval_reading(Sample("s", "x", "", [], *size), request, text, adapter)
+    return reading["point"], reading["refusal"]
+
+
+def test_refusal_reading_reaches_the_adapter_of_the_profile():
+    """ui_venus_ground_7b.py:88-98 (fc7670d): eval('[-1,-1]') then box[3] -> IndexError -> [0,0,0,0] -> the point
+    (0, 0); eval('[-1,-1,-1,-1]') -> the box, centre (-1, -1) resized -> negative original pixels."""
+    from gui_grounding.models.adapters import get_adapter
+
+    plain = get_adapter("ui-venus-ground")
+    venus = PROFILES["ui-venus-ground-7b"].configure(plain)
+    assert (
+        PROFILES["ui-venus-ground-7b"].refusal == "origin"
+        and "refusal 'origin'" in PROFILES["ui-venus-ground-7b"].notes
+    )
+    assert (plain.refusal_reading, venus.refusal_reading) == ("refusal", "origin")  # a copy; the registry's unchanged
+    # 1920x1080 under UI-Venus's budget is sent at 1932x1092
+    assert _venus_reading(plain, "[-1,-1]") == (None, True)
+    assert _venus_reading(venus, "[-1,-1]") == ([0.0, 0.0], False)
+    assert _venus_reading(venus, " [ -1 , -1 ]\n") == ([0.0, 0.0], False)
+    assert _venus_reading(venus, "[-1,-1,-1,-1]") == ([-1 / (1932 / 1920), -1 / (1092 / 1080)], False)
+    point = PROFILES["gui-g2-7b"].configure(get_adapter("gui-g2")).configured(refusal="point")
+    assert _venus_reading(point, "[-1,-1]") == ([-1 / (1932 / 1920), -1 / (1092 / 1080)], False)
+    # another adapter than the profile's is left as it is; a reading for a family without a no-target answer fails
+    assert PROFILES["ui-venus-ground-7b"].configure(get_adapter("gui-g2")).refusal_reading == "refusal"
+    import pytest
+
+    with pytest.raises(ValueError, match="no explicit 'no target' answer"):
+        get_adapter("gta1").configured(refusal="origin")
+    with pytest.raises(ValueError, match="refusal reading must be one of"):
+        plain.configured(refusal="zero")
+
+
+def test_refusal_origin_scores_osworld_g_like_the_script():
+    """On OSWorld-G the 'origin' reading of [-1,-1] is the point (0, 0): wrong on a refusal item (not negative),
+    correct on an item whose target covers the origin, wrong elsewhere."""
+    from gui_grounding.data.schema import Sample
+    from gui_grounding.eval.judge import CORRECT, WRONG, judge
+    from gui_grounding.models.adapters import get_adapter
+
+    venus = PROFILES["ui-venus-ground-7b"].configure(get_adapter("ui-venus-ground"))
+    point, refusal = _venus_reading(venus, "[-1,-1]")
+    refusal_item = Sample("r", "x", "", [], 1920, 1080, refusal=True)
+    origin_item = Sample("o", "x", "", [(0.0, 0.0, 40.0, 30.0)], 1920, 1080)
+    other_item = Sample("t", "x", "", [(100.0, 100.0, 140.0, 130.0)], 1920, 1080)
+    assert [judge(s, point, refusal=refusal) for s in (refusal_item, origin_item, other_item)] == [
+        WRONG,
+        CORRECT,
+        WRONG,
+    ]

@@ -202,7 +202,9 @@ def test_refusal_answers():
     for answer in ("[-1,-1]", " [-1, -1]\n", "[-1,-1,-1,-1]"):
         rec = record(sample, request, answer, adapter)
         assert (rec["point"], rec.get("refusal")) == (None, True), answer
-    rec = record(sample, request, "[-1,-1] or [10,10,20,20]", adapter)  # not the refusal answer alone: a box
+    rec = record(sample, request, "[-1,-1] or [10,10,20,20]", adapter)  # not the refusal answer alone: no refusal,
+    assert rec.get("refusal") is None and rec["point"] is None  # and its first list literal holds two numbers: no box
+    rec = record(sample, request, "[-1,-1,-1,-1] [10,10,20,20]", adapter)  # a four-number literal first: its box
     assert rec.get("refusal") is None and rec["point"] is not None
     gta1 = get_adapter("gta1")  # a family without a refusal answer never refuses
     assert not gta1.is_refusal("[-1,-1]")

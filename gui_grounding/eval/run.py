@@ -317,6 +317,8 @@ def _predict(
         **extra,
         **backend_kwargs,
     )
+    if run_adapter.no_target is not None:  # how the family's no-target answer was read (Adapter.refusal_reading)
+        meta["refusal_reading"] = run_adapter.refusal_reading
     meta.update(
         model=model,
         backend=backend,
@@ -404,10 +406,13 @@ def _refuse_unsendable_images(budget, samples, show_path) -> None:
 
 def _resolve_model_settings(model: str, backend: str, adapter, budget_flags: dict, profile, limits):
     """``(adapter, budget, warnings)`` of a model run: the adapter (given, else the checkpoint's default; the openai
-    backend needs one) and the pixel budget resolved once (``gui_grounding.eval.budget.resolve_eval_budget``), logged
-    with every value's source."""
+    backend needs one), configured by the profile (``Profile.configure``: its reading of the family's no-target
+    answer), and the pixel budget resolved once (``gui_grounding.eval.budget.resolve_eval_budget``), logged with every
+    value's source."""
 
     run_adapter = resolve_adapter(adapter) if adapter is not None else checkpoint_adapter(model)
+    if profile is not None:
+        run_adapter = profile.configure(run_adapter)
     local = model if backend != "openai" else None
     budget, warnings = resolve_eval_budget(run_adapter, model=local, flags=budget_flags, profile=profile, limits=limits)
     logger.info("adapter %s, %s", run_adapter.name, budget.describe())

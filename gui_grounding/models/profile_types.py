@@ -79,6 +79,26 @@ class Profile:
     refusal: str = ""
     decoding: dict = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        if self.refusal not in PROFILE_REFUSALS:
+            raise ValueError(
+                f"profile {self.name!r}: refusal must be one of {', '.join(map(repr, PROFILE_REFUSALS))}, "
+                f"got {self.refusal!r}"
+            )
+
+    def configure(self, adapter):
+        """The run's ``adapter`` reading the family's no-target answer as this profile says (:attr:`refusal`, via
+        ``Adapter.configured``) when it is this profile's adapter; otherwise (another ``--adapter``, or no reading
+        pinned) ``adapter`` as it is. The one place a profile's reading reaches the adapter of a run (``gui-grounding
+        eval`` and ``gui-grounding prompt``).
+
+        Raises:
+            ValueError: the reading does not apply to the adapter's family (no no-target answer).
+        """
+        if self.refusal and getattr(adapter, "name", None) == self.adapter:
+            return adapter.configured(refusal=self.refusal)
+        return adapter
+
     def options_for(self, benchmark: str) -> dict:
         """The benchmark options this profile pins for ``benchmark`` (``{}`` when none)."""
         return dict(self.benchmark_options.get(benchmark, {}))
@@ -109,6 +129,10 @@ class Profile:
             )
         return rows
 
+
+#: values of :attr:`Profile.refusal`: ``""`` (the adapter's default) or one of the adapters' readings
+#: (``gui_grounding.models.adapters.base.REFUSAL_READINGS``, spelled here so this module imports no adapter)
+PROFILE_REFUSALS = ("", "refusal", "origin", "point")
 
 #: the backends of a checkpoint one device holds, most practical first
 ONE_GPU = ("hf", "vllm", "openai")

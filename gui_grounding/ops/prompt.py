@@ -171,7 +171,8 @@ def _resolve_adapter(adapter: str | None, profile: str | None, model: str | None
         prof = get_profile(profile)
         adapter = adapter or prof.adapter
     if adapter is not None:
-        return prof, get_adapter(adapter)
+        ad = get_adapter(adapter)
+        return prof, prof.configure(ad) if prof is not None else ad
     if model is None:
         raise ValueError("give --adapter, --profile, or --model to use its family's adapter")
 
@@ -184,7 +185,7 @@ def _reading(ad, messages: list, frame, instruction: str, parse: str) -> dict:
     ``format_error``, ``scored_as``: :func:`gui_grounding.eval.backends.eval_reading`)."""
     width, height = frame.width, frame.height
     request = Request(messages, None, {"frame": frame}, assistant_prefix=ad.assistant_prefix)
-    point = ad.parse_answer(request.assistant_prefix + parse, strict=False)
+    point = ad.answer_point(request.assistant_prefix + parse)
     reading = eval_reading(Sample("prompt", instruction, "", [], width, height), request, parse, ad)
     return {
         "answer": parse,

@@ -193,7 +193,9 @@ GUI_G2_BUDGET = PixelBudget.published(
 )
 # UI-Venus's explicit "no target" answer: UI-Venus-1.5's grounding prompt asks for [-1,-1] when the task is infeasible
 # and its parser returns it as "infeasible" (inclusionAI/UI-Venus models/grounding/ui_venus1_5_gd.py:75 and 164-165,
-# commit c3a1442); the box form [-1,-1,-1,-1] is read the same way
+# commit c3a1442); the box form [-1,-1,-1,-1] is matched too. How it is read (a refusal, the point (0, 0) as the 1.0
+# script's fallback makes it, or the point it writes) is the adapter's refusal_reading, which a profile sets
+# (base.REFUSAL_READINGS, Profile.refusal)
 _REFUSAL_RE = re.compile(r"\[\s*-1\s*,\s*-1\s*(?:,\s*-1\s*,\s*-1\s*)?\]")
 
 
@@ -211,6 +213,9 @@ class OutlineBoxAdapter(Adapter):
       tuples, a trailing comma; at least four real numbers, the first four taken; nested or non-numeric lists are no
       box) -> its centre, resized pixels -> original (``Frame.point_to_original``). Training (``strict``): exactly one
       ``[x1,y1,x2,y2]`` box of integers, ordered (:func:`gui_grounding.models.prompts.parse_box`).
+    * No target: ``[-1,-1]`` or ``[-1,-1,-1,-1]`` alone (:attr:`no_target`) is read by :attr:`refusal_reading`: by
+      default a refusal (UI-Venus-1.5's parser); the ``ui-venus-ground-7b`` and ``gui-g2-7b`` profiles read it as
+      their scripts do, ``"origin"`` (``[-1,-1]`` -> the point (0, 0); ``[-1,-1,-1,-1]`` -> its centre, negative).
     * SFT target: the box, rounded, ``[x1,y1,x2,y2]``.
 
     Example: a 1920x1080 screenshot under UI-Venus's budget (2,000,000 .. 4,800,000) is sent at 1932x1092 (2.1 Mpx is
@@ -218,6 +223,7 @@ class OutlineBoxAdapter(Adapter):
     """
 
     answer_frame = "resized"
+    no_target = _REFUSAL_RE
 
     def messages(self, instruction, frame, *, image_block=True):
         return self._user_turn(OUTLINE_BOX_PROMPT.format(instruction=instruction), image_block)
@@ -225,9 +231,6 @@ class OutlineBoxAdapter(Adapter):
     def parse_answer(self, text, *, strict=True):
         box = parse_box(text, "box", strict=True) if strict else parse_literal_box(text)
         return self._centre(box) if box is not None else None
-
-    def is_refusal(self, text: str) -> bool:
-        return _REFUSAL_RE.fullmatch(text.strip()) is not None
 
     def sft_target(self, box, instruction):
         return "[" + ",".join(_fmt(v) for v in box) + "]"
@@ -536,8 +539,11 @@ PROFILES = (
                 denominator="unstated",
             ),
         ),
-        "UI-Venus-1.0 has no refusal in its prompt; a [-1,-1] answer (UI-Venus-1.5's infeasible marker) is still read "
-        "as a refusal",
+        "UI-Venus-1.0 has no refusal in its prompt. Its script eval()s the answer and falls back to [0,0,0,0] "
+        "(ui_venus_ground_7b.py:88-98 at fc7670d), so a [-1,-1] answer (UI-Venus-1.5's infeasible marker) is the "
+        "point (0, 0) there (IndexError) and [-1,-1,-1,-1] its negative centre: this profile reads them the same way "
+        "(refusal 'origin'), never as an explicit refusal",
+        refusal="origin",
     ),
     Profile(
         "gui-g2-7b",
@@ -562,5 +568,8 @@ PROFILES = (
                 "ZJU-REAL/ClawGUI clawgui-eval/README.md:456 (d990d3e), 'official' column (the GUI-G2 paper)",
             ),
         ),
+        "the README's parser is UI-Venus-1.0's (eval(), else [0,0,0,0]: README.md:213-221 at 5c5c365), so a [-1,-1] "
+        "answer is the point (0, 0) (refusal 'origin')",
+        refusal="origin",
     ),
 )
