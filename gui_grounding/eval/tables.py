@@ -77,7 +77,8 @@ def fmt_headline(h: dict, name: str) -> str:
     ci = f" [{fmt_ci(h)}]" if h.get("ci95") else ""
     source = f" ({h['source']})" if h.get("source") else ""
     return (
-        f"**{name} headline**: {h['accuracy']:.2f}%{ci}{counts}; denominator `{h['denominator']}`: {h['rule']}{source}"
+        f"**{name} headline**: {h['accuracy']:.2f}%{ci}{counts}; denominator `{h['denominator']}`: "
+        f"{h['rule']}{source}"
     )
 
 

@@ -102,7 +102,7 @@ class ScreenSpotPro(Benchmark):
 
     name = "screenspot-pro"
     listing_order = 20
-    headline_rule = 'micro average: correct / total over every sample (the harness\'s "overall" action_acc)'
+    headline_rule = "micro average: correct / total over every sample (the harness's \"overall\" action_acc)"
     headline_source = "likaixin2000/ScreenSpot-Pro-GUI-Grounding eval_screenspot_pro.py evaluate() at bd8bbbb"
     layout_help = (
         "ScreenSpot-Pro, published at huggingface.co/datasets/likaixin/ScreenSpot-Pro. DIR holds annotations/*.json "
