@@ -197,3 +197,38 @@ def test_refusal_origin_scores_osworld_g_like_the_script():
         CORRECT,
         WRONG,
     ]
+
+
+# ---- b. Qwen2.5-VL harness: stated at the 99,999,999 frame, sent shrunk again by the processor's default ----------
+def test_qwen25vl_harness_states_one_frame_and_sends_the_processor_shrunk_image():
+    """likaixin2000/ScreenSpot-Pro-GUI-Grounding models/qwen2_5vl.py at bd8bbbb: smart_resize(2880, 5120, factor 28,
+    min 3136, max 99999999) = 2884x5124 is stated in the prompt (:143-154) and divides the answer (:208); the
+    processor at its defaults (:121, :164-169; max_pixels 12845056) resizes that image again to 2688x4760."""
+    from PIL import Image
+
+    from gui_grounding.data.schema import Sample
+    from gui_grounding.eval.backends import record
+    from gui_grounding.models.adapters import get_adapter
+
+    profile = PROFILES["qwen2.5-vl-7b"]
+    budget = profile.budget
+    adapter = get_adapter(profile.adapter)
+    sample = Sample("s", "Click OK", "", [(2550.0, 1430.0, 2570.0, 1450.0)], 5120, 2880)
+    request = adapter.build_request(sample, Image.new("RGB", (5120, 2880)), budget=budget)
+    assert "* The screen's resolution is 5124x2884.\n" in request.messages[0]["content"][1]["text"]
+    assert request.image.size == (4760, 2688) == budget.size_sent(5120, 2880)
+    assert budget.stated_size(5120, 2880) == (5124, 2884)
+    # the answer is in the stated frame: x / 5124 * 5120 (the harness's point / resized_width, times img_size)
+    line = record(sample, request, "2562, 1442]}}\n</tool_call>", adapter)
+    assert line["point"] == [2560.0, 1440.0]
+    # the processor is set to the bounds that leave the sent image as it is (hf: apply; vllm: mm_processor_kwargs)
+    assert budget.processor_bounds() == (3136, 12_845_056)
+    seen = []
+    budget.apply(None, type("M", (), {"apply_pixel_budget": lambda self, proc, b: seen.append(b)})())
+    assert (seen[0].min_pixels, seen[0].max_pixels) == (3136, 12_845_056)
+    # a screenshot at or under 12,845,056 pixels is sent as stated (one resize), and the record says the bound
+    assert budget.size_sent(1920, 1080) == budget.stated_size(1920, 1080) == (1932, 1092)
+    assert budget.to_dict()["processor_max_pixels"] == 12_845_056
+    assert "processor max_pixels 12,845,056" in budget.describe()
+    # every other published budget states what it sends
+    assert all(not p.budget.reshrinks for p in PROFILES.values() if p.adapter != "qwen2.5-vl")

@@ -10,9 +10,10 @@
   are not. A request that still fails is written with ``point: null``, the error text in ``raw_response`` and an
   ``"error"`` key; failures are logged and counted, and the next run on the same file retries them.
 * Frames: no processor runs here; every screenshot is resized by the run's pixel budget (``budget``, resolved by
-  ``run_eval``: flag, profile, else the adapter's published budget) before it is sent. The server must not resize
-  again: its processor's bounds must contain the image (Qwen2.5-VL's default, 3,136 .. 12,845,056 pixels, does for
-  the published budgets; for larger ones start the server with e.g.
+  ``run_eval``: flag, profile, else the adapter's published budget) before it is sent (twice for a budget that
+  ``reshrinks``: the Qwen2.5-VL harness's image is shrunk again to 12,845,056 pixels, as its processor did). The
+  server must not resize again: its processor's bounds must contain the image (Qwen2.5-VL's default, 3,136 ..
+  12,845,056 pixels, does for the published budgets; for larger ones start the server with e.g.
   ``vllm serve MODEL --mm-processor-kwargs '{"max_pixels": 99999999}'``).
 
 Needs the ``openai`` package: ``pip install -e .[api]``.

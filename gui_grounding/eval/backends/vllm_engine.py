@@ -6,8 +6,9 @@
   ``SamplingParams(temperature=0, max_tokens=max_new_tokens)``; vLLM decodes with ``skip_special_tokens=True``, as
   the hf backend does.
 * Frames: the run's pixel budget (:class:`groundwork.pixel_budget.PixelBudget`, resolved by ``run_eval``) resizes each
-  screenshot once (the adapter's request) and is given to vLLM's processor (``mm_processor_kwargs`` min/max pixels),
-  whose smart_resize is then the identity.
+  screenshot (the adapter's request; twice for a budget that ``reshrinks``, the Qwen2.5-VL harness's) and is given to
+  vLLM's processor (``mm_processor_kwargs`` min/max pixels: ``PixelBudget.processor_bounds``), whose smart_resize is
+  then the identity.
 * Resumable like the other backends; samples go to the engine in chunks of ``chunk_size`` (vLLM batches inside a
   chunk) and each chunk's lines are written before the next starts.
 
@@ -135,7 +136,8 @@ def predict_vllm(
     adapter = checkpoint_adapter(model_path, adapter)
     if budget is None:
         budget, _ = resolve_eval_budget(adapter, model=model_path)
-    mm_processor_kwargs = {"min_pixels": budget.min_pixels, "max_pixels": budget.max_pixels} if budget.resizes else {}
+    lo, hi = budget.processor_bounds()  # the processor leaves the image sent as it is (PixelBudget.processor_bounds)
+    mm_processor_kwargs = {"min_pixels": lo, "max_pixels": hi} if budget.resizes else {}
     llm = vllm.LLM(
         model=model_path,
         limit_mm_per_prompt={"image": tts.images_per_prompt if tts is not None else 1},

@@ -299,12 +299,19 @@ QWEN25VL_COMPUTER_USE_SYSTEM = (
 )
 # The assistant turn is forced to start with this guide (qwen2_5vl.py:160-162); the model continues with the coordinate.
 QWEN25VL_GUIDE = '<tool_call>\n{"name": "computer_use", "arguments": {"action": "left_click", "coordinate": ['
+# The harness states the smart_resize size under max_pixels=99999999 in its prompt (:143-154) and divides answers by it
+# (:208), but sends that image through self.processor(images=[resized_image]) (:164-169), loaded at its defaults
+# (:121, AutoProcessor.from_pretrained(model)): its max_pixels 12,845,056 (QWEN_PROCESSOR_MAX_PIXELS) shrinks any
+# image above it again. processor_max_pixels reproduces that second resize (groundwork.pixel_budget.PixelBudget).
 QWEN25VL_HARNESS_BUDGET = PixelBudget.published(
     "likaixin2000/ScreenSpot-Pro-GUI-Grounding models/qwen2_5vl.py:143-150 (bd8bbbb): smart_resize with the "
-    "processor's min_pixels (3136) and max_pixels=99999999, factor patch_size x merge_size = 28",
+    "processor's min_pixels (3136) and max_pixels=99999999, factor patch_size x merge_size = 28; the image is then "
+    "given to the processor at its defaults (:121, :164-169: max_pixels 12845056, the Qwen2.5-VL preprocessor default), "
+    "which shrinks it again above 12,845,056 pixels while the prompt and the map-back keep the 99999999 frame",
     factor=QWEN_FACTOR,
     min_pixels=3136,
     max_pixels=99_999_999,
+    processor_max_pixels=QWEN_PROCESSOR_MAX_PIXELS,
 )
 _COORDINATE_RE = re.compile(
     r'"coordinate"\s*:\s*\[\s*(-?\d+(?:\.\d+)?)\s*,\s*(-?\d+(?:\.\d+)?)'
@@ -318,8 +325,10 @@ class Qwen25VLComputerUseAdapter(Adapter):
 
     Source: likaixin2000/ScreenSpot-Pro-GUI-Grounding ``models/qwen2_5vl.py`` (commit bd8bbbb), ``ground_only_positive``.
 
-    * Image: smart_resized once (factor 28, 3,136 .. 99,999,999 pixels: a screenshot is practically never scaled
-      down) and sent at that size.
+    * Image: smart_resized (factor 28, 3,136 .. 99,999,999 pixels: a screenshot is practically never scaled down) to
+      the frame the prompt states and answers map back from, then, as the harness's processor at its defaults does
+      (qwen2_5vl.py:121,164-169), smart_resized again under 3,136 .. 12,845,056 pixels before it is sent (the
+      budget's ``processor_max_pixels``): a 5120x2880 screenshot is stated as 5124x2884 and sent at 4760x2688.
     * Prompt: system = two text parts, ``You are a helpful assistant.`` and the computer_use tool description whose
       "screen's resolution is W'xH'" states the resized size (``QWEN25VL_COMPUTER_USE_SYSTEM``); user = image, then
       the instruction; the assistant turn is forced to start with ``<tool_call>\n{"name": "computer_use",
