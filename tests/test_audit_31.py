@@ -232,3 +232,76 @@ def test_qwen25vl_harness_states_one_frame_and_sends_the_processor_shrunk_image(
     assert "processor max_pixels 12,845,056" in budget.describe()
     # every other published budget states what it sends
     assert all(not p.budget.reshrinks for p in PROFILES.values() if p.adapter != "qwen2.5-vl")
+
+
+# ---- f. consensus: box answers vote with their box, points with the 50-px square (GUI-RC) -------------------------
+GUI_RC_BOXES = [[100.0, 100.0, 200.0, 140.0], [105.0, 102.0, 198.0, 139.0], [300.0, 200.0, 310.0, 210.0]]
+
+
+def test_consensus_votes_with_the_box_a_sample_wrote():
+    """ZJU-REAL/GUI-RCPO GUI-RC/evaluation.py:28-39,166-206 at cd3bd51: a four-number answer is its own region
+    (int() edges, clipped), a two-number answer a 50-px square; the answer is the centre of the largest max-vote
+    region. The three boxes overlap twice in [105, 198) x [102, 139): GUI-RC answers (151.5, 120.5)."""
+    from gui_grounding.models.consensus import consensus
+
+    centres = [((b[0] + b[2]) / 2, (b[1] + b[3]) / 2) for b in GUI_RC_BOXES]
+    vote = consensus(centres, 1920, 1080, boxes=GUI_RC_BOXES)
+    assert (vote.point, vote.region, vote.votes, vote.members) == ((151.5, 120.5), (105, 102, 198, 139), 2, (1, 1, 0))
+    assert consensus(centres, 1920, 1080).point == (150.5, 120.0)  # the old vote on 50-px squares around the centres
+    mixed = consensus([centres[0], (151.0, 121.0)], 1920, 1080, boxes=[GUI_RC_BOXES[0], None])  # a box and a point
+    assert (mixed.point, mixed.region) == ((151.0, 120.0), (126, 100, 176, 140))  # [126, 176) x [96, 146) and the box
+
+
+class _Scripted:
+    """An engine answering every request with ``texts`` (greedy: the first)."""
+
+    name, sampling_note, chunk_size = "scripted", "", 8
+
+    def __init__(self, texts):
+        self.texts = texts
+
+    def generate(self, requests, *, n, temperature, top_p=1.0, seeds=None):
+        from gui_grounding.eval.engine import Draw
+
+        return [Draw(list(self.texts[:n]) if n > 1 else [self.texts[0]]) for _ in requests]
+
+
+def test_consensus_run_writes_and_rescores_the_sample_boxes(tmp_path):
+    """ui-venus-ground answers boxes in resized pixels; on a 560x336 screenshot under a budget that keeps it as it is
+    (resized == original) the vote is GUI-RC's: (151.5, 120.5), written with its sample_boxes and rescored alike."""
+    import json
+
+    from PIL import Image
+
+    from groundwork.pixel_budget import PixelBudget
+    from gui_grounding.data.schema import Sample
+    from gui_grounding.eval.tts import TTSConfig, predict_tts, tts_predictions
+    from gui_grounding.models.adapters import get_adapter
+
+    path = tmp_path / "s.png"
+    Image.new("RGB", (560, 336)).save(path)
+    sample = Sample("a", "Click ok", str(path), [(140.0, 110.0, 160.0, 130.0)], 560, 336)
+    budget = PixelBudget.published("test", factor=28, min_pixels=3136, max_pixels=1_000_000)
+    texts = ["[" + ", ".join(str(int(v)) for v in b) + "]" for b in GUI_RC_BOXES]
+    cfg = TTSConfig(mode="consensus", samples=3)
+    out = tmp_path / "p.jsonl"
+    predict_tts(_Scripted(texts), [sample], str(out), adapter=get_adapter("ui-venus-ground"), budget=budget, tts=cfg)
+    (line,) = [json.loads(x) for x in out.read_text().splitlines()]
+    assert line["sample_boxes"] == GUI_RC_BOXES
+    assert line["samples"] == [[150.0, 120.0], [151.5, 120.5], [305.0, 205.0]]
+    assert (line["tts"]["point"], line["tts"]["region"]) == ([151.5, 120.5], [105, 102, 198, 139])
+    answers = tts_predictions({"a": line}, [sample], cfg)
+    assert answers["a"]["point"] == [151.5, 120.5]
+    without = tts_predictions({"a": {k: v for k, v in line.items() if k != "sample_boxes"}}, [sample], cfg)
+    assert without["a"]["point"] == [150.5, 120.0]
+    hostile = tts_predictions({"a": {**line, "sample_boxes": [[1, 2, 3]] * 3}}, [sample], cfg)
+    assert hostile["a"]["point"] is None and "sample_boxes[0]" in hostile["a"]["malformed"]
+
+
+def test_gui_rc_defaults_are_stated_beside_ours():
+    from gui_grounding.eval import tts
+    from gui_grounding.models import consensus
+
+    assert (tts.DEFAULT_SAMPLES, tts.DEFAULT_TOP_P, tts.DEFAULT_TEMPERATURE) == (8, 1.0, 0.7)
+    for doc in (tts.__doc__, consensus.__doc__):
+        assert "64" in doc and "0.95" in doc

@@ -276,6 +276,22 @@ class Adapter:
         point = self.answer_point(text)
         return self.point_to_original(point, request.context["frame"]) if point is not None else None
 
+    def answer_box(self, text: str) -> tuple[float, float, float, float] | None:
+        """The box ``(x1, y1, x2, y2)`` the full answer ``text`` writes, **in the answer frame** (inference rules),
+        when the point :meth:`answer_point` reads is that box's centre; ``None`` for a point answer, no answer, or a
+        family that answers points (this default). Test-time consensus votes with it (GUI-RC's four-number answer,
+        ``gui_grounding.models.consensus``)."""
+        return None
+
+    def parse_box(self, text: str, request: Request) -> tuple[float, float, float, float] | None:
+        """:meth:`answer_box` in original-image pixels (both corners mapped by the answer frame), or ``None``; a
+        no-target answer (:meth:`is_no_target`) is no box, however it is read."""
+        box = None if self.is_no_target(text) else self.answer_box(text)
+        if box is None:
+            return None
+        frame = request.context["frame"]
+        return (*self.point_to_original(box[:2], frame), *self.point_to_original(box[2:], frame))
+
     # ---- helpers ---------------------------------------------------------------------------------------------------
     @staticmethod
     def _system_turn(texts: Sequence[str], image_block: bool = True) -> list[dict]:

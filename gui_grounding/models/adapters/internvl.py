@@ -62,6 +62,9 @@ class InternVLAdapter(Adapter):
             return self._centre(box)
         return parse_point_or_box(text)
 
+    def answer_box(self, text):
+        return parse_box(text, "box", strict=False)
+
     def sft_target(self, box, instruction):
         return f"<ref>{instruction}</ref><box>[[{', '.join(_fmt(v) for v in box)}]]</box>"
 
@@ -116,20 +119,33 @@ class InternVLGUIAdapter(InternVLAdapter):
     def messages(self, instruction, frame, *, image_block=True):
         return self._user_turn(INTERNVL_GUI_PROMPT.format(instruction=instruction), image_block)
 
-    def parse_answer(self, text, *, strict=True):
+    @staticmethod
+    def _harness_answer(text: str):
+        """``("point", (x, y))`` for a first ``[[x,y]]``, ``("box", box or None)`` for the last ``[[x1, y1, x2,
+        y2]]`` (``None``: a number that is no coordinate), or ``None`` when the answer holds neither."""
         point = _HARNESS_POINT_RE.search(text)
         if point is not None:
-            return answer_numbers(point.groups())  # a number that is no coordinate: no answer (not the box below)
+            return "point", answer_numbers(point.groups())  # a number that is no coordinate: no answer
         last = next(reversed(list(_HARNESS_BOX_RE.finditer(text))), None)  # the harness takes the last box
-        if last is not None:
-            box = answer_numbers(last.groups())
-            if box is None:
-                return None
-            x1, y1, x2, y2 = box
-            if not strict or (x1 <= x2 and y1 <= y2):
-                return (x1 + x2) / 2, (y1 + y2) / 2
-            return None
-        return super().parse_answer(text, strict=strict)
+        return ("box", answer_numbers(last.groups())) if last is not None else None
+
+    def parse_answer(self, text, *, strict=True):
+        found = self._harness_answer(text)
+        if found is None:
+            return super().parse_answer(text, strict=strict)
+        kind, values = found
+        if kind == "point" or values is None:
+            return values
+        x1, y1, x2, y2 = values
+        if not strict or (x1 <= x2 and y1 <= y2):
+            return (x1 + x2) / 2, (y1 + y2) / 2
+        return None
+
+    def answer_box(self, text):
+        found = self._harness_answer(text)
+        if found is None:
+            return super().answer_box(text)
+        return found[1] if found[0] == "box" else None
 
     def sft_target(self, box, instruction):
         return f"[[{', '.join(_fmt(v) for v in box)}]]"

@@ -137,6 +137,9 @@ class GTA1BoxAdapter(GTA1Adapter):
     model_types = ()
     prompt_mode = "box"
 
+    def answer_box(self, text):
+        return parse_box(text, "box", strict=False)
+
     def sft_target(self, box, instruction):
         return "[" + ",".join(_fmt(v) for v in box) + "]"
 
@@ -229,8 +232,11 @@ class OutlineBoxAdapter(Adapter):
         return self._user_turn(OUTLINE_BOX_PROMPT.format(instruction=instruction), image_block)
 
     def parse_answer(self, text, *, strict=True):
-        box = parse_box(text, "box", strict=True) if strict else parse_literal_box(text)
+        box = parse_box(text, "box", strict=True) if strict else self.answer_box(text)
         return self._centre(box) if box is not None else None
+
+    def answer_box(self, text):
+        return parse_literal_box(text)
 
     def sft_target(self, box, instruction):
         return "[" + ",".join(_fmt(v) for v in box) + "]"
@@ -350,16 +356,25 @@ class Qwen25VLComputerUseAdapter(Adapter):
         tools = QWEN25VL_COMPUTER_USE_SYSTEM.format(width=frame.resized_width, height=frame.resized_height)
         return self._system_turn([QWEN25VL_SYSTEM_HEAD, tools], image_block) + self._user_turn(instruction, image_block)
 
-    def parse_answer(self, text, *, strict=True):
+    @staticmethod
+    def _coordinate(text: str) -> tuple | None:
+        """The numbers (2 or 4) of the first ``"coordinate": [...]`` of the tool call, or ``None``."""
         match = _COORDINATE_RE.search(text if text.startswith("<tool_call>") else QWEN25VL_GUIDE + text)
         if match is None:
             return None
-        values = answer_numbers([v for v in match.groups() if v is not None])
-        if values is None:  # a number that is no coordinate: no answer
+        return answer_numbers([v for v in match.groups() if v is not None])  # None: a number that is no coordinate
+
+    def parse_answer(self, text, *, strict=True):
+        values = self._coordinate(text)
+        if values is None:
             return None
         if len(values) == 4:
             return (values[0] + values[2]) / 2, (values[1] + values[3]) / 2
         return values[0], values[1]
+
+    def answer_box(self, text):
+        values = self._coordinate(text)
+        return values if values is not None and len(values) == 4 else None
 
     def sft_target(self, box, instruction):
         x, y = self._centre(box)
