@@ -305,3 +305,83 @@ def test_gui_rc_defaults_are_stated_beside_ours():
     assert (tts.DEFAULT_SAMPLES, tts.DEFAULT_TOP_P, tts.DEFAULT_TEMPERATURE) == (8, 1.0, 0.7)
     for doc in (tts.__doc__, consensus.__doc__):
         assert "64" in doc and "0.95" in doc
+
+
+# ---- g. UI-TARS-1.5: the published snippet's decoding, as a second profile; each backend sends it or refuses ------
+def test_ui_tars_api_profile_sends_the_snippets_settings():
+    """bytedance/UI-TARS README_v1.md:324-337 at 582f3a7: chat.completions.create(..., frequency_penalty=1,
+    max_tokens=128), no temperature (the server's default)."""
+    from gui_grounding.eval.backends import check_decoding, greedy_settings, sampling_settings
+    from gui_grounding.eval.backends.openai_api import OpenAIEngine
+    from gui_grounding.models.adapters.base import Request
+
+    greedy, api = PROFILES["ui-tars-1.5-7b"], PROFILES["ui-tars-1.5-7b-api"]
+    assert (greedy.decoding, api.decoding) == ({}, {"frequency_penalty": 1.0, "temperature": None})
+    assert api.max_new_tokens == 128 and api.backends == ("openai",) and api.adapter == greedy.adapter
+    assert (
+        "README_v1.md:335-336" in api.sources["decoding"] and "unverified" in api.notes and "unverified" in greedy.notes
+    )
+    assert api.decoding_text() == "frequency_penalty 1.0, temperature the server default, max_new_tokens 128"
+    assert greedy_settings(api.decoding) == {"frequency_penalty": 1.0}  # no temperature field: the server's default
+    assert greedy_settings({}) == {"temperature": 0.0}
+    assert sampling_settings(api.decoding) == {"frequency_penalty": 1.0}
+    sent = []
+
+    class Resp:
+        usage = None
+        choices = [type("C", (), {"message": type("M", (), {"content": "(1,2)"})()})()]
+
+    def create(sid, request, **params):
+        sent.append(params)
+        return Resp()
+
+    engine = OpenAIEngine(create, concurrency=1, stats={"failed": 0}, decoding=check_decoding(api.decoding, "openai"))
+    request = Request([], None, {"sample_id": "s"})
+    engine.generate([request], n=1, temperature=0.0)
+    engine.generate([request], n=1, temperature=0.7, top_p=0.95, seeds=[5])
+    assert sent == [
+        {"frequency_penalty": 1.0},
+        {"temperature": 0.7, "frequency_penalty": 1.0, "n": 1, "top_p": 0.95, "seed": 5},
+    ]
+
+
+def test_decoding_reaches_vllm_sampling_params_and_hf_refuses_it():
+    import pytest
+
+    from gui_grounding.eval.backends import check_decoding
+    from gui_grounding.eval.backends.vllm_engine import VLLMEngine
+    from gui_grounding.models.adapters.base import Request
+
+    made = []
+    vllm = type("V", (), {"SamplingParams": staticmethod(lambda **kw: made.append(kw) or kw)})
+    llm = type("L", (), {"chat": lambda self, msgs, **kw: []})()
+    engine = VLLMEngine(vllm, llm, max_new_tokens=128, chunk_size=8, decoding={"frequency_penalty": 1.0})
+    engine.generate([Request([], None, {})], n=1, temperature=0.0)
+    assert made == [{"temperature": 0.0, "frequency_penalty": 1.0, "max_tokens": 128}]
+    with pytest.raises(ValueError, match="has no such default: use --backend openai"):
+        check_decoding({"temperature": None}, "vllm")
+    with pytest.raises(ValueError, match="repetition_penalty is a different, multiplicative penalty"):
+        check_decoding({"frequency_penalty": 1.0}, "hf")
+    assert check_decoding({"temperature": 0}, "hf") == {"temperature": 0}
+    with pytest.raises(ValueError, match="unknown setting 'repetition_penalty'"):
+        check_decoding({"repetition_penalty": 1.1}, "openai")
+    with pytest.raises(ValueError, match=r"frequency_penalty must be a number in \[-2, 2\], got nan"):
+        check_decoding({"frequency_penalty": float("nan")}, "openai")
+
+
+def test_eval_refuses_a_profiles_decoding_the_backend_cannot_send(tmp_path):
+    """Before any data is read or model loaded: --profile ui-tars-1.5-7b-api --backend hf is refused, naming why."""
+    import pytest
+
+    from gui_grounding.eval.run import run_eval
+
+    with pytest.raises(ValueError, match="hf backend decodes greedily"):
+        run_eval(
+            "screenspot-v2",
+            str(tmp_path / "none"),
+            str(tmp_path / "out"),
+            model="m",
+            backend="hf",
+            profile="ui-tars-1.5-7b-api",
+        )
+    assert not (tmp_path / "out").exists()

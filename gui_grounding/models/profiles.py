@@ -85,8 +85,8 @@ def describe_profile(profile: Profile) -> str:
         f"{profile.name}: {profile.model} (model_type {profile.model_type})",
         f"  adapter          {profile.adapter} (answer frame {adapter.answer_frame})   <- "
         f"{profile.sources.get('adapter', '?')}",
-        f"  decoding         greedy, max_new_tokens {profile.max_new_tokens}   <- "
-        f"{profile.sources.get('max_new_tokens', '?')}",
+        f"  decoding         {profile.decoding_text()}   <- "
+        f"{profile.sources.get('decoding', profile.sources.get('max_new_tokens', '?'))}",
         f"  backends         {', '.join(profile.backends)}   <- {profile.sources.get('backends', '?')}",
     ]
     for bench, opts in profile.benchmark_options.items():
@@ -119,7 +119,8 @@ def profile_dict(profile: Profile) -> dict:
         "model_type": profile.model_type,
         "adapter": profile.adapter,
         "pixel_budget": profile.budget.to_dict(),
-        "decoding": {"greedy": True, "max_new_tokens": profile.max_new_tokens},
+        "decoding": {"greedy": not profile.decoding, "max_new_tokens": profile.max_new_tokens, **profile.decoding},
+        "refusal": profile.refusal or None,
         "backends": list(profile.backends),
         "benchmark_options": profile.benchmark_options,
         "published": [

@@ -121,6 +121,71 @@ def predict(backend: str, model: str, samples: list, out_path: str, *, adapter=N
 
 
 # --------------------------------------------------------------------------------------------------------------------
+# a profile's published generation settings (``Profile.decoding``) as each backend sends them
+
+
+def check_decoding(decoding: dict | None, backend: str) -> dict:
+    """``decoding`` (a profile's published generation settings, ``gui_grounding.models.profile_types.DECODING_FIELDS``)
+    when ``backend`` can send it as published, else ``ValueError`` saying why and which backend can. ``{}`` / ``None``:
+    greedy only, every backend.
+
+    * ``openai``: every field is a request field (``frequency_penalty``, ``top_p``); ``temperature: None`` is not
+      sent (the server's default temperature, as a published request that names none);
+    * ``vllm``: ``SamplingParams(frequency_penalty=..., temperature=..., top_p=...)``; ``temperature: None`` (a
+      server's default) has no offline counterpart: refused;
+    * ``hf``: transformers ``generate`` decodes greedily here and has no ``frequency_penalty`` (its
+      ``repetition_penalty`` divides the logits of every repeated token, a different rule), so any setting other than
+      ``temperature: 0`` is refused;
+    * another backend (an entry point): refused unless empty (it may not take ``decoding``).
+
+    Raises:
+        ValueError: the settings are invalid, or the backend cannot send them as published.
+    """
+    from gui_grounding.models.profile_types import decoding_problem
+
+    decoding = dict(decoding or {})
+    problem = decoding_problem(decoding)
+    if problem is not None:
+        raise ValueError(problem)
+    if not decoding:
+        return decoding
+    if backend == "openai":
+        return decoding
+    if backend == "vllm":
+        if "temperature" in decoding and decoding["temperature"] is None:
+            raise ValueError(
+                "decoding: temperature 'the server default' is an OpenAI-server setting (the published request sends "
+                "none); --backend vllm has no such default: use --backend openai against a server"
+            )
+        return decoding
+    if backend == "hf":
+        extra = {k: v for k, v in decoding.items() if not (k == "temperature" and v == 0)}
+        if extra:
+            raise ValueError(
+                f"decoding {extra}: the hf backend decodes greedily and transformers' generate has no "
+                "frequency_penalty (repetition_penalty is a different, multiplicative penalty): use --backend openai "
+                "(or vllm) to send these settings, or a profile without them"
+            )
+        return decoding
+    raise ValueError(f"decoding {decoding}: backend {backend!r} does not take published generation settings")
+
+
+def greedy_settings(decoding: dict | None) -> dict:
+    """The generation fields of a greedy request (OpenAI request fields / vLLM ``SamplingParams`` arguments):
+    ``temperature`` 0, then ``decoding`` on top (``temperature: None`` removes the field: the server's default).
+    Test-time sampling passes keep their own temperature and top_p and add only :func:`sampling_settings`."""
+    out = {"temperature": 0.0, **(decoding or {})}
+    if out.get("temperature", 0.0) is None:
+        del out["temperature"]
+    return out
+
+
+def sampling_settings(decoding: dict | None) -> dict:
+    """The published settings a sampled (test-time) request keeps: the penalty alone."""
+    return {k: v for k, v in (decoding or {}).items() if k == "frequency_penalty"}
+
+
+# --------------------------------------------------------------------------------------------------------------------
 # helpers shared by the backends
 
 

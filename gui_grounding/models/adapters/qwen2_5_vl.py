@@ -477,6 +477,39 @@ def _qwen25vl(size: str, published: tuple, backends: tuple) -> Profile:
 
 _VENUS = "inclusionAI/UI-Venus"
 
+# UI-TARS's published grounding request (bytedance/UI-TARS README_v1.md:324-337 at 582f3a7): client.chat.completions
+# .create(model=..., messages=[image, prompt + instruction], frequency_penalty=1, max_tokens=128), no temperature
+_UI_TARS_SNIPPET_DECODING = {"frequency_penalty": 1.0, "temperature": None}
+
+
+def _ui_tars(name: str, backends: tuple, decoding: dict, note: str) -> Profile:
+    """UI-TARS-1.5-7B with its grounding prompt; ``decoding``: ``{}`` (greedy) or the published snippet's settings."""
+    sources = {
+        "adapter": f"{_UITARS} README_v1.md:320 (grounding prompt; UI-TARS#157: 1.5 keeps it) and README_coordinates.md "
+        "(absolute coordinates in the smart_resized frame)",
+        "max_new_tokens": f"{_UITARS} README_v1.md:336 (max_tokens=128); ZJU-REAL/ClawGUI clawgui-eval/scripts/infer/"
+        "transformers/uitars_run_transformers.sh (d990d3e) pins greedy decoding",
+        "backends": "7B: one GPU" if backends == ONE_GPU else "an OpenAI-compatible server (the snippet's client)",
+    }
+    if decoding:
+        sources["decoding"] = f"{_UITARS} README_v1.md:335-336: frequency_penalty=1, max_tokens=128, no temperature"
+    return Profile(
+        name,
+        "ByteDance-Seed/UI-TARS-1.5-7B",
+        "qwen2_5_vl",
+        "ui-tars-1.5",
+        UI_TARS_BUDGET,
+        128,
+        backends,
+        sources,
+        {},
+        (PublishedScore("screenspot-pro", 49.6, f"{_UITARS} README.md:169"),),
+        "codes/ui_tars/prompt.py:59 (GROUNDING_DOUBAO) is a second, agent-style grounding prompt; ClawGUI reproduces 42.1 "
+        "on ScreenSpot-Pro against the published 49.6 (clawgui-eval/README.md:465). Decoding: " + note,
+        decoding=dict(decoding),
+    )
+
+
 #: this family's published checkpoints
 PROFILES = (
     _gta1(
@@ -507,25 +540,21 @@ PROFILES = (
         _gta1_card(_GTA1_72B_CARD, 58.4, 94.8, 66.7),
         notes="the 2507 release on Qwen2.5-VL-72B; " + _GTA1_BIG_BUDGET_NOTE,
     ),
-    Profile(
+    _ui_tars(
         "ui-tars-1.5-7b",
-        "ByteDance-Seed/UI-TARS-1.5-7B",
-        "qwen2_5_vl",
-        "ui-tars-1.5",
-        UI_TARS_BUDGET,
-        128,
         ONE_GPU,
-        {
-            "adapter": f"{_UITARS} README_v1.md:320 (grounding prompt; UI-TARS#157: 1.5 keeps it) and README_coordinates.md "
-            "(absolute coordinates in the smart_resized frame)",
-            "max_new_tokens": "answers are one action of < 40 tokens; ZJU-REAL/ClawGUI clawgui-eval/scripts/infer/"
-            "transformers/uitars_run_transformers.sh (d990d3e) pins greedy decoding",
-            "backends": "7B: one GPU",
-        },
         {},
-        (PublishedScore("screenspot-pro", 49.6, f"{_UITARS} README.md:169"),),
-        "codes/ui_tars/prompt.py:59 (GROUNDING_DOUBAO) is a second, agent-style grounding prompt; ClawGUI reproduces 42.1 "
-        "on ScreenSpot-Pro against the published 49.6 (clawgui-eval/README.md:465)",
+        "greedy, no penalty; the published snippet (README_v1.md:335-336) sends frequency_penalty=1 and the server's "
+        "default temperature instead: profile ui-tars-1.5-7b-api. Which of the two produced 49.6 is unverified",
+    ),
+    _ui_tars(
+        "ui-tars-1.5-7b-api",
+        ("openai",),
+        _UI_TARS_SNIPPET_DECODING,
+        "the published grounding snippet's generation settings (README_v1.md:324-337): frequency_penalty=1, "
+        "max_tokens=128, no temperature (the server's default), over an OpenAI-compatible server (--backend openai: "
+        "transformers has no frequency_penalty; vLLM offline has no server default). Which setting produced 49.6 "
+        "is unverified (README.md:169 names none)",
     ),
     _qwen25vl(
         "7B",
