@@ -385,3 +385,20 @@ def test_eval_refuses_a_profiles_decoding_the_backend_cannot_send(tmp_path):
             profile="ui-tars-1.5-7b-api",
         )
     assert not (tmp_path / "out").exists()
+
+
+# ---- i. OSWorld-G unreadable answers: the authors' eval.py unreadable here; ours kept, the difference stated ------
+def test_osworld_g_unreadable_answer_stays_no_point_on_an_origin_target():
+    """The VLMEvalKit port (vlmeval/dataset/GUI/osworld_g.py:42-75,191-243 at ae5fdb1) makes an unparsable answer
+    [0,0,0,0]: centre (0, 0), correct on a box covering the origin. xlang-ai/OSWorld-G's own eval.py could not be
+    read, so ours stays: no point is wrong_format on every item; the point (0, 0) itself is scored as any point."""
+    from gui_grounding.data.schema import Sample
+    from gui_grounding.eval import judge as judge_module
+    from gui_grounding.eval.judge import CORRECT, WRONG, WRONG_FORMAT, judge
+
+    origin = Sample("o", "x", "", [(0.0, 0.0, 40.0, 30.0)], 1920, 1080)
+    refusal = Sample("r", "x", "", [], 1920, 1080, refusal=True)
+    assert [judge(origin, None), judge(refusal, None)] == [WRONG_FORMAT, WRONG_FORMAT]
+    assert [judge(origin, (0.0, 0.0)), judge(refusal, (0.0, 0.0))] == [CORRECT, WRONG]  # the port's reading
+    doc = judge_module.__doc__
+    assert "unverified at its source" in doc and "correct on a bbox item whose box covers the screen origin" in doc
