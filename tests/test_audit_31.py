@@ -402,3 +402,44 @@ def test_osworld_g_unreadable_answer_stays_no_point_on_an_origin_target():
     assert [judge(origin, (0.0, 0.0)), judge(refusal, (0.0, 0.0))] == [CORRECT, WRONG]  # the port's reading
     doc = judge_module.__doc__
     assert "unverified at its source" in doc and "correct on a bbox item whose box covers the screen origin" in doc
+
+
+# ---- j. 0-1000 answers beyond the grid: flagged, counted, never clipped ---------------------------------------------
+def test_outside_frame_answers_are_flagged_counted_and_mapped_as_written(tmp_path):
+    import json
+
+    from gui_grounding.eval.backends import record
+    from gui_grounding.eval.benchmarks import get_benchmark
+    from gui_grounding.eval.run import run_eval
+    from gui_grounding.models.adapters import get_adapter
+    from gui_grounding.models.adapters.base import Request
+    from gui_grounding.models.frames import Frame
+
+    data = "data/mini_benchmarks/osworld_g"
+    samples, _ = get_benchmark("osworld-g", subset="plain").load(data)
+    adapter = get_adapter("qwen3-vl")
+    answers = ['{"point_2d": [1200, 300]}', '{"point_2d": [-5, 10]}', '{"point_2d": [1000, 0]}', "no idea"]
+    lines = []
+    for s, text in zip(samples, answers + ["none"] * len(samples), strict=False):
+        request = Request([], None, {"frame": Frame(s.width, s.height, s.width, s.height)})
+        lines.append(record(s, request, text, adapter))
+    assert [line.get("outside_frame") for line in lines[:4]] == [True, True, None, None]
+    s0 = samples[0]
+    assert lines[0]["point"] == [1200 / 1000 * s0.width, 300 / 1000 * s0.height]  # mapped as written, not clipped
+    lines[5]["outside_frame"] = "yes"  # a hostile flag: dropped, counted in bad_values, not in outside_frame
+    preds = tmp_path / "p.jsonl"
+    preds.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    doc = run_eval(
+        "osworld-g", data, str(tmp_path / "out"), predictions=str(preds), benchmark_options={"subset": "plain"}
+    )
+    summary = doc["predictions"]
+    assert (summary["outside_frame"], summary["bad_values"]) == (2, 1)
+    assert summary["examples"]["outside_frame"] == [samples[0].sample_id, samples[1].sample_id]
+    md = (tmp_path / "out" / "results.md").read_text(encoding="utf-8")
+    assert "2 answers outside the 0-1000 frame" in md
+    assert get_adapter("gta1").answer_frame == "resized" and "outside_frame" not in record(
+        s0,
+        Request([], None, {"frame": Frame(s0.width, s0.height, s0.width, s0.height)}),
+        "(1200,300)",
+        get_adapter("gta1"),
+    )

@@ -17,6 +17,9 @@ Every backend writes the same line per sample (points in **original-image pixels
 
     {"sample_id": "...", "point": [x, y] | null, "raw_response": "...", "prompt": "...", "adapter": "gta1"}
 
+plus ``"outside_frame": true`` when a 0-1000 family's answer writes a coordinate above 1000 or below 0 (the point is
+still mapped as written and scored: :func:`outside_frame`),
+
 plus ``"error": "..."`` on a request that failed for good (API backends; ``point`` is then null and
 ``raw_response`` holds the error text), and ``"invalid_point": "..."`` (with a null point) when the adapter's point is
 not one the predictions reader reads (two finite numbers within +-1e7 original pixels: a point in range in the model's
@@ -228,11 +231,33 @@ def record(sample, request, text: str, adapter, *, error: str | None = None) -> 
         ok, rec["point"] = parse_point(list(point))
         if not ok:
             rec["invalid_point"] = _shown_point(point)
+        elif outside_frame(adapter, text):
+            rec["outside_frame"] = True
     if refusal:
         rec["refusal"] = True
     if error is not None:
         rec["error"] = error
     return rec
+
+
+#: the extent of the ``norm1000`` answer frame: an answer coordinate outside ``[0, NORM1000_EXTENT]`` is flagged
+NORM1000_EXTENT = 1000.0
+
+
+def outside_frame(adapter, text: str) -> bool:
+    """True when ``adapter`` answers on the 0-1000 grid (``answer_frame == "norm1000"``) and the answer ``text``
+    writes a coordinate above 1000 or below 0 (any number of the box it wrote, ``Adapter.answer_box``, else of its
+    point, ``Adapter.answer_point``).
+
+    Models do answer beyond 1000 (e.g. Qwen3-VL answers that read as pixels of the image), and scoring 0-1000
+    answers as pixels, or clipping them silently, is the field's most common grounding bug (open-compass/VLMEvalKit
+    #1332; QwenLM/Qwen3-VL #1485, #1741). Nothing here clips: the point is mapped as written
+    (``Frame.point_from_norm1000``: ``x / 1000 * W``) and scored; the predictions line carries ``"outside_frame":
+    true`` and the predictions summary (``metrics.json`` ``predictions.outside_frame``, ``results.md``) counts it."""
+    if getattr(adapter, "answer_frame", None) != "norm1000":
+        return False
+    values = adapter.answer_box(text) or adapter.answer_point(text)
+    return values is not None and any(not 0.0 <= float(v) <= NORM1000_EXTENT for v in values)
 
 
 #: what eval makes of an answer with no point and no refusal (``gui_grounding.eval.judge``)
