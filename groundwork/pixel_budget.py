@@ -42,8 +42,9 @@ logger = logging.getLogger(__name__)
 
 #: the budget fields that carry a source (``PixelBudget.sources`` keys)
 BUDGET_FIELDS = ("factor", "min_pixels", "max_pixels", "max_tiles")
-#: the optional field of a harness whose processor shrinks the stated image again (:attr:`PixelBudget.processor_max_pixels`);
-#: resolved, recorded and described like the fields above, but only where set (records without it read as before)
+#: the optional field of a harness whose processor shrinks the stated image again
+#: (:attr:`PixelBudget.processor_max_pixels`); resolved, recorded and described like the fields above, but only where
+#: set (records without it read as before)
 RESHRINK_FIELD = "processor_max_pixels"
 #: every field :func:`resolve` takes from its layers
 RESOLVED_FIELDS = (*BUDGET_FIELDS, RESHRINK_FIELD)

@@ -365,12 +365,12 @@ def parse_literal_box(text: str) -> tuple[float, float, float, float] | None:
     trailing comma, ``1e3``, ``0x10``, ``1_000``, a sign.
 
     Rule here: the first top-level bracketed span of ``text`` (at most :data:`MAX_LITERAL_CHARS` characters; the first
-    :data:`MAX_LITERAL_SPANS` spans are tried) that ``ast.literal_eval`` reads as a list or tuple decides (spans that are not literals, e.g. ``[OK button]``, are
-    passed over); it is a box when it holds at least four items, all real numbers (int/float, not bool) that are
-    coordinates (:func:`groundwork.validate.is_coord`: finite, within +-1e7), and the box is its first four
-    (``box[0..3]``, as the official scripts index it). Anything else -- fewer than four numbers (``[-1,-1]``: the
-    official scripts' ``IndexError``), a nested list (``[[1,2,3,4]]``: their ``TypeError``), a string, a boolean, a
-    complex number, an infinite or out-of-range value -- is no box (``None``). Never raises.
+    :data:`MAX_LITERAL_SPANS` spans are tried) that ``ast.literal_eval`` reads as a list or tuple decides (spans that
+    are not literals, e.g. ``[OK button]``, are passed over); it is a box when it holds at least four items, all real
+    numbers (int/float, not bool) that are coordinates (:func:`groundwork.validate.is_coord`: finite, within +-1e7),
+    and the box is its first four (``box[0..3]``, as the official scripts index it). Anything else -- fewer than four
+    numbers (``[-1,-1]``: the official scripts' ``IndexError``), a nested list (``[[1,2,3,4]]``: their ``TypeError``),
+    a string, a boolean, a complex number, an infinite or out-of-range value -- is no box (``None``). Never raises.
 
     Differences from the official ``eval``: text around the literal is allowed (``eval`` raises on it, giving the
     point (0, 0)); booleans are not numbers here (``eval`` divides ``True`` as 1); nothing is executed.

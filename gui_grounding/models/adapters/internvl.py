@@ -102,10 +102,10 @@ class InternVLGUIAdapter(InternVLAdapter):
       in another syntax); 0-1000 -> original pixels.
 
       Why not the harness's box rule: its ``extract_last_bounding_box`` (likaixin2000/ScreenSpot-Pro-GUI-Grounding
-      ``models/internvl.py:152-164`` at bd8bbbb) matches four digit runs joined by bare commas inside ``[[ ]]`` with no spaces, so
-      the spaced ``[[x1, y1, x2, y2]]`` its own prompt asks for never matches (the harness then has no point:
-      ``wrong_format``); and when an unspaced box does match, ``re.findall`` returns tuples and ``match.group(1)``
-      raises ``AttributeError``, which neither ``ground_only_positive`` (:136) nor the eval loop
+      ``models/internvl.py:152-164`` at bd8bbbb) matches four digit runs joined by bare commas inside ``[[ ]]`` with
+      no spaces, so the spaced ``[[x1, y1, x2, y2]]`` its own prompt asks for never matches (the harness then has no
+      point: ``wrong_format``); and when an unspaced box does match, ``re.findall`` returns tuples and
+      ``match.group(1)`` raises ``AttributeError``, which neither ``ground_only_positive`` (:136) nor the eval loop
       (``eval_screenspot_pro.py:395``) catches: the harness run stops. So in the harness only a ``[[x,y]]`` point can
       ever score. We read the box the prompt asks for and score its centre, as the harness's :139-140 intends
       (``click_point = [(bbox[0] + bbox[2]) / 2, ...]``): more lenient than the harness, never a crash.
