@@ -443,3 +443,37 @@ def test_outside_frame_answers_are_flagged_counted_and_mapped_as_written(tmp_pat
         "(1200,300)",
         get_adapter("gta1"),
     )
+
+
+def test_prompt_command_shows_the_size_sent_where_the_budget_reshrinks():
+    from gui_grounding.ops.prompt import describe_prompt
+
+    shown = describe_prompt(None, (5120, 2880), "Click OK", profile="qwen2.5-vl-7b")
+    assert (shown["resized_size"], shown["sent_size"]) == ([5124, 2884], [4760, 2688])
+    assert "sent_size" not in describe_prompt(None, (5120, 2880), "Click OK", profile="gta1-7b-2507")
+
+
+def test_qwen25vl_processor_sees_what_the_harness_processor_saw(tiny_qwen25_dir):
+    """transformers' Qwen2.5-VL processor at the harness's bounds (its defaults, 3136 .. 12845056) turns the stated
+    5124x2884 image into a 340x192 patch grid (4760x2688 pixels); our sent image, under the bounds the budget writes
+    into the processor, gives the same grid (the processor leaves it as it is)."""
+    from PIL import Image
+
+    from gui_grounding.data.schema import Sample
+    from gui_grounding.models.adapters import get_adapter
+    from vlm_r1.modules import get_vlm_module, load_processor
+
+    budget = PROFILES["qwen2.5-vl-7b"].budget
+    module = get_vlm_module(tiny_qwen25_dir)
+    harness = load_processor(tiny_qwen25_dir)
+    module.set_pixel_budget(harness, min_pixels=3136, max_pixels=12_845_056)  # the checkpoint's default bounds
+    stated = Image.new("RGB", (5124, 2884))
+    assert harness.image_processor(images=[stated], return_tensors="pt")["image_grid_thw"].tolist() == [[1, 192, 340]]
+    ours = load_processor(tiny_qwen25_dir)
+    budget.apply(ours, module)
+    request = get_adapter("qwen2.5-vl").build_request(
+        Sample("s", "x", "", [], 5120, 2880), Image.new("RGB", (5120, 2880)), budget=budget
+    )
+    assert ours.image_processor(images=[request.image], return_tensors="pt")["image_grid_thw"].tolist() == [
+        [1, 192, 340]
+    ]
