@@ -42,6 +42,12 @@ logger = logging.getLogger(__name__)
 
 #: the budget fields that carry a source (``PixelBudget.sources`` keys)
 BUDGET_FIELDS = ("factor", "min_pixels", "max_pixels", "max_tiles")
+#: the optional field of a harness whose processor shrinks the stated image again
+#: (:attr:`PixelBudget.processor_max_pixels`); resolved, recorded and described like the fields above, but only where
+#: set (records without it read as before)
+RESHRINK_FIELD = "processor_max_pixels"
+#: every field :func:`resolve` takes from its layers
+RESOLVED_FIELDS = (*BUDGET_FIELDS, RESHRINK_FIELD)
 #: the key of the budget in ``vlm_r1_run.json``
 RUN_INFO_KEY = "pixel_budget"
 RUN_INFO_FILE = "vlm_r1_run.json"
@@ -55,6 +61,15 @@ class PixelBudget:
 
     Build with :func:`resolve` (or the constructor, for a fixed published budget). Frozen: a change is a new object
     (:meth:`with_values`), which records the new sources.
+
+    ``processor_max_pixels`` (``None`` for every budget but one harness's): the ``max_pixels`` of a processor that
+    resizes the image **again** after the frame was stated. The ScreenSpot-Pro harness's Qwen2.5-VL request states the
+    smart_resize size under ``max_pixels=99999999`` in its prompt and divides answers by it
+    (likaixin2000/ScreenSpot-Pro-GUI-Grounding ``models/qwen2_5vl.py:143-154,208`` at bd8bbbb), then hands that image to
+    ``self.processor(images=[resized_image])`` (:164-169), loaded at its defaults (:121), whose max_pixels 12,845,056
+    shrinks any image above it once more. With it set, :meth:`frame` (the size the prompt states, the frame answers
+    map back from) stays the ``max_pixels`` frame, and :meth:`size_sent` is that frame smart_resized again under
+    ``(min_pixels, processor_max_pixels)``: the image the model actually sees.
     """
 
     factor: int | None
@@ -63,9 +78,10 @@ class PixelBudget:
     max_tiles: int | None = None
     limits: ImageLimits = ImageLimits()
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
+    processor_max_pixels: int | None = None
 
     def __post_init__(self) -> None:
-        for name in BUDGET_FIELDS:
+        for name in RESOLVED_FIELDS:
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise ValueError(f"pixel budget: {name} must be a positive integer or None, got {value!r}")
@@ -84,9 +100,16 @@ class PixelBudget:
         min_pixels: int | None = None,
         max_pixels: int | None = None,
         max_tiles: int | None = None,
+        processor_max_pixels: int | None = None,
     ) -> PixelBudget:
         """A fixed, published budget (an adapter's or a profile's), every value set citing ``source``."""
-        values = {"factor": factor, "min_pixels": min_pixels, "max_pixels": max_pixels, "max_tiles": max_tiles}
+        values = {
+            "factor": factor,
+            "min_pixels": min_pixels,
+            "max_pixels": max_pixels,
+            "max_tiles": max_tiles,
+            RESHRINK_FIELD: processor_max_pixels,
+        }
         return cls(**values, sources={k: source for k, v in values.items() if v is not None})
 
     # ---- the resize rule ----------------------------------------------------------------------------------------------
@@ -95,10 +118,30 @@ class PixelBudget:
         """True when the family has a smart_resize frame (a ``factor``); False for tiling families (InternVL)."""
         return self.factor is not None
 
+    @property
+    def reshrinks(self) -> bool:
+        """True when a processor shrinks the stated frame again (``processor_max_pixels`` below ``max_pixels``)."""
+        return self.resizes and self.processor_max_pixels is not None and self.processor_max_pixels < self.max_pixels
+
     def size_sent(self, width: int, height: int) -> tuple[int, int]:
-        """``(W', H')`` of the image the model is sent for an original ``width x height`` image: transformers'
-        ``smart_resize`` under this budget (:func:`groundwork.geometry.smart_resize`), or the original size for a family
-        without a smart_resize frame.
+        """``(W'', H'')`` of the image the model is sent for an original ``width x height`` image: the stated frame
+        (:meth:`stated_size`), smart_resized again under ``(min_pixels, processor_max_pixels)`` when the budget
+        :attr:`reshrinks` (the class docstring: a harness's processor at its defaults), else the stated frame itself.
+        Both sizes are checked to be fixed points of the resize that makes them.
+
+        Raises:
+            ValueError: as :meth:`stated_size`, for either resize.
+        """
+        stated = self.stated_size(width, height)
+        if not self.reshrinks:
+            return stated
+        return self._fixed_point(*stated, self.processor_max_pixels)
+
+    def stated_size(self, width: int, height: int) -> tuple[int, int]:
+        """``(W', H')`` of the frame the prompt states and answers map back from, for an original ``width x height``
+        image: transformers' ``smart_resize`` under this budget (:func:`groundwork.geometry.smart_resize`), or the
+        original size for a family without a smart_resize frame. The image sent is this frame, unless a processor
+        shrinks it again (:meth:`size_sent`).
 
         The result is checked to be a fixed point (smart_resize of ``(W', H')`` is ``(W', H')``), so the processor, set
         to the same budget, leaves the image as it is and the frame the prompt states is the one the model sees. A very
@@ -113,11 +156,15 @@ class PixelBudget:
         """
         if not self.resizes:
             return int(width), int(height)
+        return self._fixed_point(int(width), int(height), self.max_pixels)
+
+    def _fixed_point(self, width: int, height: int, max_pixels: int) -> tuple[int, int]:
+        """smart_resize of ``width x height`` under ``(min_pixels, max_pixels)``, checked to be a fixed point."""
         h, w = smart_resize(
-            int(height), int(width), factor=self.factor, min_pixels=self.min_pixels, max_pixels=self.max_pixels
+            int(height), int(width), factor=self.factor, min_pixels=self.min_pixels, max_pixels=max_pixels
         )
         try:
-            again = smart_resize(h, w, factor=self.factor, min_pixels=self.min_pixels, max_pixels=self.max_pixels)
+            again = smart_resize(h, w, factor=self.factor, min_pixels=self.min_pixels, max_pixels=max_pixels)
         except ValueError as err:
             again = err
         if again != (h, w):
@@ -129,23 +176,34 @@ class PixelBudget:
         return w, h
 
     def frame(self, width: int, height: int) -> Frame:
-        """The :class:`groundwork.geometry.Frame` of an original ``width x height`` image: original and sent sizes."""
-        return Frame(int(width), int(height), *self.size_sent(width, height))
+        """The :class:`groundwork.geometry.Frame` of an original ``width x height`` image: the original size and the
+        stated frame (:meth:`stated_size`: the size the prompt states and answers map back from; the size sent too,
+        unless the budget :attr:`reshrinks`)."""
+        return Frame(int(width), int(height), *self.stated_size(width, height))
+
+    def processor_bounds(self) -> tuple[int | None, int | None]:
+        """``(min_pixels, max_pixels)`` the processor is set to: this budget's, with ``max_pixels`` lowered to
+        ``processor_max_pixels`` when the budget :attr:`reshrinks` (so the processor leaves the image
+        :func:`resize_for_model` sent as it is, as the harness's processor did after its own resize)."""
+        return self.min_pixels, (self.processor_max_pixels if self.reshrinks else self.max_pixels)
 
     def apply(self, processor: Any, vlm_module: Any) -> None:
         """Write this budget into ``processor`` (once per run): ``vlm_module.apply_pixel_budget`` (Qwen: the image
-        processor's ``size`` bounds; InternVL: ``max_patches``). An image resized by :func:`resize_for_model` is then
-        left as it is by the processor's own smart_resize."""
-        vlm_module.apply_pixel_budget(processor, self)
+        processor's ``size`` bounds, :meth:`processor_bounds`; InternVL: ``max_patches``). An image resized by
+        :func:`resize_for_model` is then left as it is by the processor's own smart_resize."""
+        lo, hi = self.processor_bounds()
+        vlm_module.apply_pixel_budget(processor, replace(self, max_pixels=hi) if hi != self.max_pixels else self)
 
     # ---- records --------------------------------------------------------------------------------------------------
     def to_dict(self) -> dict:
-        """JSON form (``vlm_r1_run.json`` ``pixel_budget``; eval's ``metrics.json`` ``meta.pixel_budget``)."""
+        """JSON form (``vlm_r1_run.json`` ``pixel_budget``; eval's ``metrics.json`` ``meta.pixel_budget``);
+        ``processor_max_pixels`` only when set."""
         return {
             "factor": self.factor,
             "min_pixels": self.min_pixels,
             "max_pixels": self.max_pixels,
             "max_tiles": self.max_tiles,
+            **({RESHRINK_FIELD: self.processor_max_pixels} if self.processor_max_pixels is not None else {}),
             "sources": dict(self.sources),
             "limits": {"max_aspect_ratio": self.limits.max_aspect_ratio, "min_side": self.limits.min_side},
         }
@@ -160,7 +218,7 @@ class PixelBudget:
         if not isinstance(data, Mapping):
             raise ValueError(f"{source}: pixel budget record must be an object, got {type(data).__name__}")
         values = {}
-        for name in BUDGET_FIELDS:
+        for name in RESOLVED_FIELDS:
             value = data.get(name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
                 raise ValueError(f"{source}: pixel budget {name} must be an integer or null, got {value!r}")
@@ -173,20 +231,24 @@ class PixelBudget:
     def with_values(self, source: str, **values: int | None) -> PixelBudget:
         """A copy with ``values`` (the ``None`` ones ignored) replaced and their source set to ``source``."""
         given = {k: v for k, v in values.items() if v is not None}
-        unknown = set(given) - set(BUDGET_FIELDS)
+        unknown = set(given) - set(RESOLVED_FIELDS)
         if unknown:
             raise TypeError(f"not pixel budget fields: {sorted(unknown)}")
         return replace(self, **given, sources={**self.sources, **dict.fromkeys(given, source)})
 
     def values(self) -> dict:
-        """``{factor, min_pixels, max_pixels, max_tiles}`` (what decides the image; no sources)."""
-        return {name: getattr(self, name) for name in BUDGET_FIELDS}
+        """``{factor, min_pixels, max_pixels, max_tiles}`` (what decides the image; no sources), and
+        ``processor_max_pixels`` when set."""
+        out = {name: getattr(self, name) for name in BUDGET_FIELDS}
+        if self.processor_max_pixels is not None:
+            out[RESHRINK_FIELD] = self.processor_max_pixels
+        return out
 
     def differences(self, other: PixelBudget) -> list[str]:
         """Readable differences of the values that decide the image (``["max_pixels 200,704 vs 8,847,360"]``);
         fields either side leaves unset are not compared."""
         out = []
-        for name in BUDGET_FIELDS:
+        for name in RESOLVED_FIELDS:
             a, b = getattr(self, name), getattr(other, name)
             if a is not None and b is not None and a != b:
                 out.append(f"{name} {a:,} vs {b:,}")
@@ -200,6 +262,12 @@ class PixelBudget:
             shown = f"{value:,}" if value is not None else "-"
             source = self.sources.get(name, "not used by this family" if value is None else "unknown")
             lines.append(f"  {name:<10} {shown:>12}   <- {source}")
+        if self.processor_max_pixels is not None:
+            effect = "" if self.reshrinks else " (no effect: not below max_pixels)"
+            lines.append(
+                f"  processor max_pixels {self.processor_max_pixels:,}{effect}: the stated frame is shrunk again to "
+                f"this before it is sent   <- {self.sources.get(RESHRINK_FIELD, 'unknown')}"
+            )
         if self.limits.max_aspect_ratio or self.limits.min_side > 1:
             lines.append(
                 f"  image limits: aspect ratio <= {self.limits.max_aspect_ratio}, side >= "
@@ -209,19 +277,23 @@ class PixelBudget:
 
 
 def resize_for_model(image: Any, budget: PixelBudget) -> Any:
-    """``image`` (PIL, original pixels, displayed frame) as the model is sent it: resized once, bicubic (as GTA1 and
-    the Qwen image processor resample), to :meth:`PixelBudget.size_sent`; returned unchanged when the size already
-    matches (and for families without a smart_resize frame). The one resize of the project.
+    """``image`` (PIL, original pixels, displayed frame) as the model is sent it: resized, bicubic (as GTA1 and the
+    Qwen image processor resample), to the stated frame (:meth:`PixelBudget.stated_size`), then, when the budget
+    :attr:`~PixelBudget.reshrinks`, once more to :meth:`PixelBudget.size_sent` (two resizes, as the harness's PIL
+    resize and then its processor's); returned unchanged when the size already matches (and for families without a
+    smart_resize frame). The one resize of the project.
 
     Raises:
         ValueError: an aspect ratio smart_resize refuses (over 200).
     """
     from PIL import Image
 
-    size = budget.size_sent(*image.size)
-    if tuple(image.size) == size:
-        return image
-    return image.resize(size, Image.Resampling.BICUBIC)
+    stated, sent = budget.stated_size(*image.size), budget.size_sent(*image.size)
+    if tuple(image.size) != stated:
+        image = image.resize(stated, Image.Resampling.BICUBIC)
+    if tuple(image.size) != sent:
+        image = image.resize(sent, Image.Resampling.BICUBIC)
+    return image
 
 
 def resolve(layers: list[tuple[str, Mapping[str, Any]]], *, limits: ImageLimits | None = None) -> PixelBudget:
@@ -234,15 +306,15 @@ def resolve(layers: list[tuple[str, Mapping[str, Any]]], *, limits: ImageLimits 
     Raises:
         ValueError: the resolved values are inconsistent (``min_pixels > max_pixels``, a non-positive value).
     """
-    values: dict[str, int | None] = dict.fromkeys(BUDGET_FIELDS)
+    values: dict[str, int | None] = dict.fromkeys(RESOLVED_FIELDS)
     sources: dict[str, str] = {}
     for source, layer in layers:
-        for name in BUDGET_FIELDS:
+        for name in RESOLVED_FIELDS:
             value = layer.get(name)
             if values[name] is None and value is not None:
                 values[name], sources[name] = int(value), source
     if values["factor"] is None:  # a tiling family: the smart_resize bounds do not apply
-        for name in ("min_pixels", "max_pixels"):
+        for name in ("min_pixels", "max_pixels", RESHRINK_FIELD):
             if values[name] is not None:
                 sources[name] = f"{sources[name]} (no effect: this family has no smart_resize frame)"
     elif values["max_tiles"] is not None:  # a smart_resize family: the tile bound does not apply

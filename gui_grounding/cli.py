@@ -39,6 +39,7 @@ from gui_grounding.eval.compare import add_parser as register_compare
 from gui_grounding.eval.tts import (
     DEFAULT_SAMPLES,
     DEFAULT_TEMPERATURE,
+    DEFAULT_TOP_P,
     DEFAULT_ZOOM,
     DEFAULT_ZOOM_CALLS,
     MAX_ZOOM_CALLS,
@@ -115,17 +116,24 @@ def _add_tts_flags(p: argparse.ArgumentParser) -> None:
         choices=TTS_MODES,
         default="greedy",
         help="greedy (default: one greedy answer, the run as before); consensus: K sampled answers voted "
-        "by GUI-RC's region rule (agreement stored as confidence); zoom: the greedy answer picks a "
+        "by GUI-RC's region rule (a box answer votes with its box, a point with a 50-px square; agreement stored as "
+        "confidence); zoom: the greedy answer picks a "
         "window, the crop is asked again; zoom+consensus: both; zoom-tool: the model is offered a zoom tool "
         "and decides whether to call it (adapters with a tool-call format: gta1 family, qwen3-vl). With "
         "--predictions: consensus re-votes each line's 'samples', zoom modes score its tts.point",
     )
     k = integer(min=1, max=MAX_SAMPLES)
-    add_number_flag(g, "--tts-samples", k, DEFAULT_SAMPLES, "K, answers sampled per screenshot (consensus modes)")
+    add_number_flag(
+        g,
+        "--tts-samples",
+        k,
+        DEFAULT_SAMPLES,
+        "K, answers sampled per screenshot (consensus modes; GUI-RC samples 64: use 64 to reproduce it)",
+    )
     temp = number(min=0, max=100, min_open=True)
     add_number_flag(g, "--tts-temperature", temp, DEFAULT_TEMPERATURE, "sampling temperature (GUI-RC: 0.7)")
     top_p = number(min=0, max=1, min_open=True)
-    add_number_flag(g, "--tts-top-p", top_p, 1.0, "nucleus sampling mass")
+    add_number_flag(g, "--tts-top-p", top_p, DEFAULT_TOP_P, "nucleus sampling mass (GUI-RC: 0.95)")
     seed = integer(min=0, max=2**31 - 1)
     add_number_flag(g, "--tts-seed", seed, 0, "sampling seed (recorded; per sample and pass from it and the sample_id)")
     # gui_grounding.models.consensus.check_region: a narrower square votes for no point near the origin (int()

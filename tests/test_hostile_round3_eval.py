@@ -487,6 +487,7 @@ def _eval_request(kind, name, image):
     """``{(kind, name): (adapter, sample, request)}``: the run's adapter and budget resolved as eval resolves them."""
     prof = get_profile(name) if kind == "profile" else None
     ad = get_adapter(prof.adapter if prof else name)
+    ad = prof.configure(ad) if prof else ad  # the profile's reading of the no-target answer, as run_eval applies it
     budget, _ = resolve_eval_budget(ad, model=None, flags={}, profile=prof, limits=None)
     sample = Sample(f"{kind}-{name}", "Click ok", "unused.png", [(0.0, 0.0, 10.0, 10.0)], *SIZE)
     return {(kind, name): (ad, sample, ad.build_request(sample, image, budget=budget))}
@@ -536,12 +537,21 @@ def test_prompt_parse_shows_the_point_eval_calls_malformed_and_the_refusal(tmp_p
         f"{NO_POINT}: its point [39999960.0, 2.0] is not 2 finite numbers within +-1e7 original pixels "
         "(written as null)"
     )
-    shown = _prompt_parse("profile", "ui-venus-ground-7b", "[-1,-1]")
+    # the UI-Venus adapter reads [-1,-1] as a refusal; the ui-venus-ground-7b profile as its 1.0 script does (eval ->
+    # IndexError -> [0,0,0,0]): the point (0, 0) (Profile.refusal "origin")
+    shown = _prompt_parse("adapter", "ui-venus-ground", "[-1,-1]")
     assert (shown["parsed_point"], shown["refusal"], shown["format_error"], shown["scored_as"]) == (
         None,
         True,
         None,
         "refusal",
+    )
+    shown = _prompt_parse("profile", "ui-venus-ground-7b", "[-1,-1]")
+    assert (shown["parsed_point"], shown["refusal"], shown["format_error"], shown["scored_as"]) == (
+        [0.0, 0.0],
+        False,
+        None,
+        "point",
     )
     shown = _prompt_parse("adapter", "gta1", "(-1,-1)")  # GTA1 has no refusal answer: a point off the screen
     assert shown["refusal"] is False and shown["scored_as"] == "point" and shown["parsed_point"][0] < 0

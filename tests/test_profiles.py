@@ -52,6 +52,7 @@ SIZES = {
     "gta1-32b-2507": ((1092, 2408), (3836, 2156)),
     "gta1-72b-2507": ((1092, 2408), (3836, 2156)),
     "ui-tars-1.5-7b": ((1092, 2408), (3836, 2156)),
+    "ui-tars-1.5-7b-api": ((1092, 2408), (3836, 2156)),  # the same request, the published snippet's decoding
     "qwen2.5-vl-7b": ((1092, 2408), (3836, 2156)),
     "qwen2.5-vl-32b": ((1092, 2408), (3836, 2156)),
     "qwen2.5-vl-72b": ((1092, 2408), (3836, 2156)),
@@ -221,7 +222,9 @@ def test_refusal_answers():
     for answer in ("[-1,-1]", " [-1, -1]\n", "[-1,-1,-1,-1]"):
         rec = record(sample, request, answer, adapter)
         assert (rec["point"], rec.get("refusal")) == (None, True), answer
-    rec = record(sample, request, "[-1,-1] or [10,10,20,20]", adapter)  # not the refusal answer alone: a box
+    rec = record(sample, request, "[-1,-1] or [10,10,20,20]", adapter)  # not the refusal answer alone: no refusal,
+    assert rec.get("refusal") is None and rec["point"] is None  # and its first list literal holds two numbers: no box
+    rec = record(sample, request, "[-1,-1,-1,-1] [10,10,20,20]", adapter)  # a four-number literal first: its box
     assert rec.get("refusal") is None and rec["point"] is not None
     gta1 = get_adapter("gta1")  # a family without a refusal answer never refuses
     assert not gta1.is_refusal("[-1,-1]")
@@ -324,7 +327,7 @@ def test_eval_with_profile_shows_published_numbers(tmp_path):
             "ours": ours,
             "difference": round(ours - 55.1, 2),
             "within_1_point": abs(ours - 55.1) <= 1,
-            "denominator": "refusal-scored",
+            "denominator": "unstated",  # the README does not say how refusal items were counted
             "ours_over": "refusal-scored",
             "source": "Yan98/GTA1 README.md (81f0c4c):21",
             "options": {"subset": "plain"},

@@ -150,7 +150,13 @@ def test_default_budgets_are_the_published_settings():
         "ui-tars-1.5": (28, 78_400, 12_845_056, None),  # UI-TARS README_coordinates.md: 100*28*28 .. 16384*28*28
         "ui-venus-ground": (28, 2_000_000, 4_800_000, None),  # UI-Venus ui_venus_ground_7b.py:42-43
         "gui-g2": (28, 3136, 12_845_056, None),  # qwen_vl_utils defaults: 4*28*28 .. 16384*28*28
-        "qwen2.5-vl": (28, 3136, 99_999_999, None),  # ScreenSpot-Pro harness qwen2_5vl.py:143-150
+        "qwen2.5-vl": (
+            28,
+            3136,
+            99_999_999,
+            None,
+            12_845_056,
+        ),  # + processor_max_pixels: its processor shrinks again  # ScreenSpot-Pro harness qwen2_5vl.py:143-150
         "qwen2-vl": (28, 3136, 12_845_056, None),  # processor default (no published grounding budget)
         "qwen3-vl": (32, 65_536, 16_777_216, None),  # processor default (no published grounding budget)
         "internvl": (None, None, None, 12),  # 448-px tiles, up to 12 (no smart_resize)

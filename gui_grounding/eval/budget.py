@@ -1,6 +1,7 @@
 """The pixel budget of an evaluation run, resolved once (:func:`resolve_eval_budget`).
 
-Each value (smart_resize ``factor``, ``min_pixels``, ``max_pixels``, InternVL's ``max_tiles``) comes from the first of:
+Each value (smart_resize ``factor``, ``min_pixels``, ``max_pixels``, InternVL's ``max_tiles``, and a harness's
+``processor_max_pixels``, which no flag sets) comes from the first of:
 
 1. the flag (``--min-pixels`` / ``--max-pixels`` / ``--max-tiles``);
 2. ``--profile NAME`` (the pinned budget of a published checkpoint, :mod:`gui_grounding.models.profiles`);
@@ -19,7 +20,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from groundwork.pixel_budget import BUDGET_FIELDS, PixelBudget, recorded_budget, resolve
+from groundwork.pixel_budget import BUDGET_FIELDS, RESOLVED_FIELDS, PixelBudget, recorded_budget, resolve
 
 logger = logging.getLogger(__name__)
 
@@ -33,7 +34,7 @@ def budget_layers(budget: PixelBudget | None) -> list[tuple[str, dict]]:
         return []
     return [
         (budget.sources.get(name, "unknown"), {name: getattr(budget, name)})
-        for name in BUDGET_FIELDS
+        for name in RESOLVED_FIELDS
         if getattr(budget, name) is not None
     ]
 

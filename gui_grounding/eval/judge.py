@@ -13,18 +13,28 @@ Rules (the ScreenSpot-Pro harness's point-in-box test with edges included, likai
 * otherwise ``correct`` when the point (original pixels) is inside any target box (edges included) or inside/on any
   target polygon, else ``wrong``.
 
-The refusal rule is OSWorld-G's. The official scorer (the OSWorld-G authors' ``_eval``, as ported by them to
-VLMEvalKit: open-compass/VLMEvalKit ``vlmeval/dataset/GUI/osworld_g.py:191-243`` at
-ae5fdb19c321c4900a189506fedf27e9992b6eda) takes a predicted box, scores its centre, and on a refusal item returns
-``all(centre[i] < 0 for i in range(2))``. Its answer parser (same file, ``:42-75``) maps the model's refusal answer to
-``[-1, -1, -1, -1]`` (correct on refusal items, wrong elsewhere) and an unparsable answer to ``[0, 0, 0, 0]`` (centre
-``(0, 0)``: wrong on refusal items too); a parse that raises leaves the item uncounted as correct (``:281-286``).
-The same contract is stated for the official ``evaluation/eval.py`` ``GroundingEval`` by a fork of xlang-ai/OSWorld-G
-(Onifin/Holo3.1-OSWorld-G ``evaluation/holo_osworld_g.py:33,85-91`` at 0fbdd89045f229ce92761de63e9f7b0495ec7b96:
-"[-1, -1, -1, -1] for an explicit refusal, which GroundingEval scores as correct on `refusal` items and incorrect
-everywhere else ... a broken generation is never credited as a refusal"). So an unreadable answer (null point, no
-flag) is never an abstention; we label it ``wrong_format`` rather than ``wrong`` (both count as not correct, so the
-accuracy is the official one).
+The refusal rule is OSWorld-G's. The authors' own scorer (xlang-ai/OSWorld-G ``evaluation/eval.py``) could not be
+read here (no snapshot of that repository could be had): **unverified at its source**. What was read is a port of
+the same ``_eval`` in VLMEvalKit (open-compass/VLMEvalKit ``vlmeval/dataset/GUI/osworld_g.py`` at
+ae5fdb19c321c4900a189506fedf27e9992b6eda, commit "[Benchmark] Add GUI grounding: OSWorld-G"; its author is not
+identified as an OSWorld-G author): ``_eval`` (:191-243) takes a predicted box, scores its centre, and on a refusal
+item returns ``all(centre[i] < 0 for i in range(2))``; its answer parser (``parse_aguvis_coordinates``, :42-75) maps
+the model's refusal answer ("wait") to ``[-1, -1, -1, -1]`` (correct on refusal items, wrong elsewhere) and an
+unparsable answer to ``[0, 0, 0, 0]``; a parse that raises skips the item (``continue``, :279-286), which stays in
+the denominator (``accuracy = correct / lt``, :252,315). The same contract is stated for the official
+``GroundingEval`` by a fork of xlang-ai/OSWorld-G (Onifin/Holo3.1-OSWorld-G ``evaluation/holo_osworld_g.py:33,85-91``
+at 0fbdd89045f229ce92761de63e9f7b0495ec7b96: "[-1, -1, -1, -1] for an explicit refusal, which GroundingEval scores
+as correct on `refusal` items and incorrect everywhere else ... a broken generation is never credited as a
+refusal").
+
+**Unreadable answers: one difference, kept on purpose.** In that port the unparsable ``[0, 0, 0, 0]`` is a point:
+its centre ``(0, 0)`` (all four values lie in [0, 1], so they are read as relative and scaled by the image size: still
+``(0, 0)``) is wrong on refusal items (not negative) but **correct on a bbox item whose box covers the screen origin**
+(``rect[0] <= 0 <= rect[2]``, i.e. a box starting at x = 0 and y = 0) and on a polygon item containing ``(0, 0)``.
+Here an unreadable answer (null point, no flag) is ``wrong_format`` on every item, never correct. Because the
+authors' own ``eval.py`` could not be read, we do not adopt the port's reading; the two agree except on targets
+covering the origin (so our accuracy can be lower than the port's by the unreadable answers on such items), and the
+``no point`` column keeps every unreadable answer visible. An unreadable answer is never an abstention in either.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ Formats (``format=`` / ``--predictions-format``):
   malformed record rather than a reason to read the file another way.
 
 **Our predictions** (what ``--model`` writes): records ``{"sample_id": str | int, "point": [x, y] | null,
-"raw_response": str, "refusal": bool, ...}`` with ``point`` in **original-image pixels**; ``null`` = no answer could
+"raw_response": str, "refusal": bool, "outside_frame": bool, ...}`` with ``point`` in **original-image pixels**; ``null`` = no answer could
 be read (``wrong_format``, on OSWorld-G refusal items too: the official scorer never credits an unparsable answer as
 a refusal, ``gui_grounding.eval.judge``); optional ``"refusal": true`` (with a null point) = the model's explicit
 "no target" answer (UI-Venus ``[-1,-1]``; ``Adapter.is_refusal``), ``correct`` on refusal items and ``wrong`` (not
@@ -57,6 +57,9 @@ Nothing is dropped silently, and no record makes eval crash:
   prediction and counted in ``bad_values`` with its ref and a warning; the point is still scored (a bad confidence
   does not make the answer unreadable), and no mean, calibration bin or cost total sees the value. Strict mode
   raises at the first one;
+* ``"outside_frame": true`` (a 0-1000 answer beyond the grid, written by ``gui_grounding.eval.backends.record``:
+  the point was mapped as written) is counted in ``outside_frame`` (the kept predictions that carry it; the point is
+  scored as it is); a value other than true, false or null is dropped and counted in ``bad_values``;
 * a ``sample_id`` that matches no sample is counted in ``unknown_ids``;
 * several records for one sample (``duplicates``) refuse the file with an :class:`EvalInputError` naming them, unless
   ``on_duplicate`` is ``"first"`` or ``"last"`` (that record counts; the others are counted in ``duplicates``).
@@ -167,6 +170,8 @@ class PredictionReport:
     not_mapped: list[tuple[str, str]] = field(default_factory=list)  # harness details outside positive/en/instruction
     missing: list[str] = field(default_factory=list)  # sample_ids without a prediction (set by results_from_...)
     harness_disagreements: list[tuple[str, str, str]] = field(default_factory=list)  # (sample_id, harness, ours)
+    # sample_ids whose kept prediction says "outside_frame": true (a 0-1000 answer beyond the grid, mapped as written)
+    outside_frame: list[str] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
         """Counts of records read, predictions kept and each kind of problem."""
@@ -190,6 +195,7 @@ class PredictionReport:
             "format": self.format,
             "on_duplicate": self.on_duplicate,
             **self.counts(),
+            "outside_frame": len(self.outside_frame),
             "examples": {
                 "malformed": [list(x) for x in self.malformed[:max_examples]],
                 "malformed_samples": self.malformed_samples[:max_examples],
@@ -199,6 +205,7 @@ class PredictionReport:
                 "not_mapped": [list(x) for x in self.not_mapped[:max_examples]],
                 "missing": self.missing[:max_examples],
                 "harness_disagreements": [list(x) for x in self.harness_disagreements[:max_examples]],
+                "outside_frame": self.outside_frame[:max_examples],
             },
         }
 
@@ -212,6 +219,8 @@ class PredictionReport:
                 lines.append(f"  {name:<22} {len(items):>6}   e.g. {' '.join(map(str, items[0]))}")
         if self.missing:
             lines.append(f"  {'missing':<22} {len(self.missing):>6}   e.g. {self.missing[0]}")
+        if self.outside_frame:
+            lines.append(f"  {'outside_frame':<22} {len(self.outside_frame):>6}   e.g. {self.outside_frame[0]}")
         return "\n".join(lines)
 
 
@@ -500,6 +509,9 @@ class _Collector:
             )
         self.report.num_predictions = len(self.predictions)
         self.report.malformed_samples = [sid for sid, p in self.predictions.items() if "malformed" in p]
+        self.report.outside_frame = [
+            sid for sid, p in self.predictions.items() if p.get("outside_frame") is True and "malformed" not in p
+        ]
         problems = {
             k: v
             for k, v in self.report.counts().items()
@@ -543,6 +555,10 @@ def _load_records(
             c.malformed(ref, f"sample {sid}: {problem}", sid)
             continue
         checked, problems = checked_values({k: v for k, v in rec.items() if k not in INTERNAL_KEYS})
+        flag = checked.get("outside_frame")
+        if flag is not None and not isinstance(flag, bool):  # only true/false/null; anything else is dropped
+            checked.pop("outside_frame")
+            problems.append(f"outside_frame must be true, false or null, got {short_repr(flag)}")
         for problem in problems if sid in c.known else ():  # an unknown sample's numbers are never read
             c.bad_value(ref, f"sample {sid}: {problem}")
         c.add(ref, sid, checked, point)

@@ -243,6 +243,11 @@ def _results_md(benchmark: Benchmark, samples, metrics, pred_summary: dict, load
             f"(on_duplicate: {pred_summary.get('on_duplicate', 'error')}), "
             f"{pred_summary['not_mapped']} harness details not mapped.  "
         )
+        if pred_summary.get("outside_frame"):  # 0-1000 answers beyond the grid (backends.outside_frame): never clipped
+            lines.append(
+                f"{pred_summary['outside_frame']} answers outside the 0-1000 frame (a coordinate above 1000 or below 0; "
+                "flagged `outside_frame` on their predictions line, mapped as written and scored, not clipped).  "
+            )
     else:
         lines.append(f"{pred_summary['missing']} samples without a prediction (counted wrong_format).  ")
     if load_report is not None:

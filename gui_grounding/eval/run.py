@@ -10,7 +10,7 @@ from groundwork import validate
 from groundwork.outputs import OutputLock, check_outputs
 from groundwork.records import DataFileError
 from gui_grounding.data.annotations import EvalInputError
-from gui_grounding.eval.backends import checkpoint_adapter, predict
+from gui_grounding.eval.backends import check_decoding, checkpoint_adapter, predict
 from gui_grounding.eval.benchmarks import get_benchmark
 from gui_grounding.eval.budget import resolve_eval_budget
 from gui_grounding.eval.predictions import (
@@ -135,8 +135,10 @@ def run_eval(
         predictions_format: ``"auto"`` (a harness log only by its full published shape), ``"jsonl"`` /
             ``"json-list"`` (our predictions), ``"harness-log"`` (``gui_grounding.eval.predictions``).
         profile: a :mod:`gui_grounding.models.profiles` name: its adapter, pixel budget, ``max_new_tokens`` and benchmark
-            options apply unless given explicitly, and ``metrics.json``/``results.md`` show its published numbers
-            next to ours (``published``).
+            options apply unless given explicitly, its reading of the family's no-target answer
+            (``Profile.refusal``) and its published generation settings (``Profile.decoding``, sent as the backend
+            can: ``gui_grounding.eval.backends.check_decoding``) apply with its own adapter, and
+            ``metrics.json``/``results.md`` show its published numbers next to ours (``published``).
         tts: a :class:`gui_grounding.eval.tts.TTSConfig` (``None``: greedy). A test-time mode predicts (model mode)
             or reads (rescoring: ``"samples"`` for consensus, ``tts.point`` for zoom modes) the mode's answer per
             sample, and the run writes both: ``metrics.json``'s tables are the mode's, ``"greedy"`` holds the
@@ -167,6 +169,10 @@ def run_eval(
         backend_kwargs["max_new_tokens"] = prof.max_new_tokens if prof else DEFAULT_MAX_NEW_TOKENS
     if model is not None and backend == "openai" and adapter is None:
         raise ValueError("--backend openai needs --adapter (the served model's prompt/coordinate convention)")
+    if model is not None and prof is not None and prof.decoding and adapter == prof.adapter:
+        # the profile's published generation settings (Profile.decoding), refused here when the backend cannot send
+        # them as published (gui_grounding.eval.backends.check_decoding), before anything is read or loaded
+        backend_kwargs["decoding"] = check_decoding(prof.decoding, backend)
     check_outputs(folders=[out_dir], inputs=[data, predictions])
     check_outputs(files=[os.path.join(out_dir, n) for n in _output_names(model, tts)], inputs=[data, predictions])
     with OutputLock(out_dir, folder=True):
@@ -317,11 +323,15 @@ def _predict(
         **extra,
         **backend_kwargs,
     )
+    if run_adapter.no_target is not None:  # how the family's no-target answer was read (Adapter.refusal_reading)
+        meta["refusal_reading"] = run_adapter.refusal_reading
+    if backend_kwargs.get("decoding"):  # a profile's published generation settings, as sent
+        meta["decoding"] = dict(backend_kwargs["decoding"])
     meta.update(
         model=model,
         backend=backend,
         adapter=run_adapter.name,
-        backend_options={k: v for k, v in backend_kwargs.items() if k != "api_key"},
+        backend_options={k: v for k, v in backend_kwargs.items() if k not in ("api_key", "decoding")},
         pixel_budget=budget.to_dict(),
         pixel_budget_warnings=budget_warnings,
     )
@@ -404,10 +414,13 @@ def _refuse_unsendable_images(budget, samples, show_path) -> None:
 
 def _resolve_model_settings(model: str, backend: str, adapter, budget_flags: dict, profile, limits):
     """``(adapter, budget, warnings)`` of a model run: the adapter (given, else the checkpoint's default; the openai
-    backend needs one) and the pixel budget resolved once (``gui_grounding.eval.budget.resolve_eval_budget``), logged
-    with every value's source."""
+    backend needs one), configured by the profile (``Profile.configure``: its reading of the family's no-target
+    answer), and the pixel budget resolved once (``gui_grounding.eval.budget.resolve_eval_budget``), logged with every
+    value's source."""
 
     run_adapter = resolve_adapter(adapter) if adapter is not None else checkpoint_adapter(model)
+    if profile is not None:
+        run_adapter = profile.configure(run_adapter)
     local = model if backend != "openai" else None
     budget, warnings = resolve_eval_budget(run_adapter, model=local, flags=budget_flags, profile=profile, limits=limits)
     logger.info("adapter %s, %s", run_adapter.name, budget.describe())

@@ -7,9 +7,13 @@ Modes (:data:`TTS_MODES`):
   existed (same predictions lines, same ``metrics.json``).
 * ``consensus``: K answers sampled per screenshot (``--tts-samples``, ``--tts-temperature``, ``--tts-top-p``,
   ``--tts-seed``), voted by GUI-RC's region rule (:mod:`gui_grounding.models.consensus`: the centre of the largest max-vote
-  region, ties to the region first in raster order); the **agreement** (share of the K samples covering the winner)
-  is stored per sample as a confidence. GUI-RC samples 64 at temperature 0.7 (ZJU-REAL/GUI-RCPO
-  ``GUI-RC/evaluation.py:23-24``); our defaults are K=8 at 0.7.
+  region, ties to the region first in raster order); a sample whose answer is a **box** (``Adapter.answer_box``, in
+  original pixels) votes with that box, a point with the 50-px square around it, as GUI-RC does with four- and
+  two-number answers (ZJU-REAL/GUI-RCPO ``GUI-RC/evaluation.py:28-39,166-174`` at cd3bd51); the **agreement** (share
+  of the K samples covering the winner) is stored per sample as a confidence. GUI-RC samples ``SAMPLE_NUM = 64`` at
+  ``TEMPERATURE = 0.7`` with ``top_p=0.95`` and ``max_tokens=1024`` (evaluation.py:23-24, :104-109); our defaults
+  are K=8, 0.7, top_p 1.0 and the profile's ``max_new_tokens``: a "GUI-RC" number needs at least ``--tts-samples 64
+  --tts-top-p 0.95``.
 * ``zoom``: two passes. The greedy answer picks a window of the **original** screenshot (``--tts-zoom``: each side
   that fraction of the screenshot's, centred on the answer and shifted inside the image:
   :func:`gui_grounding.models.frames.zoom_window`); the crop is sent under the run's resolved pixel budget (the same
@@ -47,6 +51,7 @@ answer, exactly as a greedy run writes them, so rescoring the file with ``--tts 
 
     {"sample_id", "point", "raw_response", "prompt", "adapter",
      "samples": [[x, y] | null, ...],                 # K sampled points, original pixels (consensus modes)
+     "sample_boxes": [[x1, y1, x2, y2] | null, ...],  # the box each sample wrote (box answers only), original pixels
      "sample_responses": ["...", ...],
      "tts": {"mode", "point": [x, y] | null, "agreement", "votes", "region": [x0, y0, x1, y1] | null,
              "window": [x0, y0, x1, y1] | null, "zoom_point", "zoom_responses": [...], "fallback": null | "..."},
@@ -60,7 +65,8 @@ y_max] (original pixels), "crop_size": [W', H'] (the crop as sent), "crop_answer
 frame), "point": [x, y] | null (original pixels), "call": ...}, ...]}``; its cost phase is ``tool`` (every turn).
 
 **Rescoring without a model**: ``--tts consensus --predictions FILE`` applies the same rule to each line's
-``"samples"`` (original pixels, beside ``point``), so K points sampled on other infrastructure get the same answer;
+``"samples"`` (original pixels, beside ``point``) and, where a line has them, its ``"sample_boxes"`` (a sample with a
+box votes with it), so K answers sampled on other infrastructure get the same answer;
 ``zoom`` modes score the line's ``tts.point`` (written by a ``--model`` run of that mode).
 """
 
@@ -79,7 +85,7 @@ from gui_grounding.eval.backends import load_image, open_predictions, record, wr
 from gui_grounding.eval.engine import Draw, Engine
 from gui_grounding.eval.judge import CORRECT
 from gui_grounding.eval.predictions import parse_point, results_from_predictions
-from gui_grounding.models.consensus import DEFAULT_REGION, MAX_SAMPLES, check_region, consensus
+from gui_grounding.models.consensus import DEFAULT_REGION, MAX_SAMPLES, check_region, consensus, usable_box
 from gui_grounding.models.frames import zoom_window
 
 logger = logging.getLogger(__name__)
@@ -87,7 +93,10 @@ logger = logging.getLogger(__name__)
 TTS_MODES = ("greedy", "consensus", "zoom", "zoom+consensus", "zoom-tool")
 #: GUI-RC's sampling temperature (ZJU-REAL/GUI-RCPO GUI-RC/evaluation.py:23)
 DEFAULT_TEMPERATURE = 0.7
+#: K (GUI-RC samples ``SAMPLE_NUM = 64``, GUI-RC/evaluation.py:24 at cd3bd51; 8 here, a cheaper default)
 DEFAULT_SAMPLES = 8
+#: nucleus mass (GUI-RC: ``top_p=0.95``, evaluation.py:107; 1.0 here, no cut)
+DEFAULT_TOP_P = 1.0
 DEFAULT_ZOOM = 0.5
 #: zoom-tool calls allowed per sample (``--max-zoom-calls``), and the most a run may allow
 DEFAULT_ZOOM_CALLS = 1
@@ -110,9 +119,10 @@ class TTSConfig:
 
     Attributes:
         mode: one of :data:`TTS_MODES`.
-        samples: K sampled answers per pass (consensus modes), 1 .. :data:`gui_grounding.models.consensus.MAX_SAMPLES`.
-        temperature: sampling temperature (> 0).
-        top_p: nucleus sampling mass in ``(0, 1]``.
+        samples: K sampled answers per pass (consensus modes), 1 .. :data:`gui_grounding.models.consensus.MAX_SAMPLES`
+            (default 8; GUI-RC's ``SAMPLE_NUM`` is 64, evaluation.py:24 at cd3bd51).
+        temperature: sampling temperature (> 0; default 0.7, GUI-RC's ``TEMPERATURE``, :23).
+        top_p: nucleus sampling mass in ``(0, 1]`` (default 1.0; GUI-RC samples with ``top_p=0.95``, :107).
         seed: the run's sampling seed (recorded in ``metrics.json``).
         region: side of each sample's square voting region, original pixels (GUI-RC: 50), in
             ``[MIN_REGION, MAX_REGION]`` = ``[2, 1e6]`` (:func:`gui_grounding.models.consensus.check_region`: a narrower
@@ -124,7 +134,7 @@ class TTSConfig:
     mode: str = "greedy"
     samples: int = DEFAULT_SAMPLES
     temperature: float = DEFAULT_TEMPERATURE
-    top_p: float = 1.0
+    top_p: float = DEFAULT_TOP_P
     seed: int = 0
     region: float = DEFAULT_REGION
     zoom: float = DEFAULT_ZOOM
@@ -260,15 +270,23 @@ def _run_phase(engine, tts, phase, reqs, n, seeds, idx, costs, errors) -> list[D
     return draws
 
 
-def _parse_all(sample, request, texts: list[str], adapter) -> list:
-    """Each text -> its point in original pixels (``None`` when it does not parse or is a refusal), by the one parse
-    path of every backend (:func:`gui_grounding.eval.backends.record`)."""
+def _parse_all(sample, request, texts: list[str], adapter) -> tuple[list, list]:
+    """Each text -> ``(points, boxes)``: its point in original pixels (``None`` when it does not parse or is a
+    refusal), by the one parse path of every backend (:func:`gui_grounding.eval.backends.record`), and the box it
+    wrote in original pixels when it answered one (``Adapter.parse_box``; ``None`` for a point answer, no point, or
+    a box beyond +-1e7), what the vote uses as that sample's region."""
 
-    return [record(sample, request, t, adapter)["point"] for t in texts]
+    points, boxes = [], []
+    for t in texts:
+        point = record(sample, request, t, adapter)["point"]
+        box = usable_box(adapter.parse_box((request.assistant_prefix or "") + t, request)) if point else None
+        points.append(point)
+        boxes.append(list(box) if box is not None else None)
+    return points, boxes
 
 
-def _vote(points: list, width: int, height: int, region: float):
-    return consensus(points, width, height, region=region)
+def _vote(points: list, boxes: list, width: int, height: int, region: float):
+    return consensus(points, width, height, region=region, boxes=boxes)
 
 
 def predict_tts(engine: Engine, samples: list, out_path: str, *, adapter, budget, tts: TTSConfig) -> str:
@@ -371,9 +389,11 @@ class _Chunk:
         seeds = [seed_for(tts.seed, s.sample_id, "sampling") for s in self.samples]
         draws = self.run("sampling", self.requests, tts.samples, seeds, self.everyone)
         for i, (s, r, d) in enumerate(zip(self.samples, self.requests, draws, strict=True)):
-            points = _parse_all(s, r, d.texts, self.adapter)
-            vote = _vote(points, s.width, s.height, tts.region)
+            points, boxes = _parse_all(s, r, d.texts, self.adapter)
+            vote = _vote(points, boxes, s.width, s.height, tts.region)
             lines[i]["samples"] = [list(p) if p is not None else None for p in points]
+            if any(b is not None for b in boxes):
+                lines[i]["sample_boxes"] = boxes
             lines[i]["sample_responses"] = list(d.texts)
             self.info[i].update(
                 point=list(vote.point) if vote.point else None,
@@ -419,12 +439,12 @@ class _Chunk:
     def _zoom_answer(self, i: int, first_point, window, request, draw: Draw) -> None:
         """Sample ``i``'s answer from its crop: the crop's point (consensus modes: the vote on the crop, whose
         agreement replaces the first vote's when it has a point) mapped back to the image, else the first point."""
-        crop_points = _parse_all(_CropSample(self.samples[i], window), request, draw.texts, self.adapter)
+        crop_points, crop_boxes = _parse_all(_CropSample(self.samples[i], window), request, draw.texts, self.adapter)
         info = self.info[i]
         info["window"] = window.as_list()
         info["zoom_responses"] = list(draw.texts)
         if self.tts.uses_consensus:
-            vote = _vote(crop_points, window.width, window.height, self.tts.region)
+            vote = _vote(crop_points, crop_boxes, window.width, window.height, self.tts.region)
             if vote.point is not None:  # else the first vote's agreement stays with its point
                 info.update(
                     agreement=vote.agreement,
@@ -498,13 +518,33 @@ def _samples_problem(value) -> tuple[str | None, list]:
     return None, points
 
 
+def _sample_boxes_problem(value, count: int) -> tuple[str | None, list | None]:
+    """``(problem or None, boxes)`` of a line's ``"sample_boxes"`` (absent: ``None`` boxes; else a list of
+    ``count`` entries, each null or ``[x1, y1, x2, y2]`` finite within +-1e7)."""
+    if value is None:
+        return None, None
+    if not isinstance(value, list) or len(value) != count:
+        return f"'sample_boxes' must be a list of {count} [x1, y1, x2, y2] / null (one per sample)", None
+    boxes = []
+    for i, b in enumerate(value):
+        box = usable_box(b) if b is not None else None
+        if b is not None and box is None:
+            return (
+                f"sample_boxes[{i}] must be null or [x1, y1, x2, y2] finite numbers (|v| <= 1e7), got {str(b)[:60]}",
+                None,
+            )
+        boxes.append(box)
+    return None, boxes
+
+
 def tts_predictions(predictions: dict[str, dict], samples: list, tts: TTSConfig) -> dict[str, dict]:
     """The answers of ``tts.mode`` as predictions (``{sample_id: {"point", "refusal", "agreement", ...}}``), read
     from the greedy-keyed ``predictions`` of :func:`gui_grounding.eval.predictions.load_predictions`.
 
-    * ``consensus``: the vote over the line's ``"samples"`` with the sample's size and ``tts.region`` (the same rule
-      a model run applied); a line without usable ``samples`` is malformed for this mode (scored ``wrong_format``,
-      with the reason);
+    * ``consensus``: the vote over the line's ``"samples"`` (and its ``"sample_boxes"``, when present: a sample with
+      a box votes with it) with the sample's size and ``tts.region`` (the same rule a model run applied); a line
+      without usable ``samples``, or with unusable ``sample_boxes``, is malformed for this mode (scored
+      ``wrong_format``, with the reason);
     * ``zoom`` / ``zoom+consensus`` / ``zoom-tool``: the line's ``tts.point`` when ``tts.mode`` is this mode, else
       malformed (``zoom-tool``: its own refusal, ``tts.refusal``, since its prompt is not the greedy one's);
     * a line that was already malformed, or an explicit greedy refusal with no sampled point, keeps that.
@@ -526,8 +566,11 @@ def tts_predictions(predictions: dict[str, dict], samples: list, tts: TTSConfig)
                 if "samples" in pred
                 else ("no 'samples' (K sampled points) for --tts consensus", [])
             )
+            boxes = None
             if problem is None:
-                vote = consensus(points, s.width or None, s.height or None, region=tts.region)
+                problem, boxes = _sample_boxes_problem(pred.get("sample_boxes"), len(points))
+            if problem is None:
+                vote = consensus(points, s.width or None, s.height or None, region=tts.region, boxes=boxes)
                 new.update(point=list(vote.point) if vote.point else None, agreement=vote.agreement)
                 if vote.point is None and pred.get("refusal") is True:
                     new["refusal"] = True

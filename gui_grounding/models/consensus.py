@@ -5,10 +5,12 @@ The rule is GUI-RC's (Du et al., 2025, "Test-Time Reinforcement Learning for GUI
 Consistency", arXiv:2508.05615; code: ZJU-REAL/GUI-RCPO ``GUI-RC/evaluation.py`` at cd3bd51, lines 26-39 and
 164-206):
 
-1. every sampled point ``(x, y)`` becomes a square region of side ``region`` pixels
-   (``POINT_EXPAND_SIZE = 50``): edges ``int(x - region/2)``, ``int(x + region/2)`` (truncation toward zero, as
-   ``int()``), the same for ``y``, clipped to ``[0, W] x [0, H]``; a point that does not parse (or is not finite, or
-   lies beyond +-1e7) casts no vote (GUI-RC: ``extract_answer`` gives an empty box);
+1. every sampled answer becomes a region: a **box** answer (GUI-RC: exactly four numbers, ``extract_answer``
+   :29-33) votes with the box itself, edges ``int(x1), int(y1), int(x2), int(y2)`` clipped to ``[0, W] x [0, H]``
+   (:170-174; an inverted box is an empty slice there: no vote); a **point** ``(x, y)`` (two numbers, :34-37) becomes
+   a square of side ``region`` pixels (``POINT_EXPAND_SIZE = 50``): edges ``int(x - region/2)``,
+   ``int(x + region/2)`` (truncation toward zero, as ``int()``), the same for ``y``, clipped likewise; an answer that
+   does not parse (or is not finite, or lies beyond +-1e7) casts no vote (GUI-RC: ``[0, 0, 0, 0]``, an empty box);
 2. a vote grid counts, per pixel, the regions covering it; the pixels holding the most votes form the **max-vote
    mask**;
 3. the mask's 4-connected components (``scipy.ndimage.label``'s default structure) are the candidate consensus
@@ -38,9 +40,18 @@ inside the frame always win with agreement 1.0, every one a member. The rule is 
 :func:`consensus` (every caller), ``TTSConfig.region``, the ``--tts-region`` flag's range and the ``consensus``
 reward.
 
-Frames: points, regions and the answer are in one pixel frame; evaluation uses original-image pixels (the frame of
-``"point"`` and ``"samples"`` in predictions files), the reward maps each completion's answer to original pixels
-first, so ``region`` means the same on every family.
+Frames: points, boxes, regions and the answer are in one pixel frame; evaluation uses original-image pixels (the
+frame of ``"point"``, ``"samples"`` and ``"sample_boxes"`` in predictions files), the reward maps each completion's
+answer to original pixels first, so ``region`` means the same on every family. GUI-RC votes with the model's raw
+numbers on the original image's grid (:162-174), which is the same where the model's frame is the original's.
+
+Which answers are boxes: the adapter's (``Adapter.answer_box``: the outline-box families, ``gta1-box``, InternVL's
+boxes, a four-number ``computer_use`` coordinate), mapped to original pixels; GUI-RC's own parser counts every
+unsigned number of the completion instead (two: a point, four: a box, else no vote), a difference the docs list.
+
+GUI-RC's sampling defaults are ``SAMPLE_NUM = 64`` (evaluation.py:24), ``TEMPERATURE = 0.7`` (:23) and
+``top_p=0.95`` (:107), ``max_tokens=1024`` (:108); ``gui-grounding eval --tts consensus`` defaults to K=8,
+temperature 0.7, top_p 1.0 and the profile's ``max_new_tokens`` (``--tts-samples 64 --tts-top-p 0.95`` for GUI-RC's).
 """
 
 from __future__ import annotations
@@ -129,6 +140,26 @@ def usable_point(point) -> tuple[float, float] | None:
     return out[0], out[1]
 
 
+def usable_box(box) -> tuple[float, float, float, float] | None:
+    """``box`` as four finite floats within +-:data:`MAX_COORD` (``[x1, y1, x2, y2]``), else ``None``."""
+    if not isinstance(box, (list, tuple)) or len(box) != 4:
+        return None
+    corners = [usable_point(box[:2]), usable_point(box[2:])]
+    if corners[0] is None or corners[1] is None:
+        return None
+    return (*corners[0], *corners[1])
+
+
+def box_region(box, width: float | None, height: float | None) -> tuple[int, int, int, int]:
+    """GUI-RC's region of a box answer: ``int()`` of each edge (truncation toward zero), clipped to the image when
+    its size is known (evaluation.py:170-172). Empty (``x2 <= x1`` or ``y2 <= y1``) for an inverted box or one
+    outside the image."""
+    x1, y1, x2, y2 = (int(v) for v in box)
+    if width and height:
+        x1, y1, x2, y2 = max(0, x1), max(0, y1), min(int(width), x2), min(int(height), y2)
+    return x1, y1, x2, y2
+
+
 def sample_region(point, region: float, width: float | None, height: float | None) -> tuple[int, int, int, int]:
     """GUI-RC's region of one point: ``(x1, y1, x2, y2)`` integer edges, ``int(x -+ region/2)``, clipped to the
     image when its size is known (``width``/``height`` > 0). Empty (``x2 <= x1`` or ``y2 <= y1``) when the point lies
@@ -142,33 +173,53 @@ def sample_region(point, region: float, width: float | None, height: float | Non
 
 
 def consensus(
-    points: Sequence, width: float | None = None, height: float | None = None, *, region: float = DEFAULT_REGION
+    points: Sequence,
+    width: float | None = None,
+    height: float | None = None,
+    *,
+    region: float = DEFAULT_REGION,
+    boxes: Sequence | None = None,
 ) -> Consensus:
-    """Vote over K sampled ``points`` by GUI-RC's region rule (module docstring).
+    """Vote over K sampled answers by GUI-RC's region rule (module docstring).
 
     Args:
-        points: K sampled answers, each ``[x, y]`` (pixels of a ``width x height`` image) or ``None``/anything
-            unusable (no vote, still counted in K).
+        points: K sampled answers, each ``[x, y]`` (pixels of a ``width x height`` image; a box answer's centre) or
+            ``None``/anything unusable (no vote, still counted in K).
         width, height: the image size in the points' frame; ``None`` or 0: unknown (regions are not clipped).
         region: side of each point's square region, pixels, in ``[MIN_REGION, MAX_REGION]`` (:func:`check_region`;
             GUI-RC: 50).
+        boxes: per sample (same length as ``points``), the box the answer wrote, ``[x1, y1, x2, y2]`` in the same
+            frame, or ``None``: a sample with a usable box (:func:`usable_box`) votes with that box as its region
+            (:func:`box_region`, GUI-RC's four-number answer), the others with the square around their point.
+            ``None``: every sample votes with its point's square.
 
     Returns:
-        :class:`Consensus` (``point`` None when no sample voted).
+        :class:`Consensus` (``point`` None when no sample voted); ``members`` are judged on each sample's point.
 
     Raises:
-        ValueError: more than :data:`MAX_SAMPLES` points, or ``region`` outside :func:`check_region`'s range.
+        ValueError: more than :data:`MAX_SAMPLES` points, ``boxes`` of another length, or ``region`` outside
+            :func:`check_region`'s range.
     """
     import numpy as np
     from scipy import ndimage
 
     if len(points) > MAX_SAMPLES:
         raise ValueError(f"at most {MAX_SAMPLES} sampled points per vote, got {len(points)}")
+    if boxes is not None and len(boxes) != len(points):
+        raise ValueError(f"boxes must give one entry per sampled point ({len(points)}), got {len(boxes)}")
     region = check_region(region)
     k = len(points)
     usable = [usable_point(p) for p in points]
-    boxes = [sample_region(p, region, width, height) if p is not None else None for p in usable]
-    voting = [b for b in boxes if b is not None and b[2] > b[0] and b[3] > b[1]]
+    written = [usable_box(b) for b in boxes] if boxes is not None else [None] * k
+    regions = [
+        box_region(b, width, height)
+        if b is not None
+        else sample_region(p, region, width, height)
+        if p is not None
+        else None
+        for p, b in zip(usable, written, strict=True)
+    ]
+    voting = [b for b in regions if b is not None and b[2] > b[0] and b[3] > b[1]]
     if not voting:
         return Consensus(None, 0.0, 0, k, None, (False,) * k)
     xs = np.unique(np.array([v for b in voting for v in (b[0], b[2])], dtype=np.int64))

@@ -8,6 +8,7 @@ import it without a cycle.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from groundwork.pixel_budget import PixelBudget
@@ -79,6 +80,36 @@ class Profile:
     refusal: str = ""
     decoding: dict = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        if self.refusal not in PROFILE_REFUSALS:
+            raise ValueError(
+                f"profile {self.name!r}: refusal must be one of {', '.join(map(repr, PROFILE_REFUSALS))}, "
+                f"got {self.refusal!r}"
+            )
+        problem = decoding_problem(self.decoding)
+        if problem is not None:
+            raise ValueError(f"profile {self.name!r}: {problem}")
+
+    def decoding_text(self) -> str:
+        """One line: ``greedy, max_new_tokens N`` and any published generation setting (:attr:`decoding`)."""
+        if not self.decoding:
+            return f"greedy, max_new_tokens {self.max_new_tokens}"
+        shown = ", ".join(f"{k} {'the server default' if v is None else v}" for k, v in sorted(self.decoding.items()))
+        return f"{shown}, max_new_tokens {self.max_new_tokens}"
+
+    def configure(self, adapter):
+        """The run's ``adapter`` reading the family's no-target answer as this profile says (:attr:`refusal`, via
+        ``Adapter.configured``) when it is this profile's adapter; otherwise (another ``--adapter``, or no reading
+        pinned) ``adapter`` as it is. The one place a profile's reading reaches the adapter of a run (``gui-grounding
+        eval`` and ``gui-grounding prompt``).
+
+        Raises:
+            ValueError: the reading does not apply to the adapter's family (no no-target answer).
+        """
+        if self.refusal and getattr(adapter, "name", None) == self.adapter:
+            return adapter.configured(refusal=self.refusal)
+        return adapter
+
     def options_for(self, benchmark: str) -> dict:
         """The benchmark options this profile pins for ``benchmark`` (``{}`` when none)."""
         return dict(self.benchmark_options.get(benchmark, {}))
@@ -111,6 +142,38 @@ class Profile:
                 }
             )
         return rows
+
+
+#: values of :attr:`Profile.refusal`: ``""`` (the adapter's default) or one of the adapters' readings
+#: (``gui_grounding.models.adapters.base.REFUSAL_READINGS``, spelled here so this module imports no adapter)
+PROFILE_REFUSALS = ("", "refusal", "origin", "point")
+
+#: the generation settings a profile's :attr:`Profile.decoding` may pin, and the values each takes:
+#: ``frequency_penalty``: a finite number in [-2, 2] (OpenAI / vLLM's additive penalty on repeated tokens; not
+#: transformers' multiplicative ``repetition_penalty``); ``temperature``: ``None`` (not sent: the server's default, as
+#: a published request that names none) or a finite number in [0, 2]; ``top_p``: a finite number in (0, 1].
+#: How each backend sends them: ``gui_grounding.eval.backends.decoding_request``.
+DECODING_FIELDS = ("frequency_penalty", "temperature", "top_p")
+
+
+def decoding_problem(decoding) -> str | None:
+    """Why ``decoding`` is not a valid :attr:`Profile.decoding` (:data:`DECODING_FIELDS`), or ``None``."""
+    if not isinstance(decoding, dict):
+        return f"decoding must be a dict, got {type(decoding).__name__}"
+    for key, value in decoding.items():
+        if key not in DECODING_FIELDS:
+            return f"decoding: unknown setting {key!r} (known: {', '.join(DECODING_FIELDS)})"
+        number = not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+        if key == "temperature" and value is None:
+            continue
+        low, high, low_open = {
+            "frequency_penalty": (-2, 2, False),
+            "temperature": (0, 2, False),
+            "top_p": (0, 1, True),
+        }[key]
+        if not number or not ((low < value) if low_open else (low <= value)) or value > high:
+            return f"decoding: {key} must be a number in {'(' if low_open else '['}{low}, {high}], got {value!r}"
+    return None
 
 
 #: the backends of a checkpoint one device holds, most practical first

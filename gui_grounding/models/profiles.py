@@ -38,6 +38,7 @@ LISTING_ORDER = (
     "gta1-32b-2507",
     "gta1-72b-2507",
     "ui-tars-1.5-7b",
+    "ui-tars-1.5-7b-api",
     "qwen2.5-vl-7b",
     "qwen2.5-vl-32b",
     "qwen2.5-vl-72b",
@@ -90,8 +91,8 @@ def describe_profile(profile: Profile) -> str:
         f"{profile.name}: {profile.model} (model_type {profile.model_type})",
         f"  adapter          {profile.adapter} (answer frame {adapter.answer_frame})   <- "
         f"{profile.sources.get('adapter', '?')}",
-        f"  decoding         greedy, max_new_tokens {profile.max_new_tokens}   <- "
-        f"{profile.sources.get('max_new_tokens', '?')}",
+        f"  decoding         {profile.decoding_text()}   <- "
+        f"{profile.sources.get('decoding', profile.sources.get('max_new_tokens', '?'))}",
         f"  backends         {', '.join(profile.backends)}   <- {profile.sources.get('backends', '?')}",
     ]
     for bench, opts in profile.benchmark_options.items():
@@ -99,8 +100,6 @@ def describe_profile(profile: Profile) -> str:
     lines += ["  " + line for line in profile.budget.describe().splitlines()]
     if profile.refusal:
         lines.append(f"  refusal answer   read as {profile.refusal!r}   <- {profile.sources.get('refusal', '?')}")
-    if profile.decoding:
-        lines.append(f"  decoding extras  {profile.decoding}   <- {profile.sources.get('decoding', '?')}")
     for s in profile.published:
         opts = f" {s.options}" if s.options else ""
         tags = [f"denominator {s.denominator}"] if s.denominator else []
@@ -131,7 +130,8 @@ def profile_dict(profile: Profile) -> dict:
         "model_type": profile.model_type,
         "adapter": profile.adapter,
         "pixel_budget": profile.budget.to_dict(),
-        "decoding": {"greedy": True, "max_new_tokens": profile.max_new_tokens},
+        "decoding": {"greedy": not profile.decoding, "max_new_tokens": profile.max_new_tokens, **profile.decoding},
+        "refusal": profile.refusal or None,
         "backends": list(profile.backends),
         "benchmark_options": profile.benchmark_options,
         "published": [
@@ -146,8 +146,6 @@ def profile_dict(profile: Profile) -> dict:
             }
             for s in profile.published
         ],
-        "refusal": profile.refusal,
-        "decoding_extras": dict(profile.decoding),
         "sources": dict(profile.sources),
         "notes": profile.notes,
     }

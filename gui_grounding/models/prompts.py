@@ -19,6 +19,7 @@ Prompt modes (``--prompt_mode``):
 
 from __future__ import annotations
 
+import ast
 import re
 from itertools import islice
 
@@ -311,3 +312,88 @@ def parse_json_point(text: str) -> tuple[float, float] | None:
     m = _JSON_BOX_RE.search(text)
     box = answer_numbers(m.groups()) if m else None
     return None if box is None else ((box[0] + box[2]) / 2, (box[1] + box[3]) / 2)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# A box written as a Python list/tuple literal (UI-Venus-Ground, GUI-G²): read as data, never executed.
+
+#: the longest bracketed span :func:`parse_literal_box` evaluates, brackets included (a box of four 12-digit decimals
+#: with generous spacing fits many times over); a longer span is not an answer
+MAX_LITERAL_CHARS = 256
+#: at most this many bracketed spans are evaluated per answer (a hostile answer of many short spans stays cheap)
+MAX_LITERAL_SPANS = 64
+_OPEN_CLOSE = {"[": "]", "(": ")"}
+_CLOSE = frozenset("])")
+
+
+def _bracket_spans(text: str):
+    """The top-level ``[...]`` / ``(...)`` spans of ``text`` in order, each as ``(start, end)`` (``end`` exclusive),
+    at most :data:`MAX_LITERAL_CHARS` long: a span that is not closed within that many characters is skipped from
+    where the scan stopped, so the whole scan is linear in ``len(text)``. Brackets of either kind nest in one depth
+    count (a literal's own brackets then match; a mismatched pair fails the literal, not the scan)."""
+    i, n = 0, len(text)
+    while i < n:
+        if text[i] not in _OPEN_CLOSE:
+            i += 1
+            continue
+        depth, j, stop = 0, i, min(n, i + MAX_LITERAL_CHARS)
+        while j < stop:
+            c = text[j]
+            if c in _OPEN_CLOSE:
+                depth += 1
+            elif c in _CLOSE:
+                depth -= 1
+                if depth == 0:
+                    break
+            j += 1
+        if j < stop:
+            yield i, j + 1
+            i = j + 1
+        else:
+            i = stop
+
+
+def parse_literal_box(text: str) -> tuple[float, float, float, float] | None:
+    """The box of an answer written as a Python list or tuple of numbers, read as **data** (``ast.literal_eval`` of a
+    bounded substring), never executed; ``None`` when there is none.
+
+    Source: UI-Venus-Ground-7B's script (inclusionAI/UI-Venus ``models/grounding/ui_venus_ground_7b.py:88-98`` at
+    fc7670d) and GUI-G²'s README snippet (ZJU-REAL/GUI-G2 ``README.md:213-221`` at 5c5c365) both ``eval()`` the whole
+    answer, then read ``box[0..3]`` (divided by the resized size) and take the centre; anything that raises gives
+    ``[0,0,0,0]``. So every spelling Python reads as a list or tuple of numbers is a box there: spaces or newlines
+    anywhere (``[ 850, 1149, 967, 1177 ]``, ``[850 ,1149 ,967 ,1177]``), a tuple ``(850, 1149, 967, 1177)``, a
+    trailing comma, ``1e3``, ``0x10``, ``1_000``, a sign.
+
+    Rule here: the first top-level bracketed span of ``text`` (at most :data:`MAX_LITERAL_CHARS` characters; the first
+    :data:`MAX_LITERAL_SPANS` spans are tried) that ``ast.literal_eval`` reads as a list or tuple decides (spans that
+    are not literals, e.g. ``[OK button]``, are passed over); it is a box when it holds at least four items, all real
+    numbers (int/float, not bool) that are coordinates (:func:`groundwork.validate.is_coord`: finite, within +-1e7),
+    and the box is its first four (``box[0..3]``, as the official scripts index it). Anything else -- fewer than four
+    numbers (``[-1,-1]``: the official scripts' ``IndexError``), a nested list (``[[1,2,3,4]]``: their ``TypeError``),
+    a string, a boolean, a complex number, an infinite or out-of-range value -- is no box (``None``). Never raises.
+
+    Differences from the official ``eval``: text around the literal is allowed (``eval`` raises on it, giving the
+    point (0, 0)); booleans are not numbers here (``eval`` divides ``True`` as 1); nothing is executed.
+
+    Returns:
+        ``(x1, y1, x2, y2)`` as floats, corners as written (the model's frame), or ``None``.
+
+    >>> parse_literal_box("[ 850, 1149, 967, 1177 ]")
+    (850.0, 1149.0, 967.0, 1177.0)
+    >>> parse_literal_box("[[850, 1149, 967, 1177]]") is None
+    True
+    """
+    if not isinstance(text, str):
+        return None
+    for start, end in islice(_bracket_spans(text), MAX_LITERAL_SPANS):
+        try:
+            value = ast.literal_eval(text[start:end])
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            continue
+        if not isinstance(value, (list, tuple)):
+            continue
+        items = list(value[:4]) if len(value) >= 4 else None
+        if items is None or not all(is_coord(v) for v in value):
+            return None
+        return tuple(float(v) for v in items)
+    return None

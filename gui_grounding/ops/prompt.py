@@ -12,8 +12,10 @@ Prints one JSON object:
 
 * ``adapter``, ``image_size`` ``[W, H]`` (the screenshot), ``resized_size`` ``[W', H']`` (the smart_resize frame the
   model sees under the pixel budget: ``--min-pixels``/``--max-pixels``, else the adapter's published
-  ``default_budget``, ``gui_grounding.models.adapters``), ``messages`` (the chat messages the adapter builds, image
-  placeholder ``{"type": "image"}`` where the image goes);
+  ``default_budget``, ``gui_grounding.models.adapters``; the size the prompt states and answers map back from),
+  ``sent_size`` where the budget shrinks that frame again before sending it (the Qwen2.5-VL harness profiles:
+  ``PixelBudget.processor_max_pixels``), ``messages`` (the chat messages the adapter builds, image placeholder
+  ``{"type": "image"}`` where the image goes);
 * with ``--model PATH`` (a local checkpoint) also ``chat_template_text``, the processor's chat-template rendering with
   ``add_generation_prompt=True`` and the image placeholder expanded to the real number of image pad tokens, i.e. the
   text the model reads, and ``num_tokens``, the prompt's token count including the image tokens (the processor run on
@@ -148,6 +150,8 @@ def describe_prompt(
         "pixel_budget": budget.to_dict(),
         "messages": ad.messages(instruction, frame, image_block=True),
     }
+    if budget.reshrinks:  # the stated frame is shrunk again before it is sent (PixelBudget.processor_max_pixels)
+        out["sent_size"] = list(budget.size_sent(width, height))
     if warnings:
         out["pixel_budget_warnings"] = warnings
     if parse is not None:
@@ -171,7 +175,8 @@ def _resolve_adapter(adapter: str | None, profile: str | None, model: str | None
         prof = get_profile(profile)
         adapter = adapter or prof.adapter
     if adapter is not None:
-        return prof, get_adapter(adapter)
+        ad = get_adapter(adapter)
+        return prof, prof.configure(ad) if prof is not None else ad
     if model is None:
         raise ValueError("give --adapter, --profile, or --model to use its family's adapter")
 
@@ -184,7 +189,7 @@ def _reading(ad, messages: list, frame, instruction: str, parse: str) -> dict:
     ``format_error``, ``scored_as``: :func:`gui_grounding.eval.backends.eval_reading`)."""
     width, height = frame.width, frame.height
     request = Request(messages, None, {"frame": frame}, assistant_prefix=ad.assistant_prefix)
-    point = ad.parse_answer(request.assistant_prefix + parse, strict=False)
+    point = ad.answer_point(request.assistant_prefix + parse)
     reading = eval_reading(Sample("prompt", instruction, "", [], width, height), request, parse, ad)
     return {
         "answer": parse,
@@ -267,8 +272,9 @@ def _rendered(ad, model: str, budget, instruction: str, messages: list, frame) -
         )
     _, grid_h, grid_w = (int(v) for v in batch["image_grid_thw"][0])
     merge = int(processor.image_processor.merge_size)
-    if (grid_w * budget.factor // merge, grid_h * budget.factor // merge) != (sent_w, sent_h):
-        raise RuntimeError(f"processor grid {grid_w}x{grid_h} does not match the resized size {sent_w}x{sent_h}")
+    image_w, image_h = request.image.size  # the stated frame, or smaller where the budget reshrinks it
+    if (grid_w * budget.factor // merge, grid_h * budget.factor // merge) != (image_w, image_h):
+        raise RuntimeError(f"processor grid {grid_w}x{grid_h} does not match the size sent {image_w}x{image_h}")
     n_image_tokens = grid_h * grid_w // (merge * merge)
     return {
         "chat_template_text": text.replace(IMAGE_PAD, IMAGE_PAD * n_image_tokens),

@@ -17,6 +17,9 @@ Every backend writes the same line per sample (points in **original-image pixels
 
     {"sample_id": "...", "point": [x, y] | null, "raw_response": "...", "prompt": "...", "adapter": "gta1"}
 
+plus ``"outside_frame": true`` when a 0-1000 family's answer writes a coordinate above 1000 or below 0 (the point is
+still mapped as written and scored: :func:`outside_frame`),
+
 plus ``"error": "..."`` on a request that failed for good (API backends; ``point`` is then null and
 ``raw_response`` holds the error text), and ``"invalid_point": "..."`` (with a null point) when the adapter's point is
 not one the predictions reader reads (two finite numbers within +-1e7 original pixels: a point in range in the model's
@@ -121,6 +124,71 @@ def predict(backend: str, model: str, samples: list, out_path: str, *, adapter=N
 
 
 # --------------------------------------------------------------------------------------------------------------------
+# a profile's published generation settings (``Profile.decoding``) as each backend sends them
+
+
+def check_decoding(decoding: dict | None, backend: str) -> dict:
+    """``decoding`` (a profile's published generation settings, ``gui_grounding.models.profile_types.DECODING_FIELDS``)
+    when ``backend`` can send it as published, else ``ValueError`` saying why and which backend can. ``{}`` / ``None``:
+    greedy only, every backend.
+
+    * ``openai``: every field is a request field (``frequency_penalty``, ``top_p``); ``temperature: None`` is not
+      sent (the server's default temperature, as a published request that names none);
+    * ``vllm``: ``SamplingParams(frequency_penalty=..., temperature=..., top_p=...)``; ``temperature: None`` (a
+      server's default) has no offline counterpart: refused;
+    * ``hf``: transformers ``generate`` decodes greedily here and has no ``frequency_penalty`` (its
+      ``repetition_penalty`` divides the logits of every repeated token, a different rule), so any setting other than
+      ``temperature: 0`` is refused;
+    * another backend (an entry point): refused unless empty (it may not take ``decoding``).
+
+    Raises:
+        ValueError: the settings are invalid, or the backend cannot send them as published.
+    """
+    from gui_grounding.models.profile_types import decoding_problem
+
+    decoding = dict(decoding or {})
+    problem = decoding_problem(decoding)
+    if problem is not None:
+        raise ValueError(problem)
+    if not decoding:
+        return decoding
+    if backend == "openai":
+        return decoding
+    if backend == "vllm":
+        if "temperature" in decoding and decoding["temperature"] is None:
+            raise ValueError(
+                "decoding: temperature 'the server default' is an OpenAI-server setting (the published request sends "
+                "none); --backend vllm has no such default: use --backend openai against a server"
+            )
+        return decoding
+    if backend == "hf":
+        extra = {k: v for k, v in decoding.items() if not (k == "temperature" and v == 0)}
+        if extra:
+            raise ValueError(
+                f"decoding {extra}: the hf backend decodes greedily and transformers' generate has no "
+                "frequency_penalty (repetition_penalty is a different, multiplicative penalty): use --backend openai "
+                "(or vllm) to send these settings, or a profile without them"
+            )
+        return decoding
+    raise ValueError(f"decoding {decoding}: backend {backend!r} does not take published generation settings")
+
+
+def greedy_settings(decoding: dict | None) -> dict:
+    """The generation fields of a greedy request (OpenAI request fields / vLLM ``SamplingParams`` arguments):
+    ``temperature`` 0, then ``decoding`` on top (``temperature: None`` removes the field: the server's default).
+    Test-time sampling passes keep their own temperature and top_p and add only :func:`sampling_settings`."""
+    out = {"temperature": 0.0, **(decoding or {})}
+    if out.get("temperature", 0.0) is None:
+        del out["temperature"]
+    return out
+
+
+def sampling_settings(decoding: dict | None) -> dict:
+    """The published settings a sampled (test-time) request keeps: the penalty alone."""
+    return {k: v for k, v in (decoding or {}).items() if k == "frequency_penalty"}
+
+
+# --------------------------------------------------------------------------------------------------------------------
 # helpers shared by the backends
 
 
@@ -163,11 +231,33 @@ def record(sample, request, text: str, adapter, *, error: str | None = None) -> 
         ok, rec["point"] = parse_point(list(point))
         if not ok:
             rec["invalid_point"] = _shown_point(point)
+        elif outside_frame(adapter, text):
+            rec["outside_frame"] = True
     if refusal:
         rec["refusal"] = True
     if error is not None:
         rec["error"] = error
     return rec
+
+
+#: the extent of the ``norm1000`` answer frame: an answer coordinate outside ``[0, NORM1000_EXTENT]`` is flagged
+NORM1000_EXTENT = 1000.0
+
+
+def outside_frame(adapter, text: str) -> bool:
+    """True when ``adapter`` answers on the 0-1000 grid (``answer_frame == "norm1000"``) and the answer ``text``
+    writes a coordinate above 1000 or below 0 (any number of the box it wrote, ``Adapter.answer_box``, else of its
+    point, ``Adapter.answer_point``).
+
+    Models do answer beyond 1000 (e.g. Qwen3-VL answers that read as pixels of the image), and scoring 0-1000
+    answers as pixels, or clipping them silently, is the field's most common grounding bug (open-compass/VLMEvalKit
+    #1332; QwenLM/Qwen3-VL #1485, #1741). Nothing here clips: the point is mapped as written
+    (``Frame.point_from_norm1000``: ``x / 1000 * W``) and scored; the predictions line carries ``"outside_frame":
+    true`` and the predictions summary (``metrics.json`` ``predictions.outside_frame``, ``results.md``) counts it."""
+    if getattr(adapter, "answer_frame", None) != "norm1000":
+        return False
+    values = adapter.answer_box(text) or adapter.answer_point(text)
+    return values is not None and any(not 0.0 <= float(v) <= NORM1000_EXTENT for v in values)
 
 
 #: what eval makes of an answer with no point and no refusal (``gui_grounding.eval.judge``)

@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from groundwork.pixel_budget import from_processor
 from gui_grounding.eval.backends import (
+    check_decoding,
     checkpoint_adapter,
     load_image,
     open_predictions,
@@ -353,6 +354,7 @@ def predict_hf(
     device: str | None = None,
     prompt_mode: str | None = None,
     tts=None,
+    decoding: dict | None = None,
 ) -> str:
     """Write predictions of checkpoint ``model_path`` for ``samples`` to ``out_path`` (resumable; appends).
 
@@ -374,14 +376,18 @@ def predict_hf(
             is None (for the CLI's ``--prompt-mode``); ``None``/``"non_thinking"`` change nothing.
         tts: a :class:`gui_grounding.eval.tts.TTSConfig` (``None`` or mode ``greedy``: the greedy run above);
             other modes go to ``tts.run`` (:meth:`gui_grounding.eval.tts.TTSConfig.run`) with :class:`HFEngine`.
+        decoding: a profile's published generation settings (``Profile.decoding``); this backend decodes greedily
+            and refuses any other setting (transformers has no ``frequency_penalty``:
+            :func:`gui_grounding.eval.backends.check_decoding`).
 
     Returns:
         ``out_path``.
 
     Raises:
-        ValueError: ``prompt_mode`` thinking/box together with an adapter, an unknown prompt mode, or a budget whose
-            smart_resize factor is not the checkpoint's.
+        ValueError: ``prompt_mode`` thinking/box together with an adapter, an unknown prompt mode, a budget whose
+            smart_resize factor is not the checkpoint's, or ``decoding`` beyond greedy.
     """
+    check_decoding(decoding, "hf")
     import torch
     from tqdm.auto import tqdm
 

@@ -2,7 +2,8 @@
 
 * Each sample is one ``chat.completions.create`` call: the adapter's messages, its image as a base64 **PNG** data
   URL in an ``image_url`` part (lossless, so the server sees exactly the adapter's frame), ``temperature=0``,
-  ``max_tokens=max_new_tokens``. Requests run in a thread pool (``concurrency``); lines are written in sample
+  ``max_tokens=max_new_tokens``, and a profile's published settings on top (``decoding``: e.g. UI-TARS-1.5's
+  ``frequency_penalty=1`` with no temperature, bytedance/UI-TARS ``README_v1.md:324-337`` at 582f3a7). Requests run in a thread pool (``concurrency``); lines are written in sample
   order as soon as all earlier samples are done, so the file stays ordered and an interrupted run loses only the
   requests in flight.
 * Retries: connection errors and timeouts, HTTP 429, 408 and 5xx are retried up to ``max_retries`` times with
@@ -10,9 +11,10 @@
   are not. A request that still fails is written with ``point: null``, the error text in ``raw_response`` and an
   ``"error"`` key; failures are logged and counted, and the next run on the same file retries them.
 * Frames: no processor runs here; every screenshot is resized by the run's pixel budget (``budget``, resolved by
-  ``run_eval``: flag, profile, else the adapter's published budget) before it is sent. The server must not resize
-  again: its processor's bounds must contain the image (Qwen2.5-VL's default, 3,136 .. 12,845,056 pixels, does for
-  the published budgets; for larger ones start the server with e.g.
+  ``run_eval``: flag, profile, else the adapter's published budget) before it is sent (twice for a budget that
+  ``reshrinks``: the Qwen2.5-VL harness's image is shrunk again to 12,845,056 pixels, as its processor did). The
+  server must not resize again: its processor's bounds must contain the image (Qwen2.5-VL's default, 3,136 ..
+  12,845,056 pixels, does for the published budgets; for larger ones start the server with e.g.
   ``vllm serve MODEL --mm-processor-kwargs '{"max_pixels": 99999999}'``).
 
 Needs the ``openai`` package: ``pip install -e .[api]``.
@@ -25,7 +27,16 @@ import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from gui_grounding.eval.backends import load_image, open_predictions, openai_messages, record, write_records
+from gui_grounding.eval.backends import (
+    check_decoding,
+    greedy_settings,
+    load_image,
+    open_predictions,
+    openai_messages,
+    record,
+    sampling_settings,
+    write_records,
+)
 from gui_grounding.eval.engine import Draw
 from gui_grounding.models.adapters import resolve_adapter
 
@@ -102,10 +113,11 @@ class OpenAIEngine:
     name = "openai"
     sampling_note = "n=K per request with a seed; repeated calls fill a shortfall"
 
-    def __init__(self, create, *, concurrency: int, stats: dict):
+    def __init__(self, create, *, concurrency: int, stats: dict, decoding: dict | None = None):
         self.create, self.concurrency, self.stats = create, concurrency, stats
         self.chunk_size = max(8, 4 * concurrency)
         self.requests = 0
+        self.decoding = dict(decoding or {})
 
     def _one(self, request, n, temperature, top_p, seed):
         sid = request.context.get("sample_id", "?")
@@ -113,8 +125,9 @@ class OpenAIEngine:
         try:
             while len(texts) < n and calls < n:
                 ask = n - len(texts)
-                params = {"temperature": temperature}
+                params = greedy_settings(self.decoding) if not temperature else {"temperature": temperature}
                 if temperature:
+                    params.update(sampling_settings(self.decoding))
                     params.update(n=ask, top_p=top_p, seed=None if seed is None else (seed + calls) & 0x7FFFFFFF)
                 calls += 1  # an attempted request counts, also when it fails for good
                 resp = self.create(sid, request, **params)
@@ -153,6 +166,7 @@ def predict_openai(
     budget=None,
     extra_body: dict | None = None,
     tts=None,
+    decoding: dict | None = None,
 ) -> str:
     """Write predictions of the served ``model`` for ``samples`` to ``out_path`` (resumable; appends).
 
@@ -174,14 +188,20 @@ def predict_openai(
         extra_body: extra JSON fields for the server (e.g. vLLM's ``{"top_k": 1}``).
         tts: a :class:`gui_grounding.eval.tts.TTSConfig` (``None`` or mode ``greedy``: one greedy request per
             sample); other modes go to ``tts.run`` (:meth:`gui_grounding.eval.tts.TTSConfig.run`) with :class:`OpenAIEngine`.
+        decoding: a profile's published generation settings (``Profile.decoding``, e.g. UI-TARS-1.5's
+            ``{"frequency_penalty": 1.0, "temperature": None}``): request fields of every greedy request
+            (:func:`gui_grounding.eval.backends.greedy_settings`; ``temperature: None`` is not sent, the server's
+            default); sampled requests keep their own temperature/top_p and add the penalty. ``None``: greedy,
+            ``temperature=0``.
 
     Returns:
         ``out_path``.
 
     Raises:
         ImportError: ``openai`` is not installed (names ``pip install -e .[api]``).
-        ValueError: ``adapter`` is None, or ``concurrency``/``max_retries`` out of range.
+        ValueError: ``adapter`` is None, ``concurrency``/``max_retries`` out of range, or invalid ``decoding``.
     """
+    decoding = check_decoding(decoding, "openai")
     openai = _import_openai()
     from tqdm.auto import tqdm
 
@@ -218,7 +238,7 @@ def predict_openai(
     def call(sample) -> dict:
         request = adapter.build_request(sample, load_image(sample), budget=budget)
         try:
-            resp = create(sample.sample_id, request, temperature=0.0)
+            resp = create(sample.sample_id, request, **greedy_settings(decoding))
         except _Failed as err:
             stats["failed"] += 1
             return record(sample, request, f"ERROR: {err.message}", adapter, error=err.message)
@@ -226,7 +246,7 @@ def predict_openai(
         return record(sample, request, text, adapter)
 
     if tts is not None and tts.active:
-        engine = OpenAIEngine(create, concurrency=concurrency, stats=stats)
+        engine = OpenAIEngine(create, concurrency=concurrency, stats=stats, decoding=decoding)
         tts.run(engine, samples, out_path, adapter=adapter, budget=budget)
         logger.info(
             "openai backend: %d requests, %d retries, %d failed", engine.requests, stats["retries"], stats["failed"]

@@ -6,8 +6,9 @@
   ``SamplingParams(temperature=0, max_tokens=max_new_tokens)``; vLLM decodes with ``skip_special_tokens=True``, as
   the hf backend does.
 * Frames: the run's pixel budget (:class:`groundwork.pixel_budget.PixelBudget`, resolved by ``run_eval``) resizes each
-  screenshot once (the adapter's request) and is given to vLLM's processor (``mm_processor_kwargs`` min/max pixels),
-  whose smart_resize is then the identity.
+  screenshot (the adapter's request; twice for a budget that ``reshrinks``, the Qwen2.5-VL harness's) and is given to
+  vLLM's processor (``mm_processor_kwargs`` min/max pixels: ``PixelBudget.processor_bounds``), whose smart_resize is
+  then the identity.
 * Resumable like the other backends; samples go to the engine in chunks of ``chunk_size`` (vLLM batches inside a
   chunk) and each chunk's lines are written before the next starts.
 
@@ -19,11 +20,14 @@ from __future__ import annotations
 import logging
 
 from gui_grounding.eval.backends import (
+    check_decoding,
     checkpoint_adapter,
+    greedy_settings,
     load_image,
     open_predictions,
     openai_messages,
     record,
+    sampling_settings,
     write_records,
 )
 from gui_grounding.eval.budget import resolve_eval_budget
@@ -53,14 +57,15 @@ class VLLMEngine:
     name = "vllm"
     sampling_note = "SamplingParams(n=K, seed per sample): one prefill per prompt"
 
-    def __init__(self, vllm, llm, *, max_new_tokens: int, chunk_size: int):
+    def __init__(self, vllm, llm, *, max_new_tokens: int, chunk_size: int, decoding: dict | None = None):
         self.vllm, self.llm, self.max_new_tokens, self.chunk_size = vllm, llm, max_new_tokens, chunk_size
+        self.decoding = dict(decoding or {})
 
     def generate(self, requests, *, n, temperature, top_p=1.0, seeds=None):
         if not requests:
             return []
         if n == 1 and not temperature:
-            params = self.vllm.SamplingParams(temperature=0.0, max_tokens=self.max_new_tokens)
+            params = self.vllm.SamplingParams(**greedy_settings(self.decoding), max_tokens=self.max_new_tokens)
         else:
             params = [
                 self.vllm.SamplingParams(
@@ -69,6 +74,7 @@ class VLLMEngine:
                     top_p=top_p,
                     seed=int(seeds[i]) if seeds else None,
                     max_tokens=self.max_new_tokens,
+                    **sampling_settings(self.decoding),
                 )
                 for i in range(len(requests))
             ]
@@ -106,6 +112,7 @@ def predict_vllm(
     dtype: str = "auto",
     llm_kwargs: dict | None = None,
     tts=None,
+    decoding: dict | None = None,
 ) -> str:
     """Write predictions of checkpoint ``model_path`` for ``samples`` to ``out_path`` with vLLM (resumable).
 
@@ -122,20 +129,26 @@ def predict_vllm(
         llm_kwargs: further ``vllm.LLM`` keyword arguments.
         tts: a :class:`gui_grounding.eval.tts.TTSConfig` (``None`` or mode ``greedy``: the greedy run above); other
             modes go to ``tts.run`` (:meth:`gui_grounding.eval.tts.TTSConfig.run`) with :class:`VLLMEngine`.
+        decoding: a profile's published generation settings (``Profile.decoding``): ``SamplingParams`` fields of the
+            greedy pass (:func:`gui_grounding.eval.backends.greedy_settings`; sampled passes add the penalty only).
+            ``temperature: None`` (a server's default) is refused (:func:`gui_grounding.eval.backends.check_decoding`).
 
     Returns:
         ``out_path``.
 
     Raises:
         ImportError: vLLM is not installed (names ``pip install -e .[gpu]``).
+        ValueError: ``decoding`` this backend cannot send as published.
     """
+    decoding = check_decoding(decoding, "vllm")
     vllm = _import_vllm()
     from tqdm.auto import tqdm
 
     adapter = checkpoint_adapter(model_path, adapter)
     if budget is None:
         budget, _ = resolve_eval_budget(adapter, model=model_path)
-    mm_processor_kwargs = {"min_pixels": budget.min_pixels, "max_pixels": budget.max_pixels} if budget.resizes else {}
+    lo, hi = budget.processor_bounds()  # the processor leaves the image sent as it is (PixelBudget.processor_bounds)
+    mm_processor_kwargs = {"min_pixels": lo, "max_pixels": hi} if budget.resizes else {}
     llm = vllm.LLM(
         model=model_path,
         limit_mm_per_prompt={"image": tts.images_per_prompt if tts is not None else 1},
@@ -146,7 +159,7 @@ def predict_vllm(
         dtype=dtype,
         **(llm_kwargs or {}),
     )
-    params = vllm.SamplingParams(temperature=0.0, max_tokens=max_new_tokens)
+    params = vllm.SamplingParams(**greedy_settings(decoding), max_tokens=max_new_tokens)
     logger.info(
         "vllm backend: %s, adapter %s, mm_processor_kwargs %s, %s",
         model_path,
@@ -157,7 +170,7 @@ def predict_vllm(
 
     if tts is not None and tts.active:
         return tts.run(
-            VLLMEngine(vllm, llm, max_new_tokens=max_new_tokens, chunk_size=chunk_size),
+            VLLMEngine(vllm, llm, max_new_tokens=max_new_tokens, chunk_size=chunk_size, decoding=decoding),
             samples,
             out_path,
             adapter=adapter,

@@ -269,7 +269,7 @@ class OSWorldG(Benchmark):
 
         ``overall`` counts every item, refusal items included: the official denominator (``accuracy = correct / lt``
         with ``lt`` every record, open-compass/VLMEvalKit ``vlmeval/dataset/GUI/osworld_g.py:252,315`` at
-        ae5fdb19c321c4900a189506fedf27e9992b6eda, the OSWorld-G authors' port); a refusal item is correct on a
+        ae5fdb19c321c4900a189506fedf27e9992b6eda, a port of the official scorer whose author is not identified); a refusal item is correct on a
         refusal answer: the explicit ``"refusal": true``, or a point with both coordinates negative
         (``gui_grounding.eval.judge``). ``overall_without_refusal`` leaves the refusal items out (denominator: the
         bbox and polygon items), the number harnesses that skip refusal items report, e.g. ClawGUI's default

@@ -17,6 +17,8 @@ UI-TARS-1.5), ``"norm1000"`` (``[0, 1000]`` relative to the image: Qwen2-VL/OS-A
 
 from __future__ import annotations
 
+import copy
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +28,18 @@ from gui_grounding.models import zoom_tool
 from gui_grounding.models.frames import Frame
 
 ANSWER_FRAMES = ("resized", "norm1000", "original")
+#: how a family's explicit "no target" answer (:attr:`Adapter.no_target`, e.g. UI-Venus ``[-1,-1]``) is read
+#: (``Profile.refusal`` picks one per checkpoint; :meth:`Adapter.configured`):
+#:
+#: * ``"refusal"``: the explicit refusal (``"refusal": true`` on the predictions line, null point): correct on an
+#:   OSWorld-G refusal item, wrong elsewhere; UI-Venus-1.5's parser returns it as "infeasible"
+#:   (inclusionAI/UI-Venus ``models/grounding/ui_venus1_5_gd.py:164-165`` at c3a1442);
+#: * ``"origin"``: what a parser that falls back to ``[0,0,0,0]`` makes of it: the family's parse when it reads a
+#:   point there (``[-1,-1,-1,-1]`` is a box, centre (-1, -1)), else the point (0, 0) -- UI-Venus-1.0's script
+#:   ``eval()``s ``[-1,-1]``, ``box[3]`` raises ``IndexError`` and the answer becomes ``[0,0,0,0]``
+#:   (``models/grounding/ui_venus_ground_7b.py:88-98`` at fc7670d);
+#: * ``"point"``: the point it writes (:attr:`Adapter.no_target_point`, in the answer frame), scored like any point.
+REFUSAL_READINGS = ("refusal", "origin", "point")
 
 
 @dataclass
@@ -97,6 +111,14 @@ class Adapter:
     #: the family writes Qwen's Hermes tool calls, so the learned zoom tool (``gui_grounding.models.zoom_tool``) can
     #: be offered to it (``--zoom_tool true``, ``--tts zoom-tool``)
     supports_zoom_tool = False
+    #: the family's explicit "no target" answer, matched against the whole answer stripped of outer whitespace;
+    #: ``None``: the family has none
+    no_target: re.Pattern | None = None
+    #: the point (answer frame) a no-target answer writes, for the ``"point"`` reading
+    no_target_point: tuple[float, float] = (-1.0, -1.0)
+    #: how this instance reads a no-target answer (:data:`REFUSAL_READINGS`; a profile picks another with
+    #: :meth:`configured`)
+    refusal_reading = "refusal"
 
     # ---- the frame ---------------------------------------------------------------------------------------------------
     def frame_for(self, width: int, height: int, budget: PixelBudget | None = None) -> Frame:
@@ -202,16 +224,73 @@ class Adapter:
         )
         return Request(messages, rgb, {"frame": frame}, prompt_text, self.assistant_prefix)
 
+    def configured(self, *, refusal: str = "") -> Adapter:
+        """This adapter reading the family's no-target answer as ``refusal`` (:data:`REFUSAL_READINGS`; ``""``: the
+        adapter's default, ``self`` returned): a copy, so the registry's adapters stay as they are. How a profile's
+        choice (``Profile.refusal``) reaches the adapter of a run (``Profile.configure``).
+
+        Raises:
+            ValueError: an unknown reading, or a reading for a family without a no-target answer.
+        """
+        if refusal == "":
+            return self
+        if refusal not in REFUSAL_READINGS:
+            raise ValueError(f"refusal reading must be one of {', '.join(REFUSAL_READINGS)} (or ''), got {refusal!r}")
+        if self.no_target is None:
+            raise ValueError(
+                f"the {self.name} adapter's family has no explicit 'no target' answer to read as {refusal}"
+            )
+        out = copy.copy(self)
+        out.refusal_reading = refusal
+        return out
+
+    def is_no_target(self, text: str) -> bool:
+        """True when ``text`` (the full answer) is the family's explicit "no target" answer (:attr:`no_target`)."""
+        return (
+            self.no_target is not None and isinstance(text, str) and self.no_target.fullmatch(text.strip()) is not None
+        )
+
     def is_refusal(self, text: str) -> bool:
         """True when ``text`` (the full answer, assistant prefix included) is the family's explicit "no target"
-        answer (e.g. UI-Venus ``[-1,-1]``). The predictions line then carries ``"refusal": true`` with a null point,
-        which OSWorld-G scores by its refusal rule. Default: the family has no such answer."""
-        return False
+        answer (e.g. UI-Venus ``[-1,-1]``) and this adapter reads it as a refusal (:attr:`refusal_reading`). The
+        predictions line then carries ``"refusal": true`` with a null point, which OSWorld-G scores by its refusal
+        rule. False for a family without such an answer."""
+        return self.refusal_reading == "refusal" and self.is_no_target(text)
+
+    def answer_point(self, text: str) -> tuple[float, float] | None:
+        """The point eval reads from the full answer ``text``, **in the answer frame** (inference rules,
+        ``parse_answer(strict=False)``), with the no-target answer read as :attr:`refusal_reading` says
+        (:data:`REFUSAL_READINGS`: ``"point"`` -> :attr:`no_target_point`; ``"origin"`` -> the family's parse, else
+        (0, 0), which is (0, 0) in every frame; ``"refusal"`` -> the family's parse, which :meth:`is_refusal` makes
+        moot in eval)."""
+        if self.refusal_reading != "refusal" and self.is_no_target(text):
+            if self.refusal_reading == "point":
+                return self.no_target_point
+            point = self.parse_answer(text, strict=False)
+            return point if point is not None else (0.0, 0.0)
+        return self.parse_answer(text, strict=False)
 
     def parse(self, text: str, request: Request) -> tuple[float, float] | None:
-        """The answer's point in original-image pixels, or ``None`` (inference parse rules)."""
-        point = self.parse_answer(text, strict=False)
+        """The answer's point in original-image pixels, or ``None`` (inference parse rules: :meth:`answer_point`,
+        mapped by the answer frame)."""
+        point = self.answer_point(text)
         return self.point_to_original(point, request.context["frame"]) if point is not None else None
+
+    def answer_box(self, text: str) -> tuple[float, float, float, float] | None:
+        """The box ``(x1, y1, x2, y2)`` the full answer ``text`` writes, **in the answer frame** (inference rules),
+        when the point :meth:`answer_point` reads is that box's centre; ``None`` for a point answer, no answer, or a
+        family that answers points (this default). Test-time consensus votes with it (GUI-RC's four-number answer,
+        ``gui_grounding.models.consensus``)."""
+        return None
+
+    def parse_box(self, text: str, request: Request) -> tuple[float, float, float, float] | None:
+        """:meth:`answer_box` in original-image pixels (both corners mapped by the answer frame), or ``None``; a
+        no-target answer (:meth:`is_no_target`) is no box, however it is read."""
+        box = None if self.is_no_target(text) else self.answer_box(text)
+        if box is None:
+            return None
+        frame = request.context["frame"]
+        return (*self.point_to_original(box[:2], frame), *self.point_to_original(box[2:], frame))
 
     # ---- helpers ---------------------------------------------------------------------------------------------------
     @staticmethod

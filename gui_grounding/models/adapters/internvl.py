@@ -62,6 +62,9 @@ class InternVLAdapter(Adapter):
             return self._centre(box)
         return parse_point_or_box(text)
 
+    def answer_box(self, text):
+        return parse_box(text, "box", strict=False)
+
     def sft_target(self, box, instruction):
         return f"<ref>{instruction}</ref><box>[[{', '.join(_fmt(v) for v in box)}]]</box>"
 
@@ -93,9 +96,19 @@ class InternVLGUIAdapter(InternVLAdapter):
     * Prompt: no system prompt of ours (the checkpoint's chat template decides); user = image, then
       ``Please provide the bounding box coordinate of the UI element this user instruction describes:
       <ref>{instruction}</ref>. Answer in the format of [[x1, y1, x2, y2]]ß`` (INTERNVL_GUI_PROMPT).
-    * Parse, as the harness: the first ``[[x,y]]`` point if any (``extract_first_point``), else the LAST
-      ``[[x1,y1,x2,y2]]`` box's centre (``extract_last_bounding_box``); 0-1000 -> original pixels. A box in another
-      syntax falls back to :class:`InternVLAdapter`'s parser.
+    * Parse, in the harness's ORDER but not with its box rule: the first ``[[x,y]]`` point (digits only, no spaces:
+      the harness's ``extract_first_point``, internvl.py:167-177), else the centre of the LAST ``[[x1, y1, x2, y2]]``
+      box, **spaces, signs and decimals allowed** (``_HARNESS_BOX_RE``), else :class:`InternVLAdapter`'s parser (a box
+      in another syntax); 0-1000 -> original pixels.
+
+      Why not the harness's box rule: its ``extract_last_bounding_box`` (likaixin2000/ScreenSpot-Pro-GUI-Grounding
+      ``models/internvl.py:152-164`` at bd8bbbb) matches four digit runs joined by bare commas inside ``[[ ]]`` with
+      no spaces, so the spaced ``[[x1, y1, x2, y2]]`` its own prompt asks for never matches (the harness then has no
+      point: ``wrong_format``); and when an unspaced box does match, ``re.findall`` returns tuples and
+      ``match.group(1)`` raises ``AttributeError``, which neither ``ground_only_positive`` (:136) nor the eval loop
+      (``eval_screenspot_pro.py:395``) catches: the harness run stops. So in the harness only a ``[[x,y]]`` point can
+      ever score. We read the box the prompt asks for and score its centre, as the harness's :139-140 intends
+      (``click_point = [(bbox[0] + bbox[2]) / 2, ...]``): more lenient than the harness, never a crash.
     * SFT target: ``[[x1, y1, x2, y2]]`` on the 0-1000 grid.
     """
 
@@ -106,20 +119,33 @@ class InternVLGUIAdapter(InternVLAdapter):
     def messages(self, instruction, frame, *, image_block=True):
         return self._user_turn(INTERNVL_GUI_PROMPT.format(instruction=instruction), image_block)
 
-    def parse_answer(self, text, *, strict=True):
+    @staticmethod
+    def _harness_answer(text: str):
+        """``("point", (x, y))`` for a first ``[[x,y]]``, ``("box", box or None)`` for the last ``[[x1, y1, x2,
+        y2]]`` (``None``: a number that is no coordinate), or ``None`` when the answer holds neither."""
         point = _HARNESS_POINT_RE.search(text)
         if point is not None:
-            return answer_numbers(point.groups())  # a number that is no coordinate: no answer (not the box below)
+            return "point", answer_numbers(point.groups())  # a number that is no coordinate: no answer
         last = next(reversed(list(_HARNESS_BOX_RE.finditer(text))), None)  # the harness takes the last box
-        if last is not None:
-            box = answer_numbers(last.groups())
-            if box is None:
-                return None
-            x1, y1, x2, y2 = box
-            if not strict or (x1 <= x2 and y1 <= y2):
-                return (x1 + x2) / 2, (y1 + y2) / 2
-            return None
-        return super().parse_answer(text, strict=strict)
+        return ("box", answer_numbers(last.groups())) if last is not None else None
+
+    def parse_answer(self, text, *, strict=True):
+        found = self._harness_answer(text)
+        if found is None:
+            return super().parse_answer(text, strict=strict)
+        kind, values = found
+        if kind == "point" or values is None:
+            return values
+        x1, y1, x2, y2 = values
+        if not strict or (x1 <= x2 and y1 <= y2):
+            return (x1 + x2) / 2, (y1 + y2) / 2
+        return None
+
+    def answer_box(self, text):
+        found = self._harness_answer(text)
+        if found is None:
+            return super().answer_box(text)
+        return found[1] if found[0] == "box" else None
 
     def sft_target(self, box, instruction):
         return f"[[{', '.join(_fmt(v) for v in box)}]]"
@@ -150,6 +176,10 @@ PROFILES = (
         {},
         (),
         "no published grounding number of the authors for this request: the harness's own InternVL row is InternVL2; "
-        "InternVL3's chat template decides the system message (InternVL's chat() adds its own)",
+        "InternVL3's chat template decides the system message (InternVL's chat() adds its own; whether the -hf "
+        "template adds the same one is unverified). Parser: the harness's order (first [[x,y]], else last box), but "
+        "its box path (internvl.py:152-164) never matches a spaced [[x1, y1, x2, y2]] and raises AttributeError on "
+        "an unspaced one, so there only [[x,y]] points ever score; here spaced and unspaced boxes score their "
+        "centre (more lenient than the harness)",
     ),
 )

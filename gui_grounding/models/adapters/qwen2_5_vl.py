@@ -16,6 +16,7 @@ from gui_grounding.models.prompts import (
     build_messages,
     parse_answer_point,
     parse_box,
+    parse_literal_box,
     parse_point_or_box,
     parse_point_tag,
 )
@@ -136,6 +137,9 @@ class GTA1BoxAdapter(GTA1Adapter):
     model_types = ()
     prompt_mode = "box"
 
+    def answer_box(self, text):
+        return parse_box(text, "box", strict=False)
+
     def sft_target(self, box, instruction):
         return "[" + ",".join(_fmt(v) for v in box) + "]"
 
@@ -192,7 +196,9 @@ GUI_G2_BUDGET = PixelBudget.published(
 )
 # UI-Venus's explicit "no target" answer: UI-Venus-1.5's grounding prompt asks for [-1,-1] when the task is infeasible
 # and its parser returns it as "infeasible" (inclusionAI/UI-Venus models/grounding/ui_venus1_5_gd.py:75 and 164-165,
-# commit c3a1442); the box form [-1,-1,-1,-1] is read the same way
+# commit c3a1442); the box form [-1,-1,-1,-1] is matched too. How it is read (a refusal, the point (0, 0) as the 1.0
+# script's fallback makes it, or the point it writes) is the adapter's refusal_reading, which a profile sets
+# (base.REFUSAL_READINGS, Profile.refusal)
 _REFUSAL_RE = re.compile(r"\[\s*-1\s*,\s*-1\s*(?:,\s*-1\s*,\s*-1\s*)?\]")
 
 
@@ -204,10 +210,15 @@ class OutlineBoxAdapter(Adapter):
       subclasses); the frame is ``image_grid_thw * 14``, which the official scripts divide the box by.
     * Prompt: no system prompt (the chat template's default applies); user = image, then ``Outline the position
       corresponding to the instruction: {instruction}. The output should be only [x1,y1,x2,y2].`` (OUTLINE_BOX_PROMPT).
-    * Parse: the official scripts ``eval`` the whole answer as a list of four numbers and take the box centre; here the
-      first ``[x1,y1,x2,y2]`` box (inference: decimals allowed; training: exactly one box of integers, ordered) ->
-      its centre, resized pixels -> original (``Frame.point_to_original``). ``[-1,-1]`` (or ``[-1,-1,-1,-1]``) alone
-      is UI-Venus's "no target" answer: a refusal (:meth:`is_refusal`), not a point.
+    * Parse (inference): the official scripts ``eval()`` the whole answer and read ``box[0..3]``
+      (ui_venus_ground_7b.py:88-98 at fc7670d; GUI-G2 README.md:213-221 at 5c5c365); here the answer's first Python
+      list/tuple literal, read as data (:func:`gui_grounding.models.prompts.parse_literal_box`: any spacing, newlines,
+      tuples, a trailing comma; at least four real numbers, the first four taken; nested or non-numeric lists are no
+      box) -> its centre, resized pixels -> original (``Frame.point_to_original``). Training (``strict``): exactly one
+      ``[x1,y1,x2,y2]`` box of integers, ordered (:func:`gui_grounding.models.prompts.parse_box`).
+    * No target: ``[-1,-1]`` or ``[-1,-1,-1,-1]`` alone (:attr:`no_target`) is read by :attr:`refusal_reading`: by
+      default a refusal (UI-Venus-1.5's parser); the ``ui-venus-ground-7b`` and ``gui-g2-7b`` profiles read it as
+      their scripts do, ``"origin"`` (``[-1,-1]`` -> the point (0, 0); ``[-1,-1,-1,-1]`` -> its centre, negative).
     * SFT target: the box, rounded, ``[x1,y1,x2,y2]``.
 
     Example: a 1920x1080 screenshot under UI-Venus's budget (2,000,000 .. 4,800,000) is sent at 1932x1092 (2.1 Mpx is
@@ -215,16 +226,17 @@ class OutlineBoxAdapter(Adapter):
     """
 
     answer_frame = "resized"
+    no_target = _REFUSAL_RE
 
     def messages(self, instruction, frame, *, image_block=True):
         return self._user_turn(OUTLINE_BOX_PROMPT.format(instruction=instruction), image_block)
 
     def parse_answer(self, text, *, strict=True):
-        box = parse_box(text, "box", strict=strict)
+        box = parse_box(text, "box", strict=True) if strict else self.answer_box(text)
         return self._centre(box) if box is not None else None
 
-    def is_refusal(self, text: str) -> bool:
-        return _REFUSAL_RE.fullmatch(text.strip()) is not None
+    def answer_box(self, text):
+        return parse_literal_box(text)
 
     def sft_target(self, box, instruction):
         return "[" + ",".join(_fmt(v) for v in box) + "]"
@@ -293,12 +305,19 @@ QWEN25VL_COMPUTER_USE_SYSTEM = (
 )
 # The assistant turn is forced to start with this guide (qwen2_5vl.py:160-162); the model continues with the coordinate.
 QWEN25VL_GUIDE = '<tool_call>\n{"name": "computer_use", "arguments": {"action": "left_click", "coordinate": ['
+# The harness states the smart_resize size under max_pixels=99999999 in its prompt (:143-154) and divides answers by it
+# (:208), but sends that image through self.processor(images=[resized_image]) (:164-169), loaded at its defaults
+# (:121, AutoProcessor.from_pretrained(model)): its max_pixels 12,845,056 (QWEN_PROCESSOR_MAX_PIXELS) shrinks any
+# image above it again. processor_max_pixels reproduces that second resize (groundwork.pixel_budget.PixelBudget).
 QWEN25VL_HARNESS_BUDGET = PixelBudget.published(
     "likaixin2000/ScreenSpot-Pro-GUI-Grounding models/qwen2_5vl.py:143-150 (bd8bbbb): smart_resize with the "
-    "processor's min_pixels (3136) and max_pixels=99999999, factor patch_size x merge_size = 28",
+    "processor's min_pixels (3136) and max_pixels=99999999, factor patch_size x merge_size = 28; the image is then "
+    "given to the processor at its defaults (:121, :164-169: max_pixels 12845056, the Qwen2.5-VL preprocessor default), "
+    "which shrinks it again above 12,845,056 pixels while the prompt and the map-back keep the 99999999 frame",
     factor=QWEN_FACTOR,
     min_pixels=3136,
     max_pixels=99_999_999,
+    processor_max_pixels=QWEN_PROCESSOR_MAX_PIXELS,
 )
 _COORDINATE_RE = re.compile(
     r'"coordinate"\s*:\s*\[\s*(-?\d+(?:\.\d+)?)\s*,\s*(-?\d+(?:\.\d+)?)'
@@ -312,8 +331,10 @@ class Qwen25VLComputerUseAdapter(Adapter):
 
     Source: likaixin2000/ScreenSpot-Pro-GUI-Grounding ``models/qwen2_5vl.py`` (commit bd8bbbb), ``ground_only_positive``.
 
-    * Image: smart_resized once (factor 28, 3,136 .. 99,999,999 pixels: a screenshot is practically never scaled
-      down) and sent at that size.
+    * Image: smart_resized (factor 28, 3,136 .. 99,999,999 pixels: a screenshot is practically never scaled down) to
+      the frame the prompt states and answers map back from, then, as the harness's processor at its defaults does
+      (qwen2_5vl.py:121,164-169), smart_resized again under 3,136 .. 12,845,056 pixels before it is sent (the
+      budget's ``processor_max_pixels``): a 5120x2880 screenshot is stated as 5124x2884 and sent at 4760x2688.
     * Prompt: system = two text parts, ``You are a helpful assistant.`` and the computer_use tool description whose
       "screen's resolution is W'xH'" states the resized size (``QWEN25VL_COMPUTER_USE_SYSTEM``); user = image, then
       the instruction; the assistant turn is forced to start with ``<tool_call>\n{"name": "computer_use",
@@ -335,16 +356,25 @@ class Qwen25VLComputerUseAdapter(Adapter):
         tools = QWEN25VL_COMPUTER_USE_SYSTEM.format(width=frame.resized_width, height=frame.resized_height)
         return self._system_turn([QWEN25VL_SYSTEM_HEAD, tools], image_block) + self._user_turn(instruction, image_block)
 
-    def parse_answer(self, text, *, strict=True):
+    @staticmethod
+    def _coordinate(text: str) -> tuple | None:
+        """The numbers (2 or 4) of the first ``"coordinate": [...]`` of the tool call, or ``None``."""
         match = _COORDINATE_RE.search(text if text.startswith("<tool_call>") else QWEN25VL_GUIDE + text)
         if match is None:
             return None
-        values = answer_numbers([v for v in match.groups() if v is not None])
-        if values is None:  # a number that is no coordinate: no answer
+        return answer_numbers([v for v in match.groups() if v is not None])  # None: a number that is no coordinate
+
+    def parse_answer(self, text, *, strict=True):
+        values = self._coordinate(text)
+        if values is None:
             return None
         if len(values) == 4:
             return (values[0] + values[2]) / 2, (values[1] + values[3]) / 2
         return values[0], values[1]
+
+    def answer_box(self, text):
+        values = self._coordinate(text)
+        return values if values is not None and len(values) == 4 else None
 
     def sft_target(self, box, instruction):
         x, y = self._centre(box)
@@ -394,15 +424,25 @@ def _gta1(name: str, model: str, backends: tuple, published: tuple, notes: str =
 
 
 _GTA1_7B_CARD = "https://huggingface.co/Salesforce/GTA1-7B-2507 (model card)"
-_GTA1_PAPER = "GTA1 paper, arXiv:2507.05791, grounding results table (not re-read for this profile: verify)"
+# The 32B and 72B numbers: the grounding table of the HelloKKMe/GTA1-72B model card, which lists GTA1-32B and
+# GTA1-72B side by side (its single OSWorld-G column holds 67.7 for the 7B, the value the Salesforce/GTA1-7B-2507 card
+# gives as OSWORLD-G-Refined, hence subset refined); HelloKKMe/GTA1-32B's own card is the 32B model's page.
+_GTA1_72B_CARD = "https://huggingface.co/HelloKKMe/GTA1-72B (model card, grounding table: GTA1-32B and GTA1-72B rows)"
+# Their pixel budget: the 32B/72B cards' inference snippets name the model and max_new_tokens = 32; their processor
+# lines (min_pixels / max_pixels) could not be read here, so the 7B README's budget (GTA1_BUDGET) is ASSUMED.
+_GTA1_BIG_BUDGET_NOTE = (
+    "pixel budget ASSUMED equal to the 7B README's (3,136 .. 4096*2160): the 32B/72B model cards' processor lines "
+    "could not be read (unverified)"
+)
 
 
-def _gta1_paper(screenspot_pro: float, screenspot_v2: float, osworld_g_refined: float) -> tuple:
-    """The three scores of a GTA1 checkpoint in the paper's grounding table (OSWorld-G on the Refined set)."""
+def _gta1_card(card: str, screenspot_pro: float, screenspot_v2: float, osworld_g_refined: float) -> tuple:
+    """The three scores of a GTA1 checkpoint on its model card's grounding table (OSWorld-G on the Refined set; the
+    card does not say how refusal items were counted: denominator ``unstated``)."""
     return (
-        PublishedScore("screenspot-pro", screenspot_pro, _GTA1_PAPER),
-        PublishedScore("screenspot-v2", screenspot_v2, _GTA1_PAPER),
-        PublishedScore("osworld-g", osworld_g_refined, _GTA1_PAPER, {"subset": "refined"}),
+        PublishedScore("screenspot-pro", screenspot_pro, card),
+        PublishedScore("screenspot-v2", screenspot_v2, card),
+        PublishedScore("osworld-g", osworld_g_refined, card, {"subset": "refined"}, denominator="unstated"),
     )
 
 
@@ -437,6 +477,39 @@ def _qwen25vl(size: str, published: tuple, backends: tuple) -> Profile:
 
 _VENUS = "inclusionAI/UI-Venus"
 
+# UI-TARS's published grounding request (bytedance/UI-TARS README_v1.md:324-337 at 582f3a7): client.chat.completions
+# .create(model=..., messages=[image, prompt + instruction], frequency_penalty=1, max_tokens=128), no temperature
+_UI_TARS_SNIPPET_DECODING = {"frequency_penalty": 1.0, "temperature": None}
+
+
+def _ui_tars(name: str, backends: tuple, decoding: dict, note: str) -> Profile:
+    """UI-TARS-1.5-7B with its grounding prompt; ``decoding``: ``{}`` (greedy) or the published snippet's settings."""
+    sources = {
+        "adapter": f"{_UITARS} README_v1.md:320 (grounding prompt; UI-TARS#157: 1.5 keeps it) and README_coordinates.md "
+        "(absolute coordinates in the smart_resized frame)",
+        "max_new_tokens": f"{_UITARS} README_v1.md:336 (max_tokens=128); ZJU-REAL/ClawGUI clawgui-eval/scripts/infer/"
+        "transformers/uitars_run_transformers.sh (d990d3e) pins greedy decoding",
+        "backends": "7B: one GPU" if backends == ONE_GPU else "an OpenAI-compatible server (the snippet's client)",
+    }
+    if decoding:
+        sources["decoding"] = f"{_UITARS} README_v1.md:335-336: frequency_penalty=1, max_tokens=128, no temperature"
+    return Profile(
+        name,
+        "ByteDance-Seed/UI-TARS-1.5-7B",
+        "qwen2_5_vl",
+        "ui-tars-1.5",
+        UI_TARS_BUDGET,
+        128,
+        backends,
+        sources,
+        {},
+        (PublishedScore("screenspot-pro", 49.6, f"{_UITARS} README.md:169"),),
+        "codes/ui_tars/prompt.py:59 (GROUNDING_DOUBAO) is a second, agent-style grounding prompt; ClawGUI reproduces 42.1 "
+        "on ScreenSpot-Pro against the published 49.6 (clawgui-eval/README.md:465). Decoding: " + note,
+        decoding=dict(decoding),
+    )
+
+
 #: this family's published checkpoints
 PROFILES = (
     _gta1(
@@ -446,8 +519,8 @@ PROFILES = (
         (
             PublishedScore("screenspot-pro", 50.1, f"{_GTA1_README}:21"),
             PublishedScore("screenspot-v2", 92.4, f"{_GTA1_README}:21"),
-            PublishedScore("osworld-g", 55.1, f"{_GTA1_README}:21", {"subset": "plain"}),
-            PublishedScore("osworld-g", 67.7, _GTA1_7B_CARD, {"subset": "refined"}),
+            PublishedScore("osworld-g", 55.1, f"{_GTA1_README}:21", {"subset": "plain"}, denominator="unstated"),
+            PublishedScore("osworld-g", 67.7, _GTA1_7B_CARD, {"subset": "refined"}, denominator="unstated"),
         ),
         notes="also published as Salesforce/GTA1-7B-2507 (README.md:11); the official parser int()s the (x,y) pair, so "
         "a decimal answer scores (0,0) there and its decimal point here",
@@ -456,35 +529,32 @@ PROFILES = (
         "gta1-32b-2507",
         "HelloKKMe/GTA1-32B",
         TENSOR_PARALLEL,
-        _gta1_paper(53.6, 93.2, 61.9),
-        notes="the 2507 release on Qwen2.5-VL-32B (the Oct-2025 Salesforce/GTA1-32B is another model, on OpenCUA-32B)",
+        _gta1_card(_GTA1_72B_CARD, 53.6, 93.2, 61.9),
+        notes="the 2507 release on Qwen2.5-VL-32B (the Oct-2025 Salesforce/GTA1-32B is another model, on OpenCUA-32B); "
+        + _GTA1_BIG_BUDGET_NOTE,
     ),
     _gta1(
         "gta1-72b-2507",
         "HelloKKMe/GTA1-72B",
         TENSOR_PARALLEL,
-        _gta1_paper(58.4, 94.8, 66.7),
-        notes="the 2507 release on Qwen2.5-VL-72B",
+        _gta1_card(_GTA1_72B_CARD, 58.4, 94.8, 66.7),
+        notes="the 2507 release on Qwen2.5-VL-72B; " + _GTA1_BIG_BUDGET_NOTE,
     ),
-    Profile(
+    _ui_tars(
         "ui-tars-1.5-7b",
-        "ByteDance-Seed/UI-TARS-1.5-7B",
-        "qwen2_5_vl",
-        "ui-tars-1.5",
-        UI_TARS_BUDGET,
-        128,
         ONE_GPU,
-        {
-            "adapter": f"{_UITARS} README_v1.md:320 (grounding prompt; UI-TARS#157: 1.5 keeps it) and README_coordinates.md "
-            "(absolute coordinates in the smart_resized frame)",
-            "max_new_tokens": "answers are one action of < 40 tokens; ZJU-REAL/ClawGUI clawgui-eval/scripts/infer/"
-            "transformers/uitars_run_transformers.sh (d990d3e) pins greedy decoding",
-            "backends": "7B: one GPU",
-        },
         {},
-        (PublishedScore("screenspot-pro", 49.6, f"{_UITARS} README.md:169"),),
-        "codes/ui_tars/prompt.py:59 (GROUNDING_DOUBAO) is a second, agent-style grounding prompt; ClawGUI reproduces 42.1 "
-        "on ScreenSpot-Pro against the published 49.6 (clawgui-eval/README.md:465)",
+        "greedy, no penalty; the published snippet (README_v1.md:335-336) sends frequency_penalty=1 and the server's "
+        "default temperature instead: profile ui-tars-1.5-7b-api. Which of the two produced 49.6 is unverified",
+    ),
+    _ui_tars(
+        "ui-tars-1.5-7b-api",
+        ("openai",),
+        _UI_TARS_SNIPPET_DECODING,
+        "the published grounding snippet's generation settings (README_v1.md:324-337): frequency_penalty=1, "
+        "max_tokens=128, no temperature (the server's default), over an OpenAI-compatible server (--backend openai: "
+        "transformers has no frequency_penalty; vLLM offline has no server default). Which setting produced 49.6 "
+        "is unverified (README.md:169 names none)",
     ),
     _qwen25vl(
         "7B",
@@ -519,10 +589,14 @@ PROFILES = (
                 54.6,
                 f"{_VENUS} README.md:206 (c3a1442)",
                 note="the README does not say plain or Refined; ClawGUI lists 58.8 as official",
+                denominator="unstated",
             ),
         ),
-        "UI-Venus-1.0 has no refusal in its prompt; a [-1,-1] answer (UI-Venus-1.5's infeasible marker) is still read "
-        "as a refusal",
+        "UI-Venus-1.0 has no refusal in its prompt. Its script eval()s the answer and falls back to [0,0,0,0] "
+        "(ui_venus_ground_7b.py:88-98 at fc7670d), so a [-1,-1] answer (UI-Venus-1.5's infeasible marker) is the "
+        "point (0, 0) there (IndexError) and [-1,-1,-1,-1] its negative centre: this profile reads them the same way "
+        "(refusal 'origin'), never as an explicit refusal",
+        refusal="origin",
     ),
     Profile(
         "gui-g2-7b",
@@ -547,5 +621,8 @@ PROFILES = (
                 "ZJU-REAL/ClawGUI clawgui-eval/README.md:456 (d990d3e), 'official' column (the GUI-G2 paper)",
             ),
         ),
+        "the README's parser is UI-Venus-1.0's (eval(), else [0,0,0,0]: README.md:213-221 at 5c5c365), so a [-1,-1] "
+        "answer is the point (0, 0) (refusal 'origin')",
+        refusal="origin",
     ),
 )

@@ -79,11 +79,13 @@ PROFILES = (
         "qwen3_vl",
         "qwen3-vl",
         QWEN3_VL_BUDGET,
-        128,
+        512,
         ONE_GPU,
         {
-            "adapter": "QwenLM/Qwen3-VL cookbooks/spatial_understanding.ipynb (point_2d JSON on the 0-1000 grid)",
-            "max_new_tokens": "greedy; answers are one JSON point",
+            "adapter": "QwenLM/Qwen3-VL cookbooks/spatial_understanding.ipynb (point_2d JSON on the 0-1000 grid); a "
+            "paraphrase of its pointing request, not the request behind the published numbers (notes)",
+            "max_new_tokens": "ZJU-REAL/ClawGUI clawgui-eval/scripts/infer/transformers/qwen3vl_run_transformers.sh:21-22 "
+            "(d990d3e): MAX_TOKENS=512, TEMPERATURE=0.0 (its reproduction of the official 54.6)",
             "backends": "8B: one GPU",
         },
         {},
@@ -92,10 +94,13 @@ PROFILES = (
                 "screenspot-pro", 54.6, "ZJU-REAL/ClawGUI clawgui-eval/README.md:462 (d990d3e), 'official' column"
             ),
         ),
-        "pixel budget as ClawGUI pins it (clawgui-eval/scripts/infer/transformers/qwen3vl_run_transformers.sh: "
+        "pixel budget as ClawGUI pins it (clawgui-eval/scripts/infer/transformers/qwen3vl_run_transformers.sh:29-30: "
         "MIN_PIXELS=65536, MAX_PIXELS=16777216, the processor default). Qwen's own GUI numbers use a computer_use "
-        "tool-call system prompt that Qwen does not publish as a script (ClawGUI injects it from its data files); this "
-        "profile uses the cookbook's pointing request, so expect a gap",
+        "tool-call system prompt (ClawGUI injects it from its data files, SYSTEM_PROMPT=call_user, :43). A Qwen3-VL "
+        "contributor shared the OSWorld-G request as two issue attachments (QwenLM/Qwen3-VL#1881: "
+        "qwen3vl_osworld_g.py, agent_function_call_og.py); they could not be read here, so their system prompt, "
+        "tool schema, image budget and parser are UNVERIFIED and not reproduced. This profile keeps the cookbook "
+        "pointing request, labelled a paraphrase: expect a gap",
     ),
 )
 
@@ -565,7 +570,8 @@ PROFILES = (
             "refusal": f"{_OWL_EVAL}:409-410 (no coordinate -> [0, 0]) and :450-454 (a refusal item is correct iff the "
             "point is (0, 0))",
             "decoding": f"{_OWL_EVAL}:633-642 (top_p 0.01, top_k 1, temperature 0.01, repetition_penalty 1.0 passed "
-            "to generate: top_k 1 is greedy)",
+            "to generate: top_k 1 keeps only the most likely token and a penalty of 1.0 changes nothing, so this is "
+            "greedy decoding, which is what the profile runs)",
         },
         {},
         (
@@ -588,7 +594,6 @@ PROFILES = (
         "(arXiv 2602.16855) beyond its abstract (its 80.3 ScreenSpot-Pro is not this 8B's); the HF card has no "
         "grounding table. OSWorld-G: profile gui-owl-1.5-8b-osworld-g (another system prompt)",
         refusal="origin",
-        decoding={"top_p": 0.01, "top_k": 1, "temperature": 0.01, "repetition_penalty": 1.0},
     ),
     Profile(
         "gui-owl-1.5-8b-osworld-g",
@@ -606,7 +611,8 @@ PROFILES = (
             "model": f"{_OWL_EVAL}:591 (Qwen3VLForConditionalGeneration)",
             "refusal": f"{_OWL_EVAL}:409-410 (the terminate answer has no coordinate -> [0, 0]) and :450-454 (a "
             "refusal item is correct iff the point is (0, 0))",
-            "decoding": f"{_OWL_EVAL}:633-642 (top_p 0.01, top_k 1, temperature 0.01, repetition_penalty 1.0)",
+            "decoding": f"{_OWL_EVAL}:633-642 (top_p 0.01, top_k 1, temperature 0.01, repetition_penalty 1.0: with "
+            "top_k 1 and a penalty of 1.0, greedy decoding, which is what the profile runs)",
         },
         {},
         (
@@ -623,6 +629,5 @@ PROFILES = (
         "GUI-Owl-1.5-8B-Instruct with its OSWorld-G request (the infeasible clause in the system turn); everything "
         "else as gui-owl-1.5-8b, whose notes apply",
         refusal="origin",
-        decoding={"top_p": 0.01, "top_k": 1, "temperature": 0.01, "repetition_penalty": 1.0},
     ),
 )
