@@ -368,3 +368,23 @@ def test_any_answer_is_a_bounded_point_a_refusal_or_nothing(text):
             point = adapter.parse_answer(text, strict=strict)
             assert point is None or (len(point) == 2 and all(abs(v) <= 1e7 for v in point)), (name, text)
         assert not (adapter.is_refusal(text) and adapter.parse_answer(text, strict=False) is not None), (name, text)
+
+
+def test_each_profile_reads_its_no_target_answer_as_its_own_code_does():
+    """The profile's reading reaches the run's adapter (``Profile.configure``): UI-Venus-1.5's ``[-1,-1]`` is a refusal
+    (its parser's "infeasible"); GUI-Owl-1.5's terminate/failure call is the point (0, 0) its script makes of an
+    answer without a coordinate (:409-410), not a refusal; a coordinate answer is read as usual."""
+    _, venus, venus_request = _request("ui-venus-1.5-8b")
+    venus = get_profile("ui-venus-1.5-8b").configure(venus)
+    assert venus.is_refusal("[-1,-1]") and venus.parse("[-1,-1]", venus_request) is None
+    assert not venus.is_refusal("[500,500]") and venus.parse("[500,500]", venus_request) == (960.0, 540.0)
+    failure = (
+        '<tool_call>\n{"name": "computer_use", "arguments": {"action": "terminate", "status": "failure"}}\n</tool_call>'
+    )
+    for name in ("gui-owl-1.5-8b", "gui-owl-1.5-8b-osworld-g"):
+        _, owl, request = _request(name)
+        assert owl.is_refusal(failure)  # the adapter alone: the family's no-target answer, a refusal by default
+        owl = get_profile(name).configure(owl)
+        assert not owl.is_refusal(failure)
+        assert owl.parse(failure, request) == (0.0, 0.0)
+        assert owl.parse("(250,750)", request) == (480.0, 810.0)

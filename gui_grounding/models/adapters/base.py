@@ -236,7 +236,7 @@ class Adapter:
             return self
         if refusal not in REFUSAL_READINGS:
             raise ValueError(f"refusal reading must be one of {', '.join(REFUSAL_READINGS)} (or ''), got {refusal!r}")
-        if self.no_target is None:
+        if not self.reads_no_target:
             raise ValueError(
                 f"the {self.name} adapter's family has no explicit 'no target' answer to read as {refusal}"
             )
@@ -244,8 +244,15 @@ class Adapter:
         out.refusal_reading = refusal
         return out
 
+    @property
+    def reads_no_target(self) -> bool:
+        """Whether the family has an explicit "no target" answer: a :attr:`no_target` pattern, or its own
+        :meth:`is_no_target` (a family whose official parser decides it, e.g. UI-Venus-1.5's ``"infeasible"``)."""
+        return self.no_target is not None or type(self).is_no_target is not Adapter.is_no_target
+
     def is_no_target(self, text: str) -> bool:
-        """True when ``text`` (the full answer) is the family's explicit "no target" answer (:attr:`no_target`)."""
+        """True when ``text`` (the full answer) is the family's explicit "no target" answer (:attr:`no_target`; a
+        family whose official parser decides it overrides this method instead)."""
         return (
             self.no_target is not None and isinstance(text, str) and self.no_target.fullmatch(text.strip()) is not None
         )

@@ -210,7 +210,7 @@ class UIVenus15Adapter(Qwen3VLAdapter):
     * Prompt: no system prompt; user = image, then :data:`UI_VENUS_15_PROMPT` with the instruction (one trailing
       ``.`` removed, :69-70), the refusal clause included (the scripts' default, :72-75).
     * Parse (inference): :func:`ui_venus15_read` (the official rules), then ``x/1000*W``, ``y/1000*H``; ``(-1, -1)``
-      is the explicit "no target" answer (:meth:`is_refusal`, the official ``"infeasible"`` result, :116-122), not a
+      is the explicit "no target" answer (:meth:`is_no_target`, the official ``"infeasible"`` result, :116-122), not a
       point. Training (``strict``): exactly one ``[x,y]`` of integers, the answer format the prompt asks for.
     * SFT target: ``[x,y]`` on the 0-1000 grid. No zoom tool (no published tool-call format for this request).
     """
@@ -234,8 +234,10 @@ class UIVenus15Adapter(Qwen3VLAdapter):
             point, infeasible = ui_venus15_read(text)
         return None if infeasible else point
 
-    def is_refusal(self, text: str) -> bool:
-        return ui_venus15_read(text)[1]
+    def is_no_target(self, text: str) -> bool:
+        """The official parser's ``"infeasible"`` result (:func:`ui_venus15_read`), read by
+        :attr:`~gui_grounding.models.adapters.base.Adapter.refusal_reading` (a refusal by default)."""
+        return isinstance(text, str) and ui_venus15_read(text)[1]
 
     def sft_target(self, box, instruction):
         x, y = self._centre(box)
@@ -376,7 +378,7 @@ class GUIOwl15Adapter(Qwen3VLAdapter):
       comma (:388-410: the tool call's ``"coordinate": [x, y]`` as JSON writes it; ``[x,y]`` without the space is not
       read), on the ``[0, 1000]`` grid (:382-383). The official script turns an answer without a coordinate into the
       point (0, 0) (:409-410); here it is no point, and a ``terminate``/``failure`` tool call (what the prompt asks for
-      when the element cannot be found) is the explicit "no target" answer (:meth:`is_refusal`), which the official
+      when the element cannot be found) is the explicit "no target" answer (:meth:`is_no_target`), which the official
       OSWorld-G scorer credits on refusal items as that (0, 0) (:450-454; the profile's ``refusal = "origin"``).
     * SFT target: the ``left_click`` tool call with ``"coordinate": [x, y]``. No zoom tool (own tool list).
     """
@@ -397,8 +399,11 @@ class GUIOwl15Adapter(Qwen3VLAdapter):
         m = self._coordinate(text)
         return answer_numbers(m.groups()) if m else None
 
-    def is_refusal(self, text: str) -> bool:
-        return (
+    def is_no_target(self, text: str) -> bool:
+        """A ``terminate`` call with status ``failure`` and no coordinate: the prompt's "cannot be found" answer,
+        read by :attr:`~gui_grounding.models.adapters.base.Adapter.refusal_reading` (a refusal by default; the
+        profiles read it as the point (0, 0) the official script makes of it, ``"origin"``)."""
+        return isinstance(text, str) and (
             self._coordinate(text) is None
             and _OWL_TERMINATE_RE.search(text) is not None
             and _OWL_FAILURE_RE.search(text) is not None
