@@ -98,7 +98,10 @@ def ddp_run(tiny_qwen25_dir, ds_train_subset, tmp_path_factory):
     return out, history
 
 
-@pytest.mark.parametrize("stage", ["zero2", pytest.param("zero3", marks=pytest.mark.slow)])  # zero3: ~20 s, slow suite
+# ~40 s per stage with the DDP reference run: slow suite (test_config_loads keeps each config's load in the default one)
+@pytest.mark.parametrize(
+    "stage", [pytest.param("zero2", marks=pytest.mark.slow), pytest.param("zero3", marks=pytest.mark.slow)]
+)
 def test_zero_matches_ddp(stage, ddp_run, tiny_qwen25_dir, ds_train_subset, tmp_path):
     ddp_out, ddp_history = ddp_run
     out = str(tmp_path / stage)

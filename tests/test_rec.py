@@ -489,6 +489,7 @@ def test_rec_task_bad_records_name_the_problem(record, reason, message, coco_roo
 # end to end: python -m vlm_r1.grpo_jsonl --task_type rec
 
 
+@pytest.mark.slow  # ~16 s, a CLI training run (tests/test_train_pipeline.py::test_grpo_cli_two_steps keeps one)
 def test_grpo_cli_rec_two_steps(rec_jsonl, tiny_qwen25_dir, tmp_path):
     path, _, _ = rec_jsonl
     out = str(tmp_path / "run")

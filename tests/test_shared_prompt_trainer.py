@@ -57,7 +57,9 @@ def _rel(a, b):
 @pytest.mark.parametrize(
     "name,extra",
     [
-        ("plain", ()),
+        # ~27 s, a CLI training run per arm: slow suite (the packed forward itself is exact against TRL in the
+        # default suite, tests/test_shared_prompt.py::test_matches_trl)
+        pytest.param("plain", (), marks=pytest.mark.slow),
         # reference log-probs packed too; KL > 0 at step 2
         pytest.param("beta_ref_pass", ("--beta", "0.04"), marks=pytest.mark.slow),
         # old log-probs packed; step 2 reuses the generation batch
