@@ -9,7 +9,7 @@ The GTA1 wiring of :mod:`gui_grounding.ops.memory` (the model-agnostic formulas,
 * the prompt length P = image tokens + text tokens: the image tokens of a ``--screenshot`` (default 1920x1080) under the
   run's pixel budget (``max_pixels``/``min_pixels`` as resolved: GTA1's 4096x2160 in the recipes), through the
   project's one resize rule (:meth:`groundwork.pixel_budget.PixelBudget.size_sent`, smart_resize with the model's factor
-  28), one token per 28x28 pixels; text tokens ``--text-tokens`` (110: GTA1's system prompt, instruction and chat
+  ``ModelShape.resize_factor``: 28 for Qwen2.5-VL, 32 for Qwen3-VL), one token per factor x factor pixels; text tokens ``--text-tokens`` (110: GTA1's system prompt, instruction and chat
   template, as ``benchmarks/cost_model_shared_prompt.py`` assumes);
 * completion width C = ``max_completion_length`` (completions are padded to the longest of the batch; the worst case
   is the limit) unless ``--completion-tokens``;
@@ -36,11 +36,12 @@ from groundwork.pixel_budget import PixelBudget
 from groundwork.records import load_json_file
 from gui_grounding.ops.memory import MemoryEstimate, RunShape, ZeroConfig, estimate
 from gui_grounding.ops.memory_calibration import DEFAULT_CALIBRATION_PATH, load_calibration
-from gui_grounding.ops.memory_shapes import QWEN2_5_VL_SHAPES, ModelShape, shape_from_config
+from gui_grounding.ops.memory_shapes import SHAPES, ModelShape, shape_from_config
 
 _REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-#: GTA1's base checkpoints (recipes/gta1/*.yaml) and the Qwen2.5-VL releases -> published shapes. UI-TARS-1.5-7B is a
-#: Qwen2.5-VL-7B fine-tune with the same architecture (its config.json: model_type qwen2_5_vl, the 7B numbers).
+#: GTA1's base checkpoints (recipes/gta1/*.yaml), the Qwen2.5-VL releases and Qwen3-VL-8B (recipes/qwen3vl/8b.yaml)
+#: -> published shapes (gui_grounding/ops/memory_shapes.py). UI-TARS-1.5-7B is a Qwen2.5-VL-7B fine-tune with the same
+#: architecture (its config.json: model_type qwen2_5_vl, the 7B numbers).
 MODEL_SHAPES: dict[str, str] = {
     "ByteDance-Seed/UI-TARS-1.5-7B": "Qwen2.5-VL-7B",
     "Qwen/Qwen2.5-VL-3B-Instruct": "Qwen2.5-VL-3B",
@@ -51,6 +52,7 @@ MODEL_SHAPES: dict[str, str] = {
     "Salesforce/GTA1-7B-2507": "Qwen2.5-VL-7B",
     "HelloKKMe/GTA1-32B": "Qwen2.5-VL-32B",
     "HelloKKMe/GTA1-72B": "Qwen2.5-VL-72B",
+    "Qwen/Qwen3-VL-8B-Instruct": "Qwen3-VL-8B",
 }
 #: defaults of the estimate's own flags
 DEFAULT_SCREENSHOT = (1920, 1080)
@@ -74,7 +76,7 @@ def shape_for_model(name_or_path: str) -> ModelShape:
             f"no shape known for {name_or_path!r}: give a local checkpoint folder (its config.json is read) or one "
             f"of {', '.join(MODEL_SHAPES)}"
         )
-    shape = QWEN2_5_VL_SHAPES[key]
+    shape = SHAPES[key]
     if key != name_or_path.split("/")[-1].removesuffix("-Instruct"):
         from dataclasses import replace
 
@@ -229,5 +231,10 @@ def estimate_for_plan(
         + f"; dtype {dtype}",
     )
     if dtype in ("auto", "None"):
-        est.notes.append("--dtype auto: the checkpoint's dtype, assumed bfloat16 (the published Qwen2.5-VL weights)")
+        est.notes.append("--dtype auto: the checkpoint's dtype, assumed bfloat16 (the published Qwen-VL weights)")
+    if shape.family != "qwen2_5_vl":
+        est.notes.append(
+            f"{shape.family} shape: parameter, optimizer and KV-cache bytes follow its config exactly; the activation "
+            "terms and the calibration were measured on Qwen2.5-VL-7B only (not measured for this family)"
+        )
     return est
