@@ -206,11 +206,11 @@ def _batches(out: str) -> list[int]:
         return [json.loads(x)["step"] for x in f]
 
 
-@pytest.mark.slow  # two 2-process CPU runs of the tiny twin (~2 min on 2 cores)
+@pytest.mark.slow  # two 2-process CPU runs of the tiny twin, 3 steps in all (~2 min on 2 shared cores)
 def test_tiny_twin_trains_saves_and_resumes_on_two_processes(tmp_path, tiny_qwen3_dir):
     """run_scripts/qwen3vl_tiny_cpu.sh (recipes/qwen3vl/tiny_cpu.yaml, the launcher's CPU path: torchrun, 2 gloo
     processes, 2 prompts x 8 rollouts, shared prompts): 2 steps and a complete checkpoint-2; then the same command with
-    MAX_STEPS=4 resumes from checkpoint-2 and trains steps 3 and 4 only. The run records the Qwen3-VL frame and
+    MAX_STEPS=3 resumes from checkpoint-2 and trains step 3 only. The run records the Qwen3-VL frame and
     budget it trained at."""
     from tests.helpers.proc import child_env, run
     from vlm_r1.preemption import COMPLETE_MARKER
@@ -237,13 +237,12 @@ def test_tiny_twin_trains_saves_and_resumes_on_two_processes(tmp_path, tiny_qwen
         "norm1000",
         ["click_reward"],
     )
-    assert info["shared_prompt"] is True and info["num_generations"] == 8
+    assert info["shared_prompt"]["active"] is True and info["num_generations"] == 8
     budget = info["pixel_budget"]
     assert (budget["factor"], budget["min_pixels"], budget["max_pixels"]) == (32, 65_536, 131_072)
 
-    p = launch(4)
+    p = launch(3)
     assert f"resuming from {os.path.join(out, 'checkpoint-2')}" in p.stderr
-    assert os.path.isfile(os.path.join(out, "checkpoint-4", COMPLETE_MARKER))
-    assert _batches(out) == [1, 2, 3, 4]  # steps 3 and 4 trained once, after the resumed step 2
+    assert _batches(out) == [1, 2, 3]  # step 3 trained once, after the resumed step 2
     with open(os.path.join(out, "trainer_state.json"), encoding="utf-8") as f:
-        assert json.load(f)["global_step"] == 4
+        assert json.load(f)["global_step"] == 3
