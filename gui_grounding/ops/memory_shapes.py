@@ -159,7 +159,8 @@ QWEN2_5_VL_SHAPES: dict[str, ModelShape] = {
 #: 12288, vocab 151936, untied; vision depth 27, width 1152, MLP 4304, 16 heads, patch 16, temporal patch 2, merge 2,
 #: 2304 position rows, out_hidden_size 4096, deepstack_visual_indexes [8, 16, 24]. Its count, 8,767,123,696
 #: parameters, equals transformers 5.23's Qwen3VLForConditionalGeneration built from those numbers (on the meta
-#: device) and the hub's "8.77B params" (tests/test_recipe_qwen3vl.py).
+#: device), i.e. 8.77B, the checkpoint's size as the hub lists it (that page was not read here; the transformers
+#: count is the check: tests/test_recipe_qwen3vl.py).
 QWEN3_VL_8B_SOURCE = (
     f"{_hf('Qwen/Qwen3-VL-8B-Instruct')}, as copied in NVIDIA/TensorRT-LLM "
     "tests/unittest/_torch/modeling/test_modeling_qwen3vl.py:15-64 (840c318; 36 layers in the full model)"
