@@ -245,21 +245,17 @@ def test_vllm_counts_image_tokens_from_the_image_size(fake, tiny_qwen25_dir):
         generation.generate(prompt_ids[:1], [[original]], num_generations=1)
 
 
-def test_server_rollouts(fake, tiny_qwen25_dir, monkeypatch):
-    """Server mode through TRL's ``VLLMClient`` and a fake ``vllm serve`` started with the run's bounds: each unique
-    prompt rendered and generated once with ``n=G`` and the ban, images at the run's budget, completions back in
-    TRL's row order, weights streamed by name."""
+def serve_fake(monkeypatch, model_dir, max_pixels):
+    """A fake ``vllm serve MODEL --mm-processor-kwargs '{"min_pixels": 3136, "max_pixels": MAX}'`` behind TRL's
+    ``VLLMClient`` (its ``requests`` replaced); ``init_communicator`` stubbed: TRL's refuses a CPU device before
+    anything else (NCCL weight transfer, ``trl/generation/vllm_client.py:748-753``)."""
     import trl.generation.vllm_client as client_module
     from vllm._fake_http import FakeServer
 
-    from vlm_r1.trainer import banned_generation_kwargs
-
-    G = 3
-    module, processor, budget, model, prompt_ids, images = _rollout_inputs(tiny_qwen25_dir, G)
-    server = FakeServer(tiny_qwen25_dir, mm_processor_kwargs={"min_pixels": 3136, "max_pixels": MAX_PIXELS})
+    server = FakeServer(model_dir, mm_processor_kwargs={"min_pixels": 3136, "max_pixels": max_pixels})
     monkeypatch.setattr(client_module, "requests", server.requests_module())
 
-    def init_communicator(self, device=0):  # TRL's refuses a CPU device before anything else (NCCL)
+    def init_communicator(self, device=0):
         from vllm.distributed.weight_transfer.nccl_common import trainer_init
 
         info = {"master_address": "127.0.0.1", "master_port": self.group_port, "rank_offset": 1, "world_size": 2}
@@ -267,6 +263,18 @@ def test_server_rollouts(fake, tiny_qwen25_dir, monkeypatch):
         self.communicator = trainer_init(info)
 
     monkeypatch.setattr(client_module.VLLMClient, "init_communicator", init_communicator)
+    return server
+
+
+def test_server_rollouts(fake, tiny_qwen25_dir, monkeypatch):
+    """Server mode through TRL's ``VLLMClient`` and a fake ``vllm serve`` started with the run's bounds: each unique
+    prompt rendered and generated once with ``n=G`` and the ban, images at the run's budget, completions back in
+    TRL's row order, weights streamed by name."""
+    from vlm_r1.trainer import banned_generation_kwargs
+
+    G = 3
+    module, processor, budget, model, prompt_ids, images = _rollout_inputs(tiny_qwen25_dir, G)
+    serve_fake(monkeypatch, tiny_qwen25_dir, MAX_PIXELS)
     gen_kwargs = banned_generation_kwargs(SimpleNamespace(generation_kwargs=None, use_vllm=True), module, processor)
     generation = _generation(model, processor, "server", gen_kwargs, server_base_url="http://fake-vllm:8000")
     fake._fake.RECORD["http"].clear()
@@ -322,22 +330,28 @@ def test_colocate_run_refused_at_start_up_when_vllm_would_resize(tiny_qwen25_dir
 
     module = get_vlm_module(tiny_qwen25_dir)
     big = pixel_budget.PixelBudget(factor=28, min_pixels=3136, max_pixels=401408)
-    args = SimpleNamespace(use_vllm=True, vllm_mode="colocate")
-    with pytest.raises(ValueError, match=r"Use --max_pixels <= 200704 and --min_pixels >= 3136"):
-        check_vllm_start(args, module, tiny_qwen25_dir, big)
-    check_vllm_start(SimpleNamespace(use_vllm=True, vllm_mode="server"), module, tiny_qwen25_dir, big)
-    check_vllm_start(SimpleNamespace(use_vllm=False, vllm_mode="colocate"), module, tiny_qwen25_dir, big)
     ok = pixel_budget.PixelBudget(factor=28, min_pixels=3136, max_pixels=MAX_PIXELS)
-    check_vllm_start(args, module, tiny_qwen25_dir, ok)
+    args = SimpleNamespace(use_vllm=True, vllm_mode="colocate")
+    if importlib.util.find_spec("vllm") is None:  # no vLLM at all: refused first, with the install line
+        with pytest.raises(SystemExit, match=r"--use_vllm true needs vLLM \(GPU only\): pip install -e \.\[gpu\]"):
+            check_vllm_start(args, module, tiny_qwen25_dir, ok)
+    check_vllm_start(SimpleNamespace(use_vllm=False, vllm_mode="colocate"), module, tiny_qwen25_dir, big)
+    with fake_vllm():
+        with pytest.raises(ValueError, match=r"Use --max_pixels <= 200704 and --min_pixels >= 3136"):
+            check_vllm_start(args, module, tiny_qwen25_dir, big)
+        check_vllm_start(SimpleNamespace(use_vllm=True, vllm_mode="server"), module, tiny_qwen25_dir, big)
+        check_vllm_start(args, module, tiny_qwen25_dir, ok)
 
 
 # ---- a whole training step -----------------------------------------------------------------------------------------
 @pytest.mark.slow
-@pytest.mark.parametrize("shared", [False, True])
-def test_cli_training_step_colocate(fake, tiny_qwen25_dir, tmp_path, shared):
-    """``python -m vlm_r1.grpo_jsonl --use_vllm true --vllm_mode colocate --ban_vision_tokens true`` (in process), with
-    and without ``--shared_prompt``: one step trains on the fake's rollouts, each screenshot at the run's budget, G
-    copies with ``n=1``, the image token banned; shared prompting stays active (its log-prob passes)."""
+@pytest.mark.parametrize(("mode", "shared"), [("colocate", False), ("colocate", True), ("server", True)])
+def test_cli_training_step(fake, tiny_qwen25_dir, tmp_path, monkeypatch, mode, shared):
+    """``python -m vlm_r1.grpo_jsonl --use_vllm true --vllm_mode MODE --ban_vision_tokens true`` (in process, ~7-20 s
+    each), with and without ``--shared_prompt``: one step trains on the fake's rollouts, each screenshot at the run's
+    budget, the image token banned; colocate sends G copies with ``n=1``, server each unique prompt once with ``n=G``
+    (``vlm_r1.shared_prompt_trainer.VLLM_NOTE``); shared prompting stays active (its log-prob passes)."""
+    from groundwork.pixel_budget import PixelBudget
     from tests.helpers.proc import PLUGINS
     from tests.helpers.train import sample_subset, step_logs, tiny_train_argv
     from vlm_r1 import grpo_jsonl as grpo
@@ -351,7 +365,7 @@ def test_cli_training_step_colocate(fake, tiny_qwen25_dir, tmp_path, shared):
             data,
             str(out),
             max_steps=1,
-            per_device_train_batch_size=4,
+            per_device_train_batch_size=8,
             num_generations=4,
             beta=0,
             dtype="float32",
@@ -359,30 +373,30 @@ def test_cli_training_step_colocate(fake, tiny_qwen25_dir, tmp_path, shared):
             loss_type="dapo",
             disable_tqdm=True,
             use_vllm=True,
-            vllm_mode="colocate",
+            vllm_mode=mode,
+            vllm_server_base_url="http://fake-vllm:8000" if mode == "server" else None,
             ban_vision_tokens=True,
             shared_prompt=shared,
         )
+        if mode == "server":
+            serve_fake(monkeypatch, tiny_qwen25_dir, 100352)
         grpo.main(argv)
     finally:
         sys.path.remove(PLUGINS)
     (history,) = step_logs(out)
-    assert history["step"] == 1
+    assert history["step"] == 1 and history["rewards/click_reward/mean"] >= 0.0
     info = json.loads((out / "vlm_r1_run.json").read_text())
     assert info["generation_kwargs"] == {"bad_words": ["<|image_pad|>"]}
     assert info["shared_prompt"]["active"] is shared
-    (call,) = fake._fake.RECORD["generate"]
-    assert [r["params"].n for r in call["requests"]] == [1] * 4
+    calls = fake._fake.RECORD["generate"]  # colocate: one call, 8 rows, n=1; server: one call per unique prompt, n=4
+    requests = [r for call in calls for r in call["requests"]]
     with open(data, encoding="utf-8") as f:
-        record = json.loads(f.readline())
-    from PIL import Image
-
-    from groundwork import pixel_budget
-
-    with Image.open(os.path.join(REPO, "data", "web_sample", record["image"])) as im:
-        original = im.size
-    budget = pixel_budget.PixelBudget(factor=28, min_pixels=3136, max_pixels=100352)
-    assert {s for r in call["requests"] for s in r["image_sizes"]} <= {budget.size_sent(*original)} | {
-        budget.size_sent(*Image.open(os.path.join(REPO, "data", "web_sample", json.loads(line)["image"])).size)
-        for line in open(data, encoding="utf-8")
-    }
+        records = [json.loads(line) for line in f]
+    budget = PixelBudget(factor=28, min_pixels=3136, max_pixels=100352)  # TINY_GRPO's --max_pixels
+    sizes = {budget.size_sent(r["image_width"], r["image_height"]) for r in records}
+    assert sizes == {(420, 224)}  # both records are 1280x720 screenshots
+    if mode == "colocate":
+        assert len(calls) == 1 and [(r["params"].n, r["image_sizes"]) for r in requests] == [(1, [(420, 224)])] * 8
+    else:
+        assert len(calls) == 2 and [(r["params"].n, r["image_sizes"]) for r in requests] == [(4, [(420, 224)])] * 2
+    assert {tuple(r["params"].bad_words) for r in requests} == {("<|image_pad|>",)}
