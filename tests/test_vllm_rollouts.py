@@ -5,7 +5,7 @@ TRL's own vLLM code runs unchanged (``trl/generation/vllm_generation.py``, ``vll
 importable so TRL's ``if is_vllm_available(): from vllm import ...`` lines bind the fake). Colocate mode: TRL builds
 ``vllm.LLM`` and calls ``generate``. Server mode: TRL's ``VLLMClient`` talks to a fake server through a fake
 ``requests`` (its HTTP layer); only ``VLLMClient.init_communicator`` is replaced, because it refuses a non-CUDA device
-before anything else (``trl/generation/vllm_client.py:748-753``: NCCL weight transfer). Not run: a real vLLM, a GPU.
+before the NCCL rendezvous (``trl/generation/vllm_client.py:756-760``). Not run: a real vLLM, a GPU.
 
 Pinned: the ``gpu`` extra's vLLM is one TRL accepts; the image token banned in vLLM's terms resolves to exactly the id
 HF's ``bad_words_ids`` bans, and the completions lose it (they keep it without the ban); each rollout's images arrive
@@ -247,8 +247,8 @@ def test_vllm_counts_image_tokens_from_the_image_size(fake, tiny_qwen25_dir):
 
 def serve_fake(monkeypatch, model_dir, max_pixels):
     """A fake ``vllm serve MODEL --mm-processor-kwargs '{"min_pixels": 3136, "max_pixels": MAX}'`` behind TRL's
-    ``VLLMClient`` (its ``requests`` replaced); ``init_communicator`` stubbed: TRL's refuses a CPU device before
-    anything else (NCCL weight transfer, ``trl/generation/vllm_client.py:748-753``)."""
+    ``VLLMClient`` (its ``requests`` replaced); ``init_communicator`` stubbed: TRL's refuses a CPU device before the
+    NCCL rendezvous (``trl/generation/vllm_client.py:756-760``)."""
     import trl.generation.vllm_client as client_module
     from vllm._fake_http import FakeServer
 

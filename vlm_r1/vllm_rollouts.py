@@ -1,12 +1,13 @@
 """What ``--use_vllm`` needs from this project beyond TRL: the vision-token ban in vLLM's terms and the start-up checks.
 
 TRL 1.16.0 generates through vLLM in two modes (``trl/generation/vllm_generation.py``): ``colocate`` builds
-``vllm.LLM(model=<checkpoint path>, ...)`` in each training process (``:340-357``) and calls
+``vllm.LLM(model=<checkpoint path>, ...)`` in each training process (``:347-364``) and calls
 ``LLM.generate([{"prompt_token_ids", "multi_modal_data": {"image": ...}}], sampling_params=SamplingParams(n=1,
-..., **generation_kwargs))`` (``:662-729``); ``server`` sends each unique prompt once with ``n=G`` to a running
+..., **generation_kwargs))`` (``:661-729``); ``server`` sends each unique prompt once with ``n=G`` to a running
 ``vllm serve`` (``:593-637``; ``trl/generation/vllm_client.py:326-501``: images are rendered by the server, then paired
-with the trainer's token ids). Checked against vLLM 0.30.0's interface with a fake of it
-(``tests/fakes/vllm``, ``tests/test_vllm_rollouts.py``); never run on a GPU here.
+with the trainer's token ids). Checked against vLLM 0.30.0's interface (read from its PyPI wheel, git commit
+ced6857af) with a fake of it (``tests/fakes/vllm``, ``tests/test_vllm_rollouts.py``); never run on a GPU here. TRL
+file:line citations are of the pinned TRL 1.16.0.
 
 Two things of ours meet vLLM:
 

@@ -1,7 +1,7 @@
 """A fake ``vllm serve`` behind a fake ``requests`` (NOT vLLM's server): the endpoints TRL 1.16.0's ``VLLMClient`` calls
 (``trl/generation/vllm_client.py``: ``/health`` :283, ``/v1/models`` :253, ``/server_info`` :310, ``/get_world_size``
-:324, ``/v1/chat/completions/render`` :354-366, ``/inference/v1/generate`` :480-490, weight-update and
-``/reset_prefix_cache`` :780-884), answering in the shapes that client parses. The real server's bodies were not read
+:324, ``/v1/chat/completions/render`` :354-366, ``/inference/v1/generate`` :480-490, ``/init_weight_transfer_engine``
+:768, weight updates :803-847, ``/reset_prefix_cache`` :880), answering in the shapes that client parses. The real server's bodies were not read
 (unverified): the ``features`` of ``/render`` are ours (``mm_placeholders`` as TRL reads it, plus ``fake_image_keys``
 naming the images the fake keeps).
 

@@ -1,8 +1,8 @@
 """``vllm.LLM`` (vLLM 0.30.0 ``vllm/entrypoints/llm.py``): the constructor's parameters, defaults and keyword-only marker
 (``:179-225``; the rest go to ``EngineArgs``), ``generate`` (``:418-481``), ``reset_prefix_cache`` / ``sleep`` /
 ``wake_up`` (``:796-841``), and the engine attributes TRL reads (``llm_engine.model_config.max_model_len``,
-``llm_engine.model_executor.driver_worker.model_runner.model.load_weights``: ``trl/generation/vllm_generation.py``
-``:2050`` of ``grpo_trainer.py`` and ``:499-500``). Behaviour: :mod:`vllm._fake`."""
+``llm_engine.model_executor.driver_worker.model_runner.model.load_weights``: ``trl/trainer/grpo_trainer.py:2050``,
+``trl/generation/vllm_generation.py:509-511``). Behaviour: :mod:`vllm._fake`."""
 
 from __future__ import annotations
 
