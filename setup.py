@@ -33,7 +33,11 @@ INSTALL_REQUIRES = [
 
 EXTRAS = {
     # CUDA-only pieces: imported lazily by the code, with a clear message when absent.
-    "gpu": ["flash-attn>=2.7", "vllm>=0.11", "deepspeed==0.19.8"],
+    # vllm: TRL 1.16.0 supports 0.22.0-0.31.0 (trl/import_utils.py:101-115 warns outside it; its own `vllm` extra says
+    # vllm>=0.22.0,<=0.31.0), and `vllm>=0.11` resolved to 0.33.0. 0.31.0 needs transformers<5.18 (its METADATA),
+    # which our transformers==5.23.0 excludes; 0.27.1-0.30.0 need torch==2.13.0 and transformers>=5.5.3/5.10.4. Pinned
+    # to 0.30.0, the version whose interface tests/fakes/vllm mirrors (tests/test_vllm_rollouts.py; docs/TRAINING.md).
+    "gpu": ["flash-attn>=2.7", "vllm==0.30.0", "deepspeed==0.19.8"],
     "deepspeed": ["deepspeed==0.19.8"],
     "collect": ["playwright>=1.50"],
     # OpenAI-compatible chat-completions endpoints (`vllm serve`, hosted APIs): the `openai` evaluation backend.

@@ -37,6 +37,7 @@ from vlm_r1.modules import get_vlm_module
 from vlm_r1.preflight import preflight_from_argv
 from vlm_r1.rewards import resolve_rewards
 from vlm_r1.tasks import get_task
+from vlm_r1.vllm_rollouts import check_vllm_start
 
 logger = logging.getLogger("vlm_r1")
 
@@ -410,15 +411,10 @@ def train(script_args, training_args, model_args, *, dialect: Dialect = CORE) ->
 
     from vlm_r1.trainer import VLMGRPOTrainer
 
-    if training_args.use_vllm:
-        try:
-            import vllm  # noqa: F401
-        except ImportError as err:
-            raise SystemExit("--use_vllm true needs vLLM (GPU only): pip install -e .[gpu]") from err
-
     model_path = model_args.model_name_or_path
     vlm_module = get_vlm_module(model_path)
     processor, budget = load_processor_and_budget(vlm_module, model_path, script_args)
+    check_vllm_start(training_args, vlm_module, model_path, budget)  # --use_vllm: installed, same image sizes
 
     task = get_task(script_args.task_type, getattr(script_args, "task_options", None))
     task.pixel_budget = budget  # the one budget of the run: rows, image transform, training-time eval

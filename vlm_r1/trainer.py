@@ -167,10 +167,11 @@ def banned_generation_kwargs(args: Any, vlm_module: Any, processing_class: Any, 
     ids = vlm_module.get_image_token_ids(processing_class) if ids is None else list(ids)
     if not ids:
         return gen
-    if getattr(args, "use_vllm", False):
-        tokenizer = getattr(processing_class, "tokenizer", processing_class)
+    if getattr(args, "use_vllm", False):  # vLLM bans strings it tokenizes itself: checked (vlm_r1.vllm_rollouts)
+        from vlm_r1.vllm_rollouts import vllm_bad_words
+
         words = list(gen.get("bad_words") or [])
-        tokens = tokenizer.convert_ids_to_tokens(ids)
+        tokens = vllm_bad_words(getattr(processing_class, "tokenizer", processing_class), ids)
         gen["bad_words"] = words + [t for t in tokens if t not in words]
         return gen
     existing = [list(w) for w in gen.get("bad_words_ids") or []]
