@@ -378,3 +378,45 @@ def test_weights_travel_with_the_generation_output():
     assert out[SAMPLE_WEIGHT_KEY].tolist() == [2.0, 0.25]
     t.args.sample_weight_column = None
     assert SAMPLE_WEIGHT_KEY not in t._weighed([{"w": 2}], {"advantages": torch.zeros(1)})
+
+
+def test_dynamic_sampling_merge_keeps_each_rows_weight():
+    from vlm_r1.trainer import merge_generation_rows
+
+    def output(adv, weights):
+        n = len(adv)
+        return {
+            "prompt_ids": torch.ones(n, 1, dtype=torch.long),
+            "prompt_mask": torch.ones(n, 1, dtype=torch.long),
+            "completion_ids": torch.ones(n, 1, dtype=torch.long),
+            "completion_mask": torch.ones(n, 1, dtype=torch.long),
+            "advantages": torch.tensor(adv),
+            SAMPLE_WEIGHT_KEY: torch.tensor(weights),
+        }
+
+    got = merge_generation_rows([output([0.5, -0.5], [2.0, 0.0]), output([1.5, 0.1], [0.25, 9.0])], [(1, 0), (0, 1)], 0)
+    assert got["advantages"].tolist() == [1.5, -0.5] and got[SAMPLE_WEIGHT_KEY].tolist() == [0.25, 0.0]
+
+
+def test_a_difficulty_keyed_mixture_trains_on_the_selected_records(tmp_path):
+    from datasets import Dataset
+
+    from vlm_r1.configs import GRPOScriptArguments
+    from vlm_r1.grpo import build_train_dataset
+
+    (tmp_path / "a.jsonl").write_text("".join(json.dumps({"i": i, "p": i / 10}) + "\n" for i in range(10)))
+    (tmp_path / "b.jsonl").write_text(json.dumps({"i": 99}) + "\n")
+    (tmp_path / "mix.yaml").write_text(
+        "seed: 1\ndatasets:\n  - json_path: a.jsonl\n    difficulty_column: p\n    difficulty_range: [0.2, 0.5]\n"
+        "  - json_path: b.jsonl\n"
+    )
+
+    class Task:  # reads each file's records as rows (a task that keeps every record key as a column)
+        def build_dataset(self, args, processor, vlm_module):
+            return Dataset.from_list([json.loads(x) for x in open(args.data_file_paths)])
+
+    args = GRPOScriptArguments(data_config=str(tmp_path / "mix.yaml"))
+    ds, mixture = build_train_dataset(args, SimpleNamespace(seed=0), Task(), None, None)
+    assert ds["i"] == [2, 3, 4, 5, 99]
+    assert mixture[0]["selected"] == 4 and mixture[0]["difficulty"]["left_out"] == {"outside_range": 6}
+    assert "difficulty" not in mixture[1]

@@ -68,7 +68,9 @@ class DataArguments:
         metadata={
             "help": "A data mixture YAML (VLM-R1 data_config): 'datasets:' entries with json_path, optional "
             "image_folder and sampling_strategy (all, first:N, end:N, random:N; N a count or an integer P%% rounded up, end:0 = all, as upstream), optional top-level "
-            "seed (default --seed); paths relative to the YAML file. Replaces --data_file_paths."
+            "seed (default --seed); paths relative to the YAML file. Replaces --data_file_paths. Ours: an entry "
+            "may also select by a difficulty column (difficulty_column, difficulty_range, difficulty_bins with a "
+            "sampling_strategy per bin; docs/TRAINING.md, 'Difficulty-aware data')."
         },
     )
     image_folders: str | None = field(

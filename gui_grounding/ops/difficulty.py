@@ -233,14 +233,17 @@ def register_cli(sub) -> None:
     p.add_argument("--backend", default="hf", choices=sorted(BACKEND_REGISTRY.names()), help="eval engine")
     p.add_argument("--adapter", default=None, choices=sorted(ADAPTERS), help="default: the checkpoint's")
     p.add_argument("--image-folder", default=None, help="image paths are relative to it (default: the file's)")
-    p.add_argument(
-        "--samples", type=argtypes.integer(min=1, max=MAX_SAMPLES), default=DEFAULT_SAMPLES, help="K answers per record"
-    )
-    p.add_argument("--k", type=argtypes.integer(min=1, max=MAX_SAMPLES), default=DEFAULT_K, help="k of pass@k")
-    p.add_argument("--temperature", type=float, default=DEFAULT_TEMPERATURE)
-    p.add_argument("--top-p", type=float, default=DEFAULT_TOP_P)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--max-new-tokens", type=argtypes.integer(min=1, max=1_000_000), default=None)
+    count = argtypes.integer(min=1, max=MAX_SAMPLES)
+    argtypes.add_number_flag(p, "--samples", count, DEFAULT_SAMPLES, "K answers drawn per record")
+    argtypes.add_number_flag(p, "--k", count, DEFAULT_K, "k of pass@k (<= --samples)")
+    temp = argtypes.number(min=0, max=100, min_open=True)
+    argtypes.add_number_flag(p, "--temperature", temp, DEFAULT_TEMPERATURE, "sampling temperature")
+    top_p = argtypes.number(min=0, max=1, min_open=True)
+    argtypes.add_number_flag(p, "--top-p", top_p, DEFAULT_TOP_P, "nucleus sampling mass")
+    seed = argtypes.integer(min=0, max=2**31 - 1)
+    argtypes.add_number_flag(p, "--seed", seed, 0, "sampling seed (per sample from it and the sample_id)")
+    tokens = argtypes.integer(min=1, max=1_000_000)
+    argtypes.add_number_flag(p, "--max-new-tokens", tokens, None, "generated tokens per answer (default: backend's)")
     p.set_defaults(func=_run)
 
 
