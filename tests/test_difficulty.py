@@ -71,6 +71,7 @@ def _canonical(tmp_path):
         '{"sample_id": "s3", "instruction": oops}',
         json.dumps({"sample_id": "s4", "instruction": "few", "image_path": "a.png", "target_bbox": box}),
         json.dumps({"instruction": "stale", "image_path": "a.png", "target_bbox": box, "pass_at_k": 0.9}),
+        json.dumps({"sample_id": "s6", "instruction": "\ud800é", "image_path": "a.png", "target_bbox": box}),
     ]
     data = tmp_path / "train.jsonl"
     data.write_text("\n".join(lines) + "\n")
@@ -98,7 +99,7 @@ def test_annotate_writes_exact_columns_and_keeps_every_record(tmp_path):
     out = tmp_path / "out.jsonl"
     summary = annotate(str(data), samples, report, str(preds), str(out), 2)
     recs = [json.loads(x) for x in out.read_text().splitlines()]
-    assert [r.get("sample_id") for r in recs] == ["s0", "s1", "s2", "s4", None]  # s3 does not parse: rejects file
+    assert [r.get("sample_id") for r in recs] == ["s0", "s1", "s2", "s4", None, "s6"]  # s3 does not parse: rejects file
     assert recs[0]["tag"] == 1 and recs[0]["difficulty_hits"] == 2 and recs[0]["difficulty_n"] == 4
     assert (
         recs[0]["pass_at_k"] == pytest.approx(1 - math.comb(2, 2) / math.comb(4, 2)) and recs[0]["mean_reward"] == 0.5
@@ -107,18 +108,26 @@ def test_annotate_writes_exact_columns_and_keeps_every_record(tmp_path):
     assert recs[2]["difficulty_reject"] == "missing_image" and recs[2]["pass_at_k"] is None
     assert recs[3]["difficulty_reject"] == "too_few_samples" and recs[3]["difficulty_n"] == 1
     assert recs[4]["pass_at_k"] == pytest.approx(1 - 1 / 6) and recs[4]["mean_reward"] == 0.5  # stale 0.9 replaced
+    assert recs[5]["instruction"] == "\ud800é" and recs[5]["difficulty_reject"] == "bad_text"  # written back
     rejects = [json.loads(x) for x in (tmp_path / "out.jsonl.rejects.jsonl").read_text().splitlines()]
     assert [r["reason"] for r in rejects] == [
         "prediction_error",
         "missing_image",
         "unparseable_record",
         "too_few_samples",
+        "bad_text",
     ]
     assert rejects[2]["ref"].endswith("train.jsonl:4")
     assert summary == {
-        "records": 6,
+        "records": 7,
         "scored": 2,
-        "rejects": {"prediction_error": 1, "missing_image": 1, "unparseable_record": 1, "too_few_samples": 1},
+        "rejects": {
+            "prediction_error": 1,
+            "missing_image": 1,
+            "unparseable_record": 1,
+            "too_few_samples": 1,
+            "bad_text": 1,
+        },
     }
 
 
@@ -136,18 +145,24 @@ def test_annotate_keeps_a_gta1_json_list_a_json_list(tmp_path):
 
 
 def fake_backend(model, samples, out_path, *, adapter=None, tts=None, budget=None, **kwargs):
-    """A backend by spec (``module:function``): K answers per sample, every one at the box centre but the first."""
-    with open(out_path, "a") as f:
-        for s in samples:
-            x0, y0, x1, y1 = s.boxes[0]
-            pts = [None] + [[(x0 + x1) / 2, (y0 + y1) / 2]] * (tts.samples - 1)
-            call = [model, tts.mode, tts.samples, tts.seed]
-            f.write(json.dumps({"sample_id": s.sample_id, "point": pts[-1], "samples": pts, "call": call}) + "\n")
+    """A backend by spec (``module:function``) that resumes as the real ones do (``open_predictions``): K answers per
+    sample still to do, every one at the box centre but the first."""
+    from gui_grounding.eval.backends import open_predictions, write_records
+
+    out, todo = open_predictions(out_path, samples)
+    lines = []
+    for s in todo:
+        x0, y0, x1, y1 = s.boxes[0]
+        pts = [None] + [[(x0 + x1) / 2, (y0 + y1) / 2]] * (tts.samples - 1)
+        lines.append({"sample_id": s.sample_id, "point": pts[-1], "samples": pts, "call": [model, tts.samples]})
+    with out:
+        write_records(out, lines)
     return out_path
 
 
 def test_run_difficulty_asks_the_engine_for_k_samples(tmp_path):
     data = _canonical(tmp_path)
+    _predictions(tmp_path / "o.jsonl.predictions.jsonl", [{"sample_id": "s1", "point": None, "samples": [[0, 0]] * 4}])
     summary = run_difficulty(
         str(data),
         str(tmp_path / "o.jsonl"),
@@ -159,11 +174,12 @@ def test_run_difficulty_asks_the_engine_for_k_samples(tmp_path):
         seed=3,
     )
     preds = [json.loads(x) for x in (tmp_path / "o.jsonl.predictions.jsonl").read_text().splitlines()]
-    assert [(p["sample_id"], p["call"]) for p in preds] == [
-        (sid, ["m", "consensus", 4, 3]) for sid in ("s0", "s1", "s4", "train:5")
+    assert [(p["sample_id"], p.get("call")) for p in preds] == [("s1", None)] + [
+        (sid, ["m", 4])
+        for sid in ("s0", "s4", "train:5")  # s1 was answered by an earlier run: not asked again
     ]
     recs = [json.loads(x) for x in (tmp_path / "o.jsonl").read_text().splitlines()]
-    assert [r["pass_at_k"] for r in recs] == [0.75, 0.75, None, 0.75, 0.75]
+    assert [r["pass_at_k"] for r in recs] == [0.75, 0.0, None, 0.75, 0.75, None]
     assert summary["scored"] == 4
     with pytest.raises(ValueError, match="--k must be in"):
         run_difficulty(str(data), str(tmp_path / "o2.jsonl"), model="m", adapter="qwen2.5-vl", samples=2, k=3)

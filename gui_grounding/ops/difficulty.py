@@ -120,6 +120,17 @@ def _predictions(path: str) -> dict[str, dict]:
     return out
 
 
+def _json_text(record: dict) -> str:
+    """One record as JSON text, non-ASCII kept as is; a record holding a lone surrogate (a legal ``\\udXXX`` escape
+    of the input, not encodable as UTF-8) keeps its escapes instead, so it is written back, never a failed write."""
+    text = json.dumps(record, ensure_ascii=False, allow_nan=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(record, ensure_ascii=True, allow_nan=False)
+    return text
+
+
 def _is_json_list(path: str) -> bool:
     with open(path, "rb") as f:
         head = f.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n")
@@ -162,14 +173,11 @@ def annotate(data: str, samples: list, report, predictions_path: str, out: str, 
         records.append({**base, **cols})
     with atomic_writer(out) as f:
         if _is_json_list(data):
-            json.dump(records, f, ensure_ascii=False, allow_nan=False, indent=1)
-            f.write("\n")
+            f.write("[\n" + ",\n".join(map(_json_text, records)) + "\n]\n")
         else:
-            for rec in records:
-                f.write(json.dumps(rec, ensure_ascii=False, allow_nan=False) + "\n")
+            f.writelines(_json_text(rec) + "\n" for rec in records)
     with atomic_writer(out + ".rejects.jsonl") as f:
-        for rec in rejects:
-            f.write(json.dumps(rec, ensure_ascii=False, allow_nan=False) + "\n")
+        f.writelines(_json_text(rec) + "\n" for rec in rejects)
     scored = sum(1 for r in records if r["difficulty_reject"] is None)
     return {"records": total, "scored": scored, "rejects": dict(counts)}
 
