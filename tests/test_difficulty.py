@@ -301,6 +301,12 @@ def test_keep_weighted_rows_drops_bad_rows_by_reason(caplog):
     assert row_weights([{"w": 2}, {"w": 0.5}], "w") == [2.0, 0.5]
     with pytest.raises(ValueError, match="row b: no_weight"):
         row_weights([{"sample_id": "b"}], "w")
+    # a column whose records mix kinds is stored as JSON text (vlm_r1.data.rows_to_dataset): decoded, then checked
+    assert row_weights([{"w": "2.5"}, {"w": "0"}], "w", json_text=True) == [2.5, 0.0]
+    with pytest.raises(ValueError, match="bad_weight"):
+        row_weights([{"w": '"x"'}], "w", json_text=True)
+    with pytest.raises(ValueError, match="bad_weight"):
+        row_weights([{"w": "2.5"}], "w")  # a string where the column holds numbers
 
 
 def test_weight_flag_needs_the_columns_to_reach_the_trainer():

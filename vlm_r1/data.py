@@ -582,8 +582,10 @@ def keep_weighted_rows(dataset, column: str, logger):
     return dataset.select(keep)
 
 
-def row_weights(rows: list[dict], column: str) -> list[float]:
-    """Each row's weight (rows as TRL hands them to the trainer: dicts holding the dataset's columns).
+def row_weights(rows: list[dict], column: str, *, json_text: bool = False) -> list[float]:
+    """Each row's weight (rows as TRL hands them to the trainer: dicts holding the dataset's columns). ``json_text``:
+    the column is stored as JSON text (:func:`json_text_columns`: a column whose records mix kinds), each value is
+    decoded first.
 
     Raises:
         ValueError: a row without a usable weight (:func:`keep_weighted_rows` removed those at start-up, so this
@@ -591,7 +593,13 @@ def row_weights(rows: list[dict], column: str) -> list[float]:
     """
     out = []
     for row in rows:
-        weight, reason = sample_weight(row.get(column))
+        value = row.get(column)
+        if json_text and isinstance(value, str):
+            try:
+                value = strict_loads(value)
+            except (ValueError, RecursionError):
+                pass  # stays a string: bad_weight below
+        weight, reason = sample_weight(value)
         if reason is not None:
             raise ValueError(f"--sample_weight_column {column}: row {row.get('sample_id', '?')}: {reason}")
         out.append(weight)

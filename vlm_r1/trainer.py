@@ -48,7 +48,7 @@ from trl import GRPOTrainer
 
 from groundwork.outputs import LineAppender
 from vlm_r1 import shared_prompt as sp
-from vlm_r1.data import SAMPLE_WEIGHT_KEY, keep_weighted_rows, row_weights
+from vlm_r1.data import SAMPLE_WEIGHT_KEY, json_text_columns, keep_weighted_rows, row_weights
 from vlm_r1.launch import FindUnusedParametersFromModel
 from vlm_r1.shared_prompt_trainer import SharedPromptMixin
 from vlm_r1.tool_rollout import ToolRolloutMixin
@@ -400,8 +400,10 @@ class VLMGRPOTrainer(
         if freeze_vision and not isinstance(model, str):
             n = freeze_vision_modules(model, vlm_module.get_vision_modules_keywords())
             logger.info("froze %d vision parameters", n)
+        self._weights_as_json = False  # the weight column is stored as JSON text (vlm_r1.data.json_text_columns)
         if getattr(args, "sample_weight_column", None) and kwargs.get("train_dataset") is not None:
             kwargs["train_dataset"] = keep_weighted_rows(kwargs["train_dataset"], args.sample_weight_column, logger)
+            self._weights_as_json = args.sample_weight_column in json_text_columns(kwargs["train_dataset"])
         # DDP find_unused_parameters from the final model and the data (vlm_r1.launch.FindUnusedParametersFromModel)
         self._remember_find_unused(args, vlm_module.get_vision_modules_keywords(), kwargs.get("train_dataset"))
         super().__init__(model=model, reward_funcs=reward_funcs, args=args, processing_class=processing_class, **kwargs)
@@ -485,7 +487,9 @@ class VLMGRPOTrainer(
         column = getattr(self.args, "sample_weight_column", None)
         if column and self.model.training:
             output[SAMPLE_WEIGHT_KEY] = torch.tensor(
-                row_weights(inputs, column), dtype=torch.float32, device=output["advantages"].device
+                row_weights(inputs, column, json_text=getattr(self, "_weights_as_json", False)),
+                dtype=torch.float32,
+                device=output["advantages"].device,
             )
         return output
 
