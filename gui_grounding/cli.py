@@ -49,6 +49,7 @@ from gui_grounding.eval.tts import (
 from gui_grounding.models.adapters import ADAPTERS
 from gui_grounding.models.consensus import DEFAULT_REGION, MAX_REGION, MAX_SAMPLES, MIN_REGION
 from gui_grounding.models.profiles import PROFILES, describe_profile, get_profile, profile_dict, profiles_table
+from gui_grounding.ops.difficulty import register_cli as register_difficulty
 from gui_grounding.ops.prompt import register_cli as register_prompt
 from gui_grounding.ops.toy import register_cli as register_toy
 from gui_grounding.ops.toy_zoom import run_from_args as run_toy_zoom
@@ -217,6 +218,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_compare(sub)
 
     register_prompt(sub)
+    register_difficulty(sub)
 
     from gui_grounding.ops.plan import register_estimate_cli
 

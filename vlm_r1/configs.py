@@ -68,7 +68,9 @@ class DataArguments:
         metadata={
             "help": "A data mixture YAML (VLM-R1 data_config): 'datasets:' entries with json_path, optional "
             "image_folder and sampling_strategy (all, first:N, end:N, random:N; N a count or an integer P%% rounded up, end:0 = all, as upstream), optional top-level "
-            "seed (default --seed); paths relative to the YAML file. Replaces --data_file_paths."
+            "seed (default --seed); paths relative to the YAML file. Replaces --data_file_paths. Ours: an entry "
+            "may also select by a difficulty column (difficulty_column, difficulty_range, difficulty_bins with a "
+            "sampling_strategy per bin; docs/TRAINING.md, 'Difficulty-aware data')."
         },
     )
     image_folders: str | None = field(
@@ -348,6 +350,18 @@ class VLMGRPOConfig(GRPOConfig):
         },
     )
 
+    sample_weight_column: str | None = field(
+        default=None,
+        metadata={
+            "help": "Per-sample loss weights (training only; default off): the name of a training-data column "
+            "(a record key that reaches the dataset, e.g. one written by `gui-grounding difficulty`) whose value "
+            "scales each sample's policy loss. Each rollout's advantage is multiplied by its row's weight before "
+            "TRL's loss (vlm_r1.trainer.VLMGRPOTrainer._compute_loss), so every loss type's per-token policy term "
+            "is scaled exactly by the weight; the KL term (--beta) is not weighted. A weight must be a finite "
+            "number in [0, 1000]; rows with a missing or other value are dropped at start-up, counted by reason. "
+            "Logged per step: sample_weight/mean. Needs remove_unused_columns false (TRL's default)."
+        },
+    )
     shared_prompt: bool = field(
         default=False,
         metadata={
@@ -454,6 +468,14 @@ class VLMGRPOConfig(GRPOConfig):
             raise ValueError(f"--preflight_timeout must be > 0 seconds, got {self.preflight_timeout}")
         if self.dynamic_sampling_max_tries < 1:
             raise ValueError(f"--dynamic_sampling_max_tries must be >= 1, got {self.dynamic_sampling_max_tries}")
+        if self.sample_weight_column is not None:
+            if not str(self.sample_weight_column).strip():
+                raise ValueError("--sample_weight_column: give a column name (or leave it unset)")
+            if self.remove_unused_columns:
+                raise ValueError(
+                    "--sample_weight_column needs --remove_unused_columns false (TRL's default): with true, TRL "
+                    "drops every dataset column but prompt/image before the rows reach the trainer"
+                )
         check_batch(self, GRPO_BATCH_MINIMUMS)  # before TRL's __post_init__, which divides by them
         # The user's own values of the preset fields, kept so the preset can be re-resolved (command line) without
         # losing them. Fields that differ from TRL's defaults count as explicitly set here.

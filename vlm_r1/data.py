@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from groundwork.argtypes import SEED
 from groundwork.argtypes import value as checked_value
 from groundwork.records import load_yaml_file, strict_loads
+from groundwork.validate import MAX_COUNT, bounded_number
 
 # pass-through columns: record keys a task does not read reach the reward functions as dataset columns
 
@@ -197,6 +198,17 @@ def concatenate_record_datasets(parts: list, *, what: str = "data mixture", logg
 # data mixtures (VLM-R1's data_config YAML)
 
 
+@dataclass(frozen=True)
+class DifficultyBin:
+    """One ``difficulty_bins`` entry: records whose difficulty lies in ``[lo, hi)`` (``[lo, hi]`` for the last bin
+    of the list) are sampled with ``sampling_strategy`` (:func:`sampling_indices`: ``all``, ``first:N``,
+    ``end:N``, ``random:N``, ``random:P%``)."""
+
+    lo: float
+    hi: float
+    sampling_strategy: str = "all"
+
+
 @dataclass
 class DataSource:
     """One ``datasets:`` entry of a data_config YAML.
@@ -210,6 +222,13 @@ class DataSource:
     image_folder: str | None = None
     sampling_strategy: str = "all"
     name: str | None = None
+    difficulty_column: str | None = None
+    difficulty_range: tuple[float, float] | None = None
+    difficulty_bins: list[DifficultyBin] | None = None
+
+    @property
+    def uses_difficulty(self) -> bool:
+        return self.difficulty_column is not None
 
 
 def load_data_config(path: str) -> tuple[list[DataSource], int | None]:
@@ -238,11 +257,9 @@ def load_data_config(path: str) -> tuple[list[DataSource], int | None]:
         where = f"{path}: datasets[{i}]"
         if not isinstance(entry, dict) or "json_path" not in entry:
             raise ValueError(f"{where}: each entry needs a json_path")
-        unknown = set(entry) - {"json_path", "image_folder", "sampling_strategy", "name"}
+        unknown = set(entry) - set(ENTRY_KEYS)
         if unknown:
-            raise ValueError(
-                f"{where}: unknown keys {sorted(unknown)} (allowed: json_path, image_folder, sampling_strategy, name)"
-            )
+            raise ValueError(f"{where}: unknown keys {sorted(unknown)} (allowed: {', '.join(ENTRY_KEYS)})")
         json_path = os.path.normpath(os.path.join(base, str(entry["json_path"])))
         if not os.path.isfile(json_path):
             raise FileNotFoundError(f"{where}: json_path {json_path} not found")
@@ -255,6 +272,7 @@ def load_data_config(path: str) -> tuple[list[DataSource], int | None]:
                 os.path.normpath(os.path.join(base, str(folder))) if folder else None,
                 strategy,
                 entry.get("name"),
+                *_difficulty_keys(entry, where),
             )
         )
     seed = cfg.get("seed")  # the flags' rule (groundwork.argtypes): an integer, not 'abc', 1.5, true or a list
@@ -307,3 +325,282 @@ def requested_count(strategy: str) -> int | None:
     if kind in ("first", "end", "random") and arg.isdigit():
         return int(arg)
     return None
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# difficulty-aware mixtures (our extension of the data_config entry; columns written by `gui-grounding difficulty`)
+
+#: the keys a ``datasets:`` entry may hold: upstream VLM-R1's (``json_path``, ``image_folder``,
+#: ``sampling_strategy``), the name, and ours for difficulty (:func:`difficulty_indices`)
+ENTRY_KEYS = (
+    "json_path",
+    "image_folder",
+    "sampling_strategy",
+    "name",
+    "difficulty_column",
+    "difficulty_range",
+    "difficulty_bins",
+)
+#: the difficulty column read when ``difficulty_range`` / ``difficulty_bins`` are given without ``difficulty_column``
+DEFAULT_DIFFICULTY_COLUMN = "pass_at_k"
+#: seed offset between bins: bin ``b`` of a source seeded ``s`` samples with seed ``s + BIN_SEED_STRIDE * (b + 1)``
+BIN_SEED_STRIDE = 1_000_003
+#: why a record of a difficulty-keyed source is left out before any bin or range (counted, warned)
+DIFFICULTY_REJECTS = {
+    "no_difficulty": "the record has no difficulty value (key absent or null)",
+    "bad_difficulty": "the difficulty value is not a finite number within +-1e15 (a string, a bool, a list, NaN)",
+}
+
+
+def _number_pair(value, where: str, what: str) -> tuple[float, float]:
+    if not (isinstance(value, list) and len(value) == 2):
+        raise ValueError(f"{where}: {what} must be a list [lo, hi] of two numbers, got {value!r}")
+    lo, hi = (bounded_number(v, -MAX_COUNT, MAX_COUNT) for v in value)
+    if lo is None or hi is None or lo > hi:
+        raise ValueError(f"{where}: {what} must be [lo, hi], two finite numbers with lo <= hi, got {value!r}")
+    return lo, hi
+
+
+def _difficulty_keys(entry: dict, where: str) -> tuple:
+    """``(difficulty_column, difficulty_range, difficulty_bins)`` of a ``datasets:`` entry (all None without them).
+
+    Raises:
+        ValueError: a column that is not a non-empty string, a range that is not ``[lo, hi]`` with ``lo <= hi``,
+            bins that are not a non-empty list of ``{range: [lo, hi], sampling_strategy?}`` in increasing,
+            non-overlapping order, or a bin's strategy :func:`sampling_indices` refuses (naming the entry).
+    """
+    if not any(k in entry for k in ("difficulty_column", "difficulty_range", "difficulty_bins")):
+        return None, None, None
+    column = entry.get("difficulty_column", DEFAULT_DIFFICULTY_COLUMN)
+    if not isinstance(column, str) or not column.strip():
+        raise ValueError(f"{where}: difficulty_column must be a column name, got {column!r}")
+    span = _number_pair(entry["difficulty_range"], where, "difficulty_range") if "difficulty_range" in entry else None
+    bins = None
+    if "difficulty_bins" in entry:
+        raw = entry["difficulty_bins"]
+        if not isinstance(raw, list) or not raw:
+            raise ValueError(f"{where}: difficulty_bins must be a non-empty list of {{range: [lo, hi], ...}}")
+        bins = []
+        for b, item in enumerate(raw):
+            at = f"{where}: difficulty_bins[{b}]"
+            if not isinstance(item, dict) or "range" not in item or set(item) - {"range", "sampling_strategy"}:
+                raise ValueError(f"{at}: expected {{range: [lo, hi], sampling_strategy: S}}, got {item!r}")
+            lo, hi = _number_pair(item["range"], at, "range")
+            strategy = str(item.get("sampling_strategy", "all"))
+            sampling_indices(1, strategy, 0, where=at)  # validate the syntax early
+            if bins and lo < bins[-1].hi:
+                raise ValueError(f"{at}: bins must be in increasing order and must not overlap ({lo} < {bins[-1].hi})")
+            bins.append(DifficultyBin(lo, hi, strategy))
+    return column, span, bins
+
+
+def column_values(dataset, name: str) -> list:
+    """Every row's value of column ``name`` (a JSON-text column, :func:`json_text_columns`, is decoded; a value that
+    does not decode is None), without running the dataset's transform (no image is loaded).
+
+    Raises:
+        KeyError: the dataset has no such column (the message lists the columns it has).
+    """
+    if name not in dataset.column_names:
+        raise KeyError(f"column {name!r} not in the dataset (columns: {', '.join(sorted(dataset.column_names))})")
+    values = dataset.with_format("arrow")[:].column(name).to_pylist()
+    if name not in json_text_columns(dataset):
+        return values
+    out = []
+    for v in values:
+        try:
+            out.append(None if v is None else strict_loads(v))
+        except (ValueError, RecursionError):
+            out.append(None)
+    return out
+
+
+def _difficulty_value(value) -> tuple[float | None, str | None]:
+    if value is None:
+        return None, "no_difficulty"
+    number = bounded_number(value, -MAX_COUNT, MAX_COUNT)
+    return (number, None) if number is not None else (None, "bad_difficulty")
+
+
+def difficulty_indices(values: list, source: DataSource, seed: int, *, where: str = "") -> tuple[list[int], dict]:
+    """Indices (in record order) of the records a difficulty-keyed source keeps, before its ``sampling_strategy``.
+
+    Rule (ours; the keys extend upstream VLM-R1's ``datasets:`` entry, whose only selection is ``sampling_strategy``,
+    ``grpo_rec.py:128-143`` at 90052f4):
+
+    1. a record whose value (``values[i]``, the ``difficulty_column``) is absent/null (``no_difficulty``) or not a
+       finite number (``bad_difficulty``) is left out and counted;
+    2. ``difficulty_range: [lo, hi]`` keeps ``lo <= value <= hi`` (the rest counted as ``outside_range``);
+    3. ``difficulty_bins``: each bin takes the records with ``lo <= value < hi`` (the last bin of the list also
+       ``value == hi``) and keeps those its ``sampling_strategy`` selects (:func:`sampling_indices` over the bin's
+       records in record order; random ones seeded ``seed + BIN_SEED_STRIDE * (bin + 1)``); records in no bin are
+       counted as ``outside_bins``. A bin asking for more than it holds keeps all it holds (reported).
+
+    Returns:
+        ``(indices, report)``: ``report`` = ``{"column", "left_out": {reason: count}, "bins": [{"range", "strategy",
+        "available", "selected"}]}``.
+    """
+    left_out: dict[str, int] = {}
+    numbers: list[tuple[int, float]] = []
+    for i, raw in enumerate(values):
+        number, reason = _difficulty_value(raw)
+        if reason is None and source.difficulty_range is not None:
+            lo, hi = source.difficulty_range
+            reason = None if lo <= number <= hi else "outside_range"
+        if reason is not None:
+            left_out[reason] = left_out.get(reason, 0) + 1
+            continue
+        numbers.append((i, number))
+    report = {"column": source.difficulty_column, "left_out": left_out, "bins": []}
+    if not source.difficulty_bins:
+        return [i for i, _ in numbers], report
+    kept: list[int] = []
+    placed = 0
+    last = len(source.difficulty_bins) - 1
+    for b, dbin in enumerate(source.difficulty_bins):
+        members = [i for i, v in numbers if dbin.lo <= v < dbin.hi or (b == last and v == dbin.hi)]
+        placed += len(members)
+        pick = sampling_indices(
+            len(members), dbin.sampling_strategy, seed + BIN_SEED_STRIDE * (b + 1), where=f"{where} bin {b}"
+        )
+        kept.extend(members[j] for j in pick)
+        report["bins"].append(
+            {
+                "range": [dbin.lo, dbin.hi],
+                "strategy": dbin.sampling_strategy,
+                "available": len(members),
+                "selected": len(pick),
+            }
+        )
+    if len(numbers) - placed:
+        left_out["outside_bins"] = len(numbers) - placed
+    return sorted(kept), report
+
+
+def source_indices(dataset, source: DataSource, seed: int, *, where: str, logger) -> tuple[list[int], dict | None]:
+    """The dataset rows a ``datasets:`` entry keeps: :func:`difficulty_indices` (difficulty-keyed entries, reading
+    the column with :func:`column_values`), then the entry's ``sampling_strategy`` over what is left
+    (:func:`sampling_indices`, seeded ``seed``). Logs what the difficulty keys left out, per reason and per bin.
+
+    Returns:
+        ``(indices, difficulty report or None)``.
+
+    Raises:
+        ValueError: the difficulty column is not in the dataset (the record key must reach the dataset as a column),
+            or a malformed strategy.
+    """
+    if not source.uses_difficulty:
+        return sampling_indices(len(dataset), source.sampling_strategy, seed, where=where), None
+    try:
+        values = column_values(dataset, source.difficulty_column)
+    except KeyError as err:
+        raise ValueError(f"{where}: difficulty_column: {err.args[0]}") from None
+    pool, report = difficulty_indices(values, source, seed, where=where)
+    if report["left_out"]:
+        logger.warning(
+            "%s: %s left out %s",
+            where,
+            source.difficulty_column,
+            ", ".join(f"{n} {reason}" for reason, n in sorted(report["left_out"].items())),
+        )
+    for b in report["bins"]:
+        logger.info(
+            "%s: %s in [%g, %g] %s: %d / %d",
+            where,
+            report["column"],
+            *b["range"],
+            b["strategy"],
+            b["selected"],
+            b["available"],
+        )
+    pick = sampling_indices(len(pool), source.sampling_strategy, seed, where=where)
+    return [pool[j] for j in pick], report
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# per-sample loss weights (--sample_weight_column; applied by vlm_r1.trainer)
+
+#: the generation-output key the row weights travel under (vlm_r1.trainer)
+SAMPLE_WEIGHT_KEY = "sample_weight"
+#: the largest weight a row may carry (ours: a hostile 1e300 must not blow the loss up; 1000x the unit weight is far
+#: beyond any published weighting rule)
+MAX_SAMPLE_WEIGHT = 1000.0
+#: why a row is dropped by :func:`keep_weighted_rows`
+WEIGHT_REJECTS = {
+    "no_weight": "the row has no weight (key absent or null)",
+    "bad_weight": "the weight is not a number (a string, a bool, a list, NaN)",
+    "weight_out_of_range": f"the weight is negative, infinite or above {MAX_SAMPLE_WEIGHT:g}",
+}
+
+
+def sample_weight(value) -> tuple[float | None, str | None]:
+    """``(weight, None)`` for a finite number (int or float, not a bool) in ``[0, MAX_SAMPLE_WEIGHT]``, else
+    ``(None, reason)``, ``reason`` a key of :data:`WEIGHT_REJECTS`. Never raises."""
+    if value is None:
+        return None, "no_weight"
+    if type(value) not in (int, float) or value != value:
+        return None, "bad_weight"
+    weight = bounded_number(value, 0.0, MAX_SAMPLE_WEIGHT)
+    return (weight, None) if weight is not None else (None, "weight_out_of_range")
+
+
+def keep_weighted_rows(dataset, column: str, logger):
+    """``dataset`` without the rows whose ``column`` value is not a usable weight (:func:`sample_weight`), with one
+    warning counting them per reason and naming the first few ``sample_id`` (or row index); ``dataset`` itself when
+    every row is usable. The format/transform is kept (``Dataset.select``).
+
+    Raises:
+        ValueError: the column is not in the dataset (the record key must reach the dataset: the task must keep it
+            as a pass-through column), or no row is left.
+    """
+    try:
+        values = column_values(dataset, column)
+    except KeyError as err:
+        raise ValueError(f"--sample_weight_column: {err.args[0]}") from None
+    keep, reasons, examples = [], {}, []
+    ids = column_values(dataset, "sample_id") if "sample_id" in dataset.column_names else None
+    for i, v in enumerate(values):
+        _, reason = sample_weight(v)
+        if reason is None:
+            keep.append(i)
+            continue
+        reasons[reason] = reasons.get(reason, 0) + 1
+        if len(examples) < 3:
+            examples.append(f"{ids[i] if ids else i}: {reason}")
+    if not keep:
+        raise ValueError(f"--sample_weight_column {column}: no row has a usable weight ({reasons})")
+    if not reasons:
+        return dataset
+    logger.warning(
+        "--sample_weight_column %s: %d of %d rows dropped (%s), e.g. %s",
+        column,
+        len(values) - len(keep),
+        len(values),
+        ", ".join(f"{n} {r}" for r, n in sorted(reasons.items())),
+        "; ".join(examples),
+    )
+    return dataset.select(keep)
+
+
+def row_weights(rows: list[dict], column: str, *, json_text: bool = False) -> list[float]:
+    """Each row's weight (rows as TRL hands them to the trainer: dicts holding the dataset's columns). ``json_text``:
+    the column is stored as JSON text (:func:`json_text_columns`: a column whose records mix kinds), each value is
+    decoded first.
+
+    Raises:
+        ValueError: a row without a usable weight (:func:`keep_weighted_rows` removed those at start-up, so this
+            names a row that bypassed it).
+    """
+    out = []
+    for row in rows:
+        value = row.get(column)
+        if json_text and isinstance(value, str):
+            try:
+                value = strict_loads(value)
+            except (ValueError, RecursionError):
+                pass  # stays a string: bad_weight below
+        weight, reason = sample_weight(value)
+        if reason is not None:
+            raise ValueError(f"--sample_weight_column {column}: row {row.get('sample_id', '?')}: {reason}")
+        out.append(weight)
+    return out

@@ -30,7 +30,7 @@ from groundwork.outputs import write_text
 from groundwork.pixel_budget import update_run_info
 from vlm_r1.command_line import CommandLine, parse_task
 from vlm_r1.configs import GRPOModelConfig, GRPOScriptArguments, VLMGRPOConfig
-from vlm_r1.data import concatenate_record_datasets, load_data_config, requested_count, sampling_indices
+from vlm_r1.data import concatenate_record_datasets, load_data_config, requested_count, source_indices
 from vlm_r1.dialect import CORE, Dialect
 from vlm_r1.launch import input_errors, load_policy_model, save_final, setup_logging, with_transform_of
 from vlm_r1.modules import get_vlm_module
@@ -148,7 +148,8 @@ def build_train_dataset(script_args, training_args, task, processor, vlm_module)
     """The training dataset: ``--data_file_paths`` as one set, or the ``--data_config`` mixture.
 
     For a mixture, each source is built by the task on its own (its image folder, its bad records counted), its
-    sampling strategy is applied with seed ``config seed (or --seed) + source index``, and the parts are concatenated.
+    sampling strategy is applied with seed ``config seed (or --seed) + source index`` (after its difficulty keys, if
+    any: :func:`vlm_r1.data.source_indices`), and the parts are concatenated.
 
     Returns:
         ``(dataset, mixture)`` where ``mixture`` lists per source ``{json_path, strategy, available, selected}``
@@ -169,7 +170,7 @@ def build_train_dataset(script_args, training_args, task, processor, vlm_module)
         )
         ds = task.build_dataset(args_i, processor, vlm_module)
         where = f"{script_args.data_config}: datasets[{i}] ({src.json_path})"
-        idx = sampling_indices(len(ds), src.sampling_strategy, seed + i, where=where)
+        idx, difficulty = source_indices(ds, src, seed + i, where=where, logger=logger)
         asked = requested_count(src.sampling_strategy)
         if asked is not None and asked > len(ds):
             logger.warning(
@@ -183,6 +184,7 @@ def build_train_dataset(script_args, training_args, task, processor, vlm_module)
                 "strategy": src.sampling_strategy,
                 "available": len(ds),
                 "selected": len(idx),
+                **({"difficulty": difficulty} if difficulty else {}),
             }
         )
     table = "\n".join(

@@ -16,6 +16,15 @@ Added on top of TRL (through narrow hooks, nothing copied):
   an explicit ``--lora_target_modules`` is honoured (upstream overwrote it);
 * a dialect's rollout log (``rollout_log``, :class:`vlm_r1.dialect.Dialect`; upstream's ``DEBUG_MODE=true`` /
   ``LOG_PATH`` file), called after scoring.
+* per-sample loss weights (``--sample_weight_column NAME``, default off): each training row's weight (a dataset
+  column, checked and filtered at start-up by :func:`vlm_r1.data.keep_weighted_rows`) travels with the generation
+  output as ``sample_weight`` (one value per rollout, shuffled and sliced with the rows, merged by dynamic sampling)
+  and multiplies the advantages in :meth:`VLMGRPOTrainer._compute_loss` before TRL's loss. Every TRL loss type's
+  per-token policy term is positively homogeneous in the advantage (``min(c1*w*A, c2*w*A) = w*min(c1*A, c2*A)`` for
+  ``w >= 0``; cispo, sapo and vespo multiply ``A`` by a factor that depends on ``A``'s sign only, which ``w > 0``
+  keeps, and ``w = 0`` gives 0 either way), so each sample's policy loss is scaled exactly by ``w``; the KL term
+  (``--beta``) is added unweighted. Weights are used as given, not renormalised (a mean weight of 0.5 halves the
+  step); ``sample_weight/mean`` is logged per step.
 
 KL (``--beta > 0``) is TRL's own, unchanged: TRL loads the reference model from the policy's checkpoint with the class
 named in ``config.architectures`` (``Qwen2_5_VLForConditionalGeneration``; upstream VLM-R1 used
@@ -39,6 +48,7 @@ from trl import GRPOTrainer
 
 from groundwork.outputs import LineAppender
 from vlm_r1 import shared_prompt as sp
+from vlm_r1.data import SAMPLE_WEIGHT_KEY, json_text_columns, keep_weighted_rows, row_weights
 from vlm_r1.launch import FindUnusedParametersFromModel
 from vlm_r1.shared_prompt_trainer import SharedPromptMixin
 from vlm_r1.tool_rollout import ToolRolloutMixin
@@ -67,7 +77,7 @@ _PADDED_KEYS = {
     "tool_mask": ("right", 1),
 }
 _PROMPT_COMPLETION_KEYS = ("mm_token_type_ids", "token_type_ids")  # prompt part left-padded, completion part right
-_STACKED_KEYS = ("advantages",)
+_STACKED_KEYS = ("advantages", SAMPLE_WEIGHT_KEY)
 _LIST_KEYS = ("pixel_values", "image_grid_thw", "num_images")  # per sample after trl's split_pixel_values_by_grid
 _RECOMPUTED_KEYS = ("num_items_in_batch",)
 
@@ -391,6 +401,10 @@ class VLMGRPOTrainer(
         if freeze_vision and not isinstance(model, str):
             n = freeze_vision_modules(model, vlm_module.get_vision_modules_keywords())
             logger.info("froze %d vision parameters", n)
+        self._weights_as_json = False  # the weight column is stored as JSON text (vlm_r1.data.json_text_columns)
+        if getattr(args, "sample_weight_column", None) and kwargs.get("train_dataset") is not None:
+            kwargs["train_dataset"] = keep_weighted_rows(kwargs["train_dataset"], args.sample_weight_column, logger)
+            self._weights_as_json = args.sample_weight_column in json_text_columns(kwargs["train_dataset"])
         # DDP find_unused_parameters from the final model and the data (vlm_r1.launch.FindUnusedParametersFromModel)
         self._remember_find_unused(args, vlm_module.get_vision_modules_keywords(), kwargs.get("train_dataset"))
         super().__init__(model=model, reward_funcs=reward_funcs, args=args, processing_class=processing_class, **kwargs)
@@ -464,7 +478,36 @@ class VLMGRPOTrainer(
             return self._dynamic_sampling(inputs, record=recorded)
         if recorded:
             self._record_batch([x["sample_id"] for x in inputs])
-        return super()._generate_and_score_completions(inputs)
+        return self._weighed(inputs, super()._generate_and_score_completions(inputs))
+
+    # ---- per-sample loss weights (--sample_weight_column) ------------------------------------------------------------
+    def _weighed(self, inputs: list[dict], output: dict) -> dict:
+        """``output`` (TRL's generation output for the rows ``inputs``, one output row per input row, in order) with
+        ``sample_weight``: the rows' ``--sample_weight_column`` values (:func:`vlm_r1.data.row_weights`), training
+        only; unchanged without the flag."""
+        column = getattr(self.args, "sample_weight_column", None)
+        if column and self.model.training:
+            output[SAMPLE_WEIGHT_KEY] = torch.tensor(
+                row_weights(inputs, column, json_text=getattr(self, "_weights_as_json", False)),
+                dtype=torch.float32,
+                device=output["advantages"].device,
+            )
+        return output
+
+    def _compute_loss(self, model, inputs):
+        """TRL's loss, with the advantages scaled by the rows' ``sample_weight`` when the batch has one (module
+        docstring: exact for every loss type's policy term; the KL term unweighted). Logs ``sample_weight/mean``."""
+        weights = inputs.get(SAMPLE_WEIGHT_KEY)
+        if weights is None:
+            return super()._compute_loss(model, inputs)
+        mode = "train" if self.model.training else "eval"
+        mean = self.accelerator.gather(weights.detach().float().mean().reshape(1)).mean()
+        self._metrics[mode]["sample_weight/mean"].append(mean.item())
+        advantages = inputs["advantages"]
+        scale = weights.to(advantages.device, advantages.dtype).reshape(-1, *([1] * (advantages.dim() - 1)))
+        inputs = {k: v for k, v in inputs.items() if k != SAMPLE_WEIGHT_KEY}
+        inputs["advantages"] = advantages * scale
+        return super()._compute_loss(model, inputs)
 
     # ---- dynamic sampling ----------------------------------------------------------------------------------------
     def _zero_std_groups(self) -> list[bool]:
@@ -520,11 +563,11 @@ class VLMGRPOTrainer(
         rank, world = self.accelerator.process_index, self.accelerator.num_processes
         layout = group_layout(rows_per_process, world, self.num_generations)
         batches = [inputs]
-        outputs = [super()._generate_and_score_completions(inputs)]
+        outputs = [self._weighed(inputs, super()._generate_and_score_completions(inputs))]
         plan = RefillPlan(layout, self._zero_std_groups())
         while not plan.done and plan.tries < self.args.dynamic_sampling_max_tries:
             batch = self._refill_inputs(rows_per_process, plan.tries)
-            outputs.append(super()._generate_and_score_completions(batch))
+            outputs.append(self._weighed(batch, super()._generate_and_score_completions(batch)))
             batches.append(batch)
             plan.add_try(self._zero_std_groups())
 
