@@ -279,3 +279,34 @@ def test_click_refusal_is_one_of_its_three_values(text, no_target, penalty, adap
     if isinstance(penalty, float) and 0 <= penalty <= 1e6:
         allowed.add(-penalty)
     assert isinstance(value, float) and math.isfinite(value) and value in allowed
+
+
+def test_build_dataset_skips_no_target_samples_unless_refusal_training(tmp_path, tiny_qwen25_dir):
+    from tests.helpers.records import task_script_args
+    from vlm_r1.modules import get_vlm_module, load_processor
+
+    path = _records(
+        tmp_path,
+        [
+            {"sample_id": "t", "instruction": "Click OK", "image_path": "a.png", "target_bbox": CANON_BOX},
+            {"sample_id": "n", "instruction": "Click Help", "image_path": "a.png", "target_bbox": [],
+             "no_target": True},
+        ],
+    )  # fmt: skip
+    processor, module = load_processor(tiny_qwen25_dir), get_vlm_module(tiny_qwen25_dir)
+    plain = GUIGroundingTask().build_dataset(task_script_args([path]), processor, module)
+    assert plain["sample_id"] == ["t"] and "no_target" not in plain.column_names
+    assert plain[0]["prompt"][1] == {"role": "user", "content": "Click OK"}  # the published prompt
+    task = GUIGroundingTask(GUIGroundingOptions(refusal_training=True, refusal_penalty=0.5))
+    rows = task.build_dataset(task_script_args([path]), processor, module)
+    assert rows["sample_id"] == ["t", "n"] and rows["no_target"] == [False, True]
+    assert rows["refusal_answer"] == ["", "(-1,-1)"] and rows["refusal_penalty"] == [0.5, 0.5]
+    clause = "\nIf no element on the screen matches the instruction, answer (-1,-1)"
+    assert [r["prompt"][1]["content"] for r in rows] == ["Click OK" + clause, "Click Help" + clause]
+
+
+def test_the_toy_lists_the_refusal_study():
+    from gui_grounding.cli import build_parser
+
+    args = build_parser().parse_args(["toy", "refusal", "--out", "x", "--seeds", "1,2", "--grpo-steps", "7"])
+    assert args.experiment == "refusal" and args.seeds == "1,2" and args.grpo_steps == 7
