@@ -52,6 +52,7 @@ from gui_grounding.models.profiles import PROFILES, describe_profile, get_profil
 from gui_grounding.ops.difficulty import register_cli as register_difficulty
 from gui_grounding.ops.prompt import register_cli as register_prompt
 from gui_grounding.ops.toy import register_cli as register_toy
+from gui_grounding.ops.toy_refusal import run_from_args as run_toy_refusal
 from gui_grounding.ops.toy_zoom import run_from_args as run_toy_zoom
 from vlm_r1.tiny import build_tiny_model, supported_archs
 from vlm_r1.upstream import GTA1
@@ -204,7 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     register_synthetic(sub)
 
-    register_toy(sub, {"zoom": run_toy_zoom})
+    register_toy(sub, {"zoom": run_toy_zoom, "refusal": run_toy_refusal})
 
     register_cli(sub)
 

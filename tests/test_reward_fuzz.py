@@ -44,6 +44,7 @@ TASK_OF = {
     "gaussian_point": "gui",
     "click_distance_bonus": "gui",
     "consensus": "gui",  # label-free: reads the answer frame, image size and sample_id, no target
+    "click_refusal": "gui",  # refusal training: reads no_target and refusal_penalty too
     "iou": "gui_box",
     "gaussian_coverage": "gui_box",
     "zoom_tool": "gui",  # the zoom tool's stages read the rollout's turns (rollout_turns) too
@@ -218,6 +219,9 @@ def _gui_row(draw, mode_choices) -> dict:
         "box_rounding": draw(st.sampled_from(BOX_ROUNDINGS)),
         "image": None,
         "rollout_turns": draw(turns),
+        # refusal training's columns (click_refusal), hostile
+        "no_target": draw(st.sampled_from([True, False, None, "true", 1, float("nan"), [True]])),
+        "refusal_penalty": draw(st.one_of(numbers, st.just(0.5))),
     }
 
 

@@ -410,6 +410,7 @@ class Converter:
             platform=self.platform or t.platform or self.spec.platform,
             ui_type=t.ui_type,
             extra=t.extra,
+            refusal=t.no_target,
         )
         return sample, any_clipped
 

@@ -46,6 +46,7 @@ from gui_grounding.data.schema import (
     CANONICAL_KEYS,  # the canonical record's keys: one declaration (Sample.to_record's), used here too
     SampleError,
     conversation_turns,
+    read_no_target,
     require,  # the one record-shape check (benchmark readers share it)
 )
 from gui_grounding.models.frames import Box
@@ -91,6 +92,8 @@ def read_gta1(record: dict, ctx: ReadContext) -> list[Target]:
     Record (JSON list, or JSONL): ``{"id", "image": <path relative to the image root>, "bbox": [..],
     "conversations": [{"from": "human", "value": "<image>instruction"}, {"from": "gpt", "value": "(x, y)"}]}``; the
     gpt turn is ignored (GTA1's RL ignores it too). Confirmed: GTA1 ``src/grpo_grounding.py`` and the dataset card.
+    Ours: ``"no_target": true`` with ``bbox`` ``[]`` or ``null`` marks a sample with no valid target
+    (``gui_grounding.data.schema.read_no_target``; hostile values are ``bad_field`` rejects).
     Platform: from the image's folder names (:func:`platform_from_path`). The record's ``id`` is kept as
     ``source_id``.
     """
@@ -98,15 +101,17 @@ def read_gta1(record: dict, ctx: ReadContext) -> list[Target]:
     human, _ = conversation_turns(record, ctx.ref)
     image = _image_path(record["image"], ctx.ref, "image")
     extra = {"source_id": record["id"]} if "id" in record else {}
+    no_target = read_no_target(record, ctx.ref, "gta1")
     return [
         Target(
             human,
             image,
-            _boxes(record["bbox"], ctx.ref, "bbox"),
+            [] if no_target else _boxes(record["bbox"], ctx.ref, "bbox"),
             "norm1000",
             platform=platform_from_path(image),
             extra=extra,
             raw=record,
+            no_target=no_target,
         )
     ]
 

@@ -57,7 +57,8 @@ class Target:
     ``sub_id`` its sample id (``stem:3`` + ``:1.0``) when a record holds several targets. ``stated_size``: the image
     ``(width, height)`` the record claims, checked against the image header. ``error`` marks a sub-item that could
     not be read (it becomes a reject line, in order). ``record``: for direct formats, the whole record, handed to
-    ``gui_grounding.data.schema.record_to_sample``.
+    ``gui_grounding.data.schema.record_to_sample``. ``no_target``: the record marks a sample with no valid target
+    (``gui_grounding.data.schema.read_no_target``); ``boxes`` is then empty and the sample is a refusal item.
     """
 
     instruction: Any = None
@@ -73,6 +74,7 @@ class Target:
     raw: Any = None
     error: SampleError | None = None
     record: dict | None = None
+    no_target: bool = False  # the record marks no valid target (schema.read_no_target): no boxes
 
 
 @dataclass(frozen=True)

@@ -170,6 +170,7 @@ CANONICAL_KEYS = frozenset(
         "source",
         "platform",
         "ui_type",
+        "no_target",
     }
 )
 NORM1000_SCALE = 1000.0  # the extent of a 0-1000 box unit on both axes
@@ -194,8 +195,10 @@ class Sample:
     platform: str | None = None
     ui_type: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
-    # benchmarks only (OSWorld-G): target polygons in original pixels, and refusal items (no target exists; correct
-    # only on a refusal answer: gui_grounding.eval.judge)
+    # target polygons in original pixels (benchmarks only: OSWorld-G), and refusal items: no target exists (OSWorld-G's
+    # box_type "refusal"; a training or canonical record's "no_target": true, read_no_target), ``boxes`` empty;
+    # correct only on a refusal answer (gui_grounding.eval.judge), trained with --refusal_training
+    # (gui_grounding.training.task)
     polygons: list[list[tuple[float, float]]] = field(default_factory=list)
     refusal: bool = False
     source_boxes: list[Box] = field(default_factory=list)
@@ -234,6 +237,8 @@ class Sample:
         for key in ("source", "platform", "ui_type"):
             if getattr(self, key) is not None:
                 rec[key] = getattr(self, key)
+        if self.refusal:  # no valid target (ours, NO_TARGET_KEY): no box, the flag
+            rec["target_bbox"], rec[NO_TARGET_KEY] = [], True
         # the converted fields win: a stray key of the source record (an unchecked ``target_bbox`` beside a VLM-R1
         # conversation, an ``image_width`` that disagrees with the image) never replaces them (see shadowed_keys)
         if CANONICAL_KEYS.isdisjoint(self.extra):
@@ -437,7 +442,12 @@ def record_to_sample(
         SampleError: with a reason code from ``REASONS``.
     """
     fmt = detect_format(record)
-    instruction, image_path, boxes, norm1000 = _read_format(fmt, record, ref, base_dir, contain_paths)
+    if read_no_target(record, ref, fmt):  # ours: a sample with no valid target (training to refuse)
+        instruction, image_path, norm1000 = _read_no_target_format(fmt, record, ref, base_dir, contain_paths)
+        boxes, refusal = [], True
+    else:
+        instruction, image_path, boxes, norm1000 = _read_format(fmt, record, ref, base_dir, contain_paths)
+        refusal = False
     unit = "norm1000" if norm1000 else "pixel"
     _check_content(record, ref, instruction, boxes, unit)
     width, height = _image_size(
@@ -460,9 +470,54 @@ def record_to_sample(
         record.get("platform"),
         record.get("ui_type"),
         extra,
+        refusal=refusal,
         source_boxes=list(boxes),
         source_box_unit=unit,
     )
+
+
+#: the record key that marks a sample without a valid target (ours: training to refuse, docs/TRAINING.md "Training to
+#: refuse"); ``true`` or ``false``, absent = false. Written by :meth:`Sample.to_record` for a no-target sample.
+NO_TARGET_KEY = "no_target"
+# the box key of each format that can mark no target; a no-target record's is ``[]`` or ``null``
+_BOX_KEYS = {"canonical": "target_bbox", "gta1": "bbox"}
+
+
+def read_no_target(record: dict, ref: str, fmt: str | None) -> bool:
+    """Whether ``record`` marks a sample with no valid target (:data:`NO_TARGET_KEY`, our field; OSWorld-G's
+    ``box_type: "refusal"`` items are its benchmark reader's). Such a record states no box: its format's box key
+    (``target_bbox`` canonical, ``bbox`` GTA1) is ``[]`` or ``null``; a VLM-R1 record cannot mark one.
+
+    Raises:
+        SampleError: ``bad_field`` when the value is not ``true``/``false`` (a string, a number, null, a list), when a
+            no-target record gives a box (a target and none at once), or when its format cannot mark one.
+    """
+    if NO_TARGET_KEY not in record:
+        return False
+    value = record[NO_TARGET_KEY]
+    if value is not True and value is not False:
+        raise SampleError(ref, "bad_field", f"{NO_TARGET_KEY} must be true or false, got {validate.short_repr(value)}")
+    if not value:
+        return False
+    key = _BOX_KEYS.get(fmt)
+    if key is None:
+        raise SampleError(ref, "bad_field", f"{NO_TARGET_KEY}: only canonical and GTA1 records can mark no target")
+    if record[key] not in (None, []):
+        raise SampleError(
+            ref, "bad_field", f"{NO_TARGET_KEY} is true but {key} gives a box: {validate.short_repr(record[key])}"
+        )
+    return True
+
+
+def _read_no_target_format(fmt: str, record: dict, ref: str, base_dir: str, contain: bool) -> tuple[str, str, bool]:
+    """``(instruction, image path, norm1000)`` of a no-target record (:func:`read_no_target`): the format's own
+    instruction and image rules (:func:`_read_canonical`, :func:`_read_gta1`), no box."""
+    if fmt == "gta1":
+        human, _ = conversation_turns(record, ref)
+        instruction = strip_image_tags(human, ref, collapse_whitespace=False)
+        return instruction, _resolve_image(record["image"], ref, base_dir, contain), True
+    instruction = strip_image_tags(record.get("instruction"), ref)
+    return instruction, _resolve_image(record.get("image_path"), ref, base_dir, contain), False
 
 
 # every key record_to_sample reads itself; the record's other keys are kept in ``Sample.extra``
@@ -481,6 +536,7 @@ _READ_KEYS = frozenset(
         "image",
         "bbox",
         "conversations",
+        "no_target",
     }
 )
 

@@ -76,6 +76,12 @@ class SyntheticConfig:
         name_cell: the instruction also names the button's cell, "Click the red button in row 2 column 3" (1-based):
             a coarse cue that survives any downscale (the zoom study: it says where to zoom, not where to click).
         seed: everything is drawn from ``random.Random(seed)``.
+        no_target_share: the share of samples (0..1) whose instruction names a colour that is on no button of the
+            screen (training to refuse, ``gui-grounding toy refusal``): the record has ``"no_target": true`` and
+            ``target_bbox: []`` (``gui_grounding.data.schema.read_no_target``). Which samples, and the absent colour,
+            are drawn from their own ``random.Random(f"{seed}:no_target")``, so at 0 (the default) the files are
+            byte-identical to a set made before this setting existed; needs a colour left over
+            (``len(colours) > buttons_per_image``).
     """
 
     num_train: int = 1000
@@ -92,6 +98,7 @@ class SyntheticConfig:
     background: str = "panels"
     name_cell: bool = False
     seed: int = 0
+    no_target_share: float = 0.0
 
     def validate(self) -> None:
         """Raise ``ValueError`` naming the first inconsistent setting."""
@@ -114,6 +121,10 @@ class SyntheticConfig:
             raise ValueError("need 0.1 <= min_fill <= max_fill <= 1.0")
         if self.width // self.cols < 8 or self.height // self.rows < 8:
             raise ValueError("cells must be at least 8x8 pixels")
+        if not 0.0 <= self.no_target_share <= 1.0:
+            raise ValueError(f"no_target_share must be in [0, 1], got {self.no_target_share}")
+        if self.no_target_share > 0 and len(set(self.colours)) <= self.buttons_per_image:
+            raise ValueError("no_target_share > 0 needs a colour on no button (more colours than buttons_per_image)")
 
 
 def _draw_screen(cfg: SyntheticConfig, rng: random.Random):
@@ -192,6 +203,7 @@ def _write_synthetic(out_dir: str, cfg: SyntheticConfig) -> dict:
     if os.path.lexists(config_path):
         os.remove(config_path)
     rng = random.Random(cfg.seed)
+    absent_rng = random.Random(f"{cfg.seed}:no_target")  # its own stream: share 0 leaves the files as they were
     os.makedirs(os.path.join(out_dir, "images"), exist_ok=True)
     counts, index = {}, 0
     for split, n_screens in (("train", cfg.num_train), ("test", cfg.num_test)):
@@ -203,22 +215,26 @@ def _write_synthetic(out_dir: str, cfg: SyntheticConfig) -> dict:
                 img.save(f, "PNG")
             for k, (colour, cell, box) in enumerate(rng.sample(buttons, cfg.samples_per_image)):
                 template = rng.choice(INSTRUCTION_TEMPLATES)
+                no_target = cfg.no_target_share > 0 and absent_rng.random() < cfg.no_target_share
+                if no_target:  # name a colour on no button of this screen
+                    colour = absent_rng.choice([c for c in cfg.colours if c not in {b[0] for b in buttons}])
                 instruction = template.format(colour=colour)
                 if cfg.name_cell:
                     instruction += f" in row {cell[1] + 1} column {cell[0] + 1}"
+                target = {"x_min": box[0], "y_min": box[1], "x_max": box[2], "y_max": box[3]}
                 lines.append(
                     {
                         "sample_id": f"synthetic:{index:05d}:{k}",
                         "instruction": instruction,
                         "image_path": rel,
-                        "target_bbox": {"x_min": box[0], "y_min": box[1], "x_max": box[2], "y_max": box[3]},
+                        **({"target_bbox": [], "no_target": True} if no_target else {"target_bbox": target}),
                         "image_width": cfg.width,
                         "image_height": cfg.height,
                         "source": "synthetic",
                         "platform": "desktop",
                         "ui_type": "text",
                         "colour": colour,
-                        "cell": cell,
+                        "cell": None if no_target else cell,
                         "buttons": [b[0] for b in buttons],
                     }
                 )
@@ -272,6 +288,13 @@ def register_cli(sub) -> None:
         help="gradient wallpaper (position cue a tiny model can read), grey panels per cell, or plain",
     )
     add_number_flag(p, "--seed", SEED, d.seed, "random seed")
+    add_number_flag(
+        p,
+        "--no-target-share",
+        number(min=0.0, max=1.0),
+        d.no_target_share,
+        "share of samples whose instruction names a colour on no button (no_target: true; training to refuse)",
+    )
     p.add_argument(
         "--name-cell",
         action="store_true",
@@ -281,7 +304,7 @@ def register_cli(sub) -> None:
     def run(args) -> None:
         sizes = ("num_train", "num_test", "width", "height", "cols", "rows", "buttons_per_image", "samples_per_image")
         cfg = SyntheticConfig(
-            **flag_values(args, *sizes, "min_fill", "max_fill", "background", "seed"),
+            **flag_values(args, *sizes, "min_fill", "max_fill", "background", "seed", "no_target_share"),
             colours=args.colours.split(","),
             name_cell=args.name_cell,
         )

@@ -62,6 +62,11 @@ class Profile:
             ``""`` the adapter's default, ``"refusal"`` an explicit refusal, ``"origin"`` the point (0, 0) (a parser
             that falls back to ``[0,0,0,0]``), ``"point"`` read as the point it writes. Two checkpoints of one family
             may differ (issue 31).
+        refusal_prompt: the refusal clause enters this checkpoint's prompt (``Adapter.prompt_messages``: the family's
+            published clause, else ours), e.g. a checkpoint trained with ``--refusal_training true``; False: the
+            family's prompt as published.
+        refusal_answer: this checkpoint's refusal answer in place of the family's (``Adapter.refusal_answer``; it
+            must be one the family reads as no target, ``Adapter.is_trained_refusal``); ``""``: the family's.
         decoding: generation settings beyond greedy ``max_new_tokens`` that the published request sends (e.g.
             ``{"frequency_penalty": 1.0}``), each with its source in ``sources["decoding"]``; ``{}``: greedy only.
     """
@@ -79,6 +84,8 @@ class Profile:
     notes: str = ""
     refusal: str = ""
     decoding: dict = field(default_factory=dict)
+    refusal_prompt: bool = False
+    refusal_answer: str = ""
 
     def __post_init__(self) -> None:
         if self.refusal not in PROFILE_REFUSALS:
@@ -99,15 +106,19 @@ class Profile:
 
     def configure(self, adapter):
         """The run's ``adapter`` reading the family's no-target answer as this profile says (:attr:`refusal`, via
-        ``Adapter.configured``) when it is this profile's adapter; otherwise (another ``--adapter``, or no reading
+        ``Adapter.configured``), with its refusal clause and answer (:attr:`refusal_prompt`, :attr:`refusal_answer`)
+        when it is this profile's adapter; otherwise (another ``--adapter``, or no reading
         pinned) ``adapter`` as it is. The one place a profile's reading reaches the adapter of a run (``gui-grounding
         eval`` and ``gui-grounding prompt``).
 
         Raises:
             ValueError: the reading does not apply to the adapter's family (no no-target answer).
         """
-        if self.refusal and getattr(adapter, "name", None) == self.adapter:
-            return adapter.configured(refusal=self.refusal)
+        wants = self.refusal or self.refusal_prompt or self.refusal_answer
+        if wants and getattr(adapter, "name", None) == self.adapter:
+            return adapter.configured(
+                refusal=self.refusal, refusal_prompt=self.refusal_prompt, refusal_answer=self.refusal_answer or None
+            )
         return adapter
 
     def options_for(self, benchmark: str) -> dict:

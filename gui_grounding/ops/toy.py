@@ -705,7 +705,8 @@ def register_cli(sub, extra: dict | None = None) -> None:
     p.add_argument(
         "--seeds",
         default=None,
-        help="zoom: comma-separated GRPO seeds (default 42,1,2); --grpo-steps, when given, sets the steps of every run",
+        help="zoom, refusal: comma-separated GRPO seeds (default 42,1,2); --grpo-steps, when given, sets the steps of "
+        "every run",
     )
 
     def run(args) -> None:

@@ -18,6 +18,7 @@ name                        wrapper                                 answer      
 ``gaussian_coverage``       :func:`gaussian_coverage_reward`        box                  GUI-G²
 ``click_distance_bonus``    :func:`click_distance_bonus_reward`     point (box: centre)  SE-GUI
 ``consensus``               :func:`consensus_reward`                point (box: centre)  GUI-RCPO (label-free)
+``click_refusal``           :func:`click_refusal_reward`            point, or abstain    ours (refusal training)
 ==========================  ======================================  ===================  =========================
 
 Frames: rows built through an adapter (``gui_grounding.models.adapters``; every row the ``gui_grounding`` task writes) carry
@@ -60,6 +61,7 @@ from gui_grounding.models.consensus import DEFAULT_REGION, MAX_SAMPLES, check_re
 from gui_grounding.models.frames import box_iou, gta1_box_to_resized, point_in_box
 from gui_grounding.models.prompts import check_mode, is_thinking_format, parse_answer_point, parse_box
 from gui_grounding.training import zoom
+from gui_grounding.training.refusal import abstains, refusal_rewards, refusal_score
 from vlm_r1.answers import completion_text
 
 BoxLike = Sequence[float]  # (x_min, y_min, x_max, y_max), resized pixels
@@ -498,6 +500,33 @@ def click_reward(
     return out
 
 
+def score_click_refusal(
+    text: str, boxes: Sequence[BoxLike], no_target, mode: str = "non_thinking", adapter=None, penalty=0.0
+) -> float:
+    """Refusal-aware click reward for one completion (ours; docs/REWARDS.md): 1.0 for abstaining on a sample with no
+    valid target (``no_target is True``) and 0.0 for anything else there; on a sample with a target ``-penalty`` for
+    abstaining (default 0) and :func:`score_click` otherwise. Abstaining: the family's refusal answer
+    (``gui_grounding.training.refusal.abstains``); the rule: ``gui_grounding.training.refusal.refusal_score``."""
+    click = score_click(text, boxes, mode, adapter)
+    return refusal_score(abstains(text, mode, adapter), no_target, click, penalty)
+
+
+def click_refusal_reward(completions: list, target_boxes_resized: list, prompt_mode: list | None = None, **kwargs):
+    """TRL reward function ``click_refusal``: :func:`score_click_refusal` per completion, with the rows' ``no_target``
+    and ``refusal_penalty`` columns (``--refusal_training true``); logs ``refusal/share``, ``refusal/precision`` and
+    ``refusal/recall`` of the batch through TRL's ``log_metric`` (``gui_grounding.training.refusal.refusal_rewards``).
+
+    Raises:
+        ValueError: columns of different lengths, unknown mode or adapter name.
+    """
+    n = len(completions)
+    modes, adapters = _modes(prompt_mode, n, "non_thinking"), _adapters(kwargs, n)
+    texts = [completion_text(c) for c in completions]
+    boxes = _answer_boxes(target_boxes_resized, kwargs)
+    clicks = [score_click(t, b, m, a) for t, b, m, a in zip(texts, boxes, modes, adapters, strict=True)]
+    return refusal_rewards(texts, clicks, modes, adapters, kwargs)
+
+
 def click_format_reward(completions: list, **kwargs) -> list:
     """TRL reward function ``click_format``: :func:`score_click_format` per completion (thinking mode)."""
     return [score_click_format(completion_text(c)) for c in completions]
@@ -758,6 +787,7 @@ REWARDS = {
     "gaussian_coverage": gaussian_coverage_reward,
     "click_distance_bonus": click_distance_bonus_reward,
     "consensus": consensus_reward,
+    "click_refusal": click_refusal_reward,
     "zoom_tool": zoom.zoom_tool_reward,
     "zoom_gain": zoom.zoom_gain_reward,
     "zoom_cost": zoom.zoom_cost_reward,

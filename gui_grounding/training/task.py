@@ -54,11 +54,17 @@ def sample_to_row(
     adapter: Adapter | str = "non_thinking",
     box_rounding: str = "float",
     zoom_calls: int = 0,
+    refusal_penalty: float | None = None,
 ) -> dict:
     """One training/eval row for ``sample`` seen through ``frame`` by ``adapter`` (see module docstring for the
     columns). ``adapter``: an :class:`gui_grounding.models.adapters.Adapter`, or (older callers) a GTA1 ``--prompt_mode``
     name, meaning the gta1 adapter of that mode. ``zoom_calls`` > 0: the prompt offers the zoom tool for that many
-    calls (``Adapter.zoom_messages``; ``--zoom_tool true``).
+    calls (``Adapter.zoom_messages``; ``--zoom_tool true``). ``refusal_penalty`` not None: refusal training
+    (``--refusal_training true``): the prompt is ``Adapter.prompt_messages`` (the refusal clause when the adapter
+    asks for it: ``Adapter.configured(refusal_prompt=True)``), and the row gets the columns ``no_target``
+    (``Sample.refusal``), ``refusal_answer`` (the adapter's refusal answer on a no-target row, the SFT target; ``""``
+    elsewhere) and ``refusal_penalty`` (what the ``click_refusal`` reward takes for abstaining on a row with a
+    target). None (the default): no such column, and the published prompt byte for byte.
 
     Raises:
         ValueError: unknown ``box_rounding`` or prompt mode; ``box_rounding="gta1"`` with an adapter whose answer
@@ -76,10 +82,21 @@ def sample_to_row(
     sx, sy = sample.source_box_scale()
     sent = adapter.image_size_sent(frame)
     sent_frame = Frame(frame.width, frame.height, sent[0], sent[1])
+    if zoom_calls:
+        prompt = adapter.zoom_messages(sample.instruction, frame, image_block=False, max_calls=zoom_calls)
+    elif refusal_penalty is not None:
+        prompt = adapter.prompt_messages(sample.instruction, frame, image_block=False)
+    else:
+        prompt = adapter.messages(sample.instruction, frame, image_block=False)
+    refusal = {}
+    if refusal_penalty is not None:
+        refusal = {
+            "no_target": bool(sample.refusal),
+            "refusal_answer": adapter.refusal_answer(sample.instruction) if sample.refusal else "",
+            "refusal_penalty": float(refusal_penalty),
+        }
     return {
-        "prompt": adapter.zoom_messages(sample.instruction, frame, image_block=False, max_calls=zoom_calls)
-        if zoom_calls
-        else adapter.messages(sample.instruction, frame, image_block=False),
+        "prompt": prompt,
         "image_path": sample.image_path,
         "resized_size": [int(sent[0]), int(sent[1])],
         "image_size": [frame.width, frame.height],
@@ -96,6 +113,7 @@ def sample_to_row(
         "source_box_unit": sample.source_box_unit,
         "source_box_scale": [float(sx), float(sy)],
         "box_rounding": rounding,
+        **refusal,
     }
 
 
@@ -182,8 +200,39 @@ class GUIGroundingOptions:
         },
     )
 
+    refusal_training: bool = field(
+        default=False,
+        metadata={
+            "help": "gui_grounding: train to refuse (docs/TRAINING.md 'Training to refuse'). Records marked "
+            '"no_target": true become rows whose SFT target is the family\'s refusal answer (UI-Venus-1.5: [-1,-1]; '
+            "GUI-Owl-1.5: its terminate/failure call; elsewhere ours, the point (-1,-1) in the family's answer "
+            "syntax); the prompt gets the refusal clause (none for UI-Venus-1.5, whose published prompt has it); "
+            "score with the click_refusal reward. Off (default): no-target records are skipped and counted, and the "
+            "published prompts are unchanged. Not with --zoom_tool."
+        },
+    )
+    refusal_answer: str | None = field(
+        default=None,
+        metadata={
+            "help": "gui_grounding, with --refusal_training: the refusal answer in place of the family's (it must be "
+            "one the family reads as 'no target': checked at start-up)."
+        },
+    )
+    refusal_penalty: float = field(
+        default=0.0,
+        metadata={
+            "help": "gui_grounding, with --refusal_training: the click_refusal reward of abstaining on a sample that "
+            "has a target is -refusal_penalty (a number 0..1e6; default 0: abstaining there scores 0, like a miss)."
+        },
+    )
+
     def __post_init__(self):
         check_mode(self.prompt_mode)
+        self.refusal_penalty = argvalue(number(min=0, max=1e6), self.refusal_penalty, "--refusal_penalty")
+        if self.refusal_training and self.zoom_tool:
+            raise ValueError("--refusal_training with --zoom_tool has not been built (the tool prompt has no clause)")
+        if not self.refusal_training and (self.refusal_answer is not None or self.refusal_penalty != 0.0):
+            logger.warning("--refusal_answer / --refusal_penalty given without --refusal_training true: no effect")
         check_box_rounding(self.box_rounding)
         self.max_zoom_calls = argvalue(integer(min=1, max=MAX_ZOOM_CALLS), self.max_zoom_calls, "--max_zoom_calls")
         self.zoom_cost = argvalue(number(min=0, max=1e6), self.zoom_cost, "--zoom_cost")
@@ -231,9 +280,24 @@ class GUIGroundingTask(Task):
     }
 
     def adapter_for(self, vlm_module: Any) -> Adapter:
-        """The run's adapter: ``--adapter``, else the model type's default (gta1 family: by ``--prompt_mode``)."""
+        """The run's adapter: ``--adapter``, else the model type's default (gta1 family: by ``--prompt_mode``); with
+        ``--refusal_training`` configured with the refusal clause and ``--refusal_answer`` (``Adapter.configured``).
 
-        return training_adapter(getattr(vlm_module, "model_type", None), self.options.prompt_mode, self.options.adapter)
+        Raises:
+            ValueError: refusal training for a family whose parser reads no refusal answer
+                (``Adapter.supports_refusal_training``), or a ``--refusal_answer`` it does not read as no target.
+        """
+        o = self.options
+        adapter = training_adapter(getattr(vlm_module, "model_type", None), o.prompt_mode, o.adapter)
+        if not o.refusal_training:
+            return adapter
+        if not adapter.supports_refusal_training:
+            raise ValueError(
+                f"--refusal_training: the {adapter.name} adapter's parser reads no refusal answer (its family "
+                "publishes none, and it reads no negative point); use --refusal_answer with one it reads, or another "
+                "adapter"
+            )
+        return adapter.configured(refusal_prompt=True, refusal_answer=o.refusal_answer)
 
     def run_info(self, script_args: Any, vlm_module: Any) -> dict:
         """The options (``prompt_mode``, ``adapter`` as given, ``box_rounding``), then the run's resolved ``adapter``
@@ -271,6 +335,17 @@ class GUIGroundingTask(Task):
             budget.min_pixels,
             budget.max_pixels,
         )
+        refusal_penalty = self.options.refusal_penalty if self.options.refusal_training else None
+        if refusal_penalty is None and any(s.refusal for s in samples):
+            skipped = [s.sample_id for s in samples if s.refusal]
+            logger.warning(
+                "gui_grounding: %d no-target sample(s) skipped (train them with --refusal_training true), e.g. %s",
+                len(skipped),
+                skipped[0],
+            )
+            samples = [s for s in samples if not s.refusal]
+            if not samples:
+                raise ValueError(f"every sample of {script_args.data_file_list} has no target; use --refusal_training")
         rows, unsendable = [], []
         for s in samples:
             try:
@@ -280,7 +355,7 @@ class GUIGroundingTask(Task):
                     raise ValueError(f"{s.sample_id}: image_unsupported: {err}") from None
                 unsendable.append((s.sample_id, str(err)))
                 continue
-            rows.append(sample_to_row(s, frame, adapter, box_rounding, zoom_calls))
+            rows.append(sample_to_row(s, frame, adapter, box_rounding, zoom_calls, refusal_penalty))
         if unsendable:
             logger.warning(
                 "gui_grounding: %d sample(s) skipped as image_unsupported (cannot be sent under the pixel "
@@ -345,6 +420,8 @@ class GUIGroundingTask(Task):
         rounded box ``[x1,y1,x2,y2]``; qwen3-vl: ``{"point_2d": [x, y], "label": "element"}`` on the 0-1000 grid."""
         if row.get("zoom_call"):  # the first row of a zoom sample (--zoom_tool true)
             return zoom_tool.call_text(row["zoom_call"])
+        if row.get("no_target") is True:  # --refusal_training: the family's refusal answer (sample_to_row)
+            return row["refusal_answer"]
         boxes = row.get("target_boxes_answer") or row["target_boxes_resized"]
         return row_adapter(row).sft_target(boxes[0], row["instruction"])
 

@@ -4,7 +4,10 @@ Whenever the trainer evaluates (``--eval_strategy steps --eval_steps N``) and at
 held-out task rows greedily, exactly as they were built for training (their prompt, their resized image, their
 adapter's parser: ``gui_grounding.eval.backends.hf.predict_rows``; no prompt is rebuilt), and the trainer logs
 ``eval_click/accuracy`` (%: the answered point, mapped to original pixels, inside a target box) and
-``eval_click/wrong_format`` (fraction of answers without a point). TRL's own evaluation (sampled completions,
+``eval_click/wrong_format`` (fraction of answers without a point). Rows of refusal training (column ``no_target``,
+``--refusal_training true``) also give ``eval_click/accuracy_on_targets`` (% of the rows with a target) and
+``eval_click/refusal_share``, ``_precision``, ``_recall`` of the held-out answers
+(``gui_grounding.training.refusal.refusal_metrics``, abstaining read by ``Adapter.is_trained_refusal``). TRL's own evaluation (sampled completions,
 ``eval_reward``) runs as well, so the sampled reward and the greedy accuracy can be compared.
 
 Distributed runs: every rank enters generation together (ZeRO-3 gathers parameters through TRL's
@@ -20,6 +23,8 @@ from transformers import TrainerCallback
 from gui_grounding.eval.backends.hf import predict_rows
 from gui_grounding.eval.judge import CORRECT, WRONG, WRONG_FORMAT
 from gui_grounding.models.frames import point_in_box
+from gui_grounding.models.rows import row_adapter
+from gui_grounding.training.refusal import refusal_metrics
 
 logger = logging.getLogger(__name__)
 
@@ -32,6 +37,20 @@ def row_verdict(row: dict, point) -> str:
         return WRONG_FORMAT
     p = (float(point[0]), float(point[1]))
     return CORRECT if any(point_in_box(p, tuple(b)) for b in row["target_boxes"]) else WRONG
+
+
+def refusal_eval(rows: list[dict], preds: list[dict], verdicts: list[str]) -> dict:
+    """``eval_click/accuracy_on_targets`` (% correct of the rows whose ``no_target`` is not True; absent when none) and
+    ``eval_click/refusal_share`` / ``_precision`` / ``_recall`` (:func:`gui_grounding.training.refusal.refusal_metrics`
+    of the answers ``raw_response``, read by each row's adapter's ``is_trained_refusal``; TRL's own sampled eval logs
+    the reward's as ``eval_refusal/...``), for rows, predictions and verdicts in one order."""
+    abstained = [row_adapter(r).is_trained_refusal(p.get("raw_response")) for r, p in zip(rows, preds, strict=True)]
+    flags = [r.get("no_target") for r in rows]
+    out = {f"eval_click/{k.replace('/', '_')}": round(v, 4) for k, v in refusal_metrics(abstained, flags).items()}
+    on_targets = [v for v, t in zip(verdicts, flags, strict=True) if t is not True]
+    if on_targets:
+        out["eval_click/accuracy_on_targets"] = round(100.0 * on_targets.count(CORRECT) / len(on_targets), 2)
+    return out
 
 
 class ClickAccuracyCallback(TrainerCallback):
@@ -87,6 +106,8 @@ class ClickAccuracyCallback(TrainerCallback):
             "eval_click/wrong_format": round(verdicts.count(WRONG_FORMAT) / n, 4),
             "eval_click/num_samples": n,
         }
+        if any("no_target" in r for r in self.rows):  # refusal training: the answers on targets, and the abstentions
+            metrics.update(refusal_eval(self.rows, [by_id[r["sample_id"]] for r in self.rows], verdicts))
         self.history.append({"step": trainer.state.global_step, **metrics})
         trainer.log(metrics)
         return metrics

@@ -40,6 +40,10 @@ ANSWER_FRAMES = ("resized", "norm1000", "original")
 #:   (``models/grounding/ui_venus_ground_7b.py:88-98`` at fc7670d);
 #: * ``"point"``: the point it writes (:attr:`Adapter.no_target_point`, in the answer frame), scored like any point.
 REFUSAL_READINGS = ("refusal", "origin", "point")
+#: ours: the refusal clause added to the prompt in refusal training (``--refusal_training true``) or by a profile
+#: (``Profile.refusal_prompt``) for a family that publishes none; ``{answer}`` is the family's refusal answer
+#: (:meth:`Adapter.refusal_answer`). Appended to the user's text after a newline (:meth:`Adapter.with_refusal_clause`).
+OUR_REFUSAL_CLAUSE = "If no element on the screen matches the instruction, answer {answer}"
 
 
 @dataclass
@@ -119,6 +123,24 @@ class Adapter:
     #: how this instance reads a no-target answer (:data:`REFUSAL_READINGS`; a profile picks another with
     #: :meth:`configured`)
     refusal_reading = "refusal"
+    #: training to refuse (docs/TRAINING.md "Training to refuse"): the family's published refusal answer, the text a
+    #: model writes when no element matches (``None``: ours, :meth:`refusal_answer`), and its published refusal clause
+    #: (``None``: ours, :data:`OUR_REFUSAL_CLAUSE`; ``""``: the published prompt already asks for it), with their
+    #: source (:attr:`refusal_source`)
+    published_refusal_answer: str | None = None
+    published_refusal_clause: str | None = None
+    refusal_source = (
+        "ours: the family publishes no refusal answer; it writes the point (-1,-1) of its answer frame in its own "
+        "answer syntax, which OSWorld-G's official rule reads as a refusal (both coordinates negative: "
+        "gui_grounding.eval.judge)"
+    )
+    #: the clause enters the prompt (:meth:`prompt_messages`): set by :meth:`configured` (refusal training, a profile)
+    refusal_prompt = False
+    #: a profile's or a run's refusal answer in place of the family's (:meth:`configured`); ``None``: the family's
+    refusal_answer_override: str | None = None
+    #: how :data:`OUR_REFUSAL_CLAUSE` writes the answer where the SFT target holds the instruction (``None``: the
+    #: assistant prefix and :meth:`refusal_answer` of an empty instruction)
+    refusal_clause_answer: str | None = None
 
     # ---- the frame ---------------------------------------------------------------------------------------------------
     def frame_for(self, width: int, height: int, budget: PixelBudget | None = None) -> Frame:
@@ -216,7 +238,7 @@ class Adapter:
         rgb = image if image.mode == "RGB" else image.convert("RGB")
         rgb = resize_for_model(rgb, budget)
         if messages is None:
-            messages = self.messages(sample.instruction, frame, image_block=True)
+            messages = self.prompt_messages(sample.instruction, frame, image_block=True)
         else:
             messages = messages(frame)
         prompt_text = messages_to_text(messages) + (
@@ -224,25 +246,104 @@ class Adapter:
         )
         return Request(messages, rgb, {"frame": frame}, prompt_text, self.assistant_prefix)
 
-    def configured(self, *, refusal: str = "") -> Adapter:
+    def configured(
+        self, *, refusal: str = "", refusal_prompt: bool = False, refusal_answer: str | None = None
+    ) -> Adapter:
         """This adapter reading the family's no-target answer as ``refusal`` (:data:`REFUSAL_READINGS`; ``""``: the
-        adapter's default, ``self`` returned): a copy, so the registry's adapters stay as they are. How a profile's
-        choice (``Profile.refusal``) reaches the adapter of a run (``Profile.configure``).
+        adapter's default), with the refusal clause in its prompt (``refusal_prompt``: :meth:`prompt_messages`) and
+        ``refusal_answer`` in place of the family's (:meth:`refusal_answer`): a copy, so the registry's adapters stay
+        as they are; ``self`` when nothing changes. How a profile's choices (``Profile.refusal``,
+        ``Profile.refusal_prompt``, ``Profile.refusal_answer``) and refusal training (``--refusal_training``,
+        ``--refusal_answer``) reach the adapter of a run.
 
         Raises:
-            ValueError: an unknown reading, or a reading for a family without a no-target answer.
+            ValueError: an unknown reading, a reading for a family without a no-target answer, or a refusal answer
+                that the family's training reading does not read as no target (:meth:`is_trained_refusal`).
         """
-        if refusal == "":
+        if refusal == "" and not refusal_prompt and refusal_answer is None:
             return self
-        if refusal not in REFUSAL_READINGS:
+        if refusal and refusal not in REFUSAL_READINGS:
             raise ValueError(f"refusal reading must be one of {', '.join(REFUSAL_READINGS)} (or ''), got {refusal!r}")
-        if not self.reads_no_target:
+        if refusal and not self.reads_no_target:
             raise ValueError(
                 f"the {self.name} adapter's family has no explicit 'no target' answer to read as {refusal}"
             )
+        if refusal_answer is not None and not self.is_trained_refusal(refusal_answer):
+            raise ValueError(
+                f"refusal answer {refusal_answer!r} is not read as 'no target' by the {self.name} adapter (its "
+                "answer must be the family's no-target answer, or, for a family without one, the point (-1,-1) of "
+                "its answer frame in its answer syntax)"
+            )
         out = copy.copy(self)
-        out.refusal_reading = refusal
+        out.refusal_reading = refusal or self.refusal_reading
+        out.refusal_prompt = refusal_prompt or self.refusal_prompt
+        if refusal_answer is not None:
+            out.refusal_answer_override = refusal_answer
         return out
+
+    # ---- training to refuse ----------------------------------------------------------------------------------------
+    def refusal_answer(self, instruction: str = "") -> str:
+        """The answer a model is trained to write when no element matches ``instruction`` (the SFT target of a
+        no-target sample): a configured override (:meth:`configured`), else the family's published one
+        (:attr:`published_refusal_answer`), else ours: :meth:`sft_target` of the box ``(-1, -1, -1, -1)``, i.e. the
+        point (-1,-1) of the answer frame in the family's answer syntax (``(-1,-1)`` for GTA1,
+        ``[-1,-1,-1,-1]`` for a box family; its source: :attr:`refusal_source`)."""
+        if self.refusal_answer_override is not None:
+            return self.refusal_answer_override
+        if self.published_refusal_answer is not None:
+            return self.published_refusal_answer
+        return self.sft_target((-1.0, -1.0, -1.0, -1.0), instruction)
+
+    def refusal_clause(self) -> str:
+        """The refusal clause of the prompt (:attr:`published_refusal_clause`, else :data:`OUR_REFUSAL_CLAUSE` with
+        the refusal answer for an empty instruction); ``""`` when the family's prompt already asks for it."""
+        if self.published_refusal_clause is not None and self.refusal_answer_override is None:
+            return self.published_refusal_clause
+        if self.refusal_answer_override is None and self.refusal_clause_answer is not None:
+            return OUR_REFUSAL_CLAUSE.format(answer=self.refusal_clause_answer)
+        return OUR_REFUSAL_CLAUSE.format(answer=self.assistant_prefix + self.refusal_answer(""))
+
+    @property
+    def supports_refusal_training(self) -> bool:
+        """Whether the family's training reading reads its own refusal answer as no target (:meth:`is_trained_refusal`
+        of :meth:`refusal_answer`): False where the parser reads no negative point and the family publishes no
+        refusal answer (refusal training is then refused at start-up)."""
+        return self.is_trained_refusal(self.refusal_answer("x"))
+
+    def is_trained_refusal(self, text: str) -> bool:
+        """Whether ``text`` (a whole completion) abstains, as refusal training reads it (the refusal-aware reward,
+        ``gui_grounding.training.rewards.score_click_refusal``): the family's explicit no-target answer
+        (:meth:`is_no_target`); for a family without one, an answer whose strict parse (:meth:`parse_answer`) is
+        the point (-1, -1) of the answer frame (:attr:`no_target_point`: ours, a point both of whose coordinates are
+        negative, which OSWorld-G's official rule reads as a refusal). Never raises."""
+        if not isinstance(text, str):
+            return False
+        if self.reads_no_target:
+            return self.is_no_target(text)
+        return self.parse_answer(text, strict=True) == tuple(self.no_target_point)
+
+    def with_refusal_clause(self, messages: list[dict]) -> list[dict]:
+        """``messages`` with :meth:`refusal_clause` appended, after a newline, to the text of the last user turn
+        (string content, or its last text part); unchanged when the clause is ``""``. A family that puts it
+        elsewhere overrides this (GUI-Owl-1.5: the system turn)."""
+        clause = self.refusal_clause()
+        if not clause:
+            return messages
+        out = copy.deepcopy(messages)
+        turn = next(m for m in reversed(out) if m["role"] == "user")
+        if isinstance(turn["content"], str):
+            turn["content"] += "\n" + clause
+        else:
+            part = next(p for p in reversed(turn["content"]) if p.get("type") == "text")
+            part["text"] += "\n" + clause
+        return out
+
+    def prompt_messages(self, instruction: str, frame: Frame, *, image_block: bool = True) -> list[dict]:
+        """The prompt of one sample: :meth:`messages`, with the refusal clause when this adapter asks for it
+        (:attr:`refusal_prompt`; :meth:`with_refusal_clause`). Off (the default), the published prompt byte for
+        byte."""
+        messages = self.messages(instruction, frame, image_block=image_block)
+        return self.with_refusal_clause(messages) if self.refusal_prompt else messages
 
     @property
     def reads_no_target(self) -> bool:

@@ -49,6 +49,7 @@ class InternVLAdapter(Adapter):
     """
 
     name = "internvl"
+    refusal_clause_answer = "<box>[[-1, -1, -1, -1]]</box>"  # ours (the SFT target's <ref> names the instruction)
     answer_frame = "norm1000"
     model_types = ("internvl",)
     default_budget = INTERNVL_BUDGET
@@ -115,6 +116,7 @@ class InternVLGUIAdapter(InternVLAdapter):
     name = "internvl-gui"
     model_types = ()
     default_budget = INTERNVL_HARNESS_BUDGET
+    refusal_clause_answer = None  # its SFT target names no instruction
 
     def messages(self, instruction, frame, *, image_block=True):
         return self._user_turn(INTERNVL_GUI_PROMPT.format(instruction=instruction), image_block)

@@ -119,6 +119,7 @@ class GTA1ThinkingAdapter(GTA1Adapter):
     name = "gta1-thinking"
     model_types = ()
     prompt_mode = "thinking"
+    refusal_clause_answer = "<answer>(-1,-1)</answer>"  # ours (the SFT target's thought names the instruction)
 
     def sft_target(self, box, instruction):
         return f"<think>The element to click: {instruction}.</think><answer>{super().sft_target(box, instruction)}</answer>"

@@ -220,6 +220,10 @@ class UIVenus15Adapter(Qwen3VLAdapter):
     template = UI_VENUS_15_PROMPT
     default_budget = UI_VENUS_15_BUDGET
     supports_zoom_tool = False
+    # training to refuse: the published answer and prompt (the request already asks for [-1,-1], so no clause is added)
+    published_refusal_answer = "[-1,-1]"
+    published_refusal_clause = ""
+    refusal_source = f"{_VENUS_GD}:72-75 (the request's refusal clause: '[-1,-1]') and :164-165 (read as 'infeasible')"
 
     def messages(self, instruction, frame, *, image_block=True):
         text = instruction[:-1] if instruction.endswith(".") else instruction
@@ -388,6 +392,31 @@ class GUIOwl15Adapter(Qwen3VLAdapter):
     default_budget = GUI_OWL_15_BUDGET
     supports_zoom_tool = False
     system_text = GUI_OWL_15_SYSTEM
+    # training to refuse: the terminate/failure call the infeasible clause asks for (eval_grounding_benchmarks.py:337-339),
+    # the clause appended to the system turn after a newline as the script does on OSWorld-G (:529)
+    published_refusal_answer = (
+        '<tool_call>\n{"name": "computer_use", "arguments": {"action": "terminate", "status": "failure"}}\n</tool_call>'
+    )
+    published_refusal_clause = GUI_OWL_15_INFEASIBLE
+    refusal_source = f"{_OWL_EVAL}:337-339 (the infeasible clause and its terminate/failure call), :529 (system turn)"
+
+    def with_refusal_clause(self, messages):
+        """The clause in the system turn after a newline, as ``gui-owl-1.5-infeasible`` (the script's OSWorld-G
+        request); unchanged when that system turn already ends with it."""
+        clause = self.refusal_clause()
+        if not clause:
+            return messages
+        out = [dict(m) for m in messages]
+        system = out[0]
+        if isinstance(system["content"], str):
+            if not system["content"].endswith(clause):
+                system["content"] = system["content"] + "\n" + clause
+        else:
+            parts = [dict(p) for p in system["content"]]
+            if not parts[-1]["text"].endswith(clause):
+                parts[-1]["text"] = parts[-1]["text"] + "\n" + clause
+            system["content"] = parts
+        return out
 
     def messages(self, instruction, frame, *, image_block=True):
         return self._system_turn([self.system_text], image_block) + self._user_turn(instruction, image_block)
@@ -424,6 +453,7 @@ class GUIOwl15InfeasibleAdapter(GUIOwl15Adapter):
 
     name = "gui-owl-1.5-infeasible"
     system_text = GUI_OWL_15_SYSTEM + "\n" + GUI_OWL_15_INFEASIBLE
+    published_refusal_clause = ""  # the system turn already holds it
 
 
 ADAPTERS = (*ADAPTERS, UIVenus15Adapter, MAIUIAdapter, GUIOwl15Adapter, GUIOwl15InfeasibleAdapter)
