@@ -442,3 +442,44 @@ def test_a_difficulty_keyed_mixture_trains_on_the_selected_records(tmp_path):
     assert ds["i"] == [2, 3, 4, 5, 99]
     assert mixture[0]["selected"] == 4 and mixture[0]["difficulty"]["left_out"] == {"outside_range": 6}
     assert "difficulty" not in mixture[1]
+
+
+def test_gui_grounding_rows_carry_the_difficulty_and_weight_columns(tmp_path, make_image):
+    """The GUI task keeps a record's other keys as columns (as the core tasks do), so a data-config difficulty filter
+    and --sample_weight_column work on GUI data: of 4 records with pass_at_k 0, 0.25, 0.5, 1 the range [0.2, 0.6]
+    keeps the two in it, and the weight column reaches the rows."""
+    from groundwork.pixel_budget import PixelBudget
+    from gui_grounding.training.task import GUIGroundingTask
+    from vlm_r1.configs import GRPOScriptArguments
+    from vlm_r1.grpo import build_train_dataset
+
+    make_image(1280, 720, "shot.png", folder=tmp_path)
+    lines = []
+    for i, p in enumerate((0.0, 0.25, 0.5, 1.0)):
+        rec = {
+            "sample_id": f"s{i}",
+            "instruction": "Open the menu",
+            "image_path": "shot.png",
+            "target_bbox": {"x_min": 100, "y_min": 50, "x_max": 300, "y_max": 150},
+            "image_width": 1280,
+            "image_height": 720,
+            "pass_at_k": p,
+            "w": i + 1,
+        }
+        lines.append(json.dumps(rec) + "\n")
+    (tmp_path / "train.jsonl").write_text("".join(lines))
+    (tmp_path / "mix.yaml").write_text(
+        f"seed: 1\ndatasets:\n  - json_path: {tmp_path / 'train.jsonl'}\n    image_folder: {tmp_path}\n"
+        "    difficulty_range: [0.2, 0.6]\n"
+    )
+
+    class Module:
+        model_type = "qwen2_5_vl"
+
+    task = GUIGroundingTask()
+    task.pixel_budget = PixelBudget.published("test", factor=28, min_pixels=3136, max_pixels=1_000_000)
+    args = GRPOScriptArguments(data_config=str(tmp_path / "mix.yaml"))
+    ds, mixture = build_train_dataset(args, SimpleNamespace(seed=0), task, None, Module())
+    rows = ds.with_format(None).to_list() if hasattr(ds, "with_format") else list(ds)
+    assert [(r["sample_id"], r["pass_at_k"], r["w"]) for r in rows] == [("s1", 0.25, 2), ("s2", 0.5, 3)]
+    assert mixture[0]["selected"] == 2 and mixture[0]["difficulty"]["left_out"] == {"outside_range": 2}

@@ -28,6 +28,7 @@ or ``[W, H]``); ``image`` (the PIL image) is attached lazily when a row is read.
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +44,7 @@ from gui_grounding.models.prompts import PROMPT_MODES, check_mode
 from gui_grounding.models.rows import row_adapter
 from gui_grounding.training.rewards import BOX_ROUNDINGS, REWARDS, check_box_rounding
 from gui_grounding.training.zoom import MAX_ZOOM_CALLS, ZoomEnvironment, zoom_sft_rows
+from vlm_r1.data import rows_to_dataset, split_extras, warn_dropped
 from vlm_r1.tasks import Task, load_images_transform
 
 logger = logging.getLogger(__name__)
@@ -310,8 +312,6 @@ class GUIGroundingTask(Task):
         }
 
     def build_dataset(self, script_args: Any, processing_class: Any, vlm_module: Any):
-        from datasets import Dataset
-
         adapter = self.adapter_for(vlm_module)
         box_rounding = check_box_rounding(self.options.box_rounding)
         zoom_calls = self.options.max_zoom_calls if self.options.zoom_tool else 0
@@ -346,7 +346,7 @@ class GUIGroundingTask(Task):
             samples = [s for s in samples if not s.refusal]
             if not samples:
                 raise ValueError(f"every sample of {script_args.data_file_list} has no target; use --refusal_training")
-        rows, unsendable = [], []
+        rows, extras, unsendable, dropped = [], [], [], Counter()
         for s in samples:
             try:
                 frame = adapter.frame_for(s.width, s.height, budget)
@@ -355,7 +355,11 @@ class GUIGroundingTask(Task):
                     raise ValueError(f"{s.sample_id}: image_unsupported: {err}") from None
                 unsendable.append((s.sample_id, str(err)))
                 continue
-            rows.append(sample_to_row(s, frame, adapter, box_rounding, zoom_calls, refusal_penalty))
+            row = sample_to_row(s, frame, adapter, box_rounding, zoom_calls, refusal_penalty)
+            rows.append(row)
+            # the record's other keys pass through as columns, as the core tasks keep them (vlm_r1.data.split_extras:
+            # e.g. gui-grounding difficulty's pass_at_k for a data-config difficulty filter, --sample_weight_column)
+            extras.append(split_extras(s.extra, (), row, dropped))
         if unsendable:
             logger.warning(
                 "gui_grounding: %d sample(s) skipped as image_unsupported (cannot be sent under the pixel "
@@ -365,7 +369,9 @@ class GUIGroundingTask(Task):
             )
         if not rows:
             raise ValueError(f"no sample of {script_args.data_file_list} can be sent under the pixel budget")
-        return Dataset.from_list(rows).with_transform(load_images_transform(budget))
+        warn_dropped(dropped, "gui_grounding record", logger)
+        dataset = rows_to_dataset(rows, extras, what="gui_grounding records", logger=logger)
+        return dataset.with_transform(load_images_transform(budget))
 
     def rollout_environment(self, script_args: Any, training_args: Any, processing_class: Any, vlm_module: Any):
         """The zoom tool's environment with ``--zoom_tool true`` (:class:`gui_grounding.training.zoom.ZoomEnvironment`
