@@ -152,8 +152,8 @@ QWEN2_5_VL_SHAPES: dict[str, ModelShape] = {
 
 
 #: Qwen/Qwen3-VL-8B-Instruct's config.json (model_type qwen3_vl). The hub file could not be fetched here; its numbers
-#: are read from the copy NVIDIA keeps in its tests, NVIDIA/TensorRT-LLM
-#: tests/unittest/_torch/modeling/test_modeling_qwen3vl.py:15-64 at 840c318750318b453c0b1a8dc20a3b9fbc4f92dc
+#: are read from the copy NVIDIA keeps in its tests,
+#: NVIDIA/TensorRT-LLM:tests/unittest/_torch/modeling/test_modeling_qwen3vl.py:15-64 at 840c318750318b453c0b1a8dc20a3b9fbc4f92dc
 #: (``QWEN3_VL_8B_CONFIG``, ``_name_or_path`` Qwen3-VL-8B-Instruct; there ``num_hidden_layers`` is cut to 4 "for
 #: testing, 36 layers for full model"): text hidden 4096, 36 layers, 32 heads, 8 kv heads, head_dim 128, intermediate
 #: 12288, vocab 151936, untied; vision depth 27, width 1152, MLP 4304, 16 heads, patch 16, temporal patch 2, merge 2,
