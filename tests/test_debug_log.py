@@ -205,6 +205,7 @@ def _split_blocks(text: str, header: str) -> list[str]:
     return [text[a:b] for a, b in zip(starts, starts[1:] + [len(text)], strict=True)]
 
 
+@pytest.mark.slow  # ~11 s, a CLI training run; the log writer itself is tested above in process
 def test_grpo_cli_debug_mode_writes_upstream_log(tmp_path, make_image, tiny_qwen25_dir):
     import numpy as np
 

@@ -212,6 +212,7 @@ dist.destroy_process_group()
 """
 
 
+@pytest.mark.slow  # ~13 s, two torchrun attempts; run_scripts/test_slurm.sh preempts and resumes too
 def test_torchrun_restart_gets_a_working_group(tmp_path):
     """The restarted group must not read the dead attempt's store (torch 2.13 shares one store across attempts unless
     TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1: the restarted workers then dial dead gloo peers or wait forever)."""
@@ -224,6 +225,7 @@ def test_torchrun_restart_gets_a_working_group(tmp_path):
     assert "attempt 1 rank 0 done" in p.stdout and "attempt 1 rank 1 done" in p.stdout
 
 
+@pytest.mark.slow  # ~7 s, a launcher subprocess
 def test_taken_rendezvous_port_fails_fast(tmp_path):
     """One node hosts its own store: a port already taken by another job's store is an error at once, not a silent
     join of that job's rendezvous (c10d's fallback to a client when it cannot bind)."""
