@@ -293,15 +293,20 @@ def test_server_rollouts(fake, tiny_qwen25_dir, monkeypatch):
 
     http.clear()
     got_prompts, completions, _, _ = generation.generate(prompt_ids, images, num_generations=G)
+    # TRL's client sends the requests of one stage from a thread pool (trl/generation/vllm_client.py:492,612): the
+    # order in which they arrive is not fixed, so each is matched to its prompt
     paths = [p for _, p, _ in http]
     assert paths == ["/v1/chat/completions/render"] * 2 + ["/inference/v1/generate"] * 2
     requests = [body for _, p, body in http if p == "/inference/v1/generate"]
-    assert [r["token_ids"] for r in requests] == prompt_ids[::G]
+    assert sorted(r["token_ids"] for r in requests) == sorted(prompt_ids[::G])
     assert [r["sampling_params"]["n"] for r in requests] == [G, G]
     assert {tuple(r["sampling_params"]["bad_words"]) for r in requests} == {("<|image_pad|>",)}
     assert requests[0]["sampling_params"]["output_kind"] == 2
     sent = [budget.size_sent(*size) for size in ORIGINAL_SIZES]
-    assert [r["image_sizes"] for c in fake._fake.RECORD["generate"] for r in c["requests"]] == [[s] for s in sent]
+    by_prompt = {
+        tuple(r["prompt_token_ids"]): r["image_sizes"] for c in fake._fake.RECORD["generate"] for r in c["requests"]
+    }
+    assert by_prompt == {tuple(ids): [s] for ids, s in zip(prompt_ids[::G], sent, strict=True)}
     assert got_prompts == prompt_ids and len(completions) == 2 * G
     assert all(processor.image_token_id not in c for c in completions)
 

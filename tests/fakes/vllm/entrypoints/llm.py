@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+import threading
+import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import SimpleNamespace
@@ -113,6 +115,10 @@ class LLM:
         )
         self.sleeping: int | None = None
         self._counter = 0
+        # TRL's server client sends its requests from a thread pool (trl/generation/vllm_client.py:367,492,612): the
+        # request ids and the record are taken under a lock, and a completion's seed depends on the prompt and its
+        # place in the call, never on arrival order, so concurrent requests give the same answers in any order
+        self._lock = threading.Lock()
 
     def get_tokenizer(self):
         return self.engine.tokenizer
@@ -136,7 +142,7 @@ class LLM:
         if len(params) != len(prompts):
             raise ValueError("fake vLLM: one SamplingParams per prompt, or one for all")
         outputs, record = [], []
-        for prompt, p in zip(prompts, params, strict=True):
+        for k, (prompt, p) in enumerate(zip(prompts, params, strict=True)):
             if not isinstance(prompt, dict) or "prompt_token_ids" not in prompt:
                 raise NotImplementedError("fake vLLM: token prompts ({'prompt_token_ids': ...}) only, as TRL sends")
             ids = list(prompt["prompt_token_ids"])
@@ -144,9 +150,10 @@ class LLM:
             images = [] if images is None else list(images) if isinstance(images, (list, tuple)) else [images]
             sizes = [tuple(im.size) for im in images]
             self.engine.check_placeholders(ids, sizes)
-            request_id = str(self._counter)
-            self._counter += 1
-            done = self.engine.complete(ids, p, self.seed * 1_000_003 + int(request_id))
+            with self._lock:
+                request_id = str(self._counter)
+                self._counter += 1
+            done = self.engine.complete(ids, p, self.seed * 1_000_003 + zlib.crc32(repr(ids).encode()) + 7919 * k)
             record.append({"prompt_token_ids": ids, "image_sizes": sizes, "images": images, "params": p})
             outs = [
                 CompletionOutput(
@@ -164,7 +171,8 @@ class LLM:
                 for j, c in enumerate(done)
             ]
             outputs.append(RequestOutput(request_id, None, ids, None, outs, True))
-        _fake.RECORD["generate"].append({"requests": record, "use_tqdm": use_tqdm})
+        with self._lock:
+            _fake.RECORD["generate"].append({"requests": record, "use_tqdm": use_tqdm})
         return outputs
 
     def reset_prefix_cache(self, reset_running_requests: bool = False, reset_connector: bool = False) -> bool:
