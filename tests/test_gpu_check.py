@@ -24,6 +24,10 @@ MEASURED = os.path.join(REPO, "benchmarks", "results", "gpu_check_h200_run2.json
 def tiny_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("gpu_check")
     argv = ["--shape", "tiny", "--out", str(out), "--parts", "a,b", "--repeats", "1", "--no-profile"]
+    # as if the module had been imported a day earlier (a test session imports it at collection): --budget-s counts
+    # from main(), so the run's own clock starts at 0 (it once counted from the import, and a long slow suite left the
+    # --baseline child no time)
+    gpu_check.T0 -= 86_400
     result = gpu_check.main(argv + ["--variants", "naive,shared_dense,shared_split"])
     return out, result
 
@@ -33,6 +37,7 @@ def test_tiny_run_writes_json_and_table(tiny_run):
     with open(out / "gpu_check.json", encoding="utf-8") as f:
         saved = json.load(f)
     assert saved["shape"] == "tiny" and set(saved) >= {"environment", "a", "b", "model"}
+    assert 0 < result["wall_s"] < 600  # counted from main(), not from the (day-old) import
     table = (out / "gpu_check.md").read_text(encoding="utf-8")
     assert "## a. Split attention (reference) vs naive dense, float32" in table
     assert "| naive |" in table and "| shared_dense |" in table and "| shared_split |" in table
