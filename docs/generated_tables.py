@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 
+from groundwork.outputs import write_text
 from gui_grounding.eval.benchmarks import benchmarks_table
 from gui_grounding.models.profiles import profiles_table, published_table
 
@@ -30,6 +31,5 @@ if __name__ == "__main__":
     with open(DOC, encoding="utf-8") as f:
         old = f.read()
     new = regenerate(old)
-    with open(DOC, "w", encoding="utf-8") as f:
-        f.write(new)
+    write_text(DOC, new)  # the writer path: atomic, never a half-written page
     print(f"{DOC}: {'updated' if new != old else 'already up to date'}")

@@ -53,6 +53,7 @@ from vlm_r1.launch import FindUnusedParametersFromModel
 from vlm_r1.shared_prompt_trainer import SharedPromptMixin
 from vlm_r1.tool_rollout import ToolRolloutMixin
 from vlm_r1.vision_cache import FrozenVisionMixin
+from vlm_r1.vllm_rollouts import vllm_bad_words
 
 logger = logging.getLogger(__name__)
 
@@ -178,8 +179,6 @@ def banned_generation_kwargs(args: Any, vlm_module: Any, processing_class: Any, 
     if not ids:
         return gen
     if getattr(args, "use_vllm", False):  # vLLM bans strings it tokenizes itself: checked (vlm_r1.vllm_rollouts)
-        from vlm_r1.vllm_rollouts import vllm_bad_words
-
         words = list(gen.get("bad_words") or [])
         tokens = vllm_bad_words(getattr(processing_class, "tokenizer", processing_class), ids)
         gen["bad_words"] = words + [t for t in tokens if t not in words]

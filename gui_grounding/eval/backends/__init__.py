@@ -47,6 +47,7 @@ from groundwork.validate import explicit_id, open_image
 from gui_grounding.eval.judge import WRONG_FORMAT
 from gui_grounding.eval.predictions import parse_point, read_answer_fields
 from gui_grounding.models.adapters import default_adapter_for, resolve_adapter
+from gui_grounding.models.profile_types import decoding_problem
 
 logger = logging.getLogger(__name__)
 
@@ -144,7 +145,6 @@ def check_decoding(decoding: dict | None, backend: str) -> dict:
     Raises:
         ValueError: the settings are invalid, or the backend cannot send them as published.
     """
-    from gui_grounding.models.profile_types import decoding_problem
 
     decoding = dict(decoding or {})
     problem = decoding_problem(decoding)
