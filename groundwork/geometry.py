@@ -81,6 +81,18 @@ def valid_size(size) -> tuple[float, float] | None:
     return w, h
 
 
+def frame_of(image_size, resized_size) -> Frame | None:
+    """The :class:`Frame` of an original ``image_size`` ``[W, H]`` sent at ``resized_size`` ``[W', H']`` (pixels, as a
+    row's columns store them), or ``None`` when either is not a usable size: :func:`valid_size` (finite, at least 1
+    pixel per side, within :data:`COORD_LIMIT`) with whole-pixel sides (``1920`` and ``1920.0``, never ``1920.5``:
+    truncating it would give a silently wrong frame). The one reading of a row's frame (the REC reward, the GUI
+    task's rows, the zoom tool). Total: never raises."""
+    size, resized = valid_size(image_size), valid_size(resized_size)
+    if size is None or resized is None or any(not v.is_integer() for v in (*size, *resized)):
+        return None
+    return Frame(int(size[0]), int(size[1]), int(resized[0]), int(resized[1]))
+
+
 def smart_resize(height: int, width: int, *, factor: int, min_pixels: int, max_pixels: int) -> tuple[int, int]:
     """Resized ``(height, width)`` the Qwen-VL processor will use (transformers' ``smart_resize``, unchanged).
 

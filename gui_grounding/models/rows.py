@@ -6,6 +6,7 @@ without importing each other (no ``task -> train_eval -> backends.hf -> task`` c
 
 from __future__ import annotations
 
+from groundwork.geometry import frame_of
 from groundwork.pixel_budget import resize_for_model
 from groundwork.validate import open_image
 from gui_grounding.models.adapters import PROMPT_MODE_ADAPTERS, Request, get_adapter, messages_to_text
@@ -13,7 +14,7 @@ from gui_grounding.models.adapters.base import Adapter
 from gui_grounding.models.frames import Frame
 from gui_grounding.models.prompts import check_mode
 
-__all__ = ["row_adapter", "row_request"]
+__all__ = ["row_adapter", "row_frame", "row_request"]
 
 
 def row_adapter(row: dict) -> Adapter:
@@ -21,6 +22,24 @@ def row_adapter(row: dict) -> Adapter:
 
     name = row.get("adapter") or PROMPT_MODE_ADAPTERS[check_mode(row.get("prompt_mode") or "non_thinking")]
     return get_adapter(name)
+
+
+def row_frame(row: dict) -> Frame:
+    """The screenshot's frame of a task row: original ``image_size`` ``[W, H]`` and the ``resized_size`` ``[W', H']``
+    it is sent at (pixels; :func:`groundwork.geometry.frame_of`).
+
+    Raises:
+        KeyError: a column is missing.
+        ValueError: a size is not usable (NaN, infinite, under 1 pixel, past 1e12, not a whole pixel, not a pair):
+            the callers' "no answer" / dropped-sample path, never a crash.
+    """
+    frame = frame_of(row["image_size"], row["resized_size"])
+    if frame is None:
+        raise ValueError(
+            f"row {str(row.get('sample_id'))[:80]}: unusable image_size/resized_size "
+            f"{str(row['image_size'])[:80]} / {str(row['resized_size'])[:80]}"
+        )
+    return frame
 
 
 def row_request(row: dict, budget, adapter: Adapter | None = None):
@@ -32,14 +51,15 @@ def row_request(row: dict, budget, adapter: Adapter | None = None):
 
     Raises:
         ValueError: ``budget`` gives another size than the row's ``resized_size`` (the rows were built under another
-            pixel budget).
+            pixel budget), or a size is unusable (:func:`row_frame`).
     """
     from trl.data_utils import prepare_multimodal_messages
 
     adapter = adapter or row_adapter(row)
     image = open_image(row["image_path"])
     image = resize_for_model(image if image.mode == "RGB" else image.convert("RGB"), budget)
-    size = tuple(int(v) for v in row["resized_size"])
+    frame = row_frame(row)
+    size = (frame.resized_width, frame.resized_height)
     if image.size != size:
         raise ValueError(
             f"row {row.get('sample_id')}: the pixel budget gives {image.size[0]}x{image.size[1]}, the row "
@@ -49,5 +69,4 @@ def row_request(row: dict, budget, adapter: Adapter | None = None):
     for message in messages:  # the image goes separately to the processor; keep the placeholder only
         for part in message["content"]:
             part.pop("image", None)
-    width, height = (int(v) for v in row["image_size"])
-    return Request(messages, image, {"frame": Frame(width, height, size[0], size[1])}, messages_to_text(row["prompt"]))
+    return Request(messages, image, {"frame": frame}, messages_to_text(row["prompt"]))

@@ -31,7 +31,7 @@ from groundwork.pixel_budget import resize_for_model
 from groundwork.validate import is_coord
 from gui_grounding.models import zoom_tool
 from gui_grounding.models.frames import CropWindow, Frame, point_in_box, zoom_window
-from gui_grounding.models.rows import row_adapter
+from gui_grounding.models.rows import row_adapter, row_frame
 from vlm_r1.answers import completion_text
 from vlm_r1.tool_rollout import ToolStop, ToolTurn
 
@@ -39,12 +39,6 @@ logger = logging.getLogger(__name__)
 
 #: the most calls ``--max_zoom_calls`` allows (each call adds an image to the sequence)
 MAX_ZOOM_CALLS = 8
-
-
-def row_frame(row: dict) -> Frame:
-    """The screenshot's frame of a training row: original ``image_size`` and the ``resized_size`` it is sent at."""
-    (w, h), (rw, rh) = row["image_size"], row["resized_size"]
-    return Frame(int(w), int(h), int(rw), int(rh))
 
 
 class ZoomEnvironment:
@@ -86,7 +80,11 @@ class ZoomEnvironment:
             return ToolStop("over_limit")
         if call.reason is not None:
             return ToolStop(call.reason)
-        adapter, screen, crops = row_adapter(row), row_frame(row), _crops(turns)
+        try:
+            screen = row_frame(row)
+        except (KeyError, ValueError) as err:  # a row whose sizes are unusable: nothing can be cropped
+            return ToolStop("unsendable", {"why": str(err)[:200]})
+        adapter, crops = row_adapter(row), _crops(turns)
         # a further call names a region of the crop it sees: its frame is the last crop's, offset by its window
         frame, offset = screen, (0, 0)
         if crops:
@@ -188,9 +186,17 @@ def sft_window(row: dict, fraction: float, grid: int = 0) -> CropWindow:
     (``frames.zoom_window``, the ``--tts zoom`` window rule), centred on the first target's centre moved by up to a
     quarter window on each axis, drawn from a generator seeded by the row's ``sample_id`` (the same rows on every run
     and rank). ``grid`` N > 0: the cell of an N x N grid over the screenshot that holds the target's centre (integer
-    edges ``floor(k * W / N)``)."""
+    edges ``floor(k * W / N)``).
+
+    Raises:
+        KeyError, IndexError: a column is missing or the row has no target.
+        ValueError: the sizes (:func:`gui_grounding.models.rows.row_frame`) or the first target box
+            (:func:`groundwork.geometry.valid_box`) are unusable."""
     frame = row_frame(row)
-    x0, y0, x1, y1 = row["target_boxes"][0]
+    target = valid_box(row["target_boxes"][0])
+    if target is None:
+        raise ValueError(f"row {str(row.get('sample_id'))[:80]}: unusable first target box")
+    x0, y0, x1, y1 = target
     if grid > 0:
         i = min(grid - 1, max(0, int((x0 + x1) / 2 * grid // frame.width)))
         j = min(grid - 1, max(0, int((y0 + y1) / 2 * grid // frame.height)))

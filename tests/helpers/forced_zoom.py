@@ -6,8 +6,9 @@ resume). Used as ``--task_type tests.helpers.forced_zoom:ForcedZoomTask --zoom_t
 from __future__ import annotations
 
 from gui_grounding.models import zoom_tool
+from gui_grounding.models.rows import row_frame
 from gui_grounding.training.task import GUIGroundingTask
-from gui_grounding.training.zoom import ZoomEnvironment, row_frame
+from gui_grounding.training.zoom import ZoomEnvironment
 
 
 class ForcedZoomEnvironment(ZoomEnvironment):

@@ -25,7 +25,7 @@ Configuration errors (a missing column, an unknown prompt mode) still raise: the
 
 from __future__ import annotations
 
-from groundwork.geometry import Frame, box_iou, valid_box, valid_size
+from groundwork.geometry import box_iou, frame_of, valid_box
 from vlm_r1.answers import (
     _ANSWER_CLOSE,
     _THINK_OPEN,
@@ -123,13 +123,13 @@ def score_rec_iou(text: str, gt_box, image_size, resized_size) -> float:
         0.0 when no box can be parsed. The predicted box is scaled per axis by ``W / W'`` and ``H / H'`` first
         (upstream's resize-back, which took ``W', H'`` from ``image_grid_thw * 14``). Total: an unusable ``gt_box``
         (NaN, infinite, inverted, malformed) or size (a side under 1 pixel, NaN, infinite) scores 0.0
-        (:func:`groundwork.geometry.valid_box`, :func:`groundwork.geometry.valid_size`).
+        (:func:`groundwork.geometry.valid_box`, :func:`groundwork.geometry.frame_of`: a side that is not a whole
+        pixel too).
     """
     box = extract_rec_box(text)
-    target, size, rsize = valid_box(gt_box), valid_size(image_size), valid_size(resized_size)
-    if box is None or target is None or size is None or rsize is None:
+    target, frame = valid_box(gt_box), frame_of(image_size, resized_size)
+    if box is None or target is None or frame is None:
         return 0.0
-    frame = Frame(width=int(size[0]), height=int(size[1]), resized_width=int(rsize[0]), resized_height=int(rsize[1]))
     return box_iou(frame.box_to_original(box), target)
 
 
