@@ -112,6 +112,42 @@ def test_synthetic_no_target_share_names_a_colour_on_no_button(tmp_path):
         SyntheticConfig(colours=["red"], no_target_share=0.1).validate()
 
 
+def test_synthetic_empty_screen_kind_paints_no_button_on_no_target_screens(tmp_path):
+    from PIL import Image
+
+    from gui_grounding.data.synthetic import COLOURS
+
+    cfg = SyntheticConfig(num_train=30, num_test=0, no_target_share=0.4, no_target_kind="empty_screen", seed=5)
+    make_synthetic(str(tmp_path / "s"), cfg)
+    records = [json.loads(line) for line in open(tmp_path / "s" / "train.jsonl")]
+    empty = [r for r in records if r.get("no_target")]
+    assert 0 < len(empty) < len(records)
+    assert all(r["buttons"] == [] and r["target_bbox"] == [] and r["cell"] is None for r in empty)
+    assert all(r["colour"] in r["buttons"] for r in records if "no_target" not in r)
+    painted = set(COLOURS.values())
+    for r in records:  # an empty screen holds only the grey panels; every other screen shows its button's colour
+        pixels = set(Image.open(tmp_path / "s" / r["image_path"]).convert("RGB").getdata())
+        assert bool(pixels & painted) is ("no_target" not in r)
+        if "no_target" in r:
+            assert all(p[0] == p[1] == p[2] for p in pixels)  # grey panels only
+    # the main stream is untouched: the screens with a button are the set drawn without no-target screens
+    make_synthetic(str(tmp_path / "plain"), SyntheticConfig(num_train=30, num_test=0, seed=5))
+    plain = [json.loads(line) for line in open(tmp_path / "plain" / "train.jsonl")]
+    for r, p in zip(records, plain, strict=True):
+        if "no_target" not in r:
+            assert r == p
+            assert (tmp_path / "s" / r["image_path"]).read_bytes() == (
+                tmp_path / "plain" / p["image_path"]
+            ).read_bytes()
+        else:
+            assert r["colour"] == p["colour"]  # the colour that would have been painted
+    with pytest.raises(ValueError, match="no_target_kind"):
+        SyntheticConfig(no_target_kind="blank").validate()
+    SyntheticConfig(
+        colours=["red"], no_target_share=0.1, no_target_kind="empty_screen"
+    ).validate()  # no spare colour needed
+
+
 # ---- adapters: the refusal answer, its reading, the clause -----------------------------------------------------------
 def test_each_family_refusal_answer_is_read_as_no_target_by_its_own_reading():
     answers = {name: get_adapter(name).refusal_answer("Click x") for name in ADAPTERS}

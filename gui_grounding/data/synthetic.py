@@ -49,6 +49,8 @@ COLOURS: dict[str, tuple[int, int, int]] = {
 BACKGROUND = (235, 235, 235)
 BACKGROUNDS = ("gradient", "panels", "plain", "tiles")
 INSTRUCTION_TEMPLATES = ("Click the {colour} button",)
+#: ``SyntheticConfig.no_target_kind`` values
+NO_TARGET_KINDS = ("absent_colour", "empty_screen")
 
 
 @dataclass
@@ -81,7 +83,13 @@ class SyntheticConfig:
             ``target_bbox: []`` (``gui_grounding.data.schema.read_no_target``). Which samples, and the absent colour,
             are drawn from their own ``random.Random(f"{seed}:no_target")``, so at 0 (the default) the files are
             byte-identical to a set made before this setting existed; needs a colour left over
-            (``len(colours) > buttons_per_image``).
+            (``len(colours) > buttons_per_image``) for ``no_target_kind`` ``absent_colour``.
+        no_target_kind: how a no-target sample lacks its element. ``absent_colour`` (the default): the screen keeps
+            its buttons and the instruction names a colour on none of them (the model must match the colour word to
+            the pixels); ``empty_screen``: the whole screen is no-target, drawn with its grey panels and no button,
+            and each of its instructions names the colour the screen would have shown (the element is simply not
+            on the screen, as in OSWorld-G's infeasible items). With ``empty_screen`` the share is a share of
+            screens, drawn from the same ``no_target`` stream.
     """
 
     num_train: int = 1000
@@ -99,6 +107,7 @@ class SyntheticConfig:
     name_cell: bool = False
     seed: int = 0
     no_target_share: float = 0.0
+    no_target_kind: str = "absent_colour"
 
     def validate(self) -> None:
         """Raise ``ValueError`` naming the first inconsistent setting."""
@@ -123,12 +132,17 @@ class SyntheticConfig:
             raise ValueError("cells must be at least 8x8 pixels")
         if not 0.0 <= self.no_target_share <= 1.0:
             raise ValueError(f"no_target_share must be in [0, 1], got {self.no_target_share}")
-        if self.no_target_share > 0 and len(set(self.colours)) <= self.buttons_per_image:
+        if self.no_target_kind not in NO_TARGET_KINDS:
+            raise ValueError(f"no_target_kind must be one of {', '.join(NO_TARGET_KINDS)}, got {self.no_target_kind!r}")
+        absent = self.no_target_kind == "absent_colour"
+        if self.no_target_share > 0 and absent and len(set(self.colours)) <= self.buttons_per_image:
             raise ValueError("no_target_share > 0 needs a colour on no button (more colours than buttons_per_image)")
 
 
-def _draw_screen(cfg: SyntheticConfig, rng: random.Random):
-    """One screen: returns ``(PIL image, [(colour, cell, box), ...])`` with boxes in pixels, inclusive edges."""
+def _draw_screen(cfg: SyntheticConfig, rng: random.Random, show_buttons: bool = True):
+    """One screen: returns ``(PIL image, [(colour, cell, box), ...])`` with boxes in pixels, inclusive edges.
+    ``show_buttons`` False: the buttons are drawn from ``rng`` as usual (the stream stays the same) but not painted
+    (``no_target_kind`` ``empty_screen``)."""
     from PIL import Image, ImageDraw
 
     img = Image.new("RGB", (cfg.width, cfg.height), BACKGROUND)
@@ -171,9 +185,10 @@ def _draw_screen(cfg: SyntheticConfig, rng: random.Random):
         x0 = col * cell_w + rng.randint(0, cell_w - bw)
         y0 = row * cell_h + rng.randint(0, cell_h - bh)
         box = (x0, y0, x0 + bw - 1, y0 + bh - 1)
-        draw.rectangle(box, fill=COLOURS[colour], outline=(60, 60, 60))
-        text_fill = (255, 255, 255) if sum(COLOURS[colour]) < 400 else (0, 0, 0)
-        draw.text((x0 + 2, y0 + bh // 2 - 5), colour[: max(1, (bw - 4) // 6)], fill=text_fill)
+        if show_buttons:
+            draw.rectangle(box, fill=COLOURS[colour], outline=(60, 60, 60))
+            text_fill = (255, 255, 255) if sum(COLOURS[colour]) < 400 else (0, 0, 0)
+            draw.text((x0 + 2, y0 + bh // 2 - 5), colour[: max(1, (bw - 4) // 6)], fill=text_fill)
         buttons.append((colour, [col, row], box))
     return img, buttons
 
@@ -209,14 +224,22 @@ def _write_synthetic(out_dir: str, cfg: SyntheticConfig) -> dict:
     for split, n_screens in (("train", cfg.num_train), ("test", cfg.num_test)):
         lines = []
         for _ in range(n_screens):
-            img, buttons = _draw_screen(cfg, rng)
+            empty = (
+                cfg.no_target_kind == "empty_screen"
+                and cfg.no_target_share > 0
+                and absent_rng.random() < cfg.no_target_share
+            )
+            img, buttons = _draw_screen(cfg, rng, show_buttons=not empty)
             rel = f"images/{index:05d}.png"
             with outputs.atomic_writer(os.path.join(out_dir, rel), "wb") as f:
                 img.save(f, "PNG")
             for k, (colour, cell, box) in enumerate(rng.sample(buttons, cfg.samples_per_image)):
                 template = rng.choice(INSTRUCTION_TEMPLATES)
-                no_target = cfg.no_target_share > 0 and absent_rng.random() < cfg.no_target_share
-                if no_target:  # name a colour on no button of this screen
+                if cfg.no_target_kind == "empty_screen":
+                    no_target = empty  # the named colour was never painted: no button on the screen
+                else:
+                    no_target = cfg.no_target_share > 0 and absent_rng.random() < cfg.no_target_share
+                if no_target and not empty:  # name a colour on no button of this screen
                     colour = absent_rng.choice([c for c in cfg.colours if c not in {b[0] for b in buttons}])
                 instruction = template.format(colour=colour)
                 if cfg.name_cell:
@@ -235,7 +258,7 @@ def _write_synthetic(out_dir: str, cfg: SyntheticConfig) -> dict:
                         "ui_type": "text",
                         "colour": colour,
                         "cell": None if no_target else cell,
-                        "buttons": [b[0] for b in buttons],
+                        "buttons": [] if empty else [b[0] for b in buttons],
                     }
                 )
             index += 1
@@ -296,6 +319,13 @@ def register_cli(sub) -> None:
         "share of samples whose instruction names a colour on no button (no_target: true; training to refuse)",
     )
     p.add_argument(
+        "--no-target-kind",
+        choices=NO_TARGET_KINDS,
+        default=d.no_target_kind,
+        help="absent_colour: the screen keeps its buttons and the instruction names a colour on none of them; "
+        "empty_screen: a share of screens shows no button at all (every instruction on it is no-target)",
+    )
+    p.add_argument(
         "--name-cell",
         action="store_true",
         help="the instruction also names the button's cell ('... in row 2 column 3'; the zoom study's coarse cue)",
@@ -305,6 +335,7 @@ def register_cli(sub) -> None:
         sizes = ("num_train", "num_test", "width", "height", "cols", "rows", "buttons_per_image", "samples_per_image")
         cfg = SyntheticConfig(
             **flag_values(args, *sizes, "min_fill", "max_fill", "background", "seed", "no_target_share"),
+            no_target_kind=args.no_target_kind,
             colours=args.colours.split(","),
             name_cell=args.name_cell,
         )

@@ -56,6 +56,7 @@ class RefusalRecipe:
             "buttons_per_image": 1,
             "background": "panels",
             "no_target_share": 0.25,
+            "no_target_kind": "empty_screen",
         }
     )
     sft_epochs: float = 4.0
@@ -158,10 +159,15 @@ class RefusalToyExperiments(ToyExperiments):
     def _write_refusal(self, results: dict) -> None:
         r = self.study
         table = summary_rows(results)
+        share = f"{r.data['no_target_share']:.0%}"
+        no_target = (
+            f"{share} of the screens show no button and every instruction on them is `no_target`"
+            if r.data.get("no_target_kind") == "empty_screen"
+            else f"{share} of the instructions name a colour on no button (`no_target`)"
+        )
         intro = (
             f"Refusal toy: {r.data['num_train']} training and {r.data['num_test']} test screens of 112 px (one "
-            f"coloured button on grey panels); {r.data['no_target_share']:.0%} of the instructions name a colour on no "
-            f"button (`no_target`). Refusal training on in every run (the refusal clause in the prompt; the SFT "
+            f"coloured button on grey panels); {no_target}. Refusal training on in every run (the refusal clause in the prompt; the SFT "
             f"target of a no-target sample is `(-1,-1)`); SFT {r.sft_epochs} epochs (shared), then per seed GRPO "
             f"{r.grpo_steps} steps of {r.prompts_per_step} prompts x {r.num_generations} rollouts, lr {r.grpo_lr}, "
             f"with the click reward or the click_refusal reward (refusal penalty {r.refusal_penalty}). Greedy eval "
