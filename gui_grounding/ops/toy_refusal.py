@@ -23,11 +23,25 @@ import os
 from dataclasses import asdict, dataclass, field
 
 from groundwork.argtypes import SEED
+from groundwork.records import iter_records
 from gui_grounding.data.synthetic import SyntheticConfig
 from gui_grounding.ops.toy import DEMO_FAST_FLAGS, ToyExperiments, ToyRecipe, _history
 from gui_grounding.ops.toy_zoom import seed_interval
 
-ARMS = (("click", "GRPO, click reward (no refusal reward)"), ("click_refusal", "GRPO, click_refusal reward"))
+#: the control arm: the plain click reward (a refusal scores 0 everywhere)
+CONTROL = "click"
+
+
+def arms(penalties) -> list[tuple[str, str, float | None, str]]:
+    """``(key, reward, penalty, label)`` of each GRPO arm: the control, then ``click_refusal`` at each of
+    ``penalties`` (key ``click_refusal`` for penalty 0, ``click_refusal_p<penalty>`` otherwise)."""
+    out = [(CONTROL, "click", None, "GRPO, click reward (no refusal reward)")]
+    for p in penalties:
+        key = "click_refusal" if p == 0 else f"click_refusal_p{p:g}"
+        out.append((key, "click_refusal", float(p), f"GRPO, click_refusal reward (penalty {p:g})"))
+    return out
+
+
 METRICS = (
     "eval_click/accuracy_on_targets",
     "eval_click/refusal_recall",
@@ -45,7 +59,7 @@ class RefusalRecipe:
             instructions that name no element on the screen).
         sft_epochs, sft_lr, sft_batch: the warm start (refusal training on), shared by every seed.
         grpo_steps, grpo_lr, prompts_per_step, num_generations, max_completion_length: GRPO, the same for both arms.
-        refusal_penalty: ``--refusal_penalty`` of the click_refusal arm.
+        refusal_penalties: ``--refusal_penalty`` of each click_refusal arm (one arm per value).
         seeds: GRPO seeds.
     """
 
@@ -67,7 +81,7 @@ class RefusalRecipe:
     prompts_per_step: int = 16
     num_generations: int = 8
     max_completion_length: int = 12
-    refusal_penalty: float = 0.0
+    refusal_penalties: tuple = (0.0, 0.5)
     seeds: tuple = (42, 1, 2)
 
 
@@ -80,8 +94,7 @@ def final_metrics(run_dir: str) -> dict:
 
 def summary_rows(results: dict) -> list[str]:
     """The markdown table of ``results`` (per arm: per-seed values, mean and the 95% interval across seeds,
-    :func:`gui_grounding.ops.toy_zoom.seed_interval`), and the line that compares the click accuracy of the refusal
-    arm with the interval of the arm without refusal reward."""
+    :func:`gui_grounding.ops.toy_zoom.seed_interval`), then :func:`verdicts`."""
 
     def cell(runs: list[dict], key: str, scale: float) -> tuple[str, str, str]:
         values = [r[key] * scale for r in runs if key in r]
@@ -89,6 +102,8 @@ def summary_rows(results: dict) -> list[str]:
             return "-", "-", "-"
         mean = sum(values) / len(values)
         ci = seed_interval(values) if len(values) > 1 else None
+        if ci is not None:  # a share lies in [0, 100]: the t interval is clipped to it
+            ci = [max(0.0, ci[0]), min(100.0, ci[1])]
         return ", ".join(f"{v:.1f}" for v in values), f"{mean:.1f}", f"{ci[0]:.1f} to {ci[1]:.1f}" if ci else "-"
 
     table = [
@@ -100,7 +115,7 @@ def summary_rows(results: dict) -> list[str]:
     acc, rec = cell([start], METRICS[0], 1.0), cell([start], METRICS[1], 100.0)
     prec, share = cell([start], METRICS[2], 100.0), cell([start], METRICS[3], 100.0)
     table.append(f"| SFT warm start | - | {acc[0]} | {acc[1]} | - | {rec[0]} | {rec[1]} | - | {prec[0]} | {share[0]} |")
-    for arm, label in ARMS:
+    for arm, _, _, label in arms(results["recipe"]["refusal_penalties"]):
         runs = results["arms"].get(arm) or []
         if not runs:
             continue
@@ -111,7 +126,47 @@ def summary_rows(results: dict) -> list[str]:
             f"| {label} | {seeds} | {acc[0]} | {acc[1]} | {acc[2]} | {rec[0]} | {rec[1]} | {rec[2]} | {prec[0]} "
             f"| {share[0]} |"
         )
-    return table
+    return table + [""] + verdicts(results)
+
+
+def verdicts(results: dict) -> list[str]:
+    """One line per refusal arm, the issue's two criteria in numbers:
+
+    * **learns to refuse**: its mean refusal recall, and its mean refusal precision against the share of no-target
+      test samples (the precision of refusing at random);
+    * **click accuracy kept**: its mean click accuracy on the samples with a target, inside or outside the 95%
+      interval across seeds of the control arm (the plain click reward).
+
+    Nothing is claimed with fewer than 2 seeds of the control (no interval)."""
+    penalties = results["recipe"]["refusal_penalties"]
+    control = [r[METRICS[0]] for r in results["arms"].get(CONTROL) or [] if METRICS[0] in r]
+    base = results.get("no_target_test_share")
+    lines = []
+    for arm, _, _, label in arms(penalties)[1:]:
+        runs = results["arms"].get(arm) or []
+        if not runs:
+            continue
+        mean = {}
+        for k in METRICS:  # over the runs that logged it (precision is undefined for a run that never refused)
+            values = [r[k] for r in runs if k in r]
+            mean[k] = sum(values) / len(values) if values else None
+        recall, precision = mean[METRICS[1]], mean[METRICS[2]]
+        refuse = f"refusal recall {100 * recall:.1f}%" if recall is not None else "no refusal recall logged"
+        refuse += f", precision {100 * precision:.1f}%" if precision is not None else ", never refused (no precision)"
+        if base is not None:
+            refuse += f" (refusing at random: {100 * base:.1f}%)"
+        if mean[METRICS[0]] is None:
+            kept = "no click accuracy logged"
+        elif len(control) < 2:
+            kept = "no interval for the control yet (fewer than 2 seeds)"
+        else:
+            lo, hi = seed_interval(control)
+            inside = "inside" if lo <= mean[METRICS[0]] <= hi else "outside"
+            kept = (
+                f"click accuracy on targets {mean[METRICS[0]]:.1f}%, {inside} the control's 95% interval {lo} to {hi}"
+            )
+        lines.append(f"- {label}, {len(runs)} seed(s): {refuse}; {kept}.")
+    return lines
 
 
 class RefusalToyExperiments(ToyExperiments):
@@ -145,16 +200,28 @@ class RefusalToyExperiments(ToyExperiments):
         r = self.study
         refusal = ["--refusal_training", "true", *DEMO_FAST_FLAGS]
         sft = self.sft("refusal_sft", r.sft_epochs, extra=refusal)
-        results = {"recipe": asdict(r), "start": final_metrics(sft["dir"]), "arms": {arm: [] for arm, _ in ARMS}}
+        plan = arms(r.refusal_penalties)
+        results = {
+            "recipe": asdict(r),
+            "no_target_test_share": self._no_target_test_share(),
+            "start": final_metrics(sft["dir"]),
+            "arms": {arm: [] for arm, *_ in plan},
+        }
         for seed in r.seeds:
-            for arm, _ in ARMS:
-                rewards = ["--reward_funcs", arm]
-                if arm == "click_refusal":
-                    rewards += ["--refusal_penalty", str(r.refusal_penalty)]
+            for arm, reward, penalty, _ in plan:
+                rewards = ["--reward_funcs", reward]
+                if penalty is not None:
+                    rewards += ["--refusal_penalty", str(penalty)]
                 run = self.grpo(f"refusal_{arm}_s{seed}", sft["dir"], extra=[*refusal, *rewards, "--seed", str(seed)])
                 results["arms"][arm].append({"seed": seed, "seconds": run["seconds"], **final_metrics(run["dir"])})
                 self._write_refusal(results)
         return results
+
+    def _no_target_test_share(self) -> float | None:
+        """The share of no-target samples in the test split (the precision of refusing at random)."""
+        path = os.path.join(self.data_dir, "test.jsonl")
+        flags = [rec.get("no_target") is True for _, _, rec in iter_records(path) if isinstance(rec, dict)]
+        return round(sum(flags) / len(flags), 4) if flags else None
 
     def _write_refusal(self, results: dict) -> None:
         r = self.study
@@ -170,8 +237,10 @@ class RefusalToyExperiments(ToyExperiments):
             f"coloured button on grey panels); {no_target}. Refusal training on in every run (the refusal clause in the prompt; the SFT "
             f"target of a no-target sample is `(-1,-1)`); SFT {r.sft_epochs} epochs (shared), then per seed GRPO "
             f"{r.grpo_steps} steps of {r.prompts_per_step} prompts x {r.num_generations} rollouts, lr {r.grpo_lr}, "
-            f"with the click reward or the click_refusal reward (refusal penalty {r.refusal_penalty}). Greedy eval "
-            "on the whole test split at the end of each run; 95% CI: mean +- t * sd / sqrt(n) across seeds."
+            f"with the click reward or the click_refusal reward (refusal penalty "
+            f"{' or '.join(f'{p:g}' for p in r.refusal_penalties)}). Greedy eval "
+            "on the whole test split at the end of each run; 95% CI: mean +- t * sd / sqrt(n) across seeds, clipped "
+            "to 0-100."
         )
         self._write_results("refusal", results, intro, table)
 
