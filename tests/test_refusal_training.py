@@ -346,3 +346,43 @@ def test_the_toy_lists_the_refusal_study():
 
     args = build_parser().parse_args(["toy", "refusal", "--out", "x", "--seeds", "1,2", "--grpo-steps", "7"])
     assert args.experiment == "refusal" and args.seeds == "1,2" and args.grpo_steps == 7
+
+
+def test_the_refusal_study_table_and_verdicts_are_exact():
+    from dataclasses import asdict
+
+    from gui_grounding.ops.toy_refusal import RefusalRecipe, arms, summary_rows
+
+    def run(seed, acc, recall=None, precision=None, share=0.0):
+        out = {"seed": seed, "eval_click/accuracy_on_targets": acc, "eval_click/refusal_share": share}
+        if recall is not None:
+            out["eval_click/refusal_recall"] = recall
+        if precision is not None:  # a run that never refused logs no precision
+            out["eval_click/refusal_precision"] = precision
+        return out
+
+    assert [a[0] for a in arms((0.0, 0.5))] == ["click", "click_refusal", "click_refusal_p0.5"]
+    results = {
+        "recipe": asdict(RefusalRecipe()),
+        "no_target_test_share": 0.25,
+        "start": run(None, 2.0, 1.0, 0.25, 1.0),
+        "arms": {
+            "click": [run(42, 20.0, 0.0), run(1, 22.0, 0.0), run(2, 24.0, 0.0)],
+            "click_refusal": [run(42, 21.0, 1.0, 0.5, 0.5), run(1, 21.0, 0.8, 0.4, 0.5), run(2, 18.0, 0.9, 0.45, 0.5)],
+            "click_refusal_p0.5": [run(42, 10.0, 0.0)],
+        },
+    }
+    lines = summary_rows(results)
+    # control: mean 22, sd 2, t(2) 4.303: 22 -+ 4.303 * 2 / sqrt(3) = 17.0 to 27.0
+    assert lines[3] == (
+        "| GRPO, click reward (no refusal reward) | 42, 1, 2 | 20.0, 22.0, 24.0 | 22.0 | 17.0 to 27.0 | 0.0, 0.0, 0.0 "
+        "| 0.0 | 0.0 to 0.0 | - | 0.0, 0.0, 0.0 |"
+    )
+    # recall 90 -+ 4.303 * 10 / sqrt(3) = 65.2 to 114.8, clipped to 100
+    assert "| 90.0 | 65.2 to 100.0 |" in lines[4]
+    assert lines[-2:] == [
+        "- GRPO, click_refusal reward (penalty 0), 3 seed(s): refusal recall 90.0%, precision 45.0% (refusing at "
+        "random: 25.0%); click accuracy on targets 20.0%, inside the control's 95% interval 17.0 to 27.0.",
+        "- GRPO, click_refusal reward (penalty 0.5), 1 seed(s): refusal recall 0.0%, never refused (no precision); "
+        "click accuracy on targets 10.0%, outside the control's 95% interval 17.0 to 27.0.",
+    ]

@@ -73,7 +73,7 @@ class RefusalRecipe:
             "no_target_kind": "empty_screen",
         }
     )
-    sft_epochs: float = 4.0
+    sft_epochs: float = 12.0  # 4 epochs left a start that refused on every screen (docs/results/toy_refusal_sft4.md)
     sft_lr: float = 2e-3
     sft_batch: int = 16
     grpo_steps: int = 100
@@ -152,9 +152,11 @@ def verdicts(results: dict) -> list[str]:
             mean[k] = sum(values) / len(values) if values else None
         recall, precision = mean[METRICS[1]], mean[METRICS[2]]
         refuse = f"refusal recall {100 * recall:.1f}%" if recall is not None else "no refusal recall logged"
-        refuse += f", precision {100 * precision:.1f}%" if precision is not None else ", never refused (no precision)"
-        if base is not None:
-            refuse += f" (refusing at random: {100 * base:.1f}%)"
+        if precision is None:
+            refuse += ", never refused (no precision)"
+        else:
+            refuse += f", precision {100 * precision:.1f}%"
+            refuse += f" (refusing at random: {100 * base:.1f}%)" if base is not None else ""
         if mean[METRICS[0]] is None:
             kept = "no click accuracy logged"
         elif len(control) < 2:
