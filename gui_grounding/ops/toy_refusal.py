@@ -1,8 +1,9 @@
 """``gui-grounding toy refusal`` (issue 32): does the tiny model learn to refuse, and what does refusing cost its clicks?
 
 The set: the toy's 112-px screens (one coloured button on grey panels, ``gui_grounding.data.synthetic``) where a
-stated share of the instructions (:attr:`RefusalRecipe.data` ``no_target_share``) names a colour that is on no button
-of the screen; those records carry ``"no_target": true`` and no box. Every run trains with ``--refusal_training
+stated share (:attr:`RefusalRecipe.data` ``no_target_share``) names no element on the screen: by default
+(``no_target_kind`` ``empty_screen``) that share of the screens is drawn without its button; with ``absent_colour``
+the instruction names a colour on no button of the screen. Those records carry ``"no_target": true`` and no box. Every run trains with ``--refusal_training
 true`` (the refusal clause in the prompt; the SFT target of a no-target sample is the family's refusal answer, for the
 toy's gta1 family ours: ``(-1,-1)``). One SFT warm start, shared by every seed, then per seed GRPO with the plain
 ``click`` reward (no pay for abstaining: a refusal scores 0 everywhere) and GRPO with the refusal-aware
