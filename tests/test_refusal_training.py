@@ -386,3 +386,14 @@ def test_the_refusal_study_table_and_verdicts_are_exact():
         "- GRPO, click_refusal reward (penalty 0.5), 1 seed(s): refusal recall 0.0%, never refused (no precision); "
         "click accuracy on targets 10.0%, outside the control's 95% interval 17.0 to 27.0.",
     ]
+
+
+def test_the_study_table_reads_results_written_before_the_penalty_arms():
+    from gui_grounding.ops.toy_refusal import summary_rows
+
+    with open("docs/results/toy_refusal_absent_colour.json", encoding="utf-8") as f:
+        old = json.load(f)  # stop 36's file: recipe.refusal_penalty, two arms, no no_target_test_share
+    lines = summary_rows(old)
+    assert lines[3].startswith("| GRPO, click reward (no refusal reward) | 42, 1 | 19.5, 26.2 | 22.9 |")
+    assert lines[4].startswith("| GRPO, click_refusal reward (penalty 0) | 42 | 16.9 | 16.9 | - | 0.0 |")
+    assert lines[-1].endswith("inside the control's 95% interval 0.0 to 64.9.")  # t interval -19.2 to 64.9, clipped

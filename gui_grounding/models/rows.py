@@ -56,9 +56,9 @@ def row_request(row: dict, budget, adapter: Adapter | None = None):
     from trl.data_utils import prepare_multimodal_messages
 
     adapter = adapter or row_adapter(row)
+    frame = row_frame(row)  # before decoding: a row with unusable sizes costs no image read
     image = open_image(row["image_path"])
     image = resize_for_model(image if image.mode == "RGB" else image.convert("RGB"), budget)
-    frame = row_frame(row)
     size = (frame.resized_width, frame.resized_height)
     if image.size != size:
         raise ValueError(

@@ -3,12 +3,13 @@
 The set: the toy's 112-px screens (one coloured button on grey panels, ``gui_grounding.data.synthetic``) where a
 stated share (:attr:`RefusalRecipe.data` ``no_target_share``) names no element on the screen: by default
 (``no_target_kind`` ``empty_screen``) that share of the screens is drawn without its button; with ``absent_colour``
-the instruction names a colour on no button of the screen. Those records carry ``"no_target": true`` and no box. Every run trains with ``--refusal_training
-true`` (the refusal clause in the prompt; the SFT target of a no-target sample is the family's refusal answer, for the
-toy's gta1 family ours: ``(-1,-1)``). One SFT warm start, shared by every seed, then per seed GRPO with the plain
-``click`` reward (no pay for abstaining: a refusal scores 0 everywhere) and GRPO with the refusal-aware
-``click_refusal`` reward (1 for abstaining on a no-target sample; ``--refusal_penalty`` on a sample with a target,
-0 by default). The runs are real ``python -m vlm_r1.sft`` / ``python -m vlm_r1.grpo_jsonl`` commands
+the instruction names a colour on no button of the screen. Those records carry ``"no_target": true`` and no box.
+Every run trains with ``--refusal_training true`` (the refusal clause in the prompt; the SFT target of a no-target
+sample is the family's refusal answer, for the toy's gta1 family ours: ``(-1,-1)``). One SFT warm start, shared by
+every seed, then per seed GRPO with the plain ``click`` reward (the control: no pay for abstaining, a refusal scores
+0 everywhere) and GRPO with the refusal-aware ``click_refusal`` reward at each of
+:attr:`RefusalRecipe.refusal_penalties` (1 for abstaining on a no-target sample; ``-penalty`` for abstaining on a
+sample with a target). The runs are real ``python -m vlm_r1.sft`` / ``python -m vlm_r1.grpo_jsonl`` commands
 (:class:`gui_grounding.ops.toy.ToyExperiments`' runner, reused when the same command already ran on the same inputs).
 
 Held-out metrics are the training-time greedy eval at the end of each run (``gui_grounding.training.train_eval``):
@@ -93,6 +94,20 @@ def final_metrics(run_dir: str) -> dict:
     return {key: last[key] for key in METRICS if key in last} | {"step": last["step"]}
 
 
+def share_interval(values: list[float]) -> list[float]:
+    """:func:`gui_grounding.ops.toy_zoom.seed_interval` of per-seed percentages, clipped to [0, 100] (a share lies
+    there; with 2 or 3 seeds the t interval often reaches past it)."""
+    lo, hi = seed_interval(values)
+    return [max(0.0, lo), min(100.0, hi)]
+
+
+def _penalties(results: dict) -> list[float]:
+    """The click_refusal penalties of ``results``' recipe (``refusal_penalties``; results written before the penalty
+    arms existed name one ``refusal_penalty``)."""
+    recipe = results["recipe"]
+    return list(recipe.get("refusal_penalties", [recipe.get("refusal_penalty", 0.0)]))
+
+
 def summary_rows(results: dict) -> list[str]:
     """The markdown table of ``results`` (per arm: per-seed values, mean and the 95% interval across seeds,
     :func:`gui_grounding.ops.toy_zoom.seed_interval`), then :func:`verdicts`."""
@@ -102,9 +117,7 @@ def summary_rows(results: dict) -> list[str]:
         if not values:
             return "-", "-", "-"
         mean = sum(values) / len(values)
-        ci = seed_interval(values) if len(values) > 1 else None
-        if ci is not None:  # a share lies in [0, 100]: the t interval is clipped to it
-            ci = [max(0.0, ci[0]), min(100.0, ci[1])]
+        ci = share_interval(values) if len(values) > 1 else None
         return ", ".join(f"{v:.1f}" for v in values), f"{mean:.1f}", f"{ci[0]:.1f} to {ci[1]:.1f}" if ci else "-"
 
     table = [
@@ -116,7 +129,7 @@ def summary_rows(results: dict) -> list[str]:
     acc, rec = cell([start], METRICS[0], 1.0), cell([start], METRICS[1], 100.0)
     prec, share = cell([start], METRICS[2], 100.0), cell([start], METRICS[3], 100.0)
     table.append(f"| SFT warm start | - | {acc[0]} | {acc[1]} | - | {rec[0]} | {rec[1]} | - | {prec[0]} | {share[0]} |")
-    for arm, _, _, label in arms(results["recipe"]["refusal_penalties"]):
+    for arm, _, _, label in arms(_penalties(results)):
         runs = results["arms"].get(arm) or []
         if not runs:
             continue
@@ -139,7 +152,7 @@ def verdicts(results: dict) -> list[str]:
       interval across seeds of the control arm (the plain click reward).
 
     Nothing is claimed with fewer than 2 seeds of the control (no interval)."""
-    penalties = results["recipe"]["refusal_penalties"]
+    penalties = _penalties(results)
     control = [r[METRICS[0]] for r in results["arms"].get(CONTROL) or [] if METRICS[0] in r]
     base = results.get("no_target_test_share")
     lines = []
@@ -163,7 +176,7 @@ def verdicts(results: dict) -> list[str]:
         elif len(control) < 2:
             kept = "no interval for the control yet (fewer than 2 seeds)"
         else:
-            lo, hi = seed_interval(control)
+            lo, hi = share_interval(control)
             inside = "inside" if lo <= mean[METRICS[0]] <= hi else "outside"
             kept = (
                 f"click accuracy on targets {mean[METRICS[0]]:.1f}%, {inside} the control's 95% interval {lo} to {hi}"
@@ -237,8 +250,9 @@ class RefusalToyExperiments(ToyExperiments):
         )
         intro = (
             f"Refusal toy: {r.data['num_train']} training and {r.data['num_test']} test screens of 112 px (one "
-            f"coloured button on grey panels); {no_target}. Refusal training on in every run (the refusal clause in the prompt; the SFT "
-            f"target of a no-target sample is `(-1,-1)`); SFT {r.sft_epochs} epochs (shared), then per seed GRPO "
+            f"coloured button on grey panels); {no_target}. Refusal training on in every run (the refusal clause "
+            f"in the prompt; the SFT target of a no-target sample is `(-1,-1)`); SFT {r.sft_epochs} epochs (shared), "
+            "then per seed GRPO "
             f"{r.grpo_steps} steps of {r.prompts_per_step} prompts x {r.num_generations} rollouts, lr {r.grpo_lr}, "
             f"with the click reward or the click_refusal reward (refusal penalty "
             f"{' or '.join(f'{p:g}' for p in r.refusal_penalties)}). Greedy eval "
