@@ -21,6 +21,10 @@ Rules (every ``gui-grounding`` / ``vlm_r1`` command that writes files follows th
   it), under the output's lock; whatever marks it complete is written atomically after it;
 * **read-modify-write** of a shared JSON record (``vlm_r1_run.json``): under the output's lock taken with ``wait``
   (:class:`OutputLock`), so two writers cannot lose each other's keys;
+* **console lines from several processes** (:func:`console_line`): an error or status line that every rank of a
+  launch may print at once (torchrun's children share one stderr pipe) is one line written with one ``write`` call of
+  at most ``PIPE_BUF`` bytes and flushed, so two ranks' lines never interleave inside a line (``print`` writes the
+  text and its newline in two calls, and so does Python's report of ``SystemExit("message")``);
 * **summaries last**: callers write their summary (``summary.json``, ``metrics.json``) atomically after every other
   output is in place, so a complete-looking summary never sits beside a truncated output.
 
@@ -34,6 +38,9 @@ import contextlib
 import errno
 import json
 import os
+import re
+import select
+import sys
 import tempfile
 import threading
 import time
@@ -43,6 +50,59 @@ from typing import IO, Any
 
 class OutputError(OSError):
     """An output that cannot or must not be written (one line, naming the path)."""
+
+
+#: POSIX: a write of at most ``PIPE_BUF`` bytes to a pipe is atomic, never interleaved with other writers' data
+#: (Linux: 4096; ``pipe(7)``, "PIPE_BUF"). POSIX's minimum, 512, where ``select`` does not say.
+CONSOLE_LINE_BYTES = int(getattr(select, "PIPE_BUF", 512))
+
+
+#: ``str.splitlines``' line boundaries, ``\\r\\n`` counted as one
+_LINE_BREAKS = re.compile("\r\n|[\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
+
+
+def one_line(text: Any, limit_bytes: int = CONSOLE_LINE_BYTES - 1) -> str:
+    """``text`` (any object: ``str()`` of it) as one line of at most ``limit_bytes`` UTF-8 bytes: every line break
+    (``str.splitlines``' set: ``\\n``, ``\\r``, ``\\x0b``, ``\\x0c``, ``\\x1c``-``\\x1e``, ``\\x85``, U+2028, U+2029)
+    becomes one space, an unencodable lone surrogate its ``\\udcXX`` escape, and a longer text is cut at a character
+    boundary with a marker naming how many bytes were cut (``... [N more bytes]``). Total: never raises."""
+    try:
+        raw = text if isinstance(text, str) else str(text)
+    except Exception as err:  # noqa: BLE001 - a hostile __str__
+        raw = f"<unprintable {type(text).__name__}: {type(err).__name__}>"
+    line = _LINE_BREAKS.sub(" ", raw)
+    data = line.encode("utf-8", "backslashreplace")
+    if len(data) > limit_bytes:
+        marker_room = len(f" ... [{len(data)} more bytes]".encode())
+        keep = max(0, limit_bytes - marker_room)
+        head = data[:keep].decode("utf-8", "ignore")
+        cut = len(data) - len(head.encode("utf-8"))
+        return f"{head} ... [{cut} more bytes]"
+    return data.decode("utf-8")
+
+
+def console_line(text: Any, stream: IO | None = None) -> str:
+    """Write ``text`` as one line (:func:`one_line`: line breaks as spaces, at most ``CONSOLE_LINE_BYTES`` bytes with
+    its newline) to ``stream`` (default: ``sys.stderr`` at call time) with one ``write`` call, after flushing what the
+    stream held, then flush; returns the line written (without its newline). Lines written so by several processes
+    to one pipe or ``O_APPEND`` file never mix inside a line. A stream that cannot be written (closed, a broken pipe)
+    is ignored: a console line never turns one error into another."""
+    stream = sys.stderr if stream is None else stream
+    line = one_line(text)
+    if stream is None:  # pythonw, or stderr closed by the embedding process
+        return line
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    try:  # a stream in another encoding (LANG=C: ascii) gets escapes, not an UnicodeEncodeError
+        safe = line.encode(encoding, "backslashreplace").decode(encoding)
+    except LookupError:
+        safe = line
+    try:
+        stream.flush()
+        stream.write(safe + "\n")
+        stream.flush()
+    except (OSError, ValueError):
+        pass
+    return line
 
 
 def _same_file(a: str, b: str) -> bool:

@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from groundwork.argtypes import SEED, BadValue, distributed_env, from_env, integer, number
+from groundwork.outputs import console_line
 from groundwork.pixel_budget import record
 from vlm_r1.devices import bf16_supported
 from vlm_r1.plots import plot_training_curves
@@ -48,9 +49,19 @@ def input_errors(prog: str) -> Iterator[None]:
     the run is set up (arguments, ``--config``, the data config, data files, the distributed environment, the model
     path) ends the process with ``PROG: error: TYPE: message`` on one line of stderr and exit status 2, as argparse's
     usage errors. Errors of the training loop itself, other exception types (bugs) and everything with
-    ``VLM_R1_TRACEBACK`` set keep their traceback."""
+    ``VLM_R1_TRACEBACK`` set keep their traceback.
+
+    Every rank of a launch runs this path at once, on one shared stderr: the line is written whole, with one
+    ``write`` call (:func:`groundwork.outputs.console_line`). A ``SystemExit("message")`` raised inside (which Python
+    itself would report with two writes, the message and its newline, so that two ranks' lines could mix) is written
+    the same way and ends the process with status 1, as Python's own report would."""
     try:
         yield
+    except SystemExit as err:
+        if err.code is None or isinstance(err.code, int):
+            raise
+        console_line(err.code)
+        raise SystemExit(1) from None
     except INPUT_ERRORS as err:
         if os.environ.get(TRACEBACK_ENV) or _in_training_loop(err):
             raise
@@ -58,7 +69,7 @@ def input_errors(prog: str) -> Iterator[None]:
         if isinstance(err, OSError) and err.strerror:  # no "[Errno N]"
             text = f"{err.strerror}: {err.filename}" if err.filename else err.strerror
         message = " ".join(text.split()) or type(err).__name__
-        print(f"{prog}: error: {type(err).__name__}: {message}", file=sys.stderr, flush=True)
+        console_line(f"{prog}: error: {type(err).__name__}: {message}")
         raise SystemExit(2) from None
 
 

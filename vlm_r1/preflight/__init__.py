@@ -65,6 +65,7 @@ from typing import Any
 
 from groundwork.argtypes import distributed_env, number, with_range
 from groundwork.argtypes import value as checked_value
+from groundwork.outputs import console_line
 from groundwork.records import load_yaml_file, strict_loads
 from vlm_r1.launch import input_errors
 
@@ -81,6 +82,8 @@ ADAM_BYTES_PER_PARAM = 8
 #: bytes per parameter of DeepSpeed's fp32 master copy of the weights, saved with its optimizer state
 DEEPSPEED_MASTER_BYTES_PER_PARAM = 4
 _GIB = float(2**30)
+#: a failure message names this many ranks in full (rank, host, node, local rank), the rest by number
+NAMED_RANKS = 8
 #: ``--timeout`` / ``--preflight_timeout``: seconds, finite and > 0; ``--min_free_gib`` / ``--preflight_min_free_gib``:
 #: GiB, finite and >= 0 (:mod:`groundwork.argtypes`; the same rule for the flags and the ``--config`` YAML's keys)
 TIMEOUT_S = number(min=0, min_open=True, max=7 * 24 * 3600)
@@ -300,6 +303,14 @@ class _Run:
     def name(self, rank: int) -> str:
         return _who(self.records.get(rank), rank, self.local_world)
 
+    def names(self, ranks: list[int], describe: Any = None) -> str:
+        """``describe(rank)`` (default :meth:`name`) of the first :data:`NAMED_RANKS` ranks, joined by ``; ``, then
+        the others by number (``; and 503 more: ranks 9-511``): a message of a 512-rank job stays one readable line."""
+        describe = describe or self.name
+        text = "; ".join(describe(r) for r in ranks[:NAMED_RANKS])
+        rest = ranks[NAMED_RANKS:]
+        return f"{text}; and {len(rest)} more: rank(s) {_ranges(rest)}" if rest else text
+
     def fail(self, message: str, ranks: list[int] = ()) -> PreflightError:
         hosts = [self.records[r]["host"] for r in ranks if r in self.records]
         elapsed = time.perf_counter() - self.start
@@ -340,8 +351,7 @@ class _Run:
             if missing:
                 raise self.fail(
                     f"{len(missing)} of {self.world} rank(s) did not reach the rendezvous at {self.addr}:{self.port} "
-                    f"within {self.timeout:g} s: {'; '.join(self.name(r) for r in missing)}. Present: "
-                    f"{'; '.join(self.name(r) for r in sorted(self.records))}",
+                    f"within {self.timeout:g} s: {self.names(missing)}. Present: {self.names(sorted(self.records))}",
                     missing,
                 ) from err
             raise self.fail(f"waiting for the other ranks at the rendezvous: {err}") from err
@@ -400,10 +410,13 @@ class _Run:
         self.check_settings()
         short = [r for r, rec in sorted(self.records.items()) if not rec["disk"]["ok"]]
         if short:
-            details = "; ".join(
-                f"{self.name(r)}: {self.records[r]['disk']['free_gib']:.4g} GiB free at {self.records[r]['disk']['path']}"
-                f", needs {self.records[r]['disk']['required_gib']:.4g} GiB ({self.records[r]['disk']['source']})"
-                for r in short
+            details = self.names(
+                short,
+                lambda r: (
+                    f"{self.name(r)}: {self.records[r]['disk']['free_gib']:.4g} GiB free at "
+                    f"{self.records[r]['disk']['path']}, needs {self.records[r]['disk']['required_gib']:.4g} GiB "
+                    f"({self.records[r]['disk']['source']})"
+                ),
             )
             raise self.fail(f"not enough free disk for checkpoints: {details}", short)
 
@@ -413,7 +426,7 @@ class _Run:
         for key, label in (("world_size", "WORLD_SIZE"), ("master", "MASTER_ADDR:MASTER_PORT"), ("backend", "backend")):
             odd = [r for r, rec in sorted(self.records.items()) if rec[key] != mine[key]]
             if odd:
-                values = "; ".join(f"{self.name(r)}: {self.records[r][key]}" for r in odd)
+                values = self.names(odd, lambda r, k=key: f"{self.name(r)}: {self.records[r][k]}")
                 raise self.fail(f"{label} differs: this rank has {mine[key]}, {values}", odd)
 
     # ---- collectives -----------------------------------------------------------------------------------------------
@@ -440,7 +453,7 @@ class _Run:
         if missing:
             return self.fail(
                 f"{stage} did not complete within {self.timeout:g} s: {len(missing)} rank(s) never reached it: "
-                f"{'; '.join(self.name(r) for r in missing)} ({err})",
+                f"{self.names(missing)} ({err})",
                 missing,
             )
         hosts = ", ".join(sorted({rec["host"] for rec in self.records.values()}))
@@ -646,8 +659,9 @@ def _settings(values: dict) -> dict:
 
 
 def _exit_failed(err: PreflightError) -> None:
-    """Log the failure, flush, and leave at once (a pending collective or its watchdog must not keep the process)."""
-    print(f"PREFLIGHT FAILED: {err}", file=sys.stderr, flush=True)
+    """Log the failure (one line, written whole: :func:`groundwork.outputs.console_line`), flush, and leave at once
+    (a pending collective or its watchdog must not keep the process)."""
+    console_line(f"PREFLIGHT FAILED: {err}")  # every rank at once, on one stderr: one write per line
     for handler in logging.getLogger().handlers:
         handler.flush()
     sys.stdout.flush()
