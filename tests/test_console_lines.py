@@ -173,3 +173,57 @@ def test_preflight_names_eight_ranks_then_numbers(monkeypatch):
     assert text.count("; rank ") == pf.NAMED_RANKS - 1
     assert text.endswith("; and 501 more: rank(s) 11-511")
     assert run.names(list(range(3, 512)), lambda r: f"r{r}").startswith("r3; r4; r5; r6; r7; r8; r9; r10; and 501")
+
+
+# ---- by structure: the code every rank runs writes stderr lines only through console_line (or logging) ---------------
+#: the packages whose code runs on every rank of a launch (the core, the GTA1 training entry point)
+PER_RANK = ("vlm_r1", "gui_grounding/training")
+#: (file, line text) -> why it may print to stderr itself; a stale entry fails the scan too
+ALLOWED_STDERR = {
+    ("gui_grounding/training/gta1.py", 'print(f"[dry-run] {key:<{width}} {value}", file=sys.stderr)'): (
+        "--dry_run prints the resolved objective from one process and exits before any launch"
+    ),
+}
+
+
+def stderr_writes(source: str) -> list[tuple[int, str]]:
+    """``[(line, text)]`` of each ``print(..., file=sys.stderr)`` and ``sys.stderr.write(...)`` call in ``source``."""
+    import ast
+
+    from tests.helpers.ast_scan import dotted
+
+    out = []
+    lines = source.splitlines()
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Call):
+            continue
+        name = dotted(node.func)
+        to_stderr = name == ("print",) and any(
+            k.arg == "file" and dotted(k.value)[-1:] == ("stderr",) for k in node.keywords
+        )
+        if to_stderr or name[-2:] == ("stderr", "write"):
+            out.append((node.lineno, lines[node.lineno - 1].strip()))
+    return out
+
+
+def test_per_rank_code_writes_stderr_lines_through_console_line():
+    from tests.helpers.paths import REPO
+
+    found = {}
+    for package in PER_RANK:
+        for folder, _, files in os.walk(os.path.join(REPO, package)):
+            for name in sorted(files):
+                if name.endswith(".py"):
+                    path = os.path.join(folder, name)
+                    rel = os.path.relpath(path, REPO)
+                    with open(path, encoding="utf-8") as f:
+                        for line, text in stderr_writes(f.read()):
+                            found[(rel, text)] = line
+    bypasses = [f"{rel}:{line}: {text}" for (rel, text), line in found.items() if (rel, text) not in ALLOWED_STDERR]
+    assert not bypasses, "use groundwork.outputs.console_line:\n" + "\n".join(bypasses)
+    assert set(ALLOWED_STDERR) <= set(found), "stale ALLOWED_STDERR entries"
+
+
+def test_the_stderr_scan_sees_both_forms():
+    source = 'import sys\nprint("x", file=sys.stderr, flush=True)\nsys.stderr.write("y\\n")\nprint("z")\n'
+    assert [line for line, _ in stderr_writes(source)] == [2, 3]

@@ -9,7 +9,6 @@ import contextlib
 import logging
 import os
 import re
-import sys
 import traceback
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -155,7 +154,7 @@ def launcher_env_main(argv: list[str] | None = None) -> int:
     try:
         values = check_launcher_env(table)
     except BadValue as err:
-        print(f"[{args.prog}] ERROR: {err}", file=sys.stderr)
+        console_line(f"[{args.prog}] ERROR: {err}")  # each node's launcher, into one job log
         return 2
     for name in table:
         print(f"{name}={_canonical(values[name]) if name in values else ''}")
