@@ -305,7 +305,7 @@ class _Run:
 
     def names(self, ranks: list[int], describe: Any = None) -> str:
         """``describe(rank)`` (default :meth:`name`) of the first :data:`NAMED_RANKS` ranks, joined by ``; ``, then
-        the others by number (``; and 503 more: ranks 9-511``): a message of a 512-rank job stays one readable line."""
+        the others by number (``; and 503 more: rank(s) 9-511``): a message of a 512-rank job stays one readable line."""
         describe = describe or self.name
         text = "; ".join(describe(r) for r in ranks[:NAMED_RANKS])
         rest = ranks[NAMED_RANKS:]
