@@ -94,7 +94,7 @@ def console_line(text: Any, stream: IO | None = None) -> str:
     encoding = getattr(stream, "encoding", None) or "utf-8"
     try:  # a stream in another encoding (LANG=C: ascii) gets escapes, not an UnicodeEncodeError
         safe = line.encode(encoding, "backslashreplace").decode(encoding)
-    except LookupError:
+    except (LookupError, TypeError):  # an unknown codec, or a stream whose encoding is no name
         safe = line
     try:
         stream.flush()

@@ -88,6 +88,10 @@ def test_console_line_is_one_write_after_a_flush():
     console_line("héllo", ascii_stream)
     assert ascii_stream.calls[1] == "h\\xe9llo\n"
     assert console_line(_Hostile(), stream) == "<unprintable _Hostile: RuntimeError>"
+    assert console_line(10**5000, stream) == "<unprintable int: ValueError>"  # str() refuses > 4300 digits
+    odd = _CountingStream()
+    odd._encoding = 42  # a stream whose encoding is no codec name
+    assert console_line("odd é", odd) == "odd é" and odd.calls[1] == "odd é\n"
     closed = io.StringIO()
     closed.close()
     assert console_line("still total", closed) == "still total"  # a closed stream is not a second error
